@@ -1,0 +1,33 @@
+from rest_framework import serializers
+
+from persistence.models import Agent, Company
+
+
+class CompanySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Company
+        fields = ("id", "name", "slug")
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Agent
+        fields = (
+            "id",
+            "name",
+            "role",
+            "department",
+            "seniority",
+            "autonomy_level",
+            "memory_level",
+            "is_active",
+            "created_at",
+        )
+
+
+class PrincipalSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["agent", "human"])
+    company = CompanySerializer()
+    agent = AgentSerializer(allow_null=True)
+    username = serializers.CharField(allow_null=True)
+    role = serializers.CharField(allow_blank=True)

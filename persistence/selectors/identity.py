@@ -1,0 +1,77 @@
+"""Reads for authentication: API keys and memberships."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.utils import timezone
+
+from persistence.models import AgentApiKey, CompanyMembership
+
+API_KEY_PATTERN = re.compile(
+    r"^sok_(?P<prefix>[A-Za-z0-9]{8,16})_(?P<secret>[A-Za-z0-9_-]{20,128})$"
+)
+
+
+@dataclass(frozen=True)
+class KeyProblem:
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class KeyLookup:
+    key: AgentApiKey | None = None
+    error: KeyProblem | None = None
+
+
+MALFORMED_KEY = KeyProblem("malformed_credentials", "The API key is malformed.")
+INVALID_KEY = KeyProblem("invalid_credentials", "The API key is not valid.")
+REVOKED_KEY = KeyProblem("credentials_revoked", "The API key has been revoked.")
+EXPIRED_KEY = KeyProblem("credentials_expired", "The API key has expired.")
+INACTIVE_AGENT = KeyProblem("agent_inactive", "The agent this key belongs to is deactivated.")
+
+
+def hash_api_key(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+def agent_for_api_key(raw_key: str) -> KeyLookup:
+    """Resolve a raw key to its usable ``AgentApiKey`` (agent and company joined) or an error."""
+    match = API_KEY_PATTERN.match(raw_key)
+    if match is None:
+        return KeyLookup(error=MALFORMED_KEY)
+    key = (
+        AgentApiKey.objects.select_related("agent__company").filter(prefix=match["prefix"]).first()
+    )
+    if key is None or not hmac.compare_digest(key.key_hash, hash_api_key(raw_key)):
+        return KeyLookup(error=INVALID_KEY)
+    now = timezone.now()
+    if key.revoked_at is not None:
+        return KeyLookup(error=REVOKED_KEY)
+    if key.expires_at is not None and key.expires_at <= now:
+        return KeyLookup(error=EXPIRED_KEY)
+    if not key.agent.is_active:
+        return KeyLookup(error=INACTIVE_AGENT)
+    _touch_last_used(key, now)
+    return KeyLookup(key=key)
+
+
+def _touch_last_used(key: AgentApiKey, now) -> None:
+    resolution = timedelta(seconds=settings.SYNTHORG_KEY_LAST_USED_RESOLUTION)
+    if key.last_used_at is None or now - key.last_used_at >= resolution:
+        AgentApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+
+
+def membership_for_user(user, company_slug: str | None) -> CompanyMembership | None:
+    memberships = CompanyMembership.objects.select_related("company").filter(user=user)
+    if company_slug:
+        return memberships.filter(company__slug=company_slug).first()
+    found = list(memberships[:2])
+    return found[0] if len(found) == 1 else None

@@ -1,0 +1,49 @@
+"""The one way any app records a security-relevant action.
+
+Call :func:`audit_record` inside the transaction of the action it records, so the entry and
+the action commit (or roll back) together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from django.utils import timezone
+
+from persistence.models import AuditEntry
+
+if TYPE_CHECKING:
+    from persistence.models import Agent, Company
+    from persistence.principal import Principal
+
+
+def audit_record(
+    *,
+    company: Company,
+    action_type: str,
+    actor_agent: Agent | None = None,
+    actor_user=None,
+    principal: Principal | None = None,
+    target_type: str = "",
+    target_id: str | int = "",
+    verdict: str = AuditEntry.Verdict.ALLOWED,
+    risk_level: str = AuditEntry.RiskLevel.LOW,
+    details: Mapping[str, Any] | None = None,
+) -> AuditEntry:
+    """Append one audit entry. ``principal`` is a shortcut for the actor agent or user."""
+    if principal is not None:
+        actor_agent = actor_agent or principal.agent
+        actor_user = actor_user or principal.user
+    return AuditEntry.objects.create(
+        company=company,
+        actor_agent=actor_agent,
+        actor_user=actor_user,
+        action_type=action_type,
+        target_type=target_type,
+        target_id=str(target_id),
+        verdict=verdict,
+        risk_level=risk_level,
+        details=dict(details or {}),
+        created_at=timezone.now(),
+    )

@@ -1,0 +1,71 @@
+"""Writes for projects. Closing a project runs the registered close hooks in the same
+transaction (agent memory purges the project's project-level memories there)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import transaction
+from django.utils import timezone
+
+from persistence.models import Agent, Company, Project
+from persistence.services.audit import audit_record
+from synthorg.errors import ConflictError, InvalidInputError
+
+PROJECT_NAME_TAKEN = "A project named {name!r} already exists in this company."
+PROJECT_ALREADY_CLOSED = "The project is already closed."
+LEAD_OTHER_COMPANY = "The project lead must be an agent of the same company."
+
+ProjectCloseHook = Callable[[Project], object]
+_close_hooks: list[ProjectCloseHook] = []
+
+
+def on_project_closed(hook: ProjectCloseHook) -> None:
+    """Register ``hook(project)``; it runs inside the closing transaction."""
+    if hook not in _close_hooks:
+        _close_hooks.append(hook)
+
+
+@transaction.atomic
+def project_create(
+    *,
+    company: Company,
+    name: str,
+    description: str = "",
+    lead: Agent | None = None,
+    status: str = Project.Status.ACTIVE,
+) -> Project:
+    if lead is not None and lead.company_id != company.pk:
+        raise InvalidInputError(LEAD_OTHER_COMPANY, code="invalid_lead")
+    if Project.objects.filter(company=company, name=name).exists():
+        raise ConflictError(PROJECT_NAME_TAKEN.format(name=name), code="project_name_taken")
+    project = Project(company=company, name=name, description=description, lead=lead, status=status)
+    project.full_clean()
+    project.save()
+    return project
+
+
+@transaction.atomic
+def project_close(*, project: Project, status: str = Project.Status.COMPLETED, principal=None):
+    """Mark ``project`` completed or cancelled and run the close hooks."""
+    if status not in Project.CLOSED_STATUSES:
+        raise InvalidInputError(
+            f"A project closes as 'completed' or 'cancelled', not {status!r}.",
+            code="invalid_status",
+        )
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    if project.is_closed:
+        raise ConflictError(PROJECT_ALREADY_CLOSED, code="project_closed")
+    project.status = status
+    project.closed_at = timezone.now()
+    project.save(update_fields=["status", "closed_at", "updated_at"])
+    results = {getattr(hook, "__name__", "hook"): hook(project) for hook in _close_hooks}
+    audit_record(
+        company=project.company,
+        principal=principal,
+        action_type="project.closed",
+        target_type="project",
+        target_id=project.pk,
+        details={"status": status, "hooks": {k: v for k, v in results.items() if v is not None}},
+    )
+    return project

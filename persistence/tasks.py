@@ -1,0 +1,7 @@
+"""django-q2 tasks: thin interfaces that call services."""
+
+from persistence.services.system import cluster_heartbeat_record
+
+
+def record_cluster_heartbeat() -> str:
+    return cluster_heartbeat_record().isoformat()

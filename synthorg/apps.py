@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SynthorgConfig(AppConfig):
+    name = "synthorg"
+    verbose_name = "SynthOrg kernel"

@@ -1,0 +1,535 @@
+"""Company configuration: the spec's ``memory:`` and ``org_memory:`` sections.
+
+Frozen pydantic v2 models with the spec's defaults, bounds and cross-field validators
+(pure: no Django import). :func:`parse_company_config` is the only entry point; it raises
+:class:`CompanyConfigError` whose ``errors`` name each bad field by its dotted path
+(``memory.retrieval.relevance_weight``).
+
+Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
+names are still accepted so the spec's example files load, and are recorded but unused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
+
+from synthorg.enums import (
+    ConsolidationInterval,
+    MemoryCategory,
+    MemoryLevel,
+    OrgFactCategory,
+    SeniorityLevel,
+)
+
+NotBlankStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+_FROZEN = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|\\")
+
+
+class ConfigFieldError(ValueError):
+    """A cross-field rule broken by ``field`` (a name relative to the model that raised it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class CompanyConfigError(ValueError):
+    """The config is invalid; ``errors`` is a list of ``{field, message, code}``."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors))
+
+
+def _reject_unsafe_path(field: str, value: str | None) -> None:
+    if value is None:
+        return
+    if ".." in value.replace("\\", "/").split("/"):
+        raise ConfigFieldError(field, "must not contain '..' (parent-directory traversal)")
+    if _WINDOWS_PATH.search(value):
+        raise ConfigFieldError(field, "must be a POSIX path (no drive letters or backslashes)")
+
+
+# --- memory: storage / options / embedder ---------------------------------------------------
+
+
+class MemoryStorageConfig(BaseModel):
+    model_config = _FROZEN
+
+    data_dir: NotBlankStr = "/data/memory"
+    vector_store: Literal["pgvector", "qdrant", "qdrant-external"] = "pgvector"
+    history_store: Literal["postgresql", "sqlite"] = "postgresql"
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> MemoryStorageConfig:
+        _reject_unsafe_path("data_dir", self.data_dir)
+        return self
+
+
+class MemoryOptionsConfig(BaseModel):
+    model_config = _FROZEN
+
+    retention_days: int | None = Field(default=None, ge=1)
+    max_memories_per_agent: int = Field(default=10_000, ge=1)
+    consolidation_interval: ConsolidationInterval = ConsolidationInterval.DAILY
+    shared_knowledge_base: bool = True
+
+
+class EmbedderOverrideConfig(BaseModel):
+    """Override of the default local embedder with an OpenAI-compatible endpoint.
+
+    ``base_url``/``api_key_env`` say where to call; the key itself is read from the named
+    environment variable so secrets never live in the company config.
+    """
+
+    model_config = _FROZEN
+
+    provider: NotBlankStr | None = None
+    model: NotBlankStr | None = None
+    dims: int | None = Field(default=None, ge=8, le=4096)
+    base_url: NotBlankStr | None = None
+    api_key_env: NotBlankStr | None = None
+
+    @model_validator(mode="after")
+    def _model_requires_dims(self) -> EmbedderOverrideConfig:
+        if (self.model is None) != (self.dims is None):
+            raise ConfigFieldError("dims", "model and dims must be set together")
+        if self.base_url is not None and self.model is None:
+            raise ConfigFieldError("model", "an embedder base_url needs a model and dims")
+        return self
+
+
+class EmbeddingFineTuneConfig(BaseModel):
+    model_config = _FROZEN
+
+    enabled: bool = False
+    checkpoint_path: NotBlankStr | None = None
+    base_model: NotBlankStr | None = None
+    training_data_dir: NotBlankStr | None = None
+
+    @model_validator(mode="after")
+    def _validate(self) -> EmbeddingFineTuneConfig:
+        for name in ("checkpoint_path", "training_data_dir"):
+            _reject_unsafe_path(name, getattr(self, name))
+        if self.enabled and (self.checkpoint_path is None or self.base_model is None):
+            missing = "checkpoint_path" if self.checkpoint_path is None else "base_model"
+            raise ConfigFieldError(missing, "is required when fine-tuning is enabled")
+        return self
+
+
+class ProceduralMemoryConfig(BaseModel):
+    model_config = _FROZEN
+
+    enabled: bool = True
+    model: NotBlankStr = "example-small-001"
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1500, ge=1, le=32_000)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    skill_md_directory: NotBlankStr | None = None
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> ProceduralMemoryConfig:
+        _reject_unsafe_path("skill_md_directory", self.skill_md_directory)
+        return self
+
+
+# --- memory: retrieval -----------------------------------------------------------------------
+
+
+class InjectionStrategy(StrEnum):
+    CONTEXT = "context"
+    TOOL_BASED = "tool_based"
+    SELF_EDITING = "self_editing"
+
+
+class InjectionPoint(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+
+
+class FusionStrategy(StrEnum):
+    LINEAR = "linear"
+    RRF = "rrf"
+
+
+class MemoryRetrievalConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: InjectionStrategy = InjectionStrategy.CONTEXT
+    relevance_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    recency_weight: float = Field(default=0.3, ge=0.0, le=1.0)
+    recency_decay_rate: float = Field(default=0.01, ge=0.0, le=10.0)
+    personal_boost: float = Field(default=0.1, ge=0.0, le=1.0)
+    min_relevance: float = Field(default=0.3, ge=0.0, le=1.0)
+    max_memories: int = Field(default=20, ge=1, le=100)
+    include_shared: bool = True
+    default_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
+    injection_point: InjectionPoint = InjectionPoint.SYSTEM
+    non_inferable_only: bool = False
+    fusion_strategy: FusionStrategy = FusionStrategy.LINEAR
+    rrf_k: int = Field(default=60, ge=1, le=1000)
+    diversity_penalty_enabled: bool = False
+    diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
+    query_reformulation_enabled: bool = False
+    max_reformulation_rounds: int = Field(default=2, ge=1, le=5)
+    retriever: Literal["flat", "hierarchical"] = "flat"
+    max_workers_per_query: int = Field(default=3, ge=1, le=3)
+    reflective_retry_enabled: bool = False
+    max_retry_count: int = Field(default=1, ge=1, le=3)
+    query_specific_rerank_enabled: bool = False
+    rerank_cache_ttl_seconds: int = Field(default=3600, ge=1, le=86_400)
+
+    def _explicit(self, name: str) -> bool:
+        # "Set to something other than its default": a stored, fully dumped config
+        # re-parses cleanly, while a knob set without the feature it tunes is refused.
+        return getattr(self, name) != type(self).model_fields[name].default
+
+    @model_validator(mode="after")
+    def _validate_consistency(self) -> MemoryRetrievalConfig:
+        linear = self.fusion_strategy is FusionStrategy.LINEAR
+        if linear and not math.isclose(
+            self.relevance_weight + self.recency_weight, 1.0, abs_tol=1e-6
+        ):
+            raise ConfigFieldError(
+                "relevance_weight", "relevance_weight + recency_weight must sum to 1.0"
+            )
+        if linear and self._explicit("rrf_k") and self.rrf_k != 60:
+            raise ConfigFieldError("rrf_k", "is only used with fusion_strategy 'rrf'")
+        if not linear and self._explicit("personal_boost") and self.personal_boost > 0:
+            raise ConfigFieldError(
+                "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
+            )
+        if self._explicit("diversity_lambda") and not self.diversity_penalty_enabled:
+            raise ConfigFieldError(
+                "diversity_lambda", "is only used when diversity_penalty_enabled is true"
+            )
+        if self._explicit("candidate_pool_multiplier") and not self.diversity_penalty_enabled:
+            raise ConfigFieldError(
+                "candidate_pool_multiplier",
+                "is only used when diversity_penalty_enabled is true",
+            )
+        if self.diversity_penalty_enabled and self.strategy is not InjectionStrategy.CONTEXT:
+            raise ConfigFieldError(
+                "diversity_penalty_enabled", "is only supported with strategy 'context'"
+            )
+        if self.query_reformulation_enabled and self.strategy is not InjectionStrategy.TOOL_BASED:
+            raise ConfigFieldError("query_reformulation_enabled", "requires strategy 'tool_based'")
+        if self._explicit("max_reformulation_rounds") and not self.query_reformulation_enabled:
+            raise ConfigFieldError(
+                "max_reformulation_rounds", "is only used when query_reformulation_enabled"
+            )
+        if self.strategy is InjectionStrategy.SELF_EDITING:
+            raise ConfigFieldError(
+                "strategy", "'self_editing' is not supported; use 'context' or 'tool_based'"
+            )
+        hierarchical = self.retriever == "hierarchical"
+        if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
+            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
+        if not hierarchical:
+            for name in ("max_workers_per_query", "reflective_retry_enabled", "max_retry_count"):
+                if self._explicit(name):
+                    raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+        if self._explicit("max_retry_count") and not self.reflective_retry_enabled:
+            raise ConfigFieldError("max_retry_count", "is only used with reflective_retry_enabled")
+        if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
+            raise ConfigFieldError(
+                "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
+            )
+        return self
+
+
+# --- memory: consolidation -------------------------------------------------------------------
+
+
+class ConsolidationStrategyType(StrEnum):
+    SIMPLE = "simple"
+    DUAL_MODE = "dual_mode"
+    LLM = "llm"
+
+
+class RetentionRule(BaseModel):
+    model_config = _FROZEN
+
+    category: MemoryCategory
+    retention_days: int = Field(ge=1)
+
+
+def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule, ...]:
+    seen: set[MemoryCategory] = set()
+    for rule in rules:
+        if rule.category in seen:
+            raise ConfigFieldError("rules", f"category {rule.category.value!r} appears twice")
+        seen.add(rule.category)
+    return rules
+
+
+class RetentionConfig(BaseModel):
+    model_config = _FROZEN
+
+    rules: tuple[RetentionRule, ...] = ()
+    default_retention_days: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _validate_unique_categories(self) -> RetentionConfig:
+        _unique_categories(self.rules)
+        return self
+
+    def days_for(self, category: MemoryCategory) -> int | None:
+        return next((r.retention_days for r in self.rules if r.category == category), None)
+
+
+class AgentRetentionOverrides(BaseModel):
+    """An agent's own retention settings (stored on ``Agent.retention_overrides``)."""
+
+    model_config = _FROZEN
+
+    rules: tuple[RetentionRule, ...] = ()
+    default_retention_days: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _validate_unique_categories(self) -> AgentRetentionOverrides:
+        _unique_categories(self.rules)
+        return self
+
+    def days_for(self, category: MemoryCategory) -> int | None:
+        return next((r.retention_days for r in self.rules if r.category == category), None)
+
+
+class DualModeConfig(BaseModel):
+    model_config = _FROZEN
+
+    enabled: bool = False
+    dense_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    summarization_model: NotBlankStr | None = None
+    max_summary_tokens: int = Field(default=200, ge=50, le=1000)
+    max_facts: int = Field(default=20, ge=1, le=100)
+    anchor_length: int = Field(default=150, ge=50, le=500)
+
+    @model_validator(mode="after")
+    def _validate_model_when_enabled(self) -> DualModeConfig:
+        if self.enabled and self.summarization_model is None:
+            raise ConfigFieldError("summarization_model", "is required when dual_mode is enabled")
+        return self
+
+
+class ArchivalConfig(BaseModel):
+    model_config = _FROZEN
+
+    enabled: bool = False
+    age_threshold_days: int = Field(default=90, ge=1)
+    dual_mode: DualModeConfig = Field(default_factory=DualModeConfig)
+
+
+class LLMConsolidationConfig(BaseModel):
+    model_config = _FROZEN
+
+    group_threshold: int = Field(default=3, ge=2, le=100)
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_summary_tokens: int = Field(default=500, ge=50, le=4000)
+    max_entry_input_chars: int = Field(default=2000, ge=100, le=20_000)
+    max_total_user_content_chars: int = Field(default=20_000, ge=1000, le=200_000)
+    fallback_truncate_length: int = Field(default=200, ge=20, le=2000)
+
+
+class ConsolidationConfig(BaseModel):
+    model_config = _FROZEN
+
+    enabled: bool = True
+    interval: ConsolidationInterval = ConsolidationInterval.DAILY
+    strategy: ConsolidationStrategyType = ConsolidationStrategyType.SIMPLE
+    group_threshold: int = Field(default=3, ge=2, le=1000)
+    max_memories_per_agent: int = Field(default=10_000, ge=1)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    archival: ArchivalConfig = Field(default_factory=ArchivalConfig)
+    llm: LLMConsolidationConfig = Field(default_factory=LLMConsolidationConfig)
+
+    @model_validator(mode="after")
+    def _validate_strategy(self) -> ConsolidationConfig:
+        if self.strategy is ConsolidationStrategyType.DUAL_MODE and not (
+            self.archival.dual_mode.enabled
+        ):
+            raise ConfigFieldError("strategy", "'dual_mode' needs archival.dual_mode.enabled: true")
+        return self
+
+
+class CompanyMemoryConfig(BaseModel):
+    model_config = _FROZEN
+
+    backend: Literal["pgvector", "mem0"] = "pgvector"
+    level: MemoryLevel = MemoryLevel.SESSION
+    storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
+    options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
+    retrieval: MemoryRetrievalConfig = Field(default_factory=MemoryRetrievalConfig)
+    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
+    embedder: EmbedderOverrideConfig | None = None
+    procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
+    fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
+
+    @model_validator(mode="after")
+    def _apply_mirrors(self) -> CompanyMemoryConfig:
+        """``options`` repeats two consolidation fields; set in one place, they agree.
+
+        A value set only under ``options`` is mirrored into ``consolidation`` (and back);
+        set in both places with different values is an error.
+        """
+        pairs = (
+            ("consolidation_interval", "interval"),
+            ("max_memories_per_agent", "max_memories_per_agent"),
+        )
+        options_set = self.options.model_fields_set
+        consolidation_set = self.consolidation.model_fields_set
+        options_update: dict[str, Any] = {}
+        consolidation_update: dict[str, Any] = {}
+        for option_name, consolidation_name in pairs:
+            option_value = getattr(self.options, option_name)
+            consolidation_value = getattr(self.consolidation, consolidation_name)
+            in_options = option_name in options_set
+            in_consolidation = consolidation_name in consolidation_set
+            if in_options and in_consolidation and option_value != consolidation_value:
+                raise ConfigFieldError(
+                    f"consolidation.{consolidation_name}",
+                    f"disagrees with options.{option_name} ({option_value!s})",
+                )
+            if in_options and not in_consolidation:
+                consolidation_update[consolidation_name] = option_value
+            elif in_consolidation and not in_options:
+                options_update[option_name] = consolidation_value
+        # Frozen models: rebuild the nested ones through validation, keeping fields_set.
+        if consolidation_update:
+            data = self.consolidation.model_dump(exclude_unset=True) | consolidation_update
+            object.__setattr__(self, "consolidation", ConsolidationConfig.model_validate(data))
+        if options_update:
+            data = self.options.model_dump(exclude_unset=True) | options_update
+            object.__setattr__(self, "options", MemoryOptionsConfig.model_validate(data))
+        return self
+
+
+# --- org_memory ------------------------------------------------------------------------------
+
+
+class CategoryWriteRule(BaseModel):
+    model_config = _FROZEN
+
+    allowed_seniority: SeniorityLevel | None = None
+    human_allowed: bool = True
+
+
+def _default_write_rules() -> Mapping[OrgFactCategory, CategoryWriteRule]:
+    senior = CategoryWriteRule(allowed_seniority=SeniorityLevel.SENIOR, human_allowed=True)
+    return MappingProxyType(
+        {
+            OrgFactCategory.CORE_POLICY: CategoryWriteRule(
+                allowed_seniority=None, human_allowed=True
+            ),
+            OrgFactCategory.ADR: senior,
+            OrgFactCategory.PROCEDURE: senior,
+            OrgFactCategory.CONVENTION: senior,
+        }
+    )
+
+
+class WriteAccessConfig(BaseModel):
+    """Per-category write rules. A category with no rule denies everyone."""
+
+    model_config = _FROZEN
+
+    rules: Mapping[OrgFactCategory, CategoryWriteRule] = Field(default_factory=_default_write_rules)
+
+    @field_validator("rules", mode="after")
+    @classmethod
+    def _wrap_rules_readonly(
+        cls, value: Mapping[OrgFactCategory, CategoryWriteRule]
+    ) -> Mapping[OrgFactCategory, CategoryWriteRule]:
+        core = value.get(OrgFactCategory.CORE_POLICY)
+        if core is not None and core.allowed_seniority is not None:
+            raise ValueError("core_policy is human-only: allowed_seniority must be null")
+        return MappingProxyType(dict(value))
+
+    @field_serializer("rules")
+    def _serialize_rules(
+        self, value: Mapping[OrgFactCategory, CategoryWriteRule]
+    ) -> dict[str, CategoryWriteRule]:
+        return {str(category): rule for category, rule in value.items()}
+
+
+class ExtendedStoreConfig(BaseModel):
+    model_config = _FROZEN
+
+    backend: Literal["postgresql", "sqlite"] = "postgresql"
+    max_retrieved_per_query: int = Field(default=5, ge=1, le=100)
+
+
+class OrgMemoryConfig(BaseModel):
+    model_config = _FROZEN
+
+    backend: Literal["hybrid_prompt_retrieval"] = "hybrid_prompt_retrieval"
+    core_policies: tuple[NotBlankStr, ...] = ()
+    extended_store: ExtendedStoreConfig = Field(default_factory=ExtendedStoreConfig)
+    write_access: WriteAccessConfig = Field(default_factory=WriteAccessConfig)
+
+
+class CompanyConfig(BaseModel):
+    """A company's whole configuration: ``memory:`` and ``org_memory:``."""
+
+    model_config = _FROZEN
+
+    memory: CompanyMemoryConfig = Field(default_factory=CompanyMemoryConfig)
+    org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
+
+
+def _error_field(error: Mapping[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigFieldError):
+        loc.append(cause.field)
+    return ".".join(loc)
+
+
+def _error_message(error: Mapping[str, Any]) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigFieldError):
+        return cause.message
+    message = str(error.get("msg", "invalid"))
+    return message.removeprefix("Value error, ")
+
+
+def parse_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
+    """Validate ``data`` (``None`` or ``{}`` gives every default)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise CompanyConfigError(
+            [{"field": "", "message": "the configuration must be a mapping", "code": "type"}]
+        )
+    try:
+        return CompanyConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        errors = [
+            {
+                "field": _error_field(error),
+                "message": _error_message(error),
+                "code": str(error.get("type", "invalid")),
+            }
+            for error in exc.errors()
+        ]
+        raise CompanyConfigError(errors) from None

@@ -1,0 +1,239 @@
+"""An embedder that calls an OpenAI-compatible ``POST /embeddings`` endpoint.
+
+Works with OpenAI itself and with servers that copy its wire format (vLLM, llama.cpp server,
+Ollama, LiteLLM, text-embeddings-inference). Pure module: no Django imports.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from synthorg.embedding.base import EmbeddingError, l2_normalize_rows, validate_texts
+
+DEFAULT_BATCH_SIZE = 64
+_RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_BODY_EXCERPT_CHARS = 300
+
+
+class OpenAICompatibleEmbedder:
+    """Remote embedder speaking the OpenAI embeddings wire format.
+
+    See :class:`synthorg.embedding.base.Embedder` for the contract. Texts are sent in batches
+    of ``batch_size``; each request is retried up to ``max_retries`` times, with exponential
+    backoff, on 408/429/5xx, timeouts and connection errors (a ``Retry-After`` header in
+    seconds is honoured up to ``backoff_max``). Other 4xx responses fail at once. Vectors are
+    placed by each item's ``index``, must have ``dims`` values, and are L2-normalised here
+    because not every compatible server normalises.
+
+    Args:
+        base_url: API root including any version prefix, e.g. ``https://api.openai.com/v1``.
+        model: model name sent in each request and used in ``embedder_id``.
+        dims: expected vector length; any other length is an :class:`EmbeddingError`.
+        api_key: sent as ``Authorization: Bearer``; omitted when ``None``.
+        timeout: seconds for connecting, and for each read/write, per attempt.
+        max_retries: retries after the first attempt (``0`` means a single try).
+        batch_size: inputs per request.
+        backoff_base: delay before the first retry, doubled for each further retry.
+        backoff_max: cap on any single delay.
+        transport: httpx transport override (e.g. for proxies or mounts); normally ``None``.
+        sleep: how to wait between attempts; tests pass a recorder instead of sleeping.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        dims: int,
+        *,
+        api_key: str | None = None,
+        timeout: float = 10.0,
+        max_retries: int = 2,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required")
+        if not model:
+            raise ValueError("model is required")
+        if dims < 1:
+            raise ValueError(f"dims must be at least 1, got {dims}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be at least 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self._url = base_url.rstrip("/") + "/embeddings"
+        self._model = model
+        self._dims = dims
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._batch_size = batch_size
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._transport = transport
+        self._sleep = sleep
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        # Never show the API key.
+        return f"{type(self).__name__}(url={self._url!r}, model={self._model!r}, dims={self._dims})"
+
+    def __enter__(self) -> OpenAICompatibleEmbedder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def embedder_id(self) -> str:
+        return f"openai:{self._model}"
+
+    @property
+    def dims(self) -> int:
+        return self._dims
+
+    def close(self) -> None:
+        """Close pooled connections; a later call opens new ones."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def embed_one(self, text: str) -> np.ndarray:
+        """Embed one text; returns a float32 vector of shape ``(dims,)``."""
+        if not isinstance(text, str):
+            raise TypeError(f"text is {type(text).__name__}, not str")
+        return self.embed([text])[0]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``; float32 ``(len(texts), dims)``, unit rows, in input order."""
+        items = validate_texts(texts)
+        vectors = np.empty((len(items), self._dims), dtype=np.float32)
+        for start in range(0, len(items), self._batch_size):
+            batch = items[start : start + self._batch_size]
+            vectors[start : start + len(batch)] = self._embed_batch(batch)
+        return vectors
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        payload = self._post_with_retries({"model": self._model, "input": batch})
+        return l2_normalize_rows(self._parse(payload, expected=len(batch)))
+
+    def _post_with_retries(self, body: dict[str, Any]) -> Any:
+        client = self._http_client()
+        attempts = self._max_retries + 1
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = client.post(self._url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+            else:
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except ValueError as exc:
+                        raise EmbeddingError(
+                            f"{self._describe()}: response is not valid JSON ({exc}): "
+                            f"{_excerpt(response.text)!r}"
+                        ) from exc
+                failure = f"HTTP {response.status_code}: {_excerpt(response.text)!r}"
+                if response.status_code not in _RETRYABLE_STATUS:
+                    raise EmbeddingError(f"{self._describe()} failed: {failure}")
+                retry_after = _retry_after_seconds(response)
+            if attempt == attempts:
+                raise EmbeddingError(
+                    f"{self._describe()} failed after {attempts} attempt(s): {failure}"
+                )
+            self._sleep(self._backoff(attempt, retry_after))
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _parse(self, payload: Any, *, expected: int) -> np.ndarray:
+        data = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(data, list):
+            raise EmbeddingError(
+                f"{self._describe()}: response has no 'data' list: {_excerpt(repr(payload))}"
+            )
+        if len(data) != expected:
+            raise EmbeddingError(
+                f"{self._describe()}: sent {expected} input(s), got {len(data)} embedding(s)"
+            )
+        vectors = np.empty((expected, self._dims), dtype=np.float32)
+        seen: set[int] = set()
+        for position, item in enumerate(data):
+            index = item.get("index") if isinstance(item, dict) else None
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected:
+                raise EmbeddingError(
+                    f"{self._describe()}: data[{position}] has no valid 'index' "
+                    f"(0..{expected - 1}): {_excerpt(repr(item))}"
+                )
+            if index in seen:
+                raise EmbeddingError(f"{self._describe()}: index {index} appears twice")
+            seen.add(index)
+            vectors[index] = self._vector(item.get("embedding"), index)
+        return vectors
+
+    def _vector(self, embedding: Any, index: int) -> np.ndarray:
+        if not isinstance(embedding, list) or not all(
+            isinstance(value, (int, float)) and not isinstance(value, bool) for value in embedding
+        ):
+            raise EmbeddingError(
+                f"{self._describe()}: embedding {index} is not a list of numbers "
+                "(a base64 encoding_format is not supported)"
+            )
+        if len(embedding) != self._dims:
+            raise EmbeddingError(
+                f"{self._describe()}: embedding {index} has {len(embedding)} dims, "
+                f"expected {self._dims}"
+            )
+        vector = np.asarray(embedding, dtype=np.float32)
+        if not np.isfinite(vector).all():
+            raise EmbeddingError(f"{self._describe()}: embedding {index} has non-finite values")
+        return vector
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = self._backoff_base * (2 ** (attempt - 1))
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return min(delay, self._backoff_max)
+
+    def _describe(self) -> str:
+        return f"embedding request to {self._url} (model {self._model!r})"
+
+    def _http_client(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                headers = {"Accept": "application/json"}
+                if self._api_key:
+                    headers["Authorization"] = f"Bearer {self._api_key}"
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self._timeout),
+                    headers=headers,
+                    transport=self._transport,
+                )
+            return self._client
+
+
+def _retry_after_seconds(response: httpx.Response) -> float | None:
+    """A ``Retry-After`` given in seconds; the HTTP-date form is ignored."""
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _BODY_EXCERPT_CHARS else text[:_BODY_EXCERPT_CHARS] + "…"

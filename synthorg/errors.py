@@ -1,0 +1,75 @@
+"""The domain error hierarchy (pure: no Django import).
+
+Every error a service raises for a caller mistake or a rule derives from
+:class:`DomainError`; the API exception handler maps ``status`` and ``code`` to an
+``application/problem+json`` response. ``code`` is a stable machine-readable string
+clients can branch on; ``detail`` is for humans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class DomainError(Exception):
+    status: int = 400
+    code: str = "domain_error"
+    title: str = "Request could not be processed"
+
+    def __init__(
+        self,
+        detail: str,
+        *,
+        code: str | None = None,
+        errors: Sequence[Mapping[str, Any]] = (),
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code is not None:
+            self.code = code
+        self.errors = list(errors)
+        self.extra = dict(extra or {})
+
+
+class InvalidInputError(DomainError):
+    status = 400
+    code = "invalid_input"
+    title = "Invalid input"
+
+
+class AccessDeniedError(DomainError):
+    status = 403
+    code = "access_denied"
+    title = "Access denied"
+
+
+class NotFoundError(DomainError):
+    status = 404
+    code = "not_found"
+    title = "Not found"
+
+
+class ConflictError(DomainError):
+    status = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class UnprocessableError(DomainError):
+    status = 422
+    code = "unprocessable"
+    title = "Unprocessable request"
+
+
+class NotSupportedError(DomainError):
+    status = 501
+    code = "not_supported"
+    title = "Operation not supported"
+
+
+class ServiceUnavailableError(DomainError):
+    status = 503
+    code = "service_unavailable"
+    title = "Service unavailable"

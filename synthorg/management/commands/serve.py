@@ -1,0 +1,76 @@
+"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Run the web server on 127.0.0.1:PORT and the django-q2 worker cluster."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument(
+            "--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2"))
+        )
+        parser.add_argument("--no-worker", action="store_true", help="Do not start qcluster.")
+
+    def handle(self, *args, host, port, web_workers, no_worker, **options):
+        web = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "synthorg.wsgi:application",
+            "--bind",
+            f"{host}:{port}",
+            "--workers",
+            str(web_workers),
+            "--access-logfile",
+            "-",
+            "--graceful-timeout",
+            "5",
+        ]
+        children = [("web", subprocess.Popen(web))]
+        if not no_worker:
+            manage = os.path.join(os.getcwd(), "manage.py")
+            children.append(("worker", subprocess.Popen([sys.executable, manage, "qcluster"])))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Serving on http://{host}:{port}/ (admin at /admin/, API docs at "
+                f"/api/docs/); press Ctrl-C to stop."
+            )
+        )
+        stopping = False
+
+        def stop(*_):
+            nonlocal stopping
+            if stopping:
+                return
+            stopping = True
+            for _name, proc in children:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            while not stopping and all(proc.poll() is None for _n, proc in children):
+                time.sleep(0.5)
+        finally:
+            interrupted = stopping
+            exited = [name for name, proc in children if proc.poll() is not None]
+            stop()
+            deadline = time.monotonic() + 15
+            for _name, proc in children:
+                try:
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        if exited and not interrupted:
+            self.stderr.write(f"{', '.join(exited)} exited; stopped the rest.")
+        self.stdout.write("Stopped.")

@@ -1,0 +1,92 @@
+"""The one place that declares django-q2 schedules, applied idempotently.
+
+Apps add entries with :func:`register_schedule` (in their ``AppConfig.ready``) or, for
+per-company schedules, a provider with :func:`register_schedule_provider`.
+``sync_schedules()`` (run by ``manage.py sync_schedules``, by ``make run`` and after
+company config changes) creates missing schedules, updates changed ones and deletes
+schedules under the ``synthorg:`` prefix that nobody declares any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+SCHEDULE_PREFIX = "synthorg:"
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    name: str  # unique; stored with the SCHEDULE_PREFIX
+    func: str  # dotted path of the q2 task
+    schedule_type: str  # django_q Schedule.MINUTES / HOURLY / DAILY / WEEKLY ...
+    minutes: int | None = None
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return SCHEDULE_PREFIX + self.name
+
+
+_static: dict[str, ScheduleSpec] = {}
+_providers: list[Callable[[], Iterable[ScheduleSpec]]] = []
+
+
+def register_schedule(spec: ScheduleSpec) -> None:
+    _static[spec.name] = spec
+
+
+def register_schedule_provider(provider: Callable[[], Iterable[ScheduleSpec]]) -> None:
+    if provider not in _providers:
+        _providers.append(provider)
+
+
+def declared_schedules() -> dict[str, ScheduleSpec]:
+    specs = dict(_static)
+    for provider in _providers:
+        for spec in provider():
+            specs[spec.name] = spec
+    return specs
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    created: tuple[str, ...]
+    updated: tuple[str, ...]
+    deleted: tuple[str, ...]
+
+
+def sync_schedules() -> SyncReport:
+    from django.db import transaction
+    from django_q.models import Schedule
+
+    wanted = {spec.full_name: spec for spec in declared_schedules().values()}
+    created, updated, deleted = [], [], []
+    with transaction.atomic():
+        existing = {
+            s.name: s
+            for s in Schedule.objects.select_for_update().filter(name__startswith=SCHEDULE_PREFIX)
+        }
+        for name, spec in sorted(wanted.items()):
+            values = {
+                "func": spec.func,
+                "schedule_type": spec.schedule_type,
+                "minutes": spec.minutes,
+                "args": repr(spec.args) if spec.args else None,
+                "kwargs": repr(spec.kwargs) if spec.kwargs else None,
+                "repeats": -1,
+            }
+            current = existing.pop(name, None)
+            if current is None:
+                Schedule.objects.create(name=name, **values)
+                created.append(name)
+            elif any(getattr(current, k) != v for k, v in values.items()):
+                for key, value in values.items():
+                    setattr(current, key, value)
+                current.save()
+                updated.append(name)
+        for name, stale in sorted(existing.items()):
+            stale.delete()
+            deleted.append(name)
+    return SyncReport(tuple(created), tuple(updated), tuple(deleted))

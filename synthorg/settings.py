@@ -1,0 +1,172 @@
+"""Django settings for SynthOrg Memory.
+
+Everything deployment-specific comes from the environment (see README "Configuration").
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from synthorg.database import database_settings
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+DEBUG = _env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
+    # A fixed development key keeps `make run` zero-config; production must set its own.
+    "dev-insecure-synthorg-memory-key-set-DJANGO_SECRET_KEY-in-production"
+)
+ALLOWED_HOSTS = [
+    h.strip()
+    for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
+    if h.strip()
+]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_q",
+    "synthorg",
+    "persistence",
+    "orgmemory",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "synthorg.urls"
+WSGI_APPLICATION = "synthorg.wsgi.application"
+ASGI_APPLICATION = "synthorg.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": database_settings(BASE_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
+# WhiteNoise warns when the directory is missing (before the first collectstatic).
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "persistence.api.authentication.AgentKeyAuthentication",
+        "persistence.api.authentication.HumanSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["persistence.api.permissions.IsPrincipal"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "synthorg.api.pagination.StablePageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "synthorg.api.errors.problem_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SynthOrg Memory API",
+    "DESCRIPTION": "Durable, searchable memory for fleets of AI agents.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {},
+}
+
+Q_CLUSTER = {
+    "name": "synthorg",
+    "orm": "default",
+    "workers": int(os.environ.get("Q_WORKERS", "2")),
+    "timeout": int(os.environ.get("Q_TIMEOUT", "600")),
+    "retry": int(os.environ.get("Q_RETRY", "900")),
+    "max_attempts": 3,
+    "catch_up": False,
+    "save_limit": 1000,
+    "sync": _env_bool("Q_SYNC", False),
+    "label": "Background tasks",
+}
+
+# The embedding model used when a company has no `memory.embedder` override.
+SYNTHORG_DEFAULT_EMBEDDER = os.environ.get("SYNTHORG_DEFAULT_EMBEDDER", "minilm-onnx")
+
+# OpenAI-compatible chat completions (LLM-dependent steps degrade when unset).
+SYNTHORG_LLM = {
+    "BASE_URL": os.environ.get("SYNTHORG_LLM_BASE_URL", ""),
+    "API_KEY": os.environ.get("SYNTHORG_LLM_API_KEY", ""),
+    "MODEL": os.environ.get("SYNTHORG_LLM_MODEL", ""),
+    "TIMEOUT": float(os.environ.get("SYNTHORG_LLM_TIMEOUT", "30")),
+    "MAX_RETRIES": int(os.environ.get("SYNTHORG_LLM_MAX_RETRIES", "2")),
+}
+
+# Agent API keys: how often `last_used_at` is written (seconds), to avoid a write per request.
+SYNTHORG_KEY_LAST_USED_RESOLUTION = 60
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "django_q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
+    },
+}

@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from synthorg.health import healthz
+
+api_v1 = [
+    path("", include("persistence.api.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include((api_v1, "api"), namespace="v1")),
+]

@@ -1,0 +1,61 @@
+"""Shared fixtures: companies, agents with API keys, and API clients authenticated as them."""
+
+from dataclasses import dataclass
+
+import pytest
+from rest_framework.test import APIClient
+
+from persistence.models import Agent
+from persistence.services.agents import api_key_issue
+from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
+
+
+@dataclass
+class AgentCaller:
+    agent: Agent
+    raw_key: str
+    client: APIClient
+
+    @property
+    def company(self):
+        return self.agent.company
+
+
+def make_agent_caller(**agent_fields) -> AgentCaller:
+    agent = AgentFactory(**agent_fields)
+    issued = api_key_issue(agent=agent)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.raw_key}")
+    return AgentCaller(agent=agent, raw_key=issued.raw_key, client=client)
+
+
+@pytest.fixture
+def company(db):
+    return CompanyFactory()
+
+
+@pytest.fixture
+def caller(company) -> AgentCaller:
+    """An agent of ``company`` with a fresh key and a client that sends it."""
+    return make_agent_caller(company=company)
+
+
+@pytest.fixture
+def peer(company) -> AgentCaller:
+    """A second agent in the same company."""
+    return make_agent_caller(company=company)
+
+
+@pytest.fixture
+def outsider(db) -> AgentCaller:
+    """An agent of another company."""
+    return make_agent_caller(company=CompanyFactory())
+
+
+@pytest.fixture
+def human_client(company):
+    membership = MembershipFactory(company=company, role="admin")
+    client = APIClient()
+    client.force_login(membership.user)
+    client.membership = membership
+    return client
