@@ -1,0 +1,50 @@
+"""Which embedder a company's memories use.
+
+The default is the local all-MiniLM-L6-v2 model; a company's ``memory.embedder`` override
+with a ``base_url`` selects an OpenAI-compatible endpoint (its key is read from the
+environment variable the config names, never stored in the config). Every stored vector
+carries the ``embedder_id`` that produced it, and search only compares vectors of the
+query's embedder.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+from persistence.models import Company
+from persistence.selectors.config import company_config
+from synthorg.company_config import EmbedderOverrideConfig
+from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
+from synthorg.errors import UnprocessableError
+
+UNSUPPORTED_DIMS = (
+    "The configured embedder produces {dims}-dimensional vectors; memory storage holds "
+    "{supported}-dimensional vectors."
+)
+
+
+def embedder_for(company: Company) -> Embedder:
+    """The embedder for ``company``'s memories (process-wide instances, cached)."""
+    override = company_config(company).memory.embedder
+    if override is None or override.base_url is None:
+        return default_embedder()
+    return _remote_embedder(override)
+
+
+@functools.lru_cache(maxsize=64)
+def _remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
+    from memory.models import EMBEDDING_DIMS
+
+    if override.dims != EMBEDDING_DIMS:
+        raise UnprocessableError(
+            UNSUPPORTED_DIMS.format(dims=override.dims, supported=EMBEDDING_DIMS),
+            code="embedder_dims_unsupported",
+        )
+    api_key = os.environ.get(override.api_key_env) if override.api_key_env else None
+    return OpenAICompatibleEmbedder(
+        base_url=override.base_url,
+        model=override.model,
+        dims=override.dims,
+        api_key=api_key,
+    )
