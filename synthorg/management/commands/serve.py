@@ -26,6 +26,8 @@ class Command(BaseCommand):
             "-m",
             "gunicorn",
             "synthorg.wsgi:application",
+            "--config",
+            "python:synthorg.gunicorn_conf",
             "--bind",
             f"{host}:{port}",
             "--workers",

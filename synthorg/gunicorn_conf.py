@@ -1,0 +1,19 @@
+"""gunicorn settings used by ``manage.py serve`` (and usable in production:
+``gunicorn -c python:synthorg.gunicorn_conf synthorg.wsgi:application``)."""
+
+import logging
+
+
+def post_worker_init(worker) -> None:
+    """Load the embedding model before the worker takes requests.
+
+    The first search would otherwise pay the ~1 s model load, and ``/healthz`` reports the
+    embedder as not ready until it is loaded. A failure is logged, not fatal: memory search
+    degrades to the sparse leg until the model can be loaded.
+    """
+    from synthorg.embedding import EmbeddingError, default_embedder
+
+    try:
+        default_embedder().warm_up()
+    except EmbeddingError:
+        logging.getLogger("synthorg.embedding").exception("embedder warm-up failed")

@@ -1,0 +1,320 @@
+"""Company configuration: defaults, the spec's examples, and every validator."""
+
+import textwrap
+
+import pytest
+import yaml
+
+from synthorg.company_config import (
+    AgentRetentionOverrides,
+    CompanyConfig,
+    CompanyConfigError,
+    FusionStrategy,
+    parse_company_config,
+)
+from synthorg.enums import ConsolidationInterval, MemoryLevel, OrgFactCategory, SeniorityLevel
+
+# The "Practical Example" of the memory configuration guide, verbatim.
+SPEC_EXAMPLE = textwrap.dedent(
+    """
+    memory:
+      backend: "mem0"
+      level: persistent
+      storage:
+        data_dir: "/data/memory"
+        vector_store: "qdrant"
+        history_store: "sqlite"
+      options:
+        retention_days: null
+        max_memories_per_agent: 50000
+        consolidation_interval: weekly
+        shared_knowledge_base: true
+      retrieval:
+        strategy: context
+        relevance_weight: 0.8
+        recency_weight: 0.2
+        personal_boost: 0.05
+        min_relevance: 0.4
+        max_memories: 30
+        include_shared: true
+      consolidation:
+        interval: weekly
+        max_memories_per_agent: 50000
+        archival:
+          enabled: true
+          age_threshold_days: 180
+          dual_mode:
+            enabled: true
+            dense_threshold: 0.6
+            summarization_model: "example-small-001"
+            max_summary_tokens: 300
+            max_facts: 30
+    org_memory:
+      backend: "hybrid_prompt_retrieval"
+      core_policies:
+        - "All research findings must be reproducible."
+        - "Cite sources for all claims."
+      extended_store:
+        max_retrieved_per_query: 10
+    """
+)
+
+
+def errors_of(data) -> list[tuple[str, str]]:
+    with pytest.raises(CompanyConfigError) as caught:
+        parse_company_config(data)
+    return [(e["field"], e["message"]) for e in caught.value.errors]
+
+
+def fields_of(data) -> list[str]:
+    return [field for field, _ in errors_of(data)]
+
+
+def memory(**section) -> dict:
+    return {"memory": section}
+
+
+def retrieval(**fields) -> dict:
+    return memory(retrieval=fields)
+
+
+def test_empty_config_gives_the_spec_defaults():
+    config = parse_company_config(None)
+    assert config == parse_company_config({}) == CompanyConfig()
+    assert config.memory.level is MemoryLevel.SESSION
+    retrieval_config = config.memory.retrieval
+    assert (retrieval_config.relevance_weight, retrieval_config.recency_weight) == (0.7, 0.3)
+    assert retrieval_config.recency_decay_rate == 0.01
+    assert retrieval_config.personal_boost == 0.1
+    assert retrieval_config.min_relevance == 0.3
+    assert retrieval_config.max_memories == 20
+    assert retrieval_config.fusion_strategy is FusionStrategy.LINEAR
+    assert retrieval_config.rrf_k == 60
+    assert config.memory.options.max_memories_per_agent == 10_000
+    assert config.memory.consolidation.interval is ConsolidationInterval.DAILY
+    assert config.memory.consolidation.archival.dual_mode.anchor_length == 150
+    assert config.org_memory.extended_store.max_retrieved_per_query == 5
+    assert config.org_memory.core_policies == ()
+
+
+def test_default_write_rules_follow_the_spec():
+    rules = parse_company_config({}).org_memory.write_access.rules
+    assert rules[OrgFactCategory.CORE_POLICY].allowed_seniority is None
+    assert rules[OrgFactCategory.CORE_POLICY].human_allowed is True
+    for category in (OrgFactCategory.ADR, OrgFactCategory.PROCEDURE, OrgFactCategory.CONVENTION):
+        assert rules[category].allowed_seniority is SeniorityLevel.SENIOR
+        assert rules[category].human_allowed is True
+    assert OrgFactCategory.ENTITY_DEFINITION not in rules  # no rule: denied to everyone
+    with pytest.raises(TypeError):
+        rules[OrgFactCategory.ENTITY_DEFINITION] = rules[OrgFactCategory.ADR]  # read-only
+
+
+def test_spec_example_loads():
+    config = parse_company_config(yaml.safe_load(SPEC_EXAMPLE))
+    assert config.memory.level is MemoryLevel.PERSISTENT
+    assert config.memory.retrieval.max_memories == 30
+    assert config.memory.consolidation.archival.dual_mode.max_facts == 30
+    assert config.org_memory.core_policies == (
+        "All research findings must be reproducible.",
+        "Cite sources for all claims.",
+    )
+
+
+def test_config_is_frozen_and_round_trips_through_json():
+    config = parse_company_config(yaml.safe_load(SPEC_EXAMPLE))
+    with pytest.raises(ValueError):
+        config.memory.retrieval.max_memories = 5  # type: ignore[misc]
+    assert parse_company_config(config.model_dump(mode="json")) == config
+
+
+def test_options_mirror_into_consolidation_and_back():
+    config = parse_company_config(
+        memory(options={"consolidation_interval": "hourly", "max_memories_per_agent": 7})
+    )
+    assert config.memory.consolidation.interval is ConsolidationInterval.HOURLY
+    assert config.memory.consolidation.max_memories_per_agent == 7
+    config = parse_company_config(memory(consolidation={"interval": "weekly"}))
+    assert config.memory.options.consolidation_interval is ConsolidationInterval.WEEKLY
+
+
+def test_options_and_consolidation_may_not_disagree():
+    assert errors_of(
+        memory(options={"consolidation_interval": "hourly"}, consolidation={"interval": "daily"})
+    ) == [
+        ("memory.consolidation.interval", "disagrees with options.consolidation_interval (hourly)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        (memory(backend="qdrant"), "memory.backend"),
+        (memory(level="forever"), "memory.level"),
+        (memory(unknown=1), "memory.unknown"),
+        ({"extra_section": {}}, "extra_section"),
+        (memory(storage={"data_dir": "/data/../etc"}), "memory.storage.data_dir"),
+        (memory(storage={"data_dir": "C:\\data"}), "memory.storage.data_dir"),
+        (memory(storage={"data_dir": "data\\memory"}), "memory.storage.data_dir"),
+        (memory(storage={"data_dir": "  "}), "memory.storage.data_dir"),
+        (memory(storage={"vector_store": "faiss"}), "memory.storage.vector_store"),
+        (memory(options={"retention_days": 0}), "memory.options.retention_days"),
+        (memory(options={"max_memories_per_agent": 0}), "memory.options.max_memories_per_agent"),
+        (
+            memory(options={"consolidation_interval": "yearly"}),
+            "memory.options.consolidation_interval",
+        ),
+        (retrieval(relevance_weight=0.5), "memory.retrieval.relevance_weight"),
+        (retrieval(relevance_weight=1.5, recency_weight=-0.5), "memory.retrieval.relevance_weight"),
+        (retrieval(max_memories=0), "memory.retrieval.max_memories"),
+        (retrieval(max_memories=101), "memory.retrieval.max_memories"),
+        (retrieval(min_relevance=1.1), "memory.retrieval.min_relevance"),
+        (retrieval(fusion_strategy="rrf", rrf_k=0, personal_boost=0), "memory.retrieval.rrf_k"),
+        (retrieval(fusion_strategy="rrf", rrf_k=1001, personal_boost=0), "memory.retrieval.rrf_k"),
+        (retrieval(rrf_k=30), "memory.retrieval.rrf_k"),
+        (retrieval(fusion_strategy="rrf", personal_boost=0.2), "memory.retrieval.personal_boost"),
+        (retrieval(diversity_lambda=0.5), "memory.retrieval.diversity_lambda"),
+        (retrieval(candidate_pool_multiplier=5), "memory.retrieval.candidate_pool_multiplier"),
+        (
+            retrieval(strategy="tool_based", diversity_penalty_enabled=True),
+            "memory.retrieval.diversity_penalty_enabled",
+        ),
+        (
+            retrieval(query_reformulation_enabled=True),
+            "memory.retrieval.query_reformulation_enabled",
+        ),
+        (retrieval(max_reformulation_rounds=3), "memory.retrieval.max_reformulation_rounds"),
+        (retrieval(strategy="self_editing"), "memory.retrieval.strategy"),
+        (
+            retrieval(strategy="tool_based", retriever="hierarchical"),
+            "memory.retrieval.retriever",
+        ),
+        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (
+            retrieval(retriever="hierarchical", max_retry_count=2),
+            "memory.retrieval.max_retry_count",
+        ),
+        (retrieval(rerank_cache_ttl_seconds=60), "memory.retrieval.rerank_cache_ttl_seconds"),
+        (retrieval(recency_decay_rate=float("nan")), "memory.retrieval.recency_decay_rate"),
+        (memory(embedder={"model": "text-embedding-3-small"}), "memory.embedder.dims"),
+        (memory(embedder={"dims": 384}), "memory.embedder.dims"),
+        (memory(embedder={"base_url": "http://x/v1"}), "memory.embedder.model"),
+        (
+            memory(fine_tune={"enabled": True, "base_model": "m"}),
+            "memory.fine_tune.checkpoint_path",
+        ),
+        (
+            memory(fine_tune={"checkpoint_path": "../ckpt"}),
+            "memory.fine_tune.checkpoint_path",
+        ),
+        (memory(procedural={"min_confidence": 2}), "memory.procedural.min_confidence"),
+        (
+            memory(procedural={"skill_md_directory": "a/../../b"}),
+            "memory.procedural.skill_md_directory",
+        ),
+        (
+            memory(
+                consolidation={"retention": {"rules": [{"category": "dream", "retention_days": 3}]}}
+            ),
+            "memory.consolidation.retention.rules.0.category",
+        ),
+        (
+            memory(
+                consolidation={
+                    "retention": {
+                        "rules": [
+                            {"category": "episodic", "retention_days": 3},
+                            {"category": "episodic", "retention_days": 4},
+                        ]
+                    }
+                }
+            ),
+            "memory.consolidation.retention.rules",
+        ),
+        (
+            memory(consolidation={"archival": {"dual_mode": {"enabled": True}}}),
+            "memory.consolidation.archival.dual_mode.summarization_model",
+        ),
+        (
+            memory(consolidation={"archival": {"dual_mode": {"max_summary_tokens": 49}}}),
+            "memory.consolidation.archival.dual_mode.max_summary_tokens",
+        ),
+        (
+            memory(consolidation={"archival": {"dual_mode": {"anchor_length": 501}}}),
+            "memory.consolidation.archival.dual_mode.anchor_length",
+        ),
+        (memory(consolidation={"strategy": "dual_mode"}), "memory.consolidation.strategy"),
+        (memory(consolidation={"strategy": "magic"}), "memory.consolidation.strategy"),
+        ({"org_memory": {"backend": "graph_rag"}}, "org_memory.backend"),
+        ({"org_memory": {"core_policies": ["ok", " "]}}, "org_memory.core_policies.1"),
+        (
+            {"org_memory": {"extended_store": {"max_retrieved_per_query": 0}}},
+            "org_memory.extended_store.max_retrieved_per_query",
+        ),
+        (
+            {"org_memory": {"write_access": {"rules": {"gossip": {"human_allowed": True}}}}},
+            "org_memory.write_access.rules.gossip.[key]",
+        ),
+        (
+            {
+                "org_memory": {
+                    "write_access": {"rules": {"core_policy": {"allowed_seniority": "vp"}}}
+                }
+            },
+            "org_memory.write_access.rules",
+        ),
+        (
+            {"org_memory": {"write_access": {"rules": {"adr": {"allowed_seniority": "intern"}}}}},
+            "org_memory.write_access.rules.adr.allowed_seniority",
+        ),
+    ],
+)
+def test_each_invalid_field_is_rejected_by_name(data, field):
+    assert field in fields_of(data)
+
+
+def test_error_message_is_readable():
+    assert errors_of(retrieval(relevance_weight=0.5)) == [
+        ("memory.retrieval.relevance_weight", "relevance_weight + recency_weight must sum to 1.0")
+    ]
+    with pytest.raises(CompanyConfigError, match=r"^memory\.retrieval\.relevance_weight: "):
+        parse_company_config(retrieval(relevance_weight=0.5))
+
+
+def test_non_mapping_is_rejected():
+    assert errors_of(["memory"]) == [("", "the configuration must be a mapping")]
+
+
+def test_valid_combinations_are_accepted():
+    config = parse_company_config(
+        retrieval(
+            fusion_strategy="rrf",
+            rrf_k=20,
+            personal_boost=0,
+            relevance_weight=0.9,
+            recency_weight=0.3,  # weights need not sum to 1 for RRF
+            diversity_penalty_enabled=True,
+            diversity_lambda=0.5,
+            candidate_pool_multiplier=4,
+        )
+    )
+    assert config.memory.retrieval.rrf_k == 20
+    config = parse_company_config(
+        retrieval(
+            strategy="tool_based", query_reformulation_enabled=True, max_reformulation_rounds=4
+        )
+    )
+    assert config.memory.retrieval.max_reformulation_rounds == 4
+    config = parse_company_config(
+        memory(embedder={"model": "text-embedding-3-small", "dims": 384, "base_url": "http://e/v1"})
+    )
+    assert config.memory.embedder.dims == 384
+
+
+def test_agent_retention_overrides():
+    overrides = AgentRetentionOverrides.model_validate(
+        {"default_retention_days": 30, "rules": [{"category": "working", "retention_days": 1}]}
+    )
+    assert overrides.days_for("working") == 1
+    assert overrides.days_for("semantic") is None
+    with pytest.raises(ValueError):
+        AgentRetentionOverrides.model_validate({"default_retention_days": 0})
