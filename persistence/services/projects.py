@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
-from persistence.access import DELETE, UPDATE, require_write
+from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Agent, Company, Project
 from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
@@ -36,7 +36,11 @@ def project_create(
     description: str = "",
     lead: Agent | None = None,
     status: str = Project.Status.ACTIVE,
+    principal=None,
 ) -> Project:
+    """Create a project; with ``principal`` (API calls) the write permission is checked."""
+    if principal is not None:
+        require_write(principal, "project", CREATE)
     if lead is not None and lead.company_id != company.pk:
         raise InvalidInputError(LEAD_OTHER_COMPANY, code="invalid_lead")
     if Project.objects.filter(company=company, name=name).exists():
@@ -73,6 +77,9 @@ def project_close(*, project: Project, status: str = Project.Status.COMPLETED, p
     return project
 
 
+PROJECT_STILL_OPEN = (
+    "Only a closed project can be deleted (deleting it also deletes its memories); close it first."
+)
 PROJECT_FIELDS = frozenset({"name", "description", "lead", "status"})
 
 
@@ -101,6 +108,8 @@ def project_update(*, principal, project: Project, **changes) -> Project:
 @transaction.atomic
 def project_delete(*, principal, project: Project) -> None:
     require_write(principal, "project", DELETE)
+    if not project.is_closed:
+        raise ConflictError(PROJECT_STILL_OPEN, code="project_open")
     audit_record(
         company=project.company,
         principal=principal,

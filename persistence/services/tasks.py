@@ -10,10 +10,11 @@ from persistence.models import Agent, Project, Task
 from persistence.principal import Principal
 from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
-from synthorg.errors import AccessDeniedError
+from synthorg.errors import AccessDeniedError, ConflictError
 
 TASK_FIELDS = frozenset({"title", "description", "status", "assignee", "project"})
 AGENT_TASK_FIELDS = frozenset({"description", "status"})
+TASK_HAS_COSTS = "A task with cost records cannot be deleted (the cost ledger is permanent)."
 AGENT_MAY_NOT_REASSIGN = "An agent may change only the status and description of its tasks."
 
 
@@ -70,6 +71,8 @@ def task_update(*, principal: Principal, task: Task, **changes) -> Task:
 @transaction.atomic
 def task_delete(*, principal: Principal, task: Task) -> None:
     require_write(principal, "task", DELETE, owner_agent_id=task.assignee_id)
+    if task.cost_records.exists():
+        raise ConflictError(TASK_HAS_COSTS, code="task_has_costs")
     audit_record(
         company=principal.company,
         principal=principal,
