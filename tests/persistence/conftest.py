@@ -28,3 +28,9 @@ def operator_client(company):
 def outsider_human(outsider):
     """An admin of the outsider's company."""
     return make_human_client(outsider.company, "admin")
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Factories set real passwords; the production hasher would dominate these tests."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
