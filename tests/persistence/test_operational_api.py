@@ -9,7 +9,6 @@ from persistence.models import (
     Checkpoint,
     CostRecord,
     Heartbeat,
-    Message,
     ParkedContext,
     PersonalityPreset,
     Project,
@@ -389,4 +388,3 @@ def test_presets(human_client, caller):
     by_name = caller.client.get("/api/v1/personality-presets", {"name": "terse"}).json()
     assert [p["traits"] for p in by_name["results"]] == [{"verbosity": 0.1}]
     assert PersonalityPreset.objects.count() == 1
-    assert Message.objects.count() == 0
