@@ -144,7 +144,7 @@ def load(rows: int) -> dict:
 
 
 def measure(client: APIClient, url: str, repeats: int) -> dict:
-    timings, queries, body = [], None, None
+    timings, db_timings, queries, body = [], [], None, None
     for _ in range(repeats):
         with CaptureQueriesContext(connection) as ctx:
             started = time.perf_counter()
@@ -152,6 +152,7 @@ def measure(client: APIClient, url: str, repeats: int) -> dict:
             elapsed = time.perf_counter() - started
         assert response.status_code == 200, (url, response.status_code, response.content[:300])
         timings.append(elapsed * 1000)
+        db_timings.append(float(ctx.captured_queries[-1]["time"]) * 1000)
         queries = len(ctx.captured_queries)
         body = response.json()
     page_sql = ctx.captured_queries[-1]["sql"]
@@ -162,6 +163,7 @@ def measure(client: APIClient, url: str, repeats: int) -> dict:
         "plan": [line for line in plan if "Scan" in line or "Index Cond" in line][:3],
         "ms_median": round(statistics.median(timings), 2),
         "ms_min": round(min(timings), 2),
+        "page_query_ms_median": round(statistics.median(db_timings), 2),
         "queries": queries,
         "rows": len(body["results"]),
         "next": body.get("next"),
@@ -287,9 +289,11 @@ def main() -> None:
             )
             first, deepest = results[name][0], results[name][-1]
             print(
-                f"{name:36s} page 1: {first['ms_median']:7.2f} ms {first['queries']} q | "
-                f"page {deepest['page']}: {deepest['ms_median']:7.2f} ms {deepest['queries']} q "
-                f"(offset {deepest.get('offset_ms_median')} ms)"
+                f"{name:34s} page 1: {first['ms_median']:6.2f} ms "
+                f"(SQL {first['page_query_ms_median']:5.2f}) {first['queries']} q | "
+                f"page {deepest['page']}: {deepest['ms_median']:6.2f} ms "
+                f"(SQL {deepest['page_query_ms_median']:5.2f}) {deepest['queries']} q | "
+                f"OFFSET same page {deepest.get('offset_ms_median')} ms"
             )
         aggregates = {}
         for url in (

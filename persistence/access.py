@@ -53,7 +53,7 @@ HUMAN_WRITES: dict[str, dict[str, str]] = {
     "cost_record": {CREATE: ADMIN},  # manual corrections
     "message": {CREATE: OPERATOR},
     "lifecycle_event": {CREATE: OPERATOR},
-    "runtime_state": {UPDATE: OPERATOR},  # e.g. pause an agent
+    "runtime_state": {CREATE: OPERATOR, UPDATE: OPERATOR},  # e.g. pause an agent
     "checkpoint": {DELETE: ADMIN},
     "parked_context": {UPDATE: OPERATOR, DELETE: ADMIN},
     "artifact": {CREATE: OPERATOR, UPDATE: OPERATOR, DELETE: ADMIN},

@@ -99,6 +99,9 @@ def project_update(*, principal, project: Project, **changes) -> Project:
             PROJECT_NAME_TAKEN.format(name=changes["name"]), code="project_name_taken"
         )
     fields = apply_changes(project, changes, PROJECT_FIELDS)
+    if "status" in changes and project.closed_at is not None:  # reopened
+        project.closed_at = None
+        fields.append("closed_at")
     if fields:
         project.full_clean(validate_unique=False)
         project.save(update_fields=[*fields, "updated_at"])

@@ -267,3 +267,20 @@ def test_policy_table_is_explicit():
         for rules in HUMAN_WRITES.values()
         for role in rules.values()
     )
+
+
+def test_operator_may_pause_an_agent_viewer_may_not(operator_client, viewer_client, caller):
+    url = f"/api/v1/runtime-states/{caller.agent.pk}"
+    assert viewer_client.put(url, {"status": "paused"}, format="json").status_code == 403
+    assert not AgentRuntimeState.objects.exists()
+    response = operator_client.put(url, {"status": "paused"}, format="json")
+    assert response.status_code == 200
+    assert AgentRuntimeState.objects.get(agent=caller.agent).status == "paused"
+
+
+def test_reopening_a_project_clears_closed_at(human_client, company):
+    project = ProjectFactory(company=company)
+    url = f"/api/v1/projects/{project.pk}"
+    assert human_client.patch(url, {"status": "cancelled"}, format="json").json()["closed_at"]
+    reopened = human_client.patch(url, {"status": "active"}, format="json").json()
+    assert (reopened["status"], reopened["closed_at"]) == ("active", None)
