@@ -67,6 +67,15 @@ class AuditEntry(models.Model):
             models.Index(fields=["company", "-created_at", "-id"], name="audit_company_time"),
             models.Index(fields=["company", "actor_agent", "-created_at"], name="audit_agent"),
             models.Index(fields=["company", "action_type", "-created_at"], name="audit_action"),
+            models.Index(
+                fields=["company", "verdict", "-created_at", "-id"], name="audit_verdict_time"
+            ),
+            models.Index(
+                fields=["company", "risk_level", "-created_at", "-id"], name="audit_risk_time"
+            ),
+            models.Index(
+                fields=["company", "actor_user", "-created_at", "-id"], name="audit_user_time"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
+from persistence.access import owner_for_create
 from persistence.models import AuditEntry
 
 if TYPE_CHECKING:
@@ -46,4 +47,31 @@ def audit_record(
         risk_level=risk_level,
         details=dict(details or {}),
         created_at=timezone.now(),
+    )
+
+
+AUDIT_SUBMIT_FIELDS = ("action_type", "target_type", "target_id", "verdict", "risk_level")
+
+
+def audit_entry_submit(
+    *,
+    principal: Principal,
+    action_type: str,
+    target_type: str = "",
+    target_id: str = "",
+    verdict: str = AuditEntry.Verdict.ALLOWED,
+    risk_level: str = AuditEntry.RiskLevel.LOW,
+    details: Mapping[str, Any] | None = None,
+) -> AuditEntry:
+    """An audit entry reported through the API; the actor is always the caller."""
+    owner_for_create(principal, "audit_entry", principal.agent)
+    return audit_record(
+        company=principal.company,
+        principal=principal,
+        action_type=action_type,
+        target_type=target_type,
+        target_id=target_id,
+        verdict=verdict,
+        risk_level=risk_level,
+        details=details,
     )

@@ -8,7 +8,9 @@ from collections.abc import Callable
 from django.db import transaction
 from django.utils import timezone
 
+from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Agent, Company, Project
+from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, InvalidInputError
 
@@ -34,7 +36,11 @@ def project_create(
     description: str = "",
     lead: Agent | None = None,
     status: str = Project.Status.ACTIVE,
+    principal=None,
 ) -> Project:
+    """Create a project; with ``principal`` (API calls) the write permission is checked."""
+    if principal is not None:
+        require_write(principal, "project", CREATE)
     if lead is not None and lead.company_id != company.pk:
         raise InvalidInputError(LEAD_OTHER_COMPANY, code="invalid_lead")
     if Project.objects.filter(company=company, name=name).exists():
@@ -69,3 +75,51 @@ def project_close(*, project: Project, status: str = Project.Status.COMPLETED, p
         details={"status": status, "hooks": {k: v for k, v in results.items() if v is not None}},
     )
     return project
+
+
+PROJECT_STILL_OPEN = (
+    "Only a closed project can be deleted (deleting it also deletes its memories); close it first."
+)
+PROJECT_FIELDS = frozenset({"name", "description", "lead", "status"})
+
+
+@transaction.atomic
+def project_update(*, principal, project: Project, **changes) -> Project:
+    require_write(principal, "project", UPDATE)
+    require_same_company(principal.company, lead=changes.get("lead"))
+    if changes.get("status") in Project.CLOSED_STATUSES:
+        status = changes.pop("status")
+        project = project_close(project=project, status=status, principal=principal)
+    if "name" in changes and (
+        Project.objects.filter(company=project.company, name=changes["name"])
+        .exclude(pk=project.pk)
+        .exists()
+    ):
+        raise ConflictError(
+            PROJECT_NAME_TAKEN.format(name=changes["name"]), code="project_name_taken"
+        )
+    fields = apply_changes(project, changes, PROJECT_FIELDS)
+    if "status" in changes and project.closed_at is not None:  # reopened
+        project.closed_at = None
+        fields.append("closed_at")
+    if fields:
+        project.full_clean(validate_unique=False)
+        project.save(update_fields=[*fields, "updated_at"])
+    return project
+
+
+@transaction.atomic
+def project_delete(*, principal, project: Project) -> None:
+    require_write(principal, "project", DELETE)
+    if not project.is_closed:
+        raise ConflictError(PROJECT_STILL_OPEN, code="project_open")
+    audit_record(
+        company=project.company,
+        principal=principal,
+        action_type="project.deleted",
+        target_type="project",
+        target_id=project.pk,
+        risk_level="medium",
+        details={"name": project.name},
+    )
+    project.delete()

@@ -1,0 +1,259 @@
+"""Reads for operational data: the seed's repository queries, always scoped to one company.
+
+Each function returns a lazily evaluated, stably ordered queryset whose filters match an
+index (``company`` first, then the filter column, then the ordering columns).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from persistence.models import (
+    Agent,
+    AgentRuntimeState,
+    Artifact,
+    AuditEntry,
+    Checkpoint,
+    CollaborationMetric,
+    Company,
+    Heartbeat,
+    LifecycleEvent,
+    Message,
+    ParkedContext,
+    PersonalityPreset,
+    Project,
+    Setting,
+    Task,
+    TaskMetric,
+)
+from persistence.principal import Principal
+
+
+def _time_range(qs: QuerySet, field: str, since: datetime | None, until: datetime | None):
+    if since is not None:
+        qs = qs.filter(**{f"{field}__gte": since})
+    if until is not None:
+        qs = qs.filter(**{f"{field}__lt": until})
+    return qs
+
+
+# Tasks ---------------------------------------------------------------------------------
+
+
+def tasks_list(
+    company: Company,
+    *,
+    status: str | None = None,
+    assignee: Agent | int | None = None,
+    project: Project | int | None = None,
+) -> QuerySet[Task]:
+    qs = Task.objects.filter(company=company)
+    if status is not None:
+        qs = qs.filter(status=status)
+    if assignee is not None:
+        qs = qs.filter(assignee=assignee)
+    if project is not None:
+        qs = qs.filter(project=project)
+    return qs.order_by("-created_at", "-id")
+
+
+# Messages ------------------------------------------------------------------------------
+
+
+def messages_list(company: Company, *, channel: str | None = None) -> QuerySet[Message]:
+    qs = Message.objects.filter(company=company)
+    if channel is not None:
+        qs = qs.filter(channel=channel)
+    return qs.order_by("-created_at", "-id")
+
+
+def message_history(company: Company, channel: str, *, limit: int | None = None) -> list[Message]:
+    """The channel's messages oldest first; with ``limit``, only the newest ``limit`` of them."""
+    qs = messages_list(company, channel=channel)
+    newest_first = list(qs[:limit] if limit is not None else qs)
+    return newest_first[::-1]
+
+
+# Audit ---------------------------------------------------------------------------------
+
+
+def audit_entries_list(
+    company: Company,
+    *,
+    agent: Agent | int | None = None,
+    action_type: str | None = None,
+    verdict: str | None = None,
+    risk_level: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> QuerySet[AuditEntry]:
+    qs = AuditEntry.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(actor_agent=agent)
+    if action_type is not None:
+        qs = qs.filter(action_type=action_type)
+    if verdict is not None:
+        qs = qs.filter(verdict=verdict)
+    if risk_level is not None:
+        qs = qs.filter(risk_level=risk_level)
+    return _time_range(qs, "created_at", since, until).order_by("-created_at", "-id")
+
+
+def audit_entries_visible_to(principal: Principal) -> QuerySet[AuditEntry]:
+    """People see the company's whole trail; an agent sees only its own actions."""
+    if principal.is_agent:
+        return audit_entries_list(principal.company, agent=principal.agent)
+    return audit_entries_list(principal.company)
+
+
+# Runtime -------------------------------------------------------------------------------
+
+
+def parked_contexts_list(
+    company: Company,
+    *,
+    execution_id: str | None = None,
+    agent: Agent | int | None = None,
+    task: Task | int | None = None,
+) -> QuerySet[ParkedContext]:
+    qs = ParkedContext.objects.filter(company=company)
+    if execution_id is not None:
+        qs = qs.filter(execution_id=execution_id)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if task is not None:
+        qs = qs.filter(task=task)
+    return qs.order_by("-created_at", "-id")
+
+
+def runtime_states_list(
+    company: Company, *, active_only: bool = False
+) -> QuerySet[AgentRuntimeState]:
+    qs = AgentRuntimeState.objects.filter(company=company)
+    if active_only:
+        qs = qs.filter(status__in=AgentRuntimeState.ACTIVE_STATUSES)
+    return qs.order_by("agent_id")
+
+
+def runtime_state_for_agent(company: Company, agent: Agent | int) -> AgentRuntimeState | None:
+    return AgentRuntimeState.objects.filter(company=company, agent=agent).first()
+
+
+def heartbeats_list(company: Company, *, agent: Agent | int | None = None) -> QuerySet[Heartbeat]:
+    qs = Heartbeat.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    return qs.order_by("-created_at", "-id")
+
+
+def lifecycle_events_list(
+    company: Company, *, agent: Agent | int | None = None, event_type: str | None = None
+) -> QuerySet[LifecycleEvent]:
+    qs = LifecycleEvent.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if event_type is not None:
+        qs = qs.filter(event_type=event_type)
+    return qs.order_by("-created_at", "-id")
+
+
+def checkpoints_list(
+    company: Company,
+    *,
+    agent: Agent | int | None = None,
+    task: Task | int | None = None,
+    execution_id: str | None = None,
+) -> QuerySet[Checkpoint]:
+    qs = Checkpoint.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if task is not None:
+        qs = qs.filter(task=task)
+    if execution_id is not None:
+        qs = qs.filter(execution_id=execution_id)
+    return qs.order_by("-created_at", "-id")
+
+
+def checkpoint_latest(company: Company, execution_id: str) -> Checkpoint | None:
+    return (
+        Checkpoint.objects.filter(company=company, execution_id=execution_id)
+        .order_by("-turn")
+        .first()
+    )
+
+
+# Metrics -------------------------------------------------------------------------------
+
+
+def task_metrics_list(
+    company: Company, *, agent: Agent | int | None = None, task: Task | int | None = None
+) -> QuerySet[TaskMetric]:
+    qs = TaskMetric.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if task is not None:
+        qs = qs.filter(task=task)
+    return qs.order_by("-created_at", "-id")
+
+
+def collaboration_metrics_list(
+    company: Company, *, agent: Agent | int | None = None, peer: Agent | int | None = None
+) -> QuerySet[CollaborationMetric]:
+    qs = CollaborationMetric.objects.filter(company=company)
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    if peer is not None:
+        qs = qs.filter(peer=peer)
+    return qs.order_by("-created_at", "-id")
+
+
+# Artifacts, projects, settings, presets ------------------------------------------------
+
+
+def artifacts_list(
+    company: Company,
+    *,
+    task: Task | int | None = None,
+    created_by: Agent | int | None = None,
+    artifact_type: str | None = None,
+) -> QuerySet[Artifact]:
+    qs = Artifact.objects.filter(company=company)
+    if task is not None:
+        qs = qs.filter(task=task)
+    if created_by is not None:
+        qs = qs.filter(created_by=created_by)
+    if artifact_type is not None:
+        qs = qs.filter(artifact_type=artifact_type)
+    return qs.order_by("-created_at", "-id")
+
+
+def projects_list(
+    company: Company, *, status: str | None = None, lead: Agent | int | None = None
+) -> QuerySet[Project]:
+    qs = Project.objects.filter(company=company)
+    if status is not None:
+        qs = qs.filter(status=status)
+    if lead is not None:
+        qs = qs.filter(lead=lead)
+    return qs.order_by("name", "id")
+
+
+def settings_list(company: Company, *, namespace: str | None = None) -> QuerySet[Setting]:
+    qs = Setting.objects.filter(company=company)
+    if namespace is not None:
+        qs = qs.filter(namespace=namespace)
+    return qs.order_by("namespace", "key", "id")
+
+
+def setting_get(company: Company, namespace: str, key: str) -> Setting | None:
+    return Setting.objects.filter(company=company, namespace=namespace, key=key).first()
+
+
+def presets_list(company: Company) -> QuerySet[PersonalityPreset]:
+    return PersonalityPreset.objects.filter(company=company).order_by("name", "id")
+
+
+def preset_by_name(company: Company, name: str) -> PersonalityPreset | None:
+    return PersonalityPreset.objects.filter(company=company, name=name).first()
