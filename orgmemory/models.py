@@ -40,7 +40,11 @@ class OperationLogEntry(models.Model):
 
     operation_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="org_operations")
-    fact_id = models.UUIDField()
+    # The fact's id (its snapshot row's primary key): the log references the snapshot so the
+    # admin can show a fact's versions inline; the snapshot row is created first.
+    fact = models.ForeignKey(
+        "OrgFact", on_delete=models.PROTECT, db_column="fact_id", related_name="operations"
+    )
     version = models.PositiveIntegerField()
     operation_type = models.CharField(max_length=8, choices=Operation.choices)
     content = models.TextField(null=True, blank=True)
@@ -90,7 +94,7 @@ class OperationLogEntry(models.Model):
         verbose_name = "operation log entry"
         verbose_name_plural = "operation log"
         constraints = [
-            models.UniqueConstraint(fields=["fact_id", "version"], name="orglog_fact_version"),
+            models.UniqueConstraint(fields=["fact", "version"], name="orglog_fact_version"),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="orglog_version_min"),
             models.CheckConstraint(
                 condition=models.Q(category__in=_CATEGORIES), name="orglog_category_valid"
@@ -127,7 +131,7 @@ class OperationLogEntry(models.Model):
         ]
         indexes = [
             models.Index(fields=["company", "timestamp"], name="orglog_company_time"),
-            models.Index(fields=["company", "fact_id", "-version"], name="orglog_company_fact"),
+            models.Index(fields=["company", "fact", "-version"], name="orglog_company_fact"),
             GinIndex(fields=["search_vector"], name="orglog_search_vector"),
         ]
 

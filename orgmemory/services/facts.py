@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -249,18 +250,7 @@ def _publish_locked(
         _check_expected(snapshot, expected_version)
         fact_uuid = snapshot.fact_id
         version = snapshot.version + 1
-        now = max(now, snapshot.updated_at)
-    entry = OperationLogEntry.objects.create(
-        company=company,
-        fact_id=fact_uuid,
-        version=version,
-        operation_type=OperationLogEntry.Operation.PUBLISH,
-        content=payload.content,
-        category=payload.category,
-        tags=list(payload.tags),
-        timestamp=now,
-        **_author_columns(record),
-    )
+        now = _after(snapshot, now)
     if snapshot is None:
         OrgFact.objects.create(
             fact_id=fact_uuid,
@@ -272,7 +262,18 @@ def _publish_locked(
             created_at=now,
             updated_at=now,
         )
-    else:
+    entry = OperationLogEntry.objects.create(
+        company=company,
+        fact_id=fact_uuid,
+        version=version,
+        operation_type=OperationLogEntry.Operation.PUBLISH,
+        content=payload.content,
+        category=payload.category,
+        tags=list(payload.tags),
+        timestamp=now,
+        **_author_columns(record),
+    )
+    if snapshot is not None:
         snapshot.content = payload.content
         snapshot.tags = list(payload.tags)
         snapshot.version = version
@@ -344,7 +345,7 @@ def _retract_locked(
     if snapshot.retracted_at is not None:
         raise ConflictError(FACT_RETRACTED, code="fact_retracted")
     _check_expected(snapshot, expected_version)
-    now = max(timezone.now(), snapshot.updated_at)
+    now = _after(snapshot, timezone.now())
     entry = OperationLogEntry.objects.create(
         company=company,
         fact_id=snapshot.fact_id,
@@ -377,6 +378,11 @@ def _locked_fact(company: Company, fact_id) -> OrgFact:
         return OrgFact.objects.select_for_update().get(company=company, fact_id=fact_id)
     except OrgFact.DoesNotExist as exc:
         raise NotFoundError(FACT_NOT_FOUND, code="fact_not_found") from exc
+
+
+def _after(snapshot: OrgFact, now):
+    """A timestamp strictly after the fact's last one, so "as of T" is never ambiguous."""
+    return max(now, snapshot.updated_at + timedelta(microseconds=1))
 
 
 def _check_expected(snapshot: OrgFact, expected_version: int | None) -> None:
