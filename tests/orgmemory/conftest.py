@@ -24,7 +24,7 @@ def with_embeddings(settings, _no_embeddings_by_default):
 @pytest.fixture
 def human(company):
     """A human operator (membership role admin) of ``company`` and their principal."""
-    membership = MembershipFactory(company=company, role="admin")
+    membership = MembershipFactory(company=company, role="admin", user__password=None)
     return Principal.for_human(membership.user, company, membership.role)
 
 

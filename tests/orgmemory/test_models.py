@@ -45,12 +45,10 @@ def test_truncate_on_the_log_raises(entry):
 
 @pytest.mark.django_db
 def test_orm_update_and_delete_raise_too(entry):
-    with pytest.raises(DatabaseError):
-        with transaction.atomic():
-            OperationLogEntry.objects.filter(pk=entry.pk).update(content="x")
-    with pytest.raises(DatabaseError):
-        with transaction.atomic():
-            OperationLogEntry.objects.filter(pk=entry.pk).delete()
+    with pytest.raises(DatabaseError), transaction.atomic():
+        OperationLogEntry.objects.filter(pk=entry.pk).update(content="x")
+    with pytest.raises(DatabaseError), transaction.atomic():
+        OperationLogEntry.objects.filter(pk=entry.pk).delete()
 
 
 @pytest.mark.django_db
@@ -84,16 +82,18 @@ def test_duplicate_version_is_rejected_by_the_database(entry, human):
 )
 def test_content_must_match_the_operation(entry, human, operation, content):
     fact = OrgFact.objects.get(pk=entry.fact_id)
-    with pytest.raises(IntegrityError, match="orglog_content_matches_operation"):
-        with transaction.atomic():
-            OperationLogEntry.objects.create(
-                company=fact.company,
-                fact=fact,
-                version=2,
-                operation_type=operation,
-                content=content,
-                category="adr",
-                author_is_human=True,
-                author_user=human.user,
-                timestamp=entry.timestamp,
-            )
+    with (
+        pytest.raises(IntegrityError, match="orglog_content_matches_operation"),
+        transaction.atomic(),
+    ):
+        OperationLogEntry.objects.create(
+            company=fact.company,
+            fact=fact,
+            version=2,
+            operation_type=operation,
+            content=content,
+            category="adr",
+            author_is_human=True,
+            author_user=human.user,
+            timestamp=entry.timestamp,
+        )

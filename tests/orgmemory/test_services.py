@@ -154,7 +154,7 @@ def _human_of(company):
     from persistence.principal import Principal
     from tests.persistence.factories import MembershipFactory
 
-    membership = MembershipFactory(company=company, role="operator")
+    membership = MembershipFactory(company=company, role="operator", user__password=None)
     return Principal.for_human(membership.user, company, membership.role)
 
 

@@ -166,7 +166,7 @@ def test_requests_are_isolated_between_companies(company, junior, outsider):
     from tests.persistence.factories import MembershipFactory
 
     request = _file(company, junior)
-    membership = MembershipFactory(company=outsider.company, role="admin")
+    membership = MembershipFactory(company=outsider.company, role="admin", user__password=None)
     stranger = Principal.for_human(membership.user, outsider.company, "admin")
     with pytest.raises(NotFoundError):
         write_request_decide(
