@@ -49,3 +49,15 @@ def allow_flush_of_append_only_tables(transactional_db):
     yield
     with connection.cursor() as cursor:
         cursor.execute("SET session_replication_role = replica")
+
+
+@pytest.fixture
+def human_client(company):
+    """As the root fixture, without the slow password hashing (force_login needs none)."""
+    from rest_framework.test import APIClient
+
+    membership = MembershipFactory(company=company, role="admin", user__password=None)
+    client = APIClient()
+    client.force_login(membership.user)
+    client.membership = membership
+    return client

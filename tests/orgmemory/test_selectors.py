@@ -181,3 +181,22 @@ def test_embeddings_find_paraphrases_bm25_misses(company, human, with_embeddings
     )
     assert [f.fact_id for f in found] == [target.fact_id]
     assert found[0].score == 0.5  # first on one of two legs
+
+
+def test_backfill_embeds_live_versions_written_without_an_embedder(company, human, settings):
+    from orgmemory.models import FactVersionEmbedding
+    from orgmemory.services.embeddings import fact_embeddings_backfill
+
+    old = _publish(company, human, "Cars are parked in the garage")
+    live = _publish(company, human, "Automobiles stay in the garage overnight", fact_id=old.fact_id)
+    gone = _publish(company, human, "Retracted rule")
+    fact_retract(company=company, actor=human, fact_id=gone.fact_id)
+    assert fact_embeddings_backfill() == 0  # embeddings off: nothing to do
+    settings.ORGMEMORY_EMBEDDINGS = True
+    assert fact_embeddings_backfill() == 1
+    assert list(FactVersionEmbedding.objects.values_list("operation_id", flat=True)) == [
+        live.operation_id
+    ]
+    assert fact_embeddings_backfill() == 0
+    found = query_facts(company=company, query=OrgMemoryQuery(context="where is my car at night"))
+    assert [f.version for f in found] == [2]
