@@ -49,7 +49,6 @@ FACT_NOT_YET = "The fact did not exist yet at {as_of}."
 REQUEST_NOT_FOUND = "No write-access request with this id exists in your company."
 
 _LOG = OperationLogEntry._meta.db_table
-_FACT = OrgFact._meta.db_table
 
 
 @dataclass(frozen=True)
@@ -125,28 +124,19 @@ def policies(*, company: Company, as_of: datetime | None = None) -> list[PolicyV
 # --- fact state -------------------------------------------------------------------------
 
 
-def _live_operations_sql(
-    company_id: int, as_of: datetime | None, categories: frozenset[str] | set[str] | None
+def _as_of_operations_sql(
+    company_id: int, as_of: datetime, categories: frozenset[str] | set[str] | None
 ) -> tuple[str, list]:
-    """SQL selecting the ``operation_id`` of each live fact's current PUBLISH row."""
-    if as_of is None:
-        sql = (
-            f"SELECT l.operation_id FROM {_LOG} l JOIN {_FACT} f "
-            "ON f.fact_id = l.fact_id AND f.version = l.version "
-            "WHERE f.company_id = %s AND f.retracted_at IS NULL"
-        )
-        params: list = [company_id]
-        if categories is not None:
-            sql += " AND f.category = ANY(%s)"
-            params.append(sorted(str(c) for c in categories))
-        return sql, params
+    """SQL selecting ``operation_id, doc_length, timestamp`` of the PUBLISH row each fact
+    showed at ``as_of`` (facts whose latest row by then is a RETRACT are left out)."""
     sql = (
-        "SELECT s.operation_id FROM ("
-        f"SELECT DISTINCT ON (fact_id) operation_id, operation_type, category FROM {_LOG} "
+        "SELECT s.operation_id, s.doc_length, s.timestamp FROM ("
+        "SELECT DISTINCT ON (fact_id) operation_id, operation_type, category, doc_length, "
+        f"timestamp FROM {_LOG} "
         "WHERE company_id = %s AND timestamp <= %s ORDER BY fact_id, version DESC"
         ") s WHERE s.operation_type = 'PUBLISH'"
     )
-    params = [company_id, as_of]
+    params: list = [company_id, as_of]
     if categories is not None:
         sql += " AND s.category = ANY(%s)"
         params.append(sorted(str(c) for c in categories))
@@ -211,10 +201,7 @@ def live_facts(
     as_of: datetime | None = None,
 ) -> list[FactView]:
     """Every fact live at ``as_of`` (default: now), oldest first."""
-    sql, params = _live_operations_sql(company.pk, as_of, categories)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        ids = [row[0] for row in cursor.fetchall()]
+    ids = [row[0] for row in _live_operations(company.pk, as_of, categories)]
     views = _views(ids)
     return sorted(views, key=lambda v: (v.created_at, str(v.fact_id)))
 
@@ -269,54 +256,109 @@ def fact_state(*, company: Company, fact_id, as_of: datetime | None = None) -> F
 # --- relevance --------------------------------------------------------------------------
 
 
-def _bm25(candidates_sql: str, params: list, context: str, pool: int) -> list[tuple]:
-    sql = f"""
-    WITH q AS (
-        SELECT coalesce(array_agg(t.lexeme), '{{}}') AS terms
-          FROM unnest(to_tsvector('english'::regconfig, %s)) AS t
-    ),
-    docs AS (
-        SELECT l.operation_id AS id, l.search_vector, l.doc_length
-          FROM {_LOG} l WHERE l.operation_id IN ({candidates_sql})
-    ),
-    stats AS (
-        SELECT count(*)::float AS n_docs, greatest(avg(doc_length), 1)::float AS avgdl
-          FROM docs
-    ),
-    tf AS (
-        SELECT d.id, t.lexeme AS term,
-               coalesce(array_length(t.positions, 1), 1)::float AS f,
-               d.doc_length::float AS dl
-          FROM docs d CROSS JOIN LATERAL unnest(d.search_vector) AS t, q
-         WHERE t.lexeme = ANY(q.terms)
-    ),
-    df AS (SELECT term, count(*)::float AS n FROM tf GROUP BY term)
-    SELECT tf.id,
-           sum(ln(1 + (s.n_docs - df.n + 0.5) / (df.n + 0.5))
-               * tf.f * ({BM25_K1} + 1)
-               / (tf.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * tf.dl / s.avgdl))) AS score
-      FROM tf JOIN df ON df.term = tf.term CROSS JOIN stats s
-     GROUP BY tf.id
-     ORDER BY score DESC, tf.id
-     LIMIT %s
+def _live_operations(
+    company_id: int, as_of: datetime | None, categories
+) -> list[tuple[uuid.UUID, int, datetime]]:
+    """``(operation_id, doc_length, timestamp)`` of each live fact's current PUBLISH row.
+
+    Plain single-table reads joined through arrays: a young table without planner
+    statistics otherwise gets nested-loop plans that go quadratic.
     """
+    if as_of is not None:
+        sql, params = _as_of_operations_sql(company_id, as_of, categories)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchall()
+    snapshots = OrgFact.objects.filter(company_id=company_id, retracted_at__isnull=True)
+    if categories is not None:
+        snapshots = snapshots.filter(category__in=[str(c) for c in categories])
+    keys = list(snapshots.values_list("fact_id", "version"))
+    if not keys:
+        return []
     with connection.cursor() as cursor:
-        cursor.execute(sql, [context, *params, pool])
+        cursor.execute(
+            "SELECT l.operation_id, l.doc_length, l.timestamp "
+            "FROM unnest(%s::uuid[], %s::integer[]) AS c(fact_id, version) "
+            f"JOIN {_LOG} l ON l.fact_id = c.fact_id AND l.version = c.version",
+            [[k[0] for k in keys], [k[1] for k in keys]],
+        )
         return cursor.fetchall()
 
 
-def _dense(candidates_sql: str, params: list, embedded, pool: int, min_similarity: float):
+def _query_terms(context: str) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(array_agg(t.lexeme), '{}') "
+            "FROM unnest(to_tsvector('english'::regconfig, %s)) AS t",
+            [context],
+        )
+        return list(cursor.fetchone()[0])
+
+
+def _bm25(live: list[tuple], context: str, pool: int) -> list[tuple]:
+    """``(operation_id, score)`` of the ``pool`` best BM25 matches among ``live`` rows.
+
+    Document frequencies and the average length are those of ``live`` itself.
+    """
+    terms = _query_terms(context)
+    if not terms or not live:
+        return []
+    n_docs = float(len(live))
+    avgdl = max(sum(row[1] for row in live) / n_docs, 1.0)
+    sql = f"""
+    WITH tf AS MATERIALIZED (
+        SELECT l.operation_id AS id, t.lexeme AS term,
+               coalesce(array_length(t.positions, 1), 1)::float AS f,
+               l.doc_length::float AS dl
+          FROM unnest(%(ids)s::uuid[]) AS c(id)
+          JOIN {_LOG} l ON l.operation_id = c.id
+          CROSS JOIN LATERAL unnest(l.search_vector) AS t
+         WHERE t.lexeme = ANY(%(terms)s::text[])
+    ),
+    df AS MATERIALIZED (SELECT term, count(*)::float AS n FROM tf GROUP BY term)
+    SELECT tf.id,
+           sum(ln(1 + (%(n)s - df.n + 0.5) / (df.n + 0.5))
+               * tf.f * ({BM25_K1} + 1)
+               / (tf.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * tf.dl / %(avgdl)s))) AS score
+      FROM tf JOIN df ON df.term = tf.term
+     GROUP BY tf.id
+     ORDER BY score DESC, tf.id
+     LIMIT %(pool)s
+    """
+    params = {
+        "ids": [row[0] for row in live],
+        "terms": terms,
+        "n": n_docs,
+        "avgdl": avgdl,
+        "pool": pool,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _dense(live: list[tuple], embedded, pool: int, min_similarity: float) -> list[tuple]:
+    """``(operation_id, cosine similarity)`` of the best dense matches (exact search)."""
+    if not live:
+        return []
     embedder_id, vector = embedded
     literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
-    sql = f"""
-    SELECT e.operation_id, 1 - (e.embedding <=> %s::vector) AS similarity
-      FROM orgmemory_factversionembedding e
-     WHERE e.embedder_id = %s AND e.operation_id IN ({candidates_sql})
-     ORDER BY e.embedding <=> %s::vector, e.operation_id
-     LIMIT %s
+    sql = """
+    SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
+      FROM unnest(%(ids)s::uuid[]) AS c(id)
+      JOIN orgmemory_factversionembedding e ON e.operation_id = c.id
+     WHERE e.embedder_id = %(embedder)s
+     ORDER BY e.embedding <=> %(q)s::vector, e.operation_id
+     LIMIT %(pool)s
     """
+    params = {
+        "q": literal,
+        "embedder": embedder_id,
+        "ids": [row[0] for row in live],
+        "pool": pool,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(sql, [literal, embedder_id, *params, literal, pool])
+        cursor.execute(sql, params)
         return [(op, sim) for op, sim in cursor.fetchall() if sim >= min_similarity]
 
 
@@ -334,22 +376,17 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     """
     limit = _effective_limit(company, query.limit)
     categories = query.categories if query.categories is not None else EXTENDED_CATEGORIES
-    candidates_sql, params = _live_operations_sql(company.pk, query.as_of, categories)
+    live = _live_operations(company.pk, query.as_of, categories)
     if query.context is None:
-        sql = (
-            f"SELECT operation_id FROM {_LOG} WHERE operation_id IN ({candidates_sql}) "
-            "ORDER BY timestamp DESC, operation_id LIMIT %s"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, limit])
-            return _views([row[0] for row in cursor.fetchall()])
+        recent = sorted(live, key=lambda row: (row[2], str(row[0])), reverse=True)[:limit]
+        return _views([row[0] for row in recent])
 
     retrieval = company_config(company).memory.retrieval
     pool = limit * retrieval.candidate_pool_multiplier
-    legs = [[op for op, _score in _bm25(candidates_sql, params, query.context, pool)]]
+    legs = [[op for op, _score in _bm25(live, query.context, pool)]]
     embedded = embed_text(query.context)
     if embedded is not None:
-        dense = _dense(candidates_sql, params, embedded, pool, retrieval.min_relevance)
+        dense = _dense(live, embedded, pool, retrieval.min_relevance)
         legs.append([op for op, _sim in dense])
     fused: dict = {}
     for ranking in legs:
