@@ -377,6 +377,8 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     limit = _effective_limit(company, query.limit)
     categories = query.categories if query.categories is not None else EXTENDED_CATEGORIES
     live = _live_operations(company.pk, query.as_of, categories)
+    if not live:
+        return []
     if query.context is None:
         recent = sorted(live, key=lambda row: (row[2], str(row[0])), reverse=True)[:limit]
         return _views([row[0] for row in recent])
