@@ -4,3 +4,17 @@ from django.apps import AppConfig
 class OrgMemoryConfig(AppConfig):
     name = "orgmemory"
     verbose_name = "Organizational memory"
+
+    def ready(self) -> None:
+        from django_q.models import Schedule
+
+        from synthorg.schedules import ScheduleSpec, register_schedule
+
+        register_schedule(
+            ScheduleSpec(
+                name="orgmemory-embedding-backfill",
+                func="orgmemory.tasks.backfill_fact_embeddings",
+                schedule_type=Schedule.MINUTES,
+                minutes=10,
+            )
+        )

@@ -1,0 +1,299 @@
+"""Org facts as an append-only operation log plus a materialised snapshot.
+
+* :class:`OperationLogEntry` — every PUBLISH or RETRACT of a fact, immutable (Postgres
+  triggers reject UPDATE/DELETE/TRUNCATE, migration 0002). ``(fact_id, version)`` is unique
+  and versions count 1, 2, 3… per fact. Each row carries its own english ``search_vector``
+  and ``doc_length`` (filled by a BEFORE INSERT trigger), so any past state is searchable.
+* :class:`OrgFact` — the current state of each fact, changed only by
+  ``orgmemory.services.facts`` in the same transaction as the log row it reflects.
+* :class:`FactVersionEmbedding` — the dense vector of one PUBLISH row. Kept apart from the
+  log because it is derived data: it may be missing (embedder unavailable) and backfilled.
+* :class:`WriteAccessRequest` — a write an agent was denied, waiting for a human decision.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+from persistence.models import Agent, Company
+from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
+
+EMBEDDING_DIMS = 384  # the default embedder (all-MiniLM-L6-v2)
+_CATEGORIES = [c.value for c in OrgFactCategory]
+
+
+def _choices(enum) -> list[tuple[str, str]]:
+    return [(member.value, member.value.replace("_", " ").title()) for member in enum]
+
+
+class OperationLogEntry(models.Model):
+    class Operation(models.TextChoices):
+        PUBLISH = "PUBLISH", "Publish"
+        RETRACT = "RETRACT", "Retract"
+
+    operation_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="org_operations")
+    # The fact's id (its snapshot row's primary key): the log references the snapshot so the
+    # admin can show a fact's versions inline; the snapshot row is created first.
+    fact = models.ForeignKey(
+        "OrgFact", on_delete=models.PROTECT, db_column="fact_id", related_name="operations"
+    )
+    version = models.PositiveIntegerField()
+    operation_type = models.CharField(max_length=8, choices=Operation.choices)
+    content = models.TextField(null=True, blank=True)
+    category = models.CharField(max_length=32, choices=_choices(OrgFactCategory))
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+
+    author_is_human = models.BooleanField()
+    author_agent = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="org_operations"
+    )
+    author_seniority = models.CharField(
+        max_length=16, choices=_choices(SeniorityLevel), null=True, blank=True
+    )
+    author_autonomy_level = models.CharField(
+        max_length=16, choices=_choices(AutonomyLevel), null=True, blank=True
+    )
+    author_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="org_operations",
+    )
+    # Set when an agent's write-access request was approved: the agent is the author, the
+    # approving human is recorded here.
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="approved_org_operations",
+    )
+    write_request = models.ForeignKey(
+        "WriteAccessRequest",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="operations",
+    )
+    timestamp = models.DateTimeField()
+
+    search_vector = SearchVectorField(null=True, editable=False)
+    doc_length = models.PositiveIntegerField(default=0, editable=False)
+
+    class Meta:
+        ordering = ("fact_id", "version")
+        verbose_name = "operation log entry"
+        verbose_name_plural = "operation log"
+        constraints = [
+            models.UniqueConstraint(fields=["fact", "version"], name="orglog_fact_version"),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="orglog_version_min"),
+            models.CheckConstraint(
+                condition=models.Q(category__in=_CATEGORIES), name="orglog_category_valid"
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(operation_type="PUBLISH")
+                    & models.Q(content__isnull=False)
+                    & ~models.Q(content__regex=r"^\s*$")
+                )
+                | (models.Q(operation_type="RETRACT") & models.Q(content__isnull=True)),
+                name="orglog_content_matches_operation",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(author_is_human=True)
+                    & models.Q(author_user__isnull=False)
+                    & models.Q(author_agent__isnull=True)
+                    & models.Q(author_seniority__isnull=True)
+                    & models.Q(author_autonomy_level__isnull=True)
+                )
+                | (
+                    models.Q(author_is_human=False)
+                    & models.Q(author_agent__isnull=False)
+                    & models.Q(author_seniority__isnull=False)
+                    & models.Q(author_user__isnull=True)
+                ),
+                name="orglog_author_consistent",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(approved_by__isnull=True) | models.Q(author_is_human=False),
+                name="orglog_approval_for_agents",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "timestamp"], name="orglog_company_time"),
+            models.Index(fields=["company", "fact", "-version"], name="orglog_company_fact"),
+            GinIndex(fields=["search_vector"], name="orglog_search_vector"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.operation_type} {self.fact_id} v{self.version}"
+
+
+class OrgFact(models.Model):
+    """The materialised current state of one fact (the spec's ``OperationLogSnapshot``).
+
+    ``version`` is that of the latest log row; while the fact is live it is a PUBLISH row
+    whose content this row repeats. A retracted fact keeps its last content.
+    """
+
+    fact_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="org_facts")
+    category = models.CharField(max_length=32, choices=_choices(OrgFactCategory))
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    version = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    retracted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("created_at", "fact_id")
+        verbose_name = "org fact"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(category__in=_CATEGORIES), name="orgfact_category_valid"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(content__regex=r"^\s*$"), name="orgfact_content_not_blank"
+            ),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="orgfact_version_min"),
+            models.CheckConstraint(
+                condition=models.Q(retracted_at__isnull=True)
+                | models.Q(retracted_at__gte=models.F("created_at")),
+                name="orgfact_created_before_retracted",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["company", "category", "created_at"],
+                condition=models.Q(retracted_at__isnull=True),
+                name="orgfact_live",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.content[:60]}"
+
+    @property
+    def is_retracted(self) -> bool:
+        return self.retracted_at is not None
+
+
+class FactVersionEmbedding(models.Model):
+    operation = models.OneToOneField(
+        OperationLogEntry, on_delete=models.PROTECT, primary_key=True, related_name="embedding"
+    )
+    embedder_id = models.CharField(max_length=100)
+    embedding = VectorField(dimensions=EMBEDDING_DIMS)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(embedder_id=""), name="orgembedding_has_embedder"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.operation_id} [{self.embedder_id}]"
+
+
+class WriteAccessRequest(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(
+        Company, on_delete=models.PROTECT, related_name="org_write_requests"
+    )
+    requester = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, related_name="org_write_requests"
+    )
+    requester_seniority = models.CharField(max_length=16, choices=_choices(SeniorityLevel))
+    requester_autonomy_level = models.CharField(
+        max_length=16, choices=_choices(AutonomyLevel), null=True, blank=True
+    )
+    # Null: a new fact. Set: a new version of that fact.
+    fact_id = models.UUIDField(null=True, blank=True)
+    category = models.CharField(max_length=32, choices=_choices(OrgFactCategory))
+    content = models.TextField()
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    justification = models.TextField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="decided_org_write_requests",
+    )
+    decision_reason = models.TextField(blank=True, default="")
+    published_operation = models.OneToOneField(
+        OperationLogEntry,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="approved_request",
+    )
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        verbose_name = "org write-access request"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(category__in=_CATEGORIES), name="orgreq_category_valid"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=["pending", "approved", "rejected"]),
+                name="orgreq_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(content__regex=r"^\s*$"), name="orgreq_content_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(justification__regex=r"^\s*$"),
+                name="orgreq_justification_not_blank",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(status="pending")
+                    & models.Q(decided_at__isnull=True)
+                    & models.Q(decided_by__isnull=True)
+                    & models.Q(published_operation__isnull=True)
+                )
+                | (
+                    models.Q(status="approved")
+                    & models.Q(decided_at__isnull=False)
+                    & models.Q(decided_by__isnull=False)
+                    & models.Q(published_operation__isnull=False)
+                )
+                | (
+                    models.Q(status="rejected")
+                    & models.Q(decided_at__isnull=False)
+                    & models.Q(decided_by__isnull=False)
+                    & models.Q(published_operation__isnull=True)
+                    & ~models.Q(decision_reason__regex=r"^\s*$")
+                ),
+                name="orgreq_decision_consistent",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "status", "-created_at"], name="orgreq_status"),
+            models.Index(fields=["company", "requester", "-created_at"], name="orgreq_requester"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category} request by {self.requester.name} ({self.status})"

@@ -1,0 +1,422 @@
+"""Writes to org memory: publish and retract facts.
+
+Every write appends one :class:`~orgmemory.models.OperationLogEntry` and updates the
+fact's :class:`~orgmemory.models.OrgFact` snapshot in the same transaction, with an audit
+entry. Writers of one fact serialise on the snapshot row (``SELECT … FOR UPDATE``), so
+versions are gap-free; ``expected_version`` turns a lost race into a clean 409, and the
+``(fact_id, version)`` unique constraint is the last line of defence.
+
+A denied write is audited (verdict ``denied``) in its own transaction, then raised as
+:class:`~orgmemory.write_access.OrgMemoryAccessDeniedError` (403).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from orgmemory.domain import OrgFactAuthor, OrgFactWriteRequest
+from orgmemory.embedding import embed_text
+from orgmemory.models import FactVersionEmbedding, OperationLogEntry, OrgFact
+from orgmemory.write_access import (
+    OrgMemoryAccessDeniedError,
+    WriteAccessDecision,
+    explain_write_access,
+)
+from persistence.models import AuditEntry
+from persistence.selectors.config import company_config
+from persistence.services.audit import audit_record
+from synthorg.errors import ConflictError, InvalidInputError, NotFoundError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from orgmemory.models import WriteAccessRequest
+    from persistence.models import Agent, Company
+    from persistence.principal import Principal
+
+FACT_NOT_FOUND = "No org fact with this id exists in your company."
+FACT_RETRACTED = "The fact has been retracted; publish a new fact instead."
+CATEGORY_IMMUTABLE = "A fact keeps its category: it is '{current}', not '{requested}'."
+VERSION_CONFLICT = "The fact is at version {current}, not the expected version {expected}."
+CONCURRENT_WRITE = "Another write to this fact committed first; retry with its new version."
+ACTOR_COMPANY_MISMATCH = "The actor does not belong to this company."
+INVALID_FACT = "The fact is invalid: {error}"
+
+ACTION_PUBLISHED = "org_fact.published"
+ACTION_RETRACTED = "org_fact.retracted"
+ACTION_WRITE_DENIED = "org_fact.write_denied"
+
+
+@dataclass(frozen=True)
+class AuthorRecord:
+    """The author columns of one log row."""
+
+    author: OrgFactAuthor
+    agent: Agent | None = None
+    user: object | None = None
+    approved_by: object | None = None
+    write_request: WriteAccessRequest | None = None
+
+
+def author_for(principal: Principal) -> OrgFactAuthor:
+    if principal.is_agent:
+        agent = principal.agent
+        return OrgFactAuthor(
+            agent_id=str(agent.pk),
+            seniority=agent.seniority,
+            autonomy_level=agent.autonomy_level,
+            is_human=False,
+        )
+    return OrgFactAuthor(is_human=True)
+
+
+def validate_write(
+    *, content: str, category: str, tags: list[str] | tuple[str, ...] = ()
+) -> OrgFactWriteRequest:
+    try:
+        return OrgFactWriteRequest(content=content, category=category, tags=tuple(tags))
+    except ValidationError as exc:
+        errors = [
+            {
+                "field": ".".join(str(p) for p in e["loc"]) or None,
+                "message": e["msg"],
+                "code": e["type"],
+            }
+            for e in exc.errors()
+        ]
+        first = f"{errors[0]['field']}: {errors[0]['message']}"
+        raise InvalidInputError(
+            INVALID_FACT.format(error=first), code="invalid_fact", errors=errors
+        ) from exc
+
+
+def _check_actor(company: Company, principal: Principal) -> None:
+    if principal.company.pk != company.pk or (
+        principal.is_agent and principal.agent.company_id != company.pk
+    ):
+        raise NotFoundError(ACTOR_COMPANY_MISMATCH, code="not_found")
+
+
+def _fact_or_404(company: Company, fact_id) -> OrgFact:
+    try:
+        return OrgFact.objects.get(company=company, fact_id=fact_id)
+    except (OrgFact.DoesNotExist, DjangoValidationError, ValueError, TypeError) as exc:
+        # The others: not a UUID. Either way the fact does not exist for the caller.
+        raise NotFoundError(FACT_NOT_FOUND, code="fact_not_found") from exc
+
+
+def deny_write(
+    *,
+    company: Company,
+    principal: Principal,
+    decision: WriteAccessDecision,
+    operation: str,
+    fact_id=None,
+) -> OrgMemoryAccessDeniedError:
+    """Audit a denied write (committed on its own) and return the error to raise."""
+    author = author_for(principal)
+    with transaction.atomic():
+        audit_record(
+            company=company,
+            action_type=ACTION_WRITE_DENIED,
+            principal=principal,
+            target_type="org_fact",
+            target_id=str(fact_id or ""),
+            verdict=AuditEntry.Verdict.DENIED,
+            risk_level=AuditEntry.RiskLevel.MEDIUM,
+            details={
+                "operation": operation,
+                "category": str(decision.category),
+                "reason": decision.reason,
+                "author_seniority": author.seniority,
+            },
+        )
+    return OrgMemoryAccessDeniedError(
+        f"Write to org memory denied: {decision.reason}",
+        extra=decision.problem_extra(author_is_human=author.is_human),
+    )
+
+
+def fact_publish(
+    *,
+    company: Company,
+    actor: Principal,
+    content: str,
+    category: str,
+    tags: list[str] | tuple[str, ...] = (),
+    fact_id: uuid.UUID | str | None = None,
+    expected_version: int | None = None,
+) -> OperationLogEntry:
+    """Publish a new fact (``fact_id`` omitted) or a new version of an existing one.
+
+    Raises ``InvalidInputError`` (bad payload, changed category), ``NotFoundError`` (no such
+    fact in the company), ``OrgMemoryAccessDeniedError`` (write rule; audited),
+    ``ConflictError`` (retracted, ``expected_version`` mismatch, lost race).
+    """
+    _check_actor(company, actor)
+    payload = validate_write(content=content, category=category, tags=tags)
+    if fact_id is not None:
+        current = _fact_or_404(company, fact_id)
+        if current.category != payload.category:
+            raise InvalidInputError(
+                CATEGORY_IMMUTABLE.format(current=current.category, requested=payload.category),
+                code="fact_category_immutable",
+            )
+    author = author_for(actor)
+    config = company_config(company).org_memory.write_access
+    decision = explain_write_access(config, payload.category, author)
+    if not decision.allowed:
+        raise deny_write(
+            company=company,
+            principal=actor,
+            decision=decision,
+            operation="publish",
+            fact_id=fact_id,
+        )
+    record = AuthorRecord(author=author, agent=actor.agent, user=actor.user)
+    return publish_as(
+        company=company,
+        payload=payload,
+        record=record,
+        fact_id=fact_id,
+        expected_version=expected_version,
+        audit_principal=actor,
+    )
+
+
+def publish_as(
+    *,
+    company: Company,
+    payload: OrgFactWriteRequest,
+    record: AuthorRecord,
+    fact_id=None,
+    expected_version: int | None = None,
+    audit_principal: Principal | None = None,
+    audit_user=None,
+) -> OperationLogEntry:
+    """Append a PUBLISH row for an already-authorised write (used by approvals too)."""
+    embedded = embed_text(payload.content)  # outside the lock: model inference is slow-ish
+    try:
+        return _publish_locked(
+            company=company,
+            payload=payload,
+            record=record,
+            fact_id=fact_id,
+            expected_version=expected_version,
+            embedded=embedded,
+            audit_principal=audit_principal,
+            audit_user=audit_user,
+        )
+    except IntegrityError as exc:
+        if "orglog_fact_version" in str(exc) or "orgmemory_orgfact_pkey" in str(exc):
+            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
+        raise
+
+
+@transaction.atomic
+def _publish_locked(
+    *,
+    company: Company,
+    payload: OrgFactWriteRequest,
+    record: AuthorRecord,
+    fact_id,
+    expected_version: int | None,
+    embedded: tuple[str, np.ndarray] | None,
+    audit_principal: Principal | None,
+    audit_user,
+) -> OperationLogEntry:
+    now = timezone.now()
+    if fact_id is None:
+        if expected_version not in (None, 0):
+            raise ConflictError(
+                VERSION_CONFLICT.format(current=0, expected=expected_version),
+                code="fact_version_conflict",
+            )
+        snapshot = None
+        fact_uuid = uuid.uuid4()
+        version = 1
+    else:
+        snapshot = _locked_fact(company, fact_id)
+        if snapshot.retracted_at is not None:
+            raise ConflictError(FACT_RETRACTED, code="fact_retracted")
+        _check_expected(snapshot, expected_version)
+        fact_uuid = snapshot.fact_id
+        version = snapshot.version + 1
+        now = _after(snapshot, now)
+    if snapshot is None:
+        OrgFact.objects.create(
+            fact_id=fact_uuid,
+            company=company,
+            category=payload.category,
+            content=payload.content,
+            tags=list(payload.tags),
+            version=version,
+            created_at=now,
+            updated_at=now,
+        )
+    entry = OperationLogEntry.objects.create(
+        company=company,
+        fact_id=fact_uuid,
+        version=version,
+        operation_type=OperationLogEntry.Operation.PUBLISH,
+        content=payload.content,
+        category=payload.category,
+        tags=list(payload.tags),
+        timestamp=now,
+        **_author_columns(record),
+    )
+    if snapshot is not None:
+        snapshot.content = payload.content
+        snapshot.tags = list(payload.tags)
+        snapshot.version = version
+        snapshot.updated_at = now
+        snapshot.save(update_fields=["content", "tags", "version", "updated_at"])
+    if embedded is not None:
+        FactVersionEmbedding.objects.create(
+            operation=entry, embedder_id=embedded[0], embedding=embedded[1]
+        )
+    audit_record(
+        company=company,
+        action_type=ACTION_PUBLISHED,
+        principal=audit_principal,
+        actor_user=audit_user,
+        target_type="org_fact",
+        target_id=str(fact_uuid),
+        risk_level=AuditEntry.RiskLevel.MEDIUM,
+        details=_audit_details(entry, record),
+    )
+    return entry
+
+
+def fact_retract(
+    *,
+    company: Company,
+    actor: Principal,
+    fact_id,
+    expected_version: int | None = None,
+    reason: str = "",
+) -> OperationLogEntry:
+    """Retract a fact: a RETRACT row (no content) and ``retracted_at`` on the snapshot.
+
+    The same write rule as publishing applies to the fact's category.
+    """
+    _check_actor(company, actor)
+    current = _fact_or_404(company, fact_id)
+    author = author_for(actor)
+    config = company_config(company).org_memory.write_access
+    decision = explain_write_access(config, current.category, author)
+    if not decision.allowed:
+        raise deny_write(
+            company=company,
+            principal=actor,
+            decision=decision,
+            operation="retract",
+            fact_id=current.fact_id,
+        )
+    record = AuthorRecord(author=author, agent=actor.agent, user=actor.user)
+    try:
+        return _retract_locked(
+            company=company,
+            fact_id=current.fact_id,
+            record=record,
+            expected_version=expected_version,
+            reason=reason,
+            actor=actor,
+        )
+    except IntegrityError as exc:
+        if "orglog_fact_version" in str(exc):
+            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
+        raise
+
+
+@transaction.atomic
+def _retract_locked(
+    *, company, fact_id, record: AuthorRecord, expected_version, reason: str, actor
+) -> OperationLogEntry:
+    snapshot = _locked_fact(company, fact_id)
+    if snapshot.retracted_at is not None:
+        raise ConflictError(FACT_RETRACTED, code="fact_retracted")
+    _check_expected(snapshot, expected_version)
+    now = _after(snapshot, timezone.now())
+    entry = OperationLogEntry.objects.create(
+        company=company,
+        fact_id=snapshot.fact_id,
+        version=snapshot.version + 1,
+        operation_type=OperationLogEntry.Operation.RETRACT,
+        content=None,
+        category=snapshot.category,
+        tags=list(snapshot.tags),
+        timestamp=now,
+        **_author_columns(record),
+    )
+    snapshot.version = entry.version
+    snapshot.updated_at = now
+    snapshot.retracted_at = now
+    snapshot.save(update_fields=["version", "updated_at", "retracted_at"])
+    audit_record(
+        company=company,
+        action_type=ACTION_RETRACTED,
+        principal=actor,
+        target_type="org_fact",
+        target_id=str(snapshot.fact_id),
+        risk_level=AuditEntry.RiskLevel.MEDIUM,
+        details={**_audit_details(entry, record), "reason": reason},
+    )
+    return entry
+
+
+def _locked_fact(company: Company, fact_id) -> OrgFact:
+    try:
+        return OrgFact.objects.select_for_update().get(company=company, fact_id=fact_id)
+    except OrgFact.DoesNotExist as exc:
+        raise NotFoundError(FACT_NOT_FOUND, code="fact_not_found") from exc
+
+
+def _after(snapshot: OrgFact, now):
+    """A timestamp strictly after the fact's last one, so "as of T" is never ambiguous."""
+    return max(now, snapshot.updated_at + timedelta(microseconds=1))
+
+
+def _check_expected(snapshot: OrgFact, expected_version: int | None) -> None:
+    if expected_version is not None and expected_version != snapshot.version:
+        raise ConflictError(
+            VERSION_CONFLICT.format(current=snapshot.version, expected=expected_version),
+            code="fact_version_conflict",
+            extra={"current_version": snapshot.version},
+        )
+
+
+def _author_columns(record: AuthorRecord) -> dict:
+    author = record.author
+    return {
+        "author_is_human": author.is_human,
+        "author_agent": None if author.is_human else record.agent,
+        "author_seniority": author.seniority,
+        "author_autonomy_level": author.autonomy_level,
+        "author_user": record.user if author.is_human else None,
+        "approved_by": record.approved_by,
+        "write_request": record.write_request,
+    }
+
+
+def _audit_details(entry: OperationLogEntry, record: AuthorRecord) -> dict:
+    details = {
+        "operation_id": str(entry.operation_id),
+        "operation": entry.operation_type,
+        "version": entry.version,
+        "category": entry.category,
+        "author_is_human": record.author.is_human,
+        "author_seniority": record.author.seniority,
+    }
+    if record.approved_by is not None:
+        details["approved_by"] = record.approved_by.pk
+        details["write_request"] = str(record.write_request.pk)
+    return details

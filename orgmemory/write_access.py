@@ -1,0 +1,106 @@
+"""Who may write which org-fact category (pure: no Django import).
+
+The rules come from the company's ``org_memory.write_access`` config
+(:class:`synthorg.company_config.WriteAccessConfig`):
+
+* a category with no rule denies everyone (humans included);
+* a human may write when the rule has ``human_allowed``;
+* an agent may write when the rule names a minimum ``allowed_seniority`` and the agent's
+  seniority is at least that (``core_policy`` can never name one: humans only).
+
+:func:`explain_write_access` says why; :func:`check_write_access` and
+:func:`require_write_access` are the spec's boolean and raising forms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from orgmemory.domain import OrgFactAuthor
+from synthorg.company_config import CategoryWriteRule, WriteAccessConfig
+from synthorg.enums import OrgFactCategory
+from synthorg.errors import AccessDeniedError
+
+NO_RULE = "No write rule exists for category '{category}': nobody may write it."
+HUMANS_NOT_ALLOWED = "Humans may not write category '{category}'."
+HUMAN_ONLY = "Category '{category}' is written by humans only."
+SENIORITY_TOO_LOW = (
+    "Category '{category}' needs seniority '{required}' or above; the author is '{actual}'."
+)
+WRITE_DENIED = "Write to org memory denied: {reason}"
+
+
+@dataclass(frozen=True)
+class WriteAccessDecision:
+    allowed: bool
+    category: OrgFactCategory
+    rule: CategoryWriteRule | None
+    reason: str = ""
+
+    @property
+    def can_request(self) -> bool:
+        """Whether a denied agent may file the write as a request for human approval.
+
+        Only when a human could approve it: the category has a rule that lets humans write.
+        """
+        return not self.allowed and self.rule is not None and self.rule.human_allowed
+
+    def problem_extra(self, *, author_is_human: bool) -> dict[str, Any]:
+        """The members a 403 carries: the rule that denied the write and what to do next."""
+        return {
+            "category": str(self.category),
+            "rule": None if self.rule is None else self.rule.model_dump(mode="json"),
+            "reason": self.reason,
+            "can_request": self.can_request and not author_is_human,
+        }
+
+
+def explain_write_access(
+    config: WriteAccessConfig, category: OrgFactCategory, author: OrgFactAuthor
+) -> WriteAccessDecision:
+    category = OrgFactCategory(category)
+    rule = config.rules.get(category)
+    if rule is None:
+        return WriteAccessDecision(False, category, None, NO_RULE.format(category=category))
+    if author.is_human:
+        if rule.human_allowed:
+            return WriteAccessDecision(True, category, rule)
+        return WriteAccessDecision(
+            False, category, rule, HUMANS_NOT_ALLOWED.format(category=category)
+        )
+    if rule.allowed_seniority is None:
+        return WriteAccessDecision(False, category, rule, HUMAN_ONLY.format(category=category))
+    if author.seniority is not None and author.seniority.at_least(rule.allowed_seniority):
+        return WriteAccessDecision(True, category, rule)
+    reason = SENIORITY_TOO_LOW.format(
+        category=category, required=rule.allowed_seniority, actual=author.seniority
+    )
+    return WriteAccessDecision(False, category, rule, reason)
+
+
+def check_write_access(
+    config: WriteAccessConfig, category: OrgFactCategory, author: OrgFactAuthor
+) -> bool:
+    """``True`` iff ``author`` may write facts of ``category``."""
+    return explain_write_access(config, category, author).allowed
+
+
+class OrgMemoryAccessDeniedError(AccessDeniedError):
+    code = "org_write_denied"
+
+
+def require_write_access(
+    config: WriteAccessConfig, category: OrgFactCategory, author: OrgFactAuthor
+) -> WriteAccessDecision:
+    """Return the (allowing) decision, or raise :class:`OrgMemoryAccessDeniedError`.
+
+    The error's ``extra`` carries ``category``, ``rule``, ``reason`` and ``can_request``.
+    """
+    decision = explain_write_access(config, category, author)
+    if not decision.allowed:
+        raise OrgMemoryAccessDeniedError(
+            WRITE_DENIED.format(reason=decision.reason),
+            extra=decision.problem_extra(author_is_human=author.is_human),
+        )
+    return decision

@@ -1,0 +1,63 @@
+"""Org-memory fixtures: principals of each kind and a human admin client."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from persistence.principal import Principal
+from tests.conftest import make_agent_caller
+from tests.persistence.factories import MembershipFactory
+
+
+@pytest.fixture(autouse=True)
+def _no_embeddings_by_default(settings):
+    """Most tests need BM25 only; ``with_embeddings`` turns the real model on."""
+    settings.ORGMEMORY_EMBEDDINGS = False
+
+
+@pytest.fixture
+def with_embeddings(settings, _no_embeddings_by_default):
+    settings.ORGMEMORY_EMBEDDINGS = True
+
+
+@pytest.fixture
+def human(company):
+    """A human operator (membership role admin) of ``company`` and their principal."""
+    membership = MembershipFactory(company=company, role="admin", user__password=None)
+    return Principal.for_human(membership.user, company, membership.role)
+
+
+@pytest.fixture
+def senior(company):
+    return make_agent_caller(company=company, seniority="senior")
+
+
+@pytest.fixture
+def junior(company):
+    return make_agent_caller(company=company, seniority="junior")
+
+
+@pytest.fixture
+def allow_flush_of_append_only_tables(transactional_db):
+    """Let the post-test flush TRUNCATE append-only tables in ``transaction=True`` tests.
+
+    Their triggers reject TRUNCATE; Django flushes with TRUNCATE on the test connection and
+    then closes it, so disabling (non-replica) triggers for that session is enough and
+    cannot leak into another test.
+    """
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SET session_replication_role = replica")
+
+
+@pytest.fixture
+def human_client(company):
+    """As the root fixture, without the slow password hashing (force_login needs none)."""
+    from rest_framework.test import APIClient
+
+    membership = MembershipFactory(company=company, role="admin", user__password=None)
+    client = APIClient()
+    client.force_login(membership.user)
+    client.membership = membership
+    return client
