@@ -1,0 +1,178 @@
+"""Request and response shapes of the memory API.
+
+Request serializers check types and bounds (so the OpenAPI schema states them); the domain
+value objects (:mod:`memory.domain`) then normalise and apply the remaining rules.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory import domain
+from memory.models import Memory
+from synthorg.enums import MemoryCategory
+
+UNKNOWN_FIELDS = "Unknown field(s): {fields}."
+
+CATEGORY_CHOICES = Memory._meta.get_field("category").choices
+CATEGORY_VALUES = [c.value for c in MemoryCategory]
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare instead of silently ignoring them."""
+
+    def validate(self, attrs):
+        if isinstance(self.initial_data, dict):
+            unknown = sorted(set(self.initial_data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: UNKNOWN_FIELDS.format(fields=name) for name in unknown},
+                    code="unknown_field",
+                )
+        return attrs
+
+
+def _tags_field(**kwargs):
+    return serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        max_length=domain.MAX_TAGS * 4,
+        **kwargs,
+    )
+
+
+class SharedPublishSerializer(StrictSerializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False, help_text="Lower-cased and de-duplicated.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    supersedes = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        max_length=domain.MAX_SUPERSEDES,
+        help_text="Ids of the caller's memories this one replaces; they drop out of retrieval.",
+    )
+
+
+class MemoryStoreSerializer(SharedPublishSerializer):
+    created_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Past only; for importing old memories."
+    )
+    session_id = serializers.CharField(
+        max_length=domain.SESSION_ID_MAX_CHARS,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'session'.",
+    )
+    project_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'project' (an open project).",
+    )
+
+
+class MemoryBatchStoreSerializer(StrictSerializer):
+    memories = serializers.ListField(
+        child=MemoryStoreSerializer(), min_length=1, max_length=domain.MAX_BATCH
+    )
+
+
+class StoreResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField(allow_null=True)
+    stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
+    deduplicated = serializers.BooleanField(
+        help_text="True when the content nearly duplicated an existing memory (its id is returned)."
+    )
+    embedding_status = serializers.ChoiceField(
+        choices=["ready", "pending"],
+        allow_null=True,
+        help_text="'pending' when the embedder failed; a background task fills it in.",
+    )
+
+
+class BatchStoreResultSerializer(serializers.Serializer):
+    results = StoreResultSerializer(many=True)
+    created = serializers.IntegerField()
+    deduplicated = serializers.IntegerField()
+
+
+class MemoryUpdateSerializer(StrictSerializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS,
+        trim_whitespace=False,
+        allow_blank=True,
+        required=False,
+    )
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    agent_id = serializers.IntegerField(read_only=True)
+    project_id = serializers.IntegerField(read_only=True, allow_null=True)
+    superseded_by = serializers.UUIDField(
+        source="superseded_by_id", read_only=True, allow_null=True
+    )
+    session_id = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = (
+            "id",
+            "agent_id",
+            "namespace",
+            "category",
+            "content",
+            "context",
+            "source",
+            "confidence",
+            "tags",
+            "is_shared",
+            "level",
+            "session_id",
+            "project_id",
+            "created_at",
+            "updated_at",
+            "expires_at",
+            "superseded_at",
+            "superseded_by",
+            "embedding_status",
+            "embedder_id",
+        )
+        read_only_fields = fields
+
+    def get_session_id(self, memory: Memory) -> str | None:
+        return memory.session_id or None
+
+
+class MemoryCountQuerySerializer(StrictSerializer):
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+
+
+class MemoryCountSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    category = serializers.CharField(allow_null=True)
+
+
+class SessionEndSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    memories_purged = serializers.IntegerField()

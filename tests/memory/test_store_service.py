@@ -1,0 +1,46 @@
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.domain import MemoryStoreRequest
+from memory.models import Memory
+from memory.services.store import memory_store, memory_store_batch
+from tests.persistence.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def req(content, **kw):
+    return MemoryStoreRequest(content=content, category=kw.pop("category", "semantic"), **kw)
+
+
+def test_store_embeds_with_default_model_and_dedups():
+    agent = AgentFactory()
+    first = memory_store(agent=agent, request=req("The deploy runs every Friday at noon."))
+    assert first.stored and not first.deduplicated and first.embedding_status == "ready"
+    row = Memory.objects.get(pk=first.id)
+    assert row.embedder_id and len(row.embedding) == 384
+    dup = memory_store(agent=agent, request=req("the deploy runs every friday at noon"))
+    assert dup.id == first.id and dup.deduplicated
+    other = memory_store(agent=agent, request=req("Lunch is served at noon on Fridays."))
+    assert other.id != first.id
+    assert Memory.objects.filter(agent=agent).count() == 2
+
+
+def test_batch_intra_dedup_and_supersede():
+    agent = AgentFactory()
+    old = memory_store(agent=agent, request=req("The database password rotates monthly."))
+    results = memory_store_batch(
+        agent=agent,
+        requests=[
+            req("Alpha team owns the billing service."),
+            req("alpha team owns the billing service"),
+            req("The database password rotates weekly now.", supersedes=(old.id,)),
+        ],
+    )
+    assert results[1].id == results[0].id and results[1].deduplicated
+    row = Memory.objects.get(pk=old.id)
+    assert row.superseded_by_id == results[2].id and row.superseded_at is not None
+    assert Memory.objects.filter(agent=agent).count() == 3
+    _ = timezone.now() + timedelta(days=1)
