@@ -67,3 +67,6 @@ class MemoryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+from memory import lifecycle_admin  # noqa: E402, F401  (archive and maintenance runs)

@@ -13,6 +13,7 @@ class MemoryConfig(AppConfig):
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         on_project_closed(memory_purge_project)
+        _register_maintenance_schedules()
         register_schedule(
             ScheduleSpec(
                 name="memory-embedding-backfill",
@@ -21,3 +22,12 @@ class MemoryConfig(AppConfig):
                 minutes=5,
             )
         )
+
+
+def _register_maintenance_schedules() -> None:
+    from memory.schedules import maintenance_schedules, resync_on_config_change
+    from persistence.services.companies import on_company_config_change
+    from synthorg.schedules import register_schedule_provider
+
+    register_schedule_provider(maintenance_schedules)
+    on_company_config_change(resync_on_config_change)

@@ -83,3 +83,27 @@ class ConsolidationResult(BaseModel):
     @property
     def summary_id(self) -> UUID | None:
         return self.summary_ids[-1] if self.summary_ids else None
+
+
+class ArchivalEntry(BaseModel):
+    """An archived memory as the :class:`ArchivalStore` protocol passes it around."""
+
+    model_config = _FROZEN
+
+    original_id: UUID
+    agent_id: int
+    namespace: str = "default"
+    content: str
+    category: MemoryCategory
+    metadata: dict = {}
+    created_at: datetime
+    archived_at: datetime
+    archival_mode: ArchivalMode
+
+    @model_validator(mode="after")
+    def _validate_temporal_order(self) -> ArchivalEntry:
+        if self.archived_at < self.created_at:
+            raise ValueError("archived_at must not be before created_at")
+        if not self.content.strip():
+            raise ValueError("content must not be blank")
+        return self
