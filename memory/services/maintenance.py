@@ -96,6 +96,7 @@ class ConsolidationOutcome:
     scanned: int = 0
     errors: list[str] = field(default_factory=list)
     methods: dict[str, int] = field(default_factory=dict)
+    skipped_reason: str | None = None
 
 
 @dataclass
@@ -281,7 +282,8 @@ class MemoryConsolidationService:
     ) -> ConsolidationOutcome:
         outcome = ConsolidationOutcome()
         if agent.memory_level != MemoryLevel.PERSISTENT:
-            outcome.errors.append(NOT_PERSISTENT.format(level=agent.memory_level))
+            # Session/project memories have their own lifecycle (session end, project close).
+            outcome.skipped_reason = NOT_PERSISTENT.format(level=agent.memory_level)
             return outcome
         rows = self.candidates(agent, now=now)
         outcome.scanned = len(rows)
@@ -468,6 +470,7 @@ class MemoryConsolidationService:
                 "retention_days": report.retention.decisions,
                 "retention_deleted_by_category": report.retention.deleted_by_category,
                 "summary_methods": report.consolidation.methods,
+                "consolidation_skipped": report.consolidation.skipped_reason,
                 "summary_ids": [str(i) for i in result.summary_ids],
                 "archival_index": [e.model_dump(mode="json") for e in result.archival_index],
             },
