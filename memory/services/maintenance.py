@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
@@ -76,6 +76,9 @@ SUMMARY_TAG = "consolidated"
 GROUP_CHANGED = "consolidation of {namespace}/{category} skipped: its memories changed meanwhile"
 INVALID_OVERRIDES = "the agent's retention_overrides are invalid and were ignored: {error}"
 NOT_PERSISTENT = "consolidation skipped: the agent's memory level is {level!r}, not 'persistent'"
+ALREADY_RUNNING = "another maintenance run of this agent is in progress"
+# pg advisory-lock namespace for "maintenance of agent <id>" (two-int form: class, agent id).
+_LOCK_CLASS = 0x4D454D  # "MEM"
 
 
 @dataclass
@@ -417,6 +420,19 @@ class MemoryConsolidationService:
         if not self.config.enabled:
             report.status = MaintenanceRun.Status.SKIPPED
             return self._finish(report, run, agent, started)
+        if not _try_lock(agent):
+            report.status = MaintenanceRun.Status.SKIPPED
+            report.errors.append(ALREADY_RUNNING)
+            return self._finish(report, run, agent, started)
+        try:
+            self._cycle(agent, report, now=now, run=run)
+        finally:
+            _unlock(agent)
+        return self._finish(report, run, agent, started)
+
+    def _cycle(
+        self, agent: Agent, report: MaintenanceReport, *, now: datetime, run: MaintenanceRun | None
+    ) -> None:
         report.memories_before = Memory.objects.filter(agent=agent).count()
         overrides, problem = agent_overrides(agent)
         if problem:
@@ -449,7 +465,6 @@ class MemoryConsolidationService:
             report.status = MaintenanceRun.Status.PARTIAL
         else:
             report.status = MaintenanceRun.Status.SUCCEEDED
-        return self._finish(report, run, agent, started)
 
     def _finish(
         self, report: MaintenanceReport, run: MaintenanceRun | None, agent: Agent, started: float
@@ -489,6 +504,18 @@ class MemoryConsolidationService:
 
 class _GroupChanged(Exception):
     pass
+
+
+def _try_lock(agent: Agent) -> bool:
+    """One maintenance cycle per agent at a time (schedule, command and API may overlap)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_CLASS, agent.pk])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock(agent: Agent) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, agent.pk])
 
 
 def run_maintenance(

@@ -245,3 +245,28 @@ def test_non_persistent_agent_is_not_consolidated(now):
     run = MaintenanceRun.objects.get(pk=report.run_id)
     assert "memory level is 'session'" in run.details["consolidation_skipped"]
     assert Memory.objects.filter(agent=agent).count() == 4
+
+
+def test_a_concurrent_run_of_the_same_agent_is_skipped(caller, peer, now):
+    import psycopg
+    from django.db import connection
+
+    from memory.services.maintenance import _LOCK_CLASS, ALREADY_RUNNING
+
+    configure(caller.company, retention={"default_retention_days": 5})
+    seed(caller.agent, 2, now=now, age_days=10)
+    seed(peer.agent, 2, now=now, age_days=10)
+    params = {
+        k: v
+        for k, v in connection.get_connection_params().items()
+        if k in {"dbname", "user", "password", "host", "port"}
+    }
+    with psycopg.connect(**params, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, caller.agent.pk])
+        blocked = run_maintenance(agent=caller.agent, now=now)
+        free = run_maintenance(agent=peer.agent, now=now)
+    assert (blocked.status, blocked.errors, blocked.processed) == ("skipped", [ALREADY_RUNNING], 0)
+    assert Memory.objects.filter(agent=caller.agent).count() == 2
+    assert (free.status, free.processed) == ("succeeded", 2)
+    # the lock is released after a run: the next one proceeds
+    assert run_maintenance(agent=caller.agent, now=now).processed == 2
