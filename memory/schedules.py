@@ -8,12 +8,15 @@ schedule — the run itself is paused — so resuming needs no re-scheduling.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 from synthorg.enums import ConsolidationInterval
 from synthorg.schedules import ScheduleSpec, sync_schedules
 
 TASK = "memory.tasks.run_company_maintenance"
+
+logger = logging.getLogger(__name__)
 
 
 def schedule_name(company_id: int) -> str:
@@ -43,4 +46,9 @@ def maintenance_schedules() -> Iterator[ScheduleSpec]:
 
 
 def resync_on_config_change(company) -> None:
-    sync_schedules()
+    """Config-change hook (runs after the change committed): a failure here must not turn
+    the committed change into an error; the next ``sync_schedules`` repairs it."""
+    try:
+        sync_schedules()
+    except Exception:
+        logger.exception("re-syncing schedules after a config change of %s failed", company)
