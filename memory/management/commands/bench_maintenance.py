@@ -29,6 +29,7 @@ from django.core.management.base import BaseCommand
 from django.db import connection
 from django.utils import timezone
 
+from memory.embedding import embedder_for
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun
 from memory.models import Memory
 from memory.services.maintenance import run_maintenance
@@ -85,11 +86,16 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memory_memory")
 
+        embedder = TimedEmbedder(embedder_for(company))
         passes = []
         total_seconds = 0.0
         while True:
             started = time.perf_counter()
-            reports = [run_maintenance(agent=a, now=now, trigger="manual") for a in agent_rows]
+            embedder.seconds = 0.0
+            reports = [
+                run_maintenance(agent=a, now=now, trigger="manual", embedder=embedder)
+                for a in agent_rows
+            ]
             seconds = time.perf_counter() - started
             total_seconds += seconds
             counts = {key: sum(r.counts[key] for r in reports) for key in reports[0].counts}
@@ -97,6 +103,7 @@ class Command(BaseCommand):
             passes.append(
                 {
                     "seconds": round(seconds, 3),
+                    "embedding_seconds": round(embedder.seconds, 3),
                     "processed": processed,
                     "memories_before": sum(r.memories_before for r in reports),
                     "errors": sum(len(r.errors) for r in reports),
@@ -125,6 +132,9 @@ class Command(BaseCommand):
             "passes_until_steady": len(passes),
             "processed_total": processed_total,
             "maintenance_seconds_total": round(total_seconds, 3),
+            "summary_embedding_seconds_total": round(
+                sum(p["embedding_seconds"] for p in passes), 3
+            ),
             "processed_per_second": round(processed_total / total_seconds, 1),
             "first_pass_processed_per_second": round(
                 passes[0]["processed"] / passes[0]["seconds"], 1
@@ -173,6 +183,33 @@ class Command(BaseCommand):
                 batch.clear()
         if batch:
             Memory.objects.bulk_create(batch)
+
+
+class TimedEmbedder:
+    """Delegates to the company's real embedder and adds up the time spent in it, to show
+    how much of a pass is the (CPU-bound) embedding of the summaries."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.seconds = 0.0
+
+    @property
+    def embedder_id(self) -> str:
+        return self.inner.embedder_id
+
+    @property
+    def dims(self) -> int:
+        return self.inner.dims
+
+    def embed(self, texts):
+        started = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def embed_one(self, text):
+        return self.embed([text])[0]
 
 
 def _cpus() -> int:
