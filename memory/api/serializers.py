@@ -21,15 +21,15 @@ CATEGORY_VALUES = [c.value for c in MemoryCategory]
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not declare instead of silently ignoring them."""
 
-    def validate(self, attrs):
-        if isinstance(self.initial_data, dict):
-            unknown = sorted(set(self.initial_data) - set(self.fields))
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError(
-                    {name: UNKNOWN_FIELDS.format(fields=name) for name in unknown},
+                    {name: [UNKNOWN_FIELDS.format(fields=name)] for name in unknown},
                     code="unknown_field",
                 )
-        return attrs
+        return super().to_internal_value(data)
 
 
 def _tags_field(**kwargs):
