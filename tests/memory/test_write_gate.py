@@ -10,6 +10,7 @@ from memory.write_gate import (
     best_duplicate,
     dice,
     probe_terms,
+    size_bounds,
     tsquery_literal,
 )
 
@@ -64,3 +65,14 @@ def test_threshold_boundary_is_inclusive():
     a = {"a", "b", "c", "d", "e"}
     b = {"a", "b", "c", "d", "f"}  # 8/10 = 0.8 exactly
     assert best_duplicate(a, [Candidate(key=1, terms=frozenset(b), order=())]) == 1
+
+
+@pytest.mark.parametrize("a", [1, 2, 3, 5, 9, 20])
+def test_size_bounds_are_sound(a):
+    low, high = size_bounds(a)
+    terms = {f"t{i}" for i in range(a)}
+    for b in range(0, 3 * a + 2):
+        for shared in range(0, min(a, b) + 1):
+            other = {f"t{i}" for i in range(shared)} | {f"x{i}" for i in range(b - shared)}
+            if dice(terms, other) >= DUPLICATE_THRESHOLD:
+                assert low <= b <= high, (a, b, shared)
