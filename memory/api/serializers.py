@@ -176,3 +176,72 @@ class MemoryCountSerializer(serializers.Serializer):
 class SessionEndSerializer(serializers.Serializer):
     session_id = serializers.CharField()
     memories_purged = serializers.IntegerField()
+
+
+class MemorySearchSerializer(StrictSerializer):
+    query = serializers.CharField(
+        max_length=4000,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Search text; absent or blank lists memories newest first.",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        required=False,
+        max_length=domain.MAX_TAGS,
+        help_text="A memory must carry all of them.",
+    )
+    since = serializers.DateTimeField(required=False, allow_null=True, help_text="Inclusive.")
+    until = serializers.DateTimeField(required=False, allow_null=True, help_text="Exclusive.")
+    min_relevance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        allow_null=True,
+        help_text="Overrides the company's memory.retrieval.min_relevance for this query.",
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+
+
+class MemorySearchRequestSerializer(MemorySearchSerializer):
+    include_shared = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Also search the company's shared knowledge (default: company config).",
+    )
+
+
+class SharedSearchRequestSerializer(MemorySearchSerializer):
+    exclude_self = serializers.BooleanField(
+        default=False, help_text="Leave out the caller's own publications."
+    )
+
+
+class SearchHitSerializer(serializers.Serializer):
+    memory = MemorySerializer()
+    relevance = serializers.FloatField()
+    recency = serializers.FloatField()
+    combined = serializers.FloatField()
+    dense_rank = serializers.IntegerField(allow_null=True)
+    sparse_rank = serializers.IntegerField(allow_null=True)
+    is_shared = serializers.BooleanField()
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchHitSerializer(many=True)
+    degraded = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='["dense"] when the query could not be embedded (sparse leg only).',
+    )

@@ -367,3 +367,119 @@ class SessionEndView(AgentView, APIView):
     def post(self, request, session_id):
         purged = memory_session_end(agent=self.agent, session_id=session_id, principal=request.user)
         return Response({"session_id": session_id, "memories_purged": purged})
+
+
+SEARCH_REQUEST_EXAMPLE = {
+    "query": "when does billing deploy?",
+    "categories": ["semantic", "procedural"],
+    "tags": ["deploy"],
+    "limit": 5,
+}
+SEARCH_RESPONSE_EXAMPLE = {
+    "results": [
+        {
+            "memory": MEMORY_EXAMPLE,
+            "relevance": 0.82,
+            "recency": 0.97,
+            "combined": 0.86,
+            "dense_rank": 1,
+            "sparse_rank": 1,
+            "is_shared": False,
+        }
+    ],
+    "degraded": [],
+}
+
+
+def _memory_query(data):
+    from memory.retrieval.query import MemoryQuery
+
+    fields = {
+        "text": data.get("query"),
+        "namespaces": data.get("namespaces", ()),
+        "categories": data.get("categories", ()),
+        "tags": data.get("tags", ()),
+        "since": data.get("since"),
+        "until": data.get("until"),
+        "min_relevance": data.get("min_relevance"),
+        "limit": data["limit"],
+    }
+    return parse_request(MemoryQuery, {k: v for k, v in fields.items() if v is not None})
+
+
+def _search_payload(result):
+    return {
+        "results": [
+            {
+                "memory": hit.memory,
+                "relevance": hit.relevance,
+                "recency": hit.recency,
+                "combined": hit.combined,
+                "dense_rank": hit.dense_rank,
+                "sparse_rank": hit.sparse_rank,
+                "is_shared": hit.is_shared,
+            }
+            for hit in result.hits
+        ],
+        "degraded": list(result.degraded),
+    }
+
+
+@extend_schema(tags=["memories"])
+class MemorySearchView(AgentView, APIView):
+    @extend_schema(
+        summary="Search the caller's memories (hybrid dense + BM25)",
+        description=(
+            "Ranked entries with `relevance`, `recency`, `combined` and each leg's rank "
+            "(`dense_rank`, `sparse_rank`; null when that leg did not return the entry). "
+            "Superseded and expired memories never come back. If the query cannot be "
+            'embedded the sparse leg answers alone and `degraded` is `["dense"]`.'
+        ),
+        request=s.MemorySearchRequestSerializer,
+        responses={200: s.SearchResponseSerializer, 400: PROBLEM},
+        examples=[
+            OpenApiExample("Search", value=SEARCH_REQUEST_EXAMPLE, request_only=True),
+            OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request):
+        from memory.selectors.search import memory_search
+
+        serializer = s.MemorySearchRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = memory_search(
+            agent=self.agent,
+            query=_memory_query(serializer.validated_data),
+            include_shared=serializer.validated_data.get("include_shared"),
+        )
+        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
+
+
+@extend_schema(tags=["shared knowledge"])
+class SharedSearchView(AgentView, APIView):
+    @extend_schema(
+        summary="Search the company's shared knowledge",
+        description="Like `/memories/search` over shared knowledge only; `exclude_self` "
+        "leaves out the caller's own publications.",
+        request=s.SharedSearchRequestSerializer,
+        responses={200: s.SearchResponseSerializer, 400: PROBLEM},
+        examples=[
+            OpenApiExample(
+                "Search",
+                value={"query": "staging reset", "exclude_self": True},
+                request_only=True,
+            ),
+            OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request):
+        from memory.selectors.search import shared_search
+
+        serializer = s.SharedSearchRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = shared_search(
+            company=self.agent.company,
+            query=_memory_query(serializer.validated_data),
+            exclude_agent=self.agent if serializer.validated_data["exclude_self"] else None,
+        )
+        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
