@@ -184,6 +184,7 @@ def _store(
         )
     ]
     if deduplicate:
+        _serialise_writers(agent, requests)
         _gate(agent, slots, level=level, shared=shared, now=now)
 
     rows = []
@@ -289,6 +290,16 @@ def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, bat
                     cls=MemoryStoreConflictError,
                 )
     return found
+
+
+def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:
+    """Concurrent stores into the same agent/namespace/category wait for each other, so two
+    near duplicates racing each other cannot both pass the gate. Transaction-scoped
+    advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
+    groups = sorted({f"{r.namespace}\x1f{r.category.value}" for r in requests})
+    with connection.cursor() as cursor:
+        for group in groups:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [agent.pk, group])
 
 
 def _terms(contents: Sequence[str]) -> list[frozenset[str]]:

@@ -116,3 +116,20 @@ def test_unsupported_backend_config(company):
     with pytest.raises(MemoryError) as raised:
         create_memory_backend(company)
     assert raised.value.status == 422
+
+
+def test_retrieve_and_search_shared(backend, company):
+    from memory.retrieval.query import MemoryQuery
+
+    agent, other = AgentFactory(company=company), AgentFactory(company=company)
+    mine = backend.store(str(agent.pk), request("The billing service deploys on Fridays."))
+    backend.store(str(other.pk), request("Other agent: billing deploys on Mondays."))
+    shared = backend.publish(str(other.pk), request("Billing deploy freezes in December."))
+    entries = backend.retrieve(str(agent.pk), MemoryQuery(text="billing deploy", limit=5))
+    assert [e.id for e in entries] == [mine]
+    assert entries[0].relevance_score is not None
+    found = backend.search_shared(MemoryQuery(text="billing deploy"))
+    assert [e.id for e in found] == [shared]
+    assert (
+        backend.search_shared(MemoryQuery(text="billing deploy"), exclude_agent=str(other.pk)) == ()
+    )
