@@ -245,3 +245,42 @@ class SearchResponseSerializer(serializers.Serializer):
         child=serializers.CharField(),
         help_text='["dense"] when the query could not be embedded (sparse leg only).',
     )
+
+
+class MemoryContextRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
+    token_budget = serializers.IntegerField(
+        min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField()
+
+
+class ContextEntrySerializer(serializers.Serializer):
+    id = serializers.CharField(source="key")
+    kind = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+
+
+class MemoryContextSerializer(serializers.Serializer):
+    messages = ChatMessageSerializer(many=True)
+    included = ContextEntrySerializer(many=True)
+    dropped = ContextEntrySerializer(many=True)
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())

@@ -6,6 +6,7 @@ urlpatterns = [
     path("memories", views.MemoryCollectionView.as_view(), name="memory-list"),
     path("memories/count", views.MemoryCountView.as_view(), name="memory-count"),
     path("memories/search", views.MemorySearchView.as_view(), name="memory-search"),
+    path("memories/context", views.MemoryContextView.as_view(), name="memory-context"),
     path("memories/<uuid:pk>", views.MemoryDetailView.as_view(), name="memory-detail"),
     path("shared", views.SharedPublishView.as_view(), name="shared-publish"),
     path("shared/search", views.SharedSearchView.as_view(), name="shared-search"),
