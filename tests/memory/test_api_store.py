@@ -396,3 +396,38 @@ def test_other_agents_and_companies_do_not_share_a_store(caller, peer, outsider)
     assert Memory.objects.filter(agent=outsider.agent).count() == 1
     assert caller.client.get(URL).json()["count"] == 1
     assert peer.client.get(URL).json()["count"] == 0
+
+
+def test_store_when_the_embedder_answers_500(caller, company):
+    from tests.memory.conftest import use_remote_embedder
+    from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, error_payload
+
+    with FakeOpenAIServer(embedding_dims=384) as server:
+        server.set_handler(
+            server.EMBEDDINGS,
+            lambda request: ScriptedResponse(status=500, json=error_payload("boom")),
+        )
+        use_remote_embedder(company, server)
+        response = post(caller, memory_body())
+        assert len(server.requests_to(server.EMBEDDINGS)) == 3  # first try + 2 retries
+    assert response.status_code == 201
+    assert response.json()["embedding_status"] == "pending"
+    assert Memory.objects.get().embedding_status == "pending"
+
+
+def test_batch_at_level_none(company):
+    agent_caller = make_agent_caller(company=company, memory_level="none")
+    response = post(agent_caller, {"memories": [memory_body("One."), memory_body("Two.")]})
+    assert response.status_code == 200
+    nothing = {"id": None, "stored": False, "deduplicated": False, "embedding_status": None}
+    assert response.json() == {"results": [nothing, nothing], "created": 0, "deduplicated": 0}
+    assert not Memory.objects.exists()
+
+
+def test_session_memories_do_not_dedup_across_sessions(company):
+    agent_caller = make_agent_caller(company=company, memory_level="session")
+    first = post(agent_caller, memory_body("Build cache lives in /tmp/cache.", session_id="a"))
+    again = post(agent_caller, memory_body("build cache lives in /tmp/cache", session_id="a"))
+    other = post(agent_caller, memory_body("Build cache lives in /tmp/cache.", session_id="b"))
+    assert again.json()["id"] == first.json()["id"] and again.json()["deduplicated"]
+    assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
