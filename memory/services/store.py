@@ -296,10 +296,10 @@ def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> 
     """Concurrent stores into the same agent/namespace/category wait for each other, so two
     near duplicates racing each other cannot both pass the gate. Transaction-scoped
     advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
-    groups = sorted({f"{r.namespace}\x1f{r.category.value}" for r in requests})
+    groups = sorted({f"memory-gate:{agent.pk}:{r.namespace}:{r.category.value}" for r in requests})
     with connection.cursor() as cursor:
         for group in groups:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [agent.pk, group])
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group])
 
 
 def _terms(contents: Sequence[str]) -> list[frozenset[str]]:
