@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from memory.errors import MemoryStoreError
+from memory.errors import MemoryInputError
 from synthorg.enums import MemoryCategory
 
 MEMORY_CONTENT_MAX_CHARS = 20_000  # mirrors memory.models (kept Django-free here)
@@ -221,6 +221,6 @@ def parse_request(model: type[BaseModel], data: Mapping[str, Any], *, prefix: st
             errors.append({"field": field, "message": message, "code": error["type"]})
         first = errors[0]
         where = f"{first['field']}: " if first["field"] else ""
-        raise MemoryStoreError(
+        raise MemoryInputError(
             f"{where}{first['message']}", code="validation_error", errors=errors
         ) from None

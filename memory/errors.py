@@ -28,7 +28,13 @@ class MemoryConnectionError(MemoryError, ServiceUnavailableError):
     code = "memory_unavailable"
 
 
-class MemoryStoreError(MemoryError, InvalidInputError):
+class MemoryInputError(MemoryError, InvalidInputError):
+    """A memory request (store, update, search ...) is malformed."""
+
+    code = "validation_error"
+
+
+class MemoryStoreError(MemoryInputError):
     """A store, update or delete was refused (bad level binding, bad reference ...)."""
 
     code = "memory_store_invalid"

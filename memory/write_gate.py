@@ -43,6 +43,13 @@ def probe_terms(terms: Collection[str], threshold: float = DUPLICATE_THRESHOLD) 
     return unique[: max(1, allowed_missing + 1)]
 
 
+def size_bounds(a: int, threshold: float = DUPLICATE_THRESHOLD) -> tuple[int, int]:
+    """The term counts a near duplicate of an ``a``-term text can have (inclusive)."""
+    low = _ceil(threshold * a / (2 - threshold) - 1e-9)
+    high = int(a * (2 - threshold) / threshold + 1e-9)
+    return low, high
+
+
 def _ceil(value: float) -> int:
     whole = int(value)
     return whole if whole == value else whole + (1 if value > 0 else 0)

@@ -1,4 +1,3 @@
-import django_filters
 from django_filters import rest_framework as filters
 
 from memory.domain import normalise_tags
@@ -22,14 +21,18 @@ class MemoryFilter(filters.FilterSet):
     category = filters.ChoiceFilter(choices=Memory._meta.get_field("category").choices)
     namespace = filters.CharFilter()
     tag = TagsFilter(help_text="Comma-separated; a memory must carry all of them.")
-    created = filters.IsoDateTimeFromToRangeFilter(
-        field_name="created_at",
-        help_text="created_after / created_before (ISO 8601; after is inclusive).",
+    created_after = filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", help_text="ISO 8601; inclusive."
+    )
+    created_before = filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", help_text="ISO 8601; exclusive."
     )
     level = filters.ChoiceFilter(choices=Memory.Level.choices)
     session_id = filters.CharFilter()
-    include_superseded = django_filters.BooleanFilter(
-        method="_noop", help_text="Also list memories that were superseded (default: false)."
+    include_superseded = filters.ChoiceFilter(
+        choices=[("true", "true"), ("false", "false")],
+        method="_noop",
+        help_text="Also list memories that were superseded (default: false).",
     )
 
     class Meta:
@@ -41,6 +44,6 @@ class MemoryFilter(filters.FilterSet):
 
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)
-        if not self.form.cleaned_data.get("include_superseded"):
+        if self.form.cleaned_data.get("include_superseded") != "true":
             queryset = queryset.filter(superseded_at__isnull=True)
         return queryset

@@ -21,15 +21,15 @@ CATEGORY_VALUES = [c.value for c in MemoryCategory]
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not declare instead of silently ignoring them."""
 
-    def validate(self, attrs):
-        if isinstance(self.initial_data, dict):
-            unknown = sorted(set(self.initial_data) - set(self.fields))
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
             if unknown:
                 raise serializers.ValidationError(
-                    {name: UNKNOWN_FIELDS.format(fields=name) for name in unknown},
+                    {name: [UNKNOWN_FIELDS.format(fields=name)] for name in unknown},
                     code="unknown_field",
                 )
-        return attrs
+        return super().to_internal_value(data)
 
 
 def _tags_field(**kwargs):
@@ -176,3 +176,111 @@ class MemoryCountSerializer(serializers.Serializer):
 class SessionEndSerializer(serializers.Serializer):
     session_id = serializers.CharField()
     memories_purged = serializers.IntegerField()
+
+
+class MemorySearchSerializer(StrictSerializer):
+    query = serializers.CharField(
+        max_length=4000,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Search text; absent or blank lists memories newest first.",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        required=False,
+        max_length=domain.MAX_TAGS,
+        help_text="A memory must carry all of them.",
+    )
+    since = serializers.DateTimeField(required=False, allow_null=True, help_text="Inclusive.")
+    until = serializers.DateTimeField(required=False, allow_null=True, help_text="Exclusive.")
+    min_relevance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        allow_null=True,
+        help_text="Overrides the company's memory.retrieval.min_relevance for this query.",
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+
+
+class MemorySearchRequestSerializer(MemorySearchSerializer):
+    include_shared = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Also search the company's shared knowledge (default: company config).",
+    )
+
+
+class SharedSearchRequestSerializer(MemorySearchSerializer):
+    exclude_self = serializers.BooleanField(
+        default=False, help_text="Leave out the caller's own publications."
+    )
+
+
+class SearchHitSerializer(serializers.Serializer):
+    memory = MemorySerializer()
+    relevance = serializers.FloatField()
+    recency = serializers.FloatField()
+    combined = serializers.FloatField()
+    dense_rank = serializers.IntegerField(allow_null=True)
+    sparse_rank = serializers.IntegerField(allow_null=True)
+    is_shared = serializers.BooleanField()
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchHitSerializer(many=True)
+    degraded = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='["dense"] when the query could not be embedded (sparse leg only).',
+    )
+
+
+class MemoryContextRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
+    token_budget = serializers.IntegerField(
+        min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField()
+
+
+class ContextEntrySerializer(serializers.Serializer):
+    id = serializers.CharField(source="key")
+    kind = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+
+
+class MemoryContextSerializer(serializers.Serializer):
+    messages = ChatMessageSerializer(many=True)
+    included = ContextEntrySerializer(many=True)
+    dropped = ContextEntrySerializer(many=True)
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())

@@ -27,7 +27,14 @@ from memory.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.models import Memory
 from memory.services.embeddings import Embedded, embed_texts
-from memory.write_gate import Candidate, best_duplicate, probe_terms, tsquery_literal
+from memory.write_gate import (
+    DUPLICATE_THRESHOLD,
+    Candidate,
+    best_duplicate,
+    probe_terms,
+    size_bounds,
+    tsquery_literal,
+)
 from persistence.models import Agent, Project
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -177,6 +184,7 @@ def _store(
         )
     ]
     if deduplicate:
+        _serialise_writers(agent, requests)
         _gate(agent, slots, level=level, shared=shared, now=now)
 
     rows = []
@@ -284,6 +292,16 @@ def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, bat
     return found
 
 
+def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:
+    """Concurrent stores into the same agent/namespace/category wait for each other, so two
+    near duplicates racing each other cannot both pass the gate. Transaction-scoped
+    advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
+    groups = sorted({f"memory-gate:{agent.pk}:{r.namespace}:{r.category.value}" for r in requests})
+    with connection.cursor() as cursor:
+        for group in groups:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group])
+
+
 def _terms(contents: Sequence[str]) -> list[frozenset[str]]:
     """Normalised terms (english lexemes) of each content, in order, in one query."""
     with connection.cursor() as cursor:
@@ -307,24 +325,47 @@ def _gate(
     project_bound = level is MemoryLevel.PROJECT
     probes = [(slot, probe_terms(slot.terms)) for slot in slots]
     probes = [(slot, terms) for slot, terms in probes if terms]
-    candidates: dict[int, list[Candidate[UUID]]] = defaultdict(list)
-    statuses: dict[UUID, str] = {}
+    duplicates: dict[int, tuple[UUID, str]] = {}
     if probes:
+        # Dice is computed in SQL (|A∩B| = |A| + |B| - |A∪B|, and tsvector concatenation
+        # is the union) so only the best duplicate per request crosses the wire.
         with connection.cursor() as cursor:
             cursor.execute(
                 """
-                SELECT t.ord, m.id, m.created_at, m.embedding_status,
-                       tsvector_to_array(to_tsvector('english'::regconfig, m.content))
-                  FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[],
-                              %s::bigint[]) AS t(ord, ns, cat, probe, sid, pid)
-                  JOIN memory_memory m
-                    ON m.agent_id = %s AND m.is_shared = %s AND m.level = %s
-                   AND m.namespace = t.ns AND m.category = t.cat
-                   AND m.session_id = t.sid
-                   AND m.project_id IS NOT DISTINCT FROM t.pid
-                   AND m.superseded_at IS NULL
-                   AND (m.expires_at IS NULL OR m.expires_at > %s)
-                   AND m.search_vector @@ t.probe::tsquery
+                WITH t AS MATERIALIZED (
+                    SELECT ord, ns, cat, probe, sid, pid, min_terms, max_terms,
+                           to_tsvector('english'::regconfig, body) AS tv
+                      FROM unnest(%s::int[], %s::text[], %s::text[], %s::tsquery[],
+                                  %s::text[], %s::bigint[], %s::int[], %s::int[], %s::text[])
+                           AS u(ord, ns, cat, probe, sid, pid, min_terms, max_terms, body)
+                )
+                SELECT DISTINCT ON (t.ord) t.ord, c.id, c.embedding_status
+                  FROM t
+                 CROSS JOIN LATERAL (
+                    SELECT m.id, m.created_at, m.embedding_status,
+                           2.0 * (length(ct) + length(t.tv) - length(ct || t.tv))
+                               / nullif(length(ct) + length(t.tv), 0) AS score
+                      FROM memory_memory m
+                     CROSS JOIN LATERAL (
+                        SELECT CASE WHEN m.context = '' THEN m.search_vector
+                                    ELSE to_tsvector('english'::regconfig, m.content)
+                               END AS ct
+                     ) AS content_terms
+                     WHERE m.search_vector @@ t.probe
+                       AND m.agent_id = %s AND m.is_shared = %s AND m.level = %s
+                       AND m.namespace = t.ns AND m.category = t.cat
+                       AND m.session_id = t.sid
+                       AND m.project_id IS NOT DISTINCT FROM t.pid
+                       AND m.superseded_at IS NULL
+                       AND (m.expires_at IS NULL OR m.expires_at > %s)
+                       -- Dice >= t bounds the other side's size; without context the
+                       -- stored tsvector holds exactly the content's terms.
+                       AND (m.context <> ''
+                            OR length(m.search_vector) BETWEEN t.min_terms AND t.max_terms)
+                    OFFSET 0  -- evaluate per request (no flattening into one hash join)
+                 ) AS c
+                 WHERE c.score >= %s
+                 ORDER BY t.ord, c.score DESC, c.created_at, c.id
                 """,
                 [
                     [slot.index for slot, _ in probes],
@@ -333,37 +374,42 @@ def _gate(
                     [tsquery_literal(terms) for _, terms in probes],
                     [slot.request.session_id if session_bound else "" for slot, _ in probes],
                     [slot.request.project_id if project_bound else None for slot, _ in probes],
+                    [size_bounds(len(slot.terms))[0] for slot, _ in probes],
+                    [size_bounds(len(slot.terms))[1] for slot, _ in probes],
+                    [slot.request.content for slot, _ in probes],
                     agent.pk,
                     shared,
                     level.value,
                     now,
+                    DUPLICATE_THRESHOLD - 1e-9,
                 ],
             )
-            for index, memory_id, created_at, status, lexemes in cursor.fetchall():
-                statuses[memory_id] = status
-                candidates[index].append(
-                    Candidate(
-                        key=memory_id,
-                        terms=frozenset(lexemes),
-                        order=(created_at, str(memory_id)),
-                    )
-                )
+            for index, memory_id, status in cursor.fetchall():
+                duplicates[index] = (memory_id, status)
 
-    earlier: dict[tuple, list[Candidate[int]]] = defaultdict(list)
+    # Within the batch: an inverted index over earlier accepted slots, probed the same way.
+    postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))
     for slot in slots:
-        existing = best_duplicate(slot.terms, candidates.get(slot.index, ()))
-        if existing is not None:
-            slot.result_id, slot.deduplicated = existing, True
-            slot.status = statuses[existing]
+        if slot.index in duplicates:
+            slot.result_id, slot.status = duplicates[slot.index]
+            slot.deduplicated = True
             continue
-        group = (
-            slot.request.namespace,
-            slot.request.category.value,
-            slot.request.session_id if session_bound else "",
-            slot.request.project_id if project_bound else None,
-        )
-        twin = best_duplicate(slot.terms, earlier[group])
+        group = postings[
+            (
+                slot.request.namespace,
+                slot.request.category.value,
+                slot.request.session_id if session_bound else "",
+                slot.request.project_id if project_bound else None,
+            )
+        ]
+        seen: dict[int, Candidate[int]] = {}
+        for term in probe_terms(slot.terms):
+            for candidate in group.get(term, ()):
+                seen[candidate.key] = candidate
+        twin = best_duplicate(slot.terms, list(seen.values()))
         if twin is not None:
             slot.deduplicated, slot.twin = True, twin
             continue
-        earlier[group].append(Candidate(key=slot.index, terms=slot.terms, order=(slot.index,)))
+        accepted = Candidate(key=slot.index, terms=slot.terms, order=(slot.index,))
+        for term in slot.terms:
+            group[term].append(accepted)
