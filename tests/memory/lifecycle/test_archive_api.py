@@ -4,6 +4,8 @@ import pytest
 
 from memory.lifecycle_models import ArchivedMemory
 from memory.models import Memory
+from memory.retrieval.query import MemoryQuery
+from memory.selectors.search import memory_search
 from memory.services.archive import PostgresArchivalStore
 from memory.services.maintenance import run_maintenance
 from persistence.models import AuditEntry
@@ -113,6 +115,13 @@ def test_restore_round_trip(caller, archived, now):
     )
     assert memory.embedding_status == "ready" and memory.embedding is not None
     assert memory.search_vector is not None and memory.doc_length > 0
+    # …and found again by the retrieval pipeline (both legs)
+    hits = memory_search(
+        agent=caller.agent, query=MemoryQuery(text="kubernetes upgrade staging", limit=20)
+    ).hits
+    assert memory.pk in {hit.memory.pk for hit in hits}
+    hit = next(h for h in hits if h.memory.pk == memory.pk)
+    assert hit.dense_rank is not None and hit.sparse_rank is not None
     assert entry.restored_memory_id == memory.pk
     audit = AuditEntry.objects.get(action_type="memory.archive_restored")
     assert audit.actor_agent_id == caller.agent.pk and audit.target_id == str(entry.pk)
