@@ -270,3 +270,36 @@ def test_a_concurrent_run_of_the_same_agent_is_skipped(caller, peer, now):
     assert (free.status, free.processed) == ("succeeded", 2)
     # the lock is released after a run: the next one proceeds
     assert run_maintenance(agent=caller.agent, now=now).processed == 2
+
+
+def test_a_failing_category_does_not_stop_the_others(caller, now):
+    from django.db import connection
+
+    configure(caller.company, retention={"default_retention_days": 5})
+    seed(caller.agent, 2, now=now, age_days=10, category="episodic")
+    seed(caller.agent, 3, now=now, age_days=10, category="working")
+    # A real database failure for one category: deleting episodic rows raises.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            CREATE FUNCTION pg_temp.block_episodic() RETURNS trigger AS $$
+            BEGIN
+                IF OLD.category = 'episodic' THEN
+                    RAISE EXCEPTION 'episodic deletes blocked';
+                END IF;
+                RETURN OLD;
+            END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER block_episodic BEFORE DELETE ON memory_memory
+                FOR EACH ROW EXECUTE FUNCTION pg_temp.block_episodic();
+            """
+        )
+    report = run_maintenance(agent=caller.agent, now=now)
+    assert report.status == "partial"
+    assert report.retention.deleted_by_category == {"working": 3}
+    assert len(report.errors) == 1
+    assert report.errors[0].startswith("retention of episodic failed: episodic deletes blocked")
+    assert list(Memory.objects.filter(agent=caller.agent).values_list("category", flat=True)) == [
+        "episodic",
+        "episodic",
+    ]
+    assert MaintenanceRun.objects.get(pk=report.run_id).errors == report.errors
