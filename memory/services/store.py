@@ -27,14 +27,7 @@ from memory.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.models import Memory
 from memory.services.embeddings import Embedded, embed_texts
-from memory.write_gate import (
-    DUPLICATE_THRESHOLD,
-    Candidate,
-    best_duplicate,
-    probe_terms,
-    size_bounds,
-    tsquery_literal,
-)
+from memory.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.models import Agent, Project
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -323,69 +316,105 @@ def _gate(
     """
     session_bound = level is MemoryLevel.SESSION
     project_bound = level is MemoryLevel.PROJECT
-    probes = [(slot, probe_terms(slot.terms)) for slot in slots]
-    probes = [(slot, terms) for slot, terms in probes if terms]
     duplicates: dict[int, tuple[UUID, str]] = {}
-    if probes:
-        # Dice is computed in SQL (|A∩B| = |A| + |B| - |A∪B|, and tsvector concatenation
-        # is the union) so only the best duplicate per request crosses the wire.
+    gated = [slot for slot in slots if slot.terms]
+    if gated:
+        # An inverted index built on the fly (hash joins on (group, term)): each request is
+        # paired only with stored memories sharing one of its rarest terms, so the cost
+        # grows with the candidates, not with requests × stored memories.
         with connection.cursor() as cursor:
+            # CTE row estimates are guesses; nested loops over them go quadratic. Hash joins
+            # are right for every size here. Transaction-local, restored right after.
+            cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
             cursor.execute(
                 """
                 WITH t AS MATERIALIZED (
-                    SELECT ord, ns, cat, probe, sid, pid, min_terms, max_terms,
-                           to_tsvector('english'::regconfig, body) AS tv
-                      FROM unnest(%s::int[], %s::text[], %s::text[], %s::tsquery[],
-                                  %s::text[], %s::bigint[], %s::int[], %s::int[], %s::text[])
-                           AS u(ord, ns, cat, probe, sid, pid, min_terms, max_terms, body)
-                )
-                SELECT DISTINCT ON (t.ord) t.ord, c.id, c.embedding_status
-                  FROM t
-                 CROSS JOIN LATERAL (
-                    SELECT m.id, m.created_at, m.embedding_status,
-                           2.0 * (length(ct) + length(t.tv) - length(ct || t.tv))
-                               / nullif(length(ct) + length(t.tv), 0) AS score
-                      FROM memory_memory m
-                     CROSS JOIN LATERAL (
-                        SELECT CASE WHEN m.context = '' THEN m.search_vector
+                    SELECT ord, grp, tv, n,
+                           -- a near duplicate holds one of the request's k rarest terms
+                           n - ceil(%s * n / (2 - %s) - 1e-9)::int + 1 AS k
+                      FROM (
+                        SELECT u.ord,
+                               concat_ws(chr(31), u.ns, u.cat, u.sid, u.pid::text) AS grp,
+                               to_tsvector('english'::regconfig, u.body) AS tv,
+                               length(to_tsvector('english'::regconfig, u.body)) AS n
+                          FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[],
+                                      %s::bigint[], %s::text[])
+                               AS u(ord, ns, cat, sid, pid, body)
+                      ) AS parsed
+                     WHERE n > 0
+                ),
+                m AS MATERIALIZED (
+                    SELECT id, created_at, embedding_status, grp, ct, length(ct) AS n
+                      FROM (
+                        SELECT m.id, m.created_at, m.embedding_status,
+                               concat_ws(chr(31), m.namespace, m.category, m.session_id,
+                                         m.project_id::text) AS grp,
+                               CASE WHEN m.context = '' THEN m.search_vector
                                     ELSE to_tsvector('english'::regconfig, m.content)
                                END AS ct
-                     ) AS content_terms
-                     WHERE m.search_vector @@ t.probe
-                       AND m.agent_id = %s AND m.is_shared = %s AND m.level = %s
-                       AND m.namespace = t.ns AND m.category = t.cat
-                       AND m.session_id = t.sid
-                       AND m.project_id IS NOT DISTINCT FROM t.pid
-                       AND m.superseded_at IS NULL
-                       AND (m.expires_at IS NULL OR m.expires_at > %s)
-                       -- Dice >= t bounds the other side's size; without context the
-                       -- stored tsvector holds exactly the content's terms.
-                       AND (m.context <> ''
-                            OR length(m.search_vector) BETWEEN t.min_terms AND t.max_terms)
-                    OFFSET 0  -- evaluate per request (no flattening into one hash join)
-                 ) AS c
-                 WHERE c.score >= %s
-                 ORDER BY t.ord, c.score DESC, c.created_at, c.id
+                          FROM memory_memory m
+                         WHERE m.agent_id = %s AND m.is_shared = %s AND m.level = %s
+                           AND m.superseded_at IS NULL
+                           AND (m.expires_at IS NULL OR m.expires_at > %s)
+                           AND m.namespace = ANY(%s::text[]) AND m.category = ANY(%s::text[])
+                      ) AS live
+                     WHERE grp IN (SELECT grp FROM t)
+                ),
+                mt AS MATERIALIZED (
+                    SELECT id, grp, unnest(tsvector_to_array(ct)) AS term FROM m
+                ),
+                df AS MATERIALIZED (
+                    SELECT grp, term, count(*) AS df FROM mt GROUP BY grp, term
+                ),
+                probe AS MATERIALIZED (
+                    SELECT ord, grp, term
+                      FROM (
+                        SELECT tt.ord, tt.grp, tt.term, tt.k,
+                               row_number() OVER (
+                                   PARTITION BY tt.ord ORDER BY coalesce(df.df, 0), tt.term
+                               ) AS r
+                          FROM (
+                            SELECT ord, grp, k, unnest(tsvector_to_array(tv)) AS term FROM t
+                          ) AS tt
+                          LEFT JOIN df USING (grp, term)
+                      ) AS ranked
+                     WHERE r <= k
+                ),
+                pairs AS MATERIALIZED (
+                    SELECT DISTINCT probe.ord, mt.id FROM probe JOIN mt USING (grp, term)
+                ),
+                scored AS (
+                    SELECT p.ord, m.id, m.created_at, m.embedding_status,
+                           -- |A∩B| = |A| + |B| - |A∪B|; tsvector concatenation is the union
+                           2.0 * (t.n + m.n - length(m.ct || t.tv)) / (t.n + m.n) AS score
+                      FROM pairs p JOIN t USING (ord) JOIN m ON m.id = p.id
+                )
+                SELECT DISTINCT ON (ord) ord, id, embedding_status
+                  FROM scored
+                 WHERE score >= %s
+                 ORDER BY ord, score DESC, created_at, id
                 """,
                 [
-                    [slot.index for slot, _ in probes],
-                    [slot.request.namespace for slot, _ in probes],
-                    [slot.request.category.value for slot, _ in probes],
-                    [tsquery_literal(terms) for _, terms in probes],
-                    [slot.request.session_id if session_bound else "" for slot, _ in probes],
-                    [slot.request.project_id if project_bound else None for slot, _ in probes],
-                    [size_bounds(len(slot.terms))[0] for slot, _ in probes],
-                    [size_bounds(len(slot.terms))[1] for slot, _ in probes],
-                    [slot.request.content for slot, _ in probes],
+                    DUPLICATE_THRESHOLD,
+                    DUPLICATE_THRESHOLD,
+                    [slot.index for slot in gated],
+                    [slot.request.namespace for slot in gated],
+                    [slot.request.category.value for slot in gated],
+                    [slot.request.session_id if session_bound else "" for slot in gated],
+                    [slot.request.project_id if project_bound else None for slot in gated],
+                    [slot.request.content for slot in gated],
                     agent.pk,
                     shared,
                     level.value,
                     now,
+                    sorted({slot.request.namespace for slot in gated}),
+                    sorted({slot.request.category.value for slot in gated}),
                     DUPLICATE_THRESHOLD - 1e-9,
                 ],
             )
             for index, memory_id, status in cursor.fetchall():
                 duplicates[index] = (memory_id, status)
+            cursor.execute("SELECT set_config('enable_nestloop', 'on', true)")
 
     # Within the batch: an inverted index over earlier accepted slots, probed the same way.
     postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))

@@ -1,7 +1,4 @@
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from memory.domain import MemoryStoreRequest
 from memory.models import Memory
@@ -43,4 +40,3 @@ def test_batch_intra_dedup_and_supersede():
     row = Memory.objects.get(pk=old.id)
     assert row.superseded_by_id == results[2].id and row.superseded_at is not None
     assert Memory.objects.filter(agent=agent).count() == 3
-    _ = timezone.now() + timedelta(days=1)
