@@ -217,36 +217,34 @@ def _search(
     dense_rank = {mid: rank for rank, (mid, _) in enumerate(ran.dense, start=1)}
     sparse_rank = {mid: rank for rank, (mid, _) in enumerate(ran.sparse, start=1)}
     candidate_ids = list(dict.fromkeys([mid for mid, _ in ran.dense + ran.sparse]))
-    memories = _hydrate(candidate_ids)
     similarity = dict(ran.dense)
-    similarity.update(_similarities(ran, [mid for mid in candidate_ids if mid not in similarity]))
 
-    scored: list[tuple[str, float, float, float]]  # (id, relevance, recency, combined)
+    scored: list[tuple]  # (id, relevance, recency, combined), best first
     if config.fusion_strategy is FusionStrategy.RRF:
         fused = rrf_fuse(
             [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
         )
-        scored = [
-            (mid, _clamp(similarity.get(mid, 0.0)), 0.0, score)
-            for mid, score in fused
-            if score >= min_relevance
-        ]
+        top = [(mid, score) for mid, score in fused if score >= min_relevance][: query.limit]
+        similarity.update(_similarities(ran, [mid for mid, _ in top if mid not in similarity]))
+        scored = [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
     else:
+        similarity.update(_similarities(ran, [m for m in candidate_ids if m not in similarity]))
         if DEGRADED_DENSE in ran.degraded and ran.sparse:
             best = ran.sparse[0][1] or 1.0
             relevance = {mid: score / best for mid, score in ran.sparse}
         else:
             relevance = {mid: _clamp(sim) for mid, sim in similarity.items()}
+        meta = _row_meta(candidate_ids)
         ranked = rank_linear(
             [
                 Candidate(
                     key=mid,
                     relevance=relevance.get(mid),
-                    created_at=memories[mid].created_at,
-                    is_shared=memories[mid].is_shared,
+                    created_at=meta[mid][0],
+                    is_shared=meta[mid][1],
                 )
                 for mid in candidate_ids
-                if mid in memories
+                if mid in meta
             ],
             now=now,
             relevance_weight=config.relevance_weight,
@@ -255,10 +253,11 @@ def _search(
             personal_boost=config.personal_boost,
             default_relevance=config.default_relevance,
             min_relevance=min_relevance,
-            max_results=MAX_LIMIT,
+            max_results=query.limit,
         )
         scored = [(s.key, s.relevance, s.recency, s.combined) for s in ranked]
 
+    memories = _hydrate([row[0] for row in scored])
     hits = [
         SearchHit(
             memory=memories[mid],
@@ -273,8 +272,20 @@ def _search(
         )
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
-    ][: query.limit]
+    ]
     return SearchResult(hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths)
+
+
+def _row_meta(ids: Sequence) -> dict:
+    """``id → (created_at, is_shared)`` for the linear ranking."""
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id, m.created_at, m.is_shared FROM memory_memory m WHERE m.id = ANY(%s)",
+            [list(ids)],
+        )
+        return {mid: (created, shared) for mid, created, shared in cursor.fetchall()}
 
 
 def _clamp(value: float) -> float:
