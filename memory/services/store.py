@@ -285,6 +285,12 @@ def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, bat
     return found
 
 
+def _any_term_query(terms) -> str:
+    """A ``tsquery`` literal matching documents with any of ``terms`` (already lexemes)."""
+    quoted = sorted({"'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms})
+    return " | ".join(quoted)
+
+
 def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:
     """Concurrent stores into the same agent/namespace/category wait for each other, so two
     near duplicates racing each other cannot both pass the gate. Transaction-scoped
@@ -357,6 +363,8 @@ def _gate(
                            AND m.superseded_at IS NULL
                            AND (m.expires_at IS NULL OR m.expires_at > %s)
                            AND m.namespace = ANY(%s::text[]) AND m.category = ANY(%s::text[])
+                           -- shares a term with some request (a GIN index lookup)
+                           AND m.search_vector @@ %s::tsquery
                       ) AS live
                      WHERE grp IN (SELECT grp FROM t)
                 ),
@@ -409,6 +417,7 @@ def _gate(
                     now,
                     sorted({slot.request.namespace for slot in gated}),
                     sorted({slot.request.category.value for slot in gated}),
+                    _any_term_query(term for slot in gated for term in slot.terms),
                     DUPLICATE_THRESHOLD - 1e-9,
                 ],
             )
