@@ -26,7 +26,7 @@ from django.utils import timezone
 from memory.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.models import Memory
-from memory.services.embeddings import Embedded, embed_texts
+from memory.services.embeddings import embed_texts
 from memory.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.models import Agent, Project
 from synthorg.embedding import Embedder
@@ -89,15 +89,35 @@ def memory_store_batch(
     now = now or timezone.now()
     batch = len(requests) > 1
     _check_requests(requests, level=level, now=now, batch=batch)
-    # The embedder runs before the transaction opens so no locks are held during the call.
+    terms = _terms([r.content for r in requests])
+    # A first, lock-free pass of the gate spares the embedder the duplicates; the embedder
+    # then runs before the transaction opens, so no locks are held during the call. The
+    # gate runs again under the lock (the store may have changed meanwhile).
+    duplicates: set[int] = set()
+    if deduplicate:
+        with transaction.atomic():
+            probe = [
+                _Slot(index=i, request=r, terms=t)
+                for i, (r, t) in enumerate(zip(requests, terms, strict=True))
+            ]
+            _gate(agent, probe, level=level, shared=shared, now=now)
+        duplicates = {slot.index for slot in probe if slot.deduplicated}
+    to_embed = [i for i in range(len(requests)) if i not in duplicates]
     embedded = embed_texts(
-        company=agent.company, texts=[r.embedding_text() for r in requests], embedder=embedder
+        company=agent.company,
+        texts=[requests[i].embedding_text() for i in to_embed],
+        embedder=embedder,
+    )
+    vectors = (
+        {i: embedded.vector(position) for position, i in enumerate(to_embed)} if embedded.ok else {}
     )
     return _store(
         agent=agent,
         requests=requests,
+        terms=terms,
         level=level,
-        embedded=embedded,
+        vectors=vectors,
+        embedder_id=embedded.embedder_id,
         now=now,
         shared=shared,
         deduplicate=deduplicate,
@@ -161,8 +181,10 @@ def _store(
     *,
     agent: Agent,
     requests: Sequence[MemoryStoreRequest],
+    terms: Sequence[frozenset[str]],
     level: MemoryLevel,
-    embedded: Embedded,
+    vectors: dict[int, list[float]],
+    embedder_id: str,
     now: datetime,
     shared: bool,
     deduplicate: bool,
@@ -171,10 +193,8 @@ def _store(
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
     superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
     slots = [
-        _Slot(index=i, request=r, terms=terms)
-        for i, (r, terms) in enumerate(
-            zip(requests, _terms([r.content for r in requests]), strict=True)
-        )
+        _Slot(index=i, request=r, terms=t)
+        for i, (r, t) in enumerate(zip(requests, terms, strict=True))
     ]
     if deduplicate:
         _serialise_writers(agent, requests)
@@ -185,6 +205,9 @@ def _store(
         if slot.result_id is not None or slot.twin is not None:
             continue
         request = slot.request
+        # No vector: the embedder failed, or the first gate pass took this request for a
+        # duplicate of a memory that is gone now. The backfill task embeds it later.
+        vector = vectors.get(slot.index)
         row = Memory(
             company_id=agent.company_id,
             agent=agent,
@@ -202,9 +225,13 @@ def _store(
             created_at=request.created_at or now,
             updated_at=now,
             expires_at=request.expires_at,
-            embedding=embedded.vector(slot.index),
-            embedder_id=embedded.embedder_id if embedded.ok else "",
-            embedding_status=embedded.status,
+            embedding=vector,
+            embedder_id=embedder_id if vector is not None else "",
+            embedding_status=(
+                Memory.EmbeddingStatus.READY
+                if vector is not None
+                else Memory.EmbeddingStatus.PENDING
+            ),
         )
         rows.append(row)
         slot.result_id = row.id

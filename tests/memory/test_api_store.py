@@ -431,3 +431,11 @@ def test_session_memories_do_not_dedup_across_sessions(company):
     other = post(agent_caller, memory_body("Build cache lives in /tmp/cache.", session_id="b"))
     assert again.json()["id"] == first.json()["id"] and again.json()["deduplicated"]
     assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
+
+
+def test_duplicates_are_not_sent_to_the_embedder(caller, remote_embedder):
+    post(caller, memory_body("Ana leads the billing team."))
+    again = post(caller, memory_body("ana leads the billing team"))
+    assert again.json()["deduplicated"] is True
+    requests = remote_embedder.requests_to(remote_embedder.EMBEDDINGS)
+    assert [r.json()["input"] for r in requests] == [["Ana leads the billing team."]]
