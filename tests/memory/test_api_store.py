@@ -439,3 +439,9 @@ def test_duplicates_are_not_sent_to_the_embedder(caller, remote_embedder):
     assert again.json()["deduplicated"] is True
     requests = remote_embedder.requests_to(remote_embedder.EMBEDDINGS)
     assert [r.json()["input"] for r in requests] == [["Ana leads the billing team."]]
+
+
+def test_batch_of_one_names_its_item(caller):
+    past = (timezone.now() - timedelta(days=1)).isoformat()
+    response = post(caller, {"memories": [memory_body("Late.", expires_at=past)]})
+    assert_problem(response, 400, "expires_in_past", "memories[0].expires_at")
