@@ -89,7 +89,7 @@ def _prefixed(error, prefix: str):
         {**e, "field": f"{prefix}{e['field']}" if e.get("field") else e.get("field")}
         for e in error.errors
     ]
-    if error.errors:
+    if error.errors and error.errors[0]["field"]:
         error.detail = f"{error.errors[0]['field']}: {error.detail}"
     return error
 

@@ -69,7 +69,9 @@ def test_store_one_memory(caller):
         None,
         False,
     )
-    assert row.embedder_id == "minilm-l6-v2-int8" or row.embedder_id
+    from synthorg.embedding import MINILM_EMBEDDER_ID
+
+    assert row.embedder_id == MINILM_EMBEDDER_ID
     assert len(row.embedding) == 384
     assert row.search_vector is not None and row.doc_length > 0
 
