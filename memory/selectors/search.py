@@ -448,14 +448,21 @@ def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> 
 
 def _dense_hnsw(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
     with transaction.atomic():
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(HNSW_EF_SEARCH)])
+        # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
+        # takes the index-ordered HNSW scan rather than sorting the whole part.
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+            [str(HNSW_EF_SEARCH)],
+        )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
             f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
             [literal, *params, literal, depth],
         )
         rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('hnsw.ef_search', '40', true)")
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', '40', true), set_config('enable_sort', 'on', true)"
+        )
     return rows
 
 
