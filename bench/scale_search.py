@@ -207,6 +207,7 @@ def run_scale(
             log(f"size {size}: loaded in {load_s:.0f}s (HNSW build {index_s:.0f}s)")
             embedder = _RecordingEmbedder(real, centres, rng)
             timings, embed_ms, recalls, paths = [], [], [], {}
+            stages: dict[str, list[float]] = {}
             for q in range(queries):
                 agent = team[q % n_agents]
                 text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
@@ -221,6 +222,8 @@ def run_scale(
                     include_shared=False,
                 )
                 timings.append((time.perf_counter() - t0) * 1000)
+                for stage, value in result.timings.items():
+                    stages.setdefault(stage, []).append(value)
                 for path in result.dense_paths:
                     paths[path] = paths.get(path, 0) + 1
                 dense_top = [
@@ -256,6 +259,12 @@ def run_scale(
                     "query_embedding_ms": {
                         "p50": round(percentile(embed_ms, 50), 2),
                         "p95": round(percentile(embed_ms, 95), 2),
+                    },
+                    "stage_ms_p50": {
+                        stage: round(percentile(values, 50), 2) for stage, values in stages.items()
+                    },
+                    "stage_ms_p95": {
+                        stage: round(percentile(values, 95), 2) for stage, values in stages.items()
                     },
                     "dense_recall_at_10_vs_exact": round(float(np.mean(recalls)), 4),
                     "load_seconds": round(load_s, 1),

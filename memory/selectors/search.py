@@ -36,6 +36,7 @@ A query without text lists memories newest first (metadata filters only).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -92,6 +93,8 @@ class SearchResult:
     degraded: list[str] = field(default_factory=list)
     #: how the dense leg searched each scope part ("exact" / "hnsw" / "hnsw+exact")
     dense_paths: list[str] = field(default_factory=list)
+    #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class _Skipped(Exception):
@@ -114,6 +117,7 @@ class _Legs:
     dense_paths: list[str]
     vector: str | None = None  # the query embedding as a pgvector literal
     embedder_id: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def memory_search(
@@ -273,7 +277,9 @@ def _search(
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
     ]
-    return SearchResult(hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths)
+    return SearchResult(
+        hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths, timings=ran.timings
+    )
 
 
 def _row_meta(ids: Sequence) -> dict:
@@ -376,6 +382,8 @@ def _run_legs(
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
     try:
         if not use_dense:
             raise _Skipped
@@ -388,6 +396,8 @@ def _run_legs(
     except _Skipped:
         pass
 
+    timings["embed_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
     dense: list[tuple] = []
     paths: list[str] = []
     if vector is not None:
@@ -398,8 +408,12 @@ def _run_legs(
             paths.append(path)
         dense.sort(key=lambda row: (-row[1], str(row[0])))
         dense = dense[:depth]
+    timings["dense_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
     sparse = _sparse(parts, filters, text, depth) if use_sparse else []
+    timings["sparse_ms"] = (time.perf_counter() - clock) * 1000
     return _Legs(
+        timings=timings,
         dense=dense,
         sparse=sparse,
         degraded=degraded,
@@ -448,14 +462,21 @@ def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> 
 
 def _dense_hnsw(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
     with transaction.atomic():
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(HNSW_EF_SEARCH)])
+        # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
+        # takes the index-ordered HNSW scan rather than sorting the whole part.
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+            [str(HNSW_EF_SEARCH)],
+        )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
             f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
             [literal, *params, literal, depth],
         )
         rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('hnsw.ef_search', '40', true)")
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', '40', true), set_config('enable_sort', 'on', true)"
+        )
     return rows
 
 
