@@ -8,6 +8,7 @@ Data is read from the path given; nothing from it is copied into the project.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -239,4 +240,6 @@ def run_locomo(
         "leg_depth": leg_depth,
         "conversations": [c.sample_id for c in conversations],
         "data": Path(data).name,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
     }

@@ -8,7 +8,7 @@ duplicates when ``2·|A∩B| / (|A|+|B|) ≥ DUPLICATE_THRESHOLD``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -30,9 +30,9 @@ def probe_terms(terms: Collection[str], threshold: float = DUPLICATE_THRESHOLD) 
 
     With Dice ≥ t the overlap ``i`` satisfies ``i ≥ t(a+b)/2`` and ``b ≥ i``, so
     ``b ≥ t·a/(2-t)`` and ``i ≥ t·a/(2-t)``: a duplicate misses at most ``a - i`` of our
-    ``a`` terms, hence any ``a - ceil(i_min) + 1`` of them include one it has. The probe is
-    a sound, index-friendly pre-filter (``search_vector @@ 't1' | 't2' ...``); the exact
-    Dice check runs afterwards. Longer terms go first (they tend to be rarer).
+    ``a`` terms, hence any ``a - ceil(i_min) + 1`` of them include one it has: a sound
+    candidate pre-filter, after which the exact Dice check runs. Here longer terms go first;
+    the SQL gate (``memory.services.store``) picks the terms rarest in the agent's store.
     """
     unique = sorted(set(terms), key=lambda t: (-len(t), t))
     a = len(unique)
@@ -43,22 +43,9 @@ def probe_terms(terms: Collection[str], threshold: float = DUPLICATE_THRESHOLD) 
     return unique[: max(1, allowed_missing + 1)]
 
 
-def size_bounds(a: int, threshold: float = DUPLICATE_THRESHOLD) -> tuple[int, int]:
-    """The term counts a near duplicate of an ``a``-term text can have (inclusive)."""
-    low = _ceil(threshold * a / (2 - threshold) - 1e-9)
-    high = int(a * (2 - threshold) / threshold + 1e-9)
-    return low, high
-
-
 def _ceil(value: float) -> int:
     whole = int(value)
     return whole if whole == value else whole + (1 if value > 0 else 0)
-
-
-def tsquery_literal(terms: Iterable[str]) -> str:
-    """An OR ``tsquery`` literal of already-normalised lexemes (cast with ``::tsquery``)."""
-    quoted = ("'" + term.replace("\\", "\\\\").replace("'", "''") + "'" for term in terms)
-    return " | ".join(quoted)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from memory.services.lifecycle import memory_delete, memory_session_end, memory_
 from memory.services.shared import shared_publish, shared_retract
 from memory.services.store import memory_store, memory_store_batch
 from persistence.api.permissions import IsAgent, IsPrincipal
+from synthorg.errors import DomainError
 
 QUERY_BLANK = "query must not be blank."
 PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
@@ -84,8 +85,11 @@ def _store_request(data, *, prefix: str = "") -> MemoryStoreRequest:
 
 def _prefixed(error, prefix: str):
     """Service errors name batch items ``[i].field``; the API says ``memories[i].field``."""
-    error.errors = [{**e, "field": f"{prefix}{e['field']}"} for e in error.errors]
-    if error.errors:
+    error.errors = [
+        {**e, "field": f"{prefix}{e['field']}" if e.get("field") else e.get("field")}
+        for e in error.errors
+    ]
+    if error.errors and error.errors[0]["field"]:
         error.detail = f"{error.errors[0]['field']}: {error.detail}"
     return error
 
@@ -209,10 +213,9 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
             results = memory_store_batch(
                 agent=self.agent, requests=requests, principal=self.request.user
             )
-        except Exception as exc:
-            if len(requests) > 1 and getattr(exc, "errors", None):
-                raise _prefixed(exc, "memories") from None
-            raise
+        except DomainError as exc:
+            # The service names batch items "[i].field" (a lone request just "field").
+            raise _prefixed(exc, "memories" if len(requests) > 1 else "memories[0].") from None
         created = sum(1 for r in results if r.stored and not r.deduplicated)
         payload = {
             "results": [r.model_dump() for r in results],

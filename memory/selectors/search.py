@@ -36,6 +36,7 @@ A query without text lists memories newest first (metadata filters only).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -92,6 +93,8 @@ class SearchResult:
     degraded: list[str] = field(default_factory=list)
     #: how the dense leg searched each scope part ("exact" / "hnsw" / "hnsw+exact")
     dense_paths: list[str] = field(default_factory=list)
+    #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 class _Skipped(Exception):
@@ -114,6 +117,7 @@ class _Legs:
     dense_paths: list[str]
     vector: str | None = None  # the query embedding as a pgvector literal
     embedder_id: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def memory_search(
@@ -217,36 +221,34 @@ def _search(
     dense_rank = {mid: rank for rank, (mid, _) in enumerate(ran.dense, start=1)}
     sparse_rank = {mid: rank for rank, (mid, _) in enumerate(ran.sparse, start=1)}
     candidate_ids = list(dict.fromkeys([mid for mid, _ in ran.dense + ran.sparse]))
-    memories = _hydrate(candidate_ids)
     similarity = dict(ran.dense)
-    similarity.update(_similarities(ran, [mid for mid in candidate_ids if mid not in similarity]))
 
-    scored: list[tuple[str, float, float, float]]  # (id, relevance, recency, combined)
+    scored: list[tuple]  # (id, relevance, recency, combined), best first
     if config.fusion_strategy is FusionStrategy.RRF:
         fused = rrf_fuse(
             [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
         )
-        scored = [
-            (mid, _clamp(similarity.get(mid, 0.0)), 0.0, score)
-            for mid, score in fused
-            if score >= min_relevance
-        ]
+        top = [(mid, score) for mid, score in fused if score >= min_relevance][: query.limit]
+        similarity.update(_similarities(ran, [mid for mid, _ in top if mid not in similarity]))
+        scored = [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
     else:
+        similarity.update(_similarities(ran, [m for m in candidate_ids if m not in similarity]))
         if DEGRADED_DENSE in ran.degraded and ran.sparse:
             best = ran.sparse[0][1] or 1.0
             relevance = {mid: score / best for mid, score in ran.sparse}
         else:
             relevance = {mid: _clamp(sim) for mid, sim in similarity.items()}
+        meta = _row_meta(candidate_ids)
         ranked = rank_linear(
             [
                 Candidate(
                     key=mid,
                     relevance=relevance.get(mid),
-                    created_at=memories[mid].created_at,
-                    is_shared=memories[mid].is_shared,
+                    created_at=meta[mid][0],
+                    is_shared=meta[mid][1],
                 )
                 for mid in candidate_ids
-                if mid in memories
+                if mid in meta
             ],
             now=now,
             relevance_weight=config.relevance_weight,
@@ -255,10 +257,11 @@ def _search(
             personal_boost=config.personal_boost,
             default_relevance=config.default_relevance,
             min_relevance=min_relevance,
-            max_results=MAX_LIMIT,
+            max_results=query.limit,
         )
         scored = [(s.key, s.relevance, s.recency, s.combined) for s in ranked]
 
+    memories = _hydrate([row[0] for row in scored])
     hits = [
         SearchHit(
             memory=memories[mid],
@@ -273,8 +276,22 @@ def _search(
         )
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
-    ][: query.limit]
-    return SearchResult(hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths)
+    ]
+    return SearchResult(
+        hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths, timings=ran.timings
+    )
+
+
+def _row_meta(ids: Sequence) -> dict:
+    """``id → (created_at, is_shared)`` for the linear ranking."""
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id, m.created_at, m.is_shared FROM memory_memory m WHERE m.id = ANY(%s)",
+            [list(ids)],
+        )
+        return {mid: (created, shared) for mid, created, shared in cursor.fetchall()}
 
 
 def _clamp(value: float) -> float:
@@ -365,6 +382,8 @@ def _run_legs(
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
     try:
         if not use_dense:
             raise _Skipped
@@ -377,6 +396,8 @@ def _run_legs(
     except _Skipped:
         pass
 
+    timings["embed_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
     dense: list[tuple] = []
     paths: list[str] = []
     if vector is not None:
@@ -387,8 +408,12 @@ def _run_legs(
             paths.append(path)
         dense.sort(key=lambda row: (-row[1], str(row[0])))
         dense = dense[:depth]
+    timings["dense_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
     sparse = _sparse(parts, filters, text, depth) if use_sparse else []
+    timings["sparse_ms"] = (time.perf_counter() - clock) * 1000
     return _Legs(
+        timings=timings,
         dense=dense,
         sparse=sparse,
         degraded=degraded,
@@ -437,14 +462,21 @@ def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> 
 
 def _dense_hnsw(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
     with transaction.atomic():
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(HNSW_EF_SEARCH)])
+        # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
+        # takes the index-ordered HNSW scan rather than sorting the whole part.
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+            [str(HNSW_EF_SEARCH)],
+        )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
             f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
             [literal, *params, literal, depth],
         )
         rows = cursor.fetchall()
-        cursor.execute("SELECT set_config('hnsw.ef_search', '40', true)")
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', '40', true), set_config('enable_sort', 'on', true)"
+        )
     return rows
 
 

@@ -26,15 +26,8 @@ from django.utils import timezone
 from memory.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.models import Memory
-from memory.services.embeddings import Embedded, embed_texts
-from memory.write_gate import (
-    DUPLICATE_THRESHOLD,
-    Candidate,
-    best_duplicate,
-    probe_terms,
-    size_bounds,
-    tsquery_literal,
-)
+from memory.services.embeddings import embed_texts
+from memory.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.models import Agent, Project
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -96,15 +89,35 @@ def memory_store_batch(
     now = now or timezone.now()
     batch = len(requests) > 1
     _check_requests(requests, level=level, now=now, batch=batch)
-    # The embedder runs before the transaction opens so no locks are held during the call.
+    terms = _terms([r.content for r in requests])
+    # A first, lock-free pass of the gate spares the embedder the duplicates; the embedder
+    # then runs before the transaction opens, so no locks are held during the call. The
+    # gate runs again under the lock (the store may have changed meanwhile).
+    duplicates: set[int] = set()
+    if deduplicate:
+        with transaction.atomic():
+            probe = [
+                _Slot(index=i, request=r, terms=t)
+                for i, (r, t) in enumerate(zip(requests, terms, strict=True))
+            ]
+            _gate(agent, probe, level=level, shared=shared, now=now)
+        duplicates = {slot.index for slot in probe if slot.deduplicated}
+    to_embed = [i for i in range(len(requests)) if i not in duplicates]
     embedded = embed_texts(
-        company=agent.company, texts=[r.embedding_text() for r in requests], embedder=embedder
+        company=agent.company,
+        texts=[requests[i].embedding_text() for i in to_embed],
+        embedder=embedder,
+    )
+    vectors = (
+        {i: embedded.vector(position) for position, i in enumerate(to_embed)} if embedded.ok else {}
     )
     return _store(
         agent=agent,
         requests=requests,
+        terms=terms,
         level=level,
-        embedded=embedded,
+        vectors=vectors,
+        embedder_id=embedded.embedder_id,
         now=now,
         shared=shared,
         deduplicate=deduplicate,
@@ -168,8 +181,10 @@ def _store(
     *,
     agent: Agent,
     requests: Sequence[MemoryStoreRequest],
+    terms: Sequence[frozenset[str]],
     level: MemoryLevel,
-    embedded: Embedded,
+    vectors: dict[int, list[float]],
+    embedder_id: str,
     now: datetime,
     shared: bool,
     deduplicate: bool,
@@ -178,10 +193,8 @@ def _store(
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
     superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
     slots = [
-        _Slot(index=i, request=r, terms=terms)
-        for i, (r, terms) in enumerate(
-            zip(requests, _terms([r.content for r in requests]), strict=True)
-        )
+        _Slot(index=i, request=r, terms=t)
+        for i, (r, t) in enumerate(zip(requests, terms, strict=True))
     ]
     if deduplicate:
         _serialise_writers(agent, requests)
@@ -192,6 +205,9 @@ def _store(
         if slot.result_id is not None or slot.twin is not None:
             continue
         request = slot.request
+        # No vector: the embedder failed, or the first gate pass took this request for a
+        # duplicate of a memory that is gone now. The backfill task embeds it later.
+        vector = vectors.get(slot.index)
         row = Memory(
             company_id=agent.company_id,
             agent=agent,
@@ -209,9 +225,13 @@ def _store(
             created_at=request.created_at or now,
             updated_at=now,
             expires_at=request.expires_at,
-            embedding=embedded.vector(slot.index),
-            embedder_id=embedded.embedder_id if embedded.ok else "",
-            embedding_status=embedded.status,
+            embedding=vector,
+            embedder_id=embedder_id if vector is not None else "",
+            embedding_status=(
+                Memory.EmbeddingStatus.READY
+                if vector is not None
+                else Memory.EmbeddingStatus.PENDING
+            ),
         )
         rows.append(row)
         slot.result_id = row.id
@@ -292,6 +312,12 @@ def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, bat
     return found
 
 
+def _any_term_query(terms) -> str:
+    """A ``tsquery`` literal matching documents with any of ``terms`` (already lexemes)."""
+    quoted = sorted({"'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms})
+    return " | ".join(quoted)
+
+
 def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:
     """Concurrent stores into the same agent/namespace/category wait for each other, so two
     near duplicates racing each other cannot both pass the gate. Transaction-scoped
@@ -323,69 +349,108 @@ def _gate(
     """
     session_bound = level is MemoryLevel.SESSION
     project_bound = level is MemoryLevel.PROJECT
-    probes = [(slot, probe_terms(slot.terms)) for slot in slots]
-    probes = [(slot, terms) for slot, terms in probes if terms]
     duplicates: dict[int, tuple[UUID, str]] = {}
-    if probes:
-        # Dice is computed in SQL (|A∩B| = |A| + |B| - |A∪B|, and tsvector concatenation
-        # is the union) so only the best duplicate per request crosses the wire.
+    gated = [slot for slot in slots if slot.terms]
+    if gated:
+        # An inverted index built on the fly (hash joins on (group, term)): each request is
+        # paired only with stored memories sharing one of its rarest terms, so the cost
+        # grows with the candidates, not with requests × stored memories.
         with connection.cursor() as cursor:
+            # CTE row estimates are guesses; nested loops over them go quadratic. Hash joins
+            # are right for every size here. Transaction-local, restored right after.
+            cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
             cursor.execute(
                 """
                 WITH t AS MATERIALIZED (
-                    SELECT ord, ns, cat, probe, sid, pid, min_terms, max_terms,
-                           to_tsvector('english'::regconfig, body) AS tv
-                      FROM unnest(%s::int[], %s::text[], %s::text[], %s::tsquery[],
-                                  %s::text[], %s::bigint[], %s::int[], %s::int[], %s::text[])
-                           AS u(ord, ns, cat, probe, sid, pid, min_terms, max_terms, body)
-                )
-                SELECT DISTINCT ON (t.ord) t.ord, c.id, c.embedding_status
-                  FROM t
-                 CROSS JOIN LATERAL (
-                    SELECT m.id, m.created_at, m.embedding_status,
-                           2.0 * (length(ct) + length(t.tv) - length(ct || t.tv))
-                               / nullif(length(ct) + length(t.tv), 0) AS score
-                      FROM memory_memory m
-                     CROSS JOIN LATERAL (
-                        SELECT CASE WHEN m.context = '' THEN m.search_vector
+                    SELECT ord, grp, tv, n,
+                           -- a near duplicate holds one of the request's k rarest terms
+                           n - ceil(%s * n / (2 - %s) - 1e-9)::int + 1 AS k
+                      FROM (
+                        SELECT u.ord,
+                               concat_ws(chr(31), u.ns, u.cat, u.sid, u.pid::text) AS grp,
+                               to_tsvector('english'::regconfig, u.body) AS tv,
+                               length(to_tsvector('english'::regconfig, u.body)) AS n
+                          FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[],
+                                      %s::bigint[], %s::text[])
+                               AS u(ord, ns, cat, sid, pid, body)
+                      ) AS parsed
+                     WHERE n > 0
+                ),
+                m AS MATERIALIZED (
+                    SELECT id, created_at, embedding_status, grp, ct, length(ct) AS n
+                      FROM (
+                        SELECT m.id, m.created_at, m.embedding_status,
+                               concat_ws(chr(31), m.namespace, m.category, m.session_id,
+                                         m.project_id::text) AS grp,
+                               CASE WHEN m.context = '' THEN m.search_vector
                                     ELSE to_tsvector('english'::regconfig, m.content)
                                END AS ct
-                     ) AS content_terms
-                     WHERE m.search_vector @@ t.probe
-                       AND m.agent_id = %s AND m.is_shared = %s AND m.level = %s
-                       AND m.namespace = t.ns AND m.category = t.cat
-                       AND m.session_id = t.sid
-                       AND m.project_id IS NOT DISTINCT FROM t.pid
-                       AND m.superseded_at IS NULL
-                       AND (m.expires_at IS NULL OR m.expires_at > %s)
-                       -- Dice >= t bounds the other side's size; without context the
-                       -- stored tsvector holds exactly the content's terms.
-                       AND (m.context <> ''
-                            OR length(m.search_vector) BETWEEN t.min_terms AND t.max_terms)
-                    OFFSET 0  -- evaluate per request (no flattening into one hash join)
-                 ) AS c
-                 WHERE c.score >= %s
-                 ORDER BY t.ord, c.score DESC, c.created_at, c.id
+                          FROM memory_memory m
+                         WHERE m.agent_id = %s AND m.is_shared = %s AND m.level = %s
+                           AND m.superseded_at IS NULL
+                           AND (m.expires_at IS NULL OR m.expires_at > %s)
+                           AND m.namespace = ANY(%s::text[]) AND m.category = ANY(%s::text[])
+                           -- shares a term with some request (a GIN index lookup)
+                           AND m.search_vector @@ %s::tsquery
+                      ) AS live
+                     WHERE grp IN (SELECT grp FROM t)
+                ),
+                mt AS MATERIALIZED (
+                    SELECT id, grp, unnest(tsvector_to_array(ct)) AS term FROM m
+                ),
+                df AS MATERIALIZED (
+                    SELECT grp, term, count(*) AS df FROM mt GROUP BY grp, term
+                ),
+                probe AS MATERIALIZED (
+                    SELECT ord, grp, term
+                      FROM (
+                        SELECT tt.ord, tt.grp, tt.term, tt.k,
+                               row_number() OVER (
+                                   PARTITION BY tt.ord ORDER BY coalesce(df.df, 0), tt.term
+                               ) AS r
+                          FROM (
+                            SELECT ord, grp, k, unnest(tsvector_to_array(tv)) AS term FROM t
+                          ) AS tt
+                          LEFT JOIN df USING (grp, term)
+                      ) AS ranked
+                     WHERE r <= k
+                ),
+                pairs AS MATERIALIZED (
+                    SELECT DISTINCT probe.ord, mt.id FROM probe JOIN mt USING (grp, term)
+                ),
+                scored AS (
+                    SELECT p.ord, m.id, m.created_at, m.embedding_status,
+                           -- |A∩B| = |A| + |B| - |A∪B|; tsvector concatenation is the union
+                           2.0 * (t.n + m.n - length(m.ct || t.tv)) / (t.n + m.n) AS score
+                      FROM pairs p JOIN t USING (ord) JOIN m ON m.id = p.id
+                )
+                SELECT DISTINCT ON (ord) ord, id, embedding_status
+                  FROM scored
+                 WHERE score >= %s
+                 ORDER BY ord, score DESC, created_at, id
                 """,
                 [
-                    [slot.index for slot, _ in probes],
-                    [slot.request.namespace for slot, _ in probes],
-                    [slot.request.category.value for slot, _ in probes],
-                    [tsquery_literal(terms) for _, terms in probes],
-                    [slot.request.session_id if session_bound else "" for slot, _ in probes],
-                    [slot.request.project_id if project_bound else None for slot, _ in probes],
-                    [size_bounds(len(slot.terms))[0] for slot, _ in probes],
-                    [size_bounds(len(slot.terms))[1] for slot, _ in probes],
-                    [slot.request.content for slot, _ in probes],
+                    DUPLICATE_THRESHOLD,
+                    DUPLICATE_THRESHOLD,
+                    [slot.index for slot in gated],
+                    [slot.request.namespace for slot in gated],
+                    [slot.request.category.value for slot in gated],
+                    [slot.request.session_id if session_bound else "" for slot in gated],
+                    [slot.request.project_id if project_bound else None for slot in gated],
+                    [slot.request.content for slot in gated],
                     agent.pk,
                     shared,
                     level.value,
                     now,
+                    sorted({slot.request.namespace for slot in gated}),
+                    sorted({slot.request.category.value for slot in gated}),
+                    _any_term_query(term for slot in gated for term in slot.terms),
                     DUPLICATE_THRESHOLD - 1e-9,
                 ],
             )
             for index, memory_id, status in cursor.fetchall():
                 duplicates[index] = (memory_id, status)
+            cursor.execute("SELECT set_config('enable_nestloop', 'on', true)")
 
     # Within the batch: an inverted index over earlier accepted slots, probed the same way.
     postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))

@@ -69,7 +69,9 @@ def test_store_one_memory(caller):
         None,
         False,
     )
-    assert row.embedder_id == "minilm-l6-v2-int8" or row.embedder_id
+    from synthorg.embedding import MINILM_EMBEDDER_ID
+
+    assert row.embedder_id == MINILM_EMBEDDER_ID
     assert len(row.embedding) == 384
     assert row.search_vector is not None and row.doc_length > 0
 
@@ -431,3 +433,17 @@ def test_session_memories_do_not_dedup_across_sessions(company):
     other = post(agent_caller, memory_body("Build cache lives in /tmp/cache.", session_id="b"))
     assert again.json()["id"] == first.json()["id"] and again.json()["deduplicated"]
     assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
+
+
+def test_duplicates_are_not_sent_to_the_embedder(caller, remote_embedder):
+    post(caller, memory_body("Ana leads the billing team."))
+    again = post(caller, memory_body("ana leads the billing team"))
+    assert again.json()["deduplicated"] is True
+    requests = remote_embedder.requests_to(remote_embedder.EMBEDDINGS)
+    assert [r.json()["input"] for r in requests] == [["Ana leads the billing team."]]
+
+
+def test_batch_of_one_names_its_item(caller):
+    past = (timezone.now() - timedelta(days=1)).isoformat()
+    response = post(caller, {"memories": [memory_body("Late.", expires_at=past)]})
+    assert_problem(response, 400, "expires_in_past", "memories[0].expires_at")

@@ -1,7 +1,4 @@
-from datetime import timedelta
-
 import pytest
-from django.utils import timezone
 
 from memory.domain import MemoryStoreRequest
 from memory.models import Memory
@@ -43,4 +40,36 @@ def test_batch_intra_dedup_and_supersede():
     row = Memory.objects.get(pk=old.id)
     assert row.superseded_by_id == results[2].id and row.superseded_at is not None
     assert Memory.objects.filter(agent=agent).count() == 3
-    _ = timezone.now() + timedelta(days=1)
+
+
+def test_gate_handles_quotes_backslashes_and_stop_words():
+    agent = AgentFactory()
+    odd = "O'Brien's path is C:\\temp\\x with 'quoted' \\\\ terms & | ! (tsquery) syntax:*"
+    first = memory_store(agent=agent, request=req(odd))
+    again = memory_store(agent=agent, request=req(odd.upper()))
+    assert again.id == first.id and again.deduplicated
+    # Nothing but stop words: no terms to compare, so nothing is a duplicate.
+    a = memory_store(agent=agent, request=req("the and of"))
+    b = memory_store(agent=agent, request=req("the and of"))
+    assert a.id != b.id and not b.deduplicated
+
+
+def test_gate_ignores_superseded_and_expired_memories():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from tests.memory.factories import MemoryFactory
+
+    agent = AgentFactory()
+    text = "The on-call rotation changes every Monday morning."
+    expired = MemoryFactory(
+        agent=agent, content=text, expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    first = memory_store(agent=agent, request=req(text))
+    assert first.id != expired.id and not first.deduplicated
+    newer = memory_store(
+        agent=agent, request=req("Rotation is now weekly.", supersedes=(first.id,))
+    )
+    again = memory_store(agent=agent, request=req(text))
+    assert again.id not in (first.id, newer.id) and not again.deduplicated

@@ -10,8 +10,6 @@ from memory.write_gate import (
     best_duplicate,
     dice,
     probe_terms,
-    size_bounds,
-    tsquery_literal,
 )
 
 
@@ -43,10 +41,6 @@ def test_probe_is_small_for_long_texts():
     assert probe_terms(set()) == []
 
 
-def test_tsquery_literal_escapes():
-    assert tsquery_literal(["it's", "a\\b"]) == "'it''s' | 'a\\\\b'"
-
-
 def test_best_duplicate_picks_most_similar_then_oldest():
     terms = {"a", "b", "c", "d", "e"}
     candidates = [
@@ -65,14 +59,3 @@ def test_threshold_boundary_is_inclusive():
     a = {"a", "b", "c", "d", "e"}
     b = {"a", "b", "c", "d", "f"}  # 8/10 = 0.8 exactly
     assert best_duplicate(a, [Candidate(key=1, terms=frozenset(b), order=())]) == 1
-
-
-@pytest.mark.parametrize("a", [1, 2, 3, 5, 9, 20])
-def test_size_bounds_are_sound(a):
-    low, high = size_bounds(a)
-    terms = {f"t{i}" for i in range(a)}
-    for b in range(0, 3 * a + 2):
-        for shared in range(0, min(a, b) + 1):
-            other = {f"t{i}" for i in range(shared)} | {f"x{i}" for i in range(b - shared)}
-            if dice(terms, other) >= DUPLICATE_THRESHOLD:
-                assert low <= b <= high, (a, b, shared)

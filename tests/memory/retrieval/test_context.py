@@ -117,7 +117,7 @@ def test_non_inferable_only_filters_before_packing(keyword_embedder):
 
 def test_mmr_promotes_the_diverse_entry(keyword_embedder):
     items = (
-        ("deploy deploy plan for friday", ()),
+        ("deploy deploy deploy plan for friday", ()),
         ("deploy deploy plan for friday today", ()),
         ("deploy lunch menu", ()),
     )
@@ -126,12 +126,12 @@ def test_mmr_promotes_the_diverse_entry(keyword_embedder):
     store(plain, keyword_embedder, *items)
     store(diverse, keyword_embedder, *items)
     assert [e.content for e in context(plain, keyword_embedder, 500).included] == [
-        "deploy deploy plan for friday",
+        "deploy deploy deploy plan for friday",
         "deploy deploy plan for friday today",
     ]
     # after the first pick the near-duplicate scores 0.5·0.49 − 0.5·(4/5) < 0 = the lunch entry
     assert [e.content for e in context(diverse, keyword_embedder, 500).included] == [
-        "deploy deploy plan for friday",
+        "deploy deploy deploy plan for friday",
         "deploy lunch menu",
     ]
 
@@ -146,7 +146,7 @@ def test_filter_runs_before_mmr(keyword_embedder):
     store(
         agent,
         keyword_embedder,
-        ("deploy deploy plan for friday", ()),  # excluded: must not act as an MMR anchor
+        ("deploy deploy deploy plan for friday", ()),  # excluded: must not act as an MMR anchor
         ("deploy deploy plan for friday today", ("non-inferable",)),
         ("deploy lunch menu", ("non-inferable",)),
     )
