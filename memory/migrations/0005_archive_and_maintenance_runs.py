@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0003_embedding_storage_main'),
+        ('memory', '0004_search_vector_storage_main'),
         ('persistence', '0002_audit_append_only'),
     ]
 
