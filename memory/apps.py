@@ -4,3 +4,30 @@ from django.apps import AppConfig
 class MemoryConfig(AppConfig):
     name = "memory"
     verbose_name = "Agent memory"
+
+    def ready(self) -> None:
+        from django_q.models import Schedule
+
+        from memory.services.lifecycle import memory_purge_project
+        from persistence.services.projects import on_project_closed
+        from synthorg.schedules import ScheduleSpec, register_schedule
+
+        on_project_closed(memory_purge_project)
+        _register_maintenance_schedules()
+        register_schedule(
+            ScheduleSpec(
+                name="memory-embedding-backfill",
+                func="memory.tasks.backfill_pending_embeddings",
+                schedule_type=Schedule.MINUTES,
+                minutes=5,
+            )
+        )
+
+
+def _register_maintenance_schedules() -> None:
+    from memory.schedules import maintenance_schedules, resync_on_config_change
+    from persistence.services.companies import on_company_config_change
+    from synthorg.schedules import register_schedule_provider
+
+    register_schedule_provider(maintenance_schedules)
+    on_company_config_change(resync_on_config_change)

@@ -142,3 +142,7 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}: {self.content[:60]}"
+
+
+# The lifecycle rows live in their own module; imported here so Django registers them.
+from memory.lifecycle_models import ArchivedMemory, MaintenanceRun  # noqa: E402, F401

@@ -1,0 +1,245 @@
+"""LoCoMo-format retrieval benchmark: ingest each conversation as one agent's memories
+through the store service, ask every question (categories 1–4) through the search
+pipeline, score whether the evidence turns come back.
+
+Data is read from the path given; nothing from it is copied into the project.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+SCORED_CATEGORIES = (1, 2, 3, 4)
+DEFAULT_KS = (1, 5, 10, 20)
+BATCH = 500
+
+
+@dataclass
+class Turn:
+    dia_id: str
+    content: str
+    context: str
+    created_at: datetime
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    turns: list[Turn]
+    questions: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parse_session_date(value: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` → an aware UTC datetime."""
+    return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turn_text(speaker: str, text: str, caption: str | None) -> str:
+    body = f"{speaker}: {text}"
+    if caption:
+        body += f" [shares image: {caption}]"
+    return body
+
+
+def load_conversations(
+    path: str | Path, *, ids: set[str] | None = None, with_context: bool = True
+) -> list[Conversation]:
+    """Each session turn becomes ``"[<session date>] <speaker>: <text> [shares image: …]"``,
+    created at the session's time (+1 s per turn to keep order), with the previous turn of
+    the session as its ``context`` (the message it answers) when ``with_context``."""
+    data = json.loads(Path(path).read_text())
+    conversations = []
+    for sample in data:
+        if ids and sample["sample_id"] not in ids:
+            continue
+        conv = sample["conversation"]
+        turns: list[Turn] = []
+        index = 1
+        while f"session_{index}" in conv:
+            date_text = conv[f"session_{index}_date_time"]
+            start = parse_session_date(date_text)
+            previous = ""
+            for position, turn in enumerate(conv[f"session_{index}"]):
+                text = turn_text(turn["speaker"], turn["text"], turn.get("blip_caption"))
+                turns.append(
+                    Turn(
+                        dia_id=turn["dia_id"],
+                        content=f"[{date_text}] {text}",
+                        context=previous if with_context else "",
+                        created_at=start + timedelta(seconds=position),
+                    )
+                )
+                previous = text[:4000]
+            index += 1
+        questions = [q for q in sample["qa"] if q.get("category") in SCORED_CATEGORIES]
+        conversations.append(Conversation(sample["sample_id"], turns, questions))
+    return conversations
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[rank]
+
+
+def run_locomo(
+    *,
+    data: str,
+    conversation_ids: set[str] | None,
+    mode: str,
+    ks: tuple[int, ...],
+    with_context: bool,
+    retrieval: dict[str, Any],
+    leg_depth: int | None = None,
+    keep: bool = False,
+) -> dict[str, Any]:
+    from memory.domain import MemoryStoreRequest
+    from memory.embedding import embedder_for
+    from memory.retrieval.query import MemoryQuery
+    from memory.selectors.search import memory_search
+    from memory.services.store import memory_store_batch
+    from persistence.models import Company
+    from persistence.selectors.config import company_config
+    from persistence.services.agents import agent_create
+    from persistence.services.companies import company_create
+
+    legs = {"hybrid": ("dense", "sparse"), "dense": ("dense",), "sparse": ("sparse",)}[mode]
+    conversations = load_conversations(data, ids=conversation_ids, with_context=with_context)
+    if not conversations:
+        raise ValueError("no conversation of the data file matches --conversations")
+    max_k = max(ks)
+    run_tag = uuid.uuid4().hex[:8]
+    hits_any = {k: 0 for k in ks}
+    hits_all = {k: 0 for k in ks}
+    by_category: dict[int, dict[str, int]] = defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
+    search_ms: list[float] = []
+    ingest_seconds = 0.0
+    ingested = 0
+    questions = 0
+    unanswerable = 0
+    companies = []
+    embedder_id = ""
+    try:
+        for conv in conversations:
+            company = company_create(
+                name=f"bench {conv.sample_id} {run_tag}",
+                slug=f"bench-{conv.sample_id}-{run_tag}".lower(),
+                config={"memory": {"retrieval": retrieval}},
+            )
+            companies.append(company)
+            agent = agent_create(company=company, name=f"locomo-{conv.sample_id}")
+            embedder = embedder_for(company)
+            embedder.embed(["warm up"])
+            embedder_id = embedder.embedder_id
+            ids: dict[str, Any] = {}
+            started = time.perf_counter()
+            for start in range(0, len(conv.turns), BATCH):
+                chunk = conv.turns[start : start + BATCH]
+                results = memory_store_batch(
+                    agent=agent,
+                    requests=[
+                        MemoryStoreRequest(
+                            content=t.content,
+                            context=t.context,
+                            category="episodic",
+                            created_at=t.created_at,
+                        )
+                        for t in chunk
+                    ],
+                )
+                for turn, result in zip(chunk, results, strict=True):
+                    ids[turn.dia_id] = result.id
+            ingest_seconds += time.perf_counter() - started
+            ingested += len(conv.turns)
+            log(
+                f"{conv.sample_id}: ingested {len(conv.turns)} turns "
+                f"({len(conv.turns) / max(time.perf_counter() - started, 1e-9):.0f}/s)"
+            )
+            from django.db import connection
+
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE memory_memory")
+            config = company_config(company).memory.retrieval
+            for qa in conv.questions:
+                evidence = [ids.get(e) for e in qa.get("evidence") or []]
+                if not evidence:
+                    unanswerable += 1
+                    continue
+                started = time.perf_counter()
+                result = memory_search(
+                    agent=agent,
+                    query=MemoryQuery(text=str(qa["question"]), limit=max_k),
+                    config=config,
+                    legs=legs,
+                    leg_depth=leg_depth,
+                )
+                search_ms.append((time.perf_counter() - started) * 1000)
+                ranked = [hit.memory.pk for hit in result.hits]
+                wanted = {e for e in evidence if e is not None}
+                category = int(qa["category"])
+                questions += 1
+                by_category[category]["count"] += 1
+                for k in ks:
+                    top = set(ranked[:k])
+                    found_any = bool(wanted & top)
+                    found_all = len(wanted) == len(evidence) and wanted <= top
+                    hits_any[k] += found_any
+                    hits_all[k] += found_all
+                    if k == 10:
+                        by_category[category]["any"] += found_any
+                        by_category[category]["all"] += found_all
+            log(f"{conv.sample_id}: {len(conv.questions)} questions asked")
+    finally:
+        if not keep:
+            for company in companies:
+                Company.objects.filter(pk=company.pk).delete()
+
+    def ratio(n: int) -> float:
+        return round(n / questions, 4) if questions else 0.0
+
+    return {
+        "questions": questions,
+        "skipped_without_evidence": unanswerable,
+        "recall_any": {str(k): ratio(hits_any[k]) for k in ks},
+        "recall_all": {str(k): ratio(hits_all[k]) for k in ks},
+        "by_category": {
+            str(c): {
+                "count": v["count"],
+                "recall_any@10": round(v["any"] / v["count"], 4) if v["count"] else 0.0,
+                "recall_all@10": round(v["all"] / v["count"], 4) if v["count"] else 0.0,
+            }
+            for c, v in sorted(by_category.items())
+        },
+        "search_ms": {
+            "p50": round(percentile(search_ms, 50), 2),
+            "p95": round(percentile(search_ms, 95), 2),
+            "mean": round(statistics.fmean(search_ms), 2) if search_ms else 0.0,
+        },
+        "ingest_per_s": round(ingested / ingest_seconds, 1) if ingest_seconds else 0.0,
+        "memories": ingested,
+        "mode": mode,
+        "embedder": embedder_id,
+        "context": with_context,
+        "retrieval_config": retrieval,
+        "leg_depth": leg_depth,
+        "conversations": [c.sample_id for c in conversations],
+        "data": Path(data).name,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+    }

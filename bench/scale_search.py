@@ -1,0 +1,306 @@
+"""Search latency and filtered dense recall with many memories in one company.
+
+Synthetic data: ``size`` memories split evenly across ``agents`` agents of one company, with
+clustered unit vectors (``CLUSTERS`` centres plus Gaussian noise, so nearest neighbours are
+meaningful, unlike uniform random vectors) and short texts drawn from a Zipf vocabulary (so
+BM25 has realistic posting lists). Rows are bulk-loaded with binary COPY (the store service
+would spend hours embedding a million texts); the sparse columns are filled by the same
+trigger as always.
+
+Each query runs the full ``memory_search`` pipeline for one agent (hybrid, both legs). The
+query embedder really runs all-MiniLM-L6-v2 on a question-like text (so the latency includes
+a real query embedding) and then returns a synthetic vector from the same cluster model.
+Recall@10 compares the dense leg's top 10 with an exact scan of the agent's rows.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from bench.locomo import log, percentile
+
+CLUSTERS = 2000
+NOISE = 0.35
+DIMS = 384
+WORDS = 5000
+SEED = 7
+BENCH_EMBEDDER_ID = "synthetic-bench"
+
+
+class BenchQueryEmbedder:
+    """Runs the real model on the text (for honest latency), returns a synthetic vector."""
+
+    embedder_id = BENCH_EMBEDDER_ID
+    dims = DIMS
+
+    def __init__(self, real, centres: np.ndarray, rng: np.random.Generator) -> None:
+        self.real = real
+        self.centres = centres
+        self.rng = rng
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.real.embed(list(texts))
+        picks = self.rng.integers(0, len(self.centres), size=len(texts))
+        return _noisy(self.centres[picks], self.rng)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+
+def _noisy(centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    vectors = centres + rng.normal(0, NOISE / np.sqrt(DIMS), size=centres.shape)
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+HNSW_DROP = "DROP INDEX IF EXISTS memory_embedding_hnsw"
+# Same definition as the model's HnswIndex (memory/migrations/0001_initial.py).
+HNSW_CREATE = (
+    "CREATE INDEX IF NOT EXISTS memory_embedding_hnsw ON memory_memory "
+    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+)
+
+
+def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
+    """Bulk-load without the HNSW index, then build it (far faster than row-by-row inserts
+    into the graph). Returns the index build time in seconds."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(HNSW_DROP)
+    try:
+        _copy_rows(company, agents, per_agent, centres, vocab, rng)
+    finally:
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            cursor.execute("SET maintenance_work_mem = '2GB'")
+            cursor.execute(HNSW_CREATE)
+            cursor.execute("RESET maintenance_work_mem")
+            cursor.execute("ANALYZE memory_memory")
+    return time.perf_counter() - started
+
+
+def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+
+    raw = connection.connection
+    register_vector(raw)
+    zipf = 1.0 / np.arange(1, len(vocab) + 1)
+    zipf /= zipf.sum()
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    columns = (
+        "id, company_id, agent_id, namespace, category, content, context, source, confidence, "
+        "tags, is_shared, level, session_id, created_at, updated_at, embedding, embedder_id, "
+        "embedding_status"
+    )
+    chunk = 20_000
+    with raw.cursor() as cursor:
+        for agent in agents:
+            loaded = 0
+            while loaded < per_agent:
+                n = min(chunk, per_agent - loaded)
+                vectors = _noisy(centres[rng.integers(0, len(centres), size=n)], rng)
+                words = rng.choice(len(vocab), size=(n, 12), p=zipf)
+                with cursor.copy(f"COPY memory_memory ({columns}) FROM STDIN") as copy:
+                    for i in range(n):
+                        created = start + timedelta(minutes=loaded + i)
+                        copy.write_row(
+                            (
+                                uuid.uuid4(),
+                                company.pk,
+                                agent.pk,
+                                "default",
+                                "episodic",
+                                " ".join(vocab[w] for w in words[i]),
+                                "",
+                                "",
+                                1.0,
+                                "{}",
+                                False,
+                                "persistent",
+                                "",
+                                created,
+                                created,
+                                vectors[i],
+                                BENCH_EMBEDDER_ID,
+                                "ready",
+                            )
+                        )
+                loaded += n
+            log(f"  agent {agent.pk}: {per_agent} rows loaded")
+
+
+def _exact_top(agent, vector: np.ndarray, k: int) -> list:
+    from django.db import connection
+
+    from memory.selectors.search import _vector_literal
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id FROM memory_memory m WHERE m.agent_id = %s AND NOT m.is_shared "
+            "AND m.embedder_id = %s ORDER BY (m.embedding <=> %s::vector) + 0, m.id LIMIT %s",
+            [agent.pk, BENCH_EMBEDDER_ID, _vector_literal(vector), k],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+class _RecordingEmbedder(BenchQueryEmbedder):
+    last: np.ndarray | None = None
+
+    def embed(self, texts):
+        vectors = super().embed(texts)
+        self.last = vectors[-1]
+        return vectors
+
+
+def run_scale(
+    *, sizes: Sequence[int], agents: Sequence[int] | None, queries: int
+) -> dict[str, object]:
+    import os
+
+    from memory.retrieval.query import MemoryQuery
+    from memory.selectors import search as search_module
+    from memory.selectors.search import memory_search
+    from persistence.models import Company
+    from persistence.services.agents import agent_create
+    from persistence.services.companies import company_create
+    from synthorg.embedding import default_embedder
+
+    rng = np.random.default_rng(SEED)
+    centres = rng.normal(size=(CLUSTERS, DIMS))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    vocab = [f"w{i}" for i in range(WORDS)]
+    real = default_embedder()
+    real.warm_up()
+    questions = [
+        "When did Caroline go to the LGBTQ support group?",
+        "What did the team decide about the deployment schedule last week?",
+        "Which database does the billing service use?",
+        "Who owns the onboarding checklist?",
+    ]
+    config_rrf = {
+        "fusion_strategy": "rrf",
+        "min_relevance": 0.0,
+        "personal_boost": 0.0,
+    }
+    runs = []
+    for index, size in enumerate(sizes):
+        n_agents = agents[index] if agents and index < len(agents) else max(1, size // 10_000)
+        per_agent = size // n_agents
+        tag = uuid.uuid4().hex[:8]
+        company = company_create(
+            name=f"scale {size} {tag}",
+            slug=f"scale-{size}-{tag}",
+            config={"memory": {"retrieval": config_rrf}},
+        )
+        try:
+            team = [agent_create(company=company, name=f"scale-{i}") for i in range(n_agents)]
+            log(f"size {size}: loading {n_agents} agents × {per_agent}")
+            started = time.perf_counter()
+            index_s = _load(company, team, per_agent, centres, vocab, rng)
+            load_s = time.perf_counter() - started
+            log(f"size {size}: loaded in {load_s:.0f}s (HNSW build {index_s:.0f}s)")
+            embedder = _RecordingEmbedder(real, centres, rng)
+            timings, embed_ms, recalls, paths = [], [], [], {}
+            stages: dict[str, list[float]] = {}
+            for q in range(queries):
+                agent = team[q % n_agents]
+                text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
+                t0 = time.perf_counter()
+                real.embed_one(text)
+                embed_ms.append((time.perf_counter() - t0) * 1000)
+                t0 = time.perf_counter()
+                result = memory_search(
+                    agent=agent,
+                    query=MemoryQuery(text=text, limit=10),
+                    embedder=embedder,
+                    include_shared=False,
+                )
+                timings.append((time.perf_counter() - t0) * 1000)
+                for stage, value in result.timings.items():
+                    stages.setdefault(stage, []).append(value)
+                for path in result.dense_paths:
+                    paths[path] = paths.get(path, 0) + 1
+                dense_top = [
+                    h.memory.pk
+                    for h in sorted(
+                        (h for h in result.hits if h.dense_rank is not None),
+                        key=lambda h: h.dense_rank,
+                    )
+                ]
+                # the dense leg's own top 10 (hits are fused; re-run dense-only for recall)
+                dense_only = memory_search(
+                    agent=agent,
+                    query=MemoryQuery(text=text, limit=10),
+                    embedder=_Fixed(embedder.last),
+                    include_shared=False,
+                    legs=("dense",),
+                )
+                dense_top = [h.memory.pk for h in dense_only.hits]
+                exact = _exact_top(agent, embedder.last, 10)
+                recalls.append(len(set(dense_top) & set(exact)) / max(1, len(exact)))
+                if (q + 1) % 50 == 0:
+                    log(f"  {q + 1}/{queries} queries")
+            runs.append(
+                {
+                    "memories": size,
+                    "agents": n_agents,
+                    "memories_per_agent": per_agent,
+                    "dense_paths": paths,
+                    "search_ms_including_query_embedding": {
+                        "p50": round(percentile(timings, 50), 2),
+                        "p95": round(percentile(timings, 95), 2),
+                    },
+                    "query_embedding_ms": {
+                        "p50": round(percentile(embed_ms, 50), 2),
+                        "p95": round(percentile(embed_ms, 95), 2),
+                    },
+                    "stage_ms_p50": {
+                        stage: round(percentile(values, 50), 2) for stage, values in stages.items()
+                    },
+                    "stage_ms_p95": {
+                        stage: round(percentile(values, 95), 2) for stage, values in stages.items()
+                    },
+                    "dense_recall_at_10_vs_exact": round(float(np.mean(recalls)), 4),
+                    "load_seconds": round(load_s, 1),
+                    "hnsw_build_seconds": round(index_s, 1),
+                    "queries": queries,
+                }
+            )
+            log(f"size {size}: {runs[-1]}")
+        finally:
+            from django.db import connection
+
+            with connection.cursor() as cursor:
+                cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
+            Company.objects.filter(pk=company.pk).delete()
+    return {
+        "runs": runs,
+        "exact_scan_max_rows": search_module.EXACT_SCAN_MAX_ROWS,
+        "hnsw_ef_search": search_module.HNSW_EF_SEARCH,
+        "clusters": CLUSTERS,
+        "noise": NOISE,
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
+
+
+class _Fixed:
+    """Returns one given vector (to repeat a query's dense leg alone)."""
+
+    embedder_id = BENCH_EMBEDDER_ID
+    dims = DIMS
+
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vector = vector
+
+    def embed(self, texts):
+        return np.stack([self.vector for _ in texts])
+
+    def embed_one(self, text):
+        return self.vector

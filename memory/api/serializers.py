@@ -1,0 +1,286 @@
+"""Request and response shapes of the memory API.
+
+Request serializers check types and bounds (so the OpenAPI schema states them); the domain
+value objects (:mod:`memory.domain`) then normalise and apply the remaining rules.
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory import domain
+from memory.models import Memory
+from synthorg.enums import MemoryCategory
+
+UNKNOWN_FIELDS = "Unknown field(s): {fields}."
+
+CATEGORY_CHOICES = Memory._meta.get_field("category").choices
+CATEGORY_VALUES = [c.value for c in MemoryCategory]
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare instead of silently ignoring them."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [UNKNOWN_FIELDS.format(fields=name)] for name in unknown},
+                    code="unknown_field",
+                )
+        return super().to_internal_value(data)
+
+
+def _tags_field(**kwargs):
+    return serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        max_length=domain.MAX_TAGS * 4,
+        **kwargs,
+    )
+
+
+class SharedPublishSerializer(StrictSerializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False, help_text="Lower-cased and de-duplicated.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    supersedes = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        max_length=domain.MAX_SUPERSEDES,
+        help_text="Ids of the caller's memories this one replaces; they drop out of retrieval.",
+    )
+
+
+class MemoryStoreSerializer(SharedPublishSerializer):
+    created_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Past only; for importing old memories."
+    )
+    session_id = serializers.CharField(
+        max_length=domain.SESSION_ID_MAX_CHARS,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'session'.",
+    )
+    project_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'project' (an open project).",
+    )
+
+
+class MemoryBatchStoreSerializer(StrictSerializer):
+    memories = serializers.ListField(
+        child=MemoryStoreSerializer(), min_length=1, max_length=domain.MAX_BATCH
+    )
+
+
+class StoreResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField(allow_null=True)
+    stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
+    deduplicated = serializers.BooleanField(
+        help_text="True when the content nearly duplicated an existing memory (its id is returned)."
+    )
+    embedding_status = serializers.ChoiceField(
+        choices=["ready", "pending"],
+        allow_null=True,
+        help_text="'pending' when the embedder failed; a background task fills it in.",
+    )
+
+
+class BatchStoreResultSerializer(serializers.Serializer):
+    results = StoreResultSerializer(many=True)
+    created = serializers.IntegerField()
+    deduplicated = serializers.IntegerField()
+
+
+class MemoryUpdateSerializer(StrictSerializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS,
+        trim_whitespace=False,
+        allow_blank=True,
+        required=False,
+    )
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    agent_id = serializers.IntegerField(read_only=True)
+    project_id = serializers.IntegerField(read_only=True, allow_null=True)
+    superseded_by = serializers.UUIDField(
+        source="superseded_by_id", read_only=True, allow_null=True
+    )
+    session_id = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = (
+            "id",
+            "agent_id",
+            "namespace",
+            "category",
+            "content",
+            "context",
+            "source",
+            "confidence",
+            "tags",
+            "is_shared",
+            "level",
+            "session_id",
+            "project_id",
+            "created_at",
+            "updated_at",
+            "expires_at",
+            "superseded_at",
+            "superseded_by",
+            "embedding_status",
+            "embedder_id",
+        )
+        read_only_fields = fields
+
+    def get_session_id(self, memory: Memory) -> str | None:
+        return memory.session_id or None
+
+
+class MemoryCountQuerySerializer(StrictSerializer):
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+
+
+class MemoryCountSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    category = serializers.CharField(allow_null=True)
+
+
+class SessionEndSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    memories_purged = serializers.IntegerField()
+
+
+class MemorySearchSerializer(StrictSerializer):
+    query = serializers.CharField(
+        max_length=4000,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Search text; absent or blank lists memories newest first.",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        required=False,
+        max_length=domain.MAX_TAGS,
+        help_text="A memory must carry all of them.",
+    )
+    since = serializers.DateTimeField(required=False, allow_null=True, help_text="Inclusive.")
+    until = serializers.DateTimeField(required=False, allow_null=True, help_text="Exclusive.")
+    min_relevance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        allow_null=True,
+        help_text="Overrides the company's memory.retrieval.min_relevance for this query.",
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+
+
+class MemorySearchRequestSerializer(MemorySearchSerializer):
+    include_shared = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Also search the company's shared knowledge (default: company config).",
+    )
+
+
+class SharedSearchRequestSerializer(MemorySearchSerializer):
+    exclude_self = serializers.BooleanField(
+        default=False, help_text="Leave out the caller's own publications."
+    )
+
+
+class SearchHitSerializer(serializers.Serializer):
+    memory = MemorySerializer()
+    relevance = serializers.FloatField()
+    recency = serializers.FloatField()
+    combined = serializers.FloatField()
+    dense_rank = serializers.IntegerField(allow_null=True)
+    sparse_rank = serializers.IntegerField(allow_null=True)
+    is_shared = serializers.BooleanField()
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchHitSerializer(many=True)
+    degraded = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='["dense"] when the query could not be embedded (sparse leg only).',
+    )
+
+
+class MemoryContextRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
+    token_budget = serializers.IntegerField(
+        min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField()
+
+
+class ContextEntrySerializer(serializers.Serializer):
+    id = serializers.CharField(source="key")
+    kind = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+
+
+class MemoryContextSerializer(serializers.Serializer):
+    messages = ChatMessageSerializer(many=True)
+    included = ContextEntrySerializer(many=True)
+    dropped = ContextEntrySerializer(many=True)
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField())

@@ -1,0 +1,60 @@
+"""Okapi BM25 reference math (k1 = 1.2, b = 0.75, Lucene's non-negative idf).
+
+``memory.selectors.search`` computes the same formula in SQL over the trigger-maintained
+``search_vector`` (term frequencies) and ``doc_length``; tests check the two agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+
+K1 = 1.2
+B = 0.75
+
+
+def idf(n_docs: int, doc_freq: int) -> float:
+    """``ln(1 + (N − df + 0.5) / (df + 0.5))``."""
+    return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def term_score(
+    tf: int,
+    *,
+    doc_freq: int,
+    n_docs: int,
+    doc_length: int,
+    avg_doc_length: float,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    if tf <= 0:
+        return 0.0
+    norm = 1.0 - b + b * (doc_length / avg_doc_length if avg_doc_length > 0 else 0.0)
+    return idf(n_docs, doc_freq) * tf * (k1 + 1.0) / (tf + k1 * norm)
+
+
+def score(
+    query_terms: Iterable[str],
+    doc_tf: Mapping[str, int],
+    *,
+    doc_length: int,
+    doc_freqs: Mapping[str, int],
+    n_docs: int,
+    avg_doc_length: float,
+    k1: float = K1,
+    b: float = B,
+) -> float:
+    """BM25 of one document for the *distinct* ``query_terms``."""
+    return sum(
+        term_score(
+            doc_tf.get(term, 0),
+            doc_freq=doc_freqs.get(term, 0),
+            n_docs=n_docs,
+            doc_length=doc_length,
+            avg_doc_length=avg_doc_length,
+            k1=k1,
+            b=b,
+        )
+        for term in dict.fromkeys(query_terms)
+    )

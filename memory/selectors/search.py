@@ -1,0 +1,554 @@
+"""Hybrid memory search: a dense leg (pgvector cosine) and a sparse leg (BM25 in SQL), fused.
+
+Scope
+    ``memory_search`` looks at the agent's live private memories and, when asked, the
+    company's live shared knowledge; ``shared_search`` at the company's shared knowledge only.
+    Live = not superseded and not expired. Nothing crosses companies.
+
+Dense leg
+    Cosine similarity between the query embedding and stored vectors *of the same
+    embedder_id* (vectors of another model are never compared). pgvector 0.6 filters HNSW
+    results after the graph walk, so a filter that keeps few rows starves the index. Each
+    part of the scope (private rows of one agent; shared rows of one company) is therefore
+    searched by a bounded count first: up to ``EXACT_SCAN_MAX_ROWS`` rows it is an exact scan
+    (ordered by similarity, an expression HNSW cannot serve, so the planner reads the
+    agent's rows through the b-tree); above it, HNSW with ``hnsw.ef_search`` raised to 1000
+    and an over-fetched LIMIT, falling back to the exact scan if the filtered walk returns
+    fewer rows than asked for. ``bench/scale_search.py`` measures both paths.
+
+Sparse leg
+    Okapi BM25 (k1 1.2, b 0.75, idf ``ln(1 + (N − df + 0.5)/(df + 0.5))``) computed in one
+    SQL statement over the scope: N and the average document length over the filtered
+    scope, df and tf from the trigger-maintained ``search_vector`` (english stemming, stop
+    words removed) and ``doc_length``. See :mod:`memory.retrieval.bm25`.
+
+Fusion
+    Per the company's ``memory.retrieval`` config. ``rrf``: the two ranked lists fused by
+    Reciprocal Rank Fusion (``rrf_k``), min-max normalised, ``min_relevance`` applied to the
+    fused score. ``linear``: relevance is the cosine similarity of every candidate either leg
+    produced (``default_relevance`` for a row without a comparable vector), plus
+    ``personal_boost`` for private rows, combined with exponential recency. If the query
+    cannot be embedded, the sparse leg answers alone and ``degraded`` is ``["dense"]``.
+
+A query without text lists memories newest first (metadata filters only).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory.embedding import embedder_for
+from memory.models import Memory
+from memory.retrieval import bm25
+from memory.retrieval.fusion import rrf_fuse
+from memory.retrieval.query import MAX_LIMIT, MemoryQuery
+from memory.retrieval.ranking import Candidate, rank_linear, recency_score
+from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
+from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
+from synthorg.embedding import Embedder, EmbeddingError
+from synthorg.errors import DomainError
+
+logger = logging.getLogger(__name__)
+
+#: Up to this many rows in a scope part, the dense leg scans them exactly (measured in
+#: bench/results/scale_search.json: an exact scan of 10k rows stays within the latency goal).
+EXACT_SCAN_MAX_ROWS = 20_000
+#: pgvector's maximum; the HNSW walk returns at most this many rows before filtering.
+HNSW_EF_SEARCH = 1000
+#: Each leg fetches this many candidates at least (fusion needs depth beyond ``limit``).
+MIN_LEG_DEPTH = 50
+LEG_DEPTH_FACTOR = 3
+
+DEGRADED_DENSE = "dense"
+#: The legs a search runs; benchmarks and diagnostics may run one alone.
+LEGS = ("dense", "sparse")
+LEG_ONLY_UNKNOWN = "legs must be a non-empty subset of ('dense', 'sparse')."
+
+
+@dataclass
+class SearchHit:
+    memory: Memory
+    relevance: float
+    recency: float
+    combined: float
+    dense_rank: int | None
+    sparse_rank: int | None
+    is_shared: bool
+    dense_score: float | None = None  # cosine similarity, when the dense leg returned it
+    sparse_score: float | None = None  # BM25, when the sparse leg returned it
+
+
+@dataclass
+class SearchResult:
+    hits: list[SearchHit]
+    degraded: list[str] = field(default_factory=list)
+    #: how the dense leg searched each scope part ("exact" / "hnsw" / "hnsw+exact")
+    dense_paths: list[str] = field(default_factory=list)
+    #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class _Skipped(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One part of the scope: a SQL condition on ``m`` and its parameters."""
+
+    sql: str
+    params: tuple
+
+
+@dataclass
+class _Legs:
+    dense: list[tuple]  # (id, similarity) best first
+    sparse: list[tuple]  # (id, bm25) best first
+    degraded: list[str]
+    dense_paths: list[str]
+    vector: str | None = None  # the query embedding as a pgvector literal
+    embedder_id: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def memory_search(
+    *,
+    agent: Agent,
+    query: MemoryQuery,
+    include_shared: bool | None = None,
+    config: MemoryRetrievalConfig | None = None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+    leg_depth: int | None = None,
+    legs: Sequence[str] = LEGS,
+) -> SearchResult:
+    """The agent's live private memories (and the company's shared knowledge) for ``query``."""
+    company = agent.company
+    full_config = company_config(company)
+    config = config or full_config.memory.retrieval
+    if include_shared is None:
+        include_shared = config.include_shared
+    include_shared = include_shared and full_config.memory.options.shared_knowledge_base
+    parts = [
+        _Part(
+            "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
+            (agent.company_id, agent.pk),
+        )
+    ]
+    if include_shared:
+        parts.append(_Part("m.company_id = %s AND m.is_shared", (agent.company_id,)))
+    return _search(
+        company=company,
+        parts=parts,
+        query=query,
+        config=config,
+        embedder=embedder,
+        now=now,
+        leg_depth=leg_depth,
+        legs=legs,
+    )
+
+
+def shared_search(
+    *,
+    company: Company,
+    query: MemoryQuery,
+    exclude_agent: Agent | None = None,
+    config: MemoryRetrievalConfig | None = None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+    leg_depth: int | None = None,
+    legs: Sequence[str] = LEGS,
+) -> SearchResult:
+    """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s)."""
+    config = config or company_config(company).memory.retrieval
+    if exclude_agent is not None:
+        part = _Part(
+            "m.company_id = %s AND m.is_shared AND m.agent_id <> %s",
+            (company.pk, exclude_agent.pk),
+        )
+    else:
+        part = _Part("m.company_id = %s AND m.is_shared", (company.pk,))
+    return _search(
+        company=company,
+        parts=[part],
+        query=query,
+        config=config,
+        embedder=embedder,
+        now=now,
+        leg_depth=leg_depth,
+        legs=legs,
+    )
+
+
+# --- the pipeline ----------------------------------------------------------------------------
+
+
+def _search(
+    *,
+    company: Company,
+    parts: Sequence[_Part],
+    query: MemoryQuery,
+    config: MemoryRetrievalConfig,
+    embedder: Embedder | None,
+    now: datetime | None,
+    leg_depth: int | None,
+    legs: Sequence[str] = ("dense", "sparse"),
+) -> SearchResult:
+    if not legs or not set(legs) <= set(LEGS):
+        raise ValueError(LEG_ONLY_UNKNOWN)
+    now = now or timezone.now()
+    filters = _filters(query, now)
+    if query.text is None:
+        return _listing(parts=parts, filters=filters, query=query, config=config, now=now)
+
+    depth = leg_depth or min(MAX_LIMIT, max(MIN_LEG_DEPTH, LEG_DEPTH_FACTOR * query.limit))
+    ran = _run_legs(
+        company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
+        depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
+    )  # fmt: skip
+    min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
+    dense_score, sparse_score = dict(ran.dense), dict(ran.sparse)
+    dense_rank = {mid: rank for rank, (mid, _) in enumerate(ran.dense, start=1)}
+    sparse_rank = {mid: rank for rank, (mid, _) in enumerate(ran.sparse, start=1)}
+    candidate_ids = list(dict.fromkeys([mid for mid, _ in ran.dense + ran.sparse]))
+    similarity = dict(ran.dense)
+
+    scored: list[tuple]  # (id, relevance, recency, combined), best first
+    if config.fusion_strategy is FusionStrategy.RRF:
+        fused = rrf_fuse(
+            [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
+        )
+        top = [(mid, score) for mid, score in fused if score >= min_relevance][: query.limit]
+        similarity.update(_similarities(ran, [mid for mid, _ in top if mid not in similarity]))
+        scored = [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
+    else:
+        similarity.update(_similarities(ran, [m for m in candidate_ids if m not in similarity]))
+        if DEGRADED_DENSE in ran.degraded and ran.sparse:
+            best = ran.sparse[0][1] or 1.0
+            relevance = {mid: score / best for mid, score in ran.sparse}
+        else:
+            relevance = {mid: _clamp(sim) for mid, sim in similarity.items()}
+        meta = _row_meta(candidate_ids)
+        ranked = rank_linear(
+            [
+                Candidate(
+                    key=mid,
+                    relevance=relevance.get(mid),
+                    created_at=meta[mid][0],
+                    is_shared=meta[mid][1],
+                )
+                for mid in candidate_ids
+                if mid in meta
+            ],
+            now=now,
+            relevance_weight=config.relevance_weight,
+            recency_weight=config.recency_weight,
+            decay_rate=config.recency_decay_rate,
+            personal_boost=config.personal_boost,
+            default_relevance=config.default_relevance,
+            min_relevance=min_relevance,
+            max_results=query.limit,
+        )
+        scored = [(s.key, s.relevance, s.recency, s.combined) for s in ranked]
+
+    memories = _hydrate([row[0] for row in scored])
+    hits = [
+        SearchHit(
+            memory=memories[mid],
+            relevance=relevance_value,
+            recency=recency_value,
+            combined=combined,
+            dense_rank=dense_rank.get(mid),
+            sparse_rank=sparse_rank.get(mid),
+            is_shared=memories[mid].is_shared,
+            dense_score=dense_score.get(mid),
+            sparse_score=sparse_score.get(mid),
+        )
+        for mid, relevance_value, recency_value, combined in scored
+        if mid in memories
+    ]
+    return SearchResult(
+        hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths, timings=ran.timings
+    )
+
+
+def _row_meta(ids: Sequence) -> dict:
+    """``id → (created_at, is_shared)`` for the linear ranking."""
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id, m.created_at, m.is_shared FROM memory_memory m WHERE m.id = ANY(%s)",
+            [list(ids)],
+        )
+        return {mid: (created, shared) for mid, created, shared in cursor.fetchall()}
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, float(value)))
+
+
+def _filters(query: MemoryQuery, now: datetime) -> _Part:
+    clauses = ["m.superseded_at IS NULL", "(m.expires_at IS NULL OR m.expires_at > %s)"]
+    params: list = [now]
+    if query.namespaces:
+        clauses.append("m.namespace = ANY(%s)")
+        params.append(list(query.namespaces))
+    if query.categories:
+        clauses.append("m.category = ANY(%s)")
+        params.append([c.value for c in query.categories])
+    if query.tags:
+        clauses.append("m.tags @> %s::varchar(64)[]")
+        params.append(list(query.tags))
+    if query.since is not None:
+        clauses.append("m.created_at >= %s")
+        params.append(query.since)
+    if query.until is not None:
+        clauses.append("m.created_at < %s")
+        params.append(query.until)
+    return _Part(" AND ".join(clauses), tuple(params))
+
+
+def _listing(
+    *,
+    parts: Sequence[_Part],
+    filters: _Part,
+    query: MemoryQuery,
+    config: MemoryRetrievalConfig,
+    now: datetime,
+) -> SearchResult:
+    scope = " OR ".join(f"({part.sql})" for part in parts)
+    params = [p for part in parts for p in part.params] + list(filters.params)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id FROM memory_memory m WHERE ({scope}) AND {filters.sql} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %s",
+            [*params, query.limit],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    memories = _hydrate(ids)
+    hits = []
+    for mid in ids:
+        memory = memories[mid]
+        relevance = config.default_relevance
+        if not memory.is_shared and config.fusion_strategy is FusionStrategy.LINEAR:
+            relevance = min(1.0, relevance + config.personal_boost)
+        recency = recency_score(memory.created_at, now, config.recency_decay_rate)
+        combined = config.relevance_weight * relevance + config.recency_weight * recency
+        hits.append(
+            SearchHit(
+                memory=memory,
+                relevance=relevance,
+                recency=recency,
+                combined=min(1.0, max(0.0, combined)),
+                dense_rank=None,
+                sparse_rank=None,
+                is_shared=memory.is_shared,
+            )
+        )
+    return SearchResult(hits=hits)
+
+
+def _hydrate(ids: Sequence) -> dict:
+    if not ids:
+        return {}
+    return Memory.objects.defer("embedding", "search_vector").in_bulk(list(ids))
+
+
+# --- the legs --------------------------------------------------------------------------------
+
+
+def _run_legs(
+    *,
+    company: Company,
+    parts: Sequence[_Part],
+    filters: _Part,
+    text: str,
+    embedder: Embedder | None,
+    depth: int,
+    use_dense: bool = True,
+    use_sparse: bool = True,
+) -> _Legs:
+    degraded: list[str] = []
+    vector: np.ndarray | None = None
+    embedder_id = ""
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    try:
+        if not use_dense:
+            raise _Skipped
+        embedder = embedder or embedder_for(company)
+        vector = embedder.embed_one(text)
+        embedder_id = embedder.embedder_id
+    except (EmbeddingError, DomainError) as exc:
+        logger.warning("query embedding failed for company %s: %s", company.pk, exc)
+        degraded.append(DEGRADED_DENSE)
+    except _Skipped:
+        pass
+
+    timings["embed_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
+    dense: list[tuple] = []
+    paths: list[str] = []
+    if vector is not None:
+        literal = _vector_literal(vector)
+        for part in parts:
+            rows, path = _dense_part(part, filters, literal, embedder_id, depth)
+            dense.extend(rows)
+            paths.append(path)
+        dense.sort(key=lambda row: (-row[1], str(row[0])))
+        dense = dense[:depth]
+    timings["dense_ms"] = (time.perf_counter() - clock) * 1000
+    clock = time.perf_counter()
+    sparse = _sparse(parts, filters, text, depth) if use_sparse else []
+    timings["sparse_ms"] = (time.perf_counter() - clock) * 1000
+    return _Legs(
+        timings=timings,
+        dense=dense,
+        sparse=sparse,
+        degraded=degraded,
+        dense_paths=paths,
+        vector=_vector_literal(vector) if vector is not None else None,
+        embedder_id=embedder_id,
+    )
+
+
+def _vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def _dense_part(
+    part: _Part, filters: _Part, literal: str, embedder_id: str, depth: int
+) -> tuple[list[tuple], str]:
+    where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
+    params = [*part.params, *filters.params, embedder_id]
+    with connection.cursor() as cursor:
+        # Bounded count over the part alone (index-only on the agent / shared indexes).
+        cursor.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {part.sql} "
+            "LIMIT %s) AS bounded",
+            [*part.params, EXACT_SCAN_MAX_ROWS + 1],
+        )
+        (rows_in_part,) = cursor.fetchone()
+        if rows_in_part <= EXACT_SCAN_MAX_ROWS:
+            return _dense_exact(cursor, where, params, literal, depth), "exact"
+        rows = _dense_hnsw(cursor, where, params, literal, depth)
+        if len(rows) >= depth:
+            return rows, "hnsw"
+        return _dense_exact(cursor, where, params, literal, depth), "hnsw+exact"
+
+
+def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
+    # Ordering by the similarity (not by the raw distance operator) is something the HNSW
+    # index cannot serve, so the planner reads the part's rows through its b-tree and sorts:
+    # an exact top-k over exactly the rows the filters keep.
+    cursor.execute(
+        f"SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity FROM memory_memory m "
+        f"WHERE {where} ORDER BY similarity DESC, m.id LIMIT %s",
+        [literal, *params, depth],
+    )
+    return cursor.fetchall()
+
+
+def _dense_hnsw(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
+    with transaction.atomic():
+        # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
+        # takes the index-ordered HNSW scan rather than sorting the whole part.
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+            [str(HNSW_EF_SEARCH)],
+        )
+        cursor.execute(
+            f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
+            f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
+            [literal, *params, literal, depth],
+        )
+        rows = cursor.fetchall()
+        cursor.execute(
+            "SELECT set_config('hnsw.ef_search', '40', true), set_config('enable_sort', 'on', true)"
+        )
+    return rows
+
+
+def query_lexemes(text: str) -> list[str]:
+    """The distinct english lexemes of ``text`` (what the sparse leg matches on)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [text])
+        (lexemes,) = cursor.fetchone()
+    return list(lexemes or [])
+
+
+_BM25_SQL = """
+WITH stats AS (
+    SELECT count(*)::float8 AS n, coalesce(avg(m.doc_length), 0)::float8 AS avgdl
+      FROM memory_memory m
+     WHERE ({scope}) AND {filters}
+),
+matched AS (
+    SELECT m.id, m.doc_length, t.lexeme,
+           coalesce(array_length(t.positions, 1), 1)::float8 AS tf
+      FROM memory_memory m, unnest(m.search_vector) AS t
+     WHERE ({scope}) AND {filters}
+       AND m.search_vector @@ %s::tsquery AND t.lexeme = ANY(%s::text[])
+),
+df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme)
+SELECT matched.id,
+       sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+           * matched.tf * (%s + 1)
+           / (matched.tf + %s * (1 - %s + %s * CASE WHEN stats.avgdl > 0
+                                                    THEN matched.doc_length / stats.avgdl
+                                                    ELSE 0 END))) AS score
+  FROM matched JOIN df USING (lexeme) CROSS JOIN stats
+ GROUP BY matched.id
+ ORDER BY score DESC, matched.id
+ LIMIT %s
+"""
+
+
+def _sparse(parts: Sequence[_Part], filters: _Part, text: str, depth: int) -> list[tuple]:
+    lexemes = query_lexemes(text)
+    if not lexemes:
+        return []
+    scope = " OR ".join(f"({part.sql})" for part in parts)
+    scope_params = [p for part in parts for p in part.params]
+    tsquery = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in lexemes)
+    sql = _BM25_SQL.format(scope=scope, filters=filters.sql)
+    params = [
+        *scope_params,
+        *filters.params,
+        *scope_params,
+        *filters.params,
+        tsquery,
+        lexemes,
+        bm25.K1,
+        bm25.K1,
+        bm25.B,
+        bm25.B,
+        depth,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _similarities(legs: _Legs, ids: list) -> dict:
+    """Cosine similarity of sparse-only candidates (rows of the query's embedder only)."""
+    if not ids or legs.vector is None:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
+            "WHERE m.id = ANY(%s) AND m.embedder_id = %s AND m.embedding IS NOT NULL",
+            [legs.vector, list(ids), legs.embedder_id],
+        )
+        return dict(cursor.fetchall())

@@ -1,0 +1,85 @@
+"""The :class:`CompletionProvider` protocol, its value objects and errors (pure: no Django)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+class LLMError(Exception):
+    """A completion failed. ``retryable`` says whether trying again later could succeed."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        if retryable is not None:
+            self.retryable = retryable
+
+
+class LLMNotConfiguredError(LLMError):
+    """No LLM endpoint is configured; callers degrade (truncation, extractive fallback)."""
+
+
+class LLMTransientError(LLMError):
+    """Rate limiting, a server error, a timeout or a dropped connection (after all retries)."""
+
+    retryable = True
+
+
+class LLMRequestError(LLMError):
+    """The provider rejected the request (401/403 key, 404 model, 400 body): not retryable."""
+
+
+class LLMResponseError(LLMError):
+    """The provider answered 2xx with a body that is not a usable chat completion."""
+
+    retryable = True
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    role: str  # "system" | "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True)
+class TokenUsage:
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    model: str
+    provider: str
+    usage: TokenUsage
+    finish_reason: str | None = None
+
+
+UsageRecorder = Callable[[Completion], None]
+"""Called once per successful completion (e.g. to write a cost record). Its failures are
+logged and swallowed: accounting must never fail the call it accounts for."""
+
+
+@runtime_checkable
+class CompletionProvider(Protocol):
+    """Something that turns chat messages into one completion."""
+
+    @property
+    def default_model(self) -> str: ...
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion: ...

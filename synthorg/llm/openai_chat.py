@@ -1,0 +1,245 @@
+"""A :class:`CompletionProvider` over an OpenAI-compatible ``POST /chat/completions``.
+
+Works with OpenAI and with servers copying its wire format (vLLM, llama.cpp server, Ollama,
+LiteLLM). Pure module: no Django imports.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import httpx
+
+from synthorg.llm.base import (
+    ChatMessage,
+    Completion,
+    LLMRequestError,
+    LLMResponseError,
+    LLMTransientError,
+    TokenUsage,
+    UsageRecorder,
+)
+
+logger = logging.getLogger(__name__)
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+_BODY_EXCERPT_CHARS = 300
+
+
+class OpenAICompatibleChatClient:
+    """Chat completions over HTTP with retries and token accounting.
+
+    Each call is retried up to ``max_retries`` times, with exponential backoff, on
+    408/409/429/5xx, timeouts and connection errors (a ``Retry-After`` header in seconds is
+    honoured up to ``backoff_max``); after the last attempt an :class:`LLMTransientError` is
+    raised. Any other 4xx is an :class:`LLMRequestError` at once. A 2xx body that is not JSON
+    or has no message content is an :class:`LLMResponseError` (not retried: the same request
+    would most likely get the same answer).
+
+    Args:
+        base_url: API root including any version prefix, e.g. ``https://api.openai.com/v1``.
+        model: default model; a call may name another.
+        api_key: sent as ``Authorization: Bearer``; omitted when empty.
+        timeout: seconds for connecting and for each read/write, per attempt.
+        max_retries: retries after the first attempt (``0`` = a single try).
+        provider: name recorded in :class:`Completion` (and so in cost records).
+        usage_recorder: called with every successful :class:`Completion`.
+        sleep: how to wait between attempts; tests pass a recorder instead of sleeping.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        provider: str = "openai-compatible",
+        usage_recorder: UsageRecorder | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not base_url:
+            raise ValueError("base_url is required")
+        if not model:
+            raise ValueError("model is required")
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be at least 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._api_key = api_key
+        self._timeout = timeout
+        self._max_retries = max_retries
+        self._provider = provider
+        self._usage_recorder = usage_recorder
+        self._backoff_base = backoff_base
+        self._backoff_max = backoff_max
+        self._transport = transport
+        self._sleep = sleep
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        # Never show the API key.
+        return f"{type(self).__name__}(url={self._url!r}, model={self._model!r})"
+
+    def __enter__(self) -> OpenAICompatibleChatClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def default_model(self) -> str:
+        return self._model
+
+    def with_usage_recorder(self, recorder: UsageRecorder | None) -> OpenAICompatibleChatClient:
+        """A client with the same endpoint settings whose usage goes to ``recorder``."""
+        return OpenAICompatibleChatClient(
+            self._url.removesuffix("/chat/completions"),
+            self._model,
+            api_key=self._api_key,
+            timeout=self._timeout,
+            max_retries=self._max_retries,
+            provider=self._provider,
+            usage_recorder=recorder,
+            backoff_base=self._backoff_base,
+            backoff_max=self._backoff_max,
+            transport=self._transport,
+            sleep=self._sleep,
+        )
+
+    def close(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        if not messages:
+            raise ValueError("messages must not be empty")
+        body: dict[str, Any] = {
+            "model": model or self._model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+        }
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if temperature is not None:
+            body["temperature"] = temperature
+        payload = self._post_with_retries(body)
+        completion = self._parse(payload, requested_model=body["model"])
+        if self._usage_recorder is not None:
+            try:
+                self._usage_recorder(completion)
+            except Exception:
+                logger.exception("LLM usage recorder failed; the completion is still returned")
+        return completion
+
+    def _post_with_retries(self, body: dict[str, Any]) -> Any:
+        client = self._http_client()
+        attempts = self._max_retries + 1
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = client.post(self._url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+            else:
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except ValueError as exc:
+                        raise LLMResponseError(
+                            f"{self._describe(body)}: response is not valid JSON ({exc}): "
+                            f"{_excerpt(response.text)!r}"
+                        ) from exc
+                failure = f"HTTP {response.status_code}: {_excerpt(response.text)!r}"
+                if response.status_code not in _RETRYABLE_STATUS:
+                    raise LLMRequestError(f"{self._describe(body)} failed: {failure}")
+                retry_after = _retry_after_seconds(response)
+            if attempt == attempts:
+                raise LLMTransientError(
+                    f"{self._describe(body)} failed after {attempts} attempt(s): {failure}"
+                )
+            self._sleep(self._backoff(attempt, retry_after))
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _parse(self, payload: Any, *, requested_model: str) -> Completion:
+        choices = payload.get("choices") if isinstance(payload, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise LLMResponseError(
+                f"chat completion from {self._url} has no choices: {_excerpt(repr(payload))}"
+            )
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, str):
+            raise LLMResponseError(
+                f"chat completion from {self._url} has no text content: "
+                f"{_excerpt(repr(choices[0]))}"
+            )
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        model = payload.get("model")
+        return Completion(
+            content=content,
+            model=model if isinstance(model, str) and model else requested_model,
+            provider=self._provider,
+            usage=TokenUsage(
+                input_tokens=_count(usage.get("prompt_tokens")),
+                output_tokens=_count(usage.get("completion_tokens")),
+            ),
+            finish_reason=choices[0].get("finish_reason"),
+        )
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = self._backoff_base * (2 ** (attempt - 1))
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return min(delay, self._backoff_max)
+
+    def _describe(self, body: dict[str, Any]) -> str:
+        return f"chat completion request to {self._url} (model {body['model']!r})"
+
+    def _http_client(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                headers = {"Accept": "application/json"}
+                if self._api_key:
+                    headers["Authorization"] = f"Bearer {self._api_key}"
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self._timeout), headers=headers, transport=self._transport
+                )
+            return self._client
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _retry_after_seconds(response: httpx.Response) -> float | None:
+    """A ``Retry-After`` given in seconds; the HTTP-date form is ignored."""
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _BODY_EXCERPT_CHARS else text[:_BODY_EXCERPT_CHARS] + "…"

@@ -1,0 +1,56 @@
+"""Pending embeddings are filled in by the q2 backfill task once the embedder recovers."""
+
+import pytest
+
+from memory.models import Memory
+from memory.tasks import backfill_pending_embeddings
+from synthorg.schedules import declared_schedules
+from tests.memory.conftest import use_remote_embedder
+from tests.memory.factories import MemoryFactory
+from tests.persistence.factories import AgentFactory, CompanyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_backfill_after_the_embedder_recovers(caller, failing_embedder):
+    response = caller.client.post(
+        "/api/v1/memories",
+        {"content": "Grafana lives on port 3000.", "category": "semantic"},
+        format="json",
+    )
+    memory_id = response.json()["id"]
+    assert backfill_pending_embeddings() == 0  # still failing: nothing filled, nothing lost
+    assert Memory.objects.get(pk=memory_id).embedding_status == "pending"
+
+    failing_embedder.set_handler(failing_embedder.EMBEDDINGS, failing_embedder._default_embeddings)
+    assert backfill_pending_embeddings() == 1
+    row = Memory.objects.get(pk=memory_id)
+    assert (row.embedding_status, row.embedder_id) == ("ready", "openai:fake-embed")
+    assert len(row.embedding) == 384
+    assert backfill_pending_embeddings() == 0
+
+
+def test_backfill_uses_each_companys_embedder(embedding_server):
+    remote = CompanyFactory()
+    use_remote_embedder(remote, embedding_server)
+    local = CompanyFactory()
+    a = MemoryFactory(agent=AgentFactory(company=remote))
+    b = MemoryFactory(agent=AgentFactory(company=local), content="Local model memory.")
+    ready = MemoryFactory(
+        agent=AgentFactory(company=local),
+        embedding=[0.5] * 384,
+        embedder_id="x",
+        embedding_status="ready",
+    )
+    assert backfill_pending_embeddings(limit=10) == 2
+    a.refresh_from_db(), b.refresh_from_db(), ready.refresh_from_db()
+    assert a.embedder_id == "openai:fake-embed"
+    assert b.embedder_id not in ("", "openai:fake-embed")
+    assert ready.embedder_id == "x"
+    requests = embedding_server.requests_to(embedding_server.EMBEDDINGS)
+    assert [r.json()["input"] for r in requests] == [[a.content]]
+
+
+def test_backfill_schedule_is_declared():
+    spec = declared_schedules()["memory-embedding-backfill"]
+    assert spec.func == "memory.tasks.backfill_pending_embeddings"
