@@ -65,3 +65,12 @@ class ConsolidationInterval(StrEnum):
     DAILY = "daily"
     WEEKLY = "weekly"
     NEVER = "never"
+
+
+def labelled_choices(enum: type[StrEnum]) -> list[tuple[str, str]]:
+    """``(value, "Title Case")`` pairs, the form Django model/serializer choices use."""
+    return [(member.value, member.value.replace("_", " ").title()) for member in enum]
+
+
+MEMORY_CATEGORY_CHOICES = labelled_choices(MemoryCategory)
+ORG_FACT_CATEGORY_CHOICES = labelled_choices(OrgFactCategory)

@@ -128,7 +128,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
+        "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
+    },
 }
 
 Q_CLUSTER = {
