@@ -157,7 +157,13 @@ SYNTHORG_LLM = {
     "MODEL": os.environ.get("SYNTHORG_LLM_MODEL", ""),
     "TIMEOUT": float(os.environ.get("SYNTHORG_LLM_TIMEOUT", "30")),
     "MAX_RETRIES": int(os.environ.get("SYNTHORG_LLM_MAX_RETRIES", "2")),
+    # USD per million tokens, used to price the cost record of every call (0 when unset).
+    "INPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_INPUT_COST_PER_MTOK", "0"),
+    "OUTPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_OUTPUT_COST_PER_MTOK", "0"),
 }
+
+# Org facts are also embedded (for relevance ranking next to BM25) unless this is false.
+ORGMEMORY_EMBEDDINGS = _env_bool("SYNTHORG_ORGMEMORY_EMBEDDINGS", True)
 
 # Agent API keys: how often `last_used_at` is written (seconds), to avoid a write per request.
 SYNTHORG_KEY_LAST_USED_RESOLUTION = 60
