@@ -263,6 +263,10 @@ class MemoryContextRequestSerializer(StrictSerializer):
         required=False,
         max_length=50,
     )
+    include_org = serializers.BooleanField(
+        default=True,
+        help_text="Include the org's core policies (pinned) and relevant extended facts.",
+    )
 
 
 class ChatMessageSerializer(serializers.Serializer):

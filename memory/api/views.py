@@ -496,9 +496,12 @@ class MemoryContextView(AgentView, APIView):
         summary="Memory context for a prompt (prepare_messages)",
         description=(
             "Runs the retrieval pipeline for `query` and packs the best memories into chat "
-            "messages ready to splice into a prompt, within `token_budget`. Memory text is "
-            "fenced as untrusted content behind a directive. `included`/`dropped` list what "
-            'fitted and what did not; `degraded` is `["dense"]` when the embedder failed.'
+            "messages ready to splice into a prompt, within `token_budget`. Unless "
+            "`include_org` is false, the company's core policies come first (always, never "
+            "dropped for budget) and the org's extended facts relevant to `query` compete "
+            "with the memories (`kind: org_fact`). Memory and fact text is fenced as "
+            "untrusted content behind a directive. `included`/`dropped` list what fitted "
+            'and what did not; `degraded` is `["dense"]` when the embedder failed.'
         ),
         request=s.MemoryContextRequestSerializer,
         responses={200: s.MemoryContextSerializer, 400: PROBLEM},
@@ -529,7 +532,7 @@ class MemoryContextView(AgentView, APIView):
     )
     def post(self, request):
         from memory.retrieval.query import MemoryQuery
-        from memory.selectors.context import memory_context
+        from memory.selectors.context import agent_prompt_context
 
         serializer = s.MemoryContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -549,11 +552,12 @@ class MemoryContextView(AgentView, APIView):
                 code="validation_error",
                 errors=[{"field": "query", "message": QUERY_BLANK, "code": "blank"}],
             )
-        prepared = memory_context(
+        prepared = agent_prompt_context(
             agent=self.agent,
             query_text=query.text,
             token_budget=data["token_budget"],
             categories=query.categories,
             namespaces=query.namespaces,
+            include_org=data["include_org"],
         )
         return Response(s.MemoryContextSerializer(prepared).data)

@@ -38,6 +38,7 @@ from synthorg.errors import InvalidInputError
 QUERY_TEXT_BLANK = "query_text must not be blank."
 TOKEN_BUDGET_NEGATIVE = "token_budget must be zero or a positive integer."
 DEGRADED_FILTER = "filter"
+CORE_POLICIES_HEADER = "## Company policies (always apply)"
 TOOL_BASED_INSTRUCTION = (
     "You have long-term memory tools: call search_memory(query, limit) to look up what you "
     "learned before, and recall_memory(id) to read one memory in full. Search before "
@@ -153,6 +154,55 @@ def memory_context(
         tokens_used=used + pinned_tokens,
         token_budget=token_budget,
         degraded=degraded,
+    )
+
+
+def agent_prompt_context(
+    *,
+    agent: Agent,
+    query_text: str,
+    token_budget: int,
+    categories: Sequence[MemoryCategory | str] = (),
+    namespaces: Sequence[str] = (),
+    include_org: bool = True,
+    now: datetime | None = None,
+    embedder=None,
+) -> PreparedContext:
+    """The whole context an agent splices into its prompt: org knowledge + its memories.
+
+    The company's core policies (config first, then human-written ``core_policy`` facts) are
+    pinned: always present, first, never dropped for budget. The org's extended facts most
+    relevant to ``query_text`` compete with the agent's memories for the rest of the budget
+    and are fenced the same way (they are written by agents and humans: untrusted text).
+    """
+    pinned: list[str] = []
+    extra: list[ContextEntry] = []
+    if include_org:
+        from orgmemory.selectors import org_prompt_context
+
+        org = org_prompt_context(company=agent.company, context=query_text)
+        if org.core_policies:
+            pinned = [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {p}" for p in org.core_policies)]
+        extra = [
+            ContextEntry(
+                key=f"fact:{fact.fact_id}",
+                content=fact.content,
+                score=fact.score,
+                kind="org_fact",
+                label=f"org {fact.category}",
+            )
+            for fact in org.facts
+        ]
+    return memory_context(
+        agent=agent,
+        query_text=query_text,
+        token_budget=token_budget,
+        categories=categories,
+        namespaces=namespaces,
+        pinned=pinned,
+        extra_entries=extra,
+        now=now,
+        embedder=embedder,
     )
 
 
