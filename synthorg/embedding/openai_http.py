@@ -6,8 +6,6 @@ Ollama, LiteLLM, text-embeddings-inference). Pure module: no Django imports.
 
 from __future__ import annotations
 
-import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,10 +14,10 @@ import httpx
 import numpy as np
 
 from synthorg.embedding.base import EmbeddingError, l2_normalize_rows, validate_texts
+from synthorg.http_json import HttpJsonError, RetryingJsonPoster, excerpt
 
 DEFAULT_BATCH_SIZE = 64
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-_BODY_EXCERPT_CHARS = 300
 
 
 class OpenAICompatibleEmbedder:
@@ -69,23 +67,21 @@ class OpenAICompatibleEmbedder:
             raise ValueError(f"dims must be at least 1, got {dims}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be at least 0, got {max_retries}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dims = dims
-        self._api_key = api_key
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._batch_size = batch_size
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
-        self._transport = transport
-        self._sleep = sleep
-        self._client: httpx.Client | None = None
-        self._client_lock = threading.Lock()
+        self._http = RetryingJsonPoster(
+            self._url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retryable_status=_RETRYABLE_STATUS,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            transport=transport,
+            sleep=sleep,
+        )
 
     def __repr__(self) -> str:
         # Never show the API key.
@@ -107,10 +103,7 @@ class OpenAICompatibleEmbedder:
 
     def close(self) -> None:
         """Close pooled connections; a later call opens new ones."""
-        with self._client_lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._http.close()
 
     def embed_one(self, text: str) -> np.ndarray:
         """Embed one text; returns a float32 vector of shape ``(dims,)``."""
@@ -132,39 +125,16 @@ class OpenAICompatibleEmbedder:
         return l2_normalize_rows(self._parse(payload, expected=len(batch)))
 
     def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        client = self._http_client()
-        attempts = self._max_retries + 1
-        for attempt in range(1, attempts + 1):
-            retry_after: float | None = None
-            try:
-                response = client.post(self._url, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
-            else:
-                if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise EmbeddingError(
-                            f"{self._describe()}: response is not valid JSON ({exc}): "
-                            f"{_excerpt(response.text)!r}"
-                        ) from exc
-                failure = f"HTTP {response.status_code}: {_excerpt(response.text)!r}"
-                if response.status_code not in _RETRYABLE_STATUS:
-                    raise EmbeddingError(f"{self._describe()} failed: {failure}")
-                retry_after = _retry_after_seconds(response)
-            if attempt == attempts:
-                raise EmbeddingError(
-                    f"{self._describe()} failed after {attempts} attempt(s): {failure}"
-                )
-            self._sleep(self._backoff(attempt, retry_after))
-        raise AssertionError("unreachable")  # the loop always returns or raises
+        try:
+            return self._http.post(body, describe=self._describe())
+        except HttpJsonError as exc:
+            raise EmbeddingError(str(exc)) from exc
 
     def _parse(self, payload: Any, *, expected: int) -> np.ndarray:
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list):
             raise EmbeddingError(
-                f"{self._describe()}: response has no 'data' list: {_excerpt(repr(payload))}"
+                f"{self._describe()}: response has no 'data' list: {excerpt(repr(payload))}"
             )
         if len(data) != expected:
             raise EmbeddingError(
@@ -177,7 +147,7 @@ class OpenAICompatibleEmbedder:
             if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < expected:
                 raise EmbeddingError(
                     f"{self._describe()}: data[{position}] has no valid 'index' "
-                    f"(0..{expected - 1}): {_excerpt(repr(item))}"
+                    f"(0..{expected - 1}): {excerpt(repr(item))}"
                 )
             if index in seen:
                 raise EmbeddingError(f"{self._describe()}: index {index} appears twice")
@@ -203,37 +173,5 @@ class OpenAICompatibleEmbedder:
             raise EmbeddingError(f"{self._describe()}: embedding {index} has non-finite values")
         return vector
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = self._backoff_base * (2 ** (attempt - 1))
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        return min(delay, self._backoff_max)
-
     def _describe(self) -> str:
         return f"embedding request to {self._url} (model {self._model!r})"
-
-    def _http_client(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                headers = {"Accept": "application/json"}
-                if self._api_key:
-                    headers["Authorization"] = f"Bearer {self._api_key}"
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(self._timeout),
-                    headers=headers,
-                    transport=self._transport,
-                )
-            return self._client
-
-
-def _retry_after_seconds(response: httpx.Response) -> float | None:
-    """A ``Retry-After`` given in seconds; the HTTP-date form is ignored."""
-    try:
-        seconds = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _excerpt(text: str) -> str:
-    return text if len(text) <= _BODY_EXCERPT_CHARS else text[:_BODY_EXCERPT_CHARS] + "…"

@@ -7,14 +7,19 @@ LiteLLM). Pure module: no Django imports.
 from __future__ import annotations
 
 import logging
-import math
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 
+from synthorg.http_json import (
+    MalformedResponseError,
+    RejectedHttpError,
+    RetryingJsonPoster,
+    TransientHttpError,
+    excerpt,
+)
 from synthorg.llm.base import (
     ChatMessage,
     Completion,
@@ -28,7 +33,6 @@ from synthorg.llm.base import (
 logger = logging.getLogger(__name__)
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-_BODY_EXCERPT_CHARS = 300
 
 
 class OpenAICompatibleChatClient:
@@ -71,23 +75,21 @@ class OpenAICompatibleChatClient:
             raise ValueError("base_url is required")
         if not model:
             raise ValueError("model is required")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be at least 0, got {max_retries}")
-        if timeout <= 0:
-            raise ValueError(f"timeout must be positive, got {timeout}")
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._max_retries = max_retries
         self._provider = provider
         self._usage_recorder = usage_recorder
-        self._backoff_base = backoff_base
-        self._backoff_max = backoff_max
-        self._transport = transport
-        self._sleep = sleep
-        self._client: httpx.Client | None = None
-        self._client_lock = threading.Lock()
+        self._http = RetryingJsonPoster(
+            self._url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retryable_status=_RETRYABLE_STATUS,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            transport=transport,
+            sleep=sleep,
+        )
 
     def __repr__(self) -> str:
         # Never show the API key.
@@ -108,22 +110,19 @@ class OpenAICompatibleChatClient:
         return OpenAICompatibleChatClient(
             self._url.removesuffix("/chat/completions"),
             self._model,
-            api_key=self._api_key,
-            timeout=self._timeout,
-            max_retries=self._max_retries,
+            api_key=self._http.api_key,
+            timeout=self._http.timeout,
+            max_retries=self._http.max_retries,
             provider=self._provider,
             usage_recorder=recorder,
-            backoff_base=self._backoff_base,
-            backoff_max=self._backoff_max,
-            transport=self._transport,
-            sleep=self._sleep,
+            backoff_base=self._http.backoff_base,
+            backoff_max=self._http.backoff_max,
+            transport=self._http.transport,
+            sleep=self._http.sleep,
         )
 
     def close(self) -> None:
-        with self._client_lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._http.close()
 
     def complete(
         self,
@@ -153,46 +152,26 @@ class OpenAICompatibleChatClient:
         return completion
 
     def _post_with_retries(self, body: dict[str, Any]) -> Any:
-        client = self._http_client()
-        attempts = self._max_retries + 1
-        for attempt in range(1, attempts + 1):
-            retry_after: float | None = None
-            try:
-                response = client.post(self._url, json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
-            else:
-                if response.is_success:
-                    try:
-                        return response.json()
-                    except ValueError as exc:
-                        raise LLMResponseError(
-                            f"{self._describe(body)}: response is not valid JSON ({exc}): "
-                            f"{_excerpt(response.text)!r}"
-                        ) from exc
-                failure = f"HTTP {response.status_code}: {_excerpt(response.text)!r}"
-                if response.status_code not in _RETRYABLE_STATUS:
-                    raise LLMRequestError(f"{self._describe(body)} failed: {failure}")
-                retry_after = _retry_after_seconds(response)
-            if attempt == attempts:
-                raise LLMTransientError(
-                    f"{self._describe(body)} failed after {attempts} attempt(s): {failure}"
-                )
-            self._sleep(self._backoff(attempt, retry_after))
-        raise AssertionError("unreachable")  # the loop always returns or raises
+        try:
+            return self._http.post(body, describe=self._describe(body))
+        except TransientHttpError as exc:
+            raise LLMTransientError(str(exc)) from exc
+        except RejectedHttpError as exc:
+            raise LLMRequestError(str(exc)) from exc
+        except MalformedResponseError as exc:
+            raise LLMResponseError(str(exc)) from exc
 
     def _parse(self, payload: Any, *, requested_model: str) -> Completion:
         choices = payload.get("choices") if isinstance(payload, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise LLMResponseError(
-                f"chat completion from {self._url} has no choices: {_excerpt(repr(payload))}"
+                f"chat completion from {self._url} has no choices: {excerpt(repr(payload))}"
             )
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, str):
             raise LLMResponseError(
-                f"chat completion from {self._url} has no text content: "
-                f"{_excerpt(repr(choices[0]))}"
+                f"chat completion from {self._url} has no text content: {excerpt(repr(choices[0]))}"
             )
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
         model = payload.get("model")
@@ -207,39 +186,9 @@ class OpenAICompatibleChatClient:
             finish_reason=choices[0].get("finish_reason"),
         )
 
-    def _backoff(self, attempt: int, retry_after: float | None) -> float:
-        delay = self._backoff_base * (2 ** (attempt - 1))
-        if retry_after is not None:
-            delay = max(delay, retry_after)
-        return min(delay, self._backoff_max)
-
     def _describe(self, body: dict[str, Any]) -> str:
         return f"chat completion request to {self._url} (model {body['model']!r})"
-
-    def _http_client(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                headers = {"Accept": "application/json"}
-                if self._api_key:
-                    headers["Authorization"] = f"Bearer {self._api_key}"
-                self._client = httpx.Client(
-                    timeout=httpx.Timeout(self._timeout), headers=headers, transport=self._transport
-                )
-            return self._client
 
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
-def _retry_after_seconds(response: httpx.Response) -> float | None:
-    """A ``Retry-After`` given in seconds; the HTTP-date form is ignored."""
-    try:
-        seconds = float(response.headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _excerpt(text: str) -> str:
-    return text if len(text) <= _BODY_EXCERPT_CHARS else text[:_BODY_EXCERPT_CHARS] + "…"

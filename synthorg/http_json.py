@@ -1,0 +1,135 @@
+"""POSTing JSON to an OpenAI-compatible endpoint, with retries (pure: no Django import).
+
+Shared by the embedding client and the chat-completions client: one lazily created, pooled
+``httpx.Client``; retries with exponential backoff on retryable statuses, timeouts and
+connection errors, honouring a ``Retry-After`` given in seconds; other statuses fail at
+once. Failures are raised as the three :class:`HttpJsonError` kinds below, which each client
+translates into its own error type. Messages never contain credentials.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+BODY_EXCERPT_CHARS = 300
+
+
+class HttpJsonError(Exception):
+    """Base of the failures :meth:`RetryingJsonPoster.post` raises."""
+
+
+class TransientHttpError(HttpJsonError):
+    """Still failing (retryable status, timeout, connection error) after every attempt."""
+
+
+class RejectedHttpError(HttpJsonError):
+    """The server answered with a status that retrying will not change (e.g. 401, 400)."""
+
+
+class MalformedResponseError(HttpJsonError):
+    """A success status whose body is not JSON."""
+
+
+def excerpt(text: str) -> str:
+    return text if len(text) <= BODY_EXCERPT_CHARS else text[:BODY_EXCERPT_CHARS] + "…"
+
+
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """A ``Retry-After`` given in seconds; the HTTP-date form is ignored."""
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+class RetryingJsonPoster:
+    """POST JSON bodies to one URL; thread-safe; ``close()`` drops pooled connections."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        retryable_status: frozenset[int],
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be at least 0, got {max_retries}")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        self.url = url
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.retryable_status = retryable_status
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.transport = transport
+        self.sleep = sleep
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    def post(self, body: dict[str, Any], *, describe: str) -> Any:
+        """The decoded JSON response; ``describe`` names the request in error messages."""
+        client = self._http_client()
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            retry_after: float | None = None
+            try:
+                response = client.post(self.url, json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+            else:
+                if response.is_success:
+                    try:
+                        return response.json()
+                    except ValueError as exc:
+                        raise MalformedResponseError(
+                            f"{describe}: response is not valid JSON ({exc}): "
+                            f"{excerpt(response.text)!r}"
+                        ) from exc
+                failure = f"HTTP {response.status_code}: {excerpt(response.text)!r}"
+                if response.status_code not in self.retryable_status:
+                    raise RejectedHttpError(f"{describe} failed: {failure}")
+                retry_after = retry_after_seconds(response)
+            if attempt == attempts:
+                raise TransientHttpError(
+                    f"{describe} failed after {attempts} attempt(s): {failure}"
+                )
+            self.sleep(self._backoff(attempt, retry_after))
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        delay = self.backoff_base * (2 ** (attempt - 1))
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return min(delay, self.backoff_max)
+
+    def _http_client(self) -> httpx.Client:
+        with self._client_lock:
+            if self._client is None:
+                headers = {"Accept": "application/json"}
+                if self.api_key:
+                    headers["Authorization"] = f"Bearer {self.api_key}"
+                self._client = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout), headers=headers, transport=self.transport
+                )
+            return self._client
