@@ -59,10 +59,13 @@ from synthorg.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
-#: Up to this many rows in a scope part, the dense leg scans them exactly (measured in
-#: bench/results/scale_search.json: an exact scan of 10k rows stays within the latency goal).
-EXACT_SCAN_MAX_ROWS = 20_000
-#: pgvector's maximum; the HNSW walk returns at most this many rows before filtering.
+#: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
+#: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
+EXACT_SCAN_MAX_ROWS = 5_000
+#: The first HNSW walk's width (at least ``HNSW_EF_DEPTH_FACTOR`` × the leg depth).
+HNSW_EF_SEARCH_FIRST = 200
+HNSW_EF_DEPTH_FACTOR = 4
+#: pgvector's maximum; the widened walk returns at most this many rows before filtering.
 HNSW_EF_SEARCH = 1000
 #: Each leg fetches this many candidates at least (fusion needs depth beyond ``limit``).
 MIN_LEG_DEPTH = 50
@@ -433,19 +436,36 @@ def _dense_part(
     where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
     params = [*part.params, *filters.params, embedder_id]
     with connection.cursor() as cursor:
-        # Bounded count over the part alone (index-only on the agent / shared indexes).
-        cursor.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM memory_memory m WHERE {part.sql} "
-            "LIMIT %s) AS bounded",
-            [*part.params, EXACT_SCAN_MAX_ROWS + 1],
-        )
-        (rows_in_part,) = cursor.fetchone()
-        if rows_in_part <= EXACT_SCAN_MAX_ROWS:
+        if _table_rows(cursor) <= EXACT_SCAN_MAX_ROWS:
             return _dense_exact(cursor, where, params, literal, depth), "exact"
-        rows = _dense_hnsw(cursor, where, params, literal, depth)
-        if len(rows) >= depth:
-            return rows, "hnsw"
+        # A filtered walk that returns ``depth`` rows found them among the walk's nearest
+        # candidates, so the part's true top-k lie there too (recall = the walk's recall).
+        # A part that is a small share of the index starves the walk: widen it once, then
+        # scan the part exactly.
+        for ef_search in _ef_steps(depth):
+            rows = _dense_hnsw(cursor, where, params, literal, depth, ef_search)
+            if len(rows) >= depth:
+                return rows, "hnsw"
         return _dense_exact(cursor, where, params, literal, depth), "hnsw+exact"
+
+
+def _ef_steps(depth: int) -> list[int]:
+    first = min(HNSW_EF_SEARCH, max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth))
+    return [first] if first >= HNSW_EF_SEARCH else [first, HNSW_EF_SEARCH]
+
+
+def _table_rows(cursor) -> int:
+    """The planner's row estimate for the table, or (when it is small or unknown) an exact
+    count bounded by ``EXACT_SCAN_MAX_ROWS`` (cheap: it reads at most that many rows)."""
+    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_memory'::regclass")
+    (estimate,) = cursor.fetchone()
+    if estimate > EXACT_SCAN_MAX_ROWS:
+        return int(estimate)
+    cursor.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded",
+        [EXACT_SCAN_MAX_ROWS + 1],
+    )
+    return cursor.fetchone()[0]
 
 
 def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
@@ -460,13 +480,15 @@ def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> 
     return cursor.fetchall()
 
 
-def _dense_hnsw(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
+def _dense_hnsw(
+    cursor, where: str, params: list, literal: str, depth: int, ef_search: int
+) -> list[tuple]:
     with transaction.atomic():
         # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
         # takes the index-ordered HNSW scan rather than sorting the whole part.
         cursor.execute(
             "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-            [str(HNSW_EF_SEARCH)],
+            [str(ef_search)],
         )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
