@@ -12,11 +12,12 @@ Dense leg
     the whole table holds up to ``EXACT_SCAN_MAX_ROWS`` rows (planner estimate, checked with
     a bounded count when small), each part of the scope (private rows of one agent; shared
     rows of one company) is scanned exactly (ordered by similarity, an expression HNSW cannot
-    serve). Above it, the HNSW walk answers first (``hnsw.ef_search`` 200, then 1000) with
-    the part's filters; a walk that returns ``depth`` filtered rows found the part's true
-    nearest among its candidates, so it is kept; one that returns fewer (a part that is a
-    small share of the index) falls back to the exact scan. ``bench/scale_search.py``
-    measures both paths and the recall against an exact scan.
+    serve). Above it, a part the planner estimates at ``HNSW_MIN_SHARE`` of the table or
+    more (or above ``PART_EXACT_MAX_ROWS``) is walked with HNSW first (``hnsw.ef_search``
+    200, then 1000) with the part's filters, and a smaller part is scanned exactly. A walk
+    that returns ``depth`` filtered rows found the part's true nearest among its
+    candidates, so it is kept; one that returns fewer falls back to the exact scan.
+    ``bench/scale_search.py`` measures both paths and the recall against an exact scan.
 
 Sparse leg
     Okapi BM25 (k1 1.2, b 0.75, idf ``ln(1 + (N − df + 0.5)/(df + 0.5))``) computed in one
@@ -40,6 +41,7 @@ A query without text lists memories newest first (metadata filters only).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -67,6 +69,11 @@ logger = logging.getLogger(__name__)
 #: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
 #: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
 EXACT_SCAN_MAX_ROWS = 5_000
+#: Above ``EXACT_SCAN_MAX_ROWS``, a part the planner estimates at this share of the table or
+#: more (or at more than ``PART_EXACT_MAX_ROWS`` rows) is walked with HNSW first; a smaller
+#: part is scanned exactly (a walk would mostly return other agents' rows).
+HNSW_MIN_SHARE = 0.25
+PART_EXACT_MAX_ROWS = 20_000
 #: The first HNSW walk's width (at least ``HNSW_EF_DEPTH_FACTOR`` × the leg depth).
 HNSW_EF_SEARCH_FIRST = 200
 HNSW_EF_DEPTH_FACTOR = 4
@@ -473,7 +480,13 @@ def _dense_part(
     where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
     params = [*part.params, *filters.params, embedder_id]
     with connection.cursor() as cursor:
-        if _table_rows(cursor) <= EXACT_SCAN_MAX_ROWS:
+        table_rows = _table_rows(cursor)
+        if table_rows <= EXACT_SCAN_MAX_ROWS:
+            return _dense_exact(cursor, where, params, literal, depth), "exact"
+        part_rows = _part_rows_estimate(cursor, part)
+        if part_rows < HNSW_MIN_SHARE * table_rows and part_rows <= PART_EXACT_MAX_ROWS:
+            # A small share of the index (e.g. one of many agents): the walk would come back
+            # short, and the part's own rows are cheap to scan exactly through its b-tree.
             return _dense_exact(cursor, where, params, literal, depth), "exact"
         # A filtered walk that returns ``depth`` rows found them among the walk's nearest
         # candidates, so the part's true top-k lie there too (recall = the walk's recall).
@@ -489,6 +502,17 @@ def _dense_part(
 def _ef_steps(depth: int) -> list[int]:
     first = min(HNSW_EF_SEARCH, max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth))
     return [first] if first >= HNSW_EF_SEARCH else [first, HNSW_EF_SEARCH]
+
+
+def _part_rows_estimate(cursor, part: _Part) -> float:
+    """The planner's row estimate for the part (a planning round trip, no scan)."""
+    cursor.execute(
+        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_memory m WHERE {part.sql}", part.params
+    )
+    plan = cursor.fetchone()[0]
+    if isinstance(plan, str):
+        plan = json.loads(plan)
+    return float(plan[0]["Plan"]["Plan Rows"])
 
 
 def _table_rows(cursor) -> int:
