@@ -129,8 +129,9 @@ class Memory(models.Model):
                 condition=models.Q(embedding_status="pending"),
                 name="memory_embedding_pending",
             ),
-            GinIndex(fields=["search_vector"], name="memory_search_vector"),
-            GinIndex(fields=["tags"], name="memory_tags"),
+            # fastupdate off: no pending list for BM25 lookups to scan (see migration 0006).
+            GinIndex(fields=["search_vector"], name="memory_search_vector", fastupdate=False),
+            GinIndex(fields=["tags"], name="memory_tags", fastupdate=False),
             HnswIndex(
                 name="memory_embedding_hnsw",
                 fields=["embedding"],

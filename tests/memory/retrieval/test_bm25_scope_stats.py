@@ -1,0 +1,59 @@
+"""The trigger-maintained BM25 scope totals always equal a scan of the live rows."""
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.models import Memory
+from tests.memory.factories import MemoryFactory
+from tests.persistence.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db
+
+SCAN = """
+SELECT company_id, agent_id, is_shared, count(*), sum(doc_length)
+  FROM memory_memory WHERE superseded_at IS NULL
+ GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+"""
+STORED = """
+SELECT company_id, agent_id, is_shared, n, sum_doc_length
+  FROM memory_bm25_scope_stats WHERE n > 0 ORDER BY 1, 2, 3
+"""
+
+
+def totals(sql):
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return [tuple(int(v) if not isinstance(v, bool) else v for v in row) for row in cursor]
+
+
+def assert_consistent():
+    assert totals(STORED) == totals(SCAN)
+
+
+def test_totals_follow_every_kind_of_write():
+    agent, other = AgentFactory(), AgentFactory()
+    first = MemoryFactory(agent=agent, content="The billing service deploys on Fridays")
+    MemoryFactory(agent=agent, content="Staging resets nightly at two")
+    shared = MemoryFactory(agent=agent, content="Shared runbook for incidents", is_shared=True)
+    MemoryFactory(agent=other, content="Another agent's private note")
+    assert_consistent()
+    assert totals(STORED)[0][3] == 2  # two private live rows for the first agent
+
+    first.content = "The billing service deploys on Fridays and Mondays after review"
+    first.save()  # doc_length changes through the search trigger
+    assert_consistent()
+
+    Memory.objects.filter(pk=shared.pk).update(is_shared=False)
+    assert_consistent()
+
+    Memory.objects.filter(pk=first.pk).update(superseded_at=timezone.now())
+    assert_consistent()
+    Memory.objects.filter(pk=first.pk).update(superseded_at=None)
+    assert_consistent()
+
+    Memory.objects.filter(agent=other).delete()
+    assert_consistent()
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_memory WHERE agent_id = %s", [agent.pk])
+    assert totals(STORED) == totals(SCAN) == []
