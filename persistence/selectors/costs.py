@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from persistence.budget import BUDGET_KEY, BUDGET_NAMESPACE, MonthlyBudget
 from persistence.models import Agent, Company, CostRecord, Task
+from persistence.selectors.filtering import where_given
 from persistence.selectors.operations import setting_get
 from synthorg.errors import InvalidInputError
 
@@ -74,14 +75,7 @@ def cost_records_list(
     until: datetime | None = None,
 ) -> QuerySet[CostRecord]:
     qs = CostRecord.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if task is not None:
-        qs = qs.filter(task=task)
-    if since is not None:
-        qs = qs.filter(occurred_at__gte=since)
-    if until is not None:
-        qs = qs.filter(occurred_at__lt=until)
+    qs = where_given(qs, agent=agent, task=task, occurred_at__gte=since, occurred_at__lt=until)
     return qs.order_by("-occurred_at", "-id")
 
 

@@ -29,14 +29,11 @@ from persistence.models import (
     TaskMetric,
 )
 from persistence.principal import Principal
+from persistence.selectors.filtering import where_given
 
 
 def _time_range(qs: QuerySet, field: str, since: datetime | None, until: datetime | None):
-    if since is not None:
-        qs = qs.filter(**{f"{field}__gte": since})
-    if until is not None:
-        qs = qs.filter(**{f"{field}__lt": until})
-    return qs
+    return where_given(qs, **{f"{field}__gte": since, f"{field}__lt": until})
 
 
 # Tasks ---------------------------------------------------------------------------------
@@ -50,12 +47,7 @@ def tasks_list(
     project: Project | int | None = None,
 ) -> QuerySet[Task]:
     qs = Task.objects.filter(company=company)
-    if status is not None:
-        qs = qs.filter(status=status)
-    if assignee is not None:
-        qs = qs.filter(assignee=assignee)
-    if project is not None:
-        qs = qs.filter(project=project)
+    qs = where_given(qs, status=status, assignee=assignee, project=project)
     return qs.order_by("-created_at", "-id")
 
 
@@ -64,8 +56,7 @@ def tasks_list(
 
 def messages_list(company: Company, *, channel: str | None = None) -> QuerySet[Message]:
     qs = Message.objects.filter(company=company)
-    if channel is not None:
-        qs = qs.filter(channel=channel)
+    qs = where_given(qs, channel=channel)
     return qs.order_by("-created_at", "-id")
 
 
@@ -90,14 +81,9 @@ def audit_entries_list(
     until: datetime | None = None,
 ) -> QuerySet[AuditEntry]:
     qs = AuditEntry.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(actor_agent=agent)
-    if action_type is not None:
-        qs = qs.filter(action_type=action_type)
-    if verdict is not None:
-        qs = qs.filter(verdict=verdict)
-    if risk_level is not None:
-        qs = qs.filter(risk_level=risk_level)
+    qs = where_given(
+        qs, actor_agent=agent, action_type=action_type, verdict=verdict, risk_level=risk_level
+    )
     return _time_range(qs, "created_at", since, until).order_by("-created_at", "-id")
 
 
@@ -119,12 +105,7 @@ def parked_contexts_list(
     task: Task | int | None = None,
 ) -> QuerySet[ParkedContext]:
     qs = ParkedContext.objects.filter(company=company)
-    if execution_id is not None:
-        qs = qs.filter(execution_id=execution_id)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if task is not None:
-        qs = qs.filter(task=task)
+    qs = where_given(qs, execution_id=execution_id, agent=agent, task=task)
     return qs.order_by("-created_at", "-id")
 
 
@@ -143,8 +124,7 @@ def runtime_state_for_agent(company: Company, agent: Agent | int) -> AgentRuntim
 
 def heartbeats_list(company: Company, *, agent: Agent | int | None = None) -> QuerySet[Heartbeat]:
     qs = Heartbeat.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
+    qs = where_given(qs, agent=agent)
     return qs.order_by("-created_at", "-id")
 
 
@@ -152,10 +132,7 @@ def lifecycle_events_list(
     company: Company, *, agent: Agent | int | None = None, event_type: str | None = None
 ) -> QuerySet[LifecycleEvent]:
     qs = LifecycleEvent.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if event_type is not None:
-        qs = qs.filter(event_type=event_type)
+    qs = where_given(qs, agent=agent, event_type=event_type)
     return qs.order_by("-created_at", "-id")
 
 
@@ -167,12 +144,7 @@ def checkpoints_list(
     execution_id: str | None = None,
 ) -> QuerySet[Checkpoint]:
     qs = Checkpoint.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if task is not None:
-        qs = qs.filter(task=task)
-    if execution_id is not None:
-        qs = qs.filter(execution_id=execution_id)
+    qs = where_given(qs, agent=agent, task=task, execution_id=execution_id)
     return qs.order_by("-created_at", "-id")
 
 
@@ -191,10 +163,7 @@ def task_metrics_list(
     company: Company, *, agent: Agent | int | None = None, task: Task | int | None = None
 ) -> QuerySet[TaskMetric]:
     qs = TaskMetric.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if task is not None:
-        qs = qs.filter(task=task)
+    qs = where_given(qs, agent=agent, task=task)
     return qs.order_by("-created_at", "-id")
 
 
@@ -202,10 +171,7 @@ def collaboration_metrics_list(
     company: Company, *, agent: Agent | int | None = None, peer: Agent | int | None = None
 ) -> QuerySet[CollaborationMetric]:
     qs = CollaborationMetric.objects.filter(company=company)
-    if agent is not None:
-        qs = qs.filter(agent=agent)
-    if peer is not None:
-        qs = qs.filter(peer=peer)
+    qs = where_given(qs, agent=agent, peer=peer)
     return qs.order_by("-created_at", "-id")
 
 
@@ -220,12 +186,7 @@ def artifacts_list(
     artifact_type: str | None = None,
 ) -> QuerySet[Artifact]:
     qs = Artifact.objects.filter(company=company)
-    if task is not None:
-        qs = qs.filter(task=task)
-    if created_by is not None:
-        qs = qs.filter(created_by=created_by)
-    if artifact_type is not None:
-        qs = qs.filter(artifact_type=artifact_type)
+    qs = where_given(qs, task=task, created_by=created_by, artifact_type=artifact_type)
     return qs.order_by("-created_at", "-id")
 
 
@@ -233,17 +194,13 @@ def projects_list(
     company: Company, *, status: str | None = None, lead: Agent | int | None = None
 ) -> QuerySet[Project]:
     qs = Project.objects.filter(company=company)
-    if status is not None:
-        qs = qs.filter(status=status)
-    if lead is not None:
-        qs = qs.filter(lead=lead)
+    qs = where_given(qs, status=status, lead=lead)
     return qs.order_by("name", "id")
 
 
 def settings_list(company: Company, *, namespace: str | None = None) -> QuerySet[Setting]:
     qs = Setting.objects.filter(company=company)
-    if namespace is not None:
-        qs = qs.filter(namespace=namespace)
+    qs = where_given(qs, namespace=namespace)
     return qs.order_by("namespace", "key", "id")
 
 
