@@ -13,6 +13,9 @@ class MemoryConfig(AppConfig):
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         on_project_closed(memory_purge_project)
+        from memory.tools.catalogue import register_memory_tools
+
+        register_memory_tools()
         _register_maintenance_schedules()
         register_schedule(
             ScheduleSpec(

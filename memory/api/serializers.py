@@ -288,3 +288,11 @@ class MemoryContextSerializer(serializers.Serializer):
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()
     degraded = serializers.ListField(child=serializers.CharField())
+    strategy = serializers.CharField(
+        required=False, help_text="Present for the tool_based and self_editing strategies."
+    )
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The strategy's tool definitions (OpenAI function-calling format).",
+    )

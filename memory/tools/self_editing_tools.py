@@ -1,0 +1,167 @@
+"""The self-editing strategy's six tools (core, archival and recall memory)."""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from memory.domain import MAX_TAGS, MEMORY_CONTENT_MAX_CHARS
+from memory.tools.catalogue import (
+    BindingArgs,
+    Category,
+    _hits_payload,
+    _hits_text,
+    _plain,
+    _service,
+    _store_text,
+)
+from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec
+
+
+class CoreReadArgs(ToolArguments):
+    pass
+
+
+class CoreWriteArgs(BindingArgs):
+    content: str = Field(
+        min_length=1,
+        max_length=MEMORY_CONTENT_MAX_CHARS,
+        description="A short fact that should always be in your prompt.",
+    )
+    replace_id: UUID | None = Field(
+        default=None,
+        description="The id of a core memory to replace (from core_memory_read); omit to add.",
+    )
+
+
+class ArchivalSearchArgs(ToolArguments):
+    query: str = Field(min_length=1, max_length=4000, description="What to look for.")
+    limit: int | None = Field(
+        default=None, ge=1, le=50, description="How many results (capped by the company)."
+    )
+
+
+class ArchivalWriteArgs(BindingArgs):
+    content: str = Field(
+        min_length=1, max_length=MEMORY_CONTENT_MAX_CHARS, description="What to remember."
+    )
+    category: Category = Field(default="semantic", description="The memory category.")
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+
+
+class RecallReadArgs(ToolArguments):
+    query: str | None = Field(
+        default=None,
+        max_length=4000,
+        description="Find the turns about this; omit for the most recent turns.",
+    )
+    limit: int = Field(default=10, ge=1, le=50, description="How many turns.")
+
+
+class RecallWriteArgs(BindingArgs):
+    content: str = Field(
+        min_length=1, max_length=MEMORY_CONTENT_MAX_CHARS, description="What was said."
+    )
+    role: Literal["user", "assistant", "system", "tool"] = Field(
+        default="user", description="Who said it."
+    )
+
+
+def core_memory_read(ctx: ToolContext, args: CoreReadArgs) -> ToolResult:
+    block = _service(ctx).core_read()
+    entries = [
+        {"id": entry.key, "content": entry.content, "tokens": entry.tokens}
+        for entry in block.included
+    ]
+    data = {
+        "entries": entries,
+        "dropped": [entry.key for entry in block.dropped],
+        "tokens_used": block.tokens_used,
+        "core_token_budget": block.token_budget,
+    }
+    text = "\n".join(f"- [{e['id']}] {e['content']}" for e in entries) or "Core memory is empty."
+    return ToolResult(f"{text}\n({block.tokens_used}/{block.token_budget} tokens used)", data)
+
+
+def core_memory_write(ctx: ToolContext, args: CoreWriteArgs) -> ToolResult:
+    from memory.api.serializers import MemorySerializer
+
+    memory = _service(ctx).core_write(**args.model_dump())
+    verb = "replaced" if args.replace_id else "added"
+    return ToolResult(f"Core memory {verb}: {memory.pk}.", _plain(MemorySerializer(memory).data))
+
+
+def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> ToolResult:
+    hits = _service(ctx).archival_search(query=args.query, limit=args.limit)
+    return ToolResult(
+        _hits_text(hits, empty="Nothing in archival memory matches."), _hits_payload(hits, [])
+    )
+
+
+def archival_memory_write(ctx: ToolContext, args: ArchivalWriteArgs) -> ToolResult:
+    fields = args.model_dump()
+    fields["tags"] = tuple(fields["tags"])
+    result = _service(ctx).archival_write(**fields)
+    return ToolResult(_store_text(result), _plain(result.model_dump(mode="json")))
+
+
+def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
+    hits = _service(ctx).recall_read(query=args.query, limit=args.limit)
+    return ToolResult(_hits_text(hits, empty="No conversation history."), _hits_payload(hits, []))
+
+
+def recall_memory_write(ctx: ToolContext, args: RecallWriteArgs) -> ToolResult:
+    result = _service(ctx).recall_write(**args.model_dump())
+    return ToolResult(
+        _store_text(result, "Conversation turn"), _plain(result.model_dump(mode="json"))
+    )
+
+
+SELF_EDITING_TOOLS = (
+    ToolSpec(
+        "core_memory_read",
+        "Read your core memory: the short facts that are always in your prompt, with ids.",
+        CoreReadArgs,
+        core_memory_read,
+        group="self_editing",
+    ),
+    ToolSpec(
+        "core_memory_write",
+        "Add a fact to your core memory, or replace one (replace_id). Core memory has a "
+        "token budget: when it is full, replace or shorten an entry.",
+        CoreWriteArgs,
+        core_memory_write,
+        group="self_editing",
+    ),
+    ToolSpec(
+        "archival_memory_search",
+        "Search your archival memory (everything you stored that is not core or "
+        "conversation history) with hybrid keyword + semantic search.",
+        ArchivalSearchArgs,
+        archival_memory_search,
+        group="self_editing",
+    ),
+    ToolSpec(
+        "archival_memory_write",
+        "Store something in archival memory, to find later with archival_memory_search.",
+        ArchivalWriteArgs,
+        archival_memory_write,
+        group="self_editing",
+    ),
+    ToolSpec(
+        "recall_memory_read",
+        "Read your conversation history: the most recent turns, or those about a query.",
+        RecallReadArgs,
+        recall_memory_read,
+        group="self_editing",
+    ),
+    ToolSpec(
+        "recall_memory_write",
+        "Record a conversation turn in your history (recall memory).",
+        RecallWriteArgs,
+        recall_memory_write,
+        group="self_editing",
+    ),
+)
