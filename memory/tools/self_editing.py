@@ -189,6 +189,7 @@ def archival_write(
     session_id: str | None = None,
     project_id: int | None = None,
 ) -> StoreResult:
+    category = MemoryCategory(category)
     if category not in _settings(agent).archival_write_categories:
         raise MemoryAccessError(
             CATEGORY_NOT_WRITABLE.format(category=category.value), code="category_write_denied"
