@@ -140,11 +140,13 @@ def mcp(url, key, work):
 
     async def main():
         headers = {"Authorization": f"Bearer {key}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-            async with streamable_http_client(f"{url}/mcp/", http_client=http) as (read, write):
-                async with ClientSession(read, write) as session:
-                    initialized = await session.initialize()
-                    return initialized, await work(session)
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as http,
+            streamable_http_client(f"{url}/mcp/", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            initialized = await session.initialize()
+            return initialized, await work(session)
 
     return asyncio.run(main())
 
