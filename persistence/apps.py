@@ -9,7 +9,11 @@ class PersistenceConfig(AppConfig):
         from django_q.models import Schedule
 
         from persistence.api import schema  # noqa: F401 - registers the OpenAPI auth schemes
+        from persistence.api.authentication import principal_for_raw_key
+        from synthorg.mcp.auth import register_key_resolver
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        register_key_resolver(principal_for_raw_key)
 
         register_schedule(
             ScheduleSpec(

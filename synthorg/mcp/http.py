@@ -19,6 +19,7 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
 from synthorg.errors import AccessDeniedError
+from synthorg.mcp.auth import KeyRejected, principal_for_key
 from synthorg.mcp.server import build_server
 
 SCOPE_KEY = "synthorg.principal"
@@ -36,20 +37,15 @@ def _principal_from_context(ctx):
 
 
 def _authenticate(header: str):
-    from persistence.principal import Principal
-    from persistence.selectors.identity import agent_for_api_key
-
     close_old_connections()
     try:
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != "bearer":
             return None, ("malformed_credentials", NOT_AUTHENTICATED)
-        result = agent_for_api_key(parts[1])
-        if result.error is not None:
-            return None, (result.error.code, result.error.message)
-        agent = result.key.agent
-        agent.company  # noqa: B018 — load it here, not lazily inside the event loop
-        return Principal.for_agent(agent, api_key=result.key), None
+        principal = principal_for_key(parts[1])
+        if isinstance(principal, KeyRejected):
+            return None, (principal.code, principal.message)
+        return principal, None
     finally:
         close_old_connections()
 

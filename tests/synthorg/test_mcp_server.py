@@ -3,18 +3,24 @@ against a live ASGI server (the product's router: MCP at /mcp/, Django for the r
 
 import asyncio
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+from urllib.parse import quote
 
 import httpx
 import httpx2
 import pytest
 import uvicorn
 from a2wsgi import WSGIMiddleware
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.db import connection
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory.domain import MemoryStoreRequest
@@ -28,6 +34,7 @@ from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory
 
 pytestmark = pytest.mark.django_db
+BASE_DIR = settings.BASE_DIR
 
 # The live server's threads have their own connections, which cannot see the test's
 # transaction; a transactional test cannot be used either (its flush would TRUNCATE the
@@ -320,3 +327,51 @@ def test_rest_paths_still_served_by_django(live_server_url, committed):
     assert response.status_code == 200 and response.json() == {"count": 0, "category": None}
     missing = httpx.get(f"{live_server_url}/mcp/elsewhere")
     assert missing.status_code == 404
+
+
+def test_stdio_server_runs_as_the_keys_agent(committed):
+    caller = committed.agent()
+    memory_id = committed.store(caller, "The stdio transport shares the same services.")
+    db = connection.settings_dict
+    host = db["HOST"] or "127.0.0.1"
+    netloc = f"{quote(db['USER'])}:{quote(db['PASSWORD'])}@"
+    if host.startswith("/"):
+        url = f"postgresql://{netloc}:{db['PORT']}/{db['NAME']}?host={quote(host)}"
+    else:
+        url = f"postgresql://{netloc}{host}:{db['PORT']}/{db['NAME']}"
+    env = {**os.environ, "DATABASE_URL": url, "SYNTHORG_AGENT_API_KEY": caller.raw_key}
+    params = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp_stdio"], env=env, cwd=str(BASE_DIR)
+    )
+
+    async def main():
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = await session.list_tools()
+            recalled = await session.call_tool("recall_memory", {"id": memory_id})
+            refused = await session.call_tool("forget_memory", {"id": memory_id})
+            return tools, recalled, refused
+
+    tools, recalled, refused = asyncio.run(main())
+    assert {tool.name for tool in tools.tools} == {spec.name for spec in registered_tools()}
+    assert structured(recalled)["content"] == "The stdio transport shares the same services."
+    assert structured(recalled)["agent_id"] == caller.agent.pk
+    assert refused.is_error and structured(refused)["code"] == "confirmation_required"
+
+
+def test_stdio_refuses_a_bad_key():
+    env = {**os.environ, "SYNTHORG_AGENT_API_KEY": "sok_nope_nope"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "mcp_stdio"],
+        env=env,
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert "SYNTHORG_AGENT_API_KEY: " in done.stderr
