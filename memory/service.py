@@ -159,9 +159,6 @@ class MemoryService:
 
         return strategy_for(self.agent)
 
-    def tool_definitions(self) -> tuple[dict, ...]:
-        return self.strategy().get_tool_definitions()
-
     # --- shared knowledge ---------------------------------------------------------------
 
     @_routed

@@ -6,7 +6,6 @@ rules, the audit trail and the 403/404/409 answers are the REST API's own.
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 from uuid import UUID
 
@@ -30,14 +29,11 @@ from synthorg.tools import (
     ToolContext,
     ToolResult,
     ToolSpec,
+    json_ready,
     register_tool,
 )
 
 FactCategory = Literal["core_policy", "adr", "procedure", "convention", "entity_definition"]
-
-
-def _plain(data):
-    return json.loads(json.dumps(data, default=str))
 
 
 class PoliciesArgs(ToolArguments):
@@ -86,7 +82,7 @@ def _fact_lines(facts) -> str:
 def get_org_policies(ctx: ToolContext, args: PoliciesArgs) -> ToolResult:
     items = selectors.policies(company=ctx.principal.company)
     text = "\n".join(f"- {p.content}" for p in items) or "The company has no core policies."
-    return ToolResult(text, {"results": _plain(PolicySerializer(items, many=True).data)})
+    return ToolResult(text, {"results": json_ready(PolicySerializer(items, many=True).data)})
 
 
 def query_org_facts(ctx: ToolContext, args: FactQueryArgs) -> ToolResult:
@@ -98,7 +94,7 @@ def query_org_facts(ctx: ToolContext, args: FactQueryArgs) -> ToolResult:
     facts = selectors.query_facts(company=ctx.principal.company, query=query)
     return ToolResult(
         _fact_lines(facts) or "No org facts match.",
-        {"as_of": None, "results": _plain(ScoredFactSerializer(facts, many=True).data)},
+        {"as_of": None, "results": json_ready(ScoredFactSerializer(facts, many=True).data)},
     )
 
 
@@ -124,7 +120,7 @@ def propose_org_fact(ctx: ToolContext, args: ProposeFactArgs) -> ToolResult:
         fact = selectors.fact_state(company=company, fact_id=entry.fact_id)
         return ToolResult(
             f"Published org fact {fact.fact_id} (version {fact.version}).",
-            {"outcome": "published", "fact": _plain(ScoredFactSerializer(fact).data)},
+            {"outcome": "published", "fact": json_ready(ScoredFactSerializer(fact).data)},
         )
     request = write_request_file(
         company=company,
@@ -138,7 +134,7 @@ def propose_org_fact(ctx: ToolContext, args: ProposeFactArgs) -> ToolResult:
     return ToolResult(
         f"You may not publish {args.category} facts yourself ({decision.reason}); filed "
         f"write-access request {request.pk} for a human to approve.",
-        {"outcome": "requested", "write_request": _plain(WriteRequestSerializer(request).data)},
+        {"outcome": "requested", "write_request": json_ready(WriteRequestSerializer(request).data)},
     )
 
 

@@ -16,6 +16,7 @@ Pure module: no Django import.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -200,6 +201,11 @@ def parse_arguments(model: type[ToolArguments], arguments: Mapping[str, Any]) ->
         raise InvalidInputError(
             f"{where}{first['message']}", code="invalid_tool_arguments", errors=errors
         ) from None
+
+
+def json_ready(data: Any) -> Any:
+    """A serializer's output (ordered dicts, lazy strings) as plain JSON types."""
+    return json.loads(json.dumps(data, default=str))
 
 
 def _inline(schema: dict[str, Any]) -> dict[str, Any]:

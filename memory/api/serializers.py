@@ -247,6 +247,25 @@ class SearchResponseSerializer(serializers.Serializer):
     )
 
 
+def search_payload(hits, degraded) -> dict:
+    """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
+    return {
+        "results": [
+            {
+                "memory": hit.memory,
+                "relevance": hit.relevance,
+                "recency": hit.recency,
+                "combined": hit.combined,
+                "dense_rank": hit.dense_rank,
+                "sparse_rank": hit.sparse_rank,
+                "is_shared": hit.is_shared,
+            }
+            for hit in hits
+        ],
+        "degraded": list(degraded),
+    }
+
+
 class MemoryContextRequestSerializer(StrictSerializer):
     query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
     token_budget = serializers.IntegerField(

@@ -8,7 +8,6 @@ tool-call endpoint and the MCP server serve them.
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 from uuid import UUID
 
@@ -31,6 +30,7 @@ from synthorg.tools import (
     ToolContext,
     ToolResult,
     ToolSpec,
+    json_ready,
     register_tool,
 )
 
@@ -38,31 +38,8 @@ Category = Literal["working", "episodic", "semantic", "procedural", "social"]
 EXCERPT = 400
 
 
-def _plain(data):
-    """DRF's ReturnDict/OrderedDict (and UUIDs, datetimes already as strings) → plain JSON."""
-    return json.loads(json.dumps(data, default=str))
-
-
 def _hits_payload(hits, degraded) -> dict:
-    return _plain(
-        s.SearchResponseSerializer(
-            {
-                "results": [
-                    {
-                        "memory": hit.memory,
-                        "relevance": hit.relevance,
-                        "recency": hit.recency,
-                        "combined": hit.combined,
-                        "dense_rank": hit.dense_rank,
-                        "sparse_rank": hit.sparse_rank,
-                        "is_shared": hit.is_shared,
-                    }
-                    for hit in hits
-                ],
-                "degraded": list(degraded),
-            }
-        ).data
-    )
+    return json_ready(s.SearchResponseSerializer(s.search_payload(hits, degraded)).data)
 
 
 def _hits_text(hits, *, empty: str) -> str:
@@ -213,7 +190,7 @@ def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
 
 def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
     memory = _service(ctx).get(args.id)
-    data = _plain(s.MemorySerializer(memory).data)
+    data = json_ready(s.MemorySerializer(memory).data)
     return ToolResult(
         f"[{memory.pk}] ({memory.category}, {memory.created_at:%Y-%m-%d}) {memory.content}", data
     )
@@ -226,14 +203,14 @@ def _store_request(args, **extra) -> MemoryStoreRequest:
 
 def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
     result = _service(ctx).store(_store_request(args))
-    return ToolResult(_store_text(result), _plain(result.model_dump(mode="json")))
+    return ToolResult(_store_text(result), json_ready(result.model_dump(mode="json")))
 
 
 def update_memory(ctx: ToolContext, args: UpdateMemoryArgs) -> ToolResult:
     changes = args.model_dump(exclude={"id"}, exclude_none=True)
     request = parse_request(MemoryUpdateRequest, changes)
     memory = _service(ctx).update(args.id, request)
-    return ToolResult(f"Memory {memory.pk} updated.", _plain(s.MemorySerializer(memory).data))
+    return ToolResult(f"Memory {memory.pk} updated.", json_ready(s.MemorySerializer(memory).data))
 
 
 def forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> ToolResult:
@@ -246,7 +223,7 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     prepared = service.context(
         query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
     )
-    data = _plain(s.MemoryContextSerializer(prepared).data)
+    data = json_ready(s.MemoryContextSerializer(prepared).data)
     data["strategy"] = service.strategy().strategy_name
     text = "\n\n".join(message["content"] for message in prepared.messages)
     return ToolResult(text or "No memory context for this query.", data)
@@ -255,7 +232,7 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
 def publish_shared_knowledge(ctx: ToolContext, args: PublishSharedArgs) -> ToolResult:
     result = _service(ctx).shared_publish(_store_request(args))
     return ToolResult(
-        _store_text(result, "Shared knowledge"), _plain(result.model_dump(mode="json"))
+        _store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
     )
 
 

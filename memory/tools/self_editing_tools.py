@@ -13,11 +13,10 @@ from memory.tools.catalogue import (
     Category,
     _hits_payload,
     _hits_text,
-    _plain,
     _service,
     _store_text,
 )
-from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec
+from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec, json_ready
 
 
 class CoreReadArgs(ToolArguments):
@@ -90,7 +89,9 @@ def core_memory_write(ctx: ToolContext, args: CoreWriteArgs) -> ToolResult:
 
     memory = _service(ctx).core_write(**args.model_dump())
     verb = "replaced" if args.replace_id else "added"
-    return ToolResult(f"Core memory {verb}: {memory.pk}.", _plain(MemorySerializer(memory).data))
+    return ToolResult(
+        f"Core memory {verb}: {memory.pk}.", json_ready(MemorySerializer(memory).data)
+    )
 
 
 def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> ToolResult:
@@ -104,7 +105,7 @@ def archival_memory_write(ctx: ToolContext, args: ArchivalWriteArgs) -> ToolResu
     fields = args.model_dump()
     fields["tags"] = tuple(fields["tags"])
     result = _service(ctx).archival_write(**fields)
-    return ToolResult(_store_text(result), _plain(result.model_dump(mode="json")))
+    return ToolResult(_store_text(result), json_ready(result.model_dump(mode="json")))
 
 
 def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
@@ -115,7 +116,7 @@ def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
 def recall_memory_write(ctx: ToolContext, args: RecallWriteArgs) -> ToolResult:
     result = _service(ctx).recall_write(**args.model_dump())
     return ToolResult(
-        _store_text(result, "Conversation turn"), _plain(result.model_dump(mode="json"))
+        _store_text(result, "Conversation turn"), json_ready(result.model_dump(mode="json"))
     )
 
 

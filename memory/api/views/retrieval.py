@@ -57,24 +57,6 @@ def _memory_query(data):
     return parse_request(MemoryQuery, {k: v for k, v in fields.items() if v is not None})
 
 
-def _search_payload(result):
-    return {
-        "results": [
-            {
-                "memory": hit.memory,
-                "relevance": hit.relevance,
-                "recency": hit.recency,
-                "combined": hit.combined,
-                "dense_rank": hit.dense_rank,
-                "sparse_rank": hit.sparse_rank,
-                "is_shared": hit.is_shared,
-            }
-            for hit in result.hits
-        ],
-        "degraded": list(result.degraded),
-    }
-
-
 @extend_schema(tags=["memories"])
 class MemorySearchView(AgentView, APIView):
     @extend_schema(
@@ -99,7 +81,9 @@ class MemorySearchView(AgentView, APIView):
             _memory_query(serializer.validated_data),
             include_shared=serializer.validated_data.get("include_shared"),
         )
-        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
+        return Response(
+            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+        )
 
 
 @extend_schema(tags=["shared knowledge"])
@@ -126,7 +110,9 @@ class SharedSearchView(AgentView, APIView):
             _memory_query(serializer.validated_data),
             exclude_self=serializer.validated_data["exclude_self"],
         )
-        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
+        return Response(
+            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+        )
 
 
 @extend_schema(tags=["memories"])

@@ -1,4 +1,8 @@
-"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both."""
+"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both.
+
+The web app is ``synthorg.asgi:application`` on uvicorn workers: the MCP server at
+``/mcp/`` and the Django app (in ``WEB_THREADS`` threads per worker) on one port.
+"""
 
 import os
 import signal
@@ -18,14 +22,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2"))
         )
+        parser.add_argument(
+            "--web-threads",
+            type=int,
+            default=int(os.environ.get("WEB_THREADS", "8")),
+            help="Threads per web worker serving the Django app.",
+        )
         parser.add_argument("--no-worker", action="store_true", help="Do not start qcluster.")
 
-    def handle(self, *args, host, port, web_workers, no_worker, **options):
+    def handle(self, *args, host, port, web_workers, web_threads, no_worker, **options):
         web = [
             sys.executable,
             "-m",
             "gunicorn",
-            "synthorg.wsgi:application",
+            "synthorg.asgi:application",
+            "--worker-class",
+            "uvicorn_worker.UvicornWorker",
             "--config",
             "python:synthorg.gunicorn_conf",
             "--bind",
@@ -37,14 +49,16 @@ class Command(BaseCommand):
             "--graceful-timeout",
             "5",
         ]
-        children = [("web", subprocess.Popen(web))]
+        children = [
+            ("web", subprocess.Popen(web, env={**os.environ, "WEB_THREADS": str(web_threads)}))
+        ]
         if not no_worker:
             manage = os.path.join(os.getcwd(), "manage.py")
             children.append(("worker", subprocess.Popen([sys.executable, manage, "qcluster"])))
         self.stdout.write(
             self.style.SUCCESS(
                 f"Serving on http://{host}:{port}/ (admin at /admin/, API docs at "
-                f"/api/docs/); press Ctrl-C to stop."
+                f"/api/docs/, MCP at /mcp/); press Ctrl-C to stop."
             )
         )
         stopping = False
