@@ -8,15 +8,19 @@ from persistence.models import Agent, Company
 
 
 def extract_conversation(conversation_pk: int) -> str | None:
-    """The debounced extraction of one conversation (armed by every flush)."""
+    """The debounced extraction of one conversation (armed by every flush), then the
+    running-summary refresh of its context tier."""
+    from memory.ingestion.services.context import conversation_summary_refresh
     from memory.ingestion.services.extraction import conversation_extract
 
-    conversation = (
-        Conversation.objects.select_related("agent", "company").filter(pk=conversation_pk).first()
-    )
+    loaded = Conversation.objects.select_related("agent", "company")
+    conversation = loaded.filter(pk=conversation_pk).first()
     if conversation is None:  # purged since it was armed
         return None
     run = conversation_extract(conversation=conversation)
+    conversation = loaded.filter(pk=conversation_pk).first()
+    if conversation is not None:
+        conversation_summary_refresh(conversation=conversation)
     return run.status if run is not None else None
 
 

@@ -18,6 +18,11 @@ urlpatterns = [
         views.ExtractionRunDetailView.as_view(),
         name="conversation-extraction-detail",
     ),
+    path(
+        "conversations/<str:conversation_id>/context",
+        views.ConversationContextView.as_view(),
+        name="conversation-context",
+    ),
     path("journal", views.JournalListView.as_view(), name="journal-list"),
     path("journal/<str:day>", views.JournalDayView.as_view(), name="journal-day"),
     path("dreams", views.DreamRunListView.as_view(), name="dream-list"),

@@ -26,6 +26,7 @@ from memory.ingestion import selectors
 from memory.ingestion.api import serializers as s
 from memory.ingestion.domain import MessageIn
 from memory.ingestion.selectors import conversation_messages, conversation_run_get
+from memory.ingestion.services.context import conversation_context
 from memory.ingestion.services.messages import check_conversation_id, conversation_messages_append
 
 NOT_FOUND = OpenApiResponse(description="problem+json: no such conversation of the caller")
@@ -191,6 +192,45 @@ class ExtractionRunDetailView(AgentView, APIView):
     def get(self, request, conversation_id, run_id):
         run = conversation_run_get(agent=self.agent, conversation_id=conversation_id, run_id=run_id)
         return Response(s.ExtractionRunDetailSerializer(run).data)
+
+
+@extend_schema(tags=["conversations"])
+class ConversationContextView(AgentView, APIView):
+    @extend_schema(
+        summary="The context tier: running summary + recent messages within a budget",
+        description=(
+            "Returns the conversation's running summary (at most half of `token_budget`) and "
+            "the newest messages it does not cover that fit, in order, plus `chat`: the same "
+            "as chat messages ready to send. Unsummarised messages that did not fit appear in "
+            "the summary as one-line excerpts (`summary_truncated: true`); `omitted_messages` "
+            "counts the unsummarised messages left out of the window. Tokens are estimated "
+            "as characters / 4."
+        ),
+        request=s.ContextRequestSerializer,
+        responses={200: s.ContextResultSerializer, 400: PROBLEM, 404: NOT_FOUND},
+        examples=[OpenApiExample("Budget", value={"token_budget": 2000}, request_only=True)],
+    )
+    def post(self, request, conversation_id):
+        serializer = s.ContextRequestSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = conversation_context(
+            agent=self.agent,
+            conversation_id=conversation_id,
+            token_budget=serializer.validated_data["token_budget"],
+        )
+        payload = {
+            "conversation_id": result.conversation_id,
+            "summary": result.summary,
+            "summary_through_seq": result.summary_through_seq,
+            "summary_truncated": result.summary_truncated,
+            "messages": result.messages,
+            "first_included_seq": result.first_included_seq,
+            "omitted_messages": result.omitted_messages,
+            "tokens_used": result.tokens_used,
+            "token_budget": result.token_budget,
+            "chat": result.chat,
+        }
+        return Response(s.ContextResultSerializer(payload).data)
 
 
 def parse_day(raw: str) -> date:
