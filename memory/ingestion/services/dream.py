@@ -8,7 +8,8 @@ of a company, run by the per-company q2 schedule and ``manage.py dream``):
    entries may have been added after the dream), at most ``memory.dream.lookback_days``
    back. Dream entries are left out (the dream must not read its own diary).
 2. **Content-hash guard**: the SHA-256 of that journal equal to the last successful dream's,
-   with the core still the one that dream wrote ⇒ ``unchanged``, no LLM call. No journal in the window ⇒ ``nothing_new``.
+   with the core still the one that dream wrote ⇒ ``unchanged``, no LLM call. No journal
+   in the window ⇒ ``nothing_new``.
 3. No LLM ⇒ ``skipped_no_llm``; an LLM error or an answer that is not the JSON contract
    ⇒ ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
 4. Success, in one transaction: the new core summary is stored through the write gate
