@@ -399,3 +399,35 @@ def test_conversation_purged_while_extracting_is_not_an_error(caller, llm):
     Conversation.objects.filter(pk=conversation.pk).update(claim_run=None)
     Conversation.objects.filter(pk=conversation.pk).delete()
     assert extract_conversation(conversation.pk) is None
+
+
+def test_only_the_base_url_is_needed_the_model_is_discovered(caller, settings, llm):
+    settings.SYNTHORG_LLM = {**llm_settings(llm), "MODEL": ""}
+    llm.models = ["served-model", "other"]
+    conversation = flush(caller.agent, [BILLING])
+    reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
+    run = conversation_extract(conversation=conversation, force=True)
+    assert run.status == "succeeded"
+    assert llm.requests_to(llm.MODELS)[0].method == "GET"
+    assert llm.requests_to(llm.CHAT_COMPLETIONS)[0].json()["model"] == "served-model"
+
+
+def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
+    conversation = flush(caller.agent, [BILLING])
+    now = timezone.now()
+    stale = ExtractionRun.objects.create(
+        company=caller.company, agent=caller.agent, conversation=conversation,
+        trigger="debounce", first_seq=1, last_seq=1, message_count=1, created_at=now,
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        claim_run=stale, claim_expires_at=now + timedelta(minutes=5)
+    )
+    assert conversation_extract(conversation=conversation, force=True, now=now) is None
+    assert llm.requests_to(llm.CHAT_COMPLETIONS) == []
+    reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
+    later = now + timedelta(minutes=6)
+    run = conversation_extract(conversation=conversation, force=True, now=later)
+    assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)
+    stale.refresh_from_db()
+    assert (stale.status, stale.error) == (
+        "failed", "the worker holding the claim did not finish within the lease")
