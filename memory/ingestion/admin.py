@@ -53,9 +53,17 @@ def _short(text: str, limit: int = 80) -> str:
 
 @admin.register(Conversation)
 class ConversationAdmin(_ScopedReadOnlyAdmin):
-    list_display = ("external_id", "agent", "company", "level", "message_count",
-                    "extracted_through_seq", "pending_tokens", "extraction_due_at",
-                    "updated_at")
+    list_display = (
+        "external_id",
+        "agent",
+        "company",
+        "level",
+        "message_count",
+        "extracted_through_seq",
+        "pending_tokens",
+        "extraction_due_at",
+        "updated_at",
+    )
     list_filter = ("company", "level")
     list_select_related = ("agent", "company")
     search_fields = ("external_id", "agent__name", "session_id")
@@ -79,16 +87,37 @@ class ConversationMessageAdmin(_ScopedReadOnlyAdmin):
 class ExtractedFactInline(_ReadOnly, admin.TabularInline):
     model = ExtractedFact
     extra = 0
-    fields = ("position", "decision", "category", "confidence", "content", "memory_id",
-              "superseded_ids", "ignored_supersedes", "message_ids")
+    fields = (
+        "position",
+        "decision",
+        "category",
+        "confidence",
+        "content",
+        "memory_id",
+        "superseded_ids",
+        "ignored_supersedes",
+        "message_ids",
+    )
     readonly_fields = fields
 
 
 @admin.register(ExtractionRun)
 class ExtractionRunAdmin(_ScopedReadOnlyAdmin):
-    list_display = ("created_at", "agent", "conversation", "status", "trigger", "first_seq",
-                    "last_seq", "added", "skipped", "superseded", "below_confidence",
-                    "ignored_supersedes", "model")
+    list_display = (
+        "created_at",
+        "agent",
+        "conversation",
+        "status",
+        "trigger",
+        "first_seq",
+        "last_seq",
+        "added",
+        "skipped",
+        "superseded",
+        "below_confidence",
+        "ignored_supersedes",
+        "model",
+    )
     list_filter = ("company", "status", "trigger")
     list_select_related = ("agent", "conversation")
     date_hierarchy = "created_at"
@@ -104,22 +133,42 @@ class JournalEntryAdmin(_ScopedReadOnlyAdmin):
     date_hierarchy = "day"
     search_fields = ("markdown", "agent__name")
     readonly_fields = ("day_markdown",)
-    fields = ("company", "agent", "day", "kind", "run", "conversation_external_id",
-              "created_at", "markdown", "day_markdown")
+    fields = (
+        "company",
+        "agent",
+        "day",
+        "kind",
+        "run",
+        "conversation_external_id",
+        "created_at",
+        "markdown",
+        "day_markdown",
+    )
 
     @admin.display(description="the whole day (YYYY-MM-DD.md)")
     def day_markdown(self, entry: JournalEntry):
-        texts = JournalEntry.objects.filter(agent_id=entry.agent_id, day=entry.day).order_by(
-            "created_at", "id"
-        ).values_list("markdown", flat=True)
+        texts = (
+            JournalEntry.objects.filter(agent_id=entry.agent_id, day=entry.day)
+            .order_by("created_at", "id")
+            .values_list("markdown", flat=True)
+        )
         text = render_journal(agent_name=entry.agent.name, day=entry.day, entries=list(texts))
         return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
 
 
 @admin.register(DreamRun)
 class DreamRunAdmin(_ScopedReadOnlyAdmin):
-    list_display = ("created_at", "agent", "company", "status", "trigger", "journal_from",
-                    "journal_to", "journal_entries", "short_diary")
+    list_display = (
+        "created_at",
+        "agent",
+        "company",
+        "status",
+        "trigger",
+        "journal_from",
+        "journal_to",
+        "journal_entries",
+        "short_diary",
+    )
     list_filter = ("company", "status", "trigger")
     list_select_related = ("agent", "company")
     date_hierarchy = "created_at"

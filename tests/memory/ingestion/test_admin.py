@@ -52,4 +52,6 @@ def test_staff_see_only_their_companies(client, extracted, caller, outsider):
     assert "0 extraction runs" in listing.content.decode()
     assert caller.agent.name not in listing.content.decode()
     assert client.get(f"/admin/ingestion/extractionrun/{extracted.pk}/change/").status_code in (
-        302, 404)
+        302,
+        404,
+    )

@@ -416,8 +416,14 @@ def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
     conversation = flush(caller.agent, [BILLING])
     now = timezone.now()
     stale = ExtractionRun.objects.create(
-        company=caller.company, agent=caller.agent, conversation=conversation,
-        trigger="debounce", first_seq=1, last_seq=1, message_count=1, created_at=now,
+        company=caller.company,
+        agent=caller.agent,
+        conversation=conversation,
+        trigger="debounce",
+        first_seq=1,
+        last_seq=1,
+        message_count=1,
+        created_at=now,
     )
     Conversation.objects.filter(pk=conversation.pk).update(
         claim_run=stale, claim_expires_at=now + timedelta(minutes=5)
@@ -430,4 +436,6 @@ def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
     assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)
     stale.refresh_from_db()
     assert (stale.status, stale.error) == (
-        "failed", "the worker holding the claim did not finish within the lease")
+        "failed",
+        "the worker holding the claim did not finish within the lease",
+    )
