@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "persistence",
     "orgmemory",
     "memory",
+    "memory.ingestion",
 ]
 
 MIDDLEWARE = [
@@ -131,6 +132,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
+        "ExtractionRunStatusEnum": "memory.ingestion.models.ExtractionRun.Status",
+        "DreamRunStatusEnum": "memory.ingestion.models.DreamRun.Status",
     },
 }
 

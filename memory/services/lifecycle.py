@@ -131,6 +131,16 @@ def _audit_deletion(
     )
 
 
+_session_end_hooks: list = []
+
+
+def on_session_ended(hook) -> None:
+    """Register ``hook(agent=, session_id=, principal=)``; it runs inside the session-end
+    transaction (e.g. ingestion purges the session's conversations)."""
+    if hook not in _session_end_hooks:
+        _session_end_hooks.append(hook)
+
+
 @transaction.atomic
 def memory_session_end(
     *, agent: Agent, session_id: str, principal=None, reason: str = "", via: str = ""
@@ -154,6 +164,8 @@ def memory_session_end(
             **guardrail_details(reason=reason, via=via),
         },
     )
+    for hook in _session_end_hooks:
+        hook(agent=agent, session_id=session_id, principal=principal)
     return purged
 
 
