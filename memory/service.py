@@ -218,13 +218,15 @@ class MemoryService:
         return archival_write(agent=self.agent, principal=self.principal, **fields)
 
     @_routed
-    def recall_read(self, *, query: str | None, limit: int) -> list[SearchHit]:
+    def recall_read(self, *, query: str | None, limit: int, conversation_id: str | None = None):
         from memory.tools.self_editing import recall_read
 
-        return recall_read(agent=self.agent, query=query, limit=limit)
+        return recall_read(
+            agent=self.agent, query=query, limit=limit, conversation_id=conversation_id
+        )
 
     @_routed
-    def recall_write(self, **fields) -> StoreResult:
+    def recall_write(self, **fields):
         from memory.tools.self_editing import recall_write
 
         return recall_write(agent=self.agent, principal=self.principal, **fields)

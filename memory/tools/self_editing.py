@@ -7,10 +7,10 @@
   ``locked_agents``.
 * **Archival**: every other memory of the agent, searched with the hybrid pipeline (at most
   ``archival_search_limit`` results) and written in the ``archival_write_categories`` only.
-* **Recall**: the agent's conversation history. Conversation ingestion has not landed in
-  this branch, so recall entries are stored as the seed describes them: EPISODIC memories
-  tagged ``recall`` and ``role:<role>``, source ``conversation``, never deduplicated (the
-  same words said twice are two turns), listed newest first or searched.
+* **Recall**: the agent's conversation history — the messages of its conversations in the
+  conversation-ingestion app (``memory.ingestion``): ``recall_memory_write`` appends a turn
+  through its flush service (so extraction later learns from it like from any flushed
+  conversation), ``recall_memory_read`` lists turns newest first, or those matching a query.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from uuid import UUID
 
 from django.db import transaction
 
-from memory.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
+from memory.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult, parse_request
 from memory.errors import MemoryAccessError, MemoryInputError, MemoryNotFoundError
 from memory.models import Memory
 from memory.retrieval.packing import pack_greedy
@@ -37,10 +37,9 @@ from synthorg.enums import MemoryCategory
 from synthorg.errors import UnprocessableError
 
 CORE_TAG = "core"
-RECALL_TAG = "recall"
-RESERVED_TAGS = frozenset({CORE_TAG, RECALL_TAG})
-RECALL_SOURCE = "conversation"
+RESERVED_TAGS = frozenset({CORE_TAG})
 CORE_SOURCE = "core_memory"
+DEFAULT_CONVERSATION = "main"
 
 CORE_WRITES_DISABLED = "Core memory is locked for this agent (memory.self_editing)."
 CORE_MEMORY_FULL = (
@@ -52,7 +51,7 @@ CATEGORY_NOT_WRITABLE = (
     "Archival writes in category {category!r} are not allowed "
     "(memory.self_editing.archival_write_categories)."
 )
-RESERVED_TAG = "The tags 'core' and 'recall' are reserved for core and recall memory."
+RESERVED_TAG = "The tag 'core' is reserved for core memory (use core_memory_write)."
 
 
 @dataclass
@@ -171,7 +170,7 @@ def core_memory_write(
 
 
 def archival_search(*, agent: Agent, query: str, limit: int | None = None) -> list[SearchHit]:
-    """Hybrid search over the agent's memories that are neither core nor recall."""
+    """Hybrid search over the agent's memories other than core memory."""
     cap = _settings(agent).archival_search_limit
     limit = min(limit or cap, cap)
     result = memory_search(agent=agent, query=MemoryQuery(text=query, limit=limit + 50))
@@ -206,41 +205,40 @@ def recall_write(
     principal,
     content: str,
     role: str,
+    conversation_id: str = DEFAULT_CONVERSATION,
     session_id: str | None = None,
     project_id: int | None = None,
-) -> StoreResult:
-    request = _request(
-        content,
-        MemoryCategory.EPISODIC,
-        (RECALL_TAG, f"role:{role}"),
-        RECALL_SOURCE,
-        session_id,
-        project_id,
-    )
-    return memory_store_batch(
-        agent=agent, requests=[request], principal=principal, deduplicate=False
-    )[0]
+):
+    """Append one turn to the agent's conversation (the ingestion app's flush service:
+    stored at once, facts extracted from it later by the debounced extraction)."""
+    from memory.ingestion.domain import MessageIn
+    from memory.ingestion.services.messages import conversation_messages_append
 
-
-def recall_read(*, agent: Agent, query: str | None, limit: int) -> list[SearchHit]:
-    """Conversation history: newest first, or the turns most relevant to ``query``."""
-    result = memory_search(
+    message = parse_request(MessageIn, {"role": role, "content": content})
+    return conversation_messages_append(
         agent=agent,
-        query=MemoryQuery(
-            text=query,
-            tags=(RECALL_TAG,),
-            categories=(MemoryCategory.EPISODIC,),
-            limit=limit,
-            min_relevance=0.0,
-        ),
-        include_shared=False,
+        conversation_id=conversation_id,
+        messages=[message],
+        session_id=session_id,
+        project_id=project_id,
+        principal=principal,
     )
-    return result.hits
+
+
+def recall_read(
+    *, agent: Agent, query: str | None, limit: int, conversation_id: str | None = None
+) -> list:
+    """Conversation turns, newest first: all of the agent's conversations (or one), those
+    matching ``query`` (full text, english stemming) when it is given."""
+    from memory.ingestion.selectors import conversation_messages
+
+    messages = conversation_messages(
+        agent=agent, conversation_id=conversation_id, query=(query or "").strip() or None
+    )
+    return list(messages.order_by("-created_at", "-seq", "-id")[:limit])
 
 
 def _request(content, category, tags, source, session_id, project_id) -> MemoryStoreRequest:
-    from memory.domain import parse_request
-
     fields = {
         "content": content,
         "category": category,

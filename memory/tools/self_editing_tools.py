@@ -9,6 +9,7 @@ from pydantic import Field
 
 from memory.domain import MAX_TAGS, MEMORY_CONTENT_MAX_CHARS
 from memory.tools.catalogue import (
+    EXCERPT,
     BindingArgs,
     Category,
     _hits_payload,
@@ -56,15 +57,29 @@ class RecallReadArgs(ToolArguments):
         max_length=4000,
         description="Find the turns about this; omit for the most recent turns.",
     )
+    conversation_id: str | None = Field(
+        default=None, min_length=1, max_length=200, description="Only this conversation."
+    )
     limit: int = Field(default=10, ge=1, le=50, description="How many turns.")
 
 
-class RecallWriteArgs(BindingArgs):
-    content: str = Field(
-        min_length=1, max_length=MEMORY_CONTENT_MAX_CHARS, description="What was said."
-    )
+class RecallWriteArgs(ToolArguments):
+    content: str = Field(min_length=1, max_length=100_000, description="What was said.")
     role: Literal["user", "assistant", "system", "tool"] = Field(
         default="user", description="Who said it."
+    )
+    conversation_id: str = Field(
+        default="main", min_length=1, max_length=200, description="The conversation's id."
+    )
+    session_id: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Required when your memory level is 'session': the current session id.",
+    )
+    project_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="Required when your memory level is 'project': the open project's id.",
     )
 
 
@@ -108,16 +123,33 @@ def archival_memory_write(ctx: ToolContext, args: ArchivalWriteArgs) -> ToolResu
     return ToolResult(_store_text(result), json_ready(result.model_dump(mode="json")))
 
 
+def _turns_text(messages) -> str:
+    if not messages:
+        return "No conversation history."
+    return "\n".join(
+        f"- [{m.conversation.external_id} #{m.seq}] {m.created_at:%Y-%m-%d %H:%M} {m.role}: "
+        f"{m.content if len(m.content) <= EXCERPT else m.content[:EXCERPT] + '…'}"
+        for m in messages
+    )
+
+
 def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
-    hits = _service(ctx).recall_read(query=args.query, limit=args.limit)
-    return ToolResult(_hits_text(hits, empty="No conversation history."), _hits_payload(hits, []))
+    from memory.ingestion.api.serializers import ConversationMessageSerializer
+
+    messages = _service(ctx).recall_read(
+        query=args.query, limit=args.limit, conversation_id=args.conversation_id
+    )
+    data = {"results": json_ready(ConversationMessageSerializer(messages, many=True).data)}
+    return ToolResult(_turns_text(messages), data)
 
 
 def recall_memory_write(ctx: ToolContext, args: RecallWriteArgs) -> ToolResult:
     result = _service(ctx).recall_write(**args.model_dump())
-    return ToolResult(
-        _store_text(result, "Conversation turn"), json_ready(result.model_dump(mode="json"))
-    )
+    if not result.stored:
+        text = "Not stored: this agent's memory level is 'none'."
+    else:
+        text = f"Recorded as turn {result.last_seq} of conversation {result.conversation_id}."
+    return ToolResult(text, json_ready(result.model_dump(mode="json")))
 
 
 SELF_EDITING_TOOLS = (
@@ -160,7 +192,8 @@ SELF_EDITING_TOOLS = (
     ),
     ToolSpec(
         "recall_memory_write",
-        "Record a conversation turn in your history (recall memory).",
+        "Record a conversation turn in your history (recall memory); facts in it are "
+        "extracted into your memory later.",
         RecallWriteArgs,
         recall_memory_write,
         group="self_editing",

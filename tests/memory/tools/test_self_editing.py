@@ -2,6 +2,7 @@
 
 import pytest
 
+from memory.ingestion.models import Conversation
 from memory.models import Memory
 from memory.retrieval.formatting import untrusted_content_directive
 from memory.tools.strategies import SELF_EDITING_INSTRUCTION, strategy_for
@@ -105,15 +106,37 @@ def test_archival_tools(caller):
     assert all("core" not in r["memory"]["tags"] for r in found)
 
 
-def test_recall_is_the_conversation_history(caller):
+def test_recall_is_the_conversation_history(caller, outsider):
     self_editing(caller.company)
-    for content, role in (("hi", "user"), ("hello!", "assistant"), ("hi", "user")):
-        call(caller, "recall_memory_write", content=content, role=role)
-    assert Memory.objects.count() == 3  # the same words said twice are two turns
+    for content, role in (
+        ("hi", "user"),
+        ("hello! the deploy is at noon", "assistant"),
+        ("hi", "user"),
+    ):
+        written = call(caller, "recall_memory_write", content=content, role=role)
+    assert written["data"]["conversation_id"] == "main" and written["data"]["last_seq"] == 3
+    assert written["content"] == "Recorded as turn 3 of conversation main."
+    conversation = Conversation.objects.get(agent=caller.agent)
+    assert list(conversation.messages.order_by("seq").values_list("role", "content")) == [
+        ("user", "hi"),
+        ("assistant", "hello! the deploy is at noon"),
+        ("user", "hi"),
+    ]
+    assert not Memory.objects.exists()  # recall is conversation history, not memories
+    call(caller, "recall_memory_write", content="other thread", conversation_id="side")
+    call(outsider, "recall_memory_write", content="the deploy is at dawn")
+
     recent = call(caller, "recall_memory_read", limit=2)["data"]["results"]
-    assert [r["memory"]["content"] for r in recent] == ["hi", "hello!"]
-    assert recent[1]["memory"]["tags"] == ["recall", "role:assistant"]
-    found = call(caller, "recall_memory_read", query="hello")["data"]["results"]
-    assert found[0]["memory"]["content"] == "hello!"
+    assert [(r["conversation_id"], r["content"]) for r in recent] == [
+        ("side", "other thread"),
+        ("main", "hi"),
+    ]
+    found = call(caller, "recall_memory_read", query="deploys")
+    assert [r["content"] for r in found["data"]["results"]] == ["hello! the deploy is at noon"]
+    assert found["content"].startswith("- [main #2] ")
+    only_side = call(caller, "recall_memory_read", conversation_id="side")["data"]["results"]
+    assert [r["content"] for r in only_side] == ["other thread"]
+    unknown = call(caller, "recall_memory_read", 404, conversation_id="nope")
+    assert unknown["code"] == "conversation_not_found"
     invalid = call(caller, "recall_memory_write", 400, content="x", role="narrator")
     assert invalid["code"] == "invalid_tool_arguments"
