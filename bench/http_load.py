@@ -5,8 +5,10 @@ default) as a subprocess against a throw-away database seeded with ``--agents`` 
 ``--seed`` memories each, then runs ``--clients`` concurrent clients for ``--duration``
 seconds: 40 % ``POST /memories`` (new text each time), 30 % ``POST /memories/search``, 30 %
 ``POST /memories/context``, each client as one agent. It reports requests/s, p50/p95/p99
-latency and errors (any non-2xx or transport failure) per variant and per request kind, and
-writes ``bench/results/http_load.json``.
+latency and errors (any non-2xx or transport failure) per variant and per request kind, the
+CPU time the server processes and the PostgreSQL backends spent per request (which other
+jobs on a shared machine change far less than wall-clock figures), and writes
+``bench/results/http_load.json``.
 
 Variants:
   sync         gunicorn sync workers, WSGI (the serving model before the MCP server)
@@ -31,6 +33,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -147,6 +150,54 @@ def wait_ready(base: str, proc: subprocess.Popen, timeout: float = 120) -> None:
             pass
         time.sleep(0.5)
     raise SystemExit("server did not become ready")
+
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pids) -> dict[int, float]:
+    """User + system CPU seconds of each live pid (Linux /proc)."""
+    out = {}
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+    return out
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid:  # field 5 of stat: the process group
+                pids.append(int(entry.name))
+    return pids
+
+
+def backend_pids() -> list[int]:
+    """The PostgreSQL backends serving the benchmark database (when the server is local)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        pids = [pid for (pid,) in cursor.fetchall()]
+    connection.close()
+    return pids
+
+
+def cpu_snapshot(pgid: int) -> tuple[dict[int, float], dict[int, float]]:
+    return process_cpu_seconds(group_pids(pgid)), process_cpu_seconds(backend_pids())
+
+
+def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -268,28 +319,46 @@ def main() -> None:
             base = f"http://127.0.0.1:{port}"
             command = server_command(variant, port, args.workers, args.threads)
             print(f"[{variant}] starting: {' '.join(command[2:])}", file=sys.stderr)
+            log_path = Path(tempfile.gettempdir()) / f"http_load_{variant}.log"
+            log = log_path.open("w")
+            print(f"[{variant}] server log: {log_path}", file=sys.stderr)
             proc = subprocess.Popen(
                 command,
                 cwd=ROOT,
                 env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
             try:
                 wait_ready(base, proc)
                 load_before = os.getloadavg()[0]
+                server_before, db_before = cpu_snapshot(proc.pid)
                 print(
                     f"[{variant}] {args.clients} clients for {args.duration:.0f}s", file=sys.stderr
                 )
                 result = run_load(base, keys, args.clients, args.duration, number)
+                server_after, db_after = cpu_snapshot(proc.pid)
+                served = max(1, result["requests"])
+                server_ms = 1000 * cpu_used(server_before, server_after) / served
+                db_ms = 1000 * cpu_used(db_before, db_after) / served
+                cores = os.cpu_count() or 1
+                # CPU per request is what load from other jobs does not change much: it
+                # says what the same machine would serve with its cores to itself.
+                result["server_cpu_ms_per_request"] = round(server_ms, 1)
+                result["postgres_cpu_ms_per_request"] = round(db_ms, 1)
+                result["cpu_bound_req_per_s_if_idle"] = round(
+                    cores * 1000 / max(0.1, server_ms + db_ms), 1
+                )
                 result["load_average_before"] = round(load_before, 2)
                 result["load_average_after"] = round(os.getloadavg()[0], 2)
                 result["server_command"] = " ".join(command[2:])
                 results[variant] = result
                 print(
                     f"[{variant}] {result['req_per_s']} req/s, p50 {result['p50_ms']} ms, "
-                    f"p95 {result['p95_ms']} ms, errors {result['errors']}",
+                    f"p95 {result['p95_ms']} ms, errors {result['errors']}; CPU/request "
+                    f"server {result['server_cpu_ms_per_request']} ms + postgres "
+                    f"{result['postgres_cpu_ms_per_request']} ms",
                     file=sys.stderr,
                 )
             finally:
@@ -299,6 +368,7 @@ def main() -> None:
                 except subprocess.TimeoutExpired:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
+                log.close()
         out = {
             "benchmark": "http_load",
             "command": "python bench/http_load.py " + " ".join(sys.argv[1:]),
