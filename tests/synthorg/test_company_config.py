@@ -330,3 +330,25 @@ def test_agent_retention_overrides():
     assert overrides.days_for("semantic") is None
     with pytest.raises(ValueError):
         AgentRetentionOverrides.model_validate({"default_retention_days": 0})
+
+
+def test_self_editing_config():
+    config = parse_company_config(
+        {
+            "memory": {
+                "retrieval": {"strategy": "self_editing"},
+                "self_editing": {
+                    "core_token_budget": 300,
+                    "archival_search_limit": 5,
+                    "archival_write_categories": ["episodic"],
+                    "allow_core_writes": True,
+                    "locked_agents": ["auditor"],
+                },
+            }
+        }
+    )
+    settings = config.memory.self_editing
+    assert (settings.core_token_budget, settings.archival_search_limit) == (300, 5)
+    assert settings.archival_write_categories == ("episodic",)
+    assert settings.core_writes_allowed("writer") and not settings.core_writes_allowed("auditor")
+    assert parse_company_config({}).memory.self_editing.core_token_budget == 500
