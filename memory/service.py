@@ -30,7 +30,7 @@ from memory.errors import MemoryInputError, MemoryNotFoundError
 from memory.models import Memory
 from memory.retrieval.query import MemoryQuery
 from memory.selectors.context import PreparedContext
-from memory.selectors.memories import agent_memory_count, agent_memory_get
+from memory.selectors.memories import agent_memory_count, agent_memory_get, shared_memory_get
 from memory.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.services import lifecycle, shared, store
 from synthorg.errors import AccessDeniedError
@@ -92,6 +92,18 @@ class MemoryService:
     @_routed
     def get(self, memory_id: UUID | str) -> Memory:
         return agent_memory_get(agent=self.agent, memory_id=memory_id)
+
+    @_routed
+    def recall(self, memory_id: UUID | str) -> Memory:
+        """A memory the agent can read: its own, or the company's shared knowledge (what
+        ``search_memory`` returns, so every hit's id can be recalled)."""
+        try:
+            return agent_memory_get(agent=self.agent, memory_id=memory_id)
+        except MemoryNotFoundError:
+            try:
+                return shared_memory_get(company=self.company, memory_id=memory_id)
+            except MemoryNotFoundError:
+                raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from None
 
     @_routed
     def update(self, memory_id: UUID | str, request: MemoryUpdateRequest) -> Memory:

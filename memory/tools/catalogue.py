@@ -189,7 +189,7 @@ def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
 
 
 def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
-    memory = _service(ctx).get(args.id)
+    memory = _service(ctx).recall(args.id)
     data = json_ready(s.MemorySerializer(memory).data)
     return ToolResult(
         f"[{memory.pk}] ({memory.category}, {memory.created_at:%Y-%m-%d}) {memory.content}", data
@@ -272,7 +272,8 @@ MEMORY_TOOLS = (
     ),
     ToolSpec(
         "recall_memory",
-        "Read one memory in full by its id (from search_memory).",
+        "Read one memory in full by its id (from search_memory): yours, or shared knowledge "
+        "of your company.",
         RecallMemoryArgs,
         recall_memory,
     ),

@@ -170,10 +170,17 @@ def test_store_refusals_write_nothing(caller):
     )
 
 
-def test_shared_knowledge_tools(caller, peer):
+def test_shared_knowledge_tools(caller, peer, outsider):
     published = call(caller, "publish_shared_knowledge", content="Staging resets nightly at 02:00.")
     shared_id = published["data"]["id"]
     assert Memory.objects.get(pk=shared_id).is_shared
+    # A peer finds it with search_memory and can read it in full by the id it got.
+    hit = call(peer, "search_memory", query="staging reset")["data"]["results"][0]
+    assert (hit["memory"]["id"], hit["is_shared"]) == (shared_id, True)
+    assert call(peer, "recall_memory", id=shared_id)["data"]["content"] == (
+        "Staging resets nightly at 02:00."
+    )
+    assert call(outsider, "recall_memory", 404, id=shared_id)["code"] == "memory_not_found"
     found = call(peer, "search_shared_knowledge", query="when does staging reset?")
     assert [r["memory"]["id"] for r in found["data"]["results"]] == [shared_id]
     assert (
