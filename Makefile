@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db
+.PHONY: setup run test lint format worker bench clean-db upgrade-db
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,3 +37,7 @@ lint: setup
 format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
+upgrade-db: setup
+	$(BIN)/python -m synthorg.embedded_upgrade
