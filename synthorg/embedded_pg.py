@@ -316,7 +316,7 @@ class EmbeddedServer:
                 "-t",
                 str(START_TIMEOUT_S),
                 "-o",
-                f"-h '' -k {self.socket_dir()} -p {SOCKET_PORT}",
+                f"-h '' -k {self.socket_dir()} -p {SOCKET_PORT} -c unix_socket_permissions=0700",
                 "start",
             ]
         )
