@@ -402,3 +402,46 @@ def remove_data_dir(pgdata: Path) -> None:
         server.stop()
         shutil.rmtree(server.pgdata, ignore_errors=True)
         server.handles_path.unlink(missing_ok=True)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m synthorg.embedded_pg status|clean [--yes]`` for this checkout's server."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m synthorg.embedded_pg")
+    parser.add_argument("action", choices=["status", "clean"])
+    parser.add_argument("--yes", action="store_true", help="clean without asking")
+    args = parser.parse_args(argv)
+    pgdata = Path(__file__).resolve().parent.parent / "var" / "pgdata"
+    if os.environ.get("DATABASE_URL", "").strip():
+        print("DATABASE_URL is set: the embedded server is not in use; nothing to do.")
+        return 0
+    server = EmbeddedServer(pgdata)
+    info = read_postmaster(server.pgdata)
+    if args.action == "status":
+        version = (pgdata / "PG_VERSION").read_text().strip() if pgdata.exists() else "-"
+        users = server._read_handles()
+        state = f"running (pid {info.pid}, socket {info.socket_dir})" if info else "stopped"
+        print(f"{pgdata}: PostgreSQL {version}, {state}, {len(users)} process(es) attached")
+        return 0
+    if not pgdata.exists():
+        print(f"{pgdata} does not exist; nothing to delete.")
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("Refusing to delete the database without a terminal; run `make clean-db YES=1`.")
+            return 2
+        answer = input(f"Delete {pgdata} and every row in it? [y/N] ")
+        if answer.strip().lower() not in {"y", "yes"}:
+            print("Kept.")
+            return 1
+    users = [pid for pid in server._read_handles() if pid != os.getpid()]
+    if users:
+        print(f"Stopping the server used by pid(s) {', '.join(map(str, users))} …")
+    remove_data_dir(pgdata)
+    print(f"Deleted {pgdata}; the next command creates a new, empty database.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
