@@ -108,3 +108,12 @@ def truncate_guards(connection) -> list[tuple[str, str]]:
             """
         )
         return [(row[0], row[1]) for row in cursor.fetchall()]
+
+
+def owner_execute(*statements: str, alias: str = "default") -> None:
+    """Run maintenance/DDL statements (``ANALYZE``, index rebuilds in benchmarks) as the
+    owner role; the app role may not. Outside a transaction only (the connection is
+    switched)."""
+    with owner_connection(alias) as connection, connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)

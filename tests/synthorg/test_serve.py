@@ -119,6 +119,8 @@ def test_ctrl_c_stops_web_and_q2_workers_even_with_the_database_down(proxied_dat
             started = descendants(serve.pid)
             if len(started) >= 8:
                 break
+            if serve.poll() is not None:
+                pytest.fail(f"serve exited early:\n{serve.stdout.read()}")
             time.sleep(0.1)
         assert len(started) >= 8, [p.cmdline() for p in started]
         proxy.hang()  # the database stops answering under the running cluster
