@@ -90,9 +90,7 @@ def exact_top(agent, vector, k):
         return [row[0] for row in cursor.fetchall()]
 
 
-def test_an_iterative_walk_fills_the_page_where_a_plain_walk_comes_back_short(
-    crowded, monkeypatch
-):
+def test_an_iterative_walk_fills_the_page_where_a_plain_walk_comes_back_short(crowded, monkeypatch):
     mine, embedder = crowded
     monkeypatch.setattr(search_module, "HNSW_ITERATIVE_SCAN", "off")
     plain = dense(mine, embedder, 20)
