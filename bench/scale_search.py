@@ -88,6 +88,7 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
     from django.db import connection
     from pgvector.psycopg import register_vector
 
+    connection.ensure_connection()  # reopened after the owner's DDL closed it
     raw = connection.connection
     register_vector(raw)
     zipf = 1.0 / np.arange(1, len(vocab) + 1)
