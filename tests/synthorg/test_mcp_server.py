@@ -26,20 +26,35 @@ from mcp.client.streamable_http import streamable_http_client
 from memory.domain import MemoryStoreRequest
 from memory.models import Memory
 from memory.services.store import memory_store
-from persistence.models import Agent, AuditEntry
+from persistence.models import AuditEntry
 from persistence.selectors.identity import agent_for_api_key
 from synthorg.asgi import Router
 from synthorg.tools import registered_tools
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory
 
-pytestmark = pytest.mark.django_db
+# The live server's threads have connections of their own: what they must see is committed
+# (a transactional test; its flush runs as the owner, append-only tables included).
+pytestmark = pytest.mark.django_db(transaction=True)
 BASE_DIR = settings.BASE_DIR
 
-# The live server's threads have their own connections, which cannot see the test's
-# transaction; a transactional test cannot be used either (its flush would TRUNCATE the
-# append-only ledgers). So what the server must see is created, committed, on a connection
-# of its own, and removed the same way at the end (ledger triggers off for that session).
+
+class Committed:
+    """Agents and memories the live server can see (the test is transactional)."""
+
+    def agent(self, config=None):
+        caller = make_agent_caller(company=CompanyFactory(config=config or {}))
+        agent_for_api_key(caller.raw_key)  # records the key's last use now
+        return caller
+
+    def store(self, caller, content, category="semantic"):
+        request = MemoryStoreRequest(content=content, category=category)
+        return str(memory_store(agent=caller.agent, request=request).id)
+
+
+@pytest.fixture
+def committed(transactional_db):
+    return Committed()
 
 
 def free_port() -> int:
@@ -48,70 +63,8 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def in_thread(fn, *args):
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn(*args)
-        except BaseException as exc:  # re-raised in the test's thread
-            out["error"] = exc
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
-
-
 @pytest.fixture
-def committed(db):
-    """``committed.agent()``: a committed agent caller (own company); all removed after."""
-    company_ids = []
-
-    class Committed:
-        def agent(self, config=None):
-            def make():
-                caller = make_agent_caller(company=CompanyFactory(config=config or {}))
-                agent_for_api_key(caller.raw_key)  # records last use now, not in the test
-                return caller
-
-            caller = in_thread(make)
-            company_ids.append(caller.company.pk)
-            return caller
-
-        def store(self, caller, content, category="semantic"):
-            request = MemoryStoreRequest(content=content, category=category)
-            return str(in_thread(lambda: memory_store(agent=caller.agent, request=request).id))
-
-    yield Committed()
-
-    def cleanup():
-        with connection.cursor() as cursor:
-            cursor.execute("SET session_replication_role = replica")
-            cursor.execute(
-                "SELECT table_name, column_name FROM information_schema.columns "
-                "WHERE table_schema = 'public' AND column_name IN ('company_id', 'agent_id')"
-            )
-            agent_ids = list(Agent.objects.filter(company_id__in=company_ids).values_list("pk"))
-            agent_ids = [pk for (pk,) in agent_ids]
-            for table, column in cursor.fetchall():
-                ids = company_ids if column == "company_id" else agent_ids
-                cursor.execute(f'DELETE FROM "{table}" WHERE {column} = ANY(%s)', [ids])
-            cursor.execute(
-                "DELETE FROM persistence_agent WHERE company_id = ANY(%s)", [company_ids]
-            )
-            cursor.execute("DELETE FROM persistence_company WHERE id = ANY(%s)", [company_ids])
-            cursor.execute("SET session_replication_role = DEFAULT")
-
-    in_thread(cleanup)
-
-
-@pytest.fixture
-def live_server_url(db):
+def live_server_url(transactional_db):
     port = free_port()
     app = Router(WSGIMiddleware(get_wsgi_application(), workers=4))
     server = uvicorn.Server(
@@ -127,19 +80,12 @@ def live_server_url(db):
     server.should_exit = True
     thread.join(timeout=10)
     # The server's worker threads keep their persistent connections (CONN_MAX_AGE); end
-    # them, or the test database cannot be dropped. Django reconnects where one is reused.
-    connection.ensure_connection()
-    keep = connection.connection.info.backend_pid
-
-    def terminate():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
-                "datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
-                [keep],
-            )
-
-    in_thread(terminate)
+    # them (same role), or the flush and the test database's drop would wait for them.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+            "datname = current_database() AND pid <> pg_backend_pid() AND usename = current_user"
+        )
 
 
 def mcp(url, key, work):
