@@ -303,11 +303,16 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
 
+    from synthorg.db import roles
+
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
+    # Create and migrate the throw-away database as the owner; seed and serve as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     results = {}
     try:
         print(f"seeding {args.agents} agents x {args.seed} memories", file=sys.stderr)
@@ -382,10 +387,11 @@ def main() -> None:
             "variants": results,
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        target = ROOT / args.out
+        target = ROOT / args.out  # an absolute --out stays absolute
         target.write_text(json.dumps(out, indent=2) + "\n")
-        print(f"wrote {target.relative_to(ROOT)}")
+        print(f"wrote {target}")
     finally:
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
