@@ -38,11 +38,11 @@ Category = Literal["working", "episodic", "semantic", "procedural", "social"]
 EXCERPT = 400
 
 
-def _hits_payload(hits, degraded) -> dict:
+def hits_payload(hits, degraded) -> dict:
     return json_ready(s.SearchResponseSerializer(s.search_payload(hits, degraded)).data)
 
 
-def _hits_text(hits, *, empty: str) -> str:
+def hits_text(hits, *, empty: str) -> str:
     if not hits:
         return empty
     lines = []
@@ -57,7 +57,7 @@ def _hits_text(hits, *, empty: str) -> str:
     return "\n".join(lines)
 
 
-def _store_text(result, what: str = "Memory") -> str:
+def store_text(result, what: str = "Memory") -> str:
     if not result.stored:
         return "Not stored: this agent's memory level is 'none'."
     if result.deduplicated:
@@ -65,7 +65,7 @@ def _store_text(result, what: str = "Memory") -> str:
     return f"{what} stored with id {result.id}."
 
 
-def _service(ctx: ToolContext) -> MemoryService:
+def service_for(ctx: ToolContext) -> MemoryService:
     return MemoryService(ctx.principal)
 
 
@@ -182,14 +182,16 @@ def _query(args, *, limit: int, categories=None) -> MemoryQuery:
 
 
 def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
-    result = _service(ctx).tool_search(_query(args, limit=args.limit, categories=args.categories))
-    data = _hits_payload(result.hits, result.degraded)
+    result = service_for(ctx).tool_search(
+        _query(args, limit=args.limit, categories=args.categories)
+    )
+    data = hits_payload(result.hits, result.degraded)
     data["queries"] = result.queries
-    return ToolResult(_hits_text(result.hits, empty="No memories match."), data)
+    return ToolResult(hits_text(result.hits, empty="No memories match."), data)
 
 
 def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
-    memory = _service(ctx).recall(args.id)
+    memory = service_for(ctx).recall(args.id)
     data = json_ready(s.MemorySerializer(memory).data)
     return ToolResult(
         f"[{memory.pk}] ({memory.category}, {memory.created_at:%Y-%m-%d}) {memory.content}", data
@@ -202,24 +204,24 @@ def _store_request(args, **extra) -> MemoryStoreRequest:
 
 
 def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
-    result = _service(ctx).store(_store_request(args))
-    return ToolResult(_store_text(result), json_ready(result.model_dump(mode="json")))
+    result = service_for(ctx).store(_store_request(args))
+    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
 
 
 def update_memory(ctx: ToolContext, args: UpdateMemoryArgs) -> ToolResult:
     changes = args.model_dump(exclude={"id"}, exclude_none=True)
     request = parse_request(MemoryUpdateRequest, changes)
-    memory = _service(ctx).update(args.id, request)
+    memory = service_for(ctx).update(args.id, request)
     return ToolResult(f"Memory {memory.pk} updated.", json_ready(s.MemorySerializer(memory).data))
 
 
 def forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> ToolResult:
-    _service(ctx).delete(args.id, confirmation=ctx.confirmation)
+    service_for(ctx).delete(args.id, confirmation=ctx.confirmation)
     return ToolResult(f"Memory {args.id} deleted.", {"id": str(args.id), "deleted": True})
 
 
 def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
-    service = _service(ctx)
+    service = service_for(ctx)
     prepared = service.context(
         query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
     )
@@ -230,31 +232,31 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
 
 
 def publish_shared_knowledge(ctx: ToolContext, args: PublishSharedArgs) -> ToolResult:
-    result = _service(ctx).shared_publish(_store_request(args))
+    result = service_for(ctx).shared_publish(_store_request(args))
     return ToolResult(
-        _store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
+        store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
     )
 
 
 def search_shared_knowledge(ctx: ToolContext, args: SearchSharedArgs) -> ToolResult:
-    result = _service(ctx).shared_search(
+    result = service_for(ctx).shared_search(
         _query(args, limit=args.limit), exclude_self=args.exclude_self
     )
     return ToolResult(
-        _hits_text(result.hits, empty="No shared knowledge matches."),
-        _hits_payload(result.hits, result.degraded),
+        hits_text(result.hits, empty="No shared knowledge matches."),
+        hits_payload(result.hits, result.degraded),
     )
 
 
 def retract_shared_knowledge(ctx: ToolContext, args: RetractSharedArgs) -> ToolResult:
-    _service(ctx).shared_retract(args.id, confirmation=ctx.confirmation)
+    service_for(ctx).shared_retract(args.id, confirmation=ctx.confirmation)
     return ToolResult(
         f"Shared knowledge {args.id} retracted.", {"id": str(args.id), "retracted": True}
     )
 
 
 def end_session(ctx: ToolContext, args: EndSessionArgs) -> ToolResult:
-    purged = _service(ctx).session_end(args.session_id, confirmation=ctx.confirmation)
+    purged = service_for(ctx).session_end(args.session_id, confirmation=ctx.confirmation)
     return ToolResult(
         f"Session {args.session_id} ended; {purged} session memories purged.",
         {"session_id": args.session_id, "memories_purged": purged},

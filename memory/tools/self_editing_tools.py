@@ -12,10 +12,10 @@ from memory.tools.catalogue import (
     EXCERPT,
     BindingArgs,
     Category,
-    _hits_payload,
-    _hits_text,
-    _service,
-    _store_text,
+    hits_payload,
+    hits_text,
+    service_for,
+    store_text,
 )
 from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec, json_ready
 
@@ -84,7 +84,7 @@ class RecallWriteArgs(ToolArguments):
 
 
 def core_memory_read(ctx: ToolContext, args: CoreReadArgs) -> ToolResult:
-    block = _service(ctx).core_read()
+    block = service_for(ctx).core_read()
     entries = [
         {"id": entry.key, "content": entry.content, "tokens": entry.tokens}
         for entry in block.included
@@ -102,7 +102,7 @@ def core_memory_read(ctx: ToolContext, args: CoreReadArgs) -> ToolResult:
 def core_memory_write(ctx: ToolContext, args: CoreWriteArgs) -> ToolResult:
     from memory.api.serializers import MemorySerializer
 
-    memory = _service(ctx).core_write(**args.model_dump())
+    memory = service_for(ctx).core_write(**args.model_dump())
     verb = "replaced" if args.replace_id else "added"
     return ToolResult(
         f"Core memory {verb}: {memory.pk}.", json_ready(MemorySerializer(memory).data)
@@ -110,17 +110,17 @@ def core_memory_write(ctx: ToolContext, args: CoreWriteArgs) -> ToolResult:
 
 
 def archival_memory_search(ctx: ToolContext, args: ArchivalSearchArgs) -> ToolResult:
-    hits = _service(ctx).archival_search(query=args.query, limit=args.limit)
+    hits = service_for(ctx).archival_search(query=args.query, limit=args.limit)
     return ToolResult(
-        _hits_text(hits, empty="Nothing in archival memory matches."), _hits_payload(hits, [])
+        hits_text(hits, empty="Nothing in archival memory matches."), hits_payload(hits, [])
     )
 
 
 def archival_memory_write(ctx: ToolContext, args: ArchivalWriteArgs) -> ToolResult:
     fields = args.model_dump()
     fields["tags"] = tuple(fields["tags"])
-    result = _service(ctx).archival_write(**fields)
-    return ToolResult(_store_text(result), json_ready(result.model_dump(mode="json")))
+    result = service_for(ctx).archival_write(**fields)
+    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
 
 
 def _turns_text(messages) -> str:
@@ -136,7 +136,7 @@ def _turns_text(messages) -> str:
 def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
     from memory.ingestion.api.serializers import ConversationMessageSerializer
 
-    messages = _service(ctx).recall_read(
+    messages = service_for(ctx).recall_read(
         query=args.query, limit=args.limit, conversation_id=args.conversation_id
     )
     data = {"results": json_ready(ConversationMessageSerializer(messages, many=True).data)}
@@ -144,7 +144,7 @@ def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
 
 
 def recall_memory_write(ctx: ToolContext, args: RecallWriteArgs) -> ToolResult:
-    result = _service(ctx).recall_write(**args.model_dump())
+    result = service_for(ctx).recall_write(**args.model_dump())
     if not result.stored:
         text = "Not stored: this agent's memory level is 'none'."
     else:
