@@ -136,6 +136,12 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
+# Company-configured (remote) embedders: seconds per attempt, total seconds per call (well
+# under gunicorn's 30 s worker timeout), and seconds to skip an endpoint after it timed out.
+SYNTHORG_EMBEDDER_TIMEOUT = float(os.environ.get("SYNTHORG_EMBEDDER_TIMEOUT", "5"))
+SYNTHORG_EMBEDDER_BUDGET = float(os.environ.get("SYNTHORG_EMBEDDER_BUDGET", "8"))
+SYNTHORG_EMBEDDER_COOLDOWN = float(os.environ.get("SYNTHORG_EMBEDDER_COOLDOWN", "30"))
+
 Q_CLUSTER = {
     "name": "synthorg",
     "orm": "default",
