@@ -69,15 +69,17 @@ class _TagsField(serializers.ListField):
             child=serializers.CharField(max_length=64),
             max_length=MAX_TAGS,
             required=False,
-            default=list,
-            **kwargs,
+            **{"default": list, **kwargs},
         )
 
 
 class FactWriteSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=FACT_CONTENT_MAX_CHARS)
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
-    tags = _TagsField()
+    tags = _TagsField(
+        default=None,
+        help_text="A new fact: default none. A new version: omit to keep the current tags.",
+    )
     fact_id = serializers.UUIDField(
         required=False, allow_null=True, help_text="Set to publish a new version of this fact."
     )
@@ -180,6 +182,7 @@ class WriteRequestSerializer(serializers.ModelSerializer):
 
 
 class WriteRequestFileSerializer(FactWriteSerializer):
+    tags = _TagsField()
     justification = serializers.CharField(max_length=4000)
     expected_version = None
 

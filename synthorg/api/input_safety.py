@@ -49,6 +49,11 @@ def check_json_value(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
             raise UnsafeInputError(NUL_OR_SURROGATE, code="invalid_characters", field=path or None)
 
 
+def printable(text: str) -> str:
+    """``text`` with forbidden characters shown as ``\\uXXXX`` (safe to echo back as JSON)."""
+    return FORBIDDEN_TEXT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _walk(value: Any) -> Iterator[tuple[str, int, Any]]:
     stack: list[tuple[str, int, Any]] = [("", 0, value)]
     while stack:
@@ -57,7 +62,8 @@ def _walk(value: Any) -> Iterator[tuple[str, int, Any]]:
         if isinstance(item, dict):
             for key, child in item.items():
                 key_text = str(key)
-                child_path = f"{path}.{key_text}" if path else key_text
+                shown = printable(key_text)
+                child_path = f"{path}.{shown}" if path else shown
                 if has_forbidden_text(key_text):
                     yield child_path, depth + 1, key_text
                 stack.append((child_path, depth + 1, child))
