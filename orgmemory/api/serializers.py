@@ -122,8 +122,12 @@ class FactListQuerySerializer(AsOfQuerySerializer):
 
 class LogEntrySerializer(serializers.ModelSerializer):
     author = serializers.SerializerMethodField()
-    author_user = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    author_user = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     write_request_id = serializers.UUIDField(allow_null=True, read_only=True)
 
     class Meta:
@@ -158,7 +162,9 @@ class LogEntrySerializer(serializers.ModelSerializer):
 class WriteRequestSerializer(serializers.ModelSerializer):
     requester_id = serializers.IntegerField(read_only=True)
     requester_seniority = serializers.CharField(read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     published_operation_id = serializers.UUIDField(allow_null=True, read_only=True)
 
     class Meta:

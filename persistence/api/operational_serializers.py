@@ -336,16 +336,19 @@ class CostGroupSerializer(serializers.Serializer):
 
 class CostSummarySerializer(serializers.Serializer):
     group_by = serializers.CharField()
-    since = serializers.DateTimeField(allow_null=True)
-    until = serializers.DateTimeField(allow_null=True)
+    # ``from``/``to`` are Python keywords: declared under those names below.
     totals = CurrencyTotalSerializer(many=True)
     groups = CostGroupSerializer(many=True)
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["from"] = data.pop("since")
-        data["to"] = data.pop("until")
-        return data
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.DateTimeField(
+            source="since", allow_null=True, help_text="Inclusive start of the range."
+        )
+        fields["to"] = serializers.DateTimeField(
+            source="until", allow_null=True, help_text="Exclusive end of the range."
+        )
+        return fields
 
 
 class CostSummaryQuerySerializer(serializers.Serializer):
