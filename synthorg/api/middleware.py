@@ -1,7 +1,8 @@
 """problem+json for everything under ``/api/`` that DRF's exception handler never sees.
 
-* Before the view: a NUL character or a lone surrogate in the path or the query string is
-  a 400 ``invalid_characters`` (they cannot reach PostgreSQL; see
+* Before the view: a NUL character or a lone surrogate in the path, the query string or a
+  request header (``X-Company`` is looked up in the database) is a 400
+  ``invalid_characters`` (they cannot reach PostgreSQL; see
   :mod:`synthorg.api.input_safety`).
 * An exception that escaped the view (a bug) is logged with its traceback under a fresh
   correlation id and answered ``500`` with that id; an oversized body is a ``413``.
@@ -53,10 +54,13 @@ def is_api_request(request: HttpRequest) -> bool:
     return request.path_info.startswith(API_PREFIX)
 
 
-def _unsafe_url_part(request: HttpRequest) -> str | None:
+def _unsafe_part(request: HttpRequest) -> str | None:
     # path_info is already percent-decoded; the raw query string is not.
     if has_forbidden_text(request.path_info):
         return "path"
+    for name, value in request.META.items():
+        if name.startswith("HTTP_") and isinstance(value, str) and has_forbidden_text(value):
+            return "header " + name[5:].replace("_", "-").title()
     raw_query = request.META.get("QUERY_STRING", "")
     if "%00" in raw_query or "\x00" in raw_query:
         return "query"
@@ -74,7 +78,7 @@ class ApiProblemMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not is_api_request(request):
             return self.get_response(request)
-        part = _unsafe_url_part(request)
+        part = _unsafe_part(request)
         if part is not None:
             return problem_http_response(
                 status_code=400,

@@ -189,6 +189,12 @@ def test_nul_in_the_url_is_a_400(caller, url):
     assert body["errors"][0]["field"] in {"path", "query"}
 
 
+def test_nul_in_a_header_is_a_400(human_client):
+    response = human_client.get("/api/v1/tasks", HTTP_X_COMPANY="a\x00b")
+    body = assert_problem(response, 400, "invalid_characters")
+    assert body["errors"][0]["field"] == "header X-Company"
+
+
 # --- object-typed fields given something else ---------------------------------------------
 
 
