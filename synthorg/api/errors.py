@@ -78,21 +78,11 @@ def problem_body(
     return body
 
 
-def problem_response(
-    *,
-    status_code: int,
-    code: str,
-    title: str | None = None,
-    detail: str,
-    errors: list[dict[str, Any]] | None = None,
-    extra: dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> Response:
-    body = problem_body(
-        status_code=status_code, code=code, title=title, detail=detail, errors=errors, extra=extra
-    )
+def problem_response(*, headers: dict[str, str] | None = None, **members: Any) -> Response:
+    """A DRF response carrying :func:`problem_body` (``members`` are its arguments)."""
+    body = problem_body(**members)
     response = Response(
-        body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE
+        body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE
     )
     # Also set the header now: callers (and tests) may inspect the response before rendering.
     response["Content-Type"] = PROBLEM_CONTENT_TYPE
