@@ -130,6 +130,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "synthorg.api.schema.forbid_unknown_request_fields",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",

@@ -160,3 +160,13 @@ def test_unknown_currency_is_refused_by_the_service_too(company):
         cost_record_create(company=company, provider="p", model="m", cost="1", currency="ABC")
     assert not CostRecord.objects.exists()
     assert AuditEntry.objects.count() == 0
+
+
+def test_the_schema_says_request_bodies_take_no_other_fields():
+    from drf_spectacular.generators import SchemaGenerator
+
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]["schemas"]
+    for name in ("FactWriteRequest", "TaskRequest", "PatchedTaskRequest", "MemoryStoreRequest"):
+        assert components[name]["additionalProperties"] is False, name
+    assert "additionalProperties" not in components["Task"]  # responses are not constrained
+    assert components["MessageRequest"]["properties"]["metadata"]["additionalProperties"] is True
