@@ -195,7 +195,11 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     ):
         code = str(exc.detail.code)
     errors = None
-    if getattr(exc, "field", None) is not None or code in {"json_too_deep", "invalid_characters"}:
+    if getattr(exc, "field", None) is not None or code in {
+        "json_too_deep",
+        "invalid_characters",
+        "number_out_of_range",
+    }:
         errors = [{"field": getattr(exc, "field", None), "message": str(detail), "code": code}]
     return problem_response(
         status_code=exc.status_code,

@@ -2,13 +2,15 @@
 
 PostgreSQL cannot store a NUL character in ``text`` or ``jsonb``, and a lone UTF-16
 surrogate (``"\\ud800"`` in JSON) is not a character at all: psycopg refuses to encode it.
-Both used to surface as a 500 from deep inside a save. JSON nested thousands of levels deep
+A number such as ``1e999`` decodes to infinity, which ``jsonb`` cannot hold. All of these
+used to surface as a 500 from deep inside a save. JSON nested thousands of levels deep
 made the parser (and everything recursive after it) hit Python's recursion limit. One walk
-over the decoded body rejects all three, so every endpoint gets the check for free.
+over the decoded body rejects them all, so every endpoint gets the check for free.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +22,7 @@ MAX_JSON_DEPTH = 64
 FORBIDDEN_TEXT = re.compile("[\x00\ud800-\udfff]")
 
 NUL_OR_SURROGATE = "Text may not contain NUL characters or unpaired UTF-16 surrogates."
+NOT_FINITE = "Numbers must be finite (1e999 overflows to infinity, which JSON cannot store)."
 TOO_DEEP = f"JSON may not be nested more than {MAX_JSON_DEPTH} levels deep."
 
 
@@ -47,6 +50,8 @@ def check_json_value(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> None:
             raise UnsafeInputError(TOO_DEEP, code="json_too_deep", field=path or None)
         if isinstance(item, str) and has_forbidden_text(item):
             raise UnsafeInputError(NUL_OR_SURROGATE, code="invalid_characters", field=path or None)
+        if isinstance(item, float) and not math.isfinite(item):
+            raise UnsafeInputError(NOT_FINITE, code="number_out_of_range", field=path or None)
 
 
 def printable(text: str) -> str:

@@ -167,6 +167,23 @@ def test_nul_and_lone_surrogates_in_any_string_are_a_400(caller, url, template, 
     assert {model: model.objects.count() for model in before} == before
 
 
+@pytest.mark.parametrize(
+    ("url", "raw", "field"),
+    [
+        (
+            "/api/v1/messages",
+            '{"channel": "c", "content": "x", "metadata": {"n": 1e999}}',
+            "metadata.n",
+        ),
+        ("/api/v1/tasks", '{"title": -1e400}', "title"),
+    ],
+)
+def test_numbers_that_overflow_to_infinity_are_a_400(caller, url, raw, field):
+    body = assert_problem(post_raw(caller.client, url, raw), 400, "number_out_of_range")
+    assert body["errors"][0]["field"] == field
+    assert not Message.objects.exists() and not Task.objects.exists()
+
+
 def test_a_valid_surrogate_pair_is_text(caller):
     response = post_raw(caller.client, "/api/v1/tasks", '{"title": "deploy \\ud83d\\ude80"}')
     assert response.status_code == 201, response.content
