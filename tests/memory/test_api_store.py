@@ -472,6 +472,12 @@ def test_a_hanging_embedder_degrades_within_the_budget_and_is_then_skipped(
         assert second.status_code == 201
         assert second.json()["embedding_status"] == "pending"
         assert server.connections == connected  # skipped: the circuit is open
+        search = caller.client.post(
+            "/api/v1/memories/search", {"query": "when does billing deploy"}, format="json"
+        )
+        assert search.status_code == 200
+        assert search.json()["degraded"] == ["dense"]
+        assert search.json()["results"][0]["memory"]["content"] == "Billing deploys on Fridays."
         other = post(outsider, memory_body("Billing deploys on Fridays."))
         assert other.status_code == 201
         assert other.json()["embedding_status"] == "ready"
