@@ -219,8 +219,20 @@ def _about(path: str, param: str):
     return preferred
 
 
+def _schema():
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def _collections():
+    """Every GET without path parameters, with its query parameter names."""
+    for path, item in _schema()["paths"].items():
+        operation = item.get("get")
+        if operation and "{" not in path:
+            yield path, [p["name"] for p in operation.get("parameters", []) if p["in"] == "query"]
+
+
 def _operations():
-    schema = SchemaGenerator().get_schema(request=None, public=True)
+    schema = _schema()
     for path, item in schema["paths"].items():
         params = [p for p in item.get("parameters", []) if p["in"] == "path"]
         for method, operation in item.items():
@@ -333,6 +345,7 @@ def world():
     return {
         "prober": prober,
         "human": human,
+        "victim_agent": victim.agent,
         "victim_rows": [r for r in victim_rows if r is not None],
         "peer_rows": [r for r in peer_rows if r is not None],
         "skipped": {**seeder.skipped, **peer_seeder.skipped},
@@ -356,6 +369,23 @@ def test_another_companys_ids_answer_404_or_403_never_data(world, who):
     assert probed > 300, "the probe reached the id-taking endpoints"
     assert not leaks, f"{len(leaks)} of {probed} probes leaked:\n" + "\n".join(leaks[:40])
     assert _snapshot(rows) == before
+
+
+@pytest.mark.parametrize("who", ["agent", "human"])
+def test_lists_filtered_by_another_companys_ids_show_nothing_of_it(world, who):
+    client = world["prober"].client if who == "agent" else world["human"]
+    victim_agent = world["victim_agent"].pk
+    leaks, listed = [], 0
+    for path, query in _collections():
+        filters = {name: victim_agent for name in query if name in {"agent", "assignee", "lead"}}
+        for params in ({}, filters) if filters else ({},):
+            response = client.get(path, params)
+            listed += 1
+            assert response.status_code < 500, (path, response.content[:300])
+            if VICTIM in response.content.decode("utf-8", "replace"):
+                leaks.append(f"GET {path} {params} → {response.content[:300]!r}")
+    assert listed > 30
+    assert not leaks, "\n".join(leaks)
 
 
 def test_another_agents_private_ids_answer_404_or_403_never_data(world):
