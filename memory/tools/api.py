@@ -15,7 +15,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.api.serializers import StrictSerializer
 from memory.api.views.common import PROBLEM, AgentView
 from synthorg.tools import tool_call
 
@@ -39,7 +38,7 @@ class ToolListSerializer(serializers.Serializer):
     tools = serializers.ListField(child=serializers.DictField())
 
 
-class ToolCallRequestSerializer(StrictSerializer):
+class ToolCallRequestSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100, help_text="The tool's name.")
     arguments = serializers.DictField(
         required=False, default=dict, help_text="The tool's arguments (a JSON object)."

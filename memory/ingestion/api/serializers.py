@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.serializers import StrictSerializer
 from memory.ingestion import domain
 from memory.ingestion.models import (
     ConversationMessage,
@@ -16,7 +15,7 @@ from memory.ingestion.models import (
 ROLE_CHOICES = [(r.value, r.value) for r in domain.MessageRole]
 
 
-class MessageInSerializer(StrictSerializer):
+class MessageInSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=ROLE_CHOICES)
     content = serializers.CharField(
         max_length=domain.MESSAGE_CONTENT_MAX_CHARS, trim_whitespace=False
@@ -32,7 +31,7 @@ class MessageInSerializer(StrictSerializer):
         return value
 
 
-class FlushSerializer(StrictSerializer):
+class FlushSerializer(serializers.Serializer):
     messages = MessageInSerializer(
         many=True, allow_empty=False, max_length=domain.MAX_FLUSH_MESSAGES
     )
@@ -78,7 +77,7 @@ class ConversationMessageSerializer(serializers.ModelSerializer):
         ]
 
 
-class MessageListQuerySerializer(StrictSerializer):
+class MessageListQuerySerializer(serializers.Serializer):
     q = serializers.CharField(required=False, max_length=1000)
     role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
     after_seq = serializers.IntegerField(required=False, min_value=0)
@@ -136,12 +135,12 @@ class ExtractionRunDetailSerializer(ExtractionRunSerializer):
         fields = [*ExtractionRunSerializer.Meta.fields, "facts"]
 
 
-class PageQuerySerializer(StrictSerializer):
+class PageQuerySerializer(serializers.Serializer):
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
 
-class ContextRequestSerializer(StrictSerializer):
+class ContextRequestSerializer(serializers.Serializer):
     token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000)
 
 
