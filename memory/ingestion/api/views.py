@@ -262,6 +262,11 @@ class JournalListView(AgentView, APIView):
 
 @extend_schema(tags=["journal"])
 class JournalDayView(AgentView, APIView):
+    def perform_content_negotiation(self, request, force=False):
+        # The body is Markdown whatever the client accepts (`Accept: text/markdown` must not
+        # be a 406); errors are still problem+json.
+        return super().perform_content_negotiation(request, force=True)
+
     @extend_schema(
         summary="The caller's journal of one day, as Markdown",
         description=(
