@@ -7,6 +7,7 @@ from rest_framework import serializers
 from memory.api.serializers import StrictSerializer
 from memory.ingestion import domain
 from memory.ingestion.models import (
+    Conversation,
     ConversationMessage,
     DreamRun,
     ExtractedFact,
@@ -58,6 +59,28 @@ class FlushResultSerializer(serializers.Serializer):
     first_seq = serializers.IntegerField(allow_null=True)
     last_seq = serializers.IntegerField(allow_null=True)
     extraction_due_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="external_id")
+    project_id = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "conversation_id",
+            "level",
+            "session_id",
+            "project_id",
+            "message_count",
+            "extracted_through_seq",
+            "pending_tokens",
+            "extraction_due_at",
+            "summary_through_seq",
+            "created_at",
+            "updated_at",
+            "last_message_at",
+        ]
 
 
 class ConversationMessageSerializer(serializers.ModelSerializer):
