@@ -110,6 +110,12 @@ def conversation_extract(
         return None
     run = claim.run
     if provider is None:
+        logger.warning(
+            "extraction of conversation %s skipped: %s; its messages stay stored and a later "
+            "run retries once an LLM is configured",
+            run.conversation_id,
+            NO_LLM,
+        )
         return _finish_unsuccessful(claim, ExtractionRun.Status.SKIPPED_NO_LLM, NO_LLM, now=now)
     messages = list(
         ConversationMessage.objects.filter(
