@@ -23,24 +23,30 @@ def schedule_name(company_id: int) -> str:
     return f"memory-maintenance:company-{company_id}"
 
 
-def maintenance_schedules() -> Iterator[ScheduleSpec]:
+def interval_schedule_type(interval: ConsolidationInterval) -> str | None:
+    """The django-q2 schedule type of a config ``interval`` (``None`` for ``never``)."""
     from django_q.models import Schedule
 
-    from persistence.models import Company
-    from persistence.selectors.config import company_config
-
-    types = {
+    return {
         ConsolidationInterval.HOURLY: Schedule.HOURLY,
         ConsolidationInterval.DAILY: Schedule.DAILY,
         ConsolidationInterval.WEEKLY: Schedule.WEEKLY,
-    }
+    }.get(interval)
+
+
+def maintenance_schedules() -> Iterator[ScheduleSpec]:
+    from persistence.models import Company
+    from persistence.selectors.config import company_config
+
     for company in Company.objects.order_by("pk"):
-        interval = company_config(company).memory.consolidation.interval
-        if interval in types:
+        schedule_type = interval_schedule_type(
+            company_config(company).memory.consolidation.interval
+        )
+        if schedule_type is not None:
             yield ScheduleSpec(
                 name=schedule_name(company.pk),
                 func=TASK,
-                schedule_type=types[interval],
+                schedule_type=schedule_type,
                 kwargs={"company_id": company.pk},
             )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from synthorg.enums import ConsolidationInterval
 from synthorg.schedules import ScheduleSpec
 
 SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
@@ -17,23 +16,18 @@ def dream_schedule_name(company_id: int) -> str:
 
 
 def dream_schedules() -> Iterator[ScheduleSpec]:
-    from django_q.models import Schedule
-
+    from memory.schedules import interval_schedule_type
     from persistence.models import Company
     from persistence.selectors.config import company_config
 
-    types = {
-        ConsolidationInterval.HOURLY: Schedule.HOURLY,
-        ConsolidationInterval.DAILY: Schedule.DAILY,
-        ConsolidationInterval.WEEKLY: Schedule.WEEKLY,
-    }
     for company in Company.objects.order_by("pk"):
         dream = company_config(company).memory.dream
-        if dream.enabled and dream.interval in types:
+        schedule_type = interval_schedule_type(dream.interval)
+        if dream.enabled and schedule_type is not None:
             yield ScheduleSpec(
                 name=dream_schedule_name(company.pk),
                 func=DREAM_TASK,
-                schedule_type=types[dream.interval],
+                schedule_type=schedule_type,
                 kwargs={"company_id": company.pk},
             )
 

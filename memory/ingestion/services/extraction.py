@@ -36,7 +36,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from memory.domain import MemoryStoreRequest
-from memory.ingestion.domain import ExtractedFacts, parse_uuid
+from memory.ingestion.domain import ProposedFacts, parse_uuid
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -289,7 +289,7 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
 # --- 3. apply ------------------------------------------------------------------------------
 
 
-def _apply(claim: _Claim, answer: ExtractedFacts, completion: Completion, messages, *, config):
+def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, messages, *, config):
     run = claim.run
     conversation = claim.conversation
     agent = conversation.agent
