@@ -50,3 +50,15 @@ def test_pending_tokens_over_the_limit_enqueue_the_task_on_commit(
     task = SignedPackage.loads(queued.payload)
     assert task["func"] == "memory.ingestion.tasks.extract_conversation"
     assert task["kwargs"] == {"conversation_pk": conversation.pk}
+
+
+def test_a_new_company_gets_its_dream_schedule_at_once(db):
+    from persistence.services.companies import company_create
+
+    company = company_create(name="Fresh", slug="fresh")
+    dream = Schedule.objects.get(name=f"synthorg:{dream_schedule_name(company.pk)}")
+    assert dream.kwargs == repr({"company_id": company.pk})
+    quiet = company_create(
+        name="Quiet", slug="quiet", config={"memory": {"dream": {"interval": "never"}}}
+    )
+    assert not Schedule.objects.filter(name=f"synthorg:{dream_schedule_name(quiet.pk)}").exists()
