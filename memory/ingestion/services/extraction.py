@@ -59,7 +59,7 @@ from memory.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
 from memory.selectors.search import memory_search
 from memory.services.store import memory_store_batch
 from persistence.selectors.config import company_config
-from synthorg.enums import MemoryCategory
+from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.llm import Completion, CompletionProvider, LLMError, LLMRequestError
 
@@ -95,6 +95,11 @@ def conversation_extract(
     agent = conversation.agent
     config = company_config(agent.company).memory.extraction
     if not config.enabled:
+        return None
+    if agent.memory_level == MemoryLevel.NONE:
+        # The agent stopped keeping memories since these messages were flushed: nothing to
+        # extract into; the messages stay, and nothing is due any more.
+        Conversation.objects.filter(pk=conversation.pk).update(extraction_due_at=None)
         return None
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)

@@ -454,3 +454,14 @@ def test_extracted_memories_share_the_conversations_session_binding(company, llm
     assert not Memory.objects.filter(agent=agent.agent).exists()
     assert not Conversation.objects.filter(agent=agent.agent).exists()
     assert not ExtractionRun.objects.filter(agent=agent.agent).exists()
+
+
+def test_an_agent_switched_to_level_none_is_not_extracted(caller, llm):
+    conversation = flush(caller.agent, [BILLING])
+    caller.agent.memory_level = "none"
+    caller.agent.save()
+    assert conversation_extract(conversation=conversation, force=True) is None
+    conversation.refresh_from_db()
+    assert conversation.extraction_due_at is None
+    assert llm.requests_to(llm.CHAT_COMPLETIONS) == []
+    assert ConversationMessage.objects.filter(conversation=conversation).count() == 1
