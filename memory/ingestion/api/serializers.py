@@ -104,8 +104,8 @@ class ConversationMessageSerializer(serializers.ModelSerializer):
 class MessageListQuerySerializer(StrictSerializer):
     q = serializers.CharField(required=False, max_length=1000)
     role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
-    after_seq = serializers.IntegerField(required=False, min_value=0)
-    before_seq = serializers.IntegerField(required=False, min_value=1)
+    after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    before_seq = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 

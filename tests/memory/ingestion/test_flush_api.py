@@ -224,3 +224,18 @@ def test_conversations_are_listed_most_recent_first(caller, peer):
         "message_count": 2,
         "extracted_through_seq": 0,
     }
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"after_seq": 2**31}, "after_seq"),
+        ({"page_size": 501}, "page_size"),
+        ({"sort": "seq"}, "sort"),
+    ],
+)
+def test_bad_list_parameters_are_400(caller, params, field):
+    flush(caller)
+    response = caller.client.get(URL.format("chat-1"), params)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == field
