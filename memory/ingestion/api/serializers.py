@@ -1,10 +1,14 @@
-"""Request and response shapes of the conversation ingestion API."""
+"""Request and response shapes of the conversation ingestion API.
+
+Unknown body fields are rejected for every serializer (``synthorg.api.serializers``); the
+query serializers here get ``query_params.dict()``, so unknown query parameters are
+rejected too (each list endpoint declares its pagination parameters).
+"""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.serializers import StrictSerializer
 from memory.ingestion import domain
 from memory.ingestion.models import (
     Conversation,
@@ -17,7 +21,7 @@ from memory.ingestion.models import (
 ROLE_CHOICES = [(r.value, r.value) for r in domain.MessageRole]
 
 
-class MessageInSerializer(StrictSerializer):
+class MessageInSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=ROLE_CHOICES)
     content = serializers.CharField(
         max_length=domain.MESSAGE_CONTENT_MAX_CHARS, trim_whitespace=False
@@ -33,7 +37,7 @@ class MessageInSerializer(StrictSerializer):
         return value
 
 
-class FlushSerializer(StrictSerializer):
+class FlushSerializer(serializers.Serializer):
     messages = MessageInSerializer(
         many=True, allow_empty=False, max_length=domain.MAX_FLUSH_MESSAGES
     )
@@ -101,7 +105,7 @@ class ConversationMessageSerializer(serializers.ModelSerializer):
         ]
 
 
-class MessageListQuerySerializer(StrictSerializer):
+class MessageListQuerySerializer(serializers.Serializer):
     q = serializers.CharField(required=False, max_length=1000)
     role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
     after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
@@ -159,12 +163,12 @@ class ExtractionRunDetailSerializer(ExtractionRunSerializer):
         fields = [*ExtractionRunSerializer.Meta.fields, "facts"]
 
 
-class PageQuerySerializer(StrictSerializer):
+class PageQuerySerializer(serializers.Serializer):
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
 
-class ContextRequestSerializer(StrictSerializer):
+class ContextRequestSerializer(serializers.Serializer):
     token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000)
 
 
