@@ -224,9 +224,14 @@ def main() -> None:
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
     print("creating the benchmark database…", file=sys.stderr)
+    from synthorg.db import roles
+
+    # Create and migrate the throw-away database as the owner, then measure as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     try:
         with FakeOpenAIServer(embedding_dims=384) as server:
             server.set_handler(server.CHAT_COMPLETIONS, echo_facts)
@@ -254,6 +259,7 @@ def main() -> None:
         target.write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {target.relative_to(ROOT)}")
     finally:
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 

@@ -227,9 +227,14 @@ def main() -> None:
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
     log("creating the benchmark database…")
+    from synthorg.db import roles
+
+    # Create and migrate the throw-away database as the owner, then measure as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     server = None
     try:
         if args.echo_llm:
@@ -271,6 +276,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 

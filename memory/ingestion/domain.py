@@ -1,7 +1,7 @@
 """Value objects of conversation ingestion (frozen pydantic; no Django import).
 
 ``MessageIn`` is one message a writer (REST flush, tools, MCP, benchmark) hands to
-``conversation_messages_append``; ``FlushResult`` is what it gets back; ``ExtractedFacts``
+``conversation_messages_append``; ``FlushResult`` is what it gets back; ``ProposedFacts``
 is the JSON contract the extraction LLM must answer with.
 """
 
@@ -65,7 +65,7 @@ class FlushResult(BaseModel):
 FactCategory = Literal["episodic", "semantic", "procedural", "social"]
 
 
-class ExtractedFact(BaseModel):
+class ProposedFact(BaseModel):
     """One fact as the LLM proposes it. Unknown keys are ignored (providers add some)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
@@ -95,10 +95,10 @@ class ExtractedFact(BaseModel):
         return tuple(seen)
 
 
-class ExtractedFacts(BaseModel):
+class ProposedFacts(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    facts: tuple[ExtractedFact, ...] = Field(max_length=200)
+    facts: tuple[ProposedFact, ...] = Field(max_length=200)
 
 
 def parse_uuid(value: str) -> UUID | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from memory.ingestion.domain import EXTRACTION_JSON_SCHEMA, ExtractedFacts
+from memory.ingestion.domain import EXTRACTION_JSON_SCHEMA, ProposedFacts
 from synthorg.llm import ChatMessage
 
 EXTRACTION_SYSTEM = """You extract durable memories for an AI agent from its conversation.
@@ -140,11 +140,11 @@ def _json(text: str):
         raise InvalidAnswerError(f"the answer is not JSON: {exc}") from None
 
 
-def parse_facts(text: str) -> ExtractedFacts:
+def parse_facts(text: str) -> ProposedFacts:
     """Validate the extraction answer against the contract (any provider, any mode)."""
     data = _json(text)
     try:
-        return ExtractedFacts.model_validate(data)
+        return ProposedFacts.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"

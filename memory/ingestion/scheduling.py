@@ -30,16 +30,19 @@ def arm_extraction(conversation, *, urgent: bool) -> None:
     transaction, so the schedule exists exactly when the messages do)."""
     from django_q.models import Schedule
 
-    Schedule.objects.update_or_create(
-        name=schedule_name(conversation.pk),
-        defaults={
-            "func": EXTRACT_TASK,
-            "kwargs": repr({"conversation_pk": conversation.pk}),
-            "schedule_type": Schedule.ONCE,
-            "repeats": -1,
-            "next_run": conversation.extraction_due_at,
-        },
-    )
+    name = schedule_name(conversation.pk)
+    # The common case, one UPDATE; the row is created once per burst. No race between two
+    # creators: flushes of one conversation hold its row lock.
+    pushed = Schedule.objects.filter(name=name).update(next_run=conversation.extraction_due_at)
+    if not pushed:
+        Schedule.objects.create(
+            name=name,
+            func=EXTRACT_TASK,
+            kwargs=repr({"conversation_pk": conversation.pk}),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,
+            next_run=conversation.extraction_due_at,
+        )
     if urgent:
         pk = conversation.pk
         transaction.on_commit(lambda: _enqueue_now(pk))

@@ -1,4 +1,9 @@
-"""Request and response shapes of the conversation ingestion API."""
+"""Request and response shapes of the conversation ingestion API.
+
+Unknown body fields are rejected for every serializer (``synthorg.api.serializers``); the
+query serializers here get ``query_params.dict()``, so unknown query parameters are
+rejected too (each list endpoint declares its pagination parameters).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from rest_framework import serializers
 
 from memory.ingestion import domain
 from memory.ingestion.models import (
+    Conversation,
     ConversationMessage,
     DreamRun,
     ExtractedFact,
@@ -59,6 +65,28 @@ class FlushResultSerializer(serializers.Serializer):
     extraction_due_at = serializers.DateTimeField(allow_null=True)
 
 
+class ConversationSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="external_id")
+    project_id = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "conversation_id",
+            "level",
+            "session_id",
+            "project_id",
+            "message_count",
+            "extracted_through_seq",
+            "pending_tokens",
+            "extraction_due_at",
+            "summary_through_seq",
+            "created_at",
+            "updated_at",
+            "last_message_at",
+        ]
+
+
 class ConversationMessageSerializer(serializers.ModelSerializer):
     conversation_id = serializers.CharField(source="conversation.external_id")
 
@@ -80,8 +108,8 @@ class ConversationMessageSerializer(serializers.ModelSerializer):
 class MessageListQuerySerializer(serializers.Serializer):
     q = serializers.CharField(required=False, max_length=1000)
     role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
-    after_seq = serializers.IntegerField(required=False, min_value=0)
-    before_seq = serializers.IntegerField(required=False, min_value=1)
+    after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    before_seq = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 

@@ -3,6 +3,7 @@ from django.urls import path
 from memory.ingestion.api import views
 
 urlpatterns = [
+    path("conversations", views.ConversationListView.as_view(), name="conversation-list"),
     path(
         "conversations/<str:conversation_id>/messages",
         views.ConversationMessagesView.as_view(),

@@ -71,6 +71,35 @@ def _paginate(view, request, queryset, paginator, serializer_class):
     return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
 
+class UpdatedPagination(CursorPagination):
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 500
+    ordering = ("-updated_at", "-id")
+
+
+@extend_schema(tags=["conversations"])
+class ConversationListView(AgentView, APIView):
+    @extend_schema(
+        summary="The caller's conversations",
+        description=(
+            "Most recently active first (keyset-paginated): message count, how far extraction "
+            "and the running summary have got, and when the next extraction is due."
+        ),
+        parameters=[
+            OpenApiParameter("cursor", str, required=False),
+            OpenApiParameter("page_size", int, required=False),
+        ],
+        responses={200: s.ConversationSerializer(many=True), 400: PROBLEM},
+    )
+    def get(self, request):
+        s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
+        conversations = selectors.agent_conversations(agent=self.agent)
+        return _paginate(
+            self, request, conversations, UpdatedPagination(), s.ConversationSerializer
+        )
+
+
 @extend_schema(tags=["conversations"])
 class ConversationMessagesView(AgentView, APIView):
     @extend_schema(
@@ -185,7 +214,7 @@ class ExtractionRunDetailView(AgentView, APIView):
         description=(
             "Every fact the LLM proposed, the write gate's decision (`added`, `noop`, "
             "`below_confidence`), the memory it produced or duplicated, the memories it "
-            "superseded and the ids of the messages it came from."
+            "superseded and the ids of the messages of the batch it was extracted from."
         ),
         responses={200: s.ExtractionRunDetailSerializer, 404: PROBLEM},
     )
@@ -262,6 +291,11 @@ class JournalListView(AgentView, APIView):
 
 @extend_schema(tags=["journal"])
 class JournalDayView(AgentView, APIView):
+    def perform_content_negotiation(self, request, force=False):
+        # The body is Markdown whatever the client accepts (`Accept: text/markdown` must not
+        # be a 406); errors are still problem+json.
+        return super().perform_content_negotiation(request, force=True)
+
     @extend_schema(
         summary="The caller's journal of one day, as Markdown",
         description=(

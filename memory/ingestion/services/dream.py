@@ -168,8 +168,8 @@ def _record(run: DreamRun, status: str, *, error: str = "") -> DreamRun:
     run.status = status
     run.error = error
     run.save()
-    if status not in (DreamRun.Status.SUCCEEDED,):
-        logger.info("dream of agent %s: %s %s", run.agent_id, status, error)
+    if status in (DreamRun.Status.FAILED, DreamRun.Status.SKIPPED_NO_LLM):
+        logger.warning("dream of agent %s: %s (%s)", run.agent_id, status, error)
     return run
 
 

@@ -36,7 +36,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from memory.domain import MemoryStoreRequest
-from memory.ingestion.domain import ExtractedFacts, parse_uuid
+from memory.ingestion.domain import ProposedFacts, parse_uuid
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -59,7 +59,7 @@ from memory.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
 from memory.selectors.search import memory_search
 from memory.services.store import memory_store_batch
 from persistence.selectors.config import company_config
-from synthorg.enums import MemoryCategory
+from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.llm import Completion, CompletionProvider, LLMError, LLMRequestError
 
@@ -96,6 +96,11 @@ def conversation_extract(
     config = company_config(agent.company).memory.extraction
     if not config.enabled:
         return None
+    if agent.memory_level == MemoryLevel.NONE:
+        # The agent stopped keeping memories since these messages were flushed: nothing to
+        # extract into; the messages stay, and nothing is due any more.
+        Conversation.objects.filter(pk=conversation.pk).update(extraction_due_at=None)
+        return None
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
     claim = _claim(
@@ -110,6 +115,12 @@ def conversation_extract(
         return None
     run = claim.run
     if provider is None:
+        logger.warning(
+            "extraction of conversation %s skipped: %s; its messages stay stored and a later "
+            "run retries once an LLM is configured",
+            run.conversation_id,
+            NO_LLM,
+        )
         return _finish_unsuccessful(claim, ExtractionRun.Status.SKIPPED_NO_LLM, NO_LLM, now=now)
     messages = list(
         ConversationMessage.objects.filter(
@@ -283,7 +294,7 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
 # --- 3. apply ------------------------------------------------------------------------------
 
 
-def _apply(claim: _Claim, answer: ExtractedFacts, completion: Completion, messages, *, config):
+def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, messages, *, config):
     run = claim.run
     conversation = claim.conversation
     agent = conversation.agent

@@ -194,19 +194,24 @@ def _lock_conversation(
     project: Project | None,
     now: datetime,
 ) -> Conversation:
-    conversation, _ = Conversation.objects.get_or_create(
-        agent=agent,
-        external_id=external_id,
-        defaults={
-            "company_id": agent.company_id,
-            "level": level.value,
-            "session_id": session_id,
-            "project": project,
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
-    conversation = Conversation.objects.select_for_update().get(pk=conversation.pk)
+    locked = Conversation.objects.select_for_update().filter(agent=agent, external_id=external_id)
+    conversation = locked.first()
+    if conversation is None:
+        # First flush: get_or_create is safe against a concurrent first flush (its INSERT
+        # runs in a savepoint and falls back to reading the winner's row), then lock it.
+        Conversation.objects.get_or_create(
+            agent=agent,
+            external_id=external_id,
+            defaults={
+                "company_id": agent.company_id,
+                "level": level.value,
+                "session_id": session_id,
+                "project": project,
+                "created_at": now,
+                "updated_at": now,
+            },
+        )
+        conversation = locked.get()
     if conversation.level != level.value:
         raise _invalid(
             BINDING_MISMATCH.format(what="memory level"),

@@ -44,7 +44,7 @@ def test_journal_day_is_markdown_and_listed(caller, llm):
     assert listing.status_code == 200
     assert listing.json() == [{"day": day, "entries": 1, "url": f"/api/v1/journal/{day}"}]
 
-    response = caller.client.get(f"/api/v1/journal/{day}")
+    response = caller.client.get(f"/api/v1/journal/{day}", HTTP_ACCEPT="text/markdown")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
     at = run.finished_at.astimezone(UTC)

@@ -439,3 +439,29 @@ def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
         "failed",
         "the worker holding the claim did not finish within the lease",
     )
+
+
+def test_extracted_memories_share_the_conversations_session_binding(company, llm):
+    from tests.conftest import make_agent_caller
+
+    agent = make_agent_caller(company=company, memory_level="session")
+    conversation = flush(agent.agent, [BILLING], session_id="run-7")
+    reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
+    run = conversation_extract(conversation=conversation, force=True)
+    memory = Memory.objects.get(agent=agent.agent)
+    assert (run.added, memory.level, memory.session_id) == (1, "session", "run-7")
+    assert agent.client.post("/api/v1/sessions/run-7/end").status_code == 200
+    assert not Memory.objects.filter(agent=agent.agent).exists()
+    assert not Conversation.objects.filter(agent=agent.agent).exists()
+    assert not ExtractionRun.objects.filter(agent=agent.agent).exists()
+
+
+def test_an_agent_switched_to_level_none_is_not_extracted(caller, llm):
+    conversation = flush(caller.agent, [BILLING])
+    caller.agent.memory_level = "none"
+    caller.agent.save()
+    assert conversation_extract(conversation=conversation, force=True) is None
+    conversation.refresh_from_db()
+    assert conversation.extraction_due_at is None
+    assert llm.requests_to(llm.CHAT_COMPLETIONS) == []
+    assert ConversationMessage.objects.filter(conversation=conversation).count() == 1

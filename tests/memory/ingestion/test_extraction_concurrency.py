@@ -17,23 +17,9 @@ from memory.models import Memory
 from persistence.models import Company
 from synthorg.llm import OpenAICompatibleChatClient
 from tests.memory.ingestion.conftest import fact, flush
+from tests.memory.test_gate_concurrency import in_thread
 from tests.persistence.factories import AgentFactory
 from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, chat_completion_payload
-
-
-def in_thread(fn, *args):
-    out = {}
-
-    def run():
-        try:
-            out["value"] = fn(*args)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    return out["value"]
 
 
 @pytest.mark.django_db

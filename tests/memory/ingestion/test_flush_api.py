@@ -204,3 +204,38 @@ def test_humans_cannot_flush(human_client):
         URL.format("chat-1"), {"messages": [{"role": "user", "content": "x"}]}, format="json"
     )
     assert response.status_code == 403
+
+
+def test_conversations_are_listed_most_recent_first(caller, peer):
+    flush(caller, conversation="older")
+    flush(caller, conversation="newer", messages=[{"role": "user", "content": "hi"}])
+    flush(peer, conversation="peers")
+    response = caller.client.get("/api/v1/conversations")
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [c["conversation_id"] for c in results] == ["newer", "older"]
+    assert {
+        k: results[1][k]
+        for k in ("level", "session_id", "project_id", "message_count", "extracted_through_seq")
+    } == {
+        "level": "persistent",
+        "session_id": "",
+        "project_id": None,
+        "message_count": 2,
+        "extracted_through_seq": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"after_seq": 2**31}, "after_seq"),
+        ({"page_size": 501}, "page_size"),
+        ({"sort": "seq"}, "sort"),
+    ],
+)
+def test_bad_list_parameters_are_400(caller, params, field):
+    flush(caller)
+    response = caller.client.get(URL.format("chat-1"), params)
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["field"] == field
