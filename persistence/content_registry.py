@@ -1,0 +1,99 @@
+"""The registry of agent *content*: every table that holds what an agent stored or said.
+
+Export (data portability), import and erasure (the right to be forgotten) walk this
+registry instead of knowing the tables, so an app that adds a table of agent content
+registers it once — in its ``AppConfig.ready``, the way apps register schedules — and the
+export command, the export endpoint and ``agent_erase`` cover it from then on::
+
+    register_content_kind(ContentKind(
+        name="memory",                 # the JSONL "type" of its rows; unique
+        label="memories",              # how counts are reported
+        export=export_memories,        # (company, agent | None) -> iterable of JSON dicts
+        erase=erase_memories,          # (agent) -> rows deleted
+        import_rows=import_memories,   # (company, rows, ImportContext) -> ImportCounts
+        order=10,                      # export/import order (referenced kinds first)
+    ))
+
+Rules a kind must keep:
+
+* ``export`` yields JSON-serialisable dicts and never the rows of another company; rows
+  carry ``agent`` (the agent's *name*) so an export can be imported into another company.
+* ``erase`` deletes every row of the agent, in the caller's transaction. A kind whose table
+  is append-only sets ``append_only=True``: its ``erase`` only runs when the operator asks
+  for it explicitly (``agent_erase(..., include_append_only=True)``), which is audited as an
+  owner-role operation of its own (see ``persistence/services/erasure.py``).
+* ``import_rows`` is idempotent: importing the same file twice adds nothing the second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from persistence.models import Agent, Company
+
+
+@dataclass
+class ImportContext:
+    """Shared across the kinds of one import: agent lookup by name and remapped ids."""
+
+    company: Company
+    agents: dict[str, Agent]
+    create_agents: bool = True
+    remapped: dict[str, str] = field(default_factory=dict)  # old id -> new id
+
+    def agent(self, name: str) -> Agent | None:
+        from persistence.models import Agent
+        from persistence.services.agents import agent_create
+
+        if name in self.agents:
+            return self.agents[name]
+        found = Agent.objects.filter(company=self.company, name=name).first()
+        if found is None and self.create_agents:
+            found = agent_create(company=self.company, name=name)
+        if found is not None:
+            self.agents[name] = found
+        return found
+
+
+@dataclass
+class ImportCounts:
+    created: int = 0
+    skipped: int = 0  # already present (idempotent re-import)
+    remapped: int = 0  # created under a new id because the old one belongs elsewhere
+    embedded: int = 0  # vectors recomputed (the exporting embedder differs)
+    pending: int = 0  # left for the embedding backfill (the embedder failed)
+
+    def add(self, other: ImportCounts) -> None:
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass(frozen=True)
+class ContentKind:
+    name: str
+    label: str
+    export: Callable[[Company, Agent | None], Iterable[dict[str, Any]]]
+    erase: Callable[[Agent], int] | None = None
+    import_rows: Callable[[Company, list[dict[str, Any]], ImportContext], ImportCounts] | None = (
+        None
+    )
+    order: int = 100
+    append_only: bool = False
+
+
+_kinds: dict[str, ContentKind] = {}
+
+
+def register_content_kind(kind: ContentKind) -> None:
+    _kinds[kind.name] = kind
+
+
+def content_kinds() -> list[ContentKind]:
+    return sorted(_kinds.values(), key=lambda k: (k.order, k.name))
+
+
+def content_kind(name: str) -> ContentKind | None:
+    return _kinds.get(name)
