@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,6 +104,9 @@ def company_config_set(
     parsed = validate_company_config(data)
     dumped = parsed.model_dump(mode="json")
     before = Company.objects.select_for_update().values_list("config", flat=True).get(pk=company.pk)
+    # Compare normalised dumps, so defaults spelled out or left out are no change.
+    with contextlib.suppress(CompanyConfigError):
+        before = parse_company_config(before).model_dump(mode="json")
     Company.objects.filter(pk=company.pk).update(
         config=dumped, config_revision=F("config_revision") + 1
     )
