@@ -37,7 +37,11 @@ class Command(BaseCommand):
                 user.save(update_fields=["password"])
             membership_set(company=company, user=user, role="owner")
             agent = Agent.objects.filter(company=company, name=DEMO_AGENT).first() or agent_create(
-                company=company, name=DEMO_AGENT, role="assistant", seniority="senior"
+                company=company,
+                name=DEMO_AGENT,
+                role="assistant",
+                seniority="senior",
+                memory_level="persistent",
             )
             issued = api_key_issue(agent=agent, name="make run")
         self.stdout.write(f"Company: {company.name} (slug {company.slug})")
