@@ -1,0 +1,281 @@
+"""Data portability and erasure: JSONL export (command + operator endpoint), idempotent
+import (ids kept or remapped, vectors reused or recomputed), and one audited erasure."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from memory.lifecycle_models import ArchivedMemory
+from memory.models import Memory
+from persistence.content_registry import content_kinds
+from persistence.models import Agent, AgentApiKey, AuditEntry
+from persistence.services.erasure import agent_erase
+from persistence.services.portability import content_export, content_import
+from synthorg.errors import InvalidInputError
+from tests.conftest import make_agent_caller
+from tests.memory.conftest import use_remote_embedder
+from tests.persistence.conftest import make_human_client
+from tests.persistence.factories import CompanyFactory
+from tests.support.openai_server import FakeOpenAIServer
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "The vault code is 4-8-15-16-23-42"
+
+
+def _store(caller, content, **extra):
+    response = caller.client.post(
+        "/api/v1/memories", {"content": content, "category": "semantic", **extra}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()["id"]
+
+
+def _share(caller, content):
+    response = caller.client.post(
+        "/api/v1/shared", {"content": content, "category": "semantic"}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    return response.json()["id"]
+
+
+def _archive(agent, content):
+    now = timezone.now()
+    return ArchivedMemory.objects.create(
+        company=agent.company,
+        agent=agent,
+        original_id=uuid.uuid4(),
+        namespace="default",
+        category="episodic",
+        content=content,
+        created_at=now - timedelta(days=60),
+        archived_at=now,
+        mode="extractive",
+    )
+
+
+@pytest.fixture
+def stocked(caller, peer):
+    """``caller`` holds two private memories, one shared, one archived; ``peer`` one memory."""
+    ids = {
+        "private": [_store(caller, SECRET), _store(caller, "Deploys happen on Fridays")],
+        "shared": [_share(caller, "The staging cluster is called tern")],
+        "archive": [str(_archive(caller.agent, "Old incident notes about tern").pk)],
+        "peer": [_store(peer, "Peer knows the on-call rota")],
+    }
+    return ids
+
+
+def _rows(lines):
+    records = [json.loads(line) for line in lines]
+    return records[0], records[1:]
+
+
+def test_registry_lists_memory_kinds_in_order():
+    names = [k.name for k in content_kinds()]
+    assert names[:3] == ["memory", "shared_knowledge", "archived_memory"]
+
+
+def test_agent_export_holds_only_that_agents_rows(caller, peer, stocked):
+    header, rows = _rows(content_export(company=caller.company, agent=caller.agent))
+    assert header["type"] == "synthorg_export" and header["version"] == 1
+    assert (header["company"], header["agent"]) == (caller.company.slug, caller.agent.name)
+    by_type = {}
+    for row in rows:
+        by_type.setdefault(row["type"], []).append(row["id"])
+    assert sorted(by_type["memory"]) == sorted(stocked["private"])
+    assert by_type["shared_knowledge"] == stocked["shared"]
+    assert by_type["archived_memory"] == stocked["archive"]
+    assert {r["agent"] for r in rows} == {caller.agent.name}
+    memory = next(r for r in rows if r["id"] == stocked["private"][0])
+    assert memory["content"] == SECRET
+    assert memory["embedder_id"] and len(memory["embedding"]) == 384
+    assert set(memory) >= {"level", "session_id", "project", "created_at", "superseded_by", "tags"}
+    entry = AuditEntry.objects.get(action_type="content.exported")
+    assert (entry.target_type, entry.target_id) == ("agent", str(caller.agent.pk))
+
+
+def test_company_export_covers_every_agent_but_no_other_company(caller, peer, outsider, stocked):
+    _store(outsider, "Outsider secret plans")
+    _header, rows = _rows(content_export(company=caller.company))
+    assert {r["agent"] for r in rows} == {caller.agent.name, peer.agent.name}
+    assert "Outsider secret plans" not in json.dumps(rows)
+
+
+def test_import_into_another_company_remaps_ids_and_reuses_vectors(caller, stocked):
+    lines = list(content_export(company=caller.company))
+    target = CompanyFactory()
+    results = content_import(company=target, lines=lines)
+    assert vars(results["memory"]) == {
+        "created": 3,  # the caller's two and the peer's one
+        "skipped": 0,
+        "remapped": 3,  # the ids belong to the first company
+        "embedded": 0,  # same embedder: the exported vectors are reused
+        "pending": 0,
+    }
+    assert results["shared_knowledge"].created == 1
+    assert results["archived_memory"].created == 1
+    imported = Memory.objects.get(company=target, content=SECRET)
+    assert str(imported.pk) not in stocked["private"]
+    assert imported.agent.name == caller.agent.name and imported.agent.company == target
+    assert imported.embedding_status == "ready"
+    original = Memory.objects.get(pk=stocked["private"][0])
+    assert list(imported.embedding) == list(original.embedding)
+    # Importing the same file again adds nothing: the remapped ids are found again.
+    again = content_import(company=target, lines=lines)
+    assert (again["memory"].created, again["memory"].skipped) == (0, 3)
+    assert (again["archived_memory"].created, again["archived_memory"].skipped) == (0, 1)
+    assert Memory.objects.filter(company=target).count() == 4
+
+
+def test_reimport_into_the_same_company_is_idempotent_and_keeps_ids(caller, stocked):
+    lines = list(content_export(company=caller.company, agent=caller.agent))
+    before = Memory.objects.filter(company=caller.company).count()
+    results = content_import(company=caller.company, lines=lines)
+    assert results["memory"].skipped == 2 and results["memory"].created == 0
+    assert Memory.objects.filter(company=caller.company).count() == before
+    # After erasure, the same file restores the rows under their original ids.
+    agent_erase(agent=caller.agent)
+    restored = content_import(company=caller.company, lines=lines)
+    assert vars(restored["memory"]) == {
+        "created": 2,
+        "skipped": 0,
+        "remapped": 0,
+        "embedded": 0,
+        "pending": 0,
+    }
+    assert set(
+        str(pk) for pk in Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)
+    ) == set(stocked["private"] + stocked["shared"])
+    assert ArchivedMemory.objects.get(agent=caller.agent).pk.__str__() == stocked["archive"][0]
+
+
+def test_import_recomputes_vectors_when_the_embedder_differs(caller, stocked):
+    lines = list(content_export(company=caller.company, agent=caller.agent))
+    target = CompanyFactory()
+    with FakeOpenAIServer(embedding_dims=384) as server:
+        use_remote_embedder(target, server)
+        results = content_import(company=target, lines=lines)
+        calls = server.requests_to("/v1/embeddings")
+    assert results["memory"].embedded == 2 and results["shared_knowledge"].embedded == 1
+    assert len(calls) == 2  # one batch per kind
+    row = Memory.objects.get(company=target, content=SECRET)
+    assert row.embedder_id != Memory.objects.get(pk=stocked["private"][0]).embedder_id
+    assert row.embedding_status == "ready"
+
+
+def test_a_broken_file_imports_nothing():
+    target = CompanyFactory()
+    header = json.dumps({"type": "synthorg_export", "version": 1})
+    good = json.dumps({"type": "memory", "agent": "a", "content": "x", "category": "semantic"})
+    with pytest.raises(InvalidInputError, match="Line 3: not JSON"):
+        content_import(company=target, lines=[header, good, "{oops"])
+    with pytest.raises(InvalidInputError, match="unknown row type 'audit'"):
+        content_import(company=target, lines=[header, json.dumps({"type": "audit"})])
+    with pytest.raises(InvalidInputError, match="Line 1 must be a synthorg_export header"):
+        content_import(company=target, lines=[good])
+    assert not Memory.objects.filter(company=target).exists()
+    assert not Agent.objects.filter(company=target).exists()
+
+
+def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller, peer, stocked):
+    report = agent_erase(agent=caller.agent, reason="GDPR request #12")
+    assert report.counts == {"memories": 2, "shared knowledge": 1, "archived memories": 1}
+    assert report.keys_revoked == 1
+    assert not Memory.objects.filter(agent=caller.agent).exists()
+    assert not ArchivedMemory.objects.filter(agent=caller.agent).exists()
+    assert Memory.objects.filter(agent=peer.agent).count() == 1  # the peer keeps its own
+    caller.agent.refresh_from_db()
+    assert caller.agent.is_active is False
+    assert not AgentApiKey.objects.filter(agent=caller.agent, revoked_at__isnull=True).exists()
+    assert caller.client.get("/api/v1/me").status_code == 401
+    entry = AuditEntry.objects.get(action_type="agent.erased")
+    assert entry.details == {
+        "counts": {"memories": 2, "shared knowledge": 1, "archived memories": 1},
+        "keys_revoked": 1,
+        "retained": [],
+        "reason": "GDPR request #12",
+    }
+    # Nothing an agent stored survives in the append-only audit trail.
+    ledger = json.dumps(list(AuditEntry.objects.values("details", "target_id")))
+    for text in (SECRET, "Deploys happen", "tern", "Old incident"):
+        assert text not in ledger
+    # Erasing again finds nothing more.
+    assert agent_erase(agent=caller.agent).counts == {
+        "memories": 0,
+        "shared knowledge": 0,
+        "archived memories": 0,
+    }
+
+
+def test_erase_endpoint_for_admins_only(company, caller, peer, stocked, outsider):
+    admin = make_human_client(company, "admin")
+    operator = make_human_client(company, "operator")
+    url = f"/api/v1/agents/{caller.agent.pk}/erase"
+    denied = operator.post(url, {"reason": "x"}, format="json")
+    assert denied.status_code == 403 and denied.json()["code"] == "role_insufficient"
+    assert peer.client.post(url, {}, format="json").status_code == 403
+    unknown = admin.post(url, {"reason": "x", "force": True}, format="json")
+    assert unknown.status_code == 400 and unknown.json()["errors"][0]["field"] == "force"
+    missing = admin.post(f"/api/v1/agents/{outsider.agent.pk}/erase", {}, format="json")
+    assert missing.status_code == 404
+    assert Memory.objects.filter(agent=caller.agent).count() == 3  # nothing erased yet
+    response = admin.post(url, {"reason": "offboarding"}, format="json")
+    assert response.status_code == 200
+    assert response.json() == {
+        "agent_id": caller.agent.pk,
+        "counts": {"memories": 2, "shared knowledge": 1, "archived memories": 1},
+        "keys_revoked": 1,
+        "retained": [],
+        "is_active": False,
+    }
+    assert AuditEntry.objects.get(action_type="agent.erased").actor_user_id == (
+        admin.membership.user_id
+    )
+
+
+def test_export_endpoint_streams_jsonl_to_admins(company, caller, stocked, outsider):
+    admin = make_human_client(company, "admin")
+    response = admin.get(f"/api/v1/export?agent={caller.agent.pk}")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/x-ndjson"
+    lines = b"".join(response.streaming_content).decode().splitlines()
+    header, rows = _rows(lines)
+    assert header["agent"] == caller.agent.name and len(rows) == 4
+    assert caller.client.get("/api/v1/export").status_code == 403
+    assert make_human_client(company, "operator").get("/api/v1/export").status_code == 403
+    assert admin.get(f"/api/v1/export?agent={outsider.agent.pk}").status_code == 404
+    bad = admin.get("/api/v1/export?agnet=1")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "agnet"
+
+
+def test_commands_round_trip(tmp_path, caller, stocked, capsys):
+    out = tmp_path / "export.jsonl"
+    call_command(
+        "export_memories", caller.company.slug, "--agent", caller.agent.name, "--out", str(out)
+    )
+    assert len(out.read_text().splitlines()) == 5
+    assert "memory 2, shared_knowledge 1, archived_memory 1" in capsys.readouterr().err
+    target = CompanyFactory()
+    call_command("import_memories", target.slug, str(out))
+    assert "memory: created 2, skipped 0, remapped 2" in capsys.readouterr().out
+    assert Memory.objects.filter(company=target).count() == 3
+    call_command("erase_agent", caller.company.slug, caller.agent.name, "--yes")
+    assert "memories: 2 deleted" in capsys.readouterr().out
+    assert not Memory.objects.filter(agent=caller.agent).exists()
+
+
+def test_erasure_keeps_other_agents_of_a_fresh_caller(company):
+    """A second caller created after an erasure is unaffected (no company-wide side effect)."""
+    first = make_agent_caller(company=company)
+    _store(first, "first agent memory")
+    agent_erase(agent=first.agent)
+    second = make_agent_caller(company=company)
+    _store(second, "second agent memory")
+    assert Memory.objects.filter(company=company).count() == 1
