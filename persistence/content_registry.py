@@ -18,10 +18,11 @@ Rules a kind must keep:
 
 * ``export`` yields JSON-serialisable dicts and never the rows of another company; rows
   carry ``agent`` (the agent's *name*) so an export can be imported into another company.
-* ``erase`` deletes every row of the agent, in the caller's transaction. A kind whose table
-  is append-only sets ``append_only=True``: its ``erase`` only runs when the operator asks
-  for it explicitly (``agent_erase(..., include_append_only=True)``), which is audited as an
-  owner-role operation of its own (see ``persistence/services/erasure.py``).
+* ``erase`` deletes every row of the agent, in the caller's transaction. A kind names its
+  ``table``: if that table is append-only (it carries the ``<table>_append_only`` trigger
+  of ``synthorg.db.append_only``, checked in the database at erasure time) its rows are
+  never deleted — the erasure reports the kind as *retained* instead. Append-only ledgers
+  must therefore not hold memory content in the first place.
 * ``import_rows`` is idempotent: importing the same file twice adds nothing the second time.
 """
 
@@ -81,7 +82,22 @@ class ContentKind:
         None
     )
     order: int = 100
-    append_only: bool = False
+    table: str = ""  # the database table, to detect an append-only one
+
+
+def table_is_append_only(table: str) -> bool:
+    """Whether ``table`` carries the trigger installed by ``synthorg.db.append_only``."""
+    from django.db import connection
+
+    if not table:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " WHERE c.relname = %s AND t.tgname = %s)",
+            [table, f"{table}_append_only"],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 _kinds: dict[str, ContentKind] = {}

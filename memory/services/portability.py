@@ -326,6 +326,7 @@ CONTENT_KINDS = (
         erase=erase_private_memories,
         import_rows=import_memories,
         order=10,
+        table=Memory._meta.db_table,
     ),
     ContentKind(
         name="shared_knowledge",
@@ -334,6 +335,7 @@ CONTENT_KINDS = (
         erase=erase_shared_knowledge,
         import_rows=import_memories,
         order=11,
+        table=Memory._meta.db_table,
     ),
     ContentKind(
         name="archived_memory",
@@ -342,5 +344,6 @@ CONTENT_KINDS = (
         erase=erase_archive,
         import_rows=import_archive,
         order=20,
+        table=ArchivedMemory._meta.db_table,
     ),
 )

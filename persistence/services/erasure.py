@@ -8,7 +8,7 @@ transaction with one audit entry that carries counts, never content.
 
 Append-only ledgers (audit trail, cost records, the org-fact log) are not touched: they are
 kept free of memory content instead (audit details carry ids, categories and counts). A
-registered kind marked ``append_only`` is reported as retained, never deleted.
+registered kind whose table is append-only is reported as retained, never deleted.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import DELETE, require_write
-from persistence.content_registry import content_kinds
+from persistence.content_registry import content_kinds, table_is_append_only
 from persistence.models import Agent, AgentApiKey
 from persistence.services.audit import audit_record
 
@@ -43,7 +43,7 @@ def agent_erase(*, agent: Agent, principal=None, reason: str = "") -> ErasureRep
     counts: dict[str, int] = {}
     retained: list[str] = []
     for kind in content_kinds():
-        if kind.append_only or kind.erase is None:
+        if kind.erase is None or table_is_append_only(kind.table):
             retained.append(kind.label)
             continue
         counts[kind.label] = kind.erase(agent)

@@ -94,7 +94,7 @@ def _parse(lines: Iterable[str | bytes]) -> dict[str, list[dict]]:
             header = record
             continue
         kind = content_kind(str(record.get("type")))
-        if kind is None or kind.import_rows is None:
+        if kind is None:
             problem = f"unknown row type {record.get('type')!r}"
             raise InvalidInputError(
                 BAD_LINE.format(line=number, problem=problem), code="invalid_export"
@@ -125,7 +125,11 @@ def content_import(
     ctx = ImportContext(company=company, agents={}, create_agents=create_agents)
     results: dict[str, ImportCounts] = {}
     for kind in content_kinds():
-        if kind.name in rows:
+        if kind.name not in rows:
+            continue
+        if kind.import_rows is None:  # exported for the record, not restorable
+            results[kind.name] = ImportCounts(skipped=len(rows[kind.name]))
+        else:
             results[kind.name] = kind.import_rows(company, rows[kind.name], ctx)
     audit_record(
         company=company,

@@ -27,6 +27,14 @@ from tests.support.openai_server import FakeOpenAIServer
 pytestmark = pytest.mark.django_db
 
 SECRET = "The vault code is 4-8-15-16-23-42"
+ERASED = {
+    "memories": 0,
+    "shared knowledge": 0,
+    "archived memories": 0,
+    "channel messages": 0,
+    "checkpoints": 0,
+    "parked contexts": 0,
+}
 
 
 def _store(caller, content, **extra):
@@ -186,7 +194,7 @@ def test_a_broken_file_imports_nothing():
 
 def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller, peer, stocked):
     report = agent_erase(agent=caller.agent, reason="GDPR request #12")
-    assert report.counts == {"memories": 2, "shared knowledge": 1, "archived memories": 1}
+    assert report.counts == {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1}
     assert report.keys_revoked == 1
     assert not Memory.objects.filter(agent=caller.agent).exists()
     assert not ArchivedMemory.objects.filter(agent=caller.agent).exists()
@@ -197,7 +205,7 @@ def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller,
     assert caller.client.get("/api/v1/me").status_code == 401
     entry = AuditEntry.objects.get(action_type="agent.erased")
     assert entry.details == {
-        "counts": {"memories": 2, "shared knowledge": 1, "archived memories": 1},
+        "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
         "retained": [],
         "reason": "GDPR request #12",
@@ -207,11 +215,7 @@ def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller,
     for text in (SECRET, "Deploys happen", "tern", "Old incident"):
         assert text not in ledger
     # Erasing again finds nothing more.
-    assert agent_erase(agent=caller.agent).counts == {
-        "memories": 0,
-        "shared knowledge": 0,
-        "archived memories": 0,
-    }
+    assert agent_erase(agent=caller.agent).counts == ERASED
 
 
 def test_erase_endpoint_for_admins_only(company, caller, peer, stocked, outsider):
@@ -230,7 +234,7 @@ def test_erase_endpoint_for_admins_only(company, caller, peer, stocked, outsider
     assert response.status_code == 200
     assert response.json() == {
         "agent_id": caller.agent.pk,
-        "counts": {"memories": 2, "shared knowledge": 1, "archived memories": 1},
+        "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
         "retained": [],
         "is_active": False,
@@ -279,3 +283,47 @@ def test_erasure_keeps_other_agents_of_a_fresh_caller(company):
     second = make_agent_caller(company=company)
     _store(second, "second agent memory")
     assert Memory.objects.filter(company=company).count() == 1
+
+
+def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller, monkeypatch):
+    from persistence.content_registry import ContentKind, _kinds, table_is_append_only
+    from persistence.models import Checkpoint, Message, ParkedContext
+    from persistence.principal import Principal
+    from persistence.services.messaging import message_send
+    from persistence.services.runtime import checkpoint_save, parked_context_park
+
+    me = Principal.for_agent(caller.agent)
+    message_send(principal=me, channel="ops", content=SECRET)
+    checkpoint_save(principal=me, execution_id="e1", state={"scratch": SECRET})
+    parked_context_park(principal=me, execution_id="e1", context={"note": SECRET})
+    assert table_is_append_only("persistence_auditentry")
+    assert not table_is_append_only("memory_memory")
+    erased = []
+    monkeypatch.setitem(
+        _kinds,
+        "ledger_probe",
+        ContentKind(
+            name="ledger_probe",
+            label="ledger probe",
+            export=lambda company, agent: iter(()),
+            erase=lambda agent: erased.append(agent) or 0,
+            table="persistence_auditentry",
+        ),
+    )
+    report = agent_erase(agent=caller.agent)
+    assert report.counts == {
+        **ERASED,
+        "channel messages": 1,
+        "checkpoints": 1,
+        "parked contexts": 1,
+    }
+    assert report.retained == ("ledger probe",) and erased == []
+    for model, field in (
+        (Message, "sender_agent"),
+        (Checkpoint, "agent"),
+        (ParkedContext, "agent"),
+    ):
+        assert not model.objects.filter(**{field: caller.agent}).exists()
+    assert AuditEntry.objects.get(action_type="agent.erased").details["retained"] == [
+        "ledger probe"
+    ]

@@ -1,0 +1,92 @@
+"""Operational records that carry what an agent said or held in its working state, in the
+content registry: channel messages it sent, its checkpoints and parked contexts. Exported
+for portability (not importable: they belong to executions that ran elsewhere) and erased
+with the agent's content unless their table is append-only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+
+from persistence.content_registry import ContentKind
+from persistence.models import Agent, Checkpoint, Company, Message, ParkedContext
+
+CHUNK = 500
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
+    rows = Message.objects.filter(company=company, sender_agent__isnull=False)
+    if agent is not None:
+        rows = rows.filter(sender_agent=agent)
+    for row in rows.select_related("sender_agent").order_by("created_at", "id").iterator(CHUNK):
+        yield {
+            "id": row.pk,
+            "agent": row.sender_agent.name,
+            "channel": row.channel,
+            "content": row.content,
+            "metadata": row.metadata,
+            "created_at": _iso(row.created_at),
+        }
+
+
+def export_checkpoints(company: Company, agent: Agent | None) -> Iterator[dict]:
+    rows = Checkpoint.objects.filter(company=company)
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    for row in rows.select_related("agent").order_by("created_at", "id").iterator(CHUNK):
+        yield {
+            "id": row.pk,
+            "agent": row.agent.name,
+            "execution_id": row.execution_id,
+            "turn": row.turn,
+            "state": row.state,
+            "created_at": _iso(row.created_at),
+        }
+
+
+def export_parked_contexts(company: Company, agent: Agent | None) -> Iterator[dict]:
+    rows = ParkedContext.objects.filter(company=company)
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    for row in rows.select_related("agent").order_by("created_at", "id").iterator(CHUNK):
+        yield {
+            "id": row.pk,
+            "agent": row.agent.name,
+            "execution_id": row.execution_id,
+            "reason": row.reason,
+            "context": row.context,
+            "created_at": _iso(row.created_at),
+            "resumed_at": _iso(row.resumed_at),
+        }
+
+
+CONTENT_KINDS = (
+    ContentKind(
+        name="channel_message",
+        label="channel messages",
+        export=export_messages,
+        erase=lambda agent: Message.objects.filter(sender_agent=agent).delete()[0],
+        order=50,
+        table=Message._meta.db_table,
+    ),
+    ContentKind(
+        name="checkpoint",
+        label="checkpoints",
+        export=export_checkpoints,
+        erase=lambda agent: Checkpoint.objects.filter(agent=agent).delete()[0],
+        order=51,
+        table=Checkpoint._meta.db_table,
+    ),
+    ContentKind(
+        name="parked_context",
+        label="parked contexts",
+        export=export_parked_contexts,
+        erase=lambda agent: ParkedContext.objects.filter(agent=agent).delete()[0],
+        order=52,
+        table=ParkedContext._meta.db_table,
+    ),
+)
