@@ -37,6 +37,7 @@ from persistence.models import (
     TaskMetric,
 )
 from persistence.services.agents import (
+    AGENT_EDITABLE,
     AGENT_FIELDS,
     agent_create,
     agent_update,
@@ -150,17 +151,7 @@ class AgentApiKeyInline(admin.TabularInline):
 class AgentAdminForm(forms.ModelForm):
     class Meta:
         model = Agent
-        fields = (
-            "company",
-            "name",
-            "role",
-            "department",
-            "seniority",
-            "autonomy_level",
-            "memory_level",
-            "retention_overrides",
-            "is_active",
-        )
+        fields = ("company", *AGENT_EDITABLE)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

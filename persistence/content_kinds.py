@@ -18,11 +18,15 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
-    rows = Message.objects.filter(company=company, sender_agent__isnull=False)
+def _rows(model, company: Company, agent: Agent | None, owner: str = "agent"):
+    rows = model.objects.filter(company=company, **{f"{owner}__isnull": False})
     if agent is not None:
-        rows = rows.filter(sender_agent=agent)
-    for row in rows.select_related("sender_agent").order_by("created_at", "id").iterator(CHUNK):
+        rows = rows.filter(**{owner: agent})
+    return rows.select_related(owner).order_by("created_at", "id").iterator(CHUNK)
+
+
+def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
+    for row in _rows(Message, company, agent, owner="sender_agent"):
         yield {
             "id": row.pk,
             "agent": row.sender_agent.name,
@@ -34,10 +38,7 @@ def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
 
 
 def export_checkpoints(company: Company, agent: Agent | None) -> Iterator[dict]:
-    rows = Checkpoint.objects.filter(company=company)
-    if agent is not None:
-        rows = rows.filter(agent=agent)
-    for row in rows.select_related("agent").order_by("created_at", "id").iterator(CHUNK):
+    for row in _rows(Checkpoint, company, agent):
         yield {
             "id": row.pk,
             "agent": row.agent.name,
@@ -49,10 +50,7 @@ def export_checkpoints(company: Company, agent: Agent | None) -> Iterator[dict]:
 
 
 def export_parked_contexts(company: Company, agent: Agent | None) -> Iterator[dict]:
-    rows = ParkedContext.objects.filter(company=company)
-    if agent is not None:
-        rows = rows.filter(agent=agent)
-    for row in rows.select_related("agent").order_by("created_at", "id").iterator(CHUNK):
+    for row in _rows(ParkedContext, company, agent):
         yield {
             "id": row.pk,
             "agent": row.agent.name,

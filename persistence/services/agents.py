@@ -28,18 +28,18 @@ class IssuedKey:
     raw_key: str  # shown to the caller once; never stored
 
 
-AGENT_FIELDS = frozenset(
-    {
-        "name",
-        "role",
-        "department",
-        "seniority",
-        "autonomy_level",
-        "memory_level",
-        "retention_overrides",
-        "is_active",
-    }
+# The fields an agent is edited by, in form order (the admin form shows them so).
+AGENT_EDITABLE = (
+    "name",
+    "role",
+    "department",
+    "seniority",
+    "autonomy_level",
+    "memory_level",
+    "retention_overrides",
+    "is_active",
 )
+AGENT_FIELDS = frozenset(AGENT_EDITABLE)
 # Changes to these decide what an agent may write (org memory rules, levels): medium risk.
 AGENT_PRIVILEGE_FIELDS = ("seniority", "autonomy_level", "memory_level", "is_active")
 

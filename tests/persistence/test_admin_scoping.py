@@ -369,3 +369,20 @@ def test_company_config_change_in_admin_is_audited(worlds):
 def test_only_superusers_see_cluster_heartbeats(worlds):
     a, _ = worlds
     assert a.client.get("/admin/persistence/clusterheartbeat/").status_code == 403
+
+
+def test_erase_action_erases_only_own_company_agents(worlds):
+    a, b = worlds
+    ids = [str(a.objects[Agent].pk), str(b.objects[Agent].pk)]
+    response = a.client.post(
+        "/admin/persistence/agent/", {"action": "erase_content", "_selected_action": ids}
+    )
+    assert response.status_code == 302
+    assert not Memory.objects.filter(agent=a.objects[Agent]).exists()
+    assert not ArchivedMemory.objects.filter(agent=a.objects[Agent]).exists()
+    assert Memory.objects.filter(agent=b.objects[Agent]).exists()
+    a.objects[Agent].refresh_from_db()
+    b.objects[Agent].refresh_from_db()
+    assert (a.objects[Agent].is_active, b.objects[Agent].is_active) == (False, True)
+    entry = AuditEntry.objects.get(action_type="agent.erased")
+    assert (entry.company_id, entry.actor_user_id) == (a.company.pk, a.user.pk)
