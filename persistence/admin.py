@@ -10,6 +10,8 @@ from __future__ import annotations
 import yaml
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -36,6 +38,7 @@ from persistence.models import (
     Task,
     TaskMetric,
 )
+from persistence.selectors.identity import human_companies
 from persistence.services.agents import (
     AGENT_EDITABLE,
     AGENT_FIELDS,
@@ -636,3 +639,50 @@ class PersonalityPresetAdmin(_CompanyFirstAdmin):
 
     def delete_via_service(self, principal, obj):
         preset_delete(principal=principal, preset=obj)
+
+
+# People ----------------------------------------------------------------------------------
+
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(User)
+class ScopedUserAdmin(UserAdmin):
+    """Staff see the people of their companies (view only); only superusers manage
+    accounts, groups and permissions — editing them is how a staff user would escalate."""
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        if request.user.is_superuser:
+            return queryset
+        companies = human_companies(request.user)
+        return queryset.filter(company_memberships__company__in=companies).distinct()
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+@admin.register(Group)
+class SuperuserGroupAdmin(GroupAdmin):
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser

@@ -386,3 +386,19 @@ def test_erase_action_erases_only_own_company_agents(worlds):
     assert (a.objects[Agent].is_active, b.objects[Agent].is_active) == (False, True)
     entry = AuditEntry.objects.get(action_type="agent.erased")
     assert (entry.company_id, entry.actor_user_id) == (a.company.pk, a.user.pk)
+
+
+def test_staff_see_only_their_companies_people_and_cannot_manage_accounts(worlds):
+    a, b = worlds
+    html = a.client.get("/admin/auth/user/").content.decode()
+    assert f"/admin/auth/user/{a.user.pk}/change/" in html
+    assert f"/admin/auth/user/{b.user.pk}/change/" not in html
+    assert a.client.get(f"/admin/auth/user/{b.user.pk}/change/").status_code == 302
+    response = a.client.post(
+        f"/admin/auth/user/{a.user.pk}/change/",
+        {"username": a.user.username, "is_superuser": "on", "is_staff": "on"},
+    )
+    assert response.status_code == 403
+    a.user.refresh_from_db()
+    assert a.user.is_superuser is False
+    assert a.client.get("/admin/auth/group/").status_code == 403
