@@ -46,14 +46,22 @@ class ImportContext:
     remapped: dict[str, str] = field(default_factory=dict)  # old id -> new id
 
     def agent(self, name: str) -> Agent | None:
+        """The company's agent called ``name`` (created if allowed), or ``None``."""
+        from django.core.exceptions import ValidationError
+
         from persistence.models import Agent
         from persistence.services.agents import agent_create
 
         if name in self.agents:
             return self.agents[name]
+        if not name.strip() or len(name) > Agent._meta.get_field("name").max_length:
+            return None
         found = Agent.objects.filter(company=self.company, name=name).first()
         if found is None and self.create_agents:
-            found = agent_create(company=self.company, name=name)
+            try:
+                found = agent_create(company=self.company, name=name)
+            except ValidationError:
+                return None
         if found is not None:
             self.agents[name] = found
         return found

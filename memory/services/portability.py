@@ -13,17 +13,19 @@ backfill, as any store would be.
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
 from memory.domain import embedding_text
 from memory.embedding import embedder_for
 from memory.lifecycle_models import ArchivedMemory
-from memory.models import Memory
+from memory.models import EMBEDDING_DIMS, Memory
 from memory.services.embeddings import embed_texts
 from persistence.content_registry import ContentKind, ImportContext, ImportCounts
 from persistence.models import Agent, Company, Project
@@ -162,15 +164,42 @@ def _fields(row: dict, names) -> dict:
             continue
         value = row[name]
         if name in _DATETIMES and value is not None:
-            parsed = parse_datetime(str(value))
-            if parsed is None:
+            try:
+                parsed = parse_datetime(str(value))
+            except ValueError:
+                parsed = None
+            if parsed is None or parsed.tzinfo is None:
                 raise InvalidInputError(
-                    BAD_ROW.format(row_id=row.get("id"), problem=f"{name} is not a datetime"),
+                    BAD_ROW.format(
+                        row_id=row.get("id"), problem=f"{name} is not an ISO datetime with offset"
+                    ),
                     code="invalid_export",
                 )
             value = parsed
         values[name] = value
     return values
+
+
+def _validate(instance, *, exclude) -> None:
+    try:
+        instance.full_clean(exclude=exclude)
+    except (ValidationError, TypeError, ValueError) as exc:
+        problem = "; ".join(
+            f"{field}: {' '.join(map(str, messages))}"
+            for field, messages in getattr(exc, "message_dict", {"row": [exc]}).items()
+        )
+        raise InvalidInputError(
+            BAD_ROW.format(row_id=instance.pk, problem=problem), code="invalid_export"
+        ) from exc
+
+
+def _vector(value) -> bool:
+    """A reusable exported vector: EMBEDDING_DIMS finite numbers."""
+    return (
+        isinstance(value, list)
+        and len(value) == EMBEDDING_DIMS
+        and all(isinstance(x, int | float) and math.isfinite(x) for x in value)
+    )
 
 
 def _target_id(model, raw_id, company: Company, ctx: ImportContext, counts: ImportCounts):
@@ -202,6 +231,7 @@ def _target_id(model, raw_id, company: Company, ctx: ImportContext, counts: Impo
 def _project(company: Company, name: str | None, cache: dict) -> Project | None:
     if not name:
         return None
+    name = str(name)
     if name not in cache:
         cache[name] = Project.objects.filter(company=company, name=name).first() or (
             project_create(company=company, name=name)
@@ -224,13 +254,18 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
                 BAD_ROW.format(row_id=raw_id, problem=f"no agent {row.get('agent')!r}"),
                 code="invalid_export",
             )
-        memory = Memory(
-            id=target,
-            company=company,
-            agent=agent,
-            project=_project(company, row.get("project"), projects),
-            **_fields(row, MEMORY_FIELDS),
-        )
+        try:
+            memory = Memory(
+                id=target,
+                company=company,
+                agent=agent,
+                project=_project(company, row.get("project"), projects),
+                **_fields(row, MEMORY_FIELDS),
+            )
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                BAD_ROW.format(row_id=raw_id, problem=str(exc)), code="invalid_export"
+            ) from exc
         memory.embedder_id = ""
         memory.embedding_status = Memory.EmbeddingStatus.PENDING
         new.append((memory, row))
@@ -243,7 +278,7 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
         embedder, current_id = None, None
     to_embed = []
     for memory, row in new:
-        if row.get("embedding") is not None and row.get("embedder_id") == current_id:
+        if _vector(row.get("embedding")) and row.get("embedder_id") == current_id:
             memory.embedding = row["embedding"]
             memory.embedder_id = row["embedder_id"]
             memory.embedding_status = Memory.EmbeddingStatus.READY
@@ -265,7 +300,7 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
             else:
                 counts.pending += 1
     for memory in (m for m, _ in new):
-        memory.full_clean(exclude=["superseded_by", "embedding", "search_vector", "doc_length"])
+        _validate(memory, exclude=["superseded_by", "embedding", "search_vector", "doc_length"])
     Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
     counts.created += len(new)
     # Supersession links, now that every row of the file exists (ids may be remapped).
@@ -311,7 +346,7 @@ def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> Im
         )
         if archived.restored_at is not None and archived.restored_memory_id is None:
             archived.restored_at = None
-        archived.full_clean(exclude=["maintenance_run"])
+        _validate(archived, exclude=["maintenance_run"])
         new.append(archived)
     ArchivedMemory.objects.bulk_create(new, batch_size=EXPORT_CHUNK)
     counts.created += len(new)

@@ -7,15 +7,47 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.agents import agents_for_company
 from persistence.services.erasure import REASON_MAX_CHARS, agent_erase
-from persistence.services.portability import content_export
+from persistence.services.portability import content_export, content_import
 
 UNKNOWN_FIELD = "Unknown field: {name}."
+IMPORT_MAX_BYTES = 50 * 1024 * 1024
+IMPORT_TOO_LARGE = "An import over the API is limited to 50 MB; use manage.py import_memories."
+NOT_UTF8 = "The body is not UTF-8 text."
+
+
+class JSONLinesParser(BaseParser):
+    """``application/x-ndjson``: the body as a list of lines (bounded in size)."""
+
+    media_type = "application/x-ndjson"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        body = stream.read(IMPORT_MAX_BYTES + 1) if stream is not None else b""
+        if len(body) > IMPORT_MAX_BYTES:
+            raise ParseError(IMPORT_TOO_LARGE, code="payload_too_large")
+        try:
+            return body.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ParseError(NOT_UTF8, code="parse_error") from exc
+
+
+class ImportCountsSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    remapped = serializers.IntegerField()
+    embedded = serializers.IntegerField()
+    pending = serializers.IntegerField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    counts = serializers.DictField(child=ImportCountsSerializer())
 
 
 class ExportQuerySerializer(serializers.Serializer):
@@ -110,3 +142,30 @@ class AgentEraseView(APIView):
             "is_active": False,
         }
         return Response(ErasureReportSerializer(payload).data)
+
+
+@extend_schema(tags=["portability"])
+class ContentImportView(APIView):
+    permission_classes = [IsPrincipal, IsHuman]
+    parser_classes = [JSONLinesParser]
+
+    @extend_schema(
+        summary="Import an export (JSON Lines) into the caller's company",
+        description=(
+            "The body is a file produced by `GET /export` or `manage.py export_memories` "
+            "(`Content-Type: application/x-ndjson`, at most 50 MB). One transaction, all or "
+            "nothing; idempotent (rows already present are skipped, ids taken by another "
+            "company remapped, vectors recomputed when the embedder differs); agents are "
+            "matched by name and created when missing. Humans with role admin or owner; "
+            "audited (`content.imported`)."
+        ),
+        request={"application/x-ndjson": OpenApiTypes.STR},
+        responses={200: ImportResultSerializer},
+    )
+    def post(self, request):
+        principal = request.user
+        results = content_import(
+            company=principal.company, lines=request.data, principal=principal, via="api"
+        )
+        payload = {"counts": {kind: vars(counts) for kind, counts in results.items()}}
+        return Response(ImportResultSerializer(payload).data)

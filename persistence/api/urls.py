@@ -28,6 +28,7 @@ urlpatterns = [
     path("agents/<int:pk>", views.AgentDetailView.as_view(), name="agent-detail"),
     path("agents/<int:pk>/erase", portability.AgentEraseView.as_view(), name="agent-erase"),
     path("export", portability.ContentExportView.as_view(), name="content-export"),
+    path("import", portability.ContentImportView.as_view(), name="content-import"),
     path("company/config", views.CompanyConfigView.as_view(), name="company-config"),
     path("costs/summary", ops.CostSummaryView.as_view(), name="cost-summary"),
     path("costs/budget", ops.CostBudgetView.as_view(), name="cost-budget"),

@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
-from django.db import transaction
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from persistence.access import CREATE, require_write
@@ -31,6 +31,7 @@ EXPORT_VERSION = 1
 NOT_AN_EXPORT = "Line 1 must be a synthorg_export header of version 1."
 BAD_LINE = "Line {line}: {problem}."
 AGENT_OTHER_COMPANY = "The agent does not belong to this company."
+ROW_REFUSED = "A row could not be stored; nothing was imported: {error}"
 
 
 def content_export(
@@ -70,23 +71,55 @@ def _lines(company: Company, agent: Agent | None, kinds) -> Iterator[str]:
             yield json.dumps({"type": kind.name, **row}, ensure_ascii=False) + "\n"
 
 
+def _storable(value) -> bool:
+    """PostgreSQL text holds neither NUL nor unpaired surrogates (JSON can spell both)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_storable(k) and _storable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_storable(item) for item in value)
+    return True
+
+
 def _parse(lines: Iterable[str | bytes]) -> dict[str, list[dict]]:
     rows: dict[str, list[dict]] = defaultdict(list)
     header = None
     for number, line in enumerate(lines, start=1):
         if isinstance(line, bytes):
-            line = line.decode("utf-8")
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problem = "not UTF-8"
+                raise InvalidInputError(
+                    BAD_LINE.format(line=number, problem=problem), code="invalid_export"
+                ) from exc
         if not line.strip():
             continue
         try:
             record = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidInputError(
                 BAD_LINE.format(line=number, problem="not JSON"), code="invalid_export"
             ) from exc
         if not isinstance(record, dict):
             raise InvalidInputError(
                 BAD_LINE.format(line=number, problem="not a JSON object"), code="invalid_export"
+            )
+        try:
+            storable = _storable(record)
+        except RecursionError:
+            storable = False
+        if not storable:
+            problem = "contains NUL, an unpaired surrogate or too deep nesting"
+            raise InvalidInputError(
+                BAD_LINE.format(line=number, problem=problem), code="invalid_export"
             )
         if header is None:
             if record.get("type") != EXPORT_FORMAT or record.get("version") != EXPORT_VERSION:
@@ -105,7 +138,6 @@ def _parse(lines: Iterable[str | bytes]) -> dict[str, list[dict]]:
     return rows
 
 
-@transaction.atomic
 def content_import(
     *,
     company: Company,
@@ -117,8 +149,23 @@ def content_import(
     """Import an export into ``company`` in one transaction (all or nothing), idempotently.
 
     Agents are matched by name (created when missing, with ``create_agents``). Returns the
-    counts per kind.
+    counts per kind. A row the database refuses (a rule the row checks above missed) fails
+    the whole import with ``invalid_export`` instead of a server error.
     """
+    try:
+        return _import(
+            company=company,
+            lines=lines,
+            principal=principal,
+            create_agents=create_agents,
+            via=via,
+        )
+    except (DataError, IntegrityError) as exc:
+        raise InvalidInputError(ROW_REFUSED.format(error=exc), code="invalid_export") from exc
+
+
+@transaction.atomic
+def _import(*, company, lines, principal, create_agents, via) -> dict[str, ImportCounts]:
     if principal is not None:
         require_write(principal, "export", CREATE)
     rows = _parse(lines)

@@ -327,3 +327,62 @@ def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller
     assert AuditEntry.objects.get(action_type="agent.erased").details["retained"] == [
         "ledger probe"
     ]
+
+
+def test_import_endpoint_round_trip_and_hostile_bodies(company, caller, stocked, outsider):
+    body = "".join(content_export(company=caller.company, agent=caller.agent))
+    target_admin = make_human_client(outsider.company, "admin")
+    response = target_admin.post("/api/v1/import", body, content_type="application/x-ndjson")
+    assert response.status_code == 200, response.json()
+    assert response.json()["counts"]["memory"] == {
+        "created": 2,
+        "skipped": 0,
+        "remapped": 2,
+        "embedded": 0,
+        "pending": 0,
+    }
+    again = target_admin.post("/api/v1/import", body, content_type="application/x-ndjson")
+    assert again.json()["counts"]["memory"]["skipped"] == 2
+    assert Memory.objects.filter(company=outsider.company, content=SECRET).count() == 1
+    operator = make_human_client(outsider.company, "operator")
+    denied = operator.post("/api/v1/import", body, content_type="application/x-ndjson")
+    assert denied.status_code == 403
+    assert (
+        outsider.client.post(
+            "/api/v1/import", body, content_type="application/x-ndjson"
+        ).status_code
+        == 403
+    )
+    header = json.dumps({"type": "synthorg_export", "version": 1})
+    row = {"type": "memory", "agent": "x", "category": "semantic", "content": "ok"}
+    hostile = [
+        ("", "Line 1 must be a synthorg_export header"),
+        (b"\xff\xfe", "not UTF-8"),
+        (header + "\n" + "[" * 5000, "Line 2: not JSON"),
+        (header + "\n" + json.dumps({**row, "content": "a\u0000b"}), "NUL"),
+        (header + "\n" + json.dumps({**row, "content": "\ud800"}), "surrogate"),
+        (header + "\n" + json.dumps({**row, "category": "nonsense"}), "category"),
+        (header + "\n" + json.dumps({**row, "confidence": 7}), "confidence"),
+        (header + "\n" + json.dumps({**row, "created_at": "yesterday"}), "created_at"),
+        (header + "\n" + json.dumps({**row, "created_at": "2026-02-30T00:00:00Z"}), "created_at"),
+        (header + "\n" + json.dumps({**row, "agent": ""}), "no agent"),
+        (header + "\n" + json.dumps({**row, "agent": "a" * 300}), "no agent"),
+        (header + "\n" + json.dumps({**row, "id": "not-a-uuid"}), "id is not a UUID"),
+        (header + "\n" + json.dumps({**row, "tags": "x" * 100}), "Row"),
+    ]
+    before = Memory.objects.filter(company=outsider.company).count()
+    for text, expected in hostile:
+        response = target_admin.post(
+            "/api/v1/import",
+            text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass"),
+            content_type="application/x-ndjson",
+        )
+        assert response.status_code == 400, (
+            text[:80],
+            response.status_code,
+            response.content[:300],
+        )
+        assert expected in json.dumps(response.json()), (text[:80], response.json())
+    assert Memory.objects.filter(company=outsider.company).count() == before
+    wrong_type = target_admin.post("/api/v1/import", body, content_type="application/json")
+    assert wrong_type.status_code == 415
