@@ -1,11 +1,12 @@
 """Agent memory in the content registry: export, import and erasure of memories, shared
 knowledge and the archive (registered in ``MemoryConfig.ready``).
 
-Rows are exported whole — ids, timestamps, level bindings, supersession, and the vector with
-the ``embedder_id`` that produced it — so an import restores the records as they were. An
-import deliberately bypasses the write gate (it restores records, it does not learn new
-ones) and is idempotent by id: a row whose id already exists in the company is skipped; an
-id taken by another company's row gets a fresh id (remapped, and references to it follow).
+Rows are exported whole — ids, timestamps, level bindings, supersession, and the vector
+(base64 of its little-endian float32 values) with the ``embedder_id`` that produced it —
+so an import restores the records as they were. An import deliberately bypasses the write
+gate (it restores records, it does not learn new ones) and is idempotent by id: a row whose
+id already exists in the company is skipped; an id taken by another company's row gets a
+deterministic new id (remapped, and references to it follow).
 A vector is reused only when the importing company's embedder has the same id; otherwise
 the text is re-embedded, and if the embedder fails the row is stored ``pending`` for the
 backfill, as any store would be.
@@ -13,12 +14,14 @@ backfill, as any store would be.
 
 from __future__ import annotations
 
-import math
+import base64
+import binascii
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
@@ -105,7 +108,7 @@ def _export_memories(company: Company, agent: Agent | None, *, shared: bool) -> 
         record.update({f: _json(getattr(row, f)) for f in MEMORY_FIELDS})
         record["project"] = row.project.name if row.project_id else None
         record["superseded_by"] = _json(row.superseded_by_id)
-        record["embedding"] = None if row.embedding is None else [float(x) for x in row.embedding]
+        record["embedding"] = _encode_vector(row.embedding)
         yield record
 
 
@@ -193,13 +196,27 @@ def _validate(instance, *, exclude) -> None:
         ) from exc
 
 
-def _vector(value) -> bool:
-    """A reusable exported vector: EMBEDDING_DIMS finite numbers."""
-    return (
-        isinstance(value, list)
-        and len(value) == EMBEDDING_DIMS
-        and all(isinstance(x, int | float) and math.isfinite(x) for x in value)
-    )
+def _encode_vector(vector) -> str | None:
+    """A vector as base64 of little-endian float32 (a sixth of its JSON-number size)."""
+    if vector is None:
+        return None
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _vector(value) -> list[float] | None:
+    """The exported vector if it is reusable (EMBEDDING_DIMS finite numbers), else ``None``."""
+    if isinstance(value, str):
+        try:
+            array = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4")
+        except (ValueError, binascii.Error):
+            return None
+    elif isinstance(value, list) and all(isinstance(x, int | float) for x in value):
+        array = np.asarray(value, dtype=np.float64)
+    else:
+        return None
+    if array.shape != (EMBEDDING_DIMS,) or not np.isfinite(array).all():
+        return None
+    return array.astype(np.float32).tolist()
 
 
 def _target_id(model, raw_id, company: Company, ctx: ImportContext, counts: ImportCounts):
@@ -278,8 +295,9 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
         embedder, current_id = None, None
     to_embed = []
     for memory, row in new:
-        if _vector(row.get("embedding")) and row.get("embedder_id") == current_id:
-            memory.embedding = row["embedding"]
+        vector = _vector(row.get("embedding"))
+        if vector is not None and row.get("embedder_id") == current_id:
+            memory.embedding = vector
             memory.embedder_id = row["embedder_id"]
             memory.embedding_status = Memory.EmbeddingStatus.READY
         else:

@@ -3,10 +3,12 @@ import (ids kept or remapped, vectors reused or recomputed), and one audited era
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from datetime import timedelta
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
@@ -103,7 +105,10 @@ def test_agent_export_holds_only_that_agents_rows(caller, peer, stocked):
     assert {r["agent"] for r in rows} == {caller.agent.name}
     memory = next(r for r in rows if r["id"] == stocked["private"][0])
     assert memory["content"] == SECRET
-    assert memory["embedder_id"] and len(memory["embedding"]) == 384
+    assert memory["embedder_id"]
+    vector = np.frombuffer(base64.b64decode(memory["embedding"]), dtype="<f4")
+    stored = Memory.objects.get(pk=memory["id"]).embedding
+    assert vector.shape == (384,) and np.allclose(vector, stored)
     assert set(memory) >= {"level", "session_id", "project", "created_at", "superseded_by", "tags"}
     entry = AuditEntry.objects.get(action_type="content.exported")
     assert (entry.target_type, entry.target_id) == ("agent", str(caller.agent.pk))
