@@ -70,6 +70,7 @@ ARCHIVE_FIELDS = (
     "mode",
     "restored_at",
 )
+_RELATIONS = ("company", "agent", "project", "superseded_by")  # set by the importer itself
 _DATETIMES = {
     "created_at",
     "updated_at",
@@ -184,8 +185,10 @@ def _fields(row: dict, names) -> dict:
 
 
 def _validate(instance, *, exclude) -> None:
+    """Field checks only (types, choices, lengths): no query per row. The table's CHECK
+    constraints still guard the insert; a violation fails the whole import as a 400."""
     try:
-        instance.full_clean(exclude=exclude)
+        instance.clean_fields(exclude=exclude)
     except (ValidationError, TypeError, ValueError) as exc:
         problem = "; ".join(
             f"{field}: {' '.join(map(str, messages))}"
@@ -318,7 +321,7 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
             else:
                 counts.pending += 1
     for memory in (m for m, _ in new):
-        _validate(memory, exclude=["superseded_by", "embedding", "search_vector", "doc_length"])
+        _validate(memory, exclude=[*_RELATIONS, "embedding", "search_vector", "doc_length"])
     Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
     counts.created += len(new)
     # Supersession links, now that every row of the file exists (ids may be remapped).
@@ -364,7 +367,7 @@ def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> Im
         )
         if archived.restored_at is not None and archived.restored_memory_id is None:
             archived.restored_at = None
-        _validate(archived, exclude=["maintenance_run"])
+        _validate(archived, exclude=[*_RELATIONS, "maintenance_run"])
         new.append(archived)
     ArchivedMemory.objects.bulk_create(new, batch_size=EXPORT_CHUNK)
     counts.created += len(new)

@@ -161,7 +161,8 @@ def content_import(
             via=via,
         )
     except (DataError, IntegrityError) as exc:
-        raise InvalidInputError(ROW_REFUSED.format(error=exc), code="invalid_export") from exc
+        error = str(exc).split("\n", 1)[0][:300]  # the constraint, not the failing row's text
+        raise InvalidInputError(ROW_REFUSED.format(error=error), code="invalid_export") from exc
 
 
 @transaction.atomic

@@ -359,7 +359,15 @@ def test_import_endpoint_round_trip_and_hostile_bodies(company, caller, stocked,
         == 403
     )
     header = json.dumps({"type": "synthorg_export", "version": 1})
-    row = {"type": "memory", "agent": "x", "category": "semantic", "content": "ok"}
+    at = "2026-01-01T00:00:00+00:00"
+    row = {
+        "type": "memory",
+        "agent": "x",
+        "category": "semantic",
+        "content": "ok",
+        "created_at": at,
+        "updated_at": at,
+    }
     hostile = [
         ("", "Line 1 must be a synthorg_export header"),
         (b"\xff\xfe", "not UTF-8"),
@@ -367,7 +375,9 @@ def test_import_endpoint_round_trip_and_hostile_bodies(company, caller, stocked,
         (header + "\n" + json.dumps({**row, "content": "a\u0000b"}), "NUL"),
         (header + "\n" + json.dumps({**row, "content": "\ud800"}), "surrogate"),
         (header + "\n" + json.dumps({**row, "category": "nonsense"}), "category"),
-        (header + "\n" + json.dumps({**row, "confidence": 7}), "confidence"),
+        (header + "\n" + json.dumps({**row, "confidence": 7}), "memory_confidence_range"),
+        (header + "\n" + json.dumps({**row, "level": "session"}), "memory_session_level"),
+        (header + "\n" + json.dumps({**row, "created_at": None}), "created_at"),
         (header + "\n" + json.dumps({**row, "created_at": "yesterday"}), "created_at"),
         (header + "\n" + json.dumps({**row, "created_at": "2026-02-30T00:00:00Z"}), "created_at"),
         (header + "\n" + json.dumps({**row, "agent": ""}), "no agent"),
