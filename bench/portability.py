@@ -117,12 +117,16 @@ def main() -> None:
     from persistence.models import Company
     from persistence.services.erasure import agent_erase
     from persistence.services.portability import content_export, content_import
+    from synthorg.db import roles
 
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
+    # Create and migrate the throw-away database as the owner, then measure as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     try:
         data = seed(args.memories, args.agents)
         source = data["company"]
@@ -209,6 +213,7 @@ def main() -> None:
         out.write_text(json.dumps(result, indent=2) + "\n")
         print(f"wrote {out}", file=sys.stderr)
     finally:
+        roles.use_app(owner_login)  # back to the owner to drop the database
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 

@@ -156,7 +156,7 @@ def test_stored_configs_with_a_server_secret_are_cleaned_by_the_migration():
 
     from django.apps import apps
 
-    migration = importlib.import_module("persistence.migrations.0005_company_config_secret_env")
+    migration = importlib.import_module("persistence.migrations.0006_company_config_secret_env")
     company = CompanyFactory()
     raw = _embedder(api_key_env="DATABASE_URL")
     Company.objects.filter(pk=company.pk).update(config=raw)

@@ -23,6 +23,6 @@ def drop_disallowed_secret_env(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("persistence", "0004_costrecord_append_only")]
+    dependencies = [("persistence", "0005_append_only_activity_ledgers")]
 
     operations = [migrations.RunPython(drop_disallowed_secret_env, migrations.RunPython.noop)]
