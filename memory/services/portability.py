@@ -222,30 +222,55 @@ def _vector(value) -> list[float] | None:
     return array.astype(np.float32).tolist()
 
 
-def _target_id(model, raw_id, company: Company, ctx: ImportContext, counts: ImportCounts):
-    """The id to import ``raw_id`` under, or ``None`` when the company already has it.
+def _owners(model, ids) -> dict[uuid.UUID, int]:
+    """``{id: company_id}`` of the rows of ``model`` that exist among ``ids``."""
+    ids = list(ids)
+    owners: dict[uuid.UUID, int] = {}
+    for start in range(0, len(ids), EXPORT_CHUNK):
+        chunk = ids[start : start + EXPORT_CHUNK]
+        owners.update(model.objects.filter(pk__in=chunk).values_list("pk", "company_id"))
+    return owners
+
+
+def _target_ids(model, raw_ids, company: Company, ctx: ImportContext, counts: ImportCounts):
+    """For each id of the file, the id to import it under, or ``None`` when the company
+    already has it (or the file repeats it). Two queries per 500 rows, not one per row.
 
     An id taken by another company's row is remapped deterministically (a UUID5 of the
     company and the old id), so importing the same file twice finds the remapped row the
     second time instead of creating it again.
     """
-    owner = model.objects.filter(pk=raw_id).values_list("company_id", flat=True).first()
-    if owner == company.pk:
-        counts.skipped += 1
-        return None
-    if owner is None:
-        return raw_id
-    new_id = uuid.uuid5(REMAP_NAMESPACE, f"{company.pk}/{raw_id}")
-    ctx.remapped[str(raw_id)] = str(new_id)
-    owner = model.objects.filter(pk=new_id).values_list("company_id", flat=True).first()
-    if owner == company.pk:
-        counts.skipped += 1
-        return None
-    if owner is not None:  # practically impossible; never overwrite another company's row
-        new_id = uuid.uuid4()
-        ctx.remapped[str(raw_id)] = str(new_id)
-    counts.remapped += 1
-    return new_id
+    owners = _owners(model, raw_ids)
+    candidates = {
+        raw: uuid.uuid5(REMAP_NAMESPACE, f"{company.pk}/{raw}")
+        for raw in raw_ids
+        if owners.get(raw) not in (None, company.pk)
+    }
+    remapped_owners = _owners(model, candidates.values())
+    targets: list[uuid.UUID | None] = []
+    seen: set[uuid.UUID] = set()
+    for raw in raw_ids:
+        owner = owners.get(raw)
+        if owner == company.pk or raw in seen:
+            counts.skipped += 1
+            targets.append(None)
+            continue
+        seen.add(raw)
+        if owner is None:
+            targets.append(raw)
+            continue
+        new_id = candidates[raw]
+        if remapped_owners.get(new_id) == company.pk:
+            counts.skipped += 1
+            ctx.remapped[str(raw)] = str(new_id)
+            targets.append(None)
+            continue
+        if remapped_owners.get(new_id) is not None:  # never overwrite another company's row
+            new_id = uuid.uuid4()
+        ctx.remapped[str(raw)] = str(new_id)
+        counts.remapped += 1
+        targets.append(new_id)
+    return targets
 
 
 def _project(company: Company, name: str | None, cache: dict) -> Project | None:
@@ -263,9 +288,9 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
     counts = ImportCounts()
     projects: dict[str, Project] = {}
     new: list[tuple[Memory, dict]] = []
-    for row in rows:
-        raw_id = _uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4()
-        target = _target_id(Memory, raw_id, company, ctx, counts)
+    raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
+    targets = _target_ids(Memory, raw_ids, company, ctx, counts)
+    for row, raw_id, target in zip(rows, raw_ids, targets, strict=True):
         if target is None:
             continue
         agent = ctx.agent(str(row.get("agent") or ""))
@@ -337,9 +362,21 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
 def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> ImportCounts:
     counts = ImportCounts()
     new = []
-    for row in rows:
-        raw_id = _uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4()
-        target = _target_id(ArchivedMemory, raw_id, company, ctx, counts)
+    raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
+    targets = _target_ids(ArchivedMemory, raw_ids, company, ctx, counts)
+    originals = [
+        _uuid(row.get("original_id"), raw_id, "original_id") or uuid.uuid4()
+        for row, raw_id in zip(rows, raw_ids, strict=True)
+    ]
+    taken: set[uuid.UUID] = set()
+    for start in range(0, len(originals), EXPORT_CHUNK):
+        chunk = originals[start : start + EXPORT_CHUNK]
+        taken.update(
+            ArchivedMemory.objects.filter(original_id__in=chunk).values_list(
+                "original_id", flat=True
+            )
+        )
+    for row, raw_id, target, original in zip(rows, raw_ids, targets, originals, strict=True):
         if target is None:
             continue
         agent = ctx.agent(str(row.get("agent") or ""))
@@ -348,9 +385,9 @@ def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> Im
                 BAD_ROW.format(row_id=raw_id, problem=f"no agent {row.get('agent')!r}"),
                 code="invalid_export",
             )
-        original = _uuid(row.get("original_id"), raw_id, "original_id") or uuid.uuid4()
-        if ArchivedMemory.objects.filter(original_id=original).exists():
+        if original in taken:
             original = uuid.uuid4()  # original ids are unique across the table
+        taken.add(original)
         links = {}
         for field in ("summary_memory_id", "restored_memory_id"):
             value = _uuid(row.get(field), raw_id, field)

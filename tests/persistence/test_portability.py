@@ -401,3 +401,12 @@ def test_import_endpoint_round_trip_and_hostile_bodies(company, caller, stocked,
     assert Memory.objects.filter(company=outsider.company).count() == before
     wrong_type = target_admin.post("/api/v1/import", body, content_type="application/json")
     assert wrong_type.status_code == 415
+
+
+def test_a_row_repeated_in_one_file_is_imported_once(caller, stocked):
+    header, *rows = list(content_export(company=caller.company, agent=caller.agent))
+    memory_row = next(r for r in rows if json.loads(r)["type"] == "memory")
+    target = CompanyFactory()
+    results = content_import(company=target, lines=[header, memory_row, memory_row])
+    assert (results["memory"].created, results["memory"].skipped) == (1, 1)
+    assert Memory.objects.filter(company=target).count() == 1
