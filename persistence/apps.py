@@ -9,7 +9,12 @@ class PersistenceConfig(AppConfig):
         from django_q.models import Schedule
 
         from persistence.api import schema  # noqa: F401 - registers the OpenAPI auth schemes
+        from persistence.content_kinds import CONTENT_KINDS
+        from persistence.content_registry import register_content_kind
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        for kind in CONTENT_KINDS:  # export/erasure of what agents said and held
+            register_content_kind(kind)
 
         register_schedule(
             ScheduleSpec(

@@ -94,11 +94,22 @@ class MemoryOptionsConfig(BaseModel):
     shared_knowledge_base: bool = True
 
 
+# Memory vectors are stored in a fixed-width pgvector column (memory.models.EMBEDDING_DIMS);
+# an embedder producing another width could never be stored, so it is refused at load.
+SUPPORTED_EMBEDDING_DIMS = (384,)
+# Only environment variables under this prefix may be named by a company config: the value
+# is sent as a Bearer token to the company's endpoint, so naming DJANGO_SECRET_KEY or
+# DATABASE_URL would hand server secrets to whoever edits the config.
+SECRET_ENV_PREFIX = "SYNTHORG_SECRET_"
+_SECRET_ENV_NAME = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]+$")
+
+
 class EmbedderOverrideConfig(BaseModel):
     """Override of the default local embedder with an OpenAI-compatible endpoint.
 
     ``base_url``/``api_key_env`` say where to call; the key itself is read from the named
-    environment variable so secrets never live in the company config.
+    environment variable so secrets never live in the company config. Only variables named
+    ``SYNTHORG_SECRET_<NAME>`` may be named (see ``SECRET_ENV_PREFIX``).
     """
 
     model_config = _FROZEN
@@ -108,6 +119,28 @@ class EmbedderOverrideConfig(BaseModel):
     dims: int | None = Field(default=None, ge=8, le=4096)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _allow_listed_secret(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_ENV_NAME.match(value):
+            raise ValueError(
+                f"must name an environment variable {SECRET_ENV_PREFIX}<NAME> "
+                f"(upper-case letters, digits, underscores); {value!r} is not allowed"
+            )
+        return value
+
+    @field_validator("dims")
+    @classmethod
+    def _storable_dims(cls, value: int | None) -> int | None:
+        if value is not None and value not in SUPPORTED_EMBEDDING_DIMS:
+            supported = ", ".join(str(d) for d in SUPPORTED_EMBEDDING_DIMS)
+            raise ValueError(
+                f"{value}-dimensional vectors cannot be stored: memory storage holds "
+                f"{supported}-dimensional vectors (use a model or a `dimensions` setting "
+                f"that produces {supported})"
+            )
+        return value
 
     @model_validator(mode="after")
     def _model_requires_dims(self) -> EmbedderOverrideConfig:
@@ -387,7 +420,7 @@ class CompanyMemoryConfig(BaseModel):
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:
-        """``options`` repeats two consolidation fields; set in one place, they agree.
+        """``options`` repeats three consolidation fields; set in one place, they agree.
 
         A value set only under ``options`` is mirrored into ``consolidation`` (and back);
         set in both places with different values is an error.
@@ -414,6 +447,29 @@ class CompanyMemoryConfig(BaseModel):
                 consolidation_update[consolidation_name] = option_value
             elif in_consolidation and not in_options:
                 options_update[option_name] = consolidation_value
+        # options.retention_days is the company's default retention: the same value as
+        # consolidation.retention.default_retention_days, which retention enforces.
+        retention = self.consolidation.retention
+        in_options = "retention_days" in options_set
+        in_retention = (
+            "retention" in consolidation_set
+            and "default_retention_days" in retention.model_fields_set
+        )
+        if (
+            in_options
+            and in_retention
+            and self.options.retention_days != (retention.default_retention_days)
+        ):
+            raise ConfigFieldError(
+                "consolidation.retention.default_retention_days",
+                f"disagrees with options.retention_days ({self.options.retention_days})",
+            )
+        if in_options and not in_retention:
+            consolidation_update["retention"] = retention.model_dump(exclude_unset=True) | {
+                "default_retention_days": self.options.retention_days
+            }
+        elif in_retention and not in_options:
+            options_update["retention_days"] = retention.default_retention_days
         # Frozen models: rebuild the nested ones through validation, keeping fields_set.
         if consolidation_update:
             data = self.consolidation.model_dump(exclude_unset=True) | consolidation_update
