@@ -38,3 +38,32 @@ def recent_quality_scores(*, report: ExecutionReport, window: int) -> list[float
         .order_by("-created_at")
         .values_list("quality_score", flat=True)[:window]
     )
+
+
+def attach_lessons(memories) -> None:
+    """Load the lessons of the PROCEDURAL memories among ``memories`` in one query and cache
+    them on the rows (``memory.lesson``; ``None`` cached for one without a lesson)."""
+    from memory.models import Memory
+    from memory.procedural.models import ProceduralLesson
+
+    procedural = [m for m in memories if m.category == "procedural"]
+    if not procedural:
+        return
+    lessons = {
+        lesson.memory_id: lesson
+        for lesson in ProceduralLesson.objects.filter(memory_id__in=[m.pk for m in procedural])
+    }
+    for memory in procedural:
+        Memory.lesson.related.set_cached_value(memory, lessons.get(memory.pk))
+
+
+def lesson_of(memory):
+    """The lesson of ``memory`` if it is a PROCEDURAL memory that has one, else ``None``."""
+    from django.core.exceptions import ObjectDoesNotExist
+
+    if memory.category != "procedural":
+        return None
+    try:
+        return memory.lesson
+    except ObjectDoesNotExist:
+        return None
