@@ -67,3 +67,26 @@ def lesson_of(memory):
         return memory.lesson
     except ObjectDoesNotExist:
         return None
+
+
+LESSON_NOT_FOUND = "No procedural lesson with this id is visible to the caller."
+
+
+def lesson_for(*, principal: Principal, memory_id):
+    """The lesson of a memory the caller may read: an agent its own memories and the
+    company's shared ones, a human member any memory of the company."""
+    from django.db.models import Q
+
+    from memory.procedural.models import ProceduralLesson
+
+    qs = ProceduralLesson.objects.filter(
+        company=principal.company, memory__company=principal.company, memory_id=memory_id
+    ).select_related("memory")
+    if principal.is_agent:
+        qs = qs.filter(
+            Q(memory__agent=principal.agent, memory__is_shared=False) | Q(memory__is_shared=True)
+        )
+    lesson = qs.first()
+    if lesson is None:
+        raise NotFoundError(LESSON_NOT_FOUND, code="lesson_not_found")
+    return lesson
