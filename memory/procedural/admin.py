@@ -10,6 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from memory.lifecycle_admin import _ReadOnlyAdmin
 from memory.procedural.models import CaptureStatus, ExecutionReport, ProceduralLesson
 from persistence.models import Company
 
@@ -20,20 +21,9 @@ def companies_of(request):
     return Company.objects.filter(memberships__user=request.user)
 
 
-class _ReadOnlyCompanyAdmin(admin.ModelAdmin):
-    actions = None
-
+class _ReadOnlyCompanyAdmin(_ReadOnlyAdmin):
     def get_queryset(self, request):
         return super().get_queryset(request).filter(company__in=companies_of(request))
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 class CaptureStatusFilter(admin.SimpleListFilter):

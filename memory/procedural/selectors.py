@@ -19,6 +19,21 @@ def execution_reports_visible_to(principal: Principal) -> QuerySet[ExecutionRepo
     return qs
 
 
+def execution_reports_in_window(
+    *, company, since=None, until=None, outcomes=()
+) -> QuerySet[ExecutionReport]:
+    """Every agent's reports of ``company`` in ``[since, until)``, oldest first (what the
+    skill evolver mines across agents)."""
+    qs = ExecutionReport.objects.filter(company=company)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    if until is not None:
+        qs = qs.filter(created_at__lt=until)
+    if outcomes:
+        qs = qs.filter(outcome__in=list(outcomes))
+    return qs.order_by("created_at", "id")
+
+
 def execution_report_get(*, principal: Principal, report_id) -> ExecutionReport:
     report = execution_reports_visible_to(principal).filter(pk=report_id).first()
     if report is None:

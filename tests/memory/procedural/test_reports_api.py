@@ -331,3 +331,22 @@ def test_viewer_member_reads_but_cannot_post(company):
     client.force_login(membership.user)
     assert client.get(URL).status_code == 200
     assert client.post(URL, FAILED_REPORT, format="json").status_code == 403
+
+
+def test_window_selector_spans_agents_not_companies(caller, peer, outsider):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.procedural.selectors import execution_reports_in_window
+
+    first = post(caller, FAILED_REPORT).json()["id"]
+    second = post(peer, _bad(outcome="succeeded")).json()["id"]
+    post(outsider, FAILED_REPORT)
+    now = timezone.now()
+    ids = [str(r.pk) for r in execution_reports_in_window(company=caller.company)]
+    assert ids == [first, second]
+    failed = execution_reports_in_window(company=caller.company, outcomes=["failed"])
+    assert [str(r.pk) for r in failed] == [first]
+    assert not execution_reports_in_window(company=caller.company, since=now + timedelta(1))
+    assert not execution_reports_in_window(company=caller.company, until=now - timedelta(1))
