@@ -205,6 +205,16 @@ def _bad(**changes):
         (_bad(quality_score=-0.1), "quality_score", "greater_than_equal"),
         (_bad(duration_ms=-5), "duration_ms", "greater_than_equal"),
         (_bad(recovery="r" * 4001), "recovery", "string_too_long"),
+        (_bad(recovery="nul \x00 byte"), "recovery", "value_error"),
+        (_bad(error={"category": "c\x00"}), "error.category", "value_error"),
+        (
+            _bad(tool_calls=[{"name": "a\x00", "status": "failed"}]),
+            "tool_calls.0.name",
+            "value_error",
+        ),
+        (_bad(task_id=2**63), "task_id", "less_than_equal"),
+        (_bad(quality_score="high"), "quality_score", "float_parsing"),
+        (_bad(error="boom"), "error", "model_type"),
     ],
 )
 def test_validation_names_the_field_and_stores_nothing(caller, body, field, code):
