@@ -360,3 +360,12 @@ def test_window_selector_spans_agents_not_companies(caller, peer, outsider):
     assert [str(r.pk) for r in failed] == [first]
     assert not execution_reports_in_window(company=caller.company, since=now + timedelta(1))
     assert not execution_reports_in_window(company=caller.company, until=now - timedelta(1))
+
+
+def test_deleting_the_task_keeps_the_report(caller, human_client):
+    task = TaskFactory(company=caller.company, title="Rotate certificates")
+    report_id = post(caller, {"task_id": task.pk, "outcome": "failed"}).json()["id"]
+    assert human_client.delete(f"/api/v1/tasks/{task.pk}").status_code == 204
+    report = ExecutionReport.objects.get(pk=report_id)
+    assert (report.task_id, report.task_title) == (task.pk, "Rotate certificates")
+    assert caller.client.get(f"{URL}/{report_id}").json()["task_id"] == task.pk
