@@ -315,3 +315,20 @@ def test_stale_captures_are_requeued(caller, company, django_capture_on_commit_c
     assert capture_of(report_id).status == "queued"
     assert capture_of(fresh).status == "queued"
     assert [task.args() for task in OrmQ.objects.all()] == [(report_id,)]
+
+
+def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):
+    from django.db import connection
+
+    # A real fault: the database refuses lesson rows (a trigger installed for this test).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE FUNCTION bench_refuse() RETURNS trigger LANGUAGE plpgsql AS "
+            "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END; $$;"
+            "CREATE TRIGGER refuse BEFORE INSERT ON procedural_procedurallesson "
+            "FOR EACH ROW EXECUTE FUNCTION bench_refuse();"
+        )
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "failed"
+    assert capture_of(report_id).reason.startswith("internal error: ProgrammingError: disk on fire")
+    assert not Memory.objects.exists()  # the memory row rolled back with the lesson
