@@ -318,17 +318,25 @@ def test_stale_captures_are_requeued(caller, company, django_capture_on_commit_c
 
 
 def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):
+    import psycopg
     from django.db import connection
 
-    # A real fault: the database refuses lesson rows (a trigger installed for this test).
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "CREATE FUNCTION bench_refuse() RETURNS trigger LANGUAGE plpgsql AS "
-            "$$ BEGIN RAISE EXCEPTION 'disk on fire'; END; $$;"
-            "CREATE TRIGGER refuse BEFORE INSERT ON procedural_procedurallesson "
-            "FOR EACH ROW EXECUTE FUNCTION bench_refuse();"
+    # A real fault: another session holds the agent's memory-gate lock, and this session
+    # gives up waiting for it (lock_timeout) while storing the lesson.
+    other = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+    try:
+        other.execute(
+            "SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+            [f"memory-gate:{caller.agent.pk}:default:procedural"],
         )
-    report_id = submit(caller)
-    assert capture_execution_report(report_id) == "failed"
-    assert capture_of(report_id).reason.startswith("internal error: ProgrammingError: disk on fire")
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        report_id = submit(caller)
+        assert capture_execution_report(report_id) == "failed"
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+    reason = capture_of(report_id).reason
+    assert reason.startswith("internal error: OperationalError: canceling statement due to lock")
     assert not Memory.objects.exists()  # the memory row rolled back with the lesson
