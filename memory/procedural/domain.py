@@ -170,6 +170,14 @@ class ProceduralMemoryProposal(BaseModel):
     scope: ProceduralScope = ProceduralScope.AGENT
     name: str | None = Field(default=None, max_length=64)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str) and "\x00" in text for text in texts):
+            raise ValueError(NUL_IN_TEXT)
+        return value
+
 
 class ProposalError(ValueError):
     """The proposer's answer is not a usable proposal; ``reason`` is short and loggable."""
@@ -199,7 +207,8 @@ def parse_proposal(text: str) -> ProceduralMemoryProposal:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"]) or "proposal"
-        raise ProposalError(f"invalid proposal: {loc}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ProposalError(f"invalid proposal: {loc}: {message}") from None
 
 
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -178,6 +178,14 @@ def _proposal(**changes):
         ("Sure! Here is a lesson: be careful.", "invalid JSON from proposer"),
         ("[1, 2]", "proposer JSON is not an object"),
         (
+            _proposal(action="use \u0000 here"),
+            "invalid proposal: action: must not contain NUL characters",
+        ),
+        (
+            _proposal(execution_steps=["ok", "bad \u0000"]),
+            "invalid proposal: execution_steps: must not contain NUL characters",
+        ),
+        (
             _proposal(discovery="d" * 601),
             "invalid proposal: discovery: String should have at most 600 characters",
         ),
