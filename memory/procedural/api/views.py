@@ -181,6 +181,14 @@ class LessonAppliedView(APIView):
     )
     def post(self, request, pk):
         if request.data:
-            raise InvalidInputError(APPLIED_TAKES_NO_BODY, code="validation_error")
+            fields = sorted(request.data) if isinstance(request.data, dict) else [None]
+            raise InvalidInputError(
+                f"{fields[0]}: {APPLIED_TAKES_NO_BODY}" if fields[0] else APPLIED_TAKES_NO_BODY,
+                code="validation_error",
+                errors=[
+                    {"field": f, "message": APPLIED_TAKES_NO_BODY, "code": "unknown_field"}
+                    for f in fields
+                ],
+            )
         memory = procedural_memory_applied(agent=request.user.agent, memory_id=pk)
         return Response(s.LessonAppliedSerializer(memory).data)

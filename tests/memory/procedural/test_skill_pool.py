@@ -58,6 +58,11 @@ def test_rejections_change_nothing(caller, peer, outsider):
         f"/api/v1/memories/{replacement.pk}/applied", {"x": 1}, format="json"
     )
     assert response.status_code == 400
+    assert response.json()["errors"][0] == {
+        "field": "x",
+        "message": "This endpoint takes no request body.",
+        "code": "unknown_field",
+    }
     assert set(Memory.objects.values_list("application_count", flat=True)) == {0}
     assert not AuditEntry.objects.filter(action_type="procedural_memory.applied").exists()
 
