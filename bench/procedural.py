@@ -14,7 +14,8 @@ Reported:
   captures that stored a lesson (or found the agent already had it);
 * **top-3 hit rate** — for every (agent, failure signature) that produced a lesson, a later
   ``POST /memories/context`` for a *similar* (reworded) task: is that lesson among the first
-  three entries? Each agent also holds ``--noise`` unrelated memories.
+  three entries? Each agent also holds ``--noise`` unrelated memories and 20 topical
+  facts (two about each signature's task) that compete with the lessons.
 
     .venv/bin/python bench/procedural.py [--agents 20] [--reports 2000] [--clients 8]
         [--llm-delay 0.05] [--noise 30] [--web-workers 2] [--q-workers 2]
@@ -145,6 +146,31 @@ SIGNATURES = [
     ),
 ]
 
+# Topical distractors: facts about the same tasks that are not lessons (2 per signature);
+# they compete with the lessons for the top 3 of a similar-task context request.
+TOPICAL = [
+    "The billing service is deployed from the infra/charts/billing helm chart.",
+    "Billing releases are announced in the #releases channel.",
+    "The orders database runs PostgreSQL 16 on the primary cluster.",
+    "Schema migrations for orders are reviewed by the data team.",
+    "The checkout integration tests live in tests/integration/checkout.",
+    "CI runs on self-hosted runners labelled ci-large.",
+    "The competitor price list is refreshed every Monday.",
+    "Pricing data is stored in the prices bucket as CSV.",
+    "Invoice emails use the invoice-v3 template.",
+    "The mail relay is smtp.internal on port 587.",
+    "The quarterly revenue report goes to the CFO by the 5th.",
+    "Sales CSV exports are about 4 GB per quarter.",
+    "The search cluster runs in the search namespace.",
+    "Search pods request 2 CPUs each.",
+    "Nightly backups are stored in the backups bucket for 30 days.",
+    "Staging is refreshed from production backups weekly.",
+    "The onboarding docs are written in Markdown in the handbook repo.",
+    "German translations are reviewed by the Berlin office.",
+    "The marketing site is a static site built with Hugo.",
+    "DNS for the marketing domain is managed in Route 53.",
+]
+
 NOISE = [
     "Lunch orders go to the shared channel before 11:00.",
     "The design team prefers Figma links over screenshots.",
@@ -269,9 +295,14 @@ def main() -> None:
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
     print(f"creating and migrating the throw-away database {BENCH_DB} …", flush=True)
+    from synthorg.db import roles
+
+    # Create and migrate as the owner role; everything measured runs as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     children: list[subprocess.Popen] = []
     llm = FakeOpenAIServer()
     try:
@@ -288,7 +319,7 @@ def main() -> None:
 
         llm.set_handler(llm.CHAT_COMPLETIONS, proposer_handler)
         llm.start()
-        db = settings.DATABASES["default"]
+        db = connection.settings_dict  # the app role's login
         port = free_port()
         env = {
             **os.environ,
@@ -350,11 +381,13 @@ def main() -> None:
                 batch = [
                     {"content": f"{rng.choice(NOISE)} (note {i})", "category": "semantic"}
                     for i in range(args.noise)
-                ]
+                ] + [{"content": fact, "category": "semantic"} for fact in TOPICAL]
                 response = client.post("/memories", json={"memories": batch})
                 assert response.status_code in (200, 201), response.text
             print(
-                f"stored {args.noise} noise memories for each of {len(clients)} agents", flush=True
+                f"stored {args.noise} unrelated + {len(TOPICAL)} topical memories for each "
+                f"of {len(clients)} agents",
+                flush=True,
             )
 
         # Posting phase.
@@ -495,6 +528,7 @@ def main() -> None:
                 child.kill()
         llm.stop()
         connection.close()
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
