@@ -10,6 +10,7 @@ api_v1 = [
     path("org/", include("orgmemory.api.urls")),
     path("", include("memory.api.urls")),
     path("", include("memory.api.archive_urls")),
+    path("", include("memory.procedural.api.urls")),
 ]
 
 urlpatterns = [

@@ -18,6 +18,7 @@ from memory.api.views.common import (
 )
 from memory.domain import parse_request
 from memory.errors import MemoryInputError
+from memory.procedural.selectors import attach_lessons
 
 SEARCH_REQUEST_EXAMPLE = {
     "query": "when does billing deploy?",
@@ -58,6 +59,7 @@ def _memory_query(data):
 
 
 def _search_payload(result):
+    attach_lessons([hit.memory for hit in result.hits])  # tiers of procedural hits, 1 query
     return {
         "results": [
             {
