@@ -11,6 +11,7 @@ api_v1 = [
     path("", include("memory.api.urls")),
     path("", include("memory.api.archive_urls")),
     path("", include("memory.procedural.api.urls")),
+    path("", include("memory.ingestion.api.urls")),
 ]
 
 urlpatterns = [

@@ -109,6 +109,16 @@ def _audit_deletion(memory: Memory, *, principal, agent: Agent, action_type: str
     )
 
 
+_session_end_hooks: list = []
+
+
+def on_session_ended(hook) -> None:
+    """Register ``hook(agent=, session_id=, principal=)``; it runs inside the session-end
+    transaction (e.g. ingestion purges the session's conversations)."""
+    if hook not in _session_end_hooks:
+        _session_end_hooks.append(hook)
+
+
 @transaction.atomic
 def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
     """End ``agent``'s session ``session_id``: purge its session-level memories."""
@@ -126,6 +136,8 @@ def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
         target_id=session_id[:100],
         details={"agent_id": agent.pk, "memories_purged": purged},
     )
+    for hook in _session_end_hooks:
+        hook(agent=agent, session_id=session_id, principal=principal)
     return purged
 
 

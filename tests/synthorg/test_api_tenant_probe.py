@@ -21,7 +21,7 @@ import json
 import random
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -31,6 +31,7 @@ from django.db import IntegrityError, models, transaction
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.lifecycle_models import ArchivedMemory
 from memory.models import Memory
 from orgmemory.models import WriteAccessRequest
@@ -48,6 +49,10 @@ PEER_PRIVATE = {
     ArchivedMemory: {"agent": "peer"},
     WriteAccessRequest: {"requester": "peer"},
     AuditEntry: {"actor_agent": "peer"},
+    Conversation: {"agent": "peer"},
+    ExtractionRun: {"agent": "peer"},
+    JournalEntry: {"agent": "peer"},
+    DreamRun: {"agent": "peer"},
 }
 
 
@@ -156,6 +161,7 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    "JournalEntry": {"day": date(2026, 3, 1)},
 }
 
 
