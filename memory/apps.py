@@ -14,6 +14,9 @@ class MemoryConfig(AppConfig):
 
         on_project_closed(memory_purge_project)
         _register_content_kinds()
+        from memory.tools.catalogue import register_memory_tools
+
+        register_memory_tools()
         _register_maintenance_schedules()
         register_schedule(
             ScheduleSpec(

@@ -338,17 +338,23 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "max_reformulation_rounds", "is only used when query_reformulation_enabled"
             )
-        if self.strategy is InjectionStrategy.SELF_EDITING:
+        # Accepted by the spec but not implemented here: refused rather than ignored.
+        if self.retriever == "hierarchical":
             raise ConfigFieldError(
-                "strategy", "'self_editing' is not supported; use 'context' or 'tool_based'"
+                "retriever", "'hierarchical' is not implemented by this service; use 'flat'"
             )
-        hierarchical = self.retriever == "hierarchical"
-        if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
-            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
-        if not hierarchical:
-            for name in ("max_workers_per_query", "reflective_retry_enabled", "max_retry_count"):
-                if self._explicit(name):
-                    raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+        if self.reflective_retry_enabled:
+            raise ConfigFieldError(
+                "reflective_retry_enabled", "is not implemented by this service; set it to false"
+            )
+        if self.query_specific_rerank_enabled:
+            raise ConfigFieldError(
+                "query_specific_rerank_enabled",
+                "is not implemented by this service; set it to false",
+            )
+        for name in ("max_workers_per_query", "max_retry_count"):
+            if self._explicit(name):
+                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
         if self._explicit("max_retry_count") and not self.reflective_retry_enabled:
             raise ConfigFieldError("max_retry_count", "is only used with reflective_retry_enabled")
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
@@ -356,6 +362,40 @@ class MemoryRetrievalConfig(BaseModel):
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
             )
         return self
+
+
+class SelfEditingMemoryConfig(BaseModel):
+    """``memory.self_editing``: the self-editing strategy's core / archival / recall blocks.
+
+    Core memory (the agent's SEMANTIC memories tagged ``core``) is always injected within
+    ``core_token_budget``; ``archival_memory_search`` returns at most
+    ``archival_search_limit`` entries; ``archival_memory_write`` may write only the
+    ``archival_write_categories``; ``allow_core_writes: false`` locks core memory (the
+    ``locked_agents`` list locks it for the named agents only).
+    """
+
+    model_config = _FROZEN
+
+    core_token_budget: int = Field(default=500, ge=50, le=8000)
+    archival_search_limit: int = Field(default=10, ge=1, le=50)
+    archival_write_categories: tuple[MemoryCategory, ...] = (
+        MemoryCategory.EPISODIC,
+        MemoryCategory.SEMANTIC,
+        MemoryCategory.PROCEDURAL,
+        MemoryCategory.SOCIAL,
+    )
+    allow_core_writes: bool = True
+    locked_agents: tuple[NotBlankStr, ...] = ()
+
+    @field_validator("archival_write_categories")
+    @classmethod
+    def _unique_categories(cls, value: tuple[MemoryCategory, ...]) -> tuple[MemoryCategory, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("lists a category twice")
+        return value
+
+    def core_writes_allowed(self, agent_name: str) -> bool:
+        return self.allow_core_writes and agent_name not in self.locked_agents
 
 
 # --- memory: consolidation -------------------------------------------------------------------
@@ -522,6 +562,7 @@ class CompanyMemoryConfig(BaseModel):
     storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
     retrieval: MemoryRetrievalConfig = Field(default_factory=MemoryRetrievalConfig)
+    self_editing: SelfEditingMemoryConfig = Field(default_factory=SelfEditingMemoryConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)

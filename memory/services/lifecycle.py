@@ -84,14 +84,35 @@ def memory_update(
 
 
 @transaction.atomic
-def memory_delete(*, agent: Agent, memory_id: UUID | str, principal=None) -> None:
-    """Delete one of ``agent``'s private memories, recording who did it."""
+def memory_delete(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
+    """Delete one of ``agent``'s private memories, recording who did it (and why, when the
+    caller gave a reason: tool calls must)."""
     memory = agent_memory_get(agent=agent, memory_id=memory_id)
-    _audit_deletion(memory, principal=principal, agent=agent, action_type="memory.deleted")
+    _audit_deletion(
+        memory,
+        principal=principal,
+        agent=agent,
+        action_type="memory.deleted",
+        extra=guardrail_details(reason=reason, via=via),
+    )
     memory.delete()
 
 
-def _audit_deletion(memory: Memory, *, principal, agent: Agent, action_type: str) -> None:
+def guardrail_details(*, reason: str = "", via: str = "") -> dict[str, str]:
+    """Audit members of a guarded (tool) deletion; empty for a plain REST delete."""
+    details = {}
+    if reason:
+        details["reason"] = reason
+    if via:
+        details["via"] = via
+    return details
+
+
+def _audit_deletion(
+    memory: Memory, *, principal, agent: Agent, action_type: str, extra=None
+) -> None:
     audit_record(
         company=memory.company,
         principal=principal,
@@ -105,6 +126,7 @@ def _audit_deletion(memory: Memory, *, principal, agent: Agent, action_type: str
             "category": memory.category,
             "level": memory.level,
             "is_shared": memory.is_shared,
+            **(extra or {}),
         },
     )
 
@@ -120,7 +142,9 @@ def on_session_ended(hook) -> None:
 
 
 @transaction.atomic
-def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
+def memory_session_end(
+    *, agent: Agent, session_id: str, principal=None, reason: str = "", via: str = ""
+) -> int:
     """End ``agent``'s session ``session_id``: purge its session-level memories."""
     if not session_id.strip() or len(session_id) > SESSION_ID_MAX_CHARS:
         raise MemoryStoreError(SESSION_ID_INVALID, code="invalid_session_id")
@@ -134,7 +158,11 @@ def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
         action_type="memory.session_ended",
         target_type="session",
         target_id=session_id[:100],
-        details={"agent_id": agent.pk, "memories_purged": purged},
+        details={
+            "agent_id": agent.pk,
+            "memories_purged": purged,
+            **guardrail_details(reason=reason, via=via),
+        },
     )
     for hook in _session_end_hooks:
         hook(agent=agent, session_id=session_id, principal=principal)

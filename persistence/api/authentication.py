@@ -39,6 +39,17 @@ class AgentKeyAuthentication(BaseAuthentication):
         return f'{self.keyword} realm="synthorg"'
 
 
+def principal_for_raw_key(raw_key: str):
+    """An agent's :class:`Principal` for ``raw_key``, or why not (for non-DRF interfaces
+    such as the MCP server); the company is loaded here, not lazily later."""
+    from synthorg.mcp.auth import KeyRejected
+
+    result = agent_for_api_key(raw_key)
+    if result.error is not None:
+        return KeyRejected(result.error.code, result.error.message)
+    return Principal.for_agent(result.key.agent, api_key=result.key)
+
+
 class HumanSessionAuthentication(SessionAuthentication):
     """A logged-in Django user acting in one of their companies.
 
