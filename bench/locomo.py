@@ -135,6 +135,7 @@ def run_locomo(
     unanswerable = 0
     companies = []
     embedder_id = ""
+    effective: dict[str, Any] = {}
     try:
         for conv in conversations:
             company = company_create(
@@ -176,6 +177,10 @@ def run_locomo(
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE memory_memory")
             config = company_config(company).memory.retrieval
+            effective = config.model_dump(
+                mode="json",
+                include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
+            )
             for qa in conv.questions:
                 evidence = [ids.get(e) for e in qa.get("evidence") or []]
                 if not evidence:
@@ -237,6 +242,7 @@ def run_locomo(
         "embedder": embedder_id,
         "context": with_context,
         "retrieval_config": retrieval,
+        "effective_retrieval": effective,
         "leg_depth": leg_depth,
         "conversations": [c.sample_id for c in conversations],
         "data": Path(data).name,

@@ -183,11 +183,6 @@ def run_scale(
         "Which database does the billing service use?",
         "Who owns the onboarding checklist?",
     ]
-    config_rrf = {
-        "fusion_strategy": "rrf",
-        "min_relevance": 0.0,
-        "personal_boost": 0.0,
-    }
     runs = []
     for index, size in enumerate(sizes):
         n_agents = agents[index] if agents and index < len(agents) else max(1, size // 10_000)
@@ -196,7 +191,7 @@ def run_scale(
         company = company_create(
             name=f"scale {size} {tag}",
             slug=f"scale-{size}-{tag}",
-            config={"memory": {"retrieval": config_rrf}},
+            config={},  # the product's default retrieval config
         )
         try:
             team = [agent_create(company=company, name=f"scale-{i}") for i in range(n_agents)]
