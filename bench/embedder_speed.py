@@ -28,9 +28,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.locomo import load_conversations, log  # noqa: E402
-from memory.domain import embedding_text  # noqa: E402
-from synthorg.embedding.minilm_onnx import MiniLMOnnxEmbedder  # noqa: E402
+from bench.locomo import load_conversations, log
+from memory.domain import embedding_text
+from synthorg.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
 
 def build(name: str, spec: str | None, threads: int | None) -> MiniLMOnnxEmbedder:

