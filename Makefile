@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db
+.PHONY: setup run test lint format worker bench clean-db bench-compare
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,3 +37,10 @@ lint: setup
 format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Mem0 side by side (bench/compare.py): optional dependencies in their own venv.
+COMPARE_DATA ?= ../shared/bench-data/locomo_dev.json
+bench-compare: setup
+	@test -x .venv-compare/bin/python || $(PYTHON) -m venv .venv-compare
+	.venv-compare/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements-compare.txt
+	.venv-compare/bin/python bench/compare.py --data $(COMPARE_DATA)

@@ -90,6 +90,17 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def progress(label: str, done: int, total: int, width: int = 30) -> None:
+    """A one-line progress bar on stderr (redrawn in place on a terminal, else one line
+    per call), for every long benchmark loop."""
+    filled = int(width * done / total) if total else width
+    line = f"{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+    if sys.stderr.isatty():
+        print("\r" + line, end="\n" if done >= total else "", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return 0.0
@@ -166,6 +177,9 @@ def run_locomo(
                 )
                 for turn, result in zip(chunk, results, strict=True):
                     ids[turn.dia_id] = result.id
+                progress(
+                    f"{conv.sample_id} ingest", min(start + BATCH, len(conv.turns)), len(conv.turns)
+                )
             ingest_seconds += time.perf_counter() - started
             ingested += len(conv.turns)
             log(
@@ -181,7 +195,9 @@ def run_locomo(
                 mode="json",
                 include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
             )
-            for qa in conv.questions:
+            for position, qa in enumerate(conv.questions, start=1):
+                if position % 25 == 0 or position == len(conv.questions):
+                    progress(f"{conv.sample_id} search", position, len(conv.questions))
                 evidence = [ids.get(e) for e in qa.get("evidence") or []]
                 if not evidence:
                     unanswerable += 1
