@@ -119,7 +119,9 @@ def run_locomo(
     retrieval: dict[str, Any],
     leg_depth: int | None = None,
     keep: bool = False,
+    samples: bool = False,
 ) -> dict[str, Any]:
+    """``samples``: also return every search time and the ingest seconds (to pool runs)."""
     from memory.domain import MemoryStoreRequest
     from memory.embedding import embedder_for
     from memory.retrieval.query import MemoryQuery
@@ -234,7 +236,17 @@ def run_locomo(
     def ratio(n: int) -> float:
         return round(n / questions, 4) if questions else 0.0
 
-    return {
+    pooled = (
+        {
+            "search_ms_samples": search_ms,
+            "ingest_seconds": ingest_seconds,
+            "hits_any@10": hits_any.get(10),
+            "hits_all@10": hits_all.get(10),
+        }
+        if samples
+        else {}
+    )
+    return pooled | {
         "questions": questions,
         "skipped_without_evidence": unanswerable,
         "recall_any": {str(k): ratio(hits_any[k]) for k in ks},

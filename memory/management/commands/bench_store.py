@@ -9,10 +9,11 @@ figures isolate the gate + insert cost. Writes JSON; deletes its companies after
 
 Turns are stored as ``bench_retrieval`` and ``bench/compare.py`` store them (with the turn
 they answer as ``context``, which is embedded too) unless ``--no-context``. With the real
-embedder, the same texts are also embedded by the bare embedder right before each
-conversation is ingested (the same model instance, same batches of 500), so the report
-holds the write path's throughput next to the raw embedder's measured under the same load:
-``ingest_vs_raw_embedder`` is the share of the embedder's speed the write path keeps.
+embedder, every batch is first embedded by the bare embedder (the same model instance and
+texts) and then stored, alternating, so both see the same machine load (on a shared machine
+the load moves within seconds); ``ingest_vs_raw_embedder`` is the share of the embedder's
+speed the write path keeps. ``--batch`` sets the batch size (default 500; 100 alternates
+more finely).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.locomo import load_conversations, log, percentile
+from bench.locomo import load_conversations, log, percentile, progress
 
 BATCH = 500
 
@@ -55,6 +56,7 @@ class Command(BaseCommand):
         parser.add_argument("--conversations", default="", help="comma-separated sample ids")
         parser.add_argument("--embedder", choices=["default", "constant"], default="default")
         parser.add_argument("--no-context", action="store_true", help="store turns alone")
+        parser.add_argument("--batch", type=int, default=BATCH, help="memories per store call")
         parser.add_argument("--out", required=True, help="JSON file to write")
 
     def handle(self, *args, **options):
@@ -72,9 +74,12 @@ class Command(BaseCommand):
             raise CommandError("no conversations matched")
         embedder = ConstantEmbedder() if options["embedder"] == "constant" else None
         batch_seconds: list[float] = []
+        batch_size = options["batch"]
+        if not 1 <= batch_size <= BATCH:
+            raise CommandError(f"--batch takes 1..{BATCH}")
         report = {
             "embedder": options["embedder"],
-            "batch_size": BATCH,
+            "batch_size": batch_size,
             "context": with_context,
             "conversations": [],
         }
@@ -85,24 +90,24 @@ class Command(BaseCommand):
                 company = company_create(name=f"bench-store {tag}", slug=f"bench-store-{tag}")
                 companies.append(company.pk)
                 agent = agent_create(company=company, name="bench")
-                raw_s = None
-                if embedder is None:
-                    model = embedder_for(company)
+                model = embedder_for(company) if embedder is None else None
+                if model is not None:
                     model.embed(["warm up"])
-                    started = time.perf_counter()
-                    for start in range(0, len(conv.turns), BATCH):
-                        model.embed(
-                            [
-                                embedding_text(t.content, t.context)
-                                for t in conv.turns[start : start + BATCH]
-                            ]
-                        )
-                    raw_s = time.perf_counter() - started
+                raw_seconds: list[float] = []
 
-                def ingest(texts, conv=conv, agent=agent):
-                    results, started = [], time.perf_counter()
-                    for start in range(0, len(texts), BATCH):
-                        chunk = texts[start : start + BATCH]
+                def ingest(texts, conv=conv, agent=agent, model=model, raw=raw_seconds):
+                    results, started = [], 0.0
+                    for start in range(0, len(texts), batch_size):
+                        chunk = texts[start : start + batch_size]
+                        if model is not None:
+                            t0 = time.perf_counter()
+                            model.embed(
+                                [
+                                    embedding_text(text, turn.context)
+                                    for text, turn in zip(chunk, conv.turns[start:], strict=False)
+                                ]
+                            )
+                            raw.append(time.perf_counter() - t0)
                         t0 = time.perf_counter()
                         results += memory_store_batch(
                             agent=agent,
@@ -118,11 +123,16 @@ class Command(BaseCommand):
                             embedder=embedder,
                         )
                         batch_seconds.append(time.perf_counter() - t0)
-                    return results, time.perf_counter() - started
+                        started += batch_seconds[-1]
+                        progress(
+                            f"{conv.sample_id}", min(start + batch_size, len(texts)), len(texts)
+                        )
+                    return results, started
 
                 texts = [t.content for t in conv.turns]
                 first, first_s = ingest(texts)
-                again, again_s = ingest([_normalised(t) for t in texts])
+                raw_s = sum(raw_seconds) if model is not None else None
+                again, again_s = ingest([_normalised(t) for t in texts], model=None)
                 row = {
                     "sample_id": conv.sample_id,
                     "turns": len(texts),
