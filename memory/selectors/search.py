@@ -518,15 +518,14 @@ def _part_rows_estimate(cursor, part: _Part) -> float:
 def _table_rows(cursor) -> int:
     """The planner's row estimate for the table, or (when it is small or unknown) an exact
     count bounded by ``EXACT_SCAN_MAX_ROWS`` (cheap: it reads at most that many rows)."""
-    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_memory'::regclass")
-    (estimate,) = cursor.fetchone()
-    if estimate > EXACT_SCAN_MAX_ROWS:
-        return int(estimate)
+    # One round trip: the bounded count only runs when the estimate is small or unknown.
     cursor.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded",
-        [EXACT_SCAN_MAX_ROWS + 1],
+        "SELECT CASE WHEN c.reltuples > %s THEN c.reltuples::bigint "
+        "ELSE (SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded) END "
+        "FROM pg_class c WHERE c.oid = 'memory_memory'::regclass",
+        [EXACT_SCAN_MAX_ROWS, EXACT_SCAN_MAX_ROWS + 1],
     )
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
 def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
