@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db bench-compare
+.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db bench-compare
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,9 +38,31 @@ format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# Stop the embedded server and delete var/pgdata/ (asks; YES=1 skips the question).
+clean-db: setup
+	$(BIN)/python -m synthorg.embedded_pg clean $(if $(YES),--yes,)
+
+# The embedded server's state (version, running, attached processes).
+db-status: setup
+	$(BIN)/python -m synthorg.embedded_pg status
+
+# Retrieval quality on the LoCoMo dev split and search latency at 10k memories per agent;
+# JSON under bench/results/ (progress on stderr). BENCH_DATA points at the LoCoMo file.
+BENCH_DATA ?= ../shared/bench-data/locomo_dev.json
+bench: setup
+	$(BIN)/python manage.py migrate --noinput --verbosity 0
+	$(BIN)/python manage.py bench_retrieval --data $(BENCH_DATA) --mode hybrid \
+		--out bench/results/locomo_dev_hybrid.json
+	$(BIN)/python manage.py bench_retrieval --scale 10000 --agents 1 --queries 200 \
+		--out bench/results/scale_search_10k.json
+
+# Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
+upgrade-db: setup
+	$(BIN)/python -m synthorg.embedded_upgrade
+
 # Mem0 side by side (bench/compare.py): optional dependencies in their own venv.
 COMPARE_DATA ?= ../shared/bench-data/locomo_dev.json
 bench-compare: setup
 	@test -x .venv-compare/bin/python || $(PYTHON) -m venv .venv-compare
 	.venv-compare/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements-compare.txt
-	.venv-compare/bin/python bench/compare.py --data $(COMPARE_DATA)
+	.venv-compare/bin/python bench/compare.py --data $(COMPARE_DATA) --out bench/results/compare_mem0.json
