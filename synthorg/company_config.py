@@ -242,7 +242,10 @@ class MemoryRetrievalConfig(BaseModel):
             )
         if linear and self.rrf_k != LINEAR_DEFAULTS["rrf_k"]:
             raise ConfigFieldError("rrf_k", "is only used with fusion_strategy 'rrf'")
-        if not linear and self.personal_boost > 0:
+        # 0.1 was the default before rrf was: configs stored (fully dumped) back then carry
+        # it and must keep loading; rrf never applied it.
+        legacy_boost = self.personal_boost == LINEAR_DEFAULTS["personal_boost"]
+        if not linear and self.personal_boost > 0 and not legacy_boost:
             raise ConfigFieldError(
                 "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
             )

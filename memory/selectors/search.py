@@ -27,6 +27,8 @@ Sparse leg
     filters, N and the length sum come from the trigger-maintained per-(company, agent,
     is_shared) totals in ``memory_bm25_scope_stats`` minus the scope's expired rows
     (migration 0006) instead of a scan of the scope; with filters the scope is scanned.
+    Query lexemes that ANALYZE found in ≥ ``COMMON_LEXEME_SHARE`` of the table's rows only
+    score candidates, they do not find them (see :func:`common_lexemes`).
 
 Fusion
     Per the company's ``memory.retrieval`` config. ``rrf``: the two ranked lists fused by

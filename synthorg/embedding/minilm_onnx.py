@@ -121,6 +121,7 @@ class MiniLMOnnxEmbedder:
         self._embedder_id = embedder_id
         self._runtime_state: _Runtime | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
         self._load_lock = threading.Lock()
         self.load_error: str | None = None
 
@@ -217,10 +218,13 @@ class MiniLMOnnxEmbedder:
 
     def _workers(self) -> ThreadPoolExecutor:
         with self._load_lock:
-            if self._pool is None:
+            # A forked child (gunicorn, q2 workers) inherits the pool object but none of
+            # its threads: it makes its own.
+            if self._pool is None or self._pool_pid != os.getpid():
                 self._pool = ThreadPoolExecutor(
                     max_workers=self._intra_op_threads, thread_name_prefix="minilm"
                 )
+                self._pool_pid = os.getpid()
             return self._pool
 
     def _runtime(self) -> _Runtime:

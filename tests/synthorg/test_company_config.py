@@ -108,6 +108,16 @@ def test_linear_fusion_gets_the_seeds_linear_defaults():
     assert (tuned.min_relevance, tuned.personal_boost) == (0.1, 0.0)
 
 
+def test_configs_stored_before_rrf_became_the_default_still_load():
+    # what company_create stored for {"fusion_strategy": "rrf"} under the old defaults
+    old = retrieval(fusion_strategy="rrf", rrf_k=60, personal_boost=0.1, min_relevance=0.3)
+    loaded = parse_company_config(old).memory.retrieval
+    assert (loaded.rrf_k, loaded.min_relevance) == (60, 0.3)
+    # and the old default config (no strategy named then) is a linear one
+    stored = retrieval(fusion_strategy="linear", rrf_k=60, personal_boost=0.1, min_relevance=0.3)
+    assert parse_company_config(stored).memory.retrieval.fusion_strategy is FusionStrategy.LINEAR
+
+
 def test_stored_dumps_of_either_strategy_reparse_unchanged():
     for raw in ({}, retrieval(fusion_strategy="linear")):
         config = parse_company_config(raw)
@@ -193,7 +203,6 @@ def test_options_and_consolidation_may_not_disagree():
         (retrieval(fusion_strategy="rrf", rrf_k=0, personal_boost=0), "memory.retrieval.rrf_k"),
         (retrieval(fusion_strategy="rrf", rrf_k=1001, personal_boost=0), "memory.retrieval.rrf_k"),
         (retrieval(fusion_strategy="linear", rrf_k=30), "memory.retrieval.rrf_k"),
-        (retrieval(fusion_strategy="rrf", personal_boost=0.1), "memory.retrieval.personal_boost"),
         (retrieval(fusion_strategy="rrf", personal_boost=0.2), "memory.retrieval.personal_boost"),
         (retrieval(diversity_lambda=0.5), "memory.retrieval.diversity_lambda"),
         (retrieval(candidate_pool_multiplier=5), "memory.retrieval.candidate_pool_multiplier"),

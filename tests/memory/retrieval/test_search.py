@@ -284,14 +284,16 @@ def test_single_leg_modes(rrf_agent, keyword_embedder):
         memory_search(agent=rrf_agent, query=MemoryQuery(text="x"), legs=("magic",))
 
 
-def test_common_lexemes_score_candidates_but_do_not_find_them(rrf_agent, keyword_embedder):
+@pytest.mark.django_db(transaction=True)
+def test_common_lexemes_score_candidates_but_do_not_find_them(keyword_embedder):
     """A lexeme in ≥ 20 % of the table's rows (ANALYZE statistics) no longer finds
     candidates; it still scores the ones the rare lexemes find, with df = share × N."""
-    from django.db import connection
+    from tests.support.db_roles import owner_cursor
 
+    rrf_agent = AgentFactory(company=CompanyFactory(config=RRF))
     store(rrf_agent, keyword_embedder, *[f"deploy step {i}" for i in range(40)])
     billing = store(rrf_agent, keyword_embedder, "billing deploy deploy", "billing invoices")
-    with connection.cursor() as cursor:
+    with owner_cursor() as cursor:  # statistics are the owner's to refresh (autovacuum's)
         cursor.execute("ANALYZE memory_memory")
     common = search_module.common_lexemes(["deploy", "bill", "step"])
     assert set(common) == {"deploy", "step"} and common["deploy"] == pytest.approx(41 / 42)
