@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from synthorg.health import healthz
+from synthorg.landing import landing
 
 api_v1 = [
     path("", include("persistence.api.urls")),
@@ -12,6 +13,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    path("", landing, name="landing"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
