@@ -271,22 +271,36 @@ class FusionStrategy(StrEnum):
     RRF = "rrf"
 
 
+#: The product default is hybrid RRF over both legs (DESIGN.md "Retrieval"): ``rrf_k`` 10
+#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (``bench_retrieval --levers``;
+#: README "Retrieval and benchmarks"). A config that selects ``linear`` gets the seeds'
+#: linear defaults for the fields whose meaning depends on the strategy.
+LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1}
+)
+
+
 class MemoryRetrievalConfig(BaseModel):
+    """``fusion_strategy`` ``rrf`` (the default) ranks by RRF of the dense and BM25 legs;
+    ``linear`` (the seeds' formula) ranks the candidates of both legs by cosine relevance
+    (+ ``personal_boost``) and recency, so BM25 only contributes candidates there (and the
+    relevance when the query cannot be embedded)."""
+
     model_config = _FROZEN
 
     strategy: InjectionStrategy = InjectionStrategy.CONTEXT
     relevance_weight: float = Field(default=0.7, ge=0.0, le=1.0)
     recency_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     recency_decay_rate: float = Field(default=0.01, ge=0.0, le=10.0)
-    personal_boost: float = Field(default=0.1, ge=0.0, le=1.0)
-    min_relevance: float = Field(default=0.3, ge=0.0, le=1.0)
+    personal_boost: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
     max_memories: int = Field(default=20, ge=1, le=100)
     include_shared: bool = True
     default_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
     injection_point: InjectionPoint = InjectionPoint.SYSTEM
     non_inferable_only: bool = False
-    fusion_strategy: FusionStrategy = FusionStrategy.LINEAR
-    rrf_k: int = Field(default=60, ge=1, le=1000)
+    fusion_strategy: FusionStrategy = FusionStrategy.RRF
+    rrf_k: int = Field(default=10, ge=1, le=1000)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
@@ -298,6 +312,19 @@ class MemoryRetrievalConfig(BaseModel):
     max_retry_count: int = Field(default=1, ge=1, le=3)
     query_specific_rerank_enabled: bool = False
     rerank_cache_ttl_seconds: int = Field(default=3600, ge=1, le=86_400)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _linear_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        if "fusion_strategy" not in data and "personal_boost" in data:
+            # personal_boost only exists in the seeds' linear formula: a config that tunes
+            # it without naming a strategy (as the seeds' own example does) is a linear one.
+            data = {**data, "fusion_strategy": FusionStrategy.LINEAR.value}
+        if data.get("fusion_strategy") in (FusionStrategy.LINEAR, FusionStrategy.LINEAR.value):
+            return {**LINEAR_DEFAULTS, **data}
+        return data
 
     def _explicit(self, name: str) -> bool:
         # "Set to something other than its default": a stored, fully dumped config
@@ -313,9 +340,12 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "relevance_weight", "relevance_weight + recency_weight must sum to 1.0"
             )
-        if linear and self._explicit("rrf_k") and self.rrf_k != 60:
+        if linear and self.rrf_k != LINEAR_DEFAULTS["rrf_k"]:
             raise ConfigFieldError("rrf_k", "is only used with fusion_strategy 'rrf'")
-        if not linear and self._explicit("personal_boost") and self.personal_boost > 0:
+        # 0.1 was the default before rrf was: configs stored (fully dumped) back then carry
+        # it and must keep loading; rrf never applied it.
+        legacy_boost = self.personal_boost == LINEAR_DEFAULTS["personal_boost"]
+        if not linear and self.personal_boost > 0 and not legacy_boost:
             raise ConfigFieldError(
                 "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
             )
