@@ -7,6 +7,7 @@ from synthorg.health import healthz
 api_v1 = [
     path("", include("persistence.api.urls")),
     path("org/", include("orgmemory.api.urls")),
+    path("", include("orgmemory.api.approval_urls")),
     path("", include("memory.api.urls")),
     path("", include("memory.api.archive_urls")),
 ]

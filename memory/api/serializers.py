@@ -10,26 +10,11 @@ from rest_framework import serializers
 
 from memory import domain
 from memory.models import Memory
+from synthorg.api.serializers import StrictSerializer
 from synthorg.enums import MemoryCategory
-
-UNKNOWN_FIELDS = "Unknown field(s): {fields}."
 
 CATEGORY_CHOICES = Memory._meta.get_field("category").choices
 CATEGORY_VALUES = [c.value for c in MemoryCategory]
-
-
-class StrictSerializer(serializers.Serializer):
-    """Rejects fields it does not declare instead of silently ignoring them."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: [UNKNOWN_FIELDS.format(fields=name)] for name in unknown},
-                    code="unknown_field",
-                )
-        return super().to_internal_value(data)
 
 
 def _tags_field(**kwargs):

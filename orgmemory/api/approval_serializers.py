@@ -1,0 +1,69 @@
+"""Request and response shapes of the approval queue API."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from orgmemory.approval_models import MAX_TTL, MIN_TTL, ApprovalItem
+from synthorg.api.serializers import StrictSerializer
+
+
+class ApprovalItemSerializer(serializers.ModelSerializer):
+    requester_agent_id = serializers.IntegerField(read_only=True, allow_null=True)
+    task_id = serializers.IntegerField(read_only=True, allow_null=True)
+    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = ApprovalItem
+        fields = (
+            "id",
+            "action_type",
+            "title",
+            "description",
+            "requested_by",
+            "requester_agent_id",
+            "risk_level",
+            "source",
+            "status",
+            "created_at",
+            "expires_at",
+            "decided_at",
+            "decided_by",
+            "decision_reason",
+            "task_id",
+            "consumed_at",
+            "evidence",
+            "metadata",
+        )
+        read_only_fields = fields
+
+
+class ApprovalRequestSerializer(StrictSerializer):
+    action_type = serializers.CharField(max_length=100)
+    title = serializers.CharField(max_length=200)
+    description = serializers.CharField(max_length=10000, required=False, allow_blank=True)
+    risk_level = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices)
+    evidence = serializers.DictField(required=False, default=dict)
+    metadata = serializers.DictField(required=False, default=dict)
+    ttl_seconds = serializers.IntegerField(
+        required=False,
+        min_value=int(MIN_TTL.total_seconds()),
+        max_value=int(MAX_TTL.total_seconds()),
+        help_text="Time to live; default depends on the action type (1 day for most).",
+    )
+    task_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+class ApprovalRejectSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=4000, allow_blank=True)
+
+
+class ApprovalApproveSerializer(StrictSerializer):
+    pass
+
+
+class ApprovalListQuerySerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ApprovalItem.Status.values, required=False)
+    risk = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices, required=False)
+    action_type = serializers.CharField(max_length=100, required=False)
+    source = serializers.CharField(max_length=100, required=False)
