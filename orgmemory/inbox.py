@@ -59,7 +59,8 @@ class Inbox:
     action_types: list[str]
 
 
-def _effective_status(item: ApprovalItem, now: datetime) -> str:
+def effective_status(item: ApprovalItem, now: datetime | None = None) -> str:
+    now = now or timezone.now()
     # An unswept item past its expiry is already undecidable; show it as expired.
     if item.status == ApprovalItem.Status.PENDING and item.expires_at <= now:
         return ApprovalItem.Status.EXPIRED
@@ -73,7 +74,7 @@ def _from_item(item: ApprovalItem, now: datetime) -> Decision:
         action_type=item.action_type,
         title=item.title,
         risk_level=item.risk_level,
-        status=_effective_status(item, now),
+        status=effective_status(item, now),
         requested_by=item.requested_by,
         created_at=item.created_at,
         expires_at=item.expires_at,

@@ -19,4 +19,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("", include("persistence.dashboard.urls")),
+    path("console/", include("persistence.console.urls")),
+    path("console/inbox/", include("orgmemory.console.urls")),
+    path("console/memories/", include("memory.console.urls")),
 ]
