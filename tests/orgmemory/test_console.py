@@ -59,7 +59,7 @@ def test_inbox_lists_pending_first_with_counts_and_filters(company):
     assert response.status_code == 200
     assert html.index("Rotate keys") < html.index("Deploy billing v2")  # oldest pending first
     assert "Foreign secret item" not in html
-    assert "<strong>2</strong>pending" in html
+    assert "<strong>2</strong> pending" in html
     filtered = client.get("/console/inbox/?risk=high").content.decode()
     assert "Deploy billing v2" in filtered and "Rotate keys" not in filtered
     assert str(high.pk) in filtered and str(low.pk) not in filtered
