@@ -19,8 +19,16 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from orgmemory.domain import OrgFactAuthor
-from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
+from orgmemory.models import (
+    ApprovalItem,
+    ApprovalWebhook,
+    OperationLogEntry,
+    OrgFact,
+    WebhookDelivery,
+    WriteAccessRequest,
+)
 from orgmemory.services.facts import deny_write, fact_publish, fact_retract
+from orgmemory.services.webhooks import webhook_configure
 from orgmemory.services.write_requests import APPROVE, REASON_REQUIRED, REJECT, write_request_decide
 from orgmemory.write_access import explain_write_access
 from persistence.models import Company, CompanyMembership
@@ -447,3 +455,66 @@ class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
                 "title": "Reject write-access requests",
             },
         )
+
+
+# --- approval queue ------------------------------------------------------------------------
+# Items are decided in the operator console (/console/inbox/); the admin only shows them.
+
+
+class _ReadOnlyAdmin(admin.ModelAdmin):
+    actions = None
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ApprovalItem)
+class ApprovalItemAdmin(_ReadOnlyAdmin):
+    list_display = ("title", "action_type", "risk_level", "status", "created_at", "decide_link")
+    list_filter = ("company", "status", "risk_level", "action_type")
+    search_fields = ("title", "description", "requested_by")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(company__in=_companies(request))
+
+    @admin.display(description="console")
+    def decide_link(self, item):
+        return format_html('<a href="/console/inbox/items/{}">open in console</a>', item.pk)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(_ReadOnlyAdmin):
+    list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
+    list_filter = ("company", "status", "event")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(company__in=_companies(request))
+
+
+@admin.register(ApprovalWebhook)
+class ApprovalWebhookAdmin(admin.ModelAdmin):
+    """Per-company webhook; saved through ``webhook_configure``."""
+
+    list_display = ("company", "url", "enabled", "updated_at")
+    fields = ("company", "url", "secret", "enabled")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(company__in=_companies(request))
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "company":
+            kwargs["queryset"] = _companies(request)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        _principal(request, obj.company)
+        saved = webhook_configure(
+            company=obj.company, url=obj.url, secret=obj.secret, enabled=obj.enabled
+        )
+        obj.pk = saved.pk

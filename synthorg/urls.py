@@ -12,6 +12,8 @@ api_v1 = [
     path("", include("memory.api.archive_urls")),
 ]
 
+admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),

@@ -104,7 +104,7 @@ def _seed():
 
 
 def test_operator_console_flow(live_server, browser, allow_flush_of_append_only_tables):
-    company, membership, agents, promotion, risky, memory_id = _seed()
+    _company, membership, agents, promotion, risky, memory_id = _seed()
     base = live_server.url
 
     # log in
