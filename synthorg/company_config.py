@@ -136,6 +136,40 @@ class EmbeddingFineTuneConfig(BaseModel):
         return self
 
 
+class CaptureConfig(BaseModel):
+    """When an execution report becomes a proposer call (``capture: hybrid`` is shorthand)."""
+
+    model_config = _FROZEN
+
+    type: Literal["failure", "success", "hybrid"] = "failure"
+    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
+    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
+    # How many of the agent's most recent scored reports the percentile is taken over.
+    percentile_window: int = Field(default=50, ge=1, le=10_000)
+
+
+class ProceduralPruningConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "ttl", "pareto", "hybrid"] = "hybrid"
+    max_age_days: int = Field(default=90, ge=1)
+    max_entries: int = Field(default=100, ge=1)
+
+
+class ProceduralPropagationConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "role", "department"] = "none"
+    max_propagation_targets: int = Field(default=10, ge=0, le=1000)
+
+
+def _shorthand(field: str):
+    def expand(value: Any) -> Any:
+        return {field: value} if isinstance(value, str) else value
+
+    return expand
+
+
 class ProceduralMemoryConfig(BaseModel):
     model_config = _FROZEN
 
@@ -145,10 +179,43 @@ class ProceduralMemoryConfig(BaseModel):
     max_tokens: int = Field(default=1500, ge=1, le=32_000)
     min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     skill_md_directory: NotBlankStr | None = None
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
+    propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
+
+    _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
+    _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
+    _propagation_shorthand = field_validator("propagation", mode="before")(_shorthand("strategy"))
 
     @model_validator(mode="after")
     def _reject_traversal(self) -> ProceduralMemoryConfig:
         _reject_unsafe_path("skill_md_directory", self.skill_md_directory)
+        return self
+
+
+class RedactionConfig(BaseModel):
+    """Which secret patterns :mod:`synthorg.redaction` removes from text agents send."""
+
+    model_config = _FROZEN
+
+    disabled_patterns: tuple[NotBlankStr, ...] = ()
+    extra_patterns: dict[NotBlankStr, NotBlankStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_patterns(self) -> RedactionConfig:
+        from synthorg.redaction import BUILTIN_NAMES, Redactor
+
+        for name in self.disabled_patterns:
+            if name not in BUILTIN_NAMES:
+                raise ConfigFieldError(
+                    "disabled_patterns",
+                    f"unknown pattern {name!r} (known: {', '.join(sorted(BUILTIN_NAMES))})",
+                )
+        for name, pattern in self.extra_patterns.items():
+            try:
+                Redactor.configured(extra={name: pattern})
+            except ValueError as exc:
+                raise ConfigFieldError(f"extra_patterns.{name}", str(exc)) from None
         return self
 
 
@@ -383,6 +450,7 @@ class CompanyMemoryConfig(BaseModel):
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
 
     @model_validator(mode="after")

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "persistence",
     "orgmemory",
     "memory",
+    "memory.procedural",
 ]
 
 MIDDLEWARE = [

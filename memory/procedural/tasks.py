@@ -1,0 +1,13 @@
+"""django-q2 tasks of procedural learning: thin interfaces that load by id and call a service."""
+
+from __future__ import annotations
+
+from memory.procedural.models import ExecutionCapture
+from memory.procedural.services.capture import execution_report_capture
+
+
+def capture_execution_report(report_id: str) -> str | None:
+    """Run the capture pipeline for one report; returns the capture status."""
+    if not ExecutionCapture.objects.filter(report_id=report_id).exists():
+        return None  # unknown id (never happens for ids we enqueue)
+    return execution_report_capture(report_id=report_id).status
