@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "orgmemory",
     "memory",
     "memory.procedural",
+    "memory.procedural.evolver",
 ]
 
 MIDDLEWARE = [
