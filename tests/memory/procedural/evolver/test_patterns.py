@@ -70,7 +70,8 @@ def test_thresholds_min_agents_min_confidence_and_cap():
     low = eligible_patterns(patterns, min_agents=3, min_confidence=0.5, max_proposals=10)
     assert [p.key for p in low] == ["failure:timeout", "failure:disk"]
     assert [
-        p.key for p in eligible_patterns(patterns, min_agents=1, min_confidence=0.5, max_proposals=2)
+        p.key
+        for p in eligible_patterns(patterns, min_agents=1, min_confidence=0.5, max_proposals=2)
     ] == ["failure:timeout", "failure:oom"]  # both 1.0: more distinct agents ranks first
 
 
@@ -147,7 +148,10 @@ def test_skill_text_round_trip():
         "execution_steps": ["check hooks", "retry"],
     }
     text = skill_text.render(proposal)
-    assert text.splitlines()[1:3] == ["When: a helm upgrade times out", "Do: retry with --timeout 900s"]
+    assert text.splitlines()[1:3] == [
+        "When: a helm upgrade times out",
+        "Do: retry with --timeout 900s",
+    ]
     tags = skill_text.tags(confidence=0.857, pattern="failure:timeout", item_id="abc")
     assert tags == ["skill", "confidence:0.86", "pattern:failure:timeout", "approval:abc"]
     assert skill_text.parse(text, tags) == (
