@@ -313,3 +313,21 @@ def test_default_threshold_keeps_a_075_pattern_out(company, llm):
         0,
     )
     assert llm.requests_to("/v1/chat/completions") == []
+
+
+def test_approved_skill_reaches_every_agent_through_context(company, llm, caller):
+    _enable(company, min_confidence_for_org_promotion=0.5)
+    _fleet(company)
+    skill_evolver_run(company=company)
+    item = ApprovalItem.objects.get()
+    approval_decide(company=company, actor=_operator(company), item_id=item.pk, decision="approve")
+    fact = OrgFact.objects.get()
+    response = caller.client.post(
+        "/api/v1/memories/context",
+        {"query": "helm upgrade of a large chart times out", "token_budget": 2000},
+        format="json",
+    )
+    assert response.status_code == 200
+    included = {(e["kind"], e["id"]) for e in response.json()["included"]}
+    assert ("org_fact", f"fact:{fact.fact_id}") in included
+    assert "--timeout 900s" in response.json()["messages"][-1]["content"]
