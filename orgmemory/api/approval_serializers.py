@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from rest_framework import serializers
 
 from orgmemory.approval_models import MAX_TTL, MIN_TTL, ApprovalItem
@@ -38,20 +40,33 @@ class ApprovalItemSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+JSON_MAX_CHARS = 100_000
+JSON_INVALID = "must be a JSON object of at most 100000 characters without NUL characters."
+
+
+def _json_object(value):
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) > JSON_MAX_CHARS or "\\u0000" in text or "\x00" in text:
+        raise serializers.ValidationError(JSON_INVALID, code="invalid")
+    return value
+
+
 class ApprovalRequestSerializer(StrictSerializer):
     action_type = serializers.CharField(max_length=100)
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=10000, required=False, allow_blank=True)
     risk_level = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices)
-    evidence = serializers.DictField(required=False, default=dict)
-    metadata = serializers.DictField(required=False, default=dict)
+    evidence = serializers.DictField(required=False, default=dict, validators=[_json_object])
+    metadata = serializers.DictField(required=False, default=dict, validators=[_json_object])
     ttl_seconds = serializers.IntegerField(
         required=False,
         min_value=int(MIN_TTL.total_seconds()),
         max_value=int(MAX_TTL.total_seconds()),
         help_text="Time to live; default depends on the action type (1 day for most).",
     )
-    task_id = serializers.IntegerField(required=False, allow_null=True)
+    task_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=2**63 - 1
+    )
 
 
 class ApprovalRejectSerializer(StrictSerializer):

@@ -72,6 +72,9 @@ def test_agent_requests_and_reads_its_item(caller):
         ({"risk_level": "severe"}, "risk_level"),
         ({"title": ""}, "title"),
         ({"surprise": 1}, "surprise"),
+        ({"evidence": {"note": "a\x00b"}}, "evidence"),
+        ({"evidence": ["not", "an", "object"]}, "evidence"),
+        ({"task_id": 2**64}, "task_id"),
     ],
 )
 def test_bad_requests_are_400_and_store_nothing(caller, overrides, field):
