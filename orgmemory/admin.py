@@ -31,6 +31,7 @@ from orgmemory.services.facts import deny_write, fact_publish, fact_retract
 from orgmemory.services.webhooks import webhook_configure
 from orgmemory.services.write_requests import APPROVE, REASON_REQUIRED, REJECT, write_request_decide
 from orgmemory.write_access import explain_write_access
+from persistence.admin import LedgerAdmin
 from persistence.models import Company, CompanyMembership
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
@@ -461,21 +462,8 @@ class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
 # Items are decided in the operator console (/console/inbox/); the admin only shows them.
 
 
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    actions = None
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(ApprovalItem)
-class ApprovalItemAdmin(_ReadOnlyAdmin):
+class ApprovalItemAdmin(LedgerAdmin):
     list_display = ("title", "action_type", "risk_level", "status", "created_at", "decide_link")
     list_filter = ("company", "status", "risk_level", "action_type")
     search_fields = ("title", "description", "requested_by")
@@ -489,7 +477,7 @@ class ApprovalItemAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(WebhookDelivery)
-class WebhookDeliveryAdmin(_ReadOnlyAdmin):
+class WebhookDeliveryAdmin(LedgerAdmin):
     list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
     list_filter = ("company", "status", "event")
 
@@ -511,6 +499,11 @@ class ApprovalWebhookAdmin(admin.ModelAdmin):
         if db_field.name == "company":
             kwargs["queryset"] = _companies(request)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def save_model(self, request, obj, form, change):
         _principal(request, obj.company)

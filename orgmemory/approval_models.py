@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 
-from persistence.models import Agent, Company, Task
+from persistence.models import Agent, AuditEntry, Company, Task
 
 MIN_TTL = timedelta(seconds=60)
 MAX_TTL = timedelta(days=7)
@@ -32,11 +32,7 @@ class ApprovalItem(models.Model):
         REJECTED = "rejected", "Rejected"
         EXPIRED = "expired", "Expired"
 
-    class RiskLevel(models.TextChoices):
-        LOW = "low", "Low"
-        MEDIUM = "medium", "Medium"
-        HIGH = "high", "High"
-        CRITICAL = "critical", "Critical"
+    RiskLevel = AuditEntry.RiskLevel  # one risk scale for approvals and the audit trail
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="approval_items")

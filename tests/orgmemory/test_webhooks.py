@@ -156,3 +156,30 @@ def test_a_dead_endpoint_never_blocks_the_request(company):
 
 def test_retry_backoff():
     assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 4)] == [30, 120, 480, 1920]
+
+
+def test_admin_saves_the_webhook_through_the_service(company, client):
+    from orgmemory.models import ApprovalWebhook
+
+    membership = MembershipFactory(
+        company=company, role="admin", user__password=None, user__is_staff=True
+    )
+    from django.contrib.auth.models import Permission
+
+    membership.user.user_permissions.add(
+        *Permission.objects.filter(codename__endswith="approvalwebhook")
+    )
+    client.force_login(membership.user)
+    response = client.post(
+        "/admin/orgmemory/approvalwebhook/add/",
+        {
+            "company": company.pk,
+            "url": "https://hooks.example.com/x",
+            "secret": "s",
+            "enabled": "on",
+        },
+    )
+    assert response.status_code == 302, response.content[:500]
+    hook = ApprovalWebhook.objects.get(company=company)
+    assert (hook.url, hook.secret, hook.enabled) == ("https://hooks.example.com/x", "s", True)
+    assert hook.updated_at is not None
