@@ -15,8 +15,9 @@ from memory.domain import MemoryStoreRequest
 from memory.models import Memory
 from memory.services.store import memory_store
 from orgmemory.models import ApprovalItem
-from orgmemory.services.approvals import approval_request
+from orgmemory.services.approvals import approval_decide, approval_request
 from persistence.models import AuditEntry
+from persistence.principal import Principal
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "console"
@@ -104,7 +105,7 @@ def _seed():
 
 
 def test_operator_console_flow(live_server, browser, allow_flush_of_append_only_tables):
-    _company, membership, agents, promotion, risky, memory_id = _seed()
+    company, membership, agents, promotion, risky, memory_id = _seed()
     base = live_server.url
 
     # log in
@@ -155,6 +156,35 @@ def test_operator_console_flow(live_server, browser, allow_flush_of_append_only_
         "rejected",
         "No production deploys on Friday evening.",
         membership.user.pk,
+    )
+
+    # a concurrent decision: someone else approves while the page is open → a clear 409 message
+    race = approval_request(
+        company=company,
+        action_type="keys:rotate",
+        title="Rotate the billing API keys",
+        risk_level="low",
+        source="api",
+        requested_by="security-bot",
+    )
+    browser.get(f"{base}/console/inbox/items/{race.pk}")
+    _wait(browser, ec.presence_of_element_located((By.ID, "approve-button")))
+    other = MembershipFactory(company=company, role="admin", user__password=None)
+    approval_decide(
+        company=company,
+        actor=Principal.for_human(other.user, company, "admin"),
+        item_id=race.pk,
+        decision="approve",
+    )
+    browser.find_element(By.ID, "reason").send_keys("Not during the freeze.")
+    browser.find_element(By.ID, "reject-button").click()
+    message = _wait(browser, ec.presence_of_element_located((By.ID, "decision-error")))
+    assert message.text == "Someone else decided first. This item was already approved."
+    race.refresh_from_db()
+    assert (race.status, race.decided_by_id, race.decision_reason) == (
+        "approved",
+        other.user.pk,
+        "",
     )
     assert ApprovalItem.objects.filter(status="pending").count() == 0
 
