@@ -7,13 +7,12 @@ lists, counts and filters them together, pending first. Reads only.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from orgmemory.approval_models import ApprovalItem, WebhookDelivery
@@ -57,6 +56,7 @@ class Inbox:
     decisions: list[Decision]
     counts: dict[str, int]  # per status, over every kind and risk (before filters)
     action_types: list[str]
+    truncated: bool = False  # a kind had more than ``limit`` matching rows
 
 
 def effective_status(item: ApprovalItem, now: datetime | None = None) -> str:
@@ -116,15 +116,21 @@ def pending_decisions(
     requests = WriteAccessRequest.objects.filter(company=company).select_related(
         "requester", "decided_by"
     )
-    counts: Counter[str] = Counter()
-    for row in items.values("status", "expires_at"):
-        expired = row["status"] == "pending" and row["expires_at"] <= now
-        counts["expired" if expired else row["status"]] += 1
-    for row in requests.values("status"):
-        counts[row["status"]] += 1
+    live = Q(status="pending", expires_at__gt=now)
+    overdue = Q(status="pending", expires_at__lte=now)
+    item_counts = items.aggregate(
+        pending=Count("pk", filter=live),
+        approved=Count("pk", filter=Q(status="approved")),
+        rejected=Count("pk", filter=Q(status="rejected")),
+        expired=Count("pk", filter=Q(status="expired") | overdue),
+    )
+    request_counts = dict(
+        requests.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n")
+    )
+    counts = {s: item_counts.get(s, 0) + request_counts.get(s, 0) for s in STATUSES}
     action_types = sorted(
-        set(items.values_list("action_type", flat=True).distinct())
-        | ({WRITE_REQUEST_ACTION} if counts else set())
+        set(items.order_by().values_list("action_type", flat=True).distinct())
+        | ({WRITE_REQUEST_ACTION} if request_counts else set())
     )
     if status == "pending":
         items = items.filter(status="pending", expires_at__gt=now)
@@ -143,18 +149,24 @@ def pending_decisions(
         if action_type != WRITE_REQUEST_ACTION:
             requests = requests.none()
     decisions: list[Decision] = []
+    truncated = False
     if kind in (None, "", KIND_APPROVAL):
-        decisions += [_from_item(i, now) for i in items.order_by("-created_at", "-id")[:limit]]
+        rows = list(items.order_by("-created_at", "-id")[: limit + 1])
+        truncated |= len(rows) > limit
+        decisions += [_from_item(i, now) for i in rows[:limit]]
     if kind in (None, "", KIND_WRITE_REQUEST):
-        decisions += [_from_request(r) for r in requests.order_by("-created_at", "-id")[:limit]]
+        rows = list(requests.order_by("-created_at", "-id")[: limit + 1])
+        truncated |= len(rows) > limit
+        decisions += [_from_request(r) for r in rows[:limit]]
     decisions.sort(key=lambda d: d.created_at, reverse=True)
     pending = [d for d in decisions if d.is_pending]
     pending.sort(key=lambda d: d.created_at)
     decisions = pending + [d for d in decisions if not d.is_pending]
     return Inbox(
         decisions=decisions,
-        counts={s: counts.get(s, 0) for s in STATUSES},
+        counts=counts,
         action_types=action_types,
+        truncated=truncated,
     )
 
 

@@ -203,3 +203,19 @@ def test_outsider_agent_key_cannot_reach(company, caller):
     other = make_agent_caller(company=CompanyFactory())
     item_id = _ask(caller).json()["id"]
     assert other.client.post(f"{URL}/{item_id}/consume").status_code == 404
+
+
+def test_list_query_count_does_not_grow_with_items(company, caller):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    human = _human(company, "operator")
+    for n in range(3):
+        _ask(caller, title=f"item {n}")
+    with CaptureQueriesContext(connection) as small:
+        assert len(human.get(URL).json()["results"]) == 3
+    for n in range(12):
+        _ask(caller, title=f"more {n}")
+    with CaptureQueriesContext(connection) as large:
+        assert len(human.get(URL).json()["results"]) == 15
+    assert len(large.captured_queries) == len(small.captured_queries) <= 8
