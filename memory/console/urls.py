@@ -6,6 +6,7 @@ app_name = "memory_console"
 
 urlpatterns = [
     path("", views.agents_view, name="agents"),
+    path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
     path("agents/<int:agent_id>", views.agent_memories_view, name="agent"),
     path("agents/<int:agent_id>/<uuid:memory_id>", views.memory_view, name="memory"),
     path(

@@ -10,12 +10,14 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from memory.procedural.evolver.models import EvolverReport
 from memory.retrieval.query import MemoryQuery
 from memory.selectors.memories import agent_memories, agent_memory_get
 from memory.selectors.search import memory_search
 from memory.services.lifecycle import memory_correct, memory_delete
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
+from persistence.selectors.config import company_config
 from synthorg.errors import DomainError, NotFoundError
 
 PAGE = 50
@@ -136,3 +138,14 @@ def memory_correct_view(request, user: ConsoleUser, agent_id: int, memory_id):
         )
     messages.success(request, "Memory corrected.")
     return redirect("memory_console:memory", agent_id=agent.pk, memory_id=memory_id)
+
+
+@console_view
+def evolver_runs_view(request, user: ConsoleUser):
+    runs = EvolverReport.objects.filter(company=user.company).order_by("-started_at")[:50]
+    config = company_config(user.company).memory.procedural.evolver
+    return render(
+        request,
+        "console/memory/evolver_runs.html",
+        {"section": "evolver", "runs": runs, "config": config},
+    )

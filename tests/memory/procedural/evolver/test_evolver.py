@@ -331,3 +331,19 @@ def test_approved_skill_reaches_every_agent_through_context(company, llm, caller
     included = {(e["kind"], e["id"]) for e in response.json()["included"]}
     assert ("org_fact", f"fact:{fact.fact_id}") in included
     assert "--timeout 900s" in response.json()["messages"][-1]["content"]
+
+
+def test_console_lists_evolver_runs_of_the_company_only(company, no_llm):
+    from django.test import Client
+
+    from tests.persistence.factories import CompanyFactory
+
+    _enable(company)
+    skill_evolver_run(company=company, trigger="command")
+    skill_evolver_run(company=CompanyFactory(), trigger="schedule")  # disabled elsewhere
+    membership = MembershipFactory(company=company, role="viewer", user__password=None)
+    client = Client()
+    client.force_login(membership.user)
+    page = client.get("/console/memories/skill-evolver").content.decode()
+    assert page.count('class="evolver-run"') == 1
+    assert "Completed" in page and "command" in page
