@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from orgmemory.approval_models import ApprovalItem, WebhookDelivery
@@ -116,21 +116,27 @@ def pending_decisions(
     requests = WriteAccessRequest.objects.filter(company=company).select_related(
         "requester", "decided_by"
     )
-    live = Q(status="pending", expires_at__gt=now)
-    overdue = Q(status="pending", expires_at__lte=now)
-    item_counts = items.aggregate(
-        pending=Count("pk", filter=live),
-        approved=Count("pk", filter=Q(status="approved")),
-        rejected=Count("pk", filter=Q(status="rejected")),
-        expired=Count("pk", filter=Q(status="expired") | overdue),
+    # One GROUP BY over the (company, status, …) index, plus the few overdue pending rows.
+    by_status = dict(
+        items.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
+    overdue = items.filter(status="pending", expires_at__lte=now).order_by().count()
+    by_status["pending"] = by_status.get("pending", 0) - overdue
+    by_status["expired"] = by_status.get("expired", 0) + overdue
     request_counts = dict(
         requests.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n")
     )
-    counts = {s: item_counts.get(s, 0) + request_counts.get(s, 0) for s in STATUSES}
+    counts = {s: by_status.get(s, 0) + request_counts.get(s, 0) for s in STATUSES}
+    # The action types currently waiting (a DISTINCT over every item would read them all).
     action_types = sorted(
-        set(items.order_by().values_list("action_type", flat=True).distinct())
-        | ({WRITE_REQUEST_ACTION} if request_counts else set())
+        set(
+            items.filter(status="pending")
+            .order_by()
+            .values_list("action_type", flat=True)
+            .distinct()
+        )
+        | ({WRITE_REQUEST_ACTION} if request_counts.get("pending") else set())
+        | ({action_type} if action_type else set())
     )
     if status == "pending":
         items = items.filter(status="pending", expires_at__gt=now)
