@@ -347,3 +347,22 @@ def test_console_lists_evolver_runs_of_the_company_only(company, no_llm):
     page = client.get("/console/memories/skill-evolver").content.decode()
     assert page.count('class="evolver-run"') == 1
     assert "Completed" in page and "command" in page
+
+
+def test_invalid_llm_answer_counts_as_failed_draft(company, settings, caplog):
+    _enable(company, min_confidence_for_org_promotion=0.5)
+    _fleet(company)
+    with FakeOpenAIServer(chat_reply="I think you should retry.") as server:
+        settings.SYNTHORG_LLM = {
+            **(settings.SYNTHORG_LLM or {}),
+            "BASE_URL": server.base_url,
+            "API_KEY": "k",
+            "MODEL": "fake-chat",
+            "MAX_RETRIES": 0,
+            "TIMEOUT": 5,
+        }
+        with caplog.at_level(logging.WARNING, logger="memory.procedural.evolver"):
+            report = skill_evolver_run(company=company)
+    assert (report.status, report.drafts_failed, report.proposals_emitted) == ("completed", 1, 0)
+    assert ApprovalItem.objects.count() == 0
+    assert "invalid JSON from proposer" in caplog.text
