@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db browser
+.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db browser
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,3 +43,25 @@ lint: setup
 format: setup
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# Stop the embedded server and delete var/pgdata/ (asks; YES=1 skips the question).
+clean-db: setup
+	$(BIN)/python -m synthorg.embedded_pg clean $(if $(YES),--yes,)
+
+# The embedded server's state (version, running, attached processes).
+db-status: setup
+	$(BIN)/python -m synthorg.embedded_pg status
+
+# Retrieval quality on the LoCoMo dev split and search latency at 10k memories per agent;
+# JSON under bench/results/ (progress on stderr). BENCH_DATA points at the LoCoMo file.
+BENCH_DATA ?= ../shared/bench-data/locomo_dev.json
+bench: setup
+	$(BIN)/python manage.py migrate --noinput --verbosity 0
+	$(BIN)/python manage.py bench_retrieval --data $(BENCH_DATA) --mode hybrid \
+		--out bench/results/locomo_dev_hybrid.json
+	$(BIN)/python manage.py bench_retrieval --scale 10000 --agents 1 --queries 200 \
+		--out bench/results/scale_search_10k.json
+
+# Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
+upgrade-db: setup
+	$(BIN)/python -m synthorg.embedded_upgrade

@@ -8,7 +8,7 @@ import warnings
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
-    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers); pgserver copes.
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (containers); harmless here.
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     from django.core.management import execute_from_command_line
     from django.db.utils import OperationalError, ProgrammingError

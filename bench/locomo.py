@@ -171,10 +171,9 @@ def run_locomo(
                 f"{conv.sample_id}: ingested {len(conv.turns)} turns "
                 f"({len(conv.turns) / max(time.perf_counter() - started, 1e-9):.0f}/s)"
             )
-            from django.db import connection
+            from synthorg.db.roles import owner_execute
 
-            with connection.cursor() as cursor:
-                cursor.execute("ANALYZE memory_memory")
+            owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
             config = company_config(company).memory.retrieval
             for qa in conv.questions:
                 evidence = [ids.get(e) for e in qa.get("evidence") or []]

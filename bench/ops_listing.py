@@ -132,8 +132,9 @@ def load(rows: int) -> dict:
     bulk(AuditEntry, audit, rows)
     bulk(AuditEntry, lambda i: audit(i, noise, [noise_agent]), rows // 10)
 
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+    from synthorg.db.roles import owner_execute
+
+    owner_execute("ANALYZE")  # statistics: the owner's right
     user = get_user_model().objects.create_user("bench-admin", password="x" * 12)
     CompanyMembership.objects.create(user=user, company=company, role="admin")
     issued = api_key_issue(agent=agents[0])
@@ -236,9 +237,14 @@ def main() -> None:
 
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
+    from synthorg.db import roles
+
+    # Create and migrate the throw-away database as the owner, then measure as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     try:
         data = load(args.rows)
         agent_client = APIClient()
@@ -327,6 +333,7 @@ def main() -> None:
         target.write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {target.relative_to(ROOT)}")
     finally:
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 

@@ -68,19 +68,19 @@ HNSW_CREATE = (
 def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
     """Bulk-load without the HNSW index, then build it (far faster than row-by-row inserts
     into the graph). Returns the index build time in seconds."""
-    from django.db import connection
+    from synthorg.db.roles import owner_execute
 
-    with connection.cursor() as cursor:
-        cursor.execute(HNSW_DROP)
+    owner_execute(HNSW_DROP)  # DDL: the owner role's (the app role owns no table)
     try:
         _copy_rows(company, agents, per_agent, centres, vocab, rng)
     finally:
         started = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '2GB'")
-            cursor.execute(HNSW_CREATE)
-            cursor.execute("RESET maintenance_work_mem")
-            cursor.execute("ANALYZE memory_memory")
+        owner_execute(
+            "SET maintenance_work_mem = '2GB'",
+            HNSW_CREATE,
+            "RESET maintenance_work_mem",
+            "ANALYZE memory_memory",
+        )
     return time.perf_counter() - started
 
 
@@ -88,6 +88,7 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
     from django.db import connection
     from pgvector.psycopg import register_vector
 
+    connection.ensure_connection()  # reopened after the owner's DDL closed it
     raw = connection.connection
     register_vector(raw)
     zipf = 1.0 / np.arange(1, len(vocab) + 1)

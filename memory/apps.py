@@ -25,9 +25,14 @@ class MemoryConfig(AppConfig):
 
 
 def _register_maintenance_schedules() -> None:
-    from memory.schedules import maintenance_schedules, resync_on_config_change
-    from persistence.services.companies import on_company_config_change
+    from memory.schedules import (
+        maintenance_schedules,
+        resync_on_config_change,
+        schedule_new_company,
+    )
+    from persistence.services.companies import on_company_config_change, on_company_created
     from synthorg.schedules import register_schedule_provider
 
     register_schedule_provider(maintenance_schedules)
     on_company_config_change(resync_on_config_change)
+    on_company_created(schedule_new_company)

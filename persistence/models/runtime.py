@@ -69,10 +69,14 @@ class Heartbeat(models.Model):
 
 
 class LifecycleEvent(models.Model):
-    """Something that happened to an agent: hired, started, paused, resumed, retired, …"""
+    """Something that happened to an agent: hired, started, paused, resumed, retired, …
 
-    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="lifecycle_events")
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="lifecycle_events")
+    Append-only (a trigger rejects UPDATE/DELETE/TRUNCATE, migration 0005); an agent or
+    company with lifecycle history cannot be deleted (PROTECT), only deactivated.
+    """
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="lifecycle_events")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="lifecycle_events")
     event_type = models.CharField(max_length=100)
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()

@@ -35,7 +35,10 @@ def company_create(
     parsed = validate_company_config(config)
     if Company.objects.filter(name=name).exists() or Company.objects.filter(slug=slug).exists():
         raise ConflictError(COMPANY_EXISTS, code="company_exists")
-    return Company.objects.create(name=name, slug=slug, config=parsed.model_dump(mode="json"))
+    company = Company.objects.create(name=name, slug=slug, config=parsed.model_dump(mode="json"))
+    for hook in _company_created_hooks:
+        hook(company)  # same transaction: e.g. its maintenance schedule exists with it
+    return company
 
 
 @transaction.atomic
@@ -68,3 +71,12 @@ def on_company_config_change(hook) -> None:
     """Register ``hook(company)`` to run after a config change commits (e.g. schedules)."""
     if hook not in _config_change_hooks:
         _config_change_hooks.append(hook)
+
+
+_company_created_hooks: list = []
+
+
+def on_company_created(hook) -> None:
+    """Register ``hook(company)`` to run inside ``company_create``'s transaction."""
+    if hook not in _company_created_hooks:
+        _company_created_hooks.append(hook)

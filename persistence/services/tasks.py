@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import CREATE, DELETE, UPDATE, require_write
-from persistence.models import Agent, Project, Task
+from persistence.models import Agent, CollaborationMetric, Project, Task
 from persistence.principal import Principal
 from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
@@ -15,6 +15,9 @@ from synthorg.errors import AccessDeniedError, ConflictError
 TASK_FIELDS = frozenset({"title", "description", "status", "assignee", "project"})
 AGENT_TASK_FIELDS = frozenset({"description", "status"})
 TASK_HAS_COSTS = "A task with cost records cannot be deleted (the cost ledger is permanent)."
+TASK_HAS_METRICS = (
+    "A task with task or collaboration metrics cannot be deleted (metrics are append-only)."
+)
 AGENT_MAY_NOT_REASSIGN = "An agent may change only the status and description of its tasks."
 
 
@@ -73,6 +76,11 @@ def task_delete(*, principal: Principal, task: Task) -> None:
     require_write(principal, "task", DELETE, owner_agent_id=task.assignee_id)
     if task.cost_records.exists():
         raise ConflictError(TASK_HAS_COSTS, code="task_has_costs")
+    if (
+        task.metrics.exists()
+        or CollaborationMetric.objects.filter(company=task.company, task=task).exists()
+    ):
+        raise ConflictError(TASK_HAS_METRICS, code="task_has_metrics")
     audit_record(
         company=principal.company,
         principal=principal,

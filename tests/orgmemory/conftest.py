@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from persistence.principal import Principal
 from tests.conftest import make_agent_caller
@@ -40,15 +39,12 @@ def junior(company):
 
 @pytest.fixture
 def allow_flush_of_append_only_tables(transactional_db):
-    """Let the post-test flush TRUNCATE append-only tables in ``transaction=True`` tests.
+    """``transaction=True`` tests that write append-only tables.
 
-    Their triggers reject TRUNCATE; Django flushes with TRUNCATE on the test connection and
-    then closes it, so disabling (non-replica) triggers for that session is enough and
-    cannot leak into another test.
+    The post-test flush runs as the owner role and empties append-only tables itself
+    (``synthorg/management/commands/flush.py``); the app role could not.
     """
     yield
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")
 
 
 @pytest.fixture

@@ -6,10 +6,12 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from persistence.models import ClusterHeartbeat
 from persistence.services.system import cluster_heartbeat_record
+from synthorg.health import versions_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,3 +79,46 @@ def test_manage_py_reports_unreachable_database_without_traceback():
     assert done.returncode == 1
     assert done.stderr.startswith("error: cannot reach the database.")
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.django_db
+def test_healthz_reports_server_and_pgvector_versions_against_the_requirement(client):
+    cluster_heartbeat_record()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('server_version'), "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector'), current_user"
+        )
+        server_version, vector_version, role = cursor.fetchone()
+    body = client.get("/healthz").json()
+    assert body["checks"]["versions"] == {
+        "ok": True,
+        "postgres": server_version,
+        "pgvector": vector_version,
+        "required": {"postgres": ">= 15", "pgvector": ">= 0.8"},
+    }
+    assert body["checks"]["vector"] == {"ok": True, "version": vector_version}
+    assert body["checks"]["app_role"] == {"ok": True, "name": role, "superuser": False}
+
+
+@pytest.mark.parametrize(
+    ("postgres", "pgvector", "ok"),
+    [
+        ("18.6", "0.8.6", True),
+        ("15.0", "0.8.0", True),
+        ("17.2 (Debian 17.2-1)", "0.10.0", True),
+        ("14.12", "0.8.1", False),
+        ("16.2", "0.6.2", False),
+        ("18.1", "0.7.4", False),
+    ],
+)
+def test_versions_below_the_requirement_are_flagged(postgres, pgvector, ok):
+    report = versions_report(postgres, pgvector, role="app", superuser=False)
+    assert report["versions"]["ok"] is ok
+    assert report["database"] == {"ok": True}
+
+
+def test_a_superuser_app_role_is_flagged():
+    report = versions_report("18.6", "0.8.6", role="postgres", superuser=True)
+    assert report["app_role"] == {"ok": False, "name": "postgres", "superuser": True}
+    assert report["versions"]["ok"] is True

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import connection
 from django.utils import timezone
 
 from memory.embedding import embedder_for
@@ -35,6 +34,7 @@ from memory.models import Memory
 from memory.services.maintenance import run_maintenance
 from persistence.models import Agent
 from persistence.services.companies import company_create
+from synthorg.db.roles import owner_execute
 from synthorg.enums import MemoryCategory
 
 _WORDS_TEXT = (
@@ -83,8 +83,7 @@ class Command(BaseCommand):
         self._seed(company, agent_rows, memories, rng, now)
         seed_seconds = time.perf_counter() - seeded_at
         self.stdout.write(f"seeded in {seed_seconds:.1f}s")
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE memory_memory")
+        owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
 
         embedder = TimedEmbedder(embedder_for(company))
         passes = []

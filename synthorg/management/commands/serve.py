@@ -1,5 +1,11 @@
-"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both."""
+"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both.
 
+Each child runs in its own process group, and stopping signals the whole group: gunicorn's
+and q2's workers go with their parents even when a parent cannot stop them itself (q2 with
+the database down), and whatever is still alive after the grace period is killed.
+"""
+
+import contextlib
 import os
 import signal
 import subprocess
@@ -7,6 +13,14 @@ import sys
 import time
 
 from django.core.management.base import BaseCommand
+
+GRACE_SECONDS = 15
+
+
+def signal_group(proc: subprocess.Popen, signum: int) -> None:
+    """Signal ``proc``'s process group (its pid: it was started in a new session)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signum)
 
 
 class Command(BaseCommand):
@@ -37,10 +51,15 @@ class Command(BaseCommand):
             "--graceful-timeout",
             "5",
         ]
-        children = [("web", subprocess.Popen(web))]
+        children = [("web", subprocess.Popen(web, start_new_session=True))]
         if not no_worker:
             manage = os.path.join(os.getcwd(), "manage.py")
-            children.append(("worker", subprocess.Popen([sys.executable, manage, "qcluster"])))
+            children.append(
+                (
+                    "worker",
+                    subprocess.Popen([sys.executable, manage, "qcluster"], start_new_session=True),
+                )
+            )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Serving on http://{host}:{port}/ (admin at /admin/, API docs at "
@@ -55,8 +74,7 @@ class Command(BaseCommand):
                 return
             stopping = True
             for _name, proc in children:
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
+                signal_group(proc, signal.SIGTERM)
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
@@ -67,12 +85,14 @@ class Command(BaseCommand):
             interrupted = stopping
             exited = [name for name, proc in children if proc.poll() is not None]
             stop()
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + GRACE_SECONDS
             for _name, proc in children:
-                try:
+                with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            # Workers that outlived their parent (or a parent that ignored SIGTERM).
+            for _name, proc in children:
+                signal_group(proc, signal.SIGKILL)
+                proc.wait()
         if exited and not interrupted:
             self.stderr.write(f"{', '.join(exited)} exited; stopped the rest.")
         self.stdout.write("Stopped.")

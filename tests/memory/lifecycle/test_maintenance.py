@@ -10,6 +10,7 @@ from memory.services.maintenance import run_company_maintenance, run_maintenance
 from persistence.models import AuditEntry
 from tests.memory.lifecycle.conftest import configure, seed
 from tests.persistence.factories import AgentFactory
+from tests.support.db_roles import owner_cursor
 
 pytestmark = pytest.mark.django_db
 
@@ -272,17 +273,17 @@ def test_a_concurrent_run_of_the_same_agent_is_skipped(caller, peer, now):
     assert run_maintenance(agent=caller.agent, now=now).processed == 2
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_failing_category_does_not_stop_the_others(caller, now):
-    from django.db import connection
-
     configure(caller.company, retention={"default_retention_days": 5})
     seed(caller.agent, 2, now=now, age_days=10, category="episodic")
     seed(caller.agent, 3, now=now, age_days=10, category="working")
-    # A real database failure for one category: deleting episodic rows raises.
-    with connection.cursor() as cursor:
+    # A real database failure for one category: deleting episodic rows raises. The app role
+    # cannot create triggers, so the owner installs (and afterwards removes) it.
+    with owner_cursor() as cursor:
         cursor.execute(
             """
-            CREATE FUNCTION pg_temp.block_episodic() RETURNS trigger AS $$
+            CREATE FUNCTION test_block_episodic() RETURNS trigger AS $$
             BEGIN
                 IF OLD.category = 'episodic' THEN
                     RAISE EXCEPTION 'episodic deletes blocked';
@@ -290,9 +291,19 @@ def test_a_failing_category_does_not_stop_the_others(caller, now):
                 RETURN OLD;
             END $$ LANGUAGE plpgsql;
             CREATE TRIGGER block_episodic BEFORE DELETE ON memory_memory
-                FOR EACH ROW EXECUTE FUNCTION pg_temp.block_episodic();
+                FOR EACH ROW EXECUTE FUNCTION test_block_episodic();
             """
         )
+    try:
+        _assert_partial_maintenance(caller, now)
+    finally:
+        with owner_cursor() as cursor:
+            cursor.execute(
+                "DROP TRIGGER block_episodic ON memory_memory; DROP FUNCTION test_block_episodic()"
+            )
+
+
+def _assert_partial_maintenance(caller, now):
     report = run_maintenance(agent=caller.agent, now=now)
     assert report.status == "partial"
     assert report.retention.deleted_by_category == {"working": 3}
