@@ -96,8 +96,9 @@ def load(items: int):
             batch.clear()
             log(f"  loaded {n + 1}/{items}")
     ApprovalItem.objects.bulk_create(batch)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE orgmemory_approvalitem")
+    from synthorg.db.roles import owner_execute
+
+    owner_execute("ANALYZE orgmemory_approvalitem")  # statistics: the owner's right
     return company, user
 
 
@@ -189,12 +190,16 @@ def main() -> None:
     from orgmemory.services.approvals import approval_decide
     from persistence.models import CompanyMembership
     from persistence.principal import Principal
+    from synthorg.db import roles
 
     setup_test_environment()
     settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
+    # Create and migrate the throw-away database as the owner, then measure as the app role.
+    app_login = roles.use_owner()
     original_name = connection.creation.create_test_db(
         verbosity=0, autoclobber=True, serialize=False
     )
+    owner_login = roles.use_app(app_login)
     try:
         log(f"loading {args.items} approval items")
         company, user = load(args.items)
@@ -250,6 +255,7 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
         print(json.dumps(payload, indent=2))
     finally:
+        roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
 

@@ -6,7 +6,6 @@ import shutil
 import tempfile
 
 import pytest
-from django.db import connection
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -44,12 +43,3 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
-
-
-@pytest.fixture
-def allow_flush_of_append_only_tables(transactional_db):
-    """``live_server`` tests are transactional: let the final flush TRUNCATE the append-only
-    audit table (its trigger rejects TRUNCATE) for this session only."""
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SET session_replication_role = replica")

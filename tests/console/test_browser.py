@@ -104,7 +104,7 @@ def _seed():
     return company, membership, agents, promotion, risky, memory_id
 
 
-def test_operator_console_flow(live_server, browser, allow_flush_of_append_only_tables):
+def test_operator_console_flow(live_server, browser):
     company, membership, agents, promotion, risky, memory_id = _seed()
     base = live_server.url
 
