@@ -2,7 +2,12 @@
 
 The default is the local all-MiniLM-L6-v2 model; a company's ``memory.embedder`` override
 with a ``base_url`` selects an OpenAI-compatible endpoint (its key is read from the
-environment variable the config names, never stored in the config). Every stored vector
+environment variable the config names, never stored in the config). A remote embedder gets
+a total time budget per call (``SYNTHORG_EMBEDDER_BUDGET``) well under the web worker's
+timeout, and after a transient failure is skipped for ``SYNTHORG_EMBEDDER_COOLDOWN`` seconds:
+a hanging endpoint leaves the memory ``pending`` (backfilled later) instead of getting the
+worker killed mid-request, and does not hold other companies' requests behind it. Every
+stored vector
 carries the ``embedder_id`` that produced it, and search only compares vectors of the
 query's embedder.
 """
@@ -11,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+
+from django.conf import settings
 
 from persistence.models import Company
 from persistence.selectors.config import company_config
@@ -47,4 +54,7 @@ def _remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
         model=override.model,
         dims=override.dims,
         api_key=api_key,
+        timeout=settings.SYNTHORG_EMBEDDER_TIMEOUT,
+        total_timeout=settings.SYNTHORG_EMBEDDER_BUDGET,
+        cooldown=settings.SYNTHORG_EMBEDDER_COOLDOWN,
     )

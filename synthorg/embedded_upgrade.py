@@ -12,7 +12,8 @@ data directory cannot be opened by 18. This script:
    owner role (extensions excluded: the bootstrap installed pgvector 0.8) and runs
    ``manage.py migrate`` (new migrations, app-role privileges).
 
-Run it with no server using ``var/pgdata/`` (stop ``make run`` first).
+Stop ``make run`` first; a PostgreSQL 16 server still running on the directory (the old
+code leaves one up) is stopped.
 """
 
 from __future__ import annotations
@@ -109,10 +110,10 @@ def upgrade(base_dir: Path) -> int:
     socket_dir = Path(tempfile.mkdtemp(prefix="synthorg-pg-upgrade-"))
     socket_dir.chmod(0o777)
     if _server_running(pgdata):
-        raise SystemExit(
-            f"A server is running on {pgdata}; stop every process using it (make run, tests) "
-            "and try again."
-        )
+        # Left running by the old code (pgserver keeps it up while its handle file lists
+        # pids, dead ones included). Nothing of this checkout can use it any more.
+        print(f"      stopping the PostgreSQL {found} server still running on it", flush=True)
+        _run([old_bin / "pg_ctl", "-D", pgdata, "-w", "-m", "fast", "stop"], user=uid)
     (pgdata / "postmaster.pid").unlink(missing_ok=True)  # left by a killed server
     log = var / f"pg{found}-upgrade.log"
     log.touch()

@@ -3,8 +3,11 @@
 Shared by the embedding client and the chat-completions client: one lazily created, pooled
 ``httpx.Client``; retries with exponential backoff on retryable statuses, timeouts and
 connection errors, honouring a ``Retry-After`` given in seconds; other statuses fail at
-once. Failures are raised as the three :class:`HttpJsonError` kinds below, which each client
-translates into its own error type. Messages never contain credentials.
+once. A ``deadline`` bounds one call as a whole (every attempt, every read of a trickling
+response and every back-off wait), so a server that accepts and never answers costs at most
+the caller's budget, not retries × timeout. Failures are raised as the three
+:class:`HttpJsonError` kinds below, which each client translates into its own error type.
+Messages never contain credentials.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ class RejectedHttpError(HttpJsonError):
 
 class MalformedResponseError(HttpJsonError):
     """A success status whose body is not JSON."""
+
+
+class _BudgetExhausted(Exception):
+    """The deadline passed while a response was still arriving."""
 
 
 def excerpt(text: str) -> str:
@@ -87,14 +94,27 @@ class RetryingJsonPoster:
         if client is not None:
             client.close()
 
-    def post(self, body: dict[str, Any], *, describe: str) -> Any:
-        """The decoded JSON response; ``describe`` names the request in error messages."""
+    def post(self, body: dict[str, Any], *, describe: str, deadline: float | None = None) -> Any:
+        """The decoded JSON response; ``describe`` names the request in error messages.
+
+        ``deadline`` is a :func:`time.monotonic` instant after which no attempt, read or
+        back-off continues (a :class:`TransientHttpError` says the budget ran out).
+        """
         client = self._http_client()
         attempts = self.max_retries + 1
+        failure = "no attempt made"
         for attempt in range(1, attempts + 1):
             retry_after: float | None = None
+            remaining = self._remaining(deadline)
+            if remaining is not None and remaining <= 0:
+                raise TransientHttpError(f"{describe}: time budget exhausted ({failure})")
+            timeout = self.timeout if remaining is None else min(self.timeout, remaining)
             try:
-                response = client.post(self.url, json=body)
+                response = self._send(client, body, timeout=timeout, deadline=deadline)
+            except _BudgetExhausted as exc:
+                raise TransientHttpError(
+                    f"{describe}: time budget exhausted while reading the response"
+                ) from exc
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
             else:
@@ -114,8 +134,35 @@ class RetryingJsonPoster:
                 raise TransientHttpError(
                     f"{describe} failed after {attempts} attempt(s): {failure}"
                 )
-            self.sleep(self._backoff(attempt, retry_after))
+            delay = self._backoff(attempt, retry_after)
+            remaining = self._remaining(deadline)
+            if remaining is not None and delay >= remaining:
+                raise TransientHttpError(
+                    f"{describe}: time budget exhausted after {attempt} attempt(s): {failure}"
+                )
+            self.sleep(delay)
         raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def _send(
+        self, client: httpx.Client, body: dict[str, Any], *, timeout: float, deadline: float | None
+    ) -> httpx.Response:
+        """POST and read the whole response, checking ``deadline`` between chunks."""
+        with client.stream("POST", self.url, json=body, timeout=timeout) as streamed:
+            chunks = []
+            for chunk in streamed.iter_bytes():
+                chunks.append(chunk)
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise _BudgetExhausted
+            return httpx.Response(
+                streamed.status_code,
+                headers=streamed.headers,
+                content=b"".join(chunks),
+                request=streamed.request,
+            )
+
+    @staticmethod
+    def _remaining(deadline: float | None) -> float | None:
+        return None if deadline is None else deadline - time.monotonic()
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         delay = self.backoff_base * (2 ** (attempt - 1))

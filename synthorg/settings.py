@@ -58,6 +58,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # problem+json for every error under /api/, including 404/405/413/500 (synthorg.api)
+    "synthorg.api.middleware.ApiProblemMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -114,7 +116,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["persistence.api.permissions.IsPrincipal"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["synthorg.api.parsers.SafeJSONParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_PAGINATION_CLASS": "synthorg.api.pagination.StablePageNumberPagination",
     "PAGE_SIZE": 50,
@@ -132,11 +134,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "synthorg.api.schema.forbid_unknown_request_fields",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
     },
 }
+
+# Company-configured (remote) embedders: seconds per attempt, total seconds per call (well
+# under gunicorn's 30 s worker timeout), and seconds to skip an endpoint after it timed out.
+SYNTHORG_EMBEDDER_TIMEOUT = float(os.environ.get("SYNTHORG_EMBEDDER_TIMEOUT", "5"))
+SYNTHORG_EMBEDDER_BUDGET = float(os.environ.get("SYNTHORG_EMBEDDER_BUDGET", "8"))
+SYNTHORG_EMBEDDER_COOLDOWN = float(os.environ.get("SYNTHORG_EMBEDDER_COOLDOWN", "30"))
 
 Q_CLUSTER = {
     "name": "synthorg",

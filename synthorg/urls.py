@@ -3,6 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from synthorg.health import healthz
+from synthorg.landing import landing
 
 api_v1 = [
     path("", include("persistence.api.urls")),
@@ -16,6 +17,7 @@ api_v1 = [
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
 
 urlpatterns = [
+    path("", landing, name="landing"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),

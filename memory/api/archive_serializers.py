@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.api.serializers import CATEGORY_CHOICES, StrictSerializer
+from memory.api.serializers import CATEGORY_CHOICES
 from memory.lifecycle_models import ArchivedMemory
 
 
-class ArchiveSearchQuerySerializer(StrictSerializer):
+class ArchiveSearchQuerySerializer(serializers.Serializer):
     q = serializers.CharField(required=False, allow_blank=True, max_length=1000)
     namespace = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
     category = serializers.ListField(

@@ -2,6 +2,7 @@ from django_filters import rest_framework as filters
 
 from memory.domain import normalise_tags
 from memory.models import Memory
+from synthorg.api.fields import UtcDateTimeFilter
 
 
 class TagsFilter(filters.BaseCSVFilter, filters.CharFilter):
@@ -21,10 +22,10 @@ class MemoryFilter(filters.FilterSet):
     category = filters.ChoiceFilter(choices=Memory._meta.get_field("category").choices)
     namespace = filters.CharFilter()
     tag = TagsFilter(help_text="Comma-separated; a memory must carry all of them.")
-    created_after = filters.IsoDateTimeFilter(
+    created_after = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="gte", help_text="ISO 8601; inclusive."
     )
-    created_before = filters.IsoDateTimeFilter(
+    created_before = UtcDateTimeFilter(
         field_name="created_at", lookup_expr="lt", help_text="ISO 8601; exclusive."
     )
     level = filters.ChoiceFilter(choices=Memory.Level.choices)

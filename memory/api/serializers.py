@@ -10,7 +10,6 @@ from rest_framework import serializers
 
 from memory import domain
 from memory.models import Memory
-from synthorg.api.serializers import StrictSerializer
 from synthorg.enums import MemoryCategory
 
 CATEGORY_CHOICES = Memory._meta.get_field("category").choices
@@ -25,7 +24,7 @@ def _tags_field(**kwargs):
     )
 
 
-class SharedPublishSerializer(StrictSerializer):
+class SharedPublishSerializer(serializers.Serializer):
     content = serializers.CharField(
         max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
     )
@@ -66,7 +65,7 @@ class MemoryStoreSerializer(SharedPublishSerializer):
     )
 
 
-class MemoryBatchStoreSerializer(StrictSerializer):
+class MemoryBatchStoreSerializer(serializers.Serializer):
     memories = serializers.ListField(
         child=MemoryStoreSerializer(), min_length=1, max_length=domain.MAX_BATCH
     )
@@ -91,7 +90,7 @@ class BatchStoreResultSerializer(serializers.Serializer):
     deduplicated = serializers.IntegerField()
 
 
-class MemoryUpdateSerializer(StrictSerializer):
+class MemoryUpdateSerializer(serializers.Serializer):
     content = serializers.CharField(
         max_length=domain.MEMORY_CONTENT_MAX_CHARS,
         trim_whitespace=False,
@@ -149,7 +148,7 @@ class MemorySerializer(serializers.ModelSerializer):
         return memory.session_id or None
 
 
-class MemoryCountQuerySerializer(StrictSerializer):
+class MemoryCountQuerySerializer(serializers.Serializer):
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
 
 
@@ -163,7 +162,7 @@ class SessionEndSerializer(serializers.Serializer):
     memories_purged = serializers.IntegerField()
 
 
-class MemorySearchSerializer(StrictSerializer):
+class MemorySearchSerializer(serializers.Serializer):
     query = serializers.CharField(
         max_length=4000,
         required=False,
@@ -232,7 +231,7 @@ class SearchResponseSerializer(serializers.Serializer):
     )
 
 
-class MemoryContextRequestSerializer(StrictSerializer):
+class MemoryContextRequestSerializer(serializers.Serializer):
     query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
     token_budget = serializers.IntegerField(
         min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."

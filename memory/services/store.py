@@ -322,9 +322,21 @@ def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, bat
 
 
 def _any_term_query(terms) -> str:
-    """A ``tsquery`` literal matching documents with any of ``terms`` (already lexemes)."""
+    """A ``tsquery`` literal matching documents with any of ``terms`` (already lexemes).
+
+    The OR is parenthesised as a balanced tree: PostgreSQL evaluates a flat ``a | b | …``
+    as a chain as deep as the term count, which exceeds its stack depth at ~16k terms (ten
+    20k-character memories), whereas a balanced tree is only log2(n) deep.
+    """
     quoted = sorted({"'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms})
-    return " | ".join(quoted)
+    return _balanced_or(quoted) if quoted else ""
+
+
+def _balanced_or(items: Sequence[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    middle = len(items) // 2
+    return f"({_balanced_or(items[:middle])} | {_balanced_or(items[middle:])})"
 
 
 def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:

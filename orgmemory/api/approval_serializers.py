@@ -7,10 +7,11 @@ import json
 from rest_framework import serializers
 
 from orgmemory.approval_models import MAX_TTL, MIN_TTL, ApprovalItem
-from synthorg.api.serializers import StrictSerializer
+from synthorg.api.fields import JSONObjectField
+from synthorg.api.serializers import ModelSerializer
 
 
-class ApprovalItemSerializer(serializers.ModelSerializer):
+class ApprovalItemSerializer(ModelSerializer):
     requester_agent_id = serializers.IntegerField(read_only=True, allow_null=True)
     task_id = serializers.IntegerField(read_only=True, allow_null=True)
     decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -41,23 +42,24 @@ class ApprovalItemSerializer(serializers.ModelSerializer):
 
 
 JSON_MAX_CHARS = 100_000
-JSON_INVALID = "must be a JSON object of at most 100000 characters without NUL characters."
+JSON_TOO_LARGE = "must be at most 100000 characters as JSON."
 
 
-def _json_object(value):
-    text = json.dumps(value, ensure_ascii=False)
-    if len(text) > JSON_MAX_CHARS or "\\u0000" in text or "\x00" in text:
-        raise serializers.ValidationError(JSON_INVALID, code="invalid")
+def _bounded(value):
+    # NUL characters and non-finite numbers are refused for every request by
+    # synthorg.api.input_safety before a serializer runs.
+    if len(json.dumps(value, ensure_ascii=False)) > JSON_MAX_CHARS:
+        raise serializers.ValidationError(JSON_TOO_LARGE, code="max_length")
     return value
 
 
-class ApprovalRequestSerializer(StrictSerializer):
+class ApprovalRequestSerializer(serializers.Serializer):
     action_type = serializers.CharField(max_length=100)
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=10000, required=False, allow_blank=True)
     risk_level = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices)
-    evidence = serializers.DictField(required=False, default=dict, validators=[_json_object])
-    metadata = serializers.DictField(required=False, default=dict, validators=[_json_object])
+    evidence = JSONObjectField(required=False, default=dict, validators=[_bounded])
+    metadata = JSONObjectField(required=False, default=dict, validators=[_bounded])
     ttl_seconds = serializers.IntegerField(
         required=False,
         min_value=int(MIN_TTL.total_seconds()),
@@ -69,11 +71,11 @@ class ApprovalRequestSerializer(StrictSerializer):
     )
 
 
-class ApprovalRejectSerializer(StrictSerializer):
+class ApprovalRejectSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=4000, allow_blank=True)
 
 
-class ApprovalApproveSerializer(StrictSerializer):
+class ApprovalApproveSerializer(serializers.Serializer):
     pass
 
 

@@ -69,15 +69,17 @@ class _TagsField(serializers.ListField):
             child=serializers.CharField(max_length=64),
             max_length=MAX_TAGS,
             required=False,
-            default=list,
-            **kwargs,
+            **{"default": list, **kwargs},
         )
 
 
 class FactWriteSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=FACT_CONTENT_MAX_CHARS)
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
-    tags = _TagsField()
+    tags = _TagsField(
+        default=None,
+        help_text="A new fact: default none. A new version: omit to keep the current tags.",
+    )
     fact_id = serializers.UUIDField(
         required=False, allow_null=True, help_text="Set to publish a new version of this fact."
     )
@@ -120,8 +122,12 @@ class FactListQuerySerializer(AsOfQuerySerializer):
 
 class LogEntrySerializer(serializers.ModelSerializer):
     author = serializers.SerializerMethodField()
-    author_user = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    approved_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    author_user = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    approved_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     write_request_id = serializers.UUIDField(allow_null=True, read_only=True)
 
     class Meta:
@@ -156,7 +162,9 @@ class LogEntrySerializer(serializers.ModelSerializer):
 class WriteRequestSerializer(serializers.ModelSerializer):
     requester_id = serializers.IntegerField(read_only=True)
     requester_seniority = serializers.CharField(read_only=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     published_operation_id = serializers.UUIDField(allow_null=True, read_only=True)
 
     class Meta:
@@ -180,6 +188,7 @@ class WriteRequestSerializer(serializers.ModelSerializer):
 
 
 class WriteRequestFileSerializer(FactWriteSerializer):
+    tags = _TagsField()
     justification = serializers.CharField(max_length=4000)
     expected_version = None
 

@@ -108,7 +108,7 @@ class FactListView(generics.ListAPIView):
             actor=request.user,
             content=data["content"],
             category=data["category"],
-            tags=data["tags"],
+            tags=data.get("tags"),
             fact_id=data.get("fact_id"),
             expected_version=data.get("expected_version"),
         )

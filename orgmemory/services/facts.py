@@ -151,18 +151,21 @@ def fact_publish(
     actor: Principal,
     content: str,
     category: str,
-    tags: list[str] | tuple[str, ...] = (),
+    tags: list[str] | tuple[str, ...] | None = None,
     fact_id: uuid.UUID | str | None = None,
     expected_version: int | None = None,
 ) -> OperationLogEntry:
     """Publish a new fact (``fact_id`` omitted) or a new version of an existing one.
+
+    ``tags=None`` publishes a new fact without tags, and a new version with the tags of the
+    version it replaces (read under the fact's lock); pass ``[]`` to clear them.
 
     Raises ``InvalidInputError`` (bad payload, changed category), ``NotFoundError`` (no such
     fact in the company), ``OrgMemoryAccessDeniedError`` (write rule; audited),
     ``ConflictError`` (retracted, ``expected_version`` mismatch, lost race).
     """
     _check_actor(company, actor)
-    payload = validate_write(content=content, category=category, tags=tags)
+    payload = validate_write(content=content, category=category, tags=tags or ())
     if fact_id is not None:
         current = _fact_or_404(company, fact_id)
         if current.category != payload.category:
@@ -189,6 +192,7 @@ def fact_publish(
         fact_id=fact_id,
         expected_version=expected_version,
         audit_principal=actor,
+        keep_tags=tags is None,
     )
 
 
@@ -201,8 +205,12 @@ def publish_as(
     expected_version: int | None = None,
     audit_principal: Principal | None = None,
     audit_user=None,
+    keep_tags: bool = False,
 ) -> OperationLogEntry:
-    """Append a PUBLISH row for an already-authorised write (used by approvals too)."""
+    """Append a PUBLISH row for an already-authorised write (used by approvals too).
+
+    ``keep_tags``: a new version takes the current version's tags instead of the payload's.
+    """
     embedded = embed_text(payload.content)  # outside the lock: model inference is slow-ish
     try:
         return _publish_locked(
@@ -214,6 +222,7 @@ def publish_as(
             embedded=embedded,
             audit_principal=audit_principal,
             audit_user=audit_user,
+            keep_tags=keep_tags,
         )
     except IntegrityError as exc:
         if "orglog_fact_version" in str(exc) or "orgmemory_orgfact_pkey" in str(exc):
@@ -232,6 +241,7 @@ def _publish_locked(
     embedded: tuple[str, np.ndarray] | None,
     audit_principal: Principal | None,
     audit_user,
+    keep_tags: bool = False,
 ) -> OperationLogEntry:
     now = timezone.now()
     if fact_id is None:
@@ -250,6 +260,8 @@ def _publish_locked(
         _check_expected(snapshot, expected_version)
         fact_uuid = snapshot.fact_id
         version = snapshot.version + 1
+        if keep_tags:
+            payload = payload.model_copy(update={"tags": tuple(snapshot.tags)})
         now = _after(snapshot, now)
     if snapshot is None:
         OrgFact.objects.create(

@@ -195,7 +195,7 @@ def _decide_locked(
         raise ConflictError(
             ALREADY_DECIDED.format(status=request.status),
             code="write_request_already_decided",
-            extra={"status": request.status},
+            extra={"request_status": request.status},
         )
     now = timezone.now()
     if decision == APPROVE:

@@ -26,6 +26,7 @@ from persistence.models import (
     Task,
     TaskMetric,
 )
+from synthorg.api.fields import UtcDateTimeFilter
 
 
 def _with_time_range(filterset: type[df.FilterSet]) -> type[df.FilterSet]:
@@ -57,8 +58,8 @@ class CostRecordFilter(df.FilterSet):
     model = df.CharFilter()
     provider = df.CharFilter()
     currency = df.CharFilter()
-    since = df.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte", label="From")
-    until = df.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt", label="To")
+    since = UtcDateTimeFilter(field_name="occurred_at", lookup_expr="gte", label="From")
+    until = UtcDateTimeFilter(field_name="occurred_at", lookup_expr="lt", label="To")
 
     class Meta:
         model = CostRecord
@@ -80,8 +81,8 @@ class AuditEntryFilter(df.FilterSet):
     action_type = df.CharFilter()
     verdict = df.ChoiceFilter(choices=AuditEntry.Verdict.choices)
     risk_level = df.ChoiceFilter(choices=AuditEntry.RiskLevel.choices)
-    since = df.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte", label="From")
-    until = df.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt", label="To")
+    since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte", label="From")
+    until = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt", label="To")
 
     class Meta:
         model = AuditEntry

@@ -24,9 +24,12 @@ from persistence.models import (
     TaskMetric,
 )
 from persistence.models.costs import COST_DECIMAL_PLACES, COST_MAX_DIGITS
+from persistence.services.costs import MAX_TOKENS_PER_RECORD
+from synthorg.api.fields import YearMonthField
+from synthorg.api.serializers import ModelSerializer
 
 
-class CompanyScopedSerializer(serializers.ModelSerializer):
+class CompanyScopedSerializer(ModelSerializer):
     """Restricts every related-object field to the requesting principal's company."""
 
     def get_fields(self):
@@ -84,7 +87,15 @@ class CostRecordSerializer(CompanyScopedSerializer):
     cost = serializers.DecimalField(
         max_digits=COST_MAX_DIGITS, decimal_places=COST_DECIMAL_PLACES, coerce_to_string=True
     )
-    currency = serializers.RegexField(r"^[A-Za-z]{3}$", max_length=3, default="USD")
+    currency = serializers.RegexField(
+        r"^[A-Za-z]{3}$", max_length=3, default="USD", help_text="ISO 4217 code"
+    )
+    input_tokens = serializers.IntegerField(
+        min_value=0, max_value=MAX_TOKENS_PER_RECORD, required=False, default=0
+    )
+    output_tokens = serializers.IntegerField(
+        min_value=0, max_value=MAX_TOKENS_PER_RECORD, required=False, default=0
+    )
     occurred_at = serializers.DateTimeField(required=False)
 
     class Meta:
@@ -173,6 +184,8 @@ class RuntimeStateSerializer(CompanyScopedSerializer):
         model = AgentRuntimeState
         fields = ("agent", "status", "current_task", "execution_id", "state", "updated_at")
         read_only_fields = ("agent", "updated_at")
+        # PUT replaces the whole state: the status is part of it (the service needs it).
+        extra_kwargs = {"status": {"required": True}}
 
 
 class HeartbeatSerializer(CompanyScopedSerializer):
@@ -285,7 +298,7 @@ class ProjectSerializer(CompanyScopedSerializer):
         validators = []  # name uniqueness is the service's (409)
 
 
-class SettingSerializer(serializers.ModelSerializer):
+class SettingSerializer(ModelSerializer):
     class Meta:
         model = Setting
         fields = ("namespace", "key", "value", "updated_by", "created_at", "updated_at")
@@ -296,7 +309,7 @@ class SettingValueSerializer(serializers.Serializer):
     value = serializers.JSONField()
 
 
-class PresetSerializer(serializers.ModelSerializer):
+class PresetSerializer(ModelSerializer):
     class Meta:
         model = PersonalityPreset
         fields = ("id", "name", "description", "traits", "created_at", "updated_at")
@@ -323,16 +336,19 @@ class CostGroupSerializer(serializers.Serializer):
 
 class CostSummarySerializer(serializers.Serializer):
     group_by = serializers.CharField()
-    since = serializers.DateTimeField(allow_null=True)
-    until = serializers.DateTimeField(allow_null=True)
+    # ``from``/``to`` are Python keywords: declared under those names below.
     totals = CurrencyTotalSerializer(many=True)
     groups = CostGroupSerializer(many=True)
 
-    def to_representation(self, instance):
-        data = super().to_representation(instance)
-        data["from"] = data.pop("since")
-        data["to"] = data.pop("until")
-        return data
+    def get_fields(self):
+        fields = super().get_fields()
+        fields["from"] = serializers.DateTimeField(
+            source="since", allow_null=True, help_text="Inclusive start of the range."
+        )
+        fields["to"] = serializers.DateTimeField(
+            source="until", allow_null=True, help_text="Exclusive end of the range."
+        )
+        return fields
 
 
 class CostSummaryQuerySerializer(serializers.Serializer):
@@ -354,9 +370,7 @@ class CostSummaryQuerySerializer(serializers.Serializer):
 
 
 class BudgetQuerySerializer(serializers.Serializer):
-    month = serializers.RegexField(
-        r"^\d{4}-(0[1-9]|1[0-2])$", required=False, help_text="YYYY-MM (default: this month)"
-    )
+    month = YearMonthField(required=False, help_text="YYYY-MM (default: this month)")
 
 
 class BudgetStatusSerializer(serializers.Serializer):

@@ -4,8 +4,6 @@ another company's object is a 404 whatever the method."""
 
 from __future__ import annotations
 
-from datetime import date
-
 from django.http import Http404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, status, viewsets
@@ -457,9 +455,9 @@ class CostBudgetView(APIView):
     def get(self, request):
         query = s.BudgetQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        month = query.validated_data.get("month")
-        month_date = date(int(month[:4]), int(month[5:7]), 1) if month else None
-        budget = cost_selectors.budget_status(request.user.company, month=month_date)
+        budget = cost_selectors.budget_status(
+            request.user.company, month=query.validated_data.get("month")
+        )
         return Response(s.BudgetStatusSerializer(budget).data)
 
 

@@ -215,7 +215,7 @@ def budget_status(company: Company, *, month: date | None = None) -> BudgetStatu
     since, until = month_bounds(month)
     totals = cost_totals(company, since=since, until=until)
     setting = setting_get(company, BUDGET_NAMESPACE, BUDGET_KEY)
-    label = f"{month:%Y-%m}"
+    label = f"{month.year:04d}-{month.month:02d}"
     if setting is None:
         return BudgetStatus(
             month=label,

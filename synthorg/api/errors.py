@@ -1,17 +1,22 @@
 """One DRF exception handler: every error becomes ``application/problem+json``.
 
 Shape: ``{"type", "title", "status", "detail", "code", "errors": [{"field", "message",
-"code"}]}`` plus any extra members a domain error carries.
+"code"}]}`` plus any extra members a domain error carries (extras never replace the
+standard members). Errors raised outside DRF views (unknown URLs, oversized bodies, bugs)
+are answered in the same shape by :mod:`synthorg.api.middleware`.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from http import HTTPStatus
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -21,6 +26,9 @@ logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEM_TYPE_BASE = "https://synthorg.dev/problems/"
+STANDARD_MEMBERS = frozenset({"type", "title", "status", "detail", "code", "errors"})
+
+REQUEST_TOO_LARGE = "The request body is larger than the server accepts ({limit} bytes)."
 
 _DRF_CODES = {
     exceptions.NotAuthenticated: "not_authenticated",
@@ -36,32 +44,60 @@ _DRF_CODES = {
 }
 
 
-def problem_response(
+def status_title(status_code: int) -> str:
+    """A fixed, human title per status ("Method not allowed"), never a message template."""
+    try:
+        phrase = HTTPStatus(status_code).phrase
+    except ValueError:
+        return "Error"
+    return phrase[:1] + phrase[1:].lower()
+
+
+def problem_body(
     *,
     status_code: int,
     code: str,
-    title: str,
+    title: str | None = None,
     detail: str,
     errors: list[dict[str, Any]] | None = None,
     extra: dict[str, Any] | None = None,
-    headers: dict[str, str] | None = None,
-) -> Response:
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "type": PROBLEM_TYPE_BASE + code,
-        "title": title,
-        "status": status_code,
-        "detail": detail,
-        "code": code,
-        "errors": errors or [],
+        key: value for key, value in (extra or {}).items() if key not in STANDARD_MEMBERS
     }
-    if extra:
-        body.update(extra)
+    body.update(
+        {
+            "type": PROBLEM_TYPE_BASE + code,
+            "title": title or status_title(status_code),
+            "status": status_code,
+            "detail": detail,
+            "code": code,
+            "errors": errors or [],
+        }
+    )
+    return body
+
+
+def problem_response(*, headers: dict[str, str] | None = None, **members: Any) -> Response:
+    """A DRF response carrying :func:`problem_body` (``members`` are its arguments)."""
+    body = problem_body(**members)
     response = Response(
-        body, status=status_code, headers=headers, content_type=PROBLEM_CONTENT_TYPE
+        body, status=body["status"], headers=headers, content_type=PROBLEM_CONTENT_TYPE
     )
     # Also set the header now: callers (and tests) may inspect the response before rendering.
     response["Content-Type"] = PROBLEM_CONTENT_TYPE
     return response
+
+
+def problem_http_response(
+    *, status_code: int, code: str, detail: str, **members: Any
+) -> HttpResponse:
+    """The same problem as a plain Django response, for code that runs outside DRF views."""
+    errors = members.pop("errors", None)
+    body = problem_body(
+        status_code=status_code, code=code, detail=detail, errors=errors, extra=members
+    )
+    return HttpResponse(json.dumps(body), status=status_code, content_type=PROBLEM_CONTENT_TYPE)
 
 
 def flatten_field_errors(detail: Any, prefix: str = "") -> list[dict[str, Any]]:
@@ -95,6 +131,12 @@ def _validation_summary(errors: list[dict[str, Any]]) -> str:
     return f"{where}{first['message']}{more}"
 
 
+def request_too_large_detail() -> str:
+    from django.conf import settings
+
+    return REQUEST_TOO_LARGE.format(limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+
+
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
         return problem_response(
@@ -105,6 +147,16 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             errors=[dict(e) for e in exc.errors],
             extra=exc.extra,
         )
+    if isinstance(exc, RequestDataTooBig):
+        return problem_response(
+            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            code="request_too_large",
+            detail=request_too_large_detail(),
+        )
+    if isinstance(exc, SuspiciousOperation):
+        return problem_response(
+            status_code=status.HTTP_400_BAD_REQUEST, code="bad_request", detail=str(exc)
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -114,7 +166,9 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             exc.message_dict if hasattr(exc, "error_dict") else exc.messages
         )
     if not isinstance(exc, exceptions.APIException):
-        return None  # a genuine bug: let Django log it and answer 500
+        # A genuine bug: the API middleware logs it and answers a 500 problem with a
+        # correlation id.
+        return None
 
     headers: dict[str, str] = {}
     if getattr(exc, "auth_header", None):
@@ -140,10 +194,17 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         exc.default_code,
     ):
         code = str(exc.detail.code)
+    errors = None
+    if getattr(exc, "field", None) is not None or code in {
+        "json_too_deep",
+        "invalid_characters",
+        "number_out_of_range",
+    }:
+        errors = [{"field": getattr(exc, "field", None), "message": str(detail), "code": code}]
     return problem_response(
         status_code=exc.status_code,
         code=code,
-        title=str(exc.default_detail).rstrip("."),
         detail=str(detail),
+        errors=errors,
         headers=headers,
     )

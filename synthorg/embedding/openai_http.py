@@ -6,6 +6,7 @@ Ollama, LiteLLM, text-embeddings-inference). Pure module: no Django imports.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ import httpx
 import numpy as np
 
 from synthorg.embedding.base import EmbeddingError, l2_normalize_rows, validate_texts
-from synthorg.http_json import HttpJsonError, RetryingJsonPoster, excerpt
+from synthorg.http_json import HttpJsonError, RetryingJsonPoster, TransientHttpError, excerpt
 
 DEFAULT_BATCH_SIZE = 64
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -37,6 +38,13 @@ class OpenAICompatibleEmbedder:
         api_key: sent as ``Authorization: Bearer``; omitted when ``None``.
         timeout: seconds for connecting, and for each read/write, per attempt.
         max_retries: retries after the first attempt (``0`` means a single try).
+        total_timeout: seconds one :meth:`embed` call may take in all (attempts, reads,
+            back-off, every batch); ``None`` for no overall bound. Callers serving a request
+            set it well under the request timeout: a failed embedding degrades (the memory is
+            stored ``pending``), a killed worker loses the write.
+        cooldown: after a call fails for a transient reason (timeout, connection error,
+            retryable status), further calls fail at once for this many seconds instead of
+            each waiting out the budget again (``0`` disables this circuit breaker).
         batch_size: inputs per request.
         backoff_base: delay before the first retry, doubled for each further retry.
         backoff_max: cap on any single delay.
@@ -53,6 +61,8 @@ class OpenAICompatibleEmbedder:
         api_key: str | None = None,
         timeout: float = 10.0,
         max_retries: int = 2,
+        total_timeout: float | None = None,
+        cooldown: float = 0.0,
         batch_size: int = DEFAULT_BATCH_SIZE,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
@@ -67,6 +77,14 @@ class OpenAICompatibleEmbedder:
             raise ValueError(f"dims must be at least 1, got {dims}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if total_timeout is not None and total_timeout <= 0:
+            raise ValueError(f"total_timeout must be positive, got {total_timeout}")
+        if cooldown < 0:
+            raise ValueError(f"cooldown cannot be negative, got {cooldown}")
+        self._total_timeout = total_timeout
+        self._cooldown = cooldown
+        self._open_until = 0.0
+        self._breaker_lock = threading.Lock()
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dims = dims
@@ -114,21 +132,41 @@ class OpenAICompatibleEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``; float32 ``(len(texts), dims)``, unit rows, in input order."""
         items = validate_texts(texts)
+        self._check_breaker()
+        deadline = None if self._total_timeout is None else time.monotonic() + self._total_timeout
         vectors = np.empty((len(items), self._dims), dtype=np.float32)
         for start in range(0, len(items), self._batch_size):
             batch = items[start : start + self._batch_size]
-            vectors[start : start + len(batch)] = self._embed_batch(batch)
+            vectors[start : start + len(batch)] = self._embed_batch(batch, deadline)
         return vectors
 
-    def _embed_batch(self, batch: list[str]) -> np.ndarray:
-        payload = self._post_with_retries({"model": self._model, "input": batch})
+    def _embed_batch(self, batch: list[str], deadline: float | None) -> np.ndarray:
+        payload = self._post_with_retries({"model": self._model, "input": batch}, deadline)
         return l2_normalize_rows(self._parse(payload, expected=len(batch)))
 
-    def _post_with_retries(self, body: dict[str, Any]) -> Any:
+    def _post_with_retries(self, body: dict[str, Any], deadline: float | None) -> Any:
         try:
-            return self._http.post(body, describe=self._describe())
+            payload = self._http.post(body, describe=self._describe(), deadline=deadline)
+        except TransientHttpError as exc:
+            self._trip_breaker()
+            raise EmbeddingError(str(exc)) from exc
         except HttpJsonError as exc:
             raise EmbeddingError(str(exc)) from exc
+        return payload
+
+    def _check_breaker(self) -> None:
+        with self._breaker_lock:
+            wait = self._open_until - time.monotonic()
+        if wait > 0:
+            raise EmbeddingError(
+                f"{self._describe()}: skipped for another {wait:.0f} s after a transient "
+                "failure (the endpoint timed out or was unreachable)"
+            )
+
+    def _trip_breaker(self) -> None:
+        if self._cooldown > 0:
+            with self._breaker_lock:
+                self._open_until = time.monotonic() + self._cooldown
 
     def _parse(self, payload: Any, *, expected: int) -> np.ndarray:
         data = payload.get("data") if isinstance(payload, dict) else None

@@ -447,3 +447,39 @@ def test_batch_of_one_names_its_item(caller):
     past = (timezone.now() - timedelta(days=1)).isoformat()
     response = post(caller, {"memories": [memory_body("Late.", expires_at=past)]})
     assert_problem(response, 400, "expires_in_past", "memories[0].expires_at")
+
+
+def test_a_hanging_embedder_degrades_within_the_budget_and_is_then_skipped(
+    caller, company, outsider, settings
+):
+    """An embedder that accepts the connection and never answers: the memory is stored
+    ``pending`` once the budget runs out (the worker is never killed mid-write), the next
+    store skips the endpoint without connecting, and another company still embeds."""
+    from tests.memory.conftest import use_remote_embedder
+    from tests.support.hanging_server import HangingServer
+
+    settings.SYNTHORG_EMBEDDER_TIMEOUT = 0.5
+    settings.SYNTHORG_EMBEDDER_BUDGET = 1.0
+    settings.SYNTHORG_EMBEDDER_COOLDOWN = 600
+    with HangingServer() as server:
+        use_remote_embedder(company, server)
+        first = post(caller, memory_body("Billing deploys on Fridays."))
+        assert first.status_code == 201, first.content
+        assert first.json()["embedding_status"] == "pending"
+        connected = server.connections
+        assert connected >= 1
+        second = post(caller, memory_body("The staging database is rebuilt nightly."))
+        assert second.status_code == 201
+        assert second.json()["embedding_status"] == "pending"
+        assert server.connections == connected  # skipped: the circuit is open
+        search = caller.client.post(
+            "/api/v1/memories/search", {"query": "when does billing deploy"}, format="json"
+        )
+        assert search.status_code == 200
+        assert search.json()["degraded"] == ["dense"]
+        assert search.json()["results"][0]["memory"]["content"] == "Billing deploys on Fridays."
+        other = post(outsider, memory_body("Billing deploys on Fridays."))
+        assert other.status_code == 201
+        assert other.json()["embedding_status"] == "ready"
+    pending = Memory.objects.filter(agent=caller.agent).values_list("embedding_status", flat=True)
+    assert sorted(pending) == ["pending", "pending"]

@@ -73,3 +73,31 @@ def test_gate_ignores_superseded_and_expired_memories():
     )
     again = memory_store(agent=agent, request=req(text))
     assert again.id not in (first.id, newer.id) and not again.deduplicated
+
+
+def _distinct_words(count: int, seed: int) -> list[str]:
+    """``count`` distinct letter-only words the english parser keeps as they are."""
+    import random
+
+    rng = random.Random(seed)
+    letters = "bcdfghjklmnpqrstvwxz"
+    words: set[str] = set()
+    while len(words) < count:
+        words.add("".join(rng.choice(letters) for _ in range(9)))
+    return sorted(words)
+
+
+def test_gate_handles_a_batch_with_more_distinct_terms_than_a_tsquery_nests():
+    """10 × 20k-char memories (~20k distinct terms) once overflowed the gate's tsquery."""
+    agent = AgentFactory()
+    words = _distinct_words(20_000, seed=14)
+    contents = [" ".join(words[i * 2_000 : (i + 1) * 2_000])[:20_000] for i in range(10)]
+    memory_store(agent=agent, request=req("bcdfghjkl " + contents[0][:200]))
+    results = memory_store_batch(agent=agent, requests=[req(c) for c in contents])
+    assert [r.stored for r in results] == [True] * 10
+    assert not any(r.deduplicated for r in results)
+    assert Memory.objects.filter(agent=agent).count() == 11
+    # The gate still finds a duplicate among that many terms.
+    again = memory_store_batch(agent=agent, requests=[req(contents[3])])
+    assert again[0].deduplicated is True
+    assert again[0].id == results[3].id

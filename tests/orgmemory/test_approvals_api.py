@@ -72,7 +72,7 @@ def test_agent_requests_and_reads_its_item(caller):
         ({"risk_level": "severe"}, "risk_level"),
         ({"title": ""}, "title"),
         ({"surprise": 1}, "surprise"),
-        ({"evidence": {"note": "a\x00b"}}, "evidence"),
+        ({"evidence": {"note": "x" * 100_001}}, "evidence"),
         ({"evidence": ["not", "an", "object"]}, "evidence"),
         ({"task_id": 2**64}, "task_id"),
     ],
@@ -82,6 +82,13 @@ def test_bad_requests_are_400_and_store_nothing(caller, overrides, field):
     assert response.status_code == 400
     assert response["Content-Type"] == "application/problem+json"
     assert [e["field"] for e in response.json()["errors"]] == [field]
+    assert ApprovalItem.objects.count() == 0
+
+
+def test_nul_characters_are_refused_before_anything_is_stored(caller):
+    response = _ask(caller, evidence={"note": "a\x00b"})
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
     assert ApprovalItem.objects.count() == 0
 
 

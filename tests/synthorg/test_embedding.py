@@ -161,3 +161,40 @@ def test_http_embedder_reports_an_unreachable_server():
     )
     with pytest.raises(EmbeddingError, match="failed after 1 attempt"):
         embedder.embed(["x"])
+
+
+def test_http_embedder_stops_a_hanging_server_at_its_total_budget():
+    """Accepts, never answers: the budget ends the call however many retries remain."""
+    from tests.support.hanging_server import HangingServer
+
+    waits = []
+    with HangingServer() as server:
+        embedder = OpenAICompatibleEmbedder(
+            server.base_url,
+            "m",
+            8,
+            timeout=30,
+            max_retries=5,
+            total_timeout=0.5,
+            sleep=waits.append,
+        )
+        with pytest.raises(EmbeddingError, match="time budget exhausted"):
+            embedder.embed(["x"])
+        assert server.connections == 1  # no retry fits in what is left of the budget
+    assert waits == []
+
+
+def test_http_embedder_skips_the_endpoint_during_the_cooldown(server):
+    server.enqueue(server.EMBEDDINGS, ScriptedResponse(status=503))
+    embedder = http_embedder(server, max_retries=0, cooldown=600)
+    with pytest.raises(EmbeddingError, match="failed after 1 attempt"):
+        embedder.embed(["x"])
+    with pytest.raises(EmbeddingError, match="skipped for another"):
+        embedder.embed(["x"])
+    assert len(server.requests_to(server.EMBEDDINGS)) == 1
+    # A non-transient failure (bad request) does not open the circuit.
+    other = http_embedder(server, max_retries=0, cooldown=600)
+    server.enqueue(server.EMBEDDINGS, ScriptedResponse(status=400))
+    with pytest.raises(EmbeddingError, match="HTTP 400"):
+        other.embed(["x"])
+    assert other.embed(["y"]).shape == (1, 8)
