@@ -17,16 +17,18 @@ facts) are ranked together with the memories by score and fenced the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.utils import timezone
 
 from memory.models import Memory
+from memory.procedural.rendering import render_discovery, render_full
+from memory.procedural.selectors import attach_lessons, lesson_of
 from memory.retrieval.diversity import mmr_rerank
 from memory.retrieval.filtering import TagBasedMemoryFilter, apply_filter
 from memory.retrieval.formatting import build_messages, format_entry
-from memory.retrieval.packing import estimate_tokens, pack_greedy
+from memory.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
 from memory.retrieval.query import MemoryQuery
 from memory.selectors.search import memory_search
 from persistence.models import Agent
@@ -51,6 +53,10 @@ class ContextEntry:
     label: str = ""  # trusted metadata shown in the fence's opening tag
     tags: tuple[str, ...] = ()
     memory: Memory | None = field(default=None, compare=False, repr=False)
+    # A shorter form used when this one does not fit (a lesson's discovery tier alone).
+    fallback: ContextEntry | None = field(default=None, compare=False, repr=False)
+    # For procedural lessons: "all" (three tiers) or "discovery"; "" otherwise.
+    tiers: str = ""
 
     @property
     def fenced(self) -> str:
@@ -108,6 +114,7 @@ def memory_context(
     )
     result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
     degraded = list(result.degraded)
+    attach_lessons([hit.memory for hit in result.hits])
     entries = [_memory_entry(hit) for hit in result.hits]
 
     if config.non_inferable_only:
@@ -132,8 +139,11 @@ def memory_context(
             memories_taken += 1
         candidates.append(entry)
 
-    included, dropped, used = pack_greedy(
-        candidates, cost=lambda e: e.tokens, budget=max(0, token_budget - pinned_tokens)
+    included, dropped, used = pack_greedy_with_fallback(
+        candidates,
+        cost=lambda e: e.tokens,
+        budget=max(0, token_budget - pinned_tokens),
+        fallback=lambda e: e.fallback,
     )
     messages = build_messages(
         [entry.fenced for entry in included],
@@ -204,7 +214,7 @@ def _memory_entry(hit) -> ContextEntry:
     label = f"{memory.category}, {memory.created_at:%Y-%m-%d}"
     if hit.is_shared:
         label += ", shared"
-    return ContextEntry(
+    entry = ContextEntry(
         key=str(memory.pk),
         content=memory.content,
         score=hit.combined,
@@ -213,3 +223,9 @@ def _memory_entry(hit) -> ContextEntry:
         tags=tuple(memory.tags),
         memory=memory,
     )
+    lesson = lesson_of(memory)
+    if lesson is None:
+        return entry
+    # Procedural lessons: all three tiers when they fit, else the discovery tier alone.
+    discovery = replace(entry, content=render_discovery(lesson), tiers="discovery")
+    return replace(entry, content=render_full(lesson), tiers="all", fallback=discovery)

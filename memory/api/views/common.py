@@ -34,6 +34,10 @@ MEMORY_EXAMPLE = {
     "superseded_by": None,
     "embedding_status": "ready",
     "embedder_id": "minilm-l6-v2-int8",
+    "scope": "",
+    "application_count": 0,
+    "last_applied_at": None,
+    "procedural": None,
 }
 STORE_EXAMPLE = {
     "content": "The billing service deploys every Friday at noon UTC.",

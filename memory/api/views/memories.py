@@ -26,6 +26,7 @@ from memory.api.views.common import (
 )
 from memory.domain import MemoryUpdateRequest, parse_request
 from memory.models import Memory
+from memory.procedural.selectors import attach_lessons
 from memory.selectors.memories import agent_memories
 from synthorg.errors import DomainError
 
@@ -38,6 +39,11 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
 
     def get_queryset(self):
         return agent_memories(agent=self.agent, include_superseded=True)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        attach_lessons(page or [])  # one query, only when the page holds procedural memories
+        return page
 
     @extend_schema(
         summary="List the caller's memories",
