@@ -23,6 +23,7 @@ from orgmemory.services.write_requests import write_request_file
 from orgmemory.write_access import explain_write_access
 from persistence.selectors.config import company_config
 from synthorg.enums import OrgFactCategory
+from synthorg.errors import AccessDeniedError
 from synthorg.tools import (
     DestructiveArguments,
     ToolArguments,
@@ -33,6 +34,7 @@ from synthorg.tools import (
     register_tool,
 )
 
+AGENTS_ONLY = "Only agents ask for approval through this tool."
 FactCategory = Literal["core_policy", "adr", "procedure", "convention", "entity_definition"]
 
 
@@ -73,6 +75,32 @@ class ProposeFactArgs(ToolArguments):
 
 class RetractFactArgs(DestructiveArguments):
     fact_id: UUID = Field(description="The id of the org fact to retract.")
+
+
+class RequestApprovalArgs(ToolArguments):
+    action_type: str = Field(
+        min_length=1, max_length=100, description="What you want to do, e.g. 'deploy:prod'."
+    )
+    title: str = Field(min_length=1, max_length=200, description="One line for the human.")
+    description: str = Field(
+        default="", max_length=10_000, description="Why, what could go wrong, how to undo it."
+    )
+    risk_level: Literal["low", "medium", "high", "critical"] = Field(
+        description="Your honest estimate of the risk."
+    )
+    ttl_seconds: int | None = Field(
+        default=None,
+        ge=60,
+        le=7 * 24 * 3600,
+        description="How long the request stays open (default depends on the action type).",
+    )
+
+
+class ListApprovalsArgs(ToolArguments):
+    status: Literal["pending", "approved", "rejected", "expired"] | None = Field(
+        default=None, description="Only items in this state."
+    )
+    limit: int = Field(default=20, ge=1, le=100, description="How many items, newest first.")
 
 
 def _fact_lines(facts) -> str:
@@ -151,6 +179,44 @@ def retract_org_fact(ctx: ToolContext, args: RetractFactArgs) -> ToolResult:
     )
 
 
+def request_approval(ctx: ToolContext, args: RequestApprovalArgs) -> ToolResult:
+    from datetime import timedelta
+
+    from orgmemory.api.approval_serializers import ApprovalItemSerializer
+    from orgmemory.services.approvals import approval_request
+
+    principal = ctx.principal
+    if not principal.is_agent:
+        raise AccessDeniedError(AGENTS_ONLY, code="agents_only")
+    item = approval_request(
+        company=principal.company,
+        action_type=args.action_type,
+        title=args.title,
+        description=args.description,
+        risk_level=args.risk_level,
+        source=ctx.via,
+        requester_agent=principal.agent,
+        ttl=timedelta(seconds=args.ttl_seconds) if args.ttl_seconds is not None else None,
+    )
+    return ToolResult(
+        f"Approval requested: item {item.pk} is pending a human decision "
+        f"(expires {item.expires_at:%Y-%m-%d %H:%M} UTC).",
+        json_ready(ApprovalItemSerializer(item).data),
+    )
+
+
+def list_my_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> ToolResult:
+    from orgmemory.api.approval_serializers import ApprovalItemSerializer
+    from orgmemory.inbox import approval_items_for
+
+    items = list(approval_items_for(principal=ctx.principal, status=args.status)[: args.limit])
+    text = "\n".join(f"- [{i.pk}] {i.status}: {i.title} ({i.action_type})" for i in items)
+    return ToolResult(
+        text or "You have no approval items.",
+        {"results": json_ready(ApprovalItemSerializer(items, many=True).data)},
+    )
+
+
 ORG_TOOLS = (
     ToolSpec(
         "get_org_policies",
@@ -174,6 +240,21 @@ ORG_TOOLS = (
         ProposeFactArgs,
         propose_org_fact,
         group="org",
+    ),
+    ToolSpec(
+        "request_approval",
+        "Ask a human to approve an action before you take it. Returns the item's id; check "
+        "its status with list_my_approvals.",
+        RequestApprovalArgs,
+        request_approval,
+        group="approvals",
+    ),
+    ToolSpec(
+        "list_my_approvals",
+        "Your own approval requests and their status (pending, approved, rejected, expired).",
+        ListApprovalsArgs,
+        list_my_approvals,
+        group="approvals",
     ),
     ToolSpec(
         "retract_org_fact",

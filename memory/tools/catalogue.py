@@ -338,7 +338,8 @@ MEMORY_TOOLS = (
 
 
 def register_memory_tools() -> None:
+    from memory.tools.procedural_tools import PROCEDURAL_TOOLS
     from memory.tools.self_editing_tools import SELF_EDITING_TOOLS
 
-    for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS):
+    for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS, *PROCEDURAL_TOOLS):
         register_tool(spec)

@@ -257,3 +257,56 @@ def test_humans_cannot_call_tools(human_client):
     response = human_client.post(CALL, {"name": "search_memory", "arguments": {}}, format="json")
     assert response.status_code == 403
     assert response["Content-Type"] == "application/problem+json"
+
+
+def test_approval_tools(caller, peer):
+    from orgmemory.approval_models import ApprovalItem
+
+    requested = call(
+        caller,
+        "request_approval",
+        action_type="deploy:prod",
+        title="Deploy billing 2.4 to production",
+        risk_level="high",
+        ttl_seconds=3600,
+    )
+    item = ApprovalItem.objects.get()
+    assert requested["data"]["id"] == str(item.pk) or requested["data"]["id"] == item.pk
+    assert (item.requester_agent_id, item.status, item.source) == (
+        caller.agent.pk,
+        "pending",
+        "rest",
+    )
+    assert requested["content"].startswith(f"Approval requested: item {item.pk} is pending")
+    bad = call(caller, "request_approval", 400, action_type="x", title="y", risk_level="extreme")
+    assert bad["code"] == "invalid_tool_arguments"
+    assert ApprovalItem.objects.count() == 1
+
+    mine = call(caller, "list_my_approvals")["data"]["results"]
+    assert [entry["title"] for entry in mine] == ["Deploy billing 2.4 to production"]
+    assert call(caller, "list_my_approvals", status="approved")["data"]["results"] == []
+    assert call(peer, "list_my_approvals")["data"]["results"] == []  # only one's own items
+
+
+def test_report_execution_tool(caller):
+    from memory.procedural.models import ExecutionReport
+
+    reported = call(
+        caller,
+        "report_execution",
+        task_title="Deploy billing",
+        outcome="failed",
+        error={"category": "timeout", "message": "the migration timed out"},
+        tool_calls=[{"name": "run_migrations", "status": "failed", "duration_ms": 1200}],
+        retry_count=1,
+    )
+    report = ExecutionReport.objects.get()
+    assert reported["data"]["id"] == str(report.pk)
+    assert (report.agent_id, report.outcome, report.task_title) == (
+        caller.agent.pk,
+        "failed",
+        "Deploy billing",
+    )
+    bad = call(caller, "report_execution", 400, outcome="exploded")
+    assert bad["code"] == "invalid_tool_arguments" and bad["errors"][0]["field"] == "outcome"
+    assert ExecutionReport.objects.count() == 1
