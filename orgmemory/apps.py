@@ -8,7 +8,10 @@ class OrgMemoryConfig(AppConfig):
     def ready(self) -> None:
         from django_q.models import Schedule
 
+        from orgmemory.tools import register_org_tools
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        register_org_tools()
 
         register_schedule(
             ScheduleSpec(

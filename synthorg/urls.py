@@ -12,6 +12,7 @@ api_v1 = [
     path("", include("memory.api.urls")),
     path("", include("memory.api.archive_urls")),
     path("", include("memory.procedural.api.urls")),
+    path("", include("memory.ingestion.api.urls")),
 ]
 
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console

@@ -14,7 +14,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 ERROR_CATEGORY_MAX = 100
 ERROR_MESSAGE_MAX = 4_000
@@ -58,28 +65,40 @@ class ProceduralScope(StrEnum):
     ORG = "org"
 
 
-class ReportedError(BaseModel):
+NUL_IN_TEXT = "must not contain NUL characters"
+MAX_ID = 2**63 - 1
+
+
+class _ReportPart(BaseModel):
+    """Strict input: unknown fields refused; NUL characters (PostgreSQL text cannot hold
+    them) refused in every string field."""
+
     model_config = _STRICT
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError(NUL_IN_TEXT)
+        return value
+
+
+class ReportedError(_ReportPart):
     category: Annotated[str, StringConstraints(min_length=1, max_length=ERROR_CATEGORY_MAX)]
     message: str = Field(default="", max_length=ERROR_MESSAGE_MAX)
 
 
-class ToolCall(BaseModel):
-    model_config = _STRICT
-
+class ToolCall(_ReportPart):
     name: Annotated[str, StringConstraints(min_length=1, max_length=TOOL_NAME_MAX)]
     status: ToolCallStatus
     error: str | None = Field(default=None, max_length=TOOL_ERROR_MAX)
     duration_ms: int = Field(default=0, ge=0, le=MAX_DURATION_MS)
 
 
-class ExecutionReportInput(BaseModel):
+class ExecutionReportInput(_ReportPart):
     """One execution outcome as an agent reports it (before redaction)."""
 
-    model_config = _STRICT
-
-    task_id: int | None = Field(default=None, ge=1)
+    task_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     task_title: str = Field(default="", max_length=TASK_TITLE_MAX)
     task_type: str = Field(default="", max_length=TASK_TYPE_MAX)
     task_description: str = Field(default="", max_length=TASK_DESCRIPTION_MAX)
@@ -151,6 +170,14 @@ class ProceduralMemoryProposal(BaseModel):
     scope: ProceduralScope = ProceduralScope.AGENT
     name: str | None = Field(default=None, max_length=64)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str) and "\x00" in text for text in texts):
+            raise ValueError(NUL_IN_TEXT)
+        return value
+
 
 class ProposalError(ValueError):
     """The proposer's answer is not a usable proposal; ``reason`` is short and loggable."""
@@ -180,7 +207,8 @@ def parse_proposal(text: str) -> ProceduralMemoryProposal:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"]) or "proposal"
-        raise ProposalError(f"invalid proposal: {loc}: {first['msg']}") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise ProposalError(f"invalid proposal: {loc}: {message}") from None
 
 
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 SKILL_FILE = "SKILL.md"
-_COMPONENT = re.compile(r"^[a-z0-9][a-z0-9-]{0,99}$")
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 DESCRIPTION_MAX = 1024
 
 

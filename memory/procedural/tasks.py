@@ -11,3 +11,20 @@ def capture_execution_report(report_id: str) -> str | None:
     if not ExecutionCapture.objects.filter(report_id=report_id).exists():
         return None  # unknown id (never happens for ids we enqueue)
     return execution_report_capture(report_id=report_id).status
+
+
+def run_procedural_maintenance(company_id: int) -> dict | None:
+    """Daily per company: prune lessons, re-queue captures a lost message left behind."""
+    from memory.procedural.services.capture import execution_captures_requeue
+    from memory.procedural.services.pruning import procedural_prune_company
+    from persistence.models import Company
+
+    company = Company.objects.filter(pk=company_id).first()
+    if company is None:
+        return None
+    results = procedural_prune_company(company=company)
+    return {
+        "agents": len(results),
+        "pruned": sum(r.pruned for r in results),
+        "requeued": execution_captures_requeue(company=company),
+    }

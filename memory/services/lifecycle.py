@@ -6,6 +6,7 @@ decide) and each writes an audit entry in the same transaction.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from uuid import UUID
 
@@ -89,17 +90,34 @@ def memory_update(
 
 
 @transaction.atomic
-def memory_delete(*, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "") -> None:
+def memory_delete(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
     """Delete one of ``agent``'s private memories, recording who did it (and why).
 
-    A human (operator or above, of the agent's company) must give a ``reason``.
+    A human (operator or above, of the agent's company) must give a ``reason``; tool calls
+    must too (their guardrail checks it before calling here).
     """
     reason = _human_reason(agent=agent, principal=principal, reason=reason)
     memory = agent_memory_get(agent=agent, memory_id=memory_id)
     _audit_deletion(
-        memory, principal=principal, agent=agent, action_type="memory.deleted", reason=reason
+        memory,
+        principal=principal,
+        agent=agent,
+        action_type="memory.deleted",
+        extra=guardrail_details(reason=reason, via=via),
     )
     memory.delete()
+
+
+def guardrail_details(*, reason: str = "", via: str = "") -> dict[str, str]:
+    """Audit members of a guarded (tool) deletion; empty for a plain REST delete."""
+    details = {}
+    if reason:
+        details["reason"] = reason
+    if via:
+        details["via"] = via
+    return details
 
 
 def memory_correct(
@@ -113,7 +131,8 @@ def memory_correct(
 ) -> Memory:
     """A human replaces a wrong memory's text (re-embedded), audited with the reason.
 
-    The old text is kept in the audit entry so the correction can be reviewed.
+    The audit log is append-only and survives erasure, so it records a hash of the old
+    text, never the text itself.
     """
     reason = _human_reason(agent=agent, principal=principal, reason=reason, required=True)
     with transaction.atomic():
@@ -134,7 +153,7 @@ def memory_correct(
             details={
                 "agent_id": agent.pk,
                 "reason": reason,
-                "previous_content": before.content,
+                "previous_content_sha256": hashlib.sha256(before.content.encode()).hexdigest(),
                 "category": memory.category,
             },
         )
@@ -161,17 +180,8 @@ def _human_reason(*, agent: Agent, principal, reason: str, required: bool = Fals
 
 
 def _audit_deletion(
-    memory: Memory, *, principal, agent: Agent, action_type: str, reason: str = ""
+    memory: Memory, *, principal, agent: Agent, action_type: str, extra=None
 ) -> None:
-    details = {
-        "agent_id": memory.agent_id,
-        "namespace": memory.namespace,
-        "category": memory.category,
-        "level": memory.level,
-        "is_shared": memory.is_shared,
-    }
-    if reason:
-        details["reason"] = reason
     audit_record(
         company=memory.company,
         principal=principal,
@@ -179,12 +189,31 @@ def _audit_deletion(
         action_type=action_type,
         target_type="memory",
         target_id=memory.pk,
-        details=details,
+        details={
+            "agent_id": memory.agent_id,
+            "namespace": memory.namespace,
+            "category": memory.category,
+            "level": memory.level,
+            "is_shared": memory.is_shared,
+            **(extra or {}),
+        },
     )
 
 
+_session_end_hooks: list = []
+
+
+def on_session_ended(hook) -> None:
+    """Register ``hook(agent=, session_id=, principal=)``; it runs inside the session-end
+    transaction (e.g. ingestion purges the session's conversations)."""
+    if hook not in _session_end_hooks:
+        _session_end_hooks.append(hook)
+
+
 @transaction.atomic
-def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
+def memory_session_end(
+    *, agent: Agent, session_id: str, principal=None, reason: str = "", via: str = ""
+) -> int:
     """End ``agent``'s session ``session_id``: purge its session-level memories."""
     if not session_id.strip() or len(session_id) > SESSION_ID_MAX_CHARS:
         raise MemoryStoreError(SESSION_ID_INVALID, code="invalid_session_id")
@@ -198,8 +227,14 @@ def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
         action_type="memory.session_ended",
         target_type="session",
         target_id=session_id[:100],
-        details={"agent_id": agent.pk, "memories_purged": purged},
+        details={
+            "agent_id": agent.pk,
+            "memories_purged": purged,
+            **guardrail_details(reason=reason, via=via),
+        },
     )
+    for hook in _session_end_hooks:
+        hook(agent=agent, session_id=session_id, principal=principal)
     return purged
 
 

@@ -1,5 +1,7 @@
 """Console memory browser: list, hybrid search, correct and delete with a reason (audited)."""
 
+import hashlib
+
 import pytest
 from django.test import Client
 
@@ -82,7 +84,11 @@ def test_correct_rewrites_and_audits_the_old_text(company, agent):
     memory.refresh_from_db()
     assert memory.content == "Billing deploys every Thursday."
     entry = AuditEntry.objects.get(action_type="memory.corrected", target_id=str(memory.pk))
-    assert entry.details["previous_content"] == "Billing deploys every Friday."
+    assert (
+        entry.details["previous_content_sha256"]
+        == hashlib.sha256(b"Billing deploys every Friday.").hexdigest()
+    )
+    assert "Billing deploys every Friday." not in str(entry.details)
     assert entry.details["reason"] == "moved"
 
 

@@ -138,3 +138,9 @@ class ExecutionReportSerializer(serializers.ModelSerializer):
     def get_memory_id(self, obj: ExecutionReport) -> str | None:
         capture = self._capture(obj)
         return str(capture.memory_id) if capture and capture.memory_id else None
+
+
+class LessonAppliedSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    application_count = serializers.IntegerField()
+    last_applied_at = serializers.DateTimeField()

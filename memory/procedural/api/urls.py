@@ -9,4 +9,6 @@ urlpatterns = [
         views.ExecutionReportDetailView.as_view(),
         name="execution-detail",
     ),
+    path("memories/<uuid:pk>/applied", views.LessonAppliedView.as_view(), name="lesson-applied"),
+    path("memories/<uuid:pk>/skill.md", views.LessonSkillMdView.as_view(), name="lesson-skill-md"),
 ]

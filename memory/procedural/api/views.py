@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+import json
+
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import generics, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.procedural.api import serializers as s
 from memory.procedural.api.filters import ExecutionReportFilter
 from memory.procedural.models import ExecutionReport
-from memory.procedural.selectors import execution_report_get, execution_reports_visible_to
+from memory.procedural.selectors import (
+    execution_report_get,
+    execution_reports_visible_to,
+    lesson_for,
+)
+from memory.procedural.services.lessons import lesson_skill_md
 from memory.procedural.services.reports import execution_report_submit
+from memory.procedural.services.skill_pool import procedural_memory_applied
 from persistence.api.permissions import IsAgent, IsPrincipal
 from synthorg.api.pagination import StableCursorPagination
 from synthorg.errors import InvalidInputError
 
 PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
 BODY_NOT_OBJECT = "The request body must be a JSON object."
+APPLIED_TAKES_NO_BODY = "This endpoint takes no request body."
 
 REPORT_EXAMPLE = {
     "task_id": 481,
@@ -110,3 +122,73 @@ class ExecutionReportDetailView(APIView):
     def get(self, request, pk):
         report = execution_report_get(principal=request.user, report_id=pk)
         return Response(s.ExecutionReportSerializer(report).data)
+
+
+class MarkdownRenderer(BaseRenderer):
+    media_type = "text/markdown"
+    format = "md"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if isinstance(data, str):
+            return data.encode(self.charset)
+        return json.dumps(data).encode(self.charset)  # a problem body, when one is rendered
+
+
+@extend_schema(tags=["memories"])
+class LessonSkillMdView(APIView):
+    permission_classes = [IsPrincipal]
+    renderer_classes = [JSONRenderer, MarkdownRenderer]
+
+    @extend_schema(
+        summary="Download a procedural lesson as SKILL.md",
+        description=(
+            "The lesson in the Agent Skills format (YAML front matter `name`, `description`; "
+            "when to use, steps, rationale), whether or not the company writes SKILL.md "
+            "files to a directory."
+        ),
+        responses={
+            (200, "text/markdown"): OpenApiResponse(response=OpenApiTypes.STR),
+            404: PROBLEM,
+        },
+    )
+    def get(self, request, pk):
+        lesson = lesson_for(principal=request.user, memory_id=pk)
+        response = HttpResponse(
+            lesson_skill_md(lesson), content_type="text/markdown; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="{lesson.skill_name}-SKILL.md"'
+        return response
+
+
+@extend_schema(tags=["memories"])
+class LessonAppliedView(APIView):
+    permission_classes = [IsPrincipal, IsAgent]
+
+    @extend_schema(
+        summary="Record that the caller applied a procedural lesson",
+        description=(
+            "Increments `application_count` and sets `last_applied_at` on one of the "
+            "caller's procedural memories (or a shared one of the company). No body."
+        ),
+        request=None,
+        responses={
+            200: s.LessonAppliedSerializer,
+            404: PROBLEM,
+            409: PROBLEM,
+            422: PROBLEM,
+        },
+    )
+    def post(self, request, pk):
+        if request.data:
+            fields = sorted(request.data) if isinstance(request.data, dict) else [None]
+            raise InvalidInputError(
+                f"{fields[0]}: {APPLIED_TAKES_NO_BODY}" if fields[0] else APPLIED_TAKES_NO_BODY,
+                code="validation_error",
+                errors=[
+                    {"field": f, "message": APPLIED_TAKES_NO_BODY, "code": "unknown_field"}
+                    for f in fields
+                ],
+            )
+        memory = procedural_memory_applied(agent=request.user.agent, memory_id=pk)
+        return Response(s.LessonAppliedSerializer(memory).data)

@@ -102,6 +102,16 @@ def execution_report_capture(*, report_id, now: datetime | None = None) -> Execu
     capture = _claim(report_id)
     if capture is None:
         return ExecutionCapture.objects.get(report_id=report_id)
+    try:
+        return _run(capture, now=now)
+    except Exception as exc:
+        # A bug or an outage must not leave the capture "running" forever: record it.
+        logger.exception("procedural capture of report %s crashed", report_id)
+        _finish(capture, CaptureStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        return capture
+
+
+def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture:
     report = capture.report
     agent = report.agent
     procedural = company_config(agent.company).memory.procedural

@@ -149,7 +149,7 @@ def execution_report_submit(
 
 def enqueue_capture(report_id: str) -> None:
     """Hand the capture to the q2 cluster. A broker failure leaves the report ``queued``
-    (``run_maintenance`` re-queues stale captures), never fails the submit."""
+    (the daily procedural maintenance task re-queues stale captures), never fails the submit."""
     from django_q.tasks import async_task
 
     try:

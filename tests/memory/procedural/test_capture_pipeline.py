@@ -178,6 +178,14 @@ def _proposal(**changes):
         ("Sure! Here is a lesson: be careful.", "invalid JSON from proposer"),
         ("[1, 2]", "proposer JSON is not an object"),
         (
+            _proposal(action="use \u0000 here"),
+            "invalid proposal: action: must not contain NUL characters",
+        ),
+        (
+            _proposal(execution_steps=["ok", "bad \u0000"]),
+            "invalid proposal: execution_steps: must not contain NUL characters",
+        ),
+        (
             _proposal(discovery="d" * 601),
             "invalid proposal: discovery: String should have at most 600 characters",
         ),
@@ -315,3 +323,28 @@ def test_stale_captures_are_requeued(caller, company, django_capture_on_commit_c
     assert capture_of(report_id).status == "queued"
     assert capture_of(fresh).status == "queued"
     assert [task.args() for task in OrmQ.objects.all()] == [(report_id,)]
+
+
+def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):
+    import psycopg
+    from django.db import connection
+
+    # A real fault: another session holds the agent's memory-gate lock, and this session
+    # gives up waiting for it (lock_timeout) while storing the lesson.
+    other = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+    try:
+        other.execute(
+            "SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+            [f"memory-gate:{caller.agent.pk}:default:procedural"],
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        report_id = submit(caller)
+        assert capture_execution_report(report_id) == "failed"
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+    reason = capture_of(report_id).reason
+    assert reason.startswith("internal error: OperationalError: canceling statement due to lock")
+    assert not Memory.objects.exists()  # the memory row rolled back with the lesson

@@ -205,6 +205,16 @@ def _bad(**changes):
         (_bad(quality_score=-0.1), "quality_score", "greater_than_equal"),
         (_bad(duration_ms=-5), "duration_ms", "greater_than_equal"),
         (_bad(recovery="r" * 4001), "recovery", "string_too_long"),
+        (_bad(recovery="nul \x00 byte"), "recovery", "value_error"),
+        (_bad(error={"category": "c\x00"}), "error.category", "value_error"),
+        (
+            _bad(tool_calls=[{"name": "a\x00", "status": "failed"}]),
+            "tool_calls.0.name",
+            "value_error",
+        ),
+        (_bad(task_id=2**63), "task_id", "less_than_equal"),
+        (_bad(quality_score="high"), "quality_score", "float_parsing"),
+        (_bad(error="boom"), "error", "model_type"),
     ],
 )
 def test_validation_names_the_field_and_stores_nothing(caller, body, field, code):
@@ -331,3 +341,31 @@ def test_viewer_member_reads_but_cannot_post(company):
     client.force_login(membership.user)
     assert client.get(URL).status_code == 200
     assert client.post(URL, FAILED_REPORT, format="json").status_code == 403
+
+
+def test_window_selector_spans_agents_not_companies(caller, peer, outsider):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.procedural.selectors import execution_reports_in_window
+
+    first = post(caller, FAILED_REPORT).json()["id"]
+    second = post(peer, _bad(outcome="succeeded")).json()["id"]
+    post(outsider, FAILED_REPORT)
+    now = timezone.now()
+    ids = [str(r.pk) for r in execution_reports_in_window(company=caller.company)]
+    assert ids == [first, second]
+    failed = execution_reports_in_window(company=caller.company, outcomes=["failed"])
+    assert [str(r.pk) for r in failed] == [first]
+    assert not execution_reports_in_window(company=caller.company, since=now + timedelta(1))
+    assert not execution_reports_in_window(company=caller.company, until=now - timedelta(1))
+
+
+def test_deleting_the_task_keeps_the_report(caller, human_client):
+    task = TaskFactory(company=caller.company, title="Rotate certificates")
+    report_id = post(caller, {"task_id": task.pk, "outcome": "failed"}).json()["id"]
+    assert human_client.delete(f"/api/v1/tasks/{task.pk}").status_code == 204
+    report = ExecutionReport.objects.get(pk=report_id)
+    assert (report.task_id, report.task_title) == (task.pk, "Rotate certificates")
+    assert caller.client.get(f"{URL}/{report_id}").json()["task_id"] == task.pk
