@@ -14,7 +14,9 @@ from synthorg.api.serializers import ModelSerializer
 class ApprovalItemSerializer(ModelSerializer):
     requester_agent_id = serializers.IntegerField(read_only=True, allow_null=True)
     task_id = serializers.IntegerField(read_only=True, allow_null=True)
-    decided_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    decided_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
 
     class Meta:
         model = ApprovalItem

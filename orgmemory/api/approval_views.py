@@ -125,7 +125,7 @@ DECIDE_RESPONSES = {
     403: OpenApiResponse(description="problem+json `approval_decider_required`: agents, viewers"),
     404: PROBLEM,
     409: OpenApiResponse(
-        description="problem+json `approval_already_decided` (with `status`, `decided_by`, "
+        description="problem+json `approval_already_decided` (with `item_status`, `decided_by`, "
         "`decided_at`) or `approval_expired`"
     ),
 }

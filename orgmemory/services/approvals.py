@@ -241,13 +241,13 @@ def _undecidable(item: ApprovalItem) -> ConflictError:
         return ConflictError(
             ITEM_EXPIRED.format(expires_at=item.expires_at.isoformat()),
             code="approval_expired",
-            extra={"status": ApprovalItem.Status.EXPIRED},
+            extra={"item_status": ApprovalItem.Status.EXPIRED},
         )
     return ConflictError(
         ALREADY_DECIDED.format(status=item.status),
         code="approval_already_decided",
         extra={
-            "status": item.status,
+            "item_status": item.status,
             "decided_by": getattr(item.decided_by, "username", None),
             "decided_at": item.decided_at.isoformat() if item.decided_at else None,
         },
@@ -275,7 +275,7 @@ def approval_consume(
         raise ConflictError(
             NOT_CONSUMABLE.format(status=item.status),
             code="approval_not_approved",
-            extra={"status": item.status},
+            extra={"item_status": item.status},
         )
     if item.consumed_at is not None:
         raise ConflictError(

@@ -218,7 +218,7 @@ def test_second_decision_is_409_and_changes_nothing(company, operator):
             company=company, actor=other, item_id=item.pk, decision="reject", reason="no"
         )
     assert exc.value.code == "approval_already_decided"
-    assert exc.value.extra["status"] == "approved"
+    assert exc.value.extra["item_status"] == "approved"
     assert exc.value.extra["decided_by"] == operator.user.username
     item.refresh_from_db()
     assert (item.status, item.decided_by_id, item.decision_reason) == (

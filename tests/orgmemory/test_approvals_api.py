@@ -114,7 +114,7 @@ def test_operator_approves_then_second_decision_is_409(company, caller):
     )
     assert again.status_code == 409
     assert again.json()["code"] == "approval_already_decided"
-    assert again.json()["status"] == "approved"
+    assert again.json()["item_status"] == "approved"
     item = ApprovalItem.objects.get(pk=item_id)
     assert (item.status, item.decision_reason) == ("approved", "")
 

@@ -34,6 +34,7 @@ from rest_framework.test import APIClient
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.lifecycle_models import ArchivedMemory
 from memory.models import Memory
+from memory.procedural.models import ExecutionReport
 from orgmemory.models import WriteAccessRequest
 from persistence.models import AuditEntry
 from tests.conftest import make_agent_caller
@@ -94,7 +95,8 @@ class Seeder:
         values = {}
         for field in model._meta.concrete_fields:
             if field.primary_key and field.name in fixed:
-                values[field.name] = fixed[field.name]
+                value = fixed[field.name]
+                values[field.name] = value(self) if callable(value) else value
             if field.primary_key or field.name in values:
                 continue
             if field.name in fixed:
@@ -161,6 +163,16 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    # a pending item: no decision fields, a TTL within 60 s – 7 days
+    "ApprovalItem": {
+        "decided_by": None,
+        "created_at": datetime(2026, 3, 1, tzinfo=UTC),
+        "expires_at": datetime(2026, 3, 2, tzinfo=UTC),
+    },
+    "ApprovalWebhook": {"url": lambda seeder: f"https://example.com/{seeder.marker}"},
+    # one-to-one primary keys: the report / memory they describe
+    "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
+    "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory)},
     "JournalEntry": {"day": date(2026, 3, 1)},
 }
 
