@@ -89,7 +89,8 @@ class Seeder:
         values = {}
         for field in model._meta.concrete_fields:
             if field.primary_key and field.name in fixed:
-                values[field.name] = fixed[field.name]
+                value = fixed[field.name]  # a one-to-one primary key names its row
+                values[field.name] = value(self) if callable(value) else value
             if field.primary_key or field.name in values:
                 continue
             if field.name in fixed:
@@ -156,6 +157,12 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    # Procedural learning: the capture row and the lesson hang off a report / a memory.
+    "ExecutionCapture": {"report": lambda s: s.row(apps.get_model("procedural.ExecutionReport"))},
+    "ProceduralLesson": {
+        "memory": lambda s: s.row(apps.get_model("memory.Memory")),
+        "origin": "failure",
+    },
 }
 
 
