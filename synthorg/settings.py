@@ -52,6 +52,8 @@ INSTALLED_APPS = [
     "orgmemory",
     "memory",
     "memory.procedural",
+    "memory.ingestion",
+    "memory.procedural.evolver",
 ]
 
 MIDDLEWARE = [
@@ -140,6 +142,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
+        "ExtractionRunStatusEnum": "memory.ingestion.models.ExtractionRun.Status",
+        "DreamRunStatusEnum": "memory.ingestion.models.DreamRun.Status",
     },
 }
 

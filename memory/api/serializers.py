@@ -258,6 +258,28 @@ class SearchResponseSerializer(serializers.Serializer):
     )
 
 
+def search_payload(hits, degraded) -> dict:
+    """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
+    from memory.procedural.selectors import attach_lessons
+
+    attach_lessons([hit.memory for hit in hits])  # tiers of procedural hits, one query
+    return {
+        "results": [
+            {
+                "memory": hit.memory,
+                "relevance": hit.relevance,
+                "recency": hit.recency,
+                "combined": hit.combined,
+                "dense_rank": hit.dense_rank,
+                "sparse_rank": hit.sparse_rank,
+                "is_shared": hit.is_shared,
+            }
+            for hit in hits
+        ],
+        "degraded": list(degraded),
+    }
+
+
 class MemoryContextRequestSerializer(serializers.Serializer):
     query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
     token_budget = serializers.IntegerField(
@@ -303,3 +325,11 @@ class MemoryContextSerializer(serializers.Serializer):
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()
     degraded = serializers.ListField(child=serializers.CharField())
+    strategy = serializers.CharField(
+        required=False, help_text="Present for the tool_based and self_editing strategies."
+    )
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The strategy's tool definitions (OpenAI function-calling format).",
+    )

@@ -33,7 +33,6 @@ from memory.retrieval.query import MemoryQuery
 from memory.selectors.search import memory_search
 from persistence.models import Agent
 from persistence.selectors.config import company_config
-from synthorg.company_config import InjectionStrategy
 from synthorg.enums import MemoryCategory
 from synthorg.errors import InvalidInputError
 
@@ -41,11 +40,6 @@ QUERY_TEXT_BLANK = "query_text must not be blank."
 TOKEN_BUDGET_NEGATIVE = "token_budget must be zero or a positive integer."
 DEGRADED_FILTER = "filter"
 CORE_POLICIES_HEADER = "## Company policies (always apply)"
-TOOL_BASED_INSTRUCTION = (
-    "You have long-term memory tools: call search_memory(query, limit) to look up what you "
-    "learned before, and recall_memory(id) to read one memory in full. Search before "
-    "assuming you do not know something about this organisation or its past work."
-)
 
 
 @dataclass(frozen=True)
@@ -83,6 +77,14 @@ class PreparedContext:
     degraded: list[str] = field(default_factory=list)
 
 
+def check_context_input(query_text: str, token_budget: int) -> None:
+    """What every strategy's ``prepare_messages`` requires of its arguments."""
+    if not isinstance(query_text, str) or not query_text.strip():
+        raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
+
+
 def memory_context(
     *,
     agent: Agent,
@@ -95,20 +97,11 @@ def memory_context(
     now: datetime | None = None,
     embedder=None,
 ) -> PreparedContext:
-    if not isinstance(query_text, str) or not query_text.strip():
-        raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
-        raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
+    check_context_input(query_text, token_budget)
     now = now or timezone.now()
     config = company_config(agent.company).memory.retrieval
     pinned = [text for text in pinned if text and text.strip()]
     pinned_tokens = sum(estimate_tokens(text) for text in pinned)
-
-    if config.strategy is InjectionStrategy.TOOL_BASED:
-        # The agent retrieves on demand; the prompt only learns that the tools exist.
-        messages = build_messages([], pinned=pinned)
-        messages.append({"role": "system", "content": TOOL_BASED_INSTRUCTION})
-        return PreparedContext(messages, [], [], pinned_tokens, token_budget)
 
     pool = config.max_memories
     if config.diversity_penalty_enabled:

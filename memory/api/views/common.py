@@ -63,6 +63,13 @@ class AgentView:
     def agent(self):
         return self.request.user.agent
 
+    @property
+    def service(self):
+        """The one entry point to memory, as the calling agent."""
+        from memory.service import MemoryService
+
+        return MemoryService(self.request.user)
+
 
 def store_request_from(data, *, prefix: str = "") -> MemoryStoreRequest:
     clean = {key: value for key, value in data.items() if value is not None}
