@@ -10,20 +10,8 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from memory.lifecycle_admin import _ReadOnlyAdmin
 from memory.procedural.models import CaptureStatus, ExecutionReport, ProceduralLesson
-from persistence.models import Company
-
-
-def companies_of(request):
-    if request.user.is_superuser:
-        return Company.objects.all()
-    return Company.objects.filter(memberships__user=request.user)
-
-
-class _ReadOnlyCompanyAdmin(_ReadOnlyAdmin):
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(company__in=companies_of(request))
+from persistence.admin_scoping import ReadOnlyScopedAdmin
 
 
 class CaptureStatusFilter(admin.SimpleListFilter):
@@ -47,7 +35,7 @@ def _memory_link(memory_id) -> str:
 
 
 @admin.register(ExecutionReport)
-class ExecutionReportAdmin(_ReadOnlyCompanyAdmin):
+class ExecutionReportAdmin(ReadOnlyScopedAdmin):
     list_display = (
         "created_at",
         "company",
@@ -106,7 +94,7 @@ class ExecutionReportAdmin(_ReadOnlyCompanyAdmin):
 
 
 @admin.register(ProceduralLesson)
-class ProceduralLessonAdmin(_ReadOnlyCompanyAdmin):
+class ProceduralLessonAdmin(ReadOnlyScopedAdmin):
     list_display = ("created_at", "company", "skill_name", "agent", "origin", "discovery")
     list_filter = ("origin", "company")
     list_select_related = ("company", "memory__agent")

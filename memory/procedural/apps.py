@@ -12,3 +12,8 @@ class ProceduralConfig(AppConfig):
         from synthorg.schedules import register_schedule_provider
 
         register_schedule_provider(procedural_schedules)
+
+        from memory.procedural.portability import EXECUTION_REPORTS
+        from persistence.content_registry import register_content_kind
+
+        register_content_kind(EXECUTION_REPORTS)

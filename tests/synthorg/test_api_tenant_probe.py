@@ -95,7 +95,7 @@ class Seeder:
         values = {}
         for field in model._meta.concrete_fields:
             if field.primary_key and field.name in fixed:
-                value = fixed[field.name]
+                value = fixed[field.name]  # a one-to-one primary key names its row
                 values[field.name] = value(self) if callable(value) else value
             if field.primary_key or field.name in values:
                 continue
@@ -172,7 +172,7 @@ SEED_HINTS = {
     "ApprovalWebhook": {"url": lambda seeder: f"https://example.com/{seeder.marker}"},
     # one-to-one primary keys: the report / memory they describe
     "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
-    "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory)},
+    "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
     "JournalEntry": {"day": date(2026, 3, 1)},
 }
 

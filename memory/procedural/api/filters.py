@@ -1,6 +1,7 @@
 import django_filters as df
 
 from memory.procedural.models import ExecutionCapture, ExecutionReport
+from synthorg.api.fields import UtcDateTimeFilter
 
 
 class ExecutionReportFilter(df.FilterSet):
@@ -10,8 +11,8 @@ class ExecutionReportFilter(df.FilterSet):
     capture_status = df.ChoiceFilter(
         field_name="capture__status", choices=ExecutionCapture.Status.choices
     )
-    since = df.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte", label="From")
-    until = df.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt", label="To")
+    since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte", label="From")
+    until = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt", label="To")
 
     class Meta:
         model = ExecutionReport

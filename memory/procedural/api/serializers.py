@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from memory.procedural import domain
 from memory.procedural.models import ExecutionCapture, ExecutionReport
+from synthorg.api.serializers import ModelSerializer
 
 
 class ReportedErrorSerializer(serializers.Serializer):
@@ -75,7 +76,7 @@ class ExecutionReportAcceptedSerializer(serializers.Serializer):
     )
 
 
-class ExecutionReportSerializer(serializers.ModelSerializer):
+class ExecutionReportSerializer(ModelSerializer):
     agent_id = serializers.IntegerField(read_only=True)
     task_id = serializers.IntegerField(read_only=True, allow_null=True)
     error = serializers.SerializerMethodField()
