@@ -157,7 +157,9 @@ def run_locomo(
                 config={"memory": {"retrieval": retrieval}},
             )
             companies.append(company)
-            agent = agent_create(company=company, name=f"locomo-{conv.sample_id}")
+            agent = agent_create(
+                company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
+            )
             embedder = embedder_for(company)
             embedder.embed(["warm up"])
             embedder_id = embedder.embedder_id

@@ -195,7 +195,10 @@ def run_scale(
             config={},  # the product's default retrieval config
         )
         try:
-            team = [agent_create(company=company, name=f"scale-{i}") for i in range(n_agents)]
+            team = [
+                agent_create(company=company, name=f"scale-{i}", memory_level="persistent")
+                for i in range(n_agents)
+            ]
             log(f"size {size}: loading {n_agents} agents × {per_agent}")
             started = time.perf_counter()
             index_s = _load(company, team, per_agent, centres, vocab, rng)

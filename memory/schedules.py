@@ -24,24 +24,28 @@ def schedule_name(company_id: int) -> str:
     return f"memory-maintenance:company-{company_id}"
 
 
-def company_maintenance_spec(company) -> ScheduleSpec | None:
-    """The company's maintenance schedule per its config (None for ``never``)."""
+def interval_schedule_type(interval: ConsolidationInterval) -> str | None:
+    """The django-q2 schedule type of a config ``interval`` (``None`` for ``never``)."""
     from django_q.models import Schedule
 
-    from persistence.selectors.config import company_config
-
-    types = {
+    return {
         ConsolidationInterval.HOURLY: Schedule.HOURLY,
         ConsolidationInterval.DAILY: Schedule.DAILY,
         ConsolidationInterval.WEEKLY: Schedule.WEEKLY,
-    }
-    interval = company_config(company).memory.consolidation.interval
-    if interval not in types:
+    }.get(interval)
+
+
+def company_maintenance_spec(company) -> ScheduleSpec | None:
+    """The company's maintenance schedule per its config (None for ``never``)."""
+    from persistence.selectors.config import company_config
+
+    schedule_type = interval_schedule_type(company_config(company).memory.consolidation.interval)
+    if schedule_type is None:
         return None
     return ScheduleSpec(
         name=schedule_name(company.pk),
         func=TASK,
-        schedule_type=types[interval],
+        schedule_type=schedule_type,
         kwargs={"company_id": company.pk},
     )
 

@@ -94,11 +94,22 @@ class MemoryOptionsConfig(BaseModel):
     shared_knowledge_base: bool = True
 
 
+# Memory vectors are stored in a fixed-width pgvector column (memory.models.EMBEDDING_DIMS);
+# an embedder producing another width could never be stored, so it is refused at load.
+SUPPORTED_EMBEDDING_DIMS = (384,)
+# Only environment variables under this prefix may be named by a company config: the value
+# is sent as a Bearer token to the company's endpoint, so naming DJANGO_SECRET_KEY or
+# DATABASE_URL would hand server secrets to whoever edits the config.
+SECRET_ENV_PREFIX = "SYNTHORG_SECRET_"
+_SECRET_ENV_NAME = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]+$")
+
+
 class EmbedderOverrideConfig(BaseModel):
     """Override of the default local embedder with an OpenAI-compatible endpoint.
 
     ``base_url``/``api_key_env`` say where to call; the key itself is read from the named
-    environment variable so secrets never live in the company config.
+    environment variable so secrets never live in the company config. Only variables named
+    ``SYNTHORG_SECRET_<NAME>`` may be named (see ``SECRET_ENV_PREFIX``).
     """
 
     model_config = _FROZEN
@@ -108,6 +119,28 @@ class EmbedderOverrideConfig(BaseModel):
     dims: int | None = Field(default=None, ge=8, le=4096)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _allow_listed_secret(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_ENV_NAME.match(value):
+            raise ValueError(
+                f"must name an environment variable {SECRET_ENV_PREFIX}<NAME> "
+                f"(upper-case letters, digits, underscores); {value!r} is not allowed"
+            )
+        return value
+
+    @field_validator("dims")
+    @classmethod
+    def _storable_dims(cls, value: int | None) -> int | None:
+        if value is not None and value not in SUPPORTED_EMBEDDING_DIMS:
+            supported = ", ".join(str(d) for d in SUPPORTED_EMBEDDING_DIMS)
+            raise ValueError(
+                f"{value}-dimensional vectors cannot be stored: memory storage holds "
+                f"{supported}-dimensional vectors (use a model or a `dimensions` setting "
+                f"that produces {supported})"
+            )
+        return value
 
     @model_validator(mode="after")
     def _model_requires_dims(self) -> EmbedderOverrideConfig:
@@ -136,6 +169,59 @@ class EmbeddingFineTuneConfig(BaseModel):
         return self
 
 
+class CaptureConfig(BaseModel):
+    """When an execution report becomes a proposer call (``capture: hybrid`` is shorthand)."""
+
+    model_config = _FROZEN
+
+    type: Literal["failure", "success", "hybrid"] = "failure"
+    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
+    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
+    # How many of the agent's most recent scored reports the percentile is taken over.
+    percentile_window: int = Field(default=50, ge=1, le=10_000)
+
+
+class ProceduralPruningConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "ttl", "pareto", "hybrid"] = "hybrid"
+    max_age_days: int = Field(default=90, ge=1)
+    max_entries: int = Field(default=100, ge=1)
+
+
+class ProceduralPropagationConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "role", "department"] = "none"
+    max_propagation_targets: int = Field(default=10, ge=0, le=1000)
+
+
+def _shorthand(field: str):
+    def expand(value: Any) -> Any:
+        return {field: value} if isinstance(value, str) else value
+
+    return expand
+
+
+class EvolverConfig(BaseModel):
+    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
+
+    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
+    is invalid, so no configuration can let the evolver write org memory itself.
+    """
+
+    model_config = _FROZEN
+
+    enabled: bool = False
+    requires_human_approval: Literal[True] = True
+    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
+    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
+    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
+    # No proposal is emitted while the company has this many live procedure facts.
+    max_org_entries: int = Field(default=10_000, ge=1)
+    window_days: int = Field(default=7, ge=1, le=365)
+
+
 class ProceduralMemoryConfig(BaseModel):
     model_config = _FROZEN
 
@@ -145,10 +231,44 @@ class ProceduralMemoryConfig(BaseModel):
     max_tokens: int = Field(default=1500, ge=1, le=32_000)
     min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     skill_md_directory: NotBlankStr | None = None
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
+    propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
+    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
+
+    _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
+    _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
+    _propagation_shorthand = field_validator("propagation", mode="before")(_shorthand("strategy"))
 
     @model_validator(mode="after")
     def _reject_traversal(self) -> ProceduralMemoryConfig:
         _reject_unsafe_path("skill_md_directory", self.skill_md_directory)
+        return self
+
+
+class RedactionConfig(BaseModel):
+    """Which secret patterns :mod:`synthorg.redaction` removes from text agents send."""
+
+    model_config = _FROZEN
+
+    disabled_patterns: tuple[NotBlankStr, ...] = ()
+    extra_patterns: dict[NotBlankStr, NotBlankStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_patterns(self) -> RedactionConfig:
+        from synthorg.redaction import BUILTIN_NAMES, Redactor
+
+        for name in self.disabled_patterns:
+            if name not in BUILTIN_NAMES:
+                raise ConfigFieldError(
+                    "disabled_patterns",
+                    f"unknown pattern {name!r} (known: {', '.join(sorted(BUILTIN_NAMES))})",
+                )
+        for name, pattern in self.extra_patterns.items():
+            try:
+                Redactor.configured(extra={name: pattern})
+            except ValueError as exc:
+                raise ConfigFieldError(f"extra_patterns.{name}", str(exc)) from None
         return self
 
 
@@ -268,17 +388,23 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "max_reformulation_rounds", "is only used when query_reformulation_enabled"
             )
-        if self.strategy is InjectionStrategy.SELF_EDITING:
+        # Accepted by the spec but not implemented here: refused rather than ignored.
+        if self.retriever == "hierarchical":
             raise ConfigFieldError(
-                "strategy", "'self_editing' is not supported; use 'context' or 'tool_based'"
+                "retriever", "'hierarchical' is not implemented by this service; use 'flat'"
             )
-        hierarchical = self.retriever == "hierarchical"
-        if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
-            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
-        if not hierarchical:
-            for name in ("max_workers_per_query", "reflective_retry_enabled", "max_retry_count"):
-                if self._explicit(name):
-                    raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+        if self.reflective_retry_enabled:
+            raise ConfigFieldError(
+                "reflective_retry_enabled", "is not implemented by this service; set it to false"
+            )
+        if self.query_specific_rerank_enabled:
+            raise ConfigFieldError(
+                "query_specific_rerank_enabled",
+                "is not implemented by this service; set it to false",
+            )
+        for name in ("max_workers_per_query", "max_retry_count"):
+            if self._explicit(name):
+                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
         if self._explicit("max_retry_count") and not self.reflective_retry_enabled:
             raise ConfigFieldError("max_retry_count", "is only used with reflective_retry_enabled")
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
@@ -286,6 +412,40 @@ class MemoryRetrievalConfig(BaseModel):
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
             )
         return self
+
+
+class SelfEditingMemoryConfig(BaseModel):
+    """``memory.self_editing``: the self-editing strategy's core / archival / recall blocks.
+
+    Core memory (the agent's SEMANTIC memories tagged ``core``) is always injected within
+    ``core_token_budget``; ``archival_memory_search`` returns at most
+    ``archival_search_limit`` entries; ``archival_memory_write`` may write only the
+    ``archival_write_categories``; ``allow_core_writes: false`` locks core memory (the
+    ``locked_agents`` list locks it for the named agents only).
+    """
+
+    model_config = _FROZEN
+
+    core_token_budget: int = Field(default=500, ge=50, le=8000)
+    archival_search_limit: int = Field(default=10, ge=1, le=50)
+    archival_write_categories: tuple[MemoryCategory, ...] = (
+        MemoryCategory.EPISODIC,
+        MemoryCategory.SEMANTIC,
+        MemoryCategory.PROCEDURAL,
+        MemoryCategory.SOCIAL,
+    )
+    allow_core_writes: bool = True
+    locked_agents: tuple[NotBlankStr, ...] = ()
+
+    @field_validator("archival_write_categories")
+    @classmethod
+    def _unique_categories(cls, value: tuple[MemoryCategory, ...]) -> tuple[MemoryCategory, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("lists a category twice")
+        return value
+
+    def core_writes_allowed(self, agent_name: str) -> bool:
+        return self.allow_core_writes and agent_name not in self.locked_agents
 
 
 # --- memory: consolidation -------------------------------------------------------------------
@@ -402,6 +562,48 @@ class ConsolidationConfig(BaseModel):
         return self
 
 
+# --- memory: conversation ingestion (extraction, context tier, dream) ------------------------
+
+
+class ExtractionConfig(BaseModel):
+    """Debounced fact extraction from flushed conversations. On by default: with no LLM
+    configured each run is recorded as ``skipped_no_llm`` and retried once one is."""
+
+    model_config = _FROZEN
+
+    enabled: bool = True
+    model: NotBlankStr | None = None  # None: the deployment's SYNTHORG_LLM_MODEL
+    debounce_seconds: int = Field(default=30, ge=0, le=86_400)
+    max_pending_tokens: int = Field(default=4000, ge=50, le=1_000_000)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_facts_per_run: int = Field(default=20, ge=1, le=200)
+    max_batch_tokens: int = Field(default=8000, ge=100, le=200_000)
+    relevant_memories: int = Field(default=10, ge=0, le=100)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    retry_backoff_seconds: int = Field(default=60, ge=1, le=86_400)
+
+
+class ConversationContextConfig(BaseModel):
+    """The context tier: a running summary plus the most recent messages."""
+
+    model_config = _FROZEN
+
+    summary_threshold_tokens: int = Field(default=2000, ge=50, le=1_000_000)
+    max_summary_tokens: int = Field(default=500, ge=50, le=8000)
+
+
+class DreamConfig(BaseModel):
+    """Deep dream: consolidate the journal into the agent's core summary memory."""
+
+    model_config = _FROZEN
+
+    enabled: bool = True
+    interval: ConsolidationInterval = ConsolidationInterval.DAILY
+    lookback_days: int = Field(default=7, ge=1, le=365)
+    max_core_tokens: int = Field(default=600, ge=50, le=8000)
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = _FROZEN
 
@@ -410,14 +612,19 @@ class CompanyMemoryConfig(BaseModel):
     storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
     retrieval: MemoryRetrievalConfig = Field(default_factory=MemoryRetrievalConfig)
+    self_editing: SelfEditingMemoryConfig = Field(default_factory=SelfEditingMemoryConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
+    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
+    dream: DreamConfig = Field(default_factory=DreamConfig)
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:
-        """``options`` repeats two consolidation fields; set in one place, they agree.
+        """``options`` repeats three consolidation fields; set in one place, they agree.
 
         A value set only under ``options`` is mirrored into ``consolidation`` (and back);
         set in both places with different values is an error.
@@ -444,6 +651,29 @@ class CompanyMemoryConfig(BaseModel):
                 consolidation_update[consolidation_name] = option_value
             elif in_consolidation and not in_options:
                 options_update[option_name] = consolidation_value
+        # options.retention_days is the company's default retention: the same value as
+        # consolidation.retention.default_retention_days, which retention enforces.
+        retention = self.consolidation.retention
+        in_options = "retention_days" in options_set
+        in_retention = (
+            "retention" in consolidation_set
+            and "default_retention_days" in retention.model_fields_set
+        )
+        if (
+            in_options
+            and in_retention
+            and self.options.retention_days != (retention.default_retention_days)
+        ):
+            raise ConfigFieldError(
+                "consolidation.retention.default_retention_days",
+                f"disagrees with options.retention_days ({self.options.retention_days})",
+            )
+        if in_options and not in_retention:
+            consolidation_update["retention"] = retention.model_dump(exclude_unset=True) | {
+                "default_retention_days": self.options.retention_days
+            }
+        elif in_retention and not in_options:
+            options_update["retention_days"] = retention.default_retention_days
         # Frozen models: rebuild the nested ones through validation, keeping fields_set.
         if consolidation_update:
             data = self.consolidation.model_dump(exclude_unset=True) | consolidation_update

@@ -51,6 +51,9 @@ INSTALLED_APPS = [
     "persistence",
     "orgmemory",
     "memory",
+    "memory.procedural",
+    "memory.ingestion",
+    "memory.procedural.evolver",
 ]
 
 MIDDLEWARE = [
@@ -139,6 +142,8 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "MemoryCategoryEnum": "synthorg.enums.MEMORY_CATEGORY_CHOICES",
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
+        "ExtractionRunStatusEnum": "memory.ingestion.models.ExtractionRun.Status",
+        "DreamRunStatusEnum": "memory.ingestion.models.DreamRun.Status",
     },
 }
 

@@ -57,10 +57,16 @@ def memory_store(
     principal=None,
     embedder: Embedder | None = None,
     now: datetime | None = None,
+    persistent: bool = False,
 ) -> StoreResult:
     """Store one memory for ``agent``; see :func:`memory_store_batch`."""
     return memory_store_batch(
-        agent=agent, requests=[request], principal=principal, embedder=embedder, now=now
+        agent=agent,
+        requests=[request],
+        principal=principal,
+        embedder=embedder,
+        now=now,
+        persistent=persistent,
     )[0]
 
 
@@ -73,6 +79,7 @@ def memory_store_batch(
     now: datetime | None = None,
     shared: bool = False,
     deduplicate: bool = True,
+    persistent: bool = False,
 ) -> list[StoreResult]:
     """Store up to 500 memories for ``agent`` in one transaction; results in request order.
 
@@ -89,6 +96,8 @@ def memory_store_batch(
     level = MemoryLevel.PERSISTENT if shared else MemoryLevel(agent.memory_level)
     if level is MemoryLevel.NONE:
         return [NOT_STORED for _ in requests]
+    if persistent:  # long-term knowledge (procedural lessons) outlives sessions and projects
+        level = MemoryLevel.PERSISTENT
     now = now or timezone.now()
     batch = len(requests) > 1
     _check_requests(requests, level=level, now=now, batch=batch)

@@ -279,6 +279,10 @@ class MiniLMOnnxEmbedder:
         # With one text per call the parallelism is across calls (see embed()).
         options.intra_op_num_threads = 1 if self._batch_size == 1 else self._intra_op_threads
         options.inter_op_num_threads = 1
+        # Idle onnxruntime threads spin by default; with several request threads per web
+        # worker (and other processes) on few cores the spinning starves real work:
+        # measured 19-23 → 41 embeddings/s with 8 threads on 2 busy cores (bench/http_load.py).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         try:
             session = onnxruntime.InferenceSession(

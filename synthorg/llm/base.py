@@ -82,4 +82,5 @@ class CompletionProvider(Protocol):
         model: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        response_format: dict | None = None,
     ) -> Completion: ...

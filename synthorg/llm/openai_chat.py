@@ -131,7 +131,11 @@ class OpenAICompatibleChatClient:
         model: str | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        response_format: dict | None = None,
     ) -> Completion:
+        """One completion. ``response_format`` is sent as is (e.g. ``{"type": "json_schema",
+        "json_schema": {...}}``); a provider that does not support it answers 400, which
+        surfaces as :class:`LLMRequestError` for the caller to retry without it."""
         if not messages:
             raise ValueError("messages must not be empty")
         body: dict[str, Any] = {
@@ -142,6 +146,8 @@ class OpenAICompatibleChatClient:
             body["max_tokens"] = max_tokens
         if temperature is not None:
             body["temperature"] = temperature
+        if response_format is not None:
+            body["response_format"] = response_format
         payload = self._post_with_retries(body)
         completion = self._parse(payload, requested_model=body["model"])
         if self._usage_recorder is not None:

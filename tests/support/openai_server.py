@@ -1,10 +1,11 @@
 """A real HTTP server speaking the OpenAI wire format, for testing HTTP clients end to end.
 
 It listens on ``127.0.0.1`` on a free port, in a background thread, and serves
-``POST /v1/embeddings`` and ``POST /v1/chat/completions``. By default it answers like a
-well-behaved provider (deterministic fake embeddings, a fixed chat reply); a test changes that
-per endpoint by queueing scripted responses (played once each, in order) or by installing a
-handler. Every request is recorded so tests can assert what the client sent.
+``POST /v1/embeddings``, ``POST /v1/chat/completions`` and ``GET /v1/models``. By default it
+answers like a well-behaved provider (deterministic fake embeddings, a fixed chat reply, one
+listed model); a test changes that per endpoint by queueing scripted responses (played once
+each, in order) or by installing a handler. Every request is recorded so tests can assert
+what the client sent.
 
     with FakeOpenAIServer(embedding_dims=8) as server:
         server.enqueue(server.EMBEDDINGS, ScriptedResponse(status=429))
@@ -117,20 +118,30 @@ class FakeOpenAIServer:
 
     EMBEDDINGS = "/v1/embeddings"
     CHAT_COMPLETIONS = "/v1/chat/completions"
+    MODELS = "/v1/models"  # GET: the model list (``models``; default ``["fake-chat"]``)
 
-    def __init__(self, *, embedding_dims: int = 8, chat_reply: str = "ok") -> None:
+    def __init__(
+        self,
+        *,
+        embedding_dims: int = 8,
+        chat_reply: str = "ok",
+        models: Sequence[str] = ("fake-chat",),
+    ) -> None:
         self.embedding_dims = embedding_dims
         self.chat_reply = chat_reply
+        self.models = list(models)
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._requests: list[RecordedRequest] = []
         self._queues: dict[str, deque[ScriptedResponse]] = {
             self.EMBEDDINGS: deque(),
             self.CHAT_COMPLETIONS: deque(),
+            self.MODELS: deque(),
         }
         self._handlers: dict[str, Handler] = {
             self.EMBEDDINGS: self._default_embeddings,
             self.CHAT_COMPLETIONS: self._default_chat_completion,
+            self.MODELS: self._default_models,
         }
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -215,6 +226,14 @@ class FakeOpenAIServer:
         vectors = [fake_embedding(text, self.embedding_dims) for text in inputs]
         return ScriptedResponse(json=embeddings_payload(vectors, model=body.get("model", "")))
 
+    def _default_models(self, request: RecordedRequest) -> ScriptedResponse:
+        return ScriptedResponse(
+            json={
+                "object": "list",
+                "data": [{"id": m, "object": "model", "owned_by": "fake"} for m in self.models],
+            }
+        )
+
     def _default_chat_completion(self, request: RecordedRequest) -> ScriptedResponse:
         model = request.json().get("model", "fake-chat")
         return ScriptedResponse(json=chat_completion_payload(self.chat_reply, model=model))
@@ -237,7 +256,16 @@ def _make_request_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandl
             self._send(server.handle(request))
 
         def do_GET(self) -> None:
-            self._send(ScriptedResponse(status=405, json=error_payload("use POST")))
+            if self.path != server.MODELS:
+                self._send(ScriptedResponse(status=405, json=error_payload("use POST")))
+                return
+            request = RecordedRequest(
+                method="GET",
+                path=self.path,
+                headers={name.lower(): value for name, value in self.headers.items()},
+                body=b"",
+            )
+            self._send(server.handle(request))
 
         def _send(self, response: ScriptedResponse) -> None:
             if response.delay and server.wait_unless_stopped(response.delay):

@@ -21,7 +21,7 @@ import json
 import random
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -31,6 +31,7 @@ from django.db import IntegrityError, models, transaction
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.lifecycle_models import ArchivedMemory
 from memory.models import Memory
 from orgmemory.models import WriteAccessRequest
@@ -48,6 +49,10 @@ PEER_PRIVATE = {
     ArchivedMemory: {"agent": "peer"},
     WriteAccessRequest: {"requester": "peer"},
     AuditEntry: {"actor_agent": "peer"},
+    Conversation: {"agent": "peer"},
+    ExtractionRun: {"agent": "peer"},
+    JournalEntry: {"agent": "peer"},
+    DreamRun: {"agent": "peer"},
 }
 
 
@@ -156,6 +161,7 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    "JournalEntry": {"day": date(2026, 3, 1)},
 }
 
 
@@ -278,7 +284,7 @@ def _probe(client, marker, ints, uuids, texts, rng):
                 url = url.replace("{" + name + "}", str(value))
             response = getattr(client, method)(url, {}, format="json")
             probed += 1
-            text = response.content.decode("utf-8", "replace")
+            text = _body(response).decode("utf-8", "replace")
             for value in values.values():
                 if isinstance(value, str) and not value.isdigit():
                     text = text.replace(json.dumps(value)[1:-1], "")  # an echo of the URL
@@ -371,6 +377,13 @@ def test_another_companys_ids_answer_404_or_403_never_data(world, who):
     assert _snapshot(rows) == before
 
 
+def _body(response) -> bytes:
+    """The whole body, also of a streamed response (the JSON Lines export)."""
+    if response.streaming:
+        return b"".join(response.streaming_content)
+    return response.content
+
+
 @pytest.mark.parametrize("who", ["agent", "human"])
 def test_lists_filtered_by_another_companys_ids_show_nothing_of_it(world, who):
     client = world["prober"].client if who == "agent" else world["human"]
@@ -381,9 +394,10 @@ def test_lists_filtered_by_another_companys_ids_show_nothing_of_it(world, who):
         for params in ({}, filters) if filters else ({},):
             response = client.get(path, params)
             listed += 1
-            assert response.status_code < 500, (path, response.content[:300])
-            if VICTIM in response.content.decode("utf-8", "replace"):
-                leaks.append(f"GET {path} {params} → {response.content[:300]!r}")
+            body = _body(response)
+            assert response.status_code < 500, (path, body[:300])
+            if VICTIM in body.decode("utf-8", "replace"):
+                leaks.append(f"GET {path} {params} → {body[:300]!r}")
     assert listed > 30
     assert not leaks, "\n".join(leaks)
 

@@ -215,16 +215,28 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.retrieval.query_reformulation_enabled",
         ),
         (retrieval(max_reformulation_rounds=3), "memory.retrieval.max_reformulation_rounds"),
-        (retrieval(strategy="self_editing"), "memory.retrieval.strategy"),
+        (retrieval(retriever="hierarchical"), "memory.retrieval.retriever"),
         (
             retrieval(strategy="tool_based", retriever="hierarchical"),
             "memory.retrieval.retriever",
         ),
-        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(reflective_retry_enabled=True), "memory.retrieval.reflective_retry_enabled"),
         (
-            retrieval(retriever="hierarchical", max_retry_count=2),
-            "memory.retrieval.max_retry_count",
+            retrieval(query_specific_rerank_enabled=True),
+            "memory.retrieval.query_specific_rerank_enabled",
         ),
+        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(max_retry_count=2), "memory.retrieval.max_retry_count"),
+        (memory(self_editing={"core_token_budget": 10}), "memory.self_editing.core_token_budget"),
+        (
+            memory(self_editing={"archival_write_categories": ["semantic", "semantic"]}),
+            "memory.self_editing.archival_write_categories",
+        ),
+        (
+            memory(self_editing={"allow_core_writes": "maybe"}),
+            "memory.self_editing.allow_core_writes",
+        ),
+        (memory(self_editing={"core_budget": 100}), "memory.self_editing.core_budget"),
         (retrieval(rerank_cache_ttl_seconds=60), "memory.retrieval.rerank_cache_ttl_seconds"),
         (retrieval(recency_decay_rate=float("nan")), "memory.retrieval.recency_decay_rate"),
         (memory(embedder={"model": "text-embedding-3-small"}), "memory.embedder.dims"),
@@ -350,3 +362,25 @@ def test_agent_retention_overrides():
     assert overrides.days_for("semantic") is None
     with pytest.raises(ValueError):
         AgentRetentionOverrides.model_validate({"default_retention_days": 0})
+
+
+def test_self_editing_config():
+    config = parse_company_config(
+        {
+            "memory": {
+                "retrieval": {"strategy": "self_editing"},
+                "self_editing": {
+                    "core_token_budget": 300,
+                    "archival_search_limit": 5,
+                    "archival_write_categories": ["episodic"],
+                    "allow_core_writes": True,
+                    "locked_agents": ["auditor"],
+                },
+            }
+        }
+    )
+    settings = config.memory.self_editing
+    assert (settings.core_token_budget, settings.archival_search_limit) == (300, 5)
+    assert settings.archival_write_categories == ("episodic",)
+    assert settings.core_writes_allowed("writer") and not settings.core_writes_allowed("auditor")
+    assert parse_company_config({}).memory.self_editing.core_token_budget == 500

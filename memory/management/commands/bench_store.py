@@ -89,7 +89,7 @@ class Command(BaseCommand):
                 tag = uuid.uuid4().hex[:8]
                 company = company_create(name=f"bench-store {tag}", slug=f"bench-store-{tag}")
                 companies.append(company.pk)
-                agent = agent_create(company=company, name="bench")
+                agent = agent_create(company=company, name="bench", memory_level="persistent")
                 model = embedder_for(company) if embedder is None else None
                 if model is not None:
                     model.embed(["warm up"])

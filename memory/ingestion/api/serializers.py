@@ -1,0 +1,216 @@
+"""Request and response shapes of the conversation ingestion API.
+
+Unknown body fields are rejected for every serializer (``synthorg.api.serializers``); the
+query serializers here get ``query_params.dict()``, so unknown query parameters are
+rejected too (each list endpoint declares its pagination parameters).
+"""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from memory.ingestion import domain
+from memory.ingestion.models import (
+    Conversation,
+    ConversationMessage,
+    DreamRun,
+    ExtractedFact,
+    ExtractionRun,
+)
+
+ROLE_CHOICES = [(r.value, r.value) for r in domain.MessageRole]
+
+
+class MessageInSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=ROLE_CHOICES)
+    content = serializers.CharField(
+        max_length=domain.MESSAGE_CONTENT_MAX_CHARS, trim_whitespace=False
+    )
+    name = serializers.CharField(
+        max_length=domain.MESSAGE_NAME_MAX_CHARS, required=False, allow_blank=True
+    )
+    created_at = serializers.DateTimeField(required=False, allow_null=True)
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError(domain.CONTENT_BLANK, code="blank")
+        return value
+
+
+class FlushSerializer(serializers.Serializer):
+    messages = MessageInSerializer(
+        many=True, allow_empty=False, max_length=domain.MAX_FLUSH_MESSAGES
+    )
+    session_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'session'.",
+    )
+    project_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'project' (an open project).",
+    )
+
+
+class FlushResultSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    stored = serializers.BooleanField()
+    accepted = serializers.IntegerField()
+    message_ids = serializers.ListField(child=serializers.IntegerField())
+    first_seq = serializers.IntegerField(allow_null=True)
+    last_seq = serializers.IntegerField(allow_null=True)
+    extraction_due_at = serializers.DateTimeField(allow_null=True)
+
+
+class ConversationSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="external_id")
+    project_id = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = Conversation
+        fields = [
+            "conversation_id",
+            "level",
+            "session_id",
+            "project_id",
+            "message_count",
+            "extracted_through_seq",
+            "pending_tokens",
+            "extraction_due_at",
+            "summary_through_seq",
+            "created_at",
+            "updated_at",
+            "last_message_at",
+        ]
+
+
+class ConversationMessageSerializer(serializers.ModelSerializer):
+    conversation_id = serializers.CharField(source="conversation.external_id")
+
+    class Meta:
+        model = ConversationMessage
+        fields = [
+            "id",
+            "conversation_id",
+            "seq",
+            "role",
+            "content",
+            "name",
+            "created_at",
+            "received_at",
+            "token_count",
+        ]
+
+
+class MessageListQuerySerializer(serializers.Serializer):
+    q = serializers.CharField(required=False, max_length=1000)
+    role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
+    after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+    before_seq = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1)
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
+
+
+class ExtractionRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ExtractionRun
+        fields = [
+            "id",
+            "status",
+            "trigger",
+            "first_seq",
+            "last_seq",
+            "message_count",
+            "facts_proposed",
+            "added",
+            "skipped",
+            "superseded",
+            "below_confidence",
+            "ignored_supersedes",
+            "model",
+            "input_tokens",
+            "output_tokens",
+            "error",
+            "created_at",
+            "finished_at",
+        ]
+
+
+class ExtractedFactSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ExtractedFact
+        fields = [
+            "position",
+            "content",
+            "category",
+            "confidence",
+            "tags",
+            "decision",
+            "memory_id",
+            "superseded_ids",
+            "ignored_supersedes",
+            "message_ids",
+        ]
+
+
+class ExtractionRunDetailSerializer(ExtractionRunSerializer):
+    facts = ExtractedFactSerializer(many=True, read_only=True)
+
+    class Meta(ExtractionRunSerializer.Meta):
+        fields = [*ExtractionRunSerializer.Meta.fields, "facts"]
+
+
+class PageQuerySerializer(serializers.Serializer):
+    cursor = serializers.CharField(required=False)
+    page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
+
+
+class ContextRequestSerializer(serializers.Serializer):
+    token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000)
+
+
+class ContextMessageSerializer(serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField()
+
+
+class ContextResultSerializer(serializers.Serializer):
+    conversation_id = serializers.CharField()
+    summary = serializers.CharField(allow_blank=True)
+    summary_through_seq = serializers.IntegerField()
+    summary_truncated = serializers.BooleanField()
+    messages = ConversationMessageSerializer(many=True)
+    first_included_seq = serializers.IntegerField(allow_null=True)
+    omitted_messages = serializers.IntegerField()
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    chat = ContextMessageSerializer(many=True)
+
+
+class JournalDaySerializer(serializers.Serializer):
+    day = serializers.DateField()
+    entries = serializers.IntegerField()
+    url = serializers.CharField()
+
+
+class DreamRunSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = DreamRun
+        fields = [
+            "id",
+            "status",
+            "trigger",
+            "input_hash",
+            "journal_from",
+            "journal_to",
+            "journal_entries",
+            "previous_core_id",
+            "core_memory_id",
+            "diary",
+            "model",
+            "error",
+            "created_at",
+        ]

@@ -1,0 +1,18 @@
+from django.apps import AppConfig
+
+
+class IngestionConfig(AppConfig):
+    """Memories from conversations: flushed messages, debounced extraction, journal, dream.
+
+    Its own app label (``ingestion``) so its migrations are independent of ``memory``'s.
+    """
+
+    name = "memory.ingestion"
+    label = "ingestion"
+    verbose_name = "Conversation ingestion"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memory.ingestion.schedules import register
+
+        register()

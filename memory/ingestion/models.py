@@ -1,0 +1,301 @@
+"""Conversations flushed by agents, the extraction runs that turn them into memories, the
+daily journal and the dream diary.
+
+A :class:`Conversation` is one agent's conversation (``external_id`` is the id the agent
+uses in URLs); its messages are numbered ``seq`` 1, 2, 3… without gaps, allocated under the
+conversation's row lock, so "every message after ``extracted_through_seq``" is exactly the
+unprocessed part. An :class:`ExtractionRun` claims a seq range through the conversation's
+``claim_run`` (set and cleared under the same row lock): two workers never extract the same
+messages.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector
+from django.db import models
+
+from memory.ingestion.domain import CONVERSATION_ID_MAX_CHARS, MESSAGE_NAME_MAX_CHARS
+from persistence.models import Agent, Company, Project
+
+
+class Conversation(models.Model):
+    class Level(models.TextChoices):
+        PERSISTENT = "persistent", "Persistent"
+        PROJECT = "project", "Project"
+        SESSION = "session", "Session"
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="conversations")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
+    external_id = models.CharField(max_length=CONVERSATION_ID_MAX_CHARS)
+    # The binding of the agent's memory level when the conversation started; its messages
+    # and the memories extracted from them share it (purged with the session / project).
+    level = models.CharField(max_length=16, choices=Level.choices)
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, null=True, blank=True, related_name="conversations"
+    )
+
+    message_count = models.PositiveIntegerField(default=0)  # == the last seq
+    extracted_through_seq = models.PositiveIntegerField(default=0)
+    pending_tokens = models.PositiveIntegerField(default=0)  # of messages not yet extracted
+    # When the debounced extraction should fire (null: nothing pending).
+    extraction_due_at = models.DateTimeField(null=True, blank=True)
+    claim_run = models.ForeignKey(
+        "ExtractionRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    consecutive_failures = models.PositiveIntegerField(default=0)
+
+    summary = models.TextField(blank=True, default="")  # the running summary
+    summary_through_seq = models.PositiveIntegerField(default=0)
+    summary_updated_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    last_message_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-updated_at", "-id")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "external_id"], name="ingestion_conversation_unique_per_agent"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(level__in=["persistent", "project", "session"]),
+                name="ingestion_conversation_level_valid",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(level="session") | ~models.Q(session_id=""),
+                name="ingestion_conversation_session_bound",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(level="project") | models.Q(project__isnull=False),
+                name="ingestion_conversation_project_bound",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(extracted_through_seq__lte=models.F("message_count")),
+                name="ingestion_conversation_extracted_le_count",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(summary_through_seq__lte=models.F("message_count")),
+                name="ingestion_conversation_summary_le_count",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "agent", "-updated_at"], name="ingestion_conv_recent"),
+            models.Index(
+                fields=["extraction_due_at"],
+                condition=models.Q(extraction_due_at__isnull=False),
+                name="ingestion_conv_due",
+            ),
+            models.Index(fields=["agent", "session_id"], name="ingestion_conv_session"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.agent.name})"
+
+
+class ConversationMessage(models.Model):
+    class Role(models.TextChoices):
+        USER = "user", "User"
+        ASSISTANT = "assistant", "Assistant"
+        SYSTEM = "system", "System"
+        TOOL = "tool", "Tool"
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    content = models.TextField()
+    name = models.CharField(max_length=MESSAGE_NAME_MAX_CHARS, blank=True, default="")
+    created_at = models.DateTimeField()  # as the client says (defaults to the receipt time)
+    received_at = models.DateTimeField()
+    token_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ("conversation_id", "seq")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "seq"], name="ingestion_message_seq_unique"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(role__in=["user", "assistant", "system", "tool"]),
+                name="ingestion_message_role_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(seq__gte=1), name="ingestion_message_seq_pos"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "agent", "-received_at"], name="ingestion_msg_agent"),
+            GinIndex(
+                SearchVector("content", config="english"),
+                name="ingestion_msg_search",
+                fastupdate=False,
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}: {self.content[:60]}"
+
+
+class ExtractionRun(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        SUCCEEDED = "succeeded", "Succeeded"
+        SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
+        FAILED = "failed", "Failed"
+
+    class Trigger(models.TextChoices):
+        DEBOUNCE = "debounce", "Debounce"
+        PENDING_TOKENS = "pending_tokens", "Pending tokens"
+        RETRY = "retry", "Retry"
+        MANUAL = "manual", "Manual"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="extraction_runs"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    first_seq = models.PositiveIntegerField()
+    last_seq = models.PositiveIntegerField()
+    message_count = models.PositiveIntegerField()
+    facts_proposed = models.PositiveIntegerField(default=0)
+    added = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)  # near duplicates (write-gate NOOP)
+    superseded = models.PositiveIntegerField(default=0)  # older memories marked superseded
+    below_confidence = models.PositiveIntegerField(default=0)
+    ignored_supersedes = models.PositiveIntegerField(default=0)  # ids not the agent's own
+    model = models.CharField(max_length=200, blank=True, default="")
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(first_seq__lte=models.F("last_seq"))
+                & models.Q(first_seq__gte=1),
+                name="ingestion_run_seq_range",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["conversation", "-created_at"], name="ingestion_run_conv"),
+            models.Index(fields=["company", "agent", "-created_at"], name="ingestion_run_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"extraction {self.id} ({self.status})"
+
+
+class ExtractedFact(models.Model):
+    """One fact an extraction run proposed, what the write gate decided, and its provenance."""
+
+    class Decision(models.TextChoices):
+        ADDED = "added", "Added"
+        NOOP = "noop", "Near duplicate (skipped)"
+        BELOW_CONFIDENCE = "below_confidence", "Below the confidence threshold"
+
+    run = models.ForeignKey(ExtractionRun, on_delete=models.CASCADE, related_name="facts")
+    position = models.PositiveSmallIntegerField()
+    content = models.TextField()
+    category = models.CharField(max_length=16)
+    confidence = models.FloatField()
+    tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    # The memory it produced (ADD) or duplicated (NOOP); kept if the memory goes away.
+    memory_id = models.UUIDField(null=True, blank=True)
+    superseded_ids = ArrayField(models.UUIDField(), default=list, blank=True)
+    ignored_supersedes = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    message_ids = ArrayField(models.BigIntegerField(), default=list, blank=True)
+
+    class Meta:
+        ordering = ("run_id", "position")
+        constraints = [
+            models.UniqueConstraint(fields=["run", "position"], name="ingestion_fact_position"),
+        ]
+        indexes = [models.Index(fields=["memory_id"], name="ingestion_fact_memory")]
+
+    def __str__(self) -> str:
+        return f"{self.decision}: {self.content[:60]}"
+
+
+class JournalEntry(models.Model):
+    """One entry of an agent's daily journal (the seed's ``YYYY-MM-DD.md``), in Postgres so
+    web and worker processes on different machines see the same journal."""
+
+    class Kind(models.TextChoices):
+        EXTRACTION = "extraction", "Extraction"
+        DREAM = "dream", "Dream"
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="journal_entries")
+    day = models.DateField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    run = models.ForeignKey(
+        ExtractionRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    conversation_external_id = models.CharField(max_length=CONVERSATION_ID_MAX_CHARS, blank=True)
+    markdown = models.TextField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("agent_id", "day", "created_at", "id")
+        verbose_name_plural = "journal entries"
+        indexes = [
+            models.Index(
+                fields=["company", "agent", "day", "created_at"], name="ingestion_journal"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.kind} ({self.agent.name})"
+
+
+class DreamRun(models.Model):
+    """One deep dream of one agent: the dream diary entry (what changed and why)."""
+
+    class Status(models.TextChoices):
+        SUCCEEDED = "succeeded", "Succeeded"
+        UNCHANGED = "unchanged", "Skipped (inputs unchanged)"
+        NOTHING_NEW = "nothing_new", "Skipped (no journal since the last dream)"
+        SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dream_runs")
+    status = models.CharField(max_length=16, choices=Status.choices)
+    trigger = models.CharField(max_length=16, default="schedule")
+    input_hash = models.CharField(max_length=64, blank=True, default="")
+    journal_from = models.DateField(null=True, blank=True)
+    journal_to = models.DateField(null=True, blank=True)
+    journal_entries = models.PositiveIntegerField(default=0)
+    previous_core_id = models.UUIDField(null=True, blank=True)
+    core_memory_id = models.UUIDField(null=True, blank=True)
+    diary = models.TextField(blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = [
+            models.Index(fields=["company", "agent", "-created_at"], name="ingestion_dream_agent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"dream {self.created_at:%Y-%m-%d %H:%M} {self.status} ({self.agent.name})"

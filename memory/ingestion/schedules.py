@@ -1,0 +1,78 @@
+"""Schedules of conversation ingestion: the extraction sweep, and one dream schedule per
+company from ``memory.dream`` (re-synced when a company's config changes, created with the
+company)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from synthorg.schedules import ScheduleSpec
+
+SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
+DREAM_TASK = "memory.ingestion.tasks.dream_company"
+
+
+def dream_schedule_name(company_id: int) -> str:
+    return f"ingestion-dream:company-{company_id}"
+
+
+def company_dream_spec(company) -> ScheduleSpec | None:
+    """The company's dream schedule per its config (None when disabled or ``never``)."""
+    from memory.schedules import interval_schedule_type
+    from persistence.selectors.config import company_config
+
+    dream = company_config(company).memory.dream
+    schedule_type = interval_schedule_type(dream.interval)
+    if not dream.enabled or schedule_type is None:
+        return None
+    return ScheduleSpec(
+        name=dream_schedule_name(company.pk),
+        func=DREAM_TASK,
+        schedule_type=schedule_type,
+        kwargs={"company_id": company.pk},
+    )
+
+
+def dream_schedules() -> Iterator[ScheduleSpec]:
+    from persistence.models import Company
+
+    for company in Company.objects.order_by("pk"):
+        spec = company_dream_spec(company)
+        if spec is not None:
+            yield spec
+
+
+def schedule_dream_for_new_company(company) -> None:
+    """Company-creation hook (inside the creating transaction): the dream schedule exists as
+    soon as the company does."""
+    from synthorg.schedules import schedule_upsert
+
+    spec = company_dream_spec(company)
+    if spec is not None:
+        schedule_upsert(spec)
+
+
+def register() -> None:
+    from django_q.models import Schedule
+
+    from memory.ingestion.services.messages import (
+        conversations_purge_project,
+        conversations_purge_session,
+    )
+    from memory.services.lifecycle import on_session_ended
+    from persistence.services.companies import on_company_created
+    from persistence.services.projects import on_project_closed
+    from synthorg.schedules import register_schedule, register_schedule_provider
+
+    on_project_closed(conversations_purge_project)
+    on_session_ended(conversations_purge_session)
+    on_company_created(schedule_dream_for_new_company)
+    register_schedule(
+        ScheduleSpec(
+            name="ingestion-extraction-sweep",
+            func=SWEEP_TASK,
+            schedule_type=Schedule.MINUTES,
+            minutes=1,
+        )
+    )
+    register_schedule_provider(dream_schedules)

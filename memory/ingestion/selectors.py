@@ -1,0 +1,119 @@
+"""Reads of conversation ingestion, always scoped to one agent (and so to one company)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.db.models import QuerySet
+
+from memory.errors import MemoryNotFoundError
+from memory.ingestion.models import (
+    Conversation,
+    ConversationMessage,
+    DreamRun,
+    ExtractionRun,
+    JournalEntry,
+)
+from persistence.models import Agent
+
+CONVERSATION_NOT_FOUND = "No conversation with this id exists for the calling agent."
+RUN_NOT_FOUND = "No extraction run with this id exists in this conversation."
+
+
+def conversation_get(*, agent: Agent, conversation_id: str) -> Conversation:
+    conversation = Conversation.objects.filter(agent=agent, external_id=conversation_id).first()
+    if conversation is None:
+        raise MemoryNotFoundError(CONVERSATION_NOT_FOUND, code="conversation_not_found")
+    return conversation
+
+
+def agent_conversations(*, agent: Agent) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(company_id=agent.company_id, agent=agent)
+
+
+def conversation_messages(
+    *,
+    agent: Agent,
+    conversation_id: str | None = None,
+    query: str | None = None,
+    role: str | None = None,
+    after_seq: int | None = None,
+    before_seq: int | None = None,
+) -> QuerySet[ConversationMessage]:
+    """``agent``'s conversation history: one conversation's messages in ``seq`` order, or
+    (``conversation_id=None``) every conversation's, for a recall search across them.
+
+    ``query`` is a full-text search (websearch syntax, english stemming) served by the GIN
+    index on the messages' text. Raises ``conversation_not_found`` for an unknown id.
+    """
+    messages = ConversationMessage.objects.filter(company_id=agent.company_id, agent=agent)
+    if conversation_id is not None:
+        conversation = conversation_get(agent=agent, conversation_id=conversation_id)
+        messages = messages.filter(conversation=conversation)
+    if role:
+        messages = messages.filter(role=role)
+    if after_seq is not None:
+        messages = messages.filter(seq__gt=after_seq)
+    if before_seq is not None:
+        messages = messages.filter(seq__lt=before_seq)
+    if query:
+        messages = messages.annotate(_search=SearchVector("content", config="english")).filter(
+            _search=SearchQuery(query, config="english", search_type="websearch")
+        )
+    return messages.select_related("conversation")
+
+
+def conversation_runs(*, agent: Agent, conversation_id: str) -> QuerySet[ExtractionRun]:
+    conversation = conversation_get(agent=agent, conversation_id=conversation_id)
+    return ExtractionRun.objects.filter(conversation=conversation, agent=agent)
+
+
+def conversation_run_get(*, agent: Agent, conversation_id: str, run_id) -> ExtractionRun:
+    run = (
+        conversation_runs(agent=agent, conversation_id=conversation_id)
+        .filter(pk=run_id)
+        .prefetch_related("facts")
+        .first()
+    )
+    if run is None:
+        raise MemoryNotFoundError(RUN_NOT_FOUND, code="extraction_run_not_found")
+    return run
+
+
+def journal_days(*, agent: Agent) -> list[tuple[date, int]]:
+    """Days with journal entries, newest first, with the number of entries of each."""
+    from django.db.models import Count
+
+    rows = (
+        JournalEntry.objects.filter(company_id=agent.company_id, agent=agent)
+        .values("day")
+        .annotate(entries=Count("id"))
+        .order_by("-day")
+    )
+    return [(row["day"], row["entries"]) for row in rows]
+
+
+def journal_entries(*, agent: Agent, day: date) -> list[JournalEntry]:
+    return list(
+        JournalEntry.objects.filter(company_id=agent.company_id, agent=agent, day=day).order_by(
+            "created_at", "id"
+        )
+    )
+
+
+def journal_markdown(*, agent: Agent, day: date) -> str | None:
+    """The day's journal as one Markdown document (``None`` when there is no entry)."""
+    entries = journal_entries(agent=agent, day=day)
+    if not entries:
+        return None
+    return render_journal(agent_name=agent.name, day=day, entries=[e.markdown for e in entries])
+
+
+def render_journal(*, agent_name: str, day: date, entries: list[str]) -> str:
+    head = f"# {day.isoformat()} — journal of {agent_name}\n"
+    return head + "".join(f"\n{entry.rstrip()}\n" for entry in entries)
+
+
+def agent_dream_runs(*, agent: Agent) -> QuerySet[DreamRun]:
+    return DreamRun.objects.filter(company_id=agent.company_id, agent=agent)

@@ -1,0 +1,188 @@
+"""Deep dream: consolidate an agent's journal into its core summary memory.
+
+For one agent (:func:`agent_dream`; :func:`company_dream` for every persistent-level agent
+of a company, run by the per-company q2 schedule and ``manage.py dream``):
+
+1. Inputs: the agent's current core summary (its live SEMANTIC memory tagged ``core``) and
+   its journal days since the day of the last successful dream (that day is read again:
+   entries may have been added after the dream), at most ``memory.dream.lookback_days``
+   back. Dream entries are left out (the dream must not read its own diary).
+2. **Content-hash guard**: the SHA-256 of that journal equal to the last successful dream's,
+   with the core still the one that dream wrote ⇒ ``unchanged``, no LLM call. No journal
+   in the window ⇒ ``nothing_new``.
+3. No LLM ⇒ ``skipped_no_llm``; an LLM error or an answer that is not the JSON contract
+   ⇒ ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
+4. Success, in one transaction: the new core summary is stored through the write gate
+   (``memory_store_batch``: SEMANTIC, tag ``core``, ``supersedes`` the previous core — kept,
+   marked superseded, restorable), the run records what changed and why, and a dream entry
+   is appended to the journal. Nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import UTC, datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.domain import MemoryStoreRequest
+from memory.ingestion.models import DreamRun, JournalEntry
+from memory.ingestion.prompts import (
+    InvalidAnswerError,
+    dream_messages,
+    dream_response_format,
+    parse_dream,
+)
+from memory.ingestion.selectors import render_journal
+from memory.ingestion.services.growth import CORE_TAG
+from memory.ingestion.services.journal import journal_append_dream
+from memory.llm import completion_provider_for
+from memory.models import Memory
+from memory.services.store import memory_store_batch
+from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory, MemoryLevel
+from synthorg.llm import CompletionProvider, LLMError, LLMRequestError
+
+logger = logging.getLogger(__name__)
+
+NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
+NOT_PERSISTENT = "the agent's memory level is {level!r}; only persistent agents dream"
+CORE_MAX_CHARS = 20_000
+
+
+def current_core(agent: Agent) -> Memory | None:
+    return (
+        Memory.objects.filter(
+            company_id=agent.company_id,
+            agent=agent,
+            is_shared=False,
+            category=MemoryCategory.SEMANTIC.value,
+            tags__contains=[CORE_TAG],
+            superseded_at__isnull=True,
+        )
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def agent_dream(
+    *,
+    agent: Agent,
+    trigger: str = "manual",
+    provider: CompletionProvider | None = None,
+    now: datetime | None = None,
+) -> DreamRun:
+    now = now or timezone.now()
+    config = company_config(agent.company).memory.dream
+    run = DreamRun(company_id=agent.company_id, agent=agent, trigger=trigger, created_at=now)
+    if agent.memory_level != MemoryLevel.PERSISTENT:
+        return _record(
+            run, DreamRun.Status.FAILED, error=NOT_PERSISTENT.format(level=agent.memory_level)
+        )
+    today = now.astimezone(UTC).date()
+    start = today - timedelta(days=config.lookback_days - 1)
+    last = (
+        DreamRun.objects.filter(agent=agent, status=DreamRun.Status.SUCCEEDED)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    if last is not None and last.journal_to is not None and last.journal_to > start:
+        start = last.journal_to
+    entries = list(
+        JournalEntry.objects.filter(
+            company_id=agent.company_id,
+            agent=agent,
+            kind=JournalEntry.Kind.EXTRACTION,
+            day__gte=start,
+            day__lte=today,
+        ).order_by("day", "created_at", "id")
+    )
+    core = current_core(agent)
+    run.previous_core_id = core.pk if core else None
+    run.journal_from, run.journal_to = start, today
+    run.journal_entries = len(entries)
+    if not entries:
+        return _record(run, DreamRun.Status.NOTHING_NEW)
+    by_day: dict = {}
+    for entry in entries:
+        by_day.setdefault(entry.day, []).append(entry.markdown)
+    journal = "\n".join(
+        render_journal(agent_name=agent.name, day=day, entries=texts)
+        for day, texts in by_day.items()
+    )
+    core_text = core.content if core else ""
+    # The journal's hash; the core is unchanged when it is still the one the last dream
+    # wrote (its own output must not make the same journal look new).
+    run.input_hash = hashlib.sha256(journal.encode()).hexdigest()
+    if (
+        last is not None
+        and last.input_hash == run.input_hash
+        and last.core_memory_id == (core.pk if core else None)
+    ):
+        return _record(run, DreamRun.Status.UNCHANGED)
+    if provider is None:
+        provider = completion_provider_for(company=agent.company, agent=agent)
+    if provider is None:
+        return _record(run, DreamRun.Status.SKIPPED_NO_LLM, error=NO_LLM)
+    prompt = dream_messages(core=core_text, journal=journal, max_tokens=config.max_core_tokens)
+    try:
+        try:
+            completion = provider.complete(
+                prompt, temperature=config.temperature, response_format=dream_response_format()
+            )
+        except LLMRequestError:  # no structured outputs: ask again, validate anyway
+            completion = provider.complete(prompt, temperature=config.temperature)
+        new_core, diary = parse_dream(completion.content)
+    except (LLMError, InvalidAnswerError) as exc:
+        logger.warning("dream of agent %s failed: %s", agent.pk, exc)
+        return _record(run, DreamRun.Status.FAILED, error=str(exc)[:2000])
+    run.model = completion.model
+    with transaction.atomic():
+        [result] = memory_store_batch(
+            agent=agent,
+            requests=[
+                MemoryStoreRequest(
+                    content=new_core[:CORE_MAX_CHARS],
+                    category=MemoryCategory.SEMANTIC,
+                    tags=(CORE_TAG,),
+                    source=f"dream:{run.pk}",
+                    supersedes=(core.pk,) if core else (),
+                )
+            ],
+            now=now,
+            # The core summary restates facts the agent holds as separate memories; the
+            # near-duplicate gate must not fold it into one of them.
+            deduplicate=False,
+        )
+        run.core_memory_id = result.id
+        run.diary = diary
+        _record(run, DreamRun.Status.SUCCEEDED)
+        journal_append_dream(dream=run, now=now)
+    return run
+
+
+def _record(run: DreamRun, status: str, *, error: str = "") -> DreamRun:
+    run.status = status
+    run.error = error
+    run.save()
+    if status in (DreamRun.Status.FAILED, DreamRun.Status.SKIPPED_NO_LLM):
+        logger.warning("dream of agent %s: %s (%s)", run.agent_id, status, error)
+    return run
+
+
+def company_dream(*, company: Company, trigger: str = "schedule", now=None) -> list[DreamRun]:
+    """Dream for every active persistent-level agent of ``company``; one agent's failure
+    does not stop the others."""
+    runs = []
+    agents = Agent.objects.filter(
+        company=company, is_active=True, memory_level=MemoryLevel.PERSISTENT.value
+    ).select_related("company")
+    for agent in agents.order_by("pk"):
+        try:
+            runs.append(agent_dream(agent=agent, trigger=trigger, now=now))
+        except Exception:
+            logger.exception("dream of agent %s failed", agent.pk)
+    return runs

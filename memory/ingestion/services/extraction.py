@@ -1,0 +1,484 @@
+"""Extracting memories from flushed conversations: claim → one LLM call → the write gate.
+
+:func:`conversation_extract` is what the debounced q2 task (and the sweep, and the tests)
+call for one conversation:
+
+1. **Claim** (one short transaction under the conversation's row lock): the unextracted
+   range ``extracted_through_seq+1 .. message_count`` (capped at ``max_batch_tokens``) is
+   recorded as an :class:`ExtractionRun` and the conversation's ``claim_run`` points at it
+   until ``claim_expires_at``. A second worker finds the claim and does nothing, so two
+   workers never extract the same messages. A claim whose lease ran out (a worker died)
+   is taken over and the dead run marked ``failed``.
+2. **Extract** (no transaction, no lock): the new messages, the running summary and the
+   agent's most relevant memories go to the LLM with the JSON contract, requested as
+   ``response_format: json_schema`` and validated in any case. No LLM ⇒ the run is
+   ``skipped_no_llm``; an LLM error or an invalid answer ⇒ ``failed``. Either way the
+   messages stay stored and searchable, ``extracted_through_seq`` does not move, and a
+   later run (the sweep, with backoff) retries the same range.
+3. **Apply** (one transaction): facts under ``min_confidence`` are dropped; the others go
+   through ``memory_store_batch`` — the same write gate as a hand-written memory: ADD, NOOP
+   (near duplicate) or SUPERSEDE. ``supersedes`` ids that are not the agent's own live
+   private memories are ignored and logged. Nothing is ever deleted. Each fact's
+   provenance (run, conversation, message ids) is an :class:`ExtractedFact` row and the
+   memory's ``source`` names the run. The run's counts, a journal entry and the
+   conversation's progress commit together; then the bounded-growth cap is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from memory.domain import MemoryStoreRequest
+from memory.ingestion.domain import ProposedFacts, parse_uuid
+from memory.ingestion.models import (
+    Conversation,
+    ConversationMessage,
+    ExtractedFact,
+    ExtractionRun,
+)
+from memory.ingestion.prompts import (
+    InvalidAnswerError,
+    PromptMemory,
+    PromptMessage,
+    extraction_messages,
+    extraction_response_format,
+    parse_facts,
+)
+from memory.ingestion.services.growth import memories_trim_to_cap
+from memory.ingestion.services.journal import journal_append_extraction
+from memory.llm import completion_provider_for
+from memory.models import Memory
+from memory.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
+from memory.selectors.search import memory_search
+from memory.services.store import memory_store_batch
+from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory, MemoryLevel
+from synthorg.errors import DomainError
+from synthorg.llm import Completion, CompletionProvider, LLMError, LLMRequestError
+
+logger = logging.getLogger(__name__)
+
+CLAIM_LEASE = timedelta(minutes=10)
+MAX_BACKOFF = timedelta(hours=1)
+CLAIM_EXPIRED = "the worker holding the claim did not finish within the lease"
+NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
+
+
+@dataclass
+class _Claim:
+    run: ExtractionRun
+    conversation: Conversation
+
+
+def conversation_extract(
+    *,
+    conversation: Conversation,
+    trigger: str | None = None,
+    force: bool = False,
+    provider: CompletionProvider | None = None,
+    now: datetime | None = None,
+) -> ExtractionRun | None:
+    """Extract the unprocessed messages of ``conversation``; see the module docstring.
+
+    Returns the run, or ``None`` when there was nothing to do: nothing pending, not due yet
+    (the debounce was pushed by a later flush; unless ``force``), extraction disabled, or
+    another worker holds the claim.
+    """
+    now = now or timezone.now()
+    agent = conversation.agent
+    config = company_config(agent.company).memory.extraction
+    if not config.enabled:
+        return None
+    if agent.memory_level == MemoryLevel.NONE:
+        # The agent stopped keeping memories since these messages were flushed: nothing to
+        # extract into; the messages stay, and nothing is due any more.
+        Conversation.objects.filter(pk=conversation.pk).update(extraction_due_at=None)
+        return None
+    if provider is None:
+        provider = completion_provider_for(company=agent.company, agent=agent)
+    claim = _claim(
+        conversation.pk,
+        trigger=trigger,
+        force=force,
+        now=now,
+        config=config,
+        llm=provider is not None,
+    )
+    if claim is None:
+        return None
+    run = claim.run
+    if provider is None:
+        logger.warning(
+            "extraction of conversation %s skipped: %s; its messages stay stored and a later "
+            "run retries once an LLM is configured",
+            run.conversation_id,
+            NO_LLM,
+        )
+        return _finish_unsuccessful(claim, ExtractionRun.Status.SKIPPED_NO_LLM, NO_LLM, now=now)
+    messages = list(
+        ConversationMessage.objects.filter(
+            conversation_id=run.conversation_id, seq__gte=run.first_seq, seq__lte=run.last_seq
+        ).order_by("seq")
+    )
+    try:
+        facts, completion = _ask(provider, claim, messages, config=config)
+    except (LLMError, InvalidAnswerError) as exc:
+        logger.warning(
+            "extraction run %s of conversation %s failed: %s", run.pk, run.conversation_id, exc
+        )
+        return _finish_unsuccessful(
+            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
+        )
+    try:
+        return _apply(claim, facts, completion, messages, config=config)
+    except _LostClaim:
+        logger.warning("extraction run %s lost its claim (lease expired); rolled back", run.pk)
+        return None
+    except DomainError as exc:  # e.g. the project closed meanwhile
+        logger.warning("extraction run %s could not store its facts: %s", run.pk, exc)
+        return _finish_unsuccessful(
+            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
+        )
+
+
+def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
+    """The sweep: run every conversation whose extraction is due. Without an LLM nothing
+    runs (no ``skipped_no_llm`` run per minute); pending messages wait for one."""
+    now = now or timezone.now()
+    due = list(
+        Conversation.objects.filter(extraction_due_at__lte=now)
+        .filter(extracted_through_seq__lt=F("message_count"))
+        .select_related("agent", "company")
+        .order_by("extraction_due_at")[:limit]
+    )
+    runs = 0
+    for conversation in due:
+        provider = completion_provider_for(company=conversation.company, agent=conversation.agent)
+        if provider is None:
+            continue
+        if conversation_extract(conversation=conversation, provider=provider, now=now):
+            runs += 1
+    return runs
+
+
+# --- 1. claim ------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config, llm: bool):
+    conversation = (
+        Conversation.objects.select_for_update()
+        .select_related("agent", "company")
+        .filter(pk=conversation_pk)
+        .first()
+    )
+    if conversation is None:
+        return None
+    if conversation.claim_run_id is not None:
+        if conversation.claim_expires_at is not None and conversation.claim_expires_at > now:
+            return None  # another worker is extracting these messages
+        ExtractionRun.objects.filter(
+            pk=conversation.claim_run_id, status=ExtractionRun.Status.RUNNING
+        ).update(status=ExtractionRun.Status.FAILED, error=CLAIM_EXPIRED, finished_at=now)
+        conversation.claim_run = None
+    first = conversation.extracted_through_seq + 1
+    if first > conversation.message_count:
+        conversation.extraction_due_at = None
+        conversation.save(update_fields=["extraction_due_at", "claim_run"])
+        return None
+    if (
+        not force
+        and conversation.extraction_due_at is not None
+        and (conversation.extraction_due_at > now)
+    ):
+        return None  # the debounce was pushed forward; the re-armed schedule fires later
+    last = _batch_end(conversation, first, config.max_batch_tokens)
+    if trigger is None:
+        if force:
+            trigger = ExtractionRun.Trigger.MANUAL
+        elif conversation.consecutive_failures:
+            trigger = ExtractionRun.Trigger.RETRY
+        elif conversation.pending_tokens >= config.max_pending_tokens:
+            trigger = ExtractionRun.Trigger.PENDING_TOKENS
+        else:
+            trigger = ExtractionRun.Trigger.DEBOUNCE
+    run = ExtractionRun.objects.create(
+        company_id=conversation.company_id,
+        agent_id=conversation.agent_id,
+        conversation=conversation,
+        trigger=trigger,
+        first_seq=first,
+        last_seq=last,
+        message_count=last - first + 1,
+        model=(config.model or "") if llm else "",
+        created_at=now,
+    )
+    if llm:
+        conversation.claim_run = run
+        conversation.claim_expires_at = now + CLAIM_LEASE
+    conversation.save(update_fields=["claim_run", "claim_expires_at"])
+    return _Claim(run=run, conversation=conversation)
+
+
+def _batch_end(conversation: Conversation, first: int, max_tokens: int) -> int:
+    """The last seq of a batch starting at ``first`` within ``max_tokens`` (≥ 1 message)."""
+    sizes = (
+        ConversationMessage.objects.filter(conversation=conversation, seq__gte=first)
+        .order_by("seq")
+        .values_list("seq", "token_count")
+    )
+    last, used = first, 0
+    for seq, tokens in sizes.iterator(chunk_size=500):
+        if used and used + tokens > max_tokens:
+            break
+        last, used = seq, used + tokens
+    return last
+
+
+# --- 2. extract ----------------------------------------------------------------------------
+
+
+def _ask(provider: CompletionProvider, claim: _Claim, messages, *, config):
+    conversation = claim.conversation
+    memories = _relevant_memories(conversation, messages, limit=config.relevant_memories)
+    prompt = extraction_messages(
+        messages=[PromptMessage(m.seq, m.role, m.name, m.content) for m in messages],
+        summary=conversation.summary,
+        memories=memories,
+        max_facts=config.max_facts_per_run,
+    )
+    kwargs = {"model": config.model, "temperature": config.temperature}
+    try:
+        completion = provider.complete(
+            prompt, response_format=extraction_response_format(), **kwargs
+        )
+    except LLMRequestError as exc:
+        # Providers without structured outputs reject the field with a 400: ask again
+        # without it; the answer is validated against the contract either way.
+        logger.info("structured output refused (%s); asking without response_format", exc)
+        completion = provider.complete(prompt, **kwargs)
+    claim.run.model = completion.model
+    claim.run.input_tokens = completion.usage.input_tokens
+    claim.run.output_tokens = completion.usage.output_tokens
+    return parse_facts(completion.content), completion
+
+
+def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> list[PromptMemory]:
+    if limit <= 0:
+        return []
+    text = " ".join(m.content for m in messages)[-TEXT_MAX_CHARS:]
+    try:
+        result = memory_search(
+            agent=conversation.agent,
+            query=MemoryQuery(text=text, limit=limit, min_relevance=0.0),
+            include_shared=False,
+        )
+    except Exception:  # ranking context is an aid; extraction proceeds without it
+        logger.exception("relevant-memory search for conversation %s failed", conversation.pk)
+        return []
+    return [
+        PromptMemory(
+            id=str(hit.memory.pk), category=hit.memory.category, content=hit.memory.content[:1000]
+        )
+        for hit in result.hits
+    ]
+
+
+# --- 3. apply ------------------------------------------------------------------------------
+
+
+def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, messages, *, config):
+    run = claim.run
+    conversation = claim.conversation
+    agent = conversation.agent
+    now = timezone.now()
+    facts = list(answer.facts[: config.max_facts_per_run])
+    kept = [(i, f) for i, f in enumerate(facts) if f.confidence >= config.min_confidence]
+    message_ids = [m.pk for m in messages]
+    supersedable = _own_supersedable(agent, [s for _, f in kept for s in f.supersedes], now)
+    claimed_ids: set[UUID] = set()
+    plans = []
+    for index, fact in kept:
+        valid, ignored = [], []
+        for raw in fact.supersedes:
+            mid = parse_uuid(raw)
+            if mid is None or mid not in supersedable or mid in claimed_ids:
+                ignored.append(str(raw)[:64])
+                continue
+            claimed_ids.add(mid)
+            valid.append(mid)
+        if ignored:
+            logger.warning(
+                "extraction run %s: ignored supersedes %s (not the agent's own live memories)",
+                run.pk,
+                ignored,
+            )
+        plans.append((index, fact, valid, ignored))
+
+    with transaction.atomic():
+        results = []
+        if plans:
+            requests = [
+                MemoryStoreRequest(
+                    content=fact.content,
+                    category=MemoryCategory(fact.category),
+                    confidence=fact.confidence,
+                    tags=fact.tags,
+                    source=f"extraction:{run.pk}",
+                    session_id=conversation.session_id or None,
+                    project_id=conversation.project_id,
+                    supersedes=tuple(valid),
+                )
+                for _, fact, valid, _ in plans
+            ]
+            results = memory_store_batch(agent=agent, requests=requests, now=now)
+        locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+        if locked.claim_run_id != run.pk:
+            # Our lease ran out and another worker took the range over: roll back.
+            raise _LostClaim()
+        rows = []
+        outcome = {
+            index: (valid, ignored, result)
+            for (index, _, valid, ignored), result in zip(plans, results, strict=True)
+        }
+        for index, fact in enumerate(facts):
+            if index not in outcome:
+                rows.append(
+                    _fact_row(
+                        run,
+                        index,
+                        fact,
+                        ExtractedFact.Decision.BELOW_CONFIDENCE,
+                        None,
+                        [],
+                        [],
+                        message_ids,
+                    )
+                )
+                continue
+            valid, ignored, result = outcome[index]
+            decision = (
+                ExtractedFact.Decision.NOOP if result.deduplicated else ExtractedFact.Decision.ADDED
+            )
+            rows.append(
+                _fact_row(run, index, fact, decision, result.id, valid, ignored, message_ids)
+            )
+        ExtractedFact.objects.bulk_create(rows)
+        run.facts_proposed = len(facts)
+        run.added = sum(1 for r in rows if r.decision == ExtractedFact.Decision.ADDED)
+        run.skipped = sum(1 for r in rows if r.decision == ExtractedFact.Decision.NOOP)
+        run.superseded = sum(len(r.superseded_ids) for r in rows)
+        run.below_confidence = len(facts) - len(kept)
+        run.ignored_supersedes = sum(len(r.ignored_supersedes) for r in rows)
+        run.status = ExtractionRun.Status.SUCCEEDED
+        run.finished_at = now
+        run.save()
+        pending = _pending_tokens(locked, after=run.last_seq)
+        locked.extracted_through_seq = run.last_seq
+        locked.pending_tokens = pending
+        locked.claim_run = None
+        locked.claim_expires_at = None
+        locked.consecutive_failures = 0
+        more = locked.message_count > run.last_seq
+        if more and (
+            locked.extraction_due_at is None
+            or pending >= config.max_pending_tokens
+            or locked.extraction_due_at <= now
+        ):
+            locked.extraction_due_at = now  # the rest of a capped batch: the sweep takes it
+        elif not more:
+            locked.extraction_due_at = None
+        locked.save(
+            update_fields=[
+                "extracted_through_seq",
+                "pending_tokens",
+                "claim_run",
+                "claim_expires_at",
+                "consecutive_failures",
+                "extraction_due_at",
+            ]
+        )
+        journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
+    memories_trim_to_cap(agent=agent, now=now)
+    return run
+
+
+class _LostClaim(Exception):
+    pass
+
+
+def _fact_row(run, index, fact, decision, memory_id, superseded, ignored, message_ids):
+    return ExtractedFact(
+        run=run,
+        position=index,
+        content=fact.content,
+        category=fact.category,
+        confidence=fact.confidence,
+        tags=list(fact.tags),
+        decision=decision,
+        memory_id=memory_id,
+        superseded_ids=list(superseded)
+        if decision != ExtractedFact.Decision.BELOW_CONFIDENCE
+        else [],
+        ignored_supersedes=list(ignored),
+        message_ids=message_ids,
+    )
+
+
+def _own_supersedable(agent, raw_ids, now) -> set[UUID]:
+    """Of ``raw_ids``, the agent's own live, private, not yet superseded memories."""
+    ids = {mid for mid in (parse_uuid(r) for r in raw_ids) if mid is not None}
+    if not ids:
+        return set()
+    live = Memory.objects.filter(
+        agent=agent, is_shared=False, superseded_at__isnull=True, pk__in=ids
+    ).exclude(expires_at__lte=now)
+    return set(live.values_list("pk", flat=True))
+
+
+def _pending_tokens(conversation: Conversation, *, after: int) -> int:
+    total = ConversationMessage.objects.filter(conversation=conversation, seq__gt=after).aggregate(
+        total=Sum("token_count")
+    )["total"]
+    return total or 0
+
+
+def _finish_unsuccessful(claim: _Claim, status: str, error: str, *, now: datetime):
+    """Record a run that extracted nothing; the range stays pending and is retried later
+    (after a backoff doubling per consecutive failure, at most an hour)."""
+    run = claim.run
+    with transaction.atomic():
+        conversation = (
+            Conversation.objects.select_for_update().filter(pk=claim.conversation.pk).first()
+        )
+        if conversation is None:  # purged meanwhile (session ended, project closed)
+            return run
+        run.status = status
+        run.error = error
+        run.finished_at = now
+        run.save()
+        config = company_config(conversation.company).memory.extraction
+        if conversation.claim_run_id == run.pk or conversation.claim_run_id is None:
+            conversation.claim_run = None
+            conversation.claim_expires_at = None
+            conversation.consecutive_failures += 1
+            backoff = timedelta(seconds=config.retry_backoff_seconds) * (
+                2 ** min(conversation.consecutive_failures - 1, 12)
+            )
+            conversation.extraction_due_at = now + min(backoff, MAX_BACKOFF)
+            conversation.save(
+                update_fields=[
+                    "claim_run",
+                    "claim_expires_at",
+                    "consecutive_failures",
+                    "extraction_due_at",
+                ]
+            )
+    return run

@@ -1,0 +1,51 @@
+"""django-q2 tasks of conversation ingestion: thin interfaces that load by id and call one
+service."""
+
+from __future__ import annotations
+
+from memory.ingestion.models import Conversation
+from persistence.models import Agent, Company
+
+
+def extract_conversation(conversation_pk: int) -> str | None:
+    """The debounced extraction of one conversation (armed by every flush), then the
+    running-summary refresh of its context tier."""
+    from memory.ingestion.services.context import conversation_summary_refresh
+    from memory.ingestion.services.extraction import conversation_extract
+
+    loaded = Conversation.objects.select_related("agent", "company")
+    conversation = loaded.filter(pk=conversation_pk).first()
+    if conversation is None:  # purged since it was armed
+        return None
+    run = conversation_extract(conversation=conversation)
+    conversation = loaded.filter(pk=conversation_pk).first()
+    if conversation is not None:
+        conversation_summary_refresh(conversation=conversation)
+    return run.status if run is not None else None
+
+
+def extract_due_conversations() -> int:
+    """The sweep: extract every conversation whose extraction is due (lost schedules,
+    retries after failures). Returns the number of runs made."""
+    from memory.ingestion.services.extraction import conversations_extract_due
+
+    return conversations_extract_due()
+
+
+def dream_company(company_id: int) -> int:
+    """Scheduled deep dream of every agent of one company; returns the runs recorded."""
+    from memory.ingestion.services.dream import company_dream
+
+    company = Company.objects.filter(pk=company_id).first()
+    if company is None:
+        return 0
+    return len(company_dream(company=company, trigger="schedule"))
+
+
+def dream_agent(agent_id: int) -> str | None:
+    from memory.ingestion.services.dream import agent_dream
+
+    agent = Agent.objects.select_related("company").filter(pk=agent_id).first()
+    if agent is None:
+        return None
+    return agent_dream(agent=agent, trigger="schedule").status

@@ -1,0 +1,87 @@
+"""Two workers extracting the same conversation at once: exactly one claims the messages.
+
+Real transactions: the test's own connection sits in pytest-django's test transaction, which
+other connections cannot see, so setup, the racing workers and the cleanup run on their own
+(autocommit) connections in threads, as in ``tests/memory/test_gate_concurrency.py``."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from memory.ingestion.models import Conversation, ExtractionRun
+from memory.ingestion.services.extraction import conversation_extract
+from memory.models import Memory
+from persistence.models import Company
+from synthorg.llm import OpenAICompatibleChatClient
+from tests.memory.ingestion.conftest import fact, flush
+from tests.memory.test_gate_concurrency import in_thread
+from tests.persistence.factories import AgentFactory
+from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, chat_completion_payload
+
+
+@pytest.mark.django_db
+def test_concurrent_workers_never_double_extract():
+    agent = in_thread(AgentFactory)
+    try:
+        with FakeOpenAIServer() as server:
+            _race(agent, server)
+    finally:
+        in_thread(lambda: Company.objects.filter(pk=agent.company_id).delete())
+
+
+def _race(agent, server):
+    import json
+
+    # The LLM takes a while, so every worker is inside its run at the same time.
+    answer = json.dumps({"facts": [fact("Billing deploys every Friday at noon UTC.")]})
+    server.set_handler(
+        server.CHAT_COMPLETIONS,
+        lambda request: ScriptedResponse(json=chat_completion_payload(answer), delay=1.0),
+    )
+    conversation = in_thread(
+        lambda: flush(agent, [f"message {i} about billing deploys" for i in range(5)])
+    )
+    workers = 4
+    barrier = threading.Barrier(workers)
+    results, errors = [], []
+    due = timezone.now() + timedelta(minutes=5)
+
+    def work():
+        try:
+            client = OpenAICompatibleChatClient(server.base_url, "m", max_retries=0, timeout=10)
+            target = Conversation.objects.select_related("agent", "company").get(pk=conversation.pk)
+            barrier.wait()
+            results.append(conversation_extract(conversation=target, provider=client, now=due))
+        except Exception as exc:  # pragma: no cover - surfaced below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    runs = [r for r in results if r is not None]
+    assert len(runs) == 1
+    assert len(server.requests_to(server.CHAT_COMPLETIONS)) == 1
+
+    def state():
+        conv = Conversation.objects.get(pk=conversation.pk)
+        return (
+            list(
+                ExtractionRun.objects.filter(conversation=conv).values_list(
+                    "status", "first_seq", "last_seq"
+                )
+            ),
+            conv.extracted_through_seq,
+            conv.claim_run_id,
+            Memory.objects.filter(agent=agent).count(),
+        )
+
+    assert in_thread(state) == ([("succeeded", 1, 5)], 5, None, 1)
