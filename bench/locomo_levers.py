@@ -106,7 +106,7 @@ def _recall(questions: list[dict], ranking) -> dict[str, Any]:
 
 
 def evaluate_legs(legs: dict[str, list]) -> dict[str, Any]:
-    from memory.retrieval.fusion import rrf_fuse
+    from synthorg.retrieval.fusion import rrf_fuse
 
     results: dict[str, Any] = {}
     for variant, questions in legs.items():

@@ -139,13 +139,13 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
 def _exact_top(agent, vector: np.ndarray, k: int) -> list:
     from django.db import connection
 
-    from memory.selectors.search import _vector_literal
+    from synthorg.retrieval.vectors import vector_literal
 
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT m.id FROM memory_memory m WHERE m.agent_id = %s AND NOT m.is_shared "
             "AND m.embedder_id = %s ORDER BY (m.embedding <=> %s::vector) + 0, m.id LIMIT %s",
-            [agent.pk, BENCH_EMBEDDER_ID, _vector_literal(vector), k],
+            [agent.pk, BENCH_EMBEDDER_ID, vector_literal(vector), k],
         )
         return [row[0] for row in cursor.fetchall()]
 

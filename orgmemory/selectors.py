@@ -39,10 +39,14 @@ from persistence.selectors.config import company_config
 from synthorg.company_config import LINEAR_DEFAULTS, FusionStrategy
 from synthorg.enums import OrgFactCategory
 from synthorg.errors import NotFoundError
+from synthorg.retrieval import bm25
+from synthorg.retrieval.fusion import DEFAULT_RRF_K, rrf_scores
+from synthorg.retrieval.vectors import vector_literal
 
-BM25_K1 = 1.2
-BM25_B = 0.75
-RRF_K = 60
+# One copy of the ranking math for memories and facts (synthorg.retrieval).
+BM25_K1 = bm25.K1
+BM25_B = bm25.B
+RRF_K = DEFAULT_RRF_K
 
 EXTENDED_CATEGORIES: frozenset[OrgFactCategory] = frozenset(OrgFactCategory) - {
     OrgFactCategory.CORE_POLICY
@@ -346,7 +350,7 @@ def _dense(live: list[tuple], embedded, pool: int, min_similarity: float) -> lis
     if not live:
         return []
     embedder_id, vector = embedded
-    literal = "[" + ",".join(f"{x:.7g}" for x in vector.tolist()) + "]"
+    literal = vector_literal(vector)
     sql = """
     SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
       FROM unnest(%(ids)s::uuid[]) AS c(id)
@@ -397,10 +401,7 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
             floor = LINEAR_DEFAULTS["min_relevance"]
         dense = _dense(live, embedded, pool, floor)
         legs.append([op for op, _sim in dense])
-    fused: dict = {}
-    for ranking in legs:
-        for rank, operation_id in enumerate(ranking, start=1):
-            fused[operation_id] = fused.get(operation_id, 0.0) + 1.0 / (RRF_K + rank)
+    fused = rrf_scores(legs, k=RRF_K)
     best = len(legs) / (RRF_K + 1)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], str(item[0])))[:limit]
     scores = {op: round(score / best, 6) for op, score in ranked}

@@ -1,8 +1,8 @@
 """The retrieval pipeline's pure algorithms (no Django import).
 
-``query`` (the search request), ``ranking`` (linear relevance + recency), ``fusion`` (RRF),
-``diversity`` (MMR), ``filtering`` (non-inferable, fail-closed), ``packing`` (token budget),
-``formatting`` (untrusted-content fencing) and ``bm25`` (the reference math the SQL sparse
-leg implements). ``memory.selectors.search`` and ``memory.selectors.context`` wire them to
-Postgres.
+``query`` (the search request), ``ranking`` (linear relevance + recency), ``diversity``
+(MMR), ``filtering`` (non-inferable, fail-closed), ``packing`` (token budget) and
+``formatting`` (untrusted-content fencing). BM25, RRF and the vector literal, which org
+memory uses too, live in :mod:`synthorg.retrieval`. ``memory.selectors.search`` and
+``memory.selectors.context`` wire them to Postgres.
 """

@@ -23,7 +23,7 @@ Sparse leg
     Okapi BM25 (k1 1.2, b 0.75, idf ``ln(1 + (N − df + 0.5)/(df + 0.5))``) computed in one
     SQL statement over the scope: N and the average document length over the filtered
     scope, df and tf from the trigger-maintained ``search_vector`` (english stemming, stop
-    words removed) and ``doc_length``. See :mod:`memory.retrieval.bm25`. Without metadata
+    words removed) and ``doc_length``. See :mod:`synthorg.retrieval.bm25`. Without metadata
     filters, N and the length sum come from the trigger-maintained per-(company, agent,
     is_shared) totals in ``memory_bm25_scope_stats`` minus the scope's expired rows
     (migration 0006) instead of a scan of the scope; with filters the scope is scanned.
@@ -56,8 +56,6 @@ from django.utils import timezone
 
 from memory.embedding import embedder_for
 from memory.models import Memory
-from memory.retrieval import bm25
-from memory.retrieval.fusion import rrf_fuse
 from memory.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.retrieval.ranking import Candidate, rank_linear, recency_score
 from persistence.models import Agent, Company
@@ -65,6 +63,9 @@ from persistence.selectors.config import company_config
 from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
 from synthorg.embedding import Embedder, EmbeddingError, embed_query
 from synthorg.errors import DomainError
+from synthorg.retrieval import bm25
+from synthorg.retrieval.fusion import rrf_fuse
+from synthorg.retrieval.vectors import vector_literal
 
 logger = logging.getLogger(__name__)
 
@@ -454,11 +455,11 @@ def _run_legs(
 
     timings["embed_ms"] = (time.perf_counter() - clock) * 1000
     clock = time.perf_counter()
-    vector_literal: str | None = None
+    query_literal: str | None = None
     dense: list[tuple] = []
     paths: list[str] = []
     if vector is not None:
-        literal = vector_literal = _vector_literal(vector)
+        literal = query_literal = vector_literal(vector)
         for part in parts:
             rows, path = _dense_part(part, filters, literal, embedder_id, depth)
             dense.extend(rows)
@@ -475,13 +476,9 @@ def _run_legs(
         sparse=sparse,
         degraded=degraded,
         dense_paths=paths,
-        vector=vector_literal,
+        vector=query_literal,
         embedder_id=embedder_id,
     )
-
-
-def _vector_literal(vector: np.ndarray) -> str:
-    return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float64).tolist())) + "]"
 
 
 def _dense_part(

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from memory.retrieval import bm25
+from synthorg.retrieval import bm25
 
 
 def test_idf_is_lucene_non_negative():

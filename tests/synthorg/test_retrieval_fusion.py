@@ -1,6 +1,6 @@
 import pytest
 
-from memory.retrieval.fusion import rrf_fuse
+from synthorg.retrieval.fusion import rrf_fuse, rrf_scores
 
 
 def test_rrf_hand_computed_and_min_max_normalised():
@@ -40,3 +40,12 @@ def test_duplicates_within_one_list_count_once_and_limits():
         rrf_fuse([["a"]], k=0)
     with pytest.raises(ValueError):
         rrf_fuse([["a"]], max_results=0)
+
+
+def test_rrf_scores_are_the_raw_sums_in_first_seen_order():
+    assert rrf_scores([["a", "b"], ["b", "c"]], k=10) == {
+        "a": 1 / 11,
+        "b": 1 / 12 + 1 / 11,
+        "c": 1 / 12,
+    }
+    assert list(rrf_scores([["b"], ["a", "b"]], k=1)) == ["b", "a"]
