@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db bench-compare
+.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db bench-compare browser
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ run: setup
 worker: setup
 	$(BIN)/python manage.py qcluster
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
+
+# The console's browser tests drive Debian's chromium through chromium-driver (selenium).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(echo "installing chromium + chromium-driver for the browser tests" && \
+		apt-get update -q && apt-get install -y -q chromium chromium-driver)
 
 lint: setup
 	$(BIN)/ruff check .

@@ -17,10 +17,19 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from orgmemory.domain import OrgFactAuthor
-from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
+from orgmemory.models import (
+    ApprovalItem,
+    ApprovalWebhook,
+    OperationLogEntry,
+    OrgFact,
+    WebhookDelivery,
+    WriteAccessRequest,
+)
 from orgmemory.services.facts import fact_publish, fact_retract
+from orgmemory.services.webhooks import webhook_configure
 from orgmemory.services.write_requests import APPROVE, REASON_REQUIRED, REJECT, write_request_decide
 from orgmemory.write_access import explain_write_access
+from persistence.admin import LedgerAdmin
 from persistence.admin_scoping import CompanyScopedAdmin, ReadOnlyScopedAdmin, admin_principal
 from persistence.models import Company
 from persistence.selectors.config import company_config
@@ -392,3 +401,44 @@ class WriteAccessRequestAdmin(CompanyScopedAdmin):
                 "title": "Reject write-access requests",
             },
         )
+
+
+# --- approval queue ------------------------------------------------------------------------
+# Items are decided in the operator console (/console/inbox/); the admin only shows them.
+
+
+@admin.register(ApprovalItem)
+class ApprovalItemAdmin(LedgerAdmin):
+    list_display = ("title", "action_type", "risk_level", "status", "created_at", "decide_link")
+    list_filter = ("company", "status", "risk_level", "action_type")
+    search_fields = ("title", "description", "requested_by")
+
+    @admin.display(description="console")
+    def decide_link(self, item):
+        return format_html('<a href="/console/inbox/items/{}">open in console</a>', item.pk)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(LedgerAdmin):
+    list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
+    list_filter = ("company", "status", "event")
+
+
+@admin.register(ApprovalWebhook)
+class ApprovalWebhookAdmin(CompanyScopedAdmin):
+    """Per-company webhook; saved through ``webhook_configure``."""
+
+    list_display = ("company", "url", "enabled", "updated_at")
+    fields = ("company", "url", "secret", "enabled")
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        _principal(request, obj.company)
+        saved = webhook_configure(
+            company=obj.company, url=obj.url, secret=obj.secret, enabled=obj.enabled
+        )
+        obj.pk = saved.pk

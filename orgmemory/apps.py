@@ -21,3 +21,11 @@ class OrgMemoryConfig(AppConfig):
                 minutes=10,
             )
         )
+        register_schedule(
+            ScheduleSpec(
+                name="orgmemory-approval-expiry",
+                func="orgmemory.tasks.expire_approval_items",
+                schedule_type=Schedule.MINUTES,
+                minutes=1,
+            )
+        )

@@ -203,6 +203,25 @@ def _shorthand(field: str):
     return expand
 
 
+class EvolverConfig(BaseModel):
+    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
+
+    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
+    is invalid, so no configuration can let the evolver write org memory itself.
+    """
+
+    model_config = _FROZEN
+
+    enabled: bool = False
+    requires_human_approval: Literal[True] = True
+    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
+    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
+    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
+    # No proposal is emitted while the company has this many live procedure facts.
+    max_org_entries: int = Field(default=10_000, ge=1)
+    window_days: int = Field(default=7, ge=1, le=365)
+
+
 class ProceduralMemoryConfig(BaseModel):
     model_config = _FROZEN
 
@@ -215,6 +234,7 @@ class ProceduralMemoryConfig(BaseModel):
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
     propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
+    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
 
     _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
     _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "memory",
     "memory.procedural",
     "memory.ingestion",
+    "memory.procedural.evolver",
 ]
 
 MIDDLEWARE = [
