@@ -296,7 +296,7 @@ def test_closing_a_project_in_admin_runs_project_close(worlds):
     assert Memory.objects.filter(pk=kept.pk).exists()
     closed = AuditEntry.objects.get(action_type="project.closed")
     assert (closed.actor_user_id, closed.target_id) == (a.user.pk, str(project.pk))
-    assert closed.details["hooks"] == {"memory_purge_project": {"memories_purged": 1}}
+    assert closed.details["hooks"]["memory_purge_project"] == {"memories_purged": 1}
 
 
 def test_task_setting_preset_writes_go_through_services(worlds):
