@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db
+.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db bench-compare browser
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +27,14 @@ run: setup
 worker: setup
 	$(BIN)/python manage.py qcluster
 
-test: setup
+test: setup browser
 	$(BIN)/python -m pytest
+
+# The console's browser tests drive Debian's chromium through chromium-driver (selenium).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(echo "installing chromium + chromium-driver for the browser tests" && \
+		apt-get update -q && apt-get install -y -q chromium chromium-driver)
 
 lint: setup
 	$(BIN)/ruff check .
@@ -59,3 +65,10 @@ bench: setup
 # Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
 upgrade-db: setup
 	$(BIN)/python -m synthorg.embedded_upgrade
+
+# Mem0 side by side (bench/compare.py): optional dependencies in their own venv.
+COMPARE_DATA ?= ../shared/bench-data/locomo_dev.json
+bench-compare: setup
+	@test -x .venv-compare/bin/python || $(PYTHON) -m venv .venv-compare
+	.venv-compare/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements-compare.txt
+	.venv-compare/bin/python bench/compare.py --data $(COMPARE_DATA) --out bench/results/compare_mem0.json

@@ -90,6 +90,17 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def progress(label: str, done: int, total: int, width: int = 30) -> None:
+    """A one-line progress bar on stderr (redrawn in place on a terminal, else one line
+    per call), for every long benchmark loop."""
+    filled = int(width * done / total) if total else width
+    line = f"{label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}"
+    if sys.stderr.isatty():
+        print("\r" + line, end="\n" if done >= total else "", file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return 0.0
@@ -108,7 +119,9 @@ def run_locomo(
     retrieval: dict[str, Any],
     leg_depth: int | None = None,
     keep: bool = False,
+    samples: bool = False,
 ) -> dict[str, Any]:
+    """``samples``: also return every search time and the ingest seconds (to pool runs)."""
     from memory.domain import MemoryStoreRequest
     from memory.embedding import embedder_for
     from memory.retrieval.query import MemoryQuery
@@ -135,6 +148,7 @@ def run_locomo(
     unanswerable = 0
     companies = []
     embedder_id = ""
+    effective: dict[str, Any] = {}
     try:
         for conv in conversations:
             company = company_create(
@@ -143,7 +157,9 @@ def run_locomo(
                 config={"memory": {"retrieval": retrieval}},
             )
             companies.append(company)
-            agent = agent_create(company=company, name=f"locomo-{conv.sample_id}")
+            agent = agent_create(
+                company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
+            )
             embedder = embedder_for(company)
             embedder.embed(["warm up"])
             embedder_id = embedder.embedder_id
@@ -165,6 +181,9 @@ def run_locomo(
                 )
                 for turn, result in zip(chunk, results, strict=True):
                     ids[turn.dia_id] = result.id
+                progress(
+                    f"{conv.sample_id} ingest", min(start + BATCH, len(conv.turns)), len(conv.turns)
+                )
             ingest_seconds += time.perf_counter() - started
             ingested += len(conv.turns)
             log(
@@ -175,7 +194,13 @@ def run_locomo(
 
             owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
             config = company_config(company).memory.retrieval
-            for qa in conv.questions:
+            effective = config.model_dump(
+                mode="json",
+                include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
+            )
+            for position, qa in enumerate(conv.questions, start=1):
+                if position % 25 == 0 or position == len(conv.questions):
+                    progress(f"{conv.sample_id} search", position, len(conv.questions))
                 evidence = [ids.get(e) for e in qa.get("evidence") or []]
                 if not evidence:
                     unanswerable += 1
@@ -212,7 +237,17 @@ def run_locomo(
     def ratio(n: int) -> float:
         return round(n / questions, 4) if questions else 0.0
 
-    return {
+    pooled = (
+        {
+            "search_ms_samples": search_ms,
+            "ingest_seconds": ingest_seconds,
+            "hits_any@10": hits_any.get(10),
+            "hits_all@10": hits_all.get(10),
+        }
+        if samples
+        else {}
+    )
+    return pooled | {
         "questions": questions,
         "skipped_without_evidence": unanswerable,
         "recall_any": {str(k): ratio(hits_any[k]) for k in ks},
@@ -236,6 +271,7 @@ def run_locomo(
         "embedder": embedder_id,
         "context": with_context,
         "retrieval_config": retrieval,
+        "effective_retrieval": effective,
         "leg_depth": leg_depth,
         "conversations": [c.sample_id for c in conversations],
         "data": Path(data).name,

@@ -41,7 +41,7 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                 slug=f"levers-{variant}-{conv.sample_id}-{tag}".lower(),
             )
             try:
-                agent = agent_create(company=company, name="levers")
+                agent = agent_create(company=company, name="levers", memory_level="persistent")
                 ids: dict[str, str] = {}
                 for start in range(0, len(conv.turns), 500):
                     chunk = conv.turns[start : start + 500]

@@ -170,7 +170,7 @@ def run_scale(
     from persistence.models import Company
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
-    from synthorg.embedding import default_embedder
+    from synthorg.embedding import default_embedder, query_embedding_cache
 
     rng = np.random.default_rng(SEED)
     centres = rng.normal(size=(CLUSTERS, DIMS))
@@ -184,11 +184,6 @@ def run_scale(
         "Which database does the billing service use?",
         "Who owns the onboarding checklist?",
     ]
-    config_rrf = {
-        "fusion_strategy": "rrf",
-        "min_relevance": 0.0,
-        "personal_boost": 0.0,
-    }
     runs = []
     for index, size in enumerate(sizes):
         n_agents = agents[index] if agents and index < len(agents) else max(1, size // 10_000)
@@ -197,10 +192,13 @@ def run_scale(
         company = company_create(
             name=f"scale {size} {tag}",
             slug=f"scale-{size}-{tag}",
-            config={"memory": {"retrieval": config_rrf}},
+            config={},  # the product's default retrieval config
         )
         try:
-            team = [agent_create(company=company, name=f"scale-{i}") for i in range(n_agents)]
+            team = [
+                agent_create(company=company, name=f"scale-{i}", memory_level="persistent")
+                for i in range(n_agents)
+            ]
             log(f"size {size}: loading {n_agents} agents × {per_agent}")
             started = time.perf_counter()
             index_s = _load(company, team, per_agent, centres, vocab, rng)
@@ -208,6 +206,7 @@ def run_scale(
             log(f"size {size}: loaded in {load_s:.0f}s (HNSW build {index_s:.0f}s)")
             embedder = _RecordingEmbedder(real, centres, rng)
             timings, embed_ms, recalls, paths = [], [], [], {}
+            asked: list[tuple] = []
             stages: dict[str, list[float]] = {}
             for q in range(queries):
                 agent = team[q % n_agents]
@@ -215,6 +214,7 @@ def run_scale(
                 t0 = time.perf_counter()
                 real.embed_one(text)
                 embed_ms.append((time.perf_counter() - t0) * 1000)
+                query_embedding_cache.clear()  # cold: every query pays its embedding
                 t0 = time.perf_counter()
                 result = memory_search(
                     agent=agent,
@@ -223,6 +223,7 @@ def run_scale(
                     include_shared=False,
                 )
                 timings.append((time.perf_counter() - t0) * 1000)
+                asked.append((agent, text, embedder.last))
                 for stage, value in result.timings.items():
                     stages.setdefault(stage, []).append(value)
                 for path in result.dense_paths:
@@ -247,8 +248,10 @@ def run_scale(
                 recalls.append(len(set(dense_top) & set(exact)) / max(1, len(exact)))
                 if (q + 1) % 50 == 0:
                     log(f"  {q + 1}/{queries} queries")
+            levers = _levers(asked, search_module)
             runs.append(
                 {
+                    "levers": levers,
                     "memories": size,
                     "agents": n_agents,
                     "memories_per_agent": per_agent,
@@ -288,6 +291,55 @@ def run_scale(
         "noise": NOISE,
         "load_average": os.getloadavg(),
         "cpus": os.cpu_count(),
+    }
+
+
+def _levers(asked: list[tuple], search_module) -> dict[str, object]:
+    """The same queries again, once per lever: the sparse leg without common-lexeme pruning,
+    and the whole search with the query vector already in the query-embedding cache."""
+    from memory.retrieval.query import MemoryQuery
+    from memory.selectors.search import memory_search
+    from synthorg.embedding import query_embedding_cache
+
+    def run(embedder_for, cold: bool = True) -> tuple[list[float], list[float]]:
+        total, sparse = [], []
+        for agent, text, vector in asked:
+            if cold:
+                query_embedding_cache.clear()
+            t0 = time.perf_counter()
+            result = memory_search(
+                agent=agent,
+                query=MemoryQuery(text=text, limit=10),
+                embedder=embedder_for(vector),
+                include_shared=False,
+            )
+            total.append((time.perf_counter() - t0) * 1000)
+            sparse.append(result.timings["sparse_ms"])
+        return total, sparse
+
+    def summary(values: list[float]) -> dict[str, float]:
+        return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
+
+    log("  levers: BM25 without common-lexeme pruning")
+    share = search_module.COMMON_LEXEME_SHARE
+    search_module.COMMON_LEXEME_SHARE = 2.0  # no lexeme is that common: pruning off
+    search_module._lexeme_stats = (float("-inf"), {})
+    try:
+        _, unpruned = run(_Fixed)
+    finally:
+        search_module.COMMON_LEXEME_SHARE = share
+        search_module._lexeme_stats = (float("-inf"), {})
+    _, pruned = run(_Fixed)
+    log("  levers: warm query-embedding cache")
+    query_embedding_cache.clear()
+    for _agent, text, vector in asked:  # what the cache holds after a first ask
+        query_embedding_cache.embed(_Fixed(vector), text)
+    warm, _ = run(_Fixed, cold=False)
+    query_embedding_cache.clear()
+    return {
+        "sparse_ms_common_lexeme_pruning": summary(pruned),
+        "sparse_ms_without_pruning": summary(unpruned),
+        "search_ms_query_embedding_cached": summary(warm),
     }
 
 

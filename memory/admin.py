@@ -6,10 +6,11 @@ from __future__ import annotations
 from django.contrib import admin
 
 from memory.models import Memory
+from persistence.admin_scoping import ReadOnlyScopedAdmin
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ReadOnlyScopedAdmin):
     list_display = (
         "short_content",
         "agent",
@@ -53,20 +54,10 @@ class MemoryAdmin(admin.ModelAdmin):
         "embedding_status",
         "doc_length",
     )
-    actions = None
 
     @admin.display(description="content")
     def short_content(self, obj: Memory) -> str:
         return obj.content if len(obj.content) <= 80 else obj.content[:79] + "…"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 from memory import lifecycle_admin  # noqa: E402, F401  (archive and maintenance runs)

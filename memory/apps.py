@@ -13,6 +13,10 @@ class MemoryConfig(AppConfig):
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         on_project_closed(memory_purge_project)
+        _register_content_kinds()
+        from memory.tools.catalogue import register_memory_tools
+
+        register_memory_tools()
         _register_maintenance_schedules()
         register_schedule(
             ScheduleSpec(
@@ -36,3 +40,12 @@ def _register_maintenance_schedules() -> None:
     register_schedule_provider(maintenance_schedules)
     on_company_config_change(resync_on_config_change)
     on_company_created(schedule_new_company)
+
+
+def _register_content_kinds() -> None:
+    """Export, import and erasure cover memories, shared knowledge and the archive."""
+    from memory.services.portability import CONTENT_KINDS
+    from persistence.content_registry import register_content_kind
+
+    for kind in CONTENT_KINDS:
+        register_content_kind(kind)

@@ -21,7 +21,7 @@ from django.conf import settings
 
 from persistence.models import Company
 from persistence.selectors.config import company_config
-from synthorg.company_config import EmbedderOverrideConfig
+from synthorg.company_config import SECRET_ENV_PREFIX, EmbedderOverrideConfig
 from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
 from synthorg.errors import UnprocessableError
 
@@ -29,6 +29,9 @@ UNSUPPORTED_DIMS = (
     "The configured embedder produces {dims}-dimensional vectors; memory storage holds "
     "{supported}-dimensional vectors."
 )
+
+
+SECRET_NOT_ALLOWED = f"The embedder key must come from a {SECRET_ENV_PREFIX}* variable."
 
 
 def embedder_for(company: Company) -> Embedder:
@@ -48,7 +51,12 @@ def _remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
             UNSUPPORTED_DIMS.format(dims=override.dims, supported=EMBEDDING_DIMS),
             code="embedder_dims_unsupported",
         )
-    api_key = os.environ.get(override.api_key_env) if override.api_key_env else None
+    api_key = None
+    if override.api_key_env:
+        # Parsing refuses other names; checked again here so no path reads a server secret.
+        if not override.api_key_env.startswith(SECRET_ENV_PREFIX):
+            raise UnprocessableError(SECRET_NOT_ALLOWED, code="secret_not_allowed")
+        api_key = os.environ.get(override.api_key_env)
     return OpenAICompatibleEmbedder(
         base_url=override.base_url,
         model=override.model,

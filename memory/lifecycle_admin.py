@@ -6,19 +6,9 @@ from __future__ import annotations
 from django.contrib import admin
 
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun
+from persistence.admin_scoping import ReadOnlyScopedAdmin
 
-
-class _ReadOnlyAdmin(admin.ModelAdmin):
-    actions = None
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+_ReadOnlyAdmin = ReadOnlyScopedAdmin  # scoped to the staff user's companies, view-only
 
 
 @admin.register(MaintenanceRun)

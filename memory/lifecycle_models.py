@@ -33,6 +33,7 @@ class ArchivedMemory(models.Model):
     class Mode(models.TextChoices):
         ABSTRACTIVE = "abstractive", "Abstractive"
         EXTRACTIVE = "extractive", "Extractive"
+        PRUNED = "pruned", "Pruned"  # procedural pruning (memory.procedural.pruning)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="archived_memories")
@@ -66,7 +67,7 @@ class ArchivedMemory(models.Model):
                 name="archived_memory_category_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(mode__in=["abstractive", "extractive"]),
+                condition=models.Q(mode__in=["abstractive", "extractive", "pruned"]),
                 name="archived_memory_mode_valid",
             ),
             models.CheckConstraint(

@@ -66,6 +66,12 @@ class Memory(models.Model):
         "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
     )
 
+    # Skill pool (procedural memories): distribution scope (agent | role | department | org;
+    # "" for other categories) and how often agents reported applying the lesson.
+    scope = models.CharField(max_length=16, blank=True, default="")
+    application_count = models.PositiveIntegerField(default=0)
+    last_applied_at = models.DateTimeField(null=True, blank=True)
+
     embedding = VectorField(dimensions=EMBEDDING_DIMS, null=True, blank=True)
     embedder_id = models.CharField(max_length=100, blank=True, default="")
     embedding_status = models.CharField(

@@ -8,7 +8,7 @@ duplicates when ``2·|A∩B| / (|A|+|B|) ≥ DUPLICATE_THRESHOLD``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -25,16 +25,24 @@ def dice(a: Collection[str], b: Collection[str]) -> float:
     return 2 * len(sa & sb) / (len(sa) + len(sb))
 
 
-def probe_terms(terms: Collection[str], threshold: float = DUPLICATE_THRESHOLD) -> list[str]:
+def probe_terms(
+    terms: Collection[str],
+    threshold: float = DUPLICATE_THRESHOLD,
+    *,
+    frequency: Mapping[str, int] | None = None,
+) -> list[str]:
     """Terms of which any near duplicate of ``terms`` must contain at least one.
 
     With Dice ≥ t the overlap ``i`` satisfies ``i ≥ t(a+b)/2`` and ``b ≥ i``, so
     ``b ≥ t·a/(2-t)`` and ``i ≥ t·a/(2-t)``: a duplicate misses at most ``a - i`` of our
     ``a`` terms, hence any ``a - ceil(i_min) + 1`` of them include one it has: a sound
-    candidate pre-filter, after which the exact Dice check runs. Here longer terms go first;
-    the SQL gate (``memory.services.store``) picks the terms rarest in the agent's store.
+    candidate pre-filter, after which the exact Dice check runs. Which terms is free: the
+    rarest by ``frequency`` (how many documents hold each) find the fewest candidates, then
+    longer terms first. The SQL gate (``memory.services.store``) does the same with the
+    agent's store.
     """
-    unique = sorted(set(terms), key=lambda t: (-len(t), t))
+    counts = frequency or {}
+    unique = sorted(set(terms), key=lambda t: (counts.get(t, 0), -len(t), t))
     a = len(unique)
     if a == 0:
         return []

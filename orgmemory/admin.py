@@ -13,69 +13,42 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
 from orgmemory.domain import OrgFactAuthor
-from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
-from orgmemory.services.facts import deny_write, fact_publish, fact_retract
+from orgmemory.models import (
+    ApprovalItem,
+    ApprovalWebhook,
+    OperationLogEntry,
+    OrgFact,
+    WebhookDelivery,
+    WriteAccessRequest,
+)
+from orgmemory.services.facts import fact_publish, fact_retract
+from orgmemory.services.webhooks import webhook_configure
 from orgmemory.services.write_requests import APPROVE, REASON_REQUIRED, REJECT, write_request_decide
 from orgmemory.write_access import explain_write_access
-from persistence.models import Company, CompanyMembership
-from persistence.principal import Principal
+from persistence.admin import LedgerAdmin
+from persistence.admin_scoping import CompanyScopedAdmin, ReadOnlyScopedAdmin, admin_principal
+from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.errors import DomainError
 
-NOT_A_WRITER = "You are not a member allowed to write in {company}."
-
-
-def _companies(request):
-    if request.user.is_superuser:
-        return Company.objects.all()
-    return Company.objects.filter(
-        memberships__user=request.user,
-        memberships__role__in=[r for r in CompanyMembership.Role.values if r != "viewer"],
-    )
-
-
-def _principal(request, company: Company) -> Principal:
-    membership = CompanyMembership.objects.filter(user=request.user, company=company).first()
-    if membership is None and not request.user.is_superuser:
-        raise PermissionDenied(NOT_A_WRITER.format(company=company))
-    role = membership.role if membership is not None else CompanyMembership.Role.OWNER
-    principal = Principal.for_human(request.user, company, role)
-    if not principal.can_write:
-        raise PermissionDenied(NOT_A_WRITER.format(company=company))
-    return principal
-
-
-class _ServiceErrorsAsMessages:
-    """A domain error raised while saving (e.g. a 409 race) becomes an error message."""
-
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
-        try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
-        except DomainError as exc:
-            self.message_user(request, exc.detail, messages.ERROR)
-            return HttpResponseRedirect(request.get_full_path())
+_principal = admin_principal
 
 
 def _check_human_may_write(request, company: Company, category: str, fact_id=None) -> None:
-    """Form-level write-rule check: a denial is audited and shown as a form error."""
+    """Form-level write-rule check, shown as a form error. Validation never writes: the
+    denial is not audited here (nothing was attempted); ``fact_publish`` audits the
+    denials of writes that are actually attempted."""
     decision = explain_write_access(
         company_config(company).org_memory.write_access, category, OrgFactAuthor(is_human=True)
     )
     if not decision.allowed:
-        error = deny_write(
-            company=company,
-            principal=_principal(request, company),
-            decision=decision,
-            operation="publish",
-            fact_id=fact_id,
+        raise forms.ValidationError(
+            f"Write to org memory denied: {decision.reason}", code="org_write_denied"
         )
-        raise forms.ValidationError(error.detail, code="org_write_denied")
 
 
 class OrgFactAddForm(forms.ModelForm):
@@ -147,7 +120,7 @@ def _author_display(entry: OperationLogEntry) -> str:
 
 
 @admin.register(OrgFact)
-class OrgFactAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
+class OrgFactAdmin(CompanyScopedAdmin):
     list_display = ("summary", "category", "company", "version", "updated_at", "retracted_at")
     list_filter = ("company", "category", ("retracted_at", admin.EmptyFieldListFilter))
     search_fields = ("content",)
@@ -157,9 +130,6 @@ class OrgFactAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
     @admin.display(description="content")
     def summary(self, fact):
         return fact.content[:80]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(company__in=_companies(request))
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         kwargs["form"] = OrgFactEditForm if obj is not None else OrgFactAddForm
@@ -198,11 +168,6 @@ class OrgFactAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
             return ()
         readonly = ("company", "category", "version", "created_at", "updated_at", "retracted_at")
         return (*readonly, "content", "tags") if obj.is_retracted else readonly
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "company":
-            kwargs["queryset"] = _companies(request)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def has_change_permission(self, request, obj=None):
         if obj is not None and obj.is_retracted:
@@ -266,7 +231,7 @@ class OrgFactAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
 
 
 @admin.register(OperationLogEntry)
-class OperationLogEntryAdmin(admin.ModelAdmin):
+class OperationLogEntryAdmin(ReadOnlyScopedAdmin):
     list_display = ("fact_id", "version", "operation_type", "category", "author", "timestamp")
     list_filter = ("company", "operation_type", "category")
     search_fields = ("content", "=fact__fact_id")
@@ -276,22 +241,12 @@ class OperationLogEntryAdmin(admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .filter(company__in=_companies(request))
             .select_related("author_agent", "author_user", "approved_by")
         )
 
     @admin.display(description="author")
     def author(self, entry):
         return _author_display(entry)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class RejectForm(forms.Form):
@@ -331,7 +286,7 @@ class WriteRequestDecisionForm(forms.ModelForm):
 
 
 @admin.register(WriteAccessRequest)
-class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
+class WriteAccessRequestAdmin(CompanyScopedAdmin):
     form = WriteRequestDecisionForm
     list_display = (
         "created_at",
@@ -377,7 +332,6 @@ class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
         return (
             super()
             .get_queryset(request)
-            .filter(company__in=_companies(request))
             .select_related("requester", "decided_by", "company", "published_operation")
         )
 
@@ -386,7 +340,7 @@ class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
             return (*self.readonly_fields, "decision", "reason")
         return self.readonly_fields
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request, *args):
         return False  # agents file requests through the API
 
     def has_delete_permission(self, request, obj=None):
@@ -447,3 +401,44 @@ class WriteAccessRequestAdmin(_ServiceErrorsAsMessages, admin.ModelAdmin):
                 "title": "Reject write-access requests",
             },
         )
+
+
+# --- approval queue ------------------------------------------------------------------------
+# Items are decided in the operator console (/console/inbox/); the admin only shows them.
+
+
+@admin.register(ApprovalItem)
+class ApprovalItemAdmin(LedgerAdmin):
+    list_display = ("title", "action_type", "risk_level", "status", "created_at", "decide_link")
+    list_filter = ("company", "status", "risk_level", "action_type")
+    search_fields = ("title", "description", "requested_by")
+
+    @admin.display(description="console")
+    def decide_link(self, item):
+        return format_html('<a href="/console/inbox/items/{}">open in console</a>', item.pk)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(LedgerAdmin):
+    list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
+    list_filter = ("company", "status", "event")
+
+
+@admin.register(ApprovalWebhook)
+class ApprovalWebhookAdmin(CompanyScopedAdmin):
+    """Per-company webhook; saved through ``webhook_configure``."""
+
+    list_display = ("company", "url", "enabled", "updated_at")
+    fields = ("company", "url", "secret", "enabled")
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "url":
+            kwargs["assume_scheme"] = "https"
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        _principal(request, obj.company)
+        saved = webhook_configure(
+            company=obj.company, url=obj.url, secret=obj.secret, enabled=obj.enabled
+        )
+        obj.pk = saved.pk

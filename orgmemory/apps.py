@@ -8,7 +8,10 @@ class OrgMemoryConfig(AppConfig):
     def ready(self) -> None:
         from django_q.models import Schedule
 
+        from orgmemory.tools import register_org_tools
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        register_org_tools()
 
         register_schedule(
             ScheduleSpec(
@@ -16,5 +19,13 @@ class OrgMemoryConfig(AppConfig):
                 func="orgmemory.tasks.backfill_fact_embeddings",
                 schedule_type=Schedule.MINUTES,
                 minutes=10,
+            )
+        )
+        register_schedule(
+            ScheduleSpec(
+                name="orgmemory-approval-expiry",
+                func="orgmemory.tasks.expire_approval_items",
+                schedule_type=Schedule.MINUTES,
+                minutes=1,
             )
         )

@@ -14,7 +14,7 @@ import numpy as np
 from django.conf import settings
 
 from orgmemory.models import EMBEDDING_DIMS
-from synthorg.embedding import Embedder, EmbeddingError, default_embedder
+from synthorg.embedding import Embedder, EmbeddingError, default_embedder, embed_query
 
 logger = logging.getLogger(__name__)
 
@@ -27,12 +27,19 @@ def org_embedder() -> Embedder | None:
     return embedder if embedder.dims == EMBEDDING_DIMS else None
 
 
-def embed_text(text: str) -> tuple[str, np.ndarray] | None:
-    """``(embedder_id, vector)`` for ``text``, or ``None`` if no embedder is usable."""
+def embed_text(text: str, *, query: bool = False) -> tuple[str, np.ndarray] | None:
+    """``(embedder_id, vector)`` for ``text``, or ``None`` if no embedder is usable.
+
+    ``query`` texts go through the process-wide query cache, which the memory search shares:
+    a context request that ranks org facts and memories with the same model embeds its
+    query once.
+    """
     embedder = org_embedder()
     if embedder is None:
         return None
     try:
+        if query:
+            return embedder.embedder_id, embed_query(embedder, text)
         return embedder.embedder_id, embedder.embed_one(text)
     except EmbeddingError as exc:
         logger.warning("org-memory embedding unavailable, using BM25 only: %s", exc)

@@ -297,3 +297,21 @@ class WriteAccessRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category} request by {self.requester.name} ({self.status})"
+
+
+# The approval queue lives in its own module; importing it here registers the models.
+from orgmemory.approval_models import (  # noqa: E402
+    ApprovalItem,
+    ApprovalWebhook,
+    WebhookDelivery,
+)
+
+__all__ = [
+    "ApprovalItem",
+    "ApprovalWebhook",
+    "FactVersionEmbedding",
+    "OperationLogEntry",
+    "OrgFact",
+    "WebhookDelivery",
+    "WriteAccessRequest",
+]

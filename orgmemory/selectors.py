@@ -9,7 +9,10 @@ produce a set of PUBLISH log rows, and relevance ranking runs over that set:
   with document frequencies and average length taken from the same set (so a past state
   is ranked as it would have been then);
 * dense leg (when an embedder is available): cosine similarity of stored row vectors,
-  exact (org memory is small; no HNSW needed), kept above ``memory.retrieval.min_relevance``;
+  exact (org memory is small; no HNSW needed), kept above a cosine floor: the company's
+  ``memory.retrieval.min_relevance`` under ``linear`` fusion (where it is a cosine
+  threshold), the linear default 0.3 under ``rrf`` (where min_relevance thresholds the
+  fused score instead);
 * fusion: reciprocal rank fusion (k = 60), normalised to 0..1 by the best achievable
   score for the legs used.
 
@@ -33,6 +36,7 @@ from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
 from persistence.models import Company
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
+from synthorg.company_config import LINEAR_DEFAULTS, FusionStrategy
 from synthorg.enums import OrgFactCategory
 from synthorg.errors import NotFoundError
 
@@ -386,9 +390,12 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     retrieval = company_config(company).memory.retrieval
     pool = limit * retrieval.candidate_pool_multiplier
     legs = [[op for op, _score in _bm25(live, query.context, pool)]]
-    embedded = embed_text(query.context)
+    embedded = embed_text(query.context, query=True)
     if embedded is not None:
-        dense = _dense(live, embedded, pool, retrieval.min_relevance)
+        floor = retrieval.min_relevance
+        if retrieval.fusion_strategy is not FusionStrategy.LINEAR:
+            floor = LINEAR_DEFAULTS["min_relevance"]
+        dense = _dense(live, embedded, pool, floor)
         legs.append([op for op, _sim in dense])
     fused: dict = {}
     for ranking in legs:

@@ -61,6 +61,13 @@ HUMAN_WRITES: dict[str, dict[str, str]] = {
     "project": {CREATE: OPERATOR, UPDATE: OPERATOR, DELETE: ADMIN},
     "setting": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
     "personality_preset": {CREATE: OPERATOR, UPDATE: OPERATOR, DELETE: ADMIN},
+    # identity and governance (admin, console, commands)
+    "agent": {CREATE: ADMIN, UPDATE: ADMIN},
+    "agent_api_key": {CREATE: ADMIN, UPDATE: ADMIN},
+    "company": {UPDATE: ADMIN},
+    "membership": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
+    "agent_content": {DELETE: ADMIN},  # erasure of an agent's memories (right to be forgotten)
+    "export": {CREATE: ADMIN},  # data portability: export / import
 }
 
 AGENT_MAY_NOT = "Agents may not {action} {resource} records."

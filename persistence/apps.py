@@ -9,7 +9,15 @@ class PersistenceConfig(AppConfig):
         from django_q.models import Schedule
 
         from persistence.api import schema  # noqa: F401 - registers the OpenAPI auth schemes
+        from persistence.api.authentication import principal_for_raw_key
+        from persistence.content_kinds import CONTENT_KINDS
+        from persistence.content_registry import register_content_kind
+        from synthorg.mcp.auth import register_key_resolver
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        for kind in CONTENT_KINDS:  # export/erasure of what agents said and held
+            register_content_kind(kind)
+        register_key_resolver(principal_for_raw_key)
 
         register_schedule(
             ScheduleSpec(

@@ -94,11 +94,22 @@ class MemoryOptionsConfig(BaseModel):
     shared_knowledge_base: bool = True
 
 
+# Memory vectors are stored in a fixed-width pgvector column (memory.models.EMBEDDING_DIMS);
+# an embedder producing another width could never be stored, so it is refused at load.
+SUPPORTED_EMBEDDING_DIMS = (384,)
+# Only environment variables under this prefix may be named by a company config: the value
+# is sent as a Bearer token to the company's endpoint, so naming DJANGO_SECRET_KEY or
+# DATABASE_URL would hand server secrets to whoever edits the config.
+SECRET_ENV_PREFIX = "SYNTHORG_SECRET_"
+_SECRET_ENV_NAME = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]+$")
+
+
 class EmbedderOverrideConfig(BaseModel):
     """Override of the default local embedder with an OpenAI-compatible endpoint.
 
     ``base_url``/``api_key_env`` say where to call; the key itself is read from the named
-    environment variable so secrets never live in the company config.
+    environment variable so secrets never live in the company config. Only variables named
+    ``SYNTHORG_SECRET_<NAME>`` may be named (see ``SECRET_ENV_PREFIX``).
     """
 
     model_config = _FROZEN
@@ -108,6 +119,28 @@ class EmbedderOverrideConfig(BaseModel):
     dims: int | None = Field(default=None, ge=8, le=4096)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _allow_listed_secret(cls, value: str | None) -> str | None:
+        if value is not None and not _SECRET_ENV_NAME.match(value):
+            raise ValueError(
+                f"must name an environment variable {SECRET_ENV_PREFIX}<NAME> "
+                f"(upper-case letters, digits, underscores); {value!r} is not allowed"
+            )
+        return value
+
+    @field_validator("dims")
+    @classmethod
+    def _storable_dims(cls, value: int | None) -> int | None:
+        if value is not None and value not in SUPPORTED_EMBEDDING_DIMS:
+            supported = ", ".join(str(d) for d in SUPPORTED_EMBEDDING_DIMS)
+            raise ValueError(
+                f"{value}-dimensional vectors cannot be stored: memory storage holds "
+                f"{supported}-dimensional vectors (use a model or a `dimensions` setting "
+                f"that produces {supported})"
+            )
+        return value
 
     @model_validator(mode="after")
     def _model_requires_dims(self) -> EmbedderOverrideConfig:
@@ -136,6 +169,59 @@ class EmbeddingFineTuneConfig(BaseModel):
         return self
 
 
+class CaptureConfig(BaseModel):
+    """When an execution report becomes a proposer call (``capture: hybrid`` is shorthand)."""
+
+    model_config = _FROZEN
+
+    type: Literal["failure", "success", "hybrid"] = "failure"
+    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
+    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
+    # How many of the agent's most recent scored reports the percentile is taken over.
+    percentile_window: int = Field(default=50, ge=1, le=10_000)
+
+
+class ProceduralPruningConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "ttl", "pareto", "hybrid"] = "hybrid"
+    max_age_days: int = Field(default=90, ge=1)
+    max_entries: int = Field(default=100, ge=1)
+
+
+class ProceduralPropagationConfig(BaseModel):
+    model_config = _FROZEN
+
+    strategy: Literal["none", "role", "department"] = "none"
+    max_propagation_targets: int = Field(default=10, ge=0, le=1000)
+
+
+def _shorthand(field: str):
+    def expand(value: Any) -> Any:
+        return {field: value} if isinstance(value, str) else value
+
+    return expand
+
+
+class EvolverConfig(BaseModel):
+    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
+
+    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
+    is invalid, so no configuration can let the evolver write org memory itself.
+    """
+
+    model_config = _FROZEN
+
+    enabled: bool = False
+    requires_human_approval: Literal[True] = True
+    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
+    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
+    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
+    # No proposal is emitted while the company has this many live procedure facts.
+    max_org_entries: int = Field(default=10_000, ge=1)
+    window_days: int = Field(default=7, ge=1, le=365)
+
+
 class ProceduralMemoryConfig(BaseModel):
     model_config = _FROZEN
 
@@ -145,10 +231,44 @@ class ProceduralMemoryConfig(BaseModel):
     max_tokens: int = Field(default=1500, ge=1, le=32_000)
     min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
     skill_md_directory: NotBlankStr | None = None
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
+    propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
+    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
+
+    _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
+    _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
+    _propagation_shorthand = field_validator("propagation", mode="before")(_shorthand("strategy"))
 
     @model_validator(mode="after")
     def _reject_traversal(self) -> ProceduralMemoryConfig:
         _reject_unsafe_path("skill_md_directory", self.skill_md_directory)
+        return self
+
+
+class RedactionConfig(BaseModel):
+    """Which secret patterns :mod:`synthorg.redaction` removes from text agents send."""
+
+    model_config = _FROZEN
+
+    disabled_patterns: tuple[NotBlankStr, ...] = ()
+    extra_patterns: dict[NotBlankStr, NotBlankStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_patterns(self) -> RedactionConfig:
+        from synthorg.redaction import BUILTIN_NAMES, Redactor
+
+        for name in self.disabled_patterns:
+            if name not in BUILTIN_NAMES:
+                raise ConfigFieldError(
+                    "disabled_patterns",
+                    f"unknown pattern {name!r} (known: {', '.join(sorted(BUILTIN_NAMES))})",
+                )
+        for name, pattern in self.extra_patterns.items():
+            try:
+                Redactor.configured(extra={name: pattern})
+            except ValueError as exc:
+                raise ConfigFieldError(f"extra_patterns.{name}", str(exc)) from None
         return self
 
 
@@ -171,22 +291,36 @@ class FusionStrategy(StrEnum):
     RRF = "rrf"
 
 
+#: The product default is hybrid RRF over both legs (DESIGN.md "Retrieval"): ``rrf_k`` 10
+#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (``bench_retrieval --levers``;
+#: README "Retrieval and benchmarks"). A config that selects ``linear`` gets the seeds'
+#: linear defaults for the fields whose meaning depends on the strategy.
+LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1}
+)
+
+
 class MemoryRetrievalConfig(BaseModel):
+    """``fusion_strategy`` ``rrf`` (the default) ranks by RRF of the dense and BM25 legs;
+    ``linear`` (the seeds' formula) ranks the candidates of both legs by cosine relevance
+    (+ ``personal_boost``) and recency, so BM25 only contributes candidates there (and the
+    relevance when the query cannot be embedded)."""
+
     model_config = _FROZEN
 
     strategy: InjectionStrategy = InjectionStrategy.CONTEXT
     relevance_weight: float = Field(default=0.7, ge=0.0, le=1.0)
     recency_weight: float = Field(default=0.3, ge=0.0, le=1.0)
     recency_decay_rate: float = Field(default=0.01, ge=0.0, le=10.0)
-    personal_boost: float = Field(default=0.1, ge=0.0, le=1.0)
-    min_relevance: float = Field(default=0.3, ge=0.0, le=1.0)
+    personal_boost: float = Field(default=0.0, ge=0.0, le=1.0)
+    min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
     max_memories: int = Field(default=20, ge=1, le=100)
     include_shared: bool = True
     default_relevance: float = Field(default=0.5, ge=0.0, le=1.0)
     injection_point: InjectionPoint = InjectionPoint.SYSTEM
     non_inferable_only: bool = False
-    fusion_strategy: FusionStrategy = FusionStrategy.LINEAR
-    rrf_k: int = Field(default=60, ge=1, le=1000)
+    fusion_strategy: FusionStrategy = FusionStrategy.RRF
+    rrf_k: int = Field(default=10, ge=1, le=1000)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
@@ -198,6 +332,19 @@ class MemoryRetrievalConfig(BaseModel):
     max_retry_count: int = Field(default=1, ge=1, le=3)
     query_specific_rerank_enabled: bool = False
     rerank_cache_ttl_seconds: int = Field(default=3600, ge=1, le=86_400)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _linear_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        if "fusion_strategy" not in data and "personal_boost" in data:
+            # personal_boost only exists in the seeds' linear formula: a config that tunes
+            # it without naming a strategy (as the seeds' own example does) is a linear one.
+            data = {**data, "fusion_strategy": FusionStrategy.LINEAR.value}
+        if data.get("fusion_strategy") in (FusionStrategy.LINEAR, FusionStrategy.LINEAR.value):
+            return {**LINEAR_DEFAULTS, **data}
+        return data
 
     def _explicit(self, name: str) -> bool:
         # "Set to something other than its default": a stored, fully dumped config
@@ -213,9 +360,12 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "relevance_weight", "relevance_weight + recency_weight must sum to 1.0"
             )
-        if linear and self._explicit("rrf_k") and self.rrf_k != 60:
+        if linear and self.rrf_k != LINEAR_DEFAULTS["rrf_k"]:
             raise ConfigFieldError("rrf_k", "is only used with fusion_strategy 'rrf'")
-        if not linear and self._explicit("personal_boost") and self.personal_boost > 0:
+        # 0.1 was the default before rrf was: configs stored (fully dumped) back then carry
+        # it and must keep loading; rrf never applied it.
+        legacy_boost = self.personal_boost == LINEAR_DEFAULTS["personal_boost"]
+        if not linear and self.personal_boost > 0 and not legacy_boost:
             raise ConfigFieldError(
                 "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
             )
@@ -238,17 +388,23 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "max_reformulation_rounds", "is only used when query_reformulation_enabled"
             )
-        if self.strategy is InjectionStrategy.SELF_EDITING:
+        # Accepted by the spec but not implemented here: refused rather than ignored.
+        if self.retriever == "hierarchical":
             raise ConfigFieldError(
-                "strategy", "'self_editing' is not supported; use 'context' or 'tool_based'"
+                "retriever", "'hierarchical' is not implemented by this service; use 'flat'"
             )
-        hierarchical = self.retriever == "hierarchical"
-        if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
-            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
-        if not hierarchical:
-            for name in ("max_workers_per_query", "reflective_retry_enabled", "max_retry_count"):
-                if self._explicit(name):
-                    raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+        if self.reflective_retry_enabled:
+            raise ConfigFieldError(
+                "reflective_retry_enabled", "is not implemented by this service; set it to false"
+            )
+        if self.query_specific_rerank_enabled:
+            raise ConfigFieldError(
+                "query_specific_rerank_enabled",
+                "is not implemented by this service; set it to false",
+            )
+        for name in ("max_workers_per_query", "max_retry_count"):
+            if self._explicit(name):
+                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
         if self._explicit("max_retry_count") and not self.reflective_retry_enabled:
             raise ConfigFieldError("max_retry_count", "is only used with reflective_retry_enabled")
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
@@ -256,6 +412,40 @@ class MemoryRetrievalConfig(BaseModel):
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
             )
         return self
+
+
+class SelfEditingMemoryConfig(BaseModel):
+    """``memory.self_editing``: the self-editing strategy's core / archival / recall blocks.
+
+    Core memory (the agent's SEMANTIC memories tagged ``core``) is always injected within
+    ``core_token_budget``; ``archival_memory_search`` returns at most
+    ``archival_search_limit`` entries; ``archival_memory_write`` may write only the
+    ``archival_write_categories``; ``allow_core_writes: false`` locks core memory (the
+    ``locked_agents`` list locks it for the named agents only).
+    """
+
+    model_config = _FROZEN
+
+    core_token_budget: int = Field(default=500, ge=50, le=8000)
+    archival_search_limit: int = Field(default=10, ge=1, le=50)
+    archival_write_categories: tuple[MemoryCategory, ...] = (
+        MemoryCategory.EPISODIC,
+        MemoryCategory.SEMANTIC,
+        MemoryCategory.PROCEDURAL,
+        MemoryCategory.SOCIAL,
+    )
+    allow_core_writes: bool = True
+    locked_agents: tuple[NotBlankStr, ...] = ()
+
+    @field_validator("archival_write_categories")
+    @classmethod
+    def _unique_categories(cls, value: tuple[MemoryCategory, ...]) -> tuple[MemoryCategory, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError("lists a category twice")
+        return value
+
+    def core_writes_allowed(self, agent_name: str) -> bool:
+        return self.allow_core_writes and agent_name not in self.locked_agents
 
 
 # --- memory: consolidation -------------------------------------------------------------------
@@ -422,9 +612,11 @@ class CompanyMemoryConfig(BaseModel):
     storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
     retrieval: MemoryRetrievalConfig = Field(default_factory=MemoryRetrievalConfig)
+    self_editing: SelfEditingMemoryConfig = Field(default_factory=SelfEditingMemoryConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
@@ -432,7 +624,7 @@ class CompanyMemoryConfig(BaseModel):
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:
-        """``options`` repeats two consolidation fields; set in one place, they agree.
+        """``options`` repeats three consolidation fields; set in one place, they agree.
 
         A value set only under ``options`` is mirrored into ``consolidation`` (and back);
         set in both places with different values is an error.
@@ -459,6 +651,29 @@ class CompanyMemoryConfig(BaseModel):
                 consolidation_update[consolidation_name] = option_value
             elif in_consolidation and not in_options:
                 options_update[option_name] = consolidation_value
+        # options.retention_days is the company's default retention: the same value as
+        # consolidation.retention.default_retention_days, which retention enforces.
+        retention = self.consolidation.retention
+        in_options = "retention_days" in options_set
+        in_retention = (
+            "retention" in consolidation_set
+            and "default_retention_days" in retention.model_fields_set
+        )
+        if (
+            in_options
+            and in_retention
+            and self.options.retention_days != (retention.default_retention_days)
+        ):
+            raise ConfigFieldError(
+                "consolidation.retention.default_retention_days",
+                f"disagrees with options.retention_days ({self.options.retention_days})",
+            )
+        if in_options and not in_retention:
+            consolidation_update["retention"] = retention.model_dump(exclude_unset=True) | {
+                "default_retention_days": self.options.retention_days
+            }
+        elif in_retention and not in_options:
+            options_update["retention_days"] = retention.default_retention_days
         # Frozen models: rebuild the nested ones through validation, keeping fields_set.
         if consolidation_update:
             data = self.consolidation.model_dump(exclude_unset=True) | consolidation_update

@@ -1,5 +1,6 @@
 """gunicorn settings used by ``manage.py serve`` (and usable in production:
-``gunicorn -c python:synthorg.gunicorn_conf synthorg.wsgi:application``)."""
+``gunicorn -k uvicorn_worker.UvicornWorker -c python:synthorg.gunicorn_conf
+synthorg.asgi:application``; ``synthorg.wsgi:application`` serves the REST API without MCP)."""
 
 import logging
 

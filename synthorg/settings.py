@@ -51,7 +51,9 @@ INSTALLED_APPS = [
     "persistence",
     "orgmemory",
     "memory",
+    "memory.procedural",
     "memory.ingestion",
+    "memory.procedural.evolver",
 ]
 
 MIDDLEWARE = [

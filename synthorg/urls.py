@@ -8,10 +8,14 @@ from synthorg.landing import landing
 api_v1 = [
     path("", include("persistence.api.urls")),
     path("org/", include("orgmemory.api.urls")),
+    path("", include("orgmemory.api.approval_urls")),
     path("", include("memory.api.urls")),
     path("", include("memory.api.archive_urls")),
+    path("", include("memory.procedural.api.urls")),
     path("", include("memory.ingestion.api.urls")),
 ]
+
+admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
 
 urlpatterns = [
     path("", landing, name="landing"),
@@ -21,4 +25,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("", include("persistence.dashboard.urls")),
+    path("console/", include("persistence.console.urls")),
+    path("console/inbox/", include("orgmemory.console.urls")),
+    path("console/memories/", include("memory.console.urls")),
 ]

@@ -81,3 +81,17 @@ def human_client(company):
     client.force_login(membership.user)
     client.membership = membership
     return client
+
+
+@pytest.fixture(autouse=True)
+def _fresh_search_caches():
+    """Test embedders reuse ids with different vectors, and tests ANALYZE tables of their
+    own: no test sees another's cached query vectors or lexeme statistics."""
+    from memory.selectors import search
+    from synthorg.embedding import query_embedding_cache
+
+    query_embedding_cache.clear()
+    search._lexeme_stats = (float("-inf"), {})
+    yield
+    query_embedding_cache.clear()
+    search._lexeme_stats = (float("-inf"), {})

@@ -6,10 +6,12 @@ value objects (:mod:`memory.domain`) then normalise and apply the remaining rule
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory import domain
 from memory.models import Memory
+from memory.procedural.selectors import lesson_of
 from synthorg.enums import MemoryCategory
 
 CATEGORY_CHOICES = Memory._meta.get_field("category").choices
@@ -110,8 +112,24 @@ class MemoryUpdateSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
+class ProceduralTiersSerializer(serializers.Serializer):
+    """The activation and execution tiers of a procedural lesson (discovery is ``content``)."""
+
+    skill_name = serializers.CharField()
+    condition = serializers.CharField()
+    action = serializers.CharField()
+    rationale = serializers.CharField()
+    execution_steps = serializers.ListField(child=serializers.CharField())
+    origin = serializers.CharField(help_text="failure | success | propagated")
+    source_report_id = serializers.UUIDField(source="report_id", allow_null=True)
+    propagated_from = serializers.UUIDField(source="propagated_from_id", allow_null=True)
+
+
 class MemorySerializer(serializers.ModelSerializer):
     agent_id = serializers.IntegerField(read_only=True)
+    procedural = serializers.SerializerMethodField(
+        help_text="A procedural lesson's activation and execution tiers; null otherwise."
+    )
     project_id = serializers.IntegerField(read_only=True, allow_null=True)
     superseded_by = serializers.UUIDField(
         source="superseded_by_id", read_only=True, allow_null=True
@@ -141,11 +159,20 @@ class MemorySerializer(serializers.ModelSerializer):
             "superseded_by",
             "embedding_status",
             "embedder_id",
+            "scope",
+            "application_count",
+            "last_applied_at",
+            "procedural",
         )
         read_only_fields = fields
 
     def get_session_id(self, memory: Memory) -> str | None:
         return memory.session_id or None
+
+    @extend_schema_field(ProceduralTiersSerializer(allow_null=True))
+    def get_procedural(self, memory: Memory) -> dict | None:
+        lesson = lesson_of(memory)
+        return None if lesson is None else ProceduralTiersSerializer(lesson).data
 
 
 class MemoryCountQuerySerializer(serializers.Serializer):
@@ -231,6 +258,28 @@ class SearchResponseSerializer(serializers.Serializer):
     )
 
 
+def search_payload(hits, degraded) -> dict:
+    """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
+    from memory.procedural.selectors import attach_lessons
+
+    attach_lessons([hit.memory for hit in hits])  # tiers of procedural hits, one query
+    return {
+        "results": [
+            {
+                "memory": hit.memory,
+                "relevance": hit.relevance,
+                "recency": hit.recency,
+                "combined": hit.combined,
+                "dense_rank": hit.dense_rank,
+                "sparse_rank": hit.sparse_rank,
+                "is_shared": hit.is_shared,
+            }
+            for hit in hits
+        ],
+        "degraded": list(degraded),
+    }
+
+
 class MemoryContextRequestSerializer(serializers.Serializer):
     query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
     token_budget = serializers.IntegerField(
@@ -263,6 +312,10 @@ class ContextEntrySerializer(serializers.Serializer):
     kind = serializers.CharField()
     score = serializers.FloatField()
     tokens = serializers.IntegerField()
+    tiers = serializers.CharField(
+        help_text="Procedural lessons: `all` (three tiers) or `discovery` (the budget was "
+        "too small for all); empty for other entries."
+    )
 
 
 class MemoryContextSerializer(serializers.Serializer):
@@ -272,3 +325,11 @@ class MemoryContextSerializer(serializers.Serializer):
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()
     degraded = serializers.ListField(child=serializers.CharField())
+    strategy = serializers.CharField(
+        required=False, help_text="Present for the tool_based and self_editing strategies."
+    )
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The strategy's tool definitions (OpenAI function-calling format).",
+    )

@@ -21,6 +21,7 @@ class ArchivalMode(StrEnum):
 
     ABSTRACTIVE = "abstractive"  # an LLM-written summary (sparse, conversational content)
     EXTRACTIVE = "extractive"  # verbatim facts, anchors or truncated excerpts (dense content)
+    PRUNED = "pruned"  # removed by procedural pruning: no summary, restorable from the archive
 
 
 class ContentDensity(StrEnum):

@@ -36,3 +36,35 @@ def pack_greedy(
         else:
             dropped.append(item)
     return included, dropped, used
+
+
+def pack_greedy_with_fallback(
+    items: Sequence[T],
+    *,
+    cost: Callable[[T], int],
+    budget: int,
+    fallback: Callable[[T], T | None],
+) -> tuple[list[T], list[T], int]:
+    """:func:`pack_greedy`, except that an item that does not fit is replaced by its
+    ``fallback`` (a shorter form, e.g. a lesson's discovery tier alone) when that fits.
+
+    ``included`` holds what was packed (the item or its fallback) in rank order; ``dropped``
+    the items for which neither fitted.
+    """
+    included: list[T] = []
+    dropped: list[T] = []
+    used = 0
+    for item in items:
+        for candidate in (item, fallback(item)):
+            if candidate is None:
+                continue
+            tokens = cost(candidate)
+            if tokens < 0:
+                raise ValueError("token cost must not be negative")
+            if used + tokens <= budget:
+                included.append(candidate)
+                used += tokens
+                break
+        else:
+            dropped.append(item)
+    return included, dropped, used

@@ -17,21 +17,22 @@ facts) are ranked together with the memories by score and fenced the same way.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.utils import timezone
 
 from memory.models import Memory
+from memory.procedural.rendering import render_discovery, render_full
+from memory.procedural.selectors import attach_lessons, lesson_of
 from memory.retrieval.diversity import mmr_rerank
 from memory.retrieval.filtering import TagBasedMemoryFilter, apply_filter
 from memory.retrieval.formatting import build_messages, format_entry
-from memory.retrieval.packing import estimate_tokens, pack_greedy
+from memory.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
 from memory.retrieval.query import MemoryQuery
 from memory.selectors.search import memory_search
 from persistence.models import Agent
 from persistence.selectors.config import company_config
-from synthorg.company_config import InjectionStrategy
 from synthorg.enums import MemoryCategory
 from synthorg.errors import InvalidInputError
 
@@ -39,11 +40,6 @@ QUERY_TEXT_BLANK = "query_text must not be blank."
 TOKEN_BUDGET_NEGATIVE = "token_budget must be zero or a positive integer."
 DEGRADED_FILTER = "filter"
 CORE_POLICIES_HEADER = "## Company policies (always apply)"
-TOOL_BASED_INSTRUCTION = (
-    "You have long-term memory tools: call search_memory(query, limit) to look up what you "
-    "learned before, and recall_memory(id) to read one memory in full. Search before "
-    "assuming you do not know something about this organisation or its past work."
-)
 
 
 @dataclass(frozen=True)
@@ -57,6 +53,10 @@ class ContextEntry:
     label: str = ""  # trusted metadata shown in the fence's opening tag
     tags: tuple[str, ...] = ()
     memory: Memory | None = field(default=None, compare=False, repr=False)
+    # A shorter form used when this one does not fit (a lesson's discovery tier alone).
+    fallback: ContextEntry | None = field(default=None, compare=False, repr=False)
+    # For procedural lessons: "all" (three tiers) or "discovery"; "" otherwise.
+    tiers: str = ""
 
     @property
     def fenced(self) -> str:
@@ -77,6 +77,14 @@ class PreparedContext:
     degraded: list[str] = field(default_factory=list)
 
 
+def check_context_input(query_text: str, token_budget: int) -> None:
+    """What every strategy's ``prepare_messages`` requires of its arguments."""
+    if not isinstance(query_text, str) or not query_text.strip():
+        raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
+
+
 def memory_context(
     *,
     agent: Agent,
@@ -89,20 +97,11 @@ def memory_context(
     now: datetime | None = None,
     embedder=None,
 ) -> PreparedContext:
-    if not isinstance(query_text, str) or not query_text.strip():
-        raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
-    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
-        raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
+    check_context_input(query_text, token_budget)
     now = now or timezone.now()
     config = company_config(agent.company).memory.retrieval
     pinned = [text for text in pinned if text and text.strip()]
     pinned_tokens = sum(estimate_tokens(text) for text in pinned)
-
-    if config.strategy is InjectionStrategy.TOOL_BASED:
-        # The agent retrieves on demand; the prompt only learns that the tools exist.
-        messages = build_messages([], pinned=pinned)
-        messages.append({"role": "system", "content": TOOL_BASED_INSTRUCTION})
-        return PreparedContext(messages, [], [], pinned_tokens, token_budget)
 
     pool = config.max_memories
     if config.diversity_penalty_enabled:
@@ -115,6 +114,7 @@ def memory_context(
     )
     result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
     degraded = list(result.degraded)
+    attach_lessons([hit.memory for hit in result.hits])
     entries = [_memory_entry(hit) for hit in result.hits]
 
     if config.non_inferable_only:
@@ -139,8 +139,11 @@ def memory_context(
             memories_taken += 1
         candidates.append(entry)
 
-    included, dropped, used = pack_greedy(
-        candidates, cost=lambda e: e.tokens, budget=max(0, token_budget - pinned_tokens)
+    included, dropped, used = pack_greedy_with_fallback(
+        candidates,
+        cost=lambda e: e.tokens,
+        budget=max(0, token_budget - pinned_tokens),
+        fallback=lambda e: e.fallback,
     )
     messages = build_messages(
         [entry.fenced for entry in included],
@@ -211,7 +214,7 @@ def _memory_entry(hit) -> ContextEntry:
     label = f"{memory.category}, {memory.created_at:%Y-%m-%d}"
     if hit.is_shared:
         label += ", shared"
-    return ContextEntry(
+    entry = ContextEntry(
         key=str(memory.pk),
         content=memory.content,
         score=hit.combined,
@@ -220,3 +223,9 @@ def _memory_entry(hit) -> ContextEntry:
         tags=tuple(memory.tags),
         memory=memory,
     )
+    lesson = lesson_of(memory)
+    if lesson is None:
+        return entry
+    # Procedural lessons: all three tiers when they fit, else the discovery tier alone.
+    discovery = replace(entry, content=render_discovery(lesson), tiers="discovery")
+    return replace(entry, content=render_full(lesson), tiers="all", fallback=discovery)

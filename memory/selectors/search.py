@@ -27,6 +27,8 @@ Sparse leg
     filters, N and the length sum come from the trigger-maintained per-(company, agent,
     is_shared) totals in ``memory_bm25_scope_stats`` minus the scope's expired rows
     (migration 0006) instead of a scan of the scope; with filters the scope is scanned.
+    Query lexemes that ANALYZE found in ≥ ``COMMON_LEXEME_SHARE`` of the table's rows only
+    score candidates, they do not find them (see :func:`common_lexemes`).
 
 Fusion
     Per the company's ``memory.retrieval`` config. ``rrf``: the two ranked lists fused by
@@ -61,7 +63,7 @@ from memory.retrieval.ranking import Candidate, rank_linear, recency_score
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
-from synthorg.embedding import Embedder, EmbeddingError
+from synthorg.embedding import Embedder, EmbeddingError, embed_query
 from synthorg.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -442,7 +444,7 @@ def _run_legs(
         if not use_dense:
             raise _Skipped
         embedder = embedder or embedder_for(company)
-        vector = embedder.embed_one(text)
+        vector = embed_query(embedder, text)
         embedder_id = embedder.embedder_id
     except (EmbeddingError, DomainError) as exc:
         logger.warning("query embedding failed for company %s: %s", company.pk, exc)
@@ -526,15 +528,14 @@ def _part_rows_estimate(cursor, part: _Part) -> float:
 def _table_rows(cursor) -> int:
     """The planner's row estimate for the table, or (when it is small or unknown) an exact
     count bounded by ``EXACT_SCAN_MAX_ROWS`` (cheap: it reads at most that many rows)."""
-    cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_memory'::regclass")
-    (estimate,) = cursor.fetchone()
-    if estimate > EXACT_SCAN_MAX_ROWS:
-        return int(estimate)
+    # One round trip: the bounded count only runs when the estimate is small or unknown.
     cursor.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded",
-        [EXACT_SCAN_MAX_ROWS + 1],
+        "SELECT CASE WHEN c.reltuples > %s THEN c.reltuples::bigint "
+        "ELSE (SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded) END "
+        "FROM pg_class c WHERE c.oid = 'memory_memory'::regclass",
+        [EXACT_SCAN_MAX_ROWS, EXACT_SCAN_MAX_ROWS + 1],
     )
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
 def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
@@ -613,7 +614,15 @@ matched AS (
            unnest(ts_filter(setweight(m.search_vector, 'A', %s::text[]), '{{a}}')) AS t
      WHERE ({scope}) AND {filters} AND m.search_vector @@ %s::tsquery
 ),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme)
+-- df of the matching lexemes over the candidates (exact: every row holding one is one);
+-- a common lexeme (not used to find candidates) gets its table share × N instead
+df AS (
+    SELECT lexeme, count(*)::float8 AS df FROM matched
+     WHERE lexeme <> ALL(%s::text[]) GROUP BY lexeme
+    UNION ALL
+    SELECT c.lexeme, greatest(1.0, c.share * stats.n)
+      FROM unnest(%s::text[], %s::float8[]) AS c(lexeme, share) CROSS JOIN stats
+)
 SELECT matched.id,
        sum(ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
            * matched.tf * (%s + 1)
@@ -648,13 +657,50 @@ _STATS_TOTALS_SQL = """
 """
 
 
+#: A query lexeme that ANALYZE found in at least this share of the table's rows is
+#: *common*: its posting list is most of the table, and reading it (then throwing most of
+#: it away for other agents' rows) was most of the sparse leg's time. Common lexemes still
+#: score the candidates the other lexemes find, with df = share × N (BM25 gives them an idf
+#: of ≤ ln(1 + 0.8/0.2) ≈ 1.6 against 5–9 for a rare term); a document holding only common
+#: lexemes of the query is no longer a candidate. A query of common lexemes only is run
+#: unchanged. Measured in bench/results/scale_search_10k_stages.json (README).
+COMMON_LEXEME_SHARE = 0.2
+#: How long the table's lexeme statistics are reused before pg_stats is read again.
+LEXEME_STATS_TTL_S = 300.0
+_lexeme_stats: tuple[float, dict[str, float]] = (float("-inf"), {})
+
+
+def common_lexemes(lexemes: Sequence[str]) -> dict[str, float]:
+    """``lexeme → share of rows`` for the query lexemes that are common (see above)."""
+    global _lexeme_stats
+    read_at, shares = _lexeme_stats
+    if time.monotonic() - read_at > LEXEME_STATS_TTL_S:
+        with connection.cursor() as cursor:
+            # ANALYZE keeps the most common lexemes of a tsvector column with their share of
+            # rows (most_common_elem_freqs ends with 3 summary numbers: skipped by zip).
+            cursor.execute(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = 'memory_memory' "
+                "AND attname = 'search_vector'"
+            )
+            row = cursor.fetchone()
+        shares = dict(zip(row[0], row[1], strict=False)) if row and row[0] else {}
+        shares = {lexeme: share for lexeme, share in shares.items() if share >= COMMON_LEXEME_SHARE}
+        _lexeme_stats = (time.monotonic(), shares)
+    return {lexeme: shares[lexeme] for lexeme in lexemes if lexeme in shares}
+
+
 def _sparse(parts: Sequence[_Part], filters: _Part, text: str, depth: int) -> list[tuple]:
     lexemes = query_lexemes(text)
     if not lexemes:
         return []
     scope = " OR ".join(f"({part.sql})" for part in parts)
     scope_params = [p for part in parts for p in part.params]
-    tsquery = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in lexemes)
+    common = common_lexemes(lexemes)
+    if len(common) == len(lexemes):
+        common = {}
+    finders = [lexeme for lexeme in lexemes if lexeme not in common]
+    tsquery = " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in finders)
     if filters.live_only:
         stats = _STATS_TOTALS_SQL.format(scope=scope)
         stats_params = [*scope_params, *scope_params, filters.params[0]]
@@ -668,6 +714,9 @@ def _sparse(parts: Sequence[_Part], filters: _Part, text: str, depth: int) -> li
         *scope_params,
         *filters.params,
         tsquery,
+        list(common),
+        list(common),
+        list(common.values()),
         bm25.K1,
         bm25.K1,
         bm25.B,

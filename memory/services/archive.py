@@ -148,6 +148,10 @@ def archive_restore(
         (result,) = memory_store_batch(
             agent=agent, requests=[request], embedder=embedder, now=now, deduplicate=False
         )
+        if locked.metadata.get("procedural"):  # a pruned lesson: its tiers come back too
+            from memory.procedural.services.pruning import lesson_restore
+
+            lesson_restore(memory_id=result.id, company=agent.company, metadata=locked.metadata)
         locked.restored_at = now
         locked.restored_memory_id = result.id
         locked.save(update_fields=["restored_at", "restored_memory_id"])

@@ -6,6 +6,7 @@ decide) and each writes an audit entry in the same transaction.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime
 from uuid import UUID
 
@@ -13,17 +14,22 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest, embedding_text
-from memory.errors import MemoryStoreConflictError, MemoryStoreError
+from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.models import Memory
-from memory.selectors.memories import agent_memory_get
+from memory.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
 from memory.services.embeddings import embed_texts
+from persistence.access import ROLE_RANK
 from persistence.models import Agent, Project
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
+from synthorg.errors import AccessDeniedError
 
 MEMORY_SUPERSEDED = "The memory is superseded; store a new one instead of changing it."
 EXPIRES_IN_PAST = "expires_at must be in the future."
 NOTHING_TO_UPDATE = "The request changes nothing; send at least one field."
+REASON_REQUIRED = "A reason is required when a person deletes or corrects a memory."
+HUMANS_CORRECT = "Only a person corrects a memory this way; agents update their own."
+ROLE_TOO_LOW_FOR_MEMORY = "Your role may not change agents' memories (needs operator or higher)."
 SESSION_ID_INVALID = f"session_id must be 1 to {SESSION_ID_MAX_CHARS} non-blank characters."
 
 
@@ -84,14 +90,98 @@ def memory_update(
 
 
 @transaction.atomic
-def memory_delete(*, agent: Agent, memory_id: UUID | str, principal=None) -> None:
-    """Delete one of ``agent``'s private memories, recording who did it."""
+def memory_delete(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
+    """Delete one of ``agent``'s private memories, recording who did it (and why).
+
+    A human (operator or above, of the agent's company) must give a ``reason``; tool calls
+    must too (their guardrail checks it before calling here).
+    """
+    reason = _human_reason(agent=agent, principal=principal, reason=reason)
     memory = agent_memory_get(agent=agent, memory_id=memory_id)
-    _audit_deletion(memory, principal=principal, agent=agent, action_type="memory.deleted")
+    _audit_deletion(
+        memory,
+        principal=principal,
+        agent=agent,
+        action_type="memory.deleted",
+        extra=guardrail_details(reason=reason, via=via),
+    )
     memory.delete()
 
 
-def _audit_deletion(memory: Memory, *, principal, agent: Agent, action_type: str) -> None:
+def guardrail_details(*, reason: str = "", via: str = "") -> dict[str, str]:
+    """Audit members of a guarded (tool) deletion; empty for a plain REST delete."""
+    details = {}
+    if reason:
+        details["reason"] = reason
+    if via:
+        details["via"] = via
+    return details
+
+
+def memory_correct(
+    *,
+    agent: Agent,
+    memory_id: UUID | str,
+    content: str,
+    reason: str,
+    principal,
+    embedder: Embedder | None = None,
+) -> Memory:
+    """A human replaces a wrong memory's text (re-embedded), audited with the reason.
+
+    The audit log is append-only and survives erasure, so it records a hash of the old
+    text, never the text itself.
+    """
+    reason = _human_reason(agent=agent, principal=principal, reason=reason, required=True)
+    with transaction.atomic():
+        before = agent_memory_get(agent=agent, memory_id=memory_id)
+        memory = memory_update(
+            agent=agent,
+            memory_id=memory_id,
+            request=MemoryUpdateRequest(content=content),
+            principal=principal,
+            embedder=embedder,
+        )
+        audit_record(
+            company=agent.company,
+            principal=principal,
+            action_type="memory.corrected",
+            target_type="memory",
+            target_id=memory.pk,
+            details={
+                "agent_id": agent.pk,
+                "reason": reason,
+                "previous_content_sha256": hashlib.sha256(before.content.encode()).hexdigest(),
+                "category": memory.category,
+            },
+        )
+    return memory
+
+
+def _human_reason(*, agent: Agent, principal, reason: str, required: bool = False) -> str:
+    reason = (reason or "").strip()
+    if principal is None or not principal.is_human:
+        if required:
+            raise AccessDeniedError(HUMANS_CORRECT, code="humans_only")
+        return reason
+    if principal.company.pk != agent.company_id:
+        raise MemoryNotFoundError(MEMORY_NOT_FOUND)
+    if ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
+        raise AccessDeniedError(ROLE_TOO_LOW_FOR_MEMORY, code="role_insufficient")
+    if not reason:
+        raise MemoryStoreError(
+            REASON_REQUIRED,
+            code="reason_required",
+            errors=[{"field": "reason", "message": REASON_REQUIRED, "code": "blank"}],
+        )
+    return reason
+
+
+def _audit_deletion(
+    memory: Memory, *, principal, agent: Agent, action_type: str, extra=None
+) -> None:
     audit_record(
         company=memory.company,
         principal=principal,
@@ -105,6 +195,7 @@ def _audit_deletion(memory: Memory, *, principal, agent: Agent, action_type: str
             "category": memory.category,
             "level": memory.level,
             "is_shared": memory.is_shared,
+            **(extra or {}),
         },
     )
 
@@ -120,7 +211,9 @@ def on_session_ended(hook) -> None:
 
 
 @transaction.atomic
-def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
+def memory_session_end(
+    *, agent: Agent, session_id: str, principal=None, reason: str = "", via: str = ""
+) -> int:
     """End ``agent``'s session ``session_id``: purge its session-level memories."""
     if not session_id.strip() or len(session_id) > SESSION_ID_MAX_CHARS:
         raise MemoryStoreError(SESSION_ID_INVALID, code="invalid_session_id")
@@ -134,7 +227,11 @@ def memory_session_end(*, agent: Agent, session_id: str, principal=None) -> int:
         action_type="memory.session_ended",
         target_type="session",
         target_id=session_id[:100],
-        details={"agent_id": agent.pk, "memories_purged": purged},
+        details={
+            "agent_id": agent.pk,
+            "memories_purged": purged,
+            **guardrail_details(reason=reason, via=via),
+        },
     )
     for hook in _session_end_hooks:
         hook(agent=agent, session_id=session_id, principal=principal)

@@ -10,6 +10,7 @@ from django.db import transaction
 from memory.domain import MemoryStoreRequest, StoreResult
 from memory.errors import MemoryAccessError, MemoryCapabilityError
 from memory.selectors.memories import shared_memory_get
+from memory.services.lifecycle import guardrail_details
 from memory.services.store import memory_store_batch
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -62,7 +63,9 @@ def shared_publish(
 
 
 @transaction.atomic
-def shared_retract(*, agent: Agent, memory_id: UUID | str, principal=None) -> None:
+def shared_retract(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
     """Remove a shared entry; any agent of the company can see it exists, only its
     publisher may retract it (403 for the others, 404 outside the company)."""
     memory = shared_memory_get(company=agent.company, memory_id=memory_id)
@@ -75,6 +78,10 @@ def shared_retract(*, agent: Agent, memory_id: UUID | str, principal=None) -> No
         action_type="memory.shared_retracted",
         target_type="memory",
         target_id=memory.pk,
-        details={"namespace": memory.namespace, "category": memory.category},
+        details={
+            "namespace": memory.namespace,
+            "category": memory.category,
+            **guardrail_details(reason=reason, via=via),
+        },
     )
     memory.delete()

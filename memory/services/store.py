@@ -14,14 +14,17 @@ embedder call. Which level a memory is written under is decided by the agent's
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
+import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
+from pgvector.psycopg import register_vector
 
 from memory.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
@@ -54,10 +57,16 @@ def memory_store(
     principal=None,
     embedder: Embedder | None = None,
     now: datetime | None = None,
+    persistent: bool = False,
 ) -> StoreResult:
     """Store one memory for ``agent``; see :func:`memory_store_batch`."""
     return memory_store_batch(
-        agent=agent, requests=[request], principal=principal, embedder=embedder, now=now
+        agent=agent,
+        requests=[request],
+        principal=principal,
+        embedder=embedder,
+        now=now,
+        persistent=persistent,
     )[0]
 
 
@@ -70,6 +79,7 @@ def memory_store_batch(
     now: datetime | None = None,
     shared: bool = False,
     deduplicate: bool = True,
+    persistent: bool = False,
 ) -> list[StoreResult]:
     """Store up to 500 memories for ``agent`` in one transaction; results in request order.
 
@@ -86,6 +96,8 @@ def memory_store_batch(
     level = MemoryLevel.PERSISTENT if shared else MemoryLevel(agent.memory_level)
     if level is MemoryLevel.NONE:
         return [NOT_STORED for _ in requests]
+    if persistent:  # long-term knowledge (procedural lessons) outlives sessions and projects
+        level = MemoryLevel.PERSISTENT
     now = now or timezone.now()
     batch = len(requests) > 1
     _check_requests(requests, level=level, now=now, batch=batch)
@@ -109,7 +121,9 @@ def memory_store_batch(
         embedder=embedder,
     )
     vectors = (
-        {i: embedded.vector(position) for position, i in enumerate(to_embed)} if embedded.ok else {}
+        {i: embedded.vectors[position] for position, i in enumerate(to_embed)}
+        if embedded.vectors is not None
+        else {}
     )
     return _store(
         agent=agent,
@@ -183,7 +197,7 @@ def _store(
     requests: Sequence[MemoryStoreRequest],
     terms: Sequence[frozenset[str]],
     level: MemoryLevel,
-    vectors: dict[int, list[float]],
+    vectors: dict[int, np.ndarray],
     embedder_id: str,
     now: datetime,
     shared: bool,
@@ -236,7 +250,7 @@ def _store(
         rows.append(row)
         slot.result_id = row.id
         slot.status = row.embedding_status
-    Memory.objects.bulk_create(rows)
+    _insert(rows)
     for slot in slots:
         if slot.twin is not None:
             slot.result_id, slot.status = slots[slot.twin].result_id, slots[slot.twin].status
@@ -256,6 +270,59 @@ def _store(
         )
         for slot in slots
     ]
+
+
+#: The columns a store writes: all but the trigger-maintained search_vector and doc_length.
+_INSERT_FIELDS = tuple(
+    f for f in Memory._meta.concrete_fields if f.attname not in ("search_vector", "doc_length")
+)
+#: Django's column types → the type names binary COPY is told (no length modifiers).
+_COPY_TYPE_ALIASES = {
+    "timestamp with time zone": "timestamptz",
+    "double precision": "float8",
+    "integer": "int4",
+    "bigint": "int8",
+    "smallint": "int2",
+    "boolean": "bool",
+}
+
+
+def _copy_type(field) -> str:
+    db_type = re.sub(r"\(\d+(,\s*\d+)?\)", "", field.db_type(connection))
+    return _COPY_TYPE_ALIASES.get(db_type, db_type)
+
+
+def _insert(rows: list[Memory]) -> None:
+    """Write ``rows`` with one binary ``COPY``: the vectors go over the wire as binary
+    float4s. ``bulk_create`` formatted every vector as text in Python and compiled a
+    20 × N-parameter INSERT (measured: 1.0 s of a 3.1 s store of 300 LoCoMo turns with
+    a constant embedder; the COPY takes 0.04 s of client time). The database runs the same
+    triggers, constraints and index updates as for an INSERT."""
+    if not rows:
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.adapters.types.get("vector") is None:
+        register_vector(raw)
+    columns = ", ".join(f'"{f.column}"' for f in _INSERT_FIELDS)
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY memory_memory ({columns}) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.set_types([_copy_type(f) for f in _INSERT_FIELDS])
+        for row in rows:
+            copy.write_row(
+                [
+                    row.embedding
+                    if f.attname == "embedding"
+                    else f.get_db_prep_save(getattr(row, f.attname), connection)
+                    for f in _INSERT_FIELDS
+                ]
+            )
+    for row in rows:
+        row._state.adding, row._state.db = False, connection.alias
 
 
 def _lock_projects(agent: Agent, requests, *, batch: bool) -> dict[int, Project]:
@@ -466,6 +533,10 @@ def _gate(
 
     # Within the batch: an inverted index over earlier accepted slots, probed the same way.
     postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))
+    # Probing each slot by the terms rarest in the batch keeps the candidates few: the
+    # speaker's name and the session date are in every turn of a conversation (measured:
+    # 65,000 Dice computations for 300 LoCoMo turns probing longest terms first).
+    frequency = Counter(term for slot in slots for term in slot.terms)
     for slot in slots:
         if slot.index in duplicates:
             slot.result_id, slot.status = duplicates[slot.index]
@@ -480,7 +551,7 @@ def _gate(
             )
         ]
         seen: dict[int, Candidate[int]] = {}
-        for term in probe_terms(slot.terms):
+        for term in probe_terms(slot.terms, frequency=frequency):
             for candidate in group.get(term, ()):
                 seen[candidate.key] = candidate
         twin = best_duplicate(slot.terms, list(seen.values()))

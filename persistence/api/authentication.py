@@ -7,7 +7,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 
 from persistence.principal import Principal
-from persistence.selectors.identity import agent_for_api_key, membership_for_user
+from persistence.selectors.identity import agent_for_api_key, human_principal
 
 
 class AgentKeyAuthentication(BaseAuthentication):
@@ -39,6 +39,17 @@ class AgentKeyAuthentication(BaseAuthentication):
         return f'{self.keyword} realm="synthorg"'
 
 
+def principal_for_raw_key(raw_key: str):
+    """An agent's :class:`Principal` for ``raw_key``, or why not (for non-DRF interfaces
+    such as the MCP server); the company is loaded here, not lazily later."""
+    from synthorg.mcp.auth import KeyRejected
+
+    result = agent_for_api_key(raw_key)
+    if result.error is not None:
+        return KeyRejected(result.error.code, result.error.message)
+    return Principal.for_agent(result.key.agent, api_key=result.key)
+
+
 class HumanSessionAuthentication(SessionAuthentication):
     """A logged-in Django user acting in one of their companies.
 
@@ -50,10 +61,10 @@ class HumanSessionAuthentication(SessionAuthentication):
         if result is None:
             return None
         user, _auth = result
-        membership = membership_for_user(user, request.META.get("HTTP_X_COMPANY"))
-        if membership is None:
+        principal = human_principal(user, company_slug=request.META.get("HTTP_X_COMPANY"))
+        if principal is None:
             raise exceptions.PermissionDenied(
                 "You are not a member of any company (or of the one named in X-Company).",
                 code="no_company_membership",
             )
-        return Principal.for_human(user, membership.company, membership.role), None
+        return principal, None

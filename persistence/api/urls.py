@@ -2,6 +2,7 @@ from django.urls import path
 from rest_framework.routers import SimpleRouter
 
 from persistence.api import operational_views as ops
+from persistence.api import portability_views as portability
 from persistence.api import views
 
 router = SimpleRouter(trailing_slash=False)
@@ -25,6 +26,9 @@ urlpatterns = [
     path("me", views.MeView.as_view(), name="me"),
     path("agents", views.AgentListView.as_view(), name="agent-list"),
     path("agents/<int:pk>", views.AgentDetailView.as_view(), name="agent-detail"),
+    path("agents/<int:pk>/erase", portability.AgentEraseView.as_view(), name="agent-erase"),
+    path("export", portability.ContentExportView.as_view(), name="content-export"),
+    path("import", portability.ContentImportView.as_view(), name="content-import"),
     path("company/config", views.CompanyConfigView.as_view(), name="company-config"),
     path("costs/summary", ops.CostSummaryView.as_view(), name="cost-summary"),
     path("costs/budget", ops.CostBudgetView.as_view(), name="cost-budget"),

@@ -11,22 +11,23 @@ from django.utils import timezone
 from django.utils.safestring import mark_safe
 
 from persistence.dashboard.svg import Bar, bar_chart, column_chart
-from persistence.models import CompanyMembership
+from persistence.principal import Principal
 from persistence.selectors.costs import budget_status, cost_summary
+from persistence.selectors.identity import human_companies, human_principal
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
 
 
-def _membership(request) -> CompanyMembership | None:
-    memberships = CompanyMembership.objects.select_related("company").filter(user=request.user)
+def _principal(request) -> Principal | None:
     slug = request.GET.get("company")
     if slug:
-        membership = memberships.filter(company__slug=slug).first()
-        if membership is None:
+        principal = human_principal(request.user, company_slug=slug)
+        if principal is None:
             raise Http404("No such company among yours.")  # never reveals other companies
-        return membership
-    return memberships.order_by("company__name").first()
+        return principal
+    first = human_companies(request.user).order_by("name").first()  # the page's default
+    return None if first is None else human_principal(request.user, company=first)
 
 
 def _days(request) -> int:
@@ -72,10 +73,10 @@ def _currency_charts(day_summary, agent_summary, currency: str) -> dict:
 
 @login_required
 def cost_dashboard(request):
-    membership = _membership(request)
-    if membership is None:
+    principal = _principal(request)
+    if principal is None:
         return render(request, "persistence/cost_dashboard.html", {"company": None}, status=403)
-    company = membership.company
+    company = principal.company
     days = _days(request)
     today = timezone.now().astimezone(UTC).date()
     since = datetime.combine(today - timedelta(days=days - 1), datetime.min.time(), tzinfo=UTC)
@@ -89,12 +90,7 @@ def cost_dashboard(request):
         currencies.insert(0, budget.currency)
     context = {
         "company": company,
-        "companies": [
-            m.company
-            for m in CompanyMembership.objects.select_related("company")
-            .filter(user=request.user)
-            .order_by("company__name")
-        ],
+        "companies": list(human_companies(request.user).order_by("name")),
         "days": days,
         "since": since,
         "until": until - timedelta(days=1),

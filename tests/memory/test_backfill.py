@@ -54,3 +54,34 @@ def test_backfill_uses_each_companys_embedder(embedding_server):
 def test_backfill_schedule_is_declared():
     spec = declared_schedules()["memory-embedding-backfill"]
     assert spec.func == "memory.tasks.backfill_pending_embeddings"
+
+
+def test_vectors_of_the_previous_default_model_are_re_embedded_by_the_backfill():
+    """Migration 0008 hands the old model's vectors to the backfill, which re-embeds them."""
+    import importlib
+
+    from django.db import connection
+
+    from synthorg.embedding import MINILM_EMBEDDER_ID
+
+    migration = importlib.import_module("memory.migrations.0008_reembed_previous_default_model")
+    agent = AgentFactory()
+    old = MemoryFactory(
+        agent=agent,
+        embedding=[0.5] * 384,
+        embedder_id="all-MiniLM-L6-v2-onnx-int8",
+        embedding_status="ready",
+    )
+    other = MemoryFactory(
+        agent=agent, embedding=[0.5] * 384, embedder_id="openai:x", embedding_status="ready"
+    )
+    (operation,) = migration.Migration.operations
+    with connection.cursor() as cursor:
+        for sql, params in operation.sql:
+            cursor.execute(sql, params)
+    old.refresh_from_db(), other.refresh_from_db()
+    assert (old.embedding_status, other.embedding_status) == ("pending", "ready")
+    assert backfill_pending_embeddings() == 1
+    old.refresh_from_db()
+    assert (old.embedding_status, old.embedder_id) == ("ready", MINILM_EMBEDDER_ID)
+    assert list(old.embedding[:2]) != [0.5, 0.5]

@@ -59,3 +59,11 @@ def test_threshold_boundary_is_inclusive():
     a = {"a", "b", "c", "d", "e"}
     b = {"a", "b", "c", "d", "f"}  # 8/10 = 0.8 exactly
     assert best_duplicate(a, [Candidate(key=1, terms=frozenset(b), order=())]) == 1
+
+
+def test_probe_prefers_the_rarest_terms_and_stays_sound():
+    terms = {"caroline", "may", "2023", "painting", "lake"}
+    frequency = {"caroline": 300, "may": 300, "2023": 300, "painting": 2, "lake": 1}
+    probe = probe_terms(terms, frequency=frequency)
+    assert probe == ["lake", "painting"]  # 5 - ceil(4) + 1 = 2 terms, the rarest first
+    assert len(probe) == len(probe_terms(terms))

@@ -200,3 +200,21 @@ def test_backfill_embeds_live_versions_written_without_an_embedder(company, huma
     assert fact_embeddings_backfill() == 0
     found = query_facts(company=company, query=OrgMemoryQuery(context="where is my car at night"))
     assert [f.version for f in found] == [2]
+
+
+def test_backfill_replaces_vectors_of_another_model(company, human, settings):
+    from orgmemory.models import FactVersionEmbedding
+    from orgmemory.services.embeddings import fact_embeddings_backfill
+    from synthorg.embedding import MINILM_EMBEDDER_ID
+
+    fact = _publish(company, human, "Cars are parked in the garage")
+    FactVersionEmbedding.objects.create(
+        operation_id=fact.operation_id,
+        embedder_id="all-MiniLM-L6-v2-onnx-int8",
+        embedding=[0.5] * 384,
+    )
+    settings.ORGMEMORY_EMBEDDINGS = True
+    assert fact_embeddings_backfill() == 1
+    row = FactVersionEmbedding.objects.get(operation_id=fact.operation_id)
+    assert row.embedder_id == MINILM_EMBEDDER_ID and list(row.embedding[:2]) != [0.5, 0.5]
+    assert fact_embeddings_backfill() == 0

@@ -75,7 +75,7 @@ def test_load_company_config_rejects_non_yaml(yaml_file):
     company = CompanyFactory()
     with pytest.raises(CommandError, match="is not valid YAML"):
         call_command("load_company_config", company.slug, str(yaml_file("memory: [unclosed")))
-    with pytest.raises(CommandError, match="must contain a YAML mapping"):
+    with pytest.raises(CommandError, match="must be a YAML mapping"):
         call_command("load_company_config", company.slug, str(yaml_file("- a list")))
 
 

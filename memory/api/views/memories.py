@@ -26,9 +26,8 @@ from memory.api.views.common import (
 )
 from memory.domain import MemoryUpdateRequest, parse_request
 from memory.models import Memory
-from memory.selectors.memories import agent_memories, agent_memory_count, agent_memory_get
-from memory.services.lifecycle import memory_delete, memory_update
-from memory.services.store import memory_store, memory_store_batch
+from memory.procedural.selectors import attach_lessons
+from memory.selectors.memories import agent_memories
 from synthorg.errors import DomainError
 
 
@@ -40,6 +39,11 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
 
     def get_queryset(self):
         return agent_memories(agent=self.agent, include_superseded=True)
+
+    def paginate_queryset(self, queryset):
+        page = super().paginate_queryset(queryset)
+        attach_lessons(page or [])  # one query, only when the page holds procedural memories
+        return page
 
     @extend_schema(
         summary="List the caller's memories",
@@ -129,11 +133,7 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
             return self._store_batch(data)
         serializer = s.MemoryStoreSerializer(data=data)
         serializer.is_valid(raise_exception=True)
-        result = memory_store(
-            agent=self.agent,
-            request=store_request_from(serializer.validated_data),
-            principal=request.user,
-        )
+        result = self.service.store(store_request_from(serializer.validated_data))
         created = result.stored and not result.deduplicated
         return Response(
             s.StoreResultSerializer(result.model_dump()).data,
@@ -148,9 +148,7 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
             for index, item in enumerate(serializer.validated_data["memories"])
         ]
         try:
-            results = memory_store_batch(
-                agent=self.agent, requests=requests, principal=self.request.user
-            )
+            results = self.service.store_batch(requests)
         except DomainError as exc:
             # The service names batch items "[i].field" (a lone request just "field").
             raise prefixed_errors(
@@ -176,7 +174,7 @@ class MemoryDetailView(AgentView, APIView):
         examples=[OpenApiExample("A memory", value=MEMORY_EXAMPLE, response_only=True)],
     )
     def get(self, request, pk):
-        return Response(s.MemorySerializer(agent_memory_get(agent=self.agent, memory_id=pk)).data)
+        return Response(s.MemorySerializer(self.service.get(pk)).data)
 
     @extend_schema(
         summary="Change a memory",
@@ -202,9 +200,7 @@ class MemoryDetailView(AgentView, APIView):
         serializer = s.MemoryUpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         update = parse_request(MemoryUpdateRequest, serializer.validated_data)
-        memory = memory_update(
-            agent=self.agent, memory_id=pk, request=update, principal=request.user
-        )
+        memory = self.service.update(pk, update)
         return Response(s.MemorySerializer(memory).data)
 
     @extend_schema(
@@ -213,7 +209,7 @@ class MemoryDetailView(AgentView, APIView):
         responses={204: None, 404: NOT_FOUND},
     )
     def delete(self, request, pk):
-        memory_delete(agent=self.agent, memory_id=pk, principal=request.user)
+        self.service.delete(pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -239,5 +235,5 @@ class MemoryCountView(AgentView, APIView):
         query = s.MemoryCountQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         category = query.validated_data.get("category")
-        count = agent_memory_count(agent=self.agent, category=category)
+        count = self.service.count(category)
         return Response({"count": count, "category": category})

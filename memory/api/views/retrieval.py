@@ -57,24 +57,6 @@ def _memory_query(data):
     return parse_request(MemoryQuery, {k: v for k, v in fields.items() if v is not None})
 
 
-def _search_payload(result):
-    return {
-        "results": [
-            {
-                "memory": hit.memory,
-                "relevance": hit.relevance,
-                "recency": hit.recency,
-                "combined": hit.combined,
-                "dense_rank": hit.dense_rank,
-                "sparse_rank": hit.sparse_rank,
-                "is_shared": hit.is_shared,
-            }
-            for hit in result.hits
-        ],
-        "degraded": list(result.degraded),
-    }
-
-
 @extend_schema(tags=["memories"])
 class MemorySearchView(AgentView, APIView):
     @extend_schema(
@@ -93,16 +75,15 @@ class MemorySearchView(AgentView, APIView):
         ],
     )
     def post(self, request):
-        from memory.selectors.search import memory_search
-
         serializer = s.MemorySearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = memory_search(
-            agent=self.agent,
-            query=_memory_query(serializer.validated_data),
+        result = self.service.search(
+            _memory_query(serializer.validated_data),
             include_shared=serializer.validated_data.get("include_shared"),
         )
-        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
+        return Response(
+            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+        )
 
 
 @extend_schema(tags=["shared knowledge"])
@@ -123,16 +104,15 @@ class SharedSearchView(AgentView, APIView):
         ],
     )
     def post(self, request):
-        from memory.selectors.search import shared_search
-
         serializer = s.SharedSearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = shared_search(
-            company=self.agent.company,
-            query=_memory_query(serializer.validated_data),
-            exclude_agent=self.agent if serializer.validated_data["exclude_self"] else None,
+        result = self.service.shared_search(
+            _memory_query(serializer.validated_data),
+            exclude_self=serializer.validated_data["exclude_self"],
         )
-        return Response(s.SearchResponseSerializer(_search_payload(result)).data)
+        return Response(
+            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+        )
 
 
 @extend_schema(tags=["memories"])
@@ -177,7 +157,6 @@ class MemoryContextView(AgentView, APIView):
     )
     def post(self, request):
         from memory.retrieval.query import MemoryQuery
-        from memory.selectors.context import agent_prompt_context
 
         serializer = s.MemoryContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
@@ -197,12 +176,17 @@ class MemoryContextView(AgentView, APIView):
                 code="validation_error",
                 errors=[{"field": "query", "message": QUERY_BLANK, "code": "blank"}],
             )
-        prepared = agent_prompt_context(
-            agent=self.agent,
+        service = self.service
+        prepared = service.context(
             query_text=query.text,
             token_budget=data["token_budget"],
             categories=query.categories,
             namespaces=query.namespaces,
             include_org=data["include_org"],
         )
-        return Response(s.MemoryContextSerializer(prepared).data)
+        payload = dict(s.MemoryContextSerializer(prepared).data)
+        strategy = service.strategy()
+        if strategy.strategy_name != "context":
+            payload["strategy"] = strategy.strategy_name
+            payload["tools"] = list(strategy.get_tool_definitions())
+        return Response(payload)

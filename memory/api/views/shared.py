@@ -18,8 +18,6 @@ from memory.api.views.common import (
     AgentView,
     store_request_from,
 )
-from memory.services.lifecycle import memory_session_end
-from memory.services.shared import shared_publish, shared_retract
 
 
 @extend_schema(tags=["shared knowledge"])
@@ -52,11 +50,7 @@ class SharedPublishView(AgentView, APIView):
     def post(self, request):
         serializer = s.SharedPublishSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = shared_publish(
-            agent=self.agent,
-            request=store_request_from(serializer.validated_data),
-            principal=request.user,
-        )
+        result = self.service.shared_publish(store_request_from(serializer.validated_data))
         return Response(
             s.StoreResultSerializer(result.model_dump()).data,
             status=status.HTTP_200_OK if result.deduplicated else status.HTTP_201_CREATED,
@@ -71,7 +65,7 @@ class SharedDetailView(AgentView, APIView):
         responses={204: None, 403: PROBLEM, 404: NOT_FOUND},
     )
     def delete(self, request, pk):
-        shared_retract(agent=self.agent, memory_id=pk, principal=request.user)
+        self.service.shared_retract(pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -89,5 +83,5 @@ class SessionEndView(AgentView, APIView):
         ],
     )
     def post(self, request, session_id):
-        purged = memory_session_end(agent=self.agent, session_id=session_id, principal=request.user)
+        purged = self.service.session_end(session_id)
         return Response({"session_id": session_id, "memories_purged": purged})

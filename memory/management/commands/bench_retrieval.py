@@ -10,18 +10,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from bench.locomo import DEFAULT_KS, log, run_locomo
 
-#: The company config the benchmark runs with: hybrid RRF fusion with rrf_k 10 (chosen on
-#: the dev split among 5/10/20/40/60: small k lets either leg's top ranks decide, which suits
-#: a strong sparse leg; see README). ``min_relevance`` is 0 because RRF scores are min-max
-#: normalised per query (relative, not absolute); ``personal_boost`` is 0 because RRF does
-#: not apply it. ``--rrf-k 60`` reproduces the seeds' default.
-BENCH_RETRIEVAL_CONFIG = {
-    "fusion_strategy": "rrf",
-    "rrf_k": 10,
-    "min_relevance": 0.0,
-    "personal_boost": 0.0,
-}
-
 
 class Command(BaseCommand):
     help = "Benchmark memory retrieval (LoCoMo recall, or --scale latency/recall)."
@@ -38,7 +26,13 @@ class Command(BaseCommand):
             help="store turns without the previous turn as their context",
         )
         parser.add_argument("--rrf-k", type=int, default=None)
-        parser.add_argument("--fusion", choices=["rrf", "linear"], default=None)
+        parser.add_argument(
+            "--fusion",
+            choices=["rrf", "linear"],
+            default=None,
+            help="default: the product default (rrf); linear uses the seeds' linear defaults",
+        )
+        parser.add_argument("--min-relevance", type=float, default=None)
         parser.add_argument("--leg-depth", type=int, default=None)
         parser.add_argument("--keep", action="store_true", help="keep the bench companies")
         parser.add_argument(
@@ -72,11 +66,15 @@ class Command(BaseCommand):
         else:
             if not options["data"]:
                 raise CommandError("--data is required (or --scale)")
-            retrieval = dict(BENCH_RETRIEVAL_CONFIG)
+            # The product's default retrieval config unless told otherwise, so the figures
+            # are what a company created without a config gets.
+            retrieval: dict = {}
+            if options["fusion"] == "linear":
+                retrieval = {"fusion_strategy": "linear"}
             if options["rrf_k"] is not None:
                 retrieval["rrf_k"] = options["rrf_k"]
-            if options["fusion"] == "linear":
-                retrieval = {"fusion_strategy": "linear", "min_relevance": 0.0}
+            if options["min_relevance"] is not None:
+                retrieval["min_relevance"] = options["min_relevance"]
             ks = tuple(sorted({int(k) for k in options["k"].split(",") if k}))
             if not ks or min(ks) < 1 or max(ks) > 1000:
                 raise CommandError("--k takes values between 1 and 1000")

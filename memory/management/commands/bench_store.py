@@ -6,11 +6,20 @@ For each conversation a throwaway company + agent ingests every turn in batches 
 normalised (lower-cased, punctuation stripped): every one of those must come back
 ``deduplicated``. ``--embedder constant`` replaces the model with a constant vector so the
 figures isolate the gate + insert cost. Writes JSON; deletes its companies afterwards.
+
+Turns are stored as ``bench_retrieval`` and ``bench/compare.py`` store them (with the turn
+they answer as ``context``, which is embedded too) unless ``--no-context``. With the real
+embedder, every batch is first embedded by the bare embedder (the same model instance and
+texts) and then stored, alternating, so both see the same machine load (on a shared machine
+the load moves within seconds); ``ingest_vs_raw_embedder`` is the share of the embedder's
+speed the write path keeps. ``--batch`` sets the batch size (default 500; 100 alternates
+more finely).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -19,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from bench.locomo import load_conversations, log, percentile
+from bench.locomo import load_conversations, log, percentile, progress
 
 BATCH = 500
 
@@ -46,51 +55,84 @@ class Command(BaseCommand):
         parser.add_argument("--data", required=True, help="LoCoMo-format JSON (read in place)")
         parser.add_argument("--conversations", default="", help="comma-separated sample ids")
         parser.add_argument("--embedder", choices=["default", "constant"], default="default")
+        parser.add_argument("--no-context", action="store_true", help="store turns alone")
+        parser.add_argument("--batch", type=int, default=BATCH, help="memories per store call")
         parser.add_argument("--out", required=True, help="JSON file to write")
 
     def handle(self, *args, **options):
-        from memory.domain import MemoryStoreRequest
+        from memory.domain import MemoryStoreRequest, embedding_text
+        from memory.embedding import embedder_for
         from memory.services.store import memory_store_batch
         from persistence.models import Company
         from persistence.services.agents import agent_create
         from persistence.services.companies import company_create
 
         ids = {s for s in options["conversations"].split(",") if s} or None
-        conversations = load_conversations(options["data"], ids=ids, with_context=False)
+        with_context = not options["no_context"]
+        conversations = load_conversations(options["data"], ids=ids, with_context=with_context)
         if not conversations:
             raise CommandError("no conversations matched")
         embedder = ConstantEmbedder() if options["embedder"] == "constant" else None
         batch_seconds: list[float] = []
-        report = {"embedder": options["embedder"], "batch_size": BATCH, "conversations": []}
+        batch_size = options["batch"]
+        if not 1 <= batch_size <= BATCH:
+            raise CommandError(f"--batch takes 1..{BATCH}")
+        report = {
+            "embedder": options["embedder"],
+            "batch_size": batch_size,
+            "context": with_context,
+            "conversations": [],
+        }
         companies = []
         try:
             for conv in conversations:
                 tag = uuid.uuid4().hex[:8]
                 company = company_create(name=f"bench-store {tag}", slug=f"bench-store-{tag}")
                 companies.append(company.pk)
-                agent = agent_create(company=company, name="bench")
+                agent = agent_create(company=company, name="bench", memory_level="persistent")
+                model = embedder_for(company) if embedder is None else None
+                if model is not None:
+                    model.embed(["warm up"])
+                raw_seconds: list[float] = []
 
-                def ingest(texts, conv=conv, agent=agent):
-                    results, started = [], time.perf_counter()
-                    for start in range(0, len(texts), BATCH):
-                        chunk = texts[start : start + BATCH]
+                def ingest(texts, conv=conv, agent=agent, model=model, raw=raw_seconds):
+                    results, started = [], 0.0
+                    for start in range(0, len(texts), batch_size):
+                        chunk = texts[start : start + batch_size]
+                        if model is not None:
+                            t0 = time.perf_counter()
+                            model.embed(
+                                [
+                                    embedding_text(text, turn.context)
+                                    for text, turn in zip(chunk, conv.turns[start:], strict=False)
+                                ]
+                            )
+                            raw.append(time.perf_counter() - t0)
                         t0 = time.perf_counter()
                         results += memory_store_batch(
                             agent=agent,
                             requests=[
                                 MemoryStoreRequest(
-                                    content=text, category="episodic", created_at=turn.created_at
+                                    content=text,
+                                    context=turn.context,
+                                    category="episodic",
+                                    created_at=turn.created_at,
                                 )
                                 for text, turn in zip(chunk, conv.turns[start:], strict=False)
                             ],
                             embedder=embedder,
                         )
                         batch_seconds.append(time.perf_counter() - t0)
-                    return results, time.perf_counter() - started
+                        started += batch_seconds[-1]
+                        progress(
+                            f"{conv.sample_id}", min(start + batch_size, len(texts)), len(texts)
+                        )
+                    return results, started
 
                 texts = [t.content for t in conv.turns]
                 first, first_s = ingest(texts)
-                again, again_s = ingest([_normalised(t) for t in texts])
+                raw_s = sum(raw_seconds) if model is not None else None
+                again, again_s = ingest([_normalised(t) for t in texts], model=None)
                 row = {
                     "sample_id": conv.sample_id,
                     "turns": len(texts),
@@ -98,6 +140,7 @@ class Command(BaseCommand):
                     "deduplicated_on_first_ingest": sum(1 for r in first if r.deduplicated),
                     "first_ingest_seconds": round(first_s, 3),
                     "turns_per_second": round(len(texts) / first_s, 1),
+                    "raw_embedder_seconds": None if raw_s is None else round(raw_s, 3),
                     "reingest_deduplicated": sum(1 for r in again if r.deduplicated),
                     "reingest_seconds": round(again_s, 3),
                 }
@@ -114,9 +157,18 @@ class Command(BaseCommand):
             "first_ingest_turns_per_second": round(
                 turns / sum(r["first_ingest_seconds"] for r in rows), 1
             ),
+            "raw_embedder_texts_per_second": None,
+            "ingest_vs_raw_embedder": None,
             "batch_seconds_p50": round(percentile(batch_seconds, 50), 3),
             "batch_seconds_p95": round(percentile(batch_seconds, 95), 3),
         }
+        if embedder is None:
+            raw = turns / sum(r["raw_embedder_seconds"] for r in rows)
+            report["totals"]["raw_embedder_texts_per_second"] = round(raw, 1)
+            report["totals"]["ingest_vs_raw_embedder"] = round(
+                report["totals"]["first_ingest_turns_per_second"] / raw, 3
+            )
+        report["load_average"] = [round(x, 2) for x in os.getloadavg()]
         Path(options["out"]).parent.mkdir(parents=True, exist_ok=True)
         Path(options["out"]).write_text(json.dumps(report, indent=2) + "\n")
         self.stdout.write(json.dumps(report["totals"]))

@@ -46,6 +46,7 @@ class Command(BaseCommand):
         reports: list[MaintenanceReport] = []
         paused: set[int] = set()
         for index, each in enumerate(agents, start=1):
+            self._prune_procedural(each, index=index, total=len(agents), dry_run=dry_run)
             if agent is None and not company_config(each.company).memory.consolidation.enabled:
                 if each.company_id not in paused:
                     paused.add(each.company_id)
@@ -62,6 +63,21 @@ class Command(BaseCommand):
             self.stdout.write(f" {report.status} in {report.seconds:.2f}s")
             reports.append(report)
         self._table(reports, dry_run=dry_run)
+
+    def _prune_procedural(self, agent: Agent, *, index: int, total: int, dry_run: bool) -> None:
+        """Procedural pruning (``memory.procedural.pruning``) runs whatever the consolidation
+        kill switch says: it archives lessons, it does not consolidate."""
+        from memory.procedural.services.pruning import procedural_prune_agent
+
+        if company_config(agent.company).memory.procedural.pruning.strategy == "none":
+            return
+        result = procedural_prune_agent(agent=agent, dry_run=dry_run)
+        if result.pruned or dry_run:
+            self.stdout.write(
+                f"[{index}/{total}] agent {agent.pk}: procedural pruning "
+                f"{'would archive' if dry_run else 'archived'} {result.pruned} "
+                f"(ttl {result.ttl}, pareto {result.pareto}), kept {result.kept}"
+            )
 
     def _agents(self, company_arg, agent_id) -> list[Agent]:
         rows = Agent.objects.select_related("company").filter(is_active=True).order_by("pk")

@@ -55,7 +55,11 @@ class Command(BaseCommand):
                 user.save(update_fields=["password"])
             membership_set(company=company, user=user, role="owner")
             agent = Agent.objects.filter(company=company, name=DEMO_AGENT).first() or agent_create(
-                company=company, name=DEMO_AGENT, role="assistant", seniority="senior"
+                company=company,
+                name=DEMO_AGENT,
+                role="assistant",
+                seniority="senior",
+                memory_level="persistent",
             )
             raw_key, reused, expires_at = self._demo_key(agent, key_file)
         self.stdout.write(f"Company: {company.name} (slug {company.slug})")

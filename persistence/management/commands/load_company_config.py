@@ -1,10 +1,13 @@
 from pathlib import Path
 
-import yaml
 from django.core.management.base import BaseCommand, CommandError
 
 from persistence.models import Company
-from persistence.services.companies import company_config_set, company_create
+from persistence.services.companies import (
+    company_config_from_yaml,
+    company_config_set,
+    company_create,
+)
 from synthorg.errors import DomainError
 
 
@@ -18,33 +21,31 @@ class Command(BaseCommand):
 
     def handle(self, *args, company, file, create, **options):
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+            text = file.read_text(encoding="utf-8")
         except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise CommandError(f"{file} is not valid YAML: {exc}") from exc
-        if not isinstance(data, dict):
-            raise CommandError(f"{file} must contain a YAML mapping at the top level.")
-        ignored = sorted(k for k in data if k not in ("memory", "org_memory"))
-        if ignored:
-            self.stdout.write(
-                f"ignoring sections other than memory/org_memory: {', '.join(ignored)}"
-            )
-        data = {k: data[k] for k in ("memory", "org_memory") if k in data}
         target = (
             Company.objects.filter(slug=company).first()
             or Company.objects.filter(name=company).first()
         )
         try:
+            data, ignored = company_config_from_yaml(text)
+            if ignored:
+                self.stdout.write(
+                    f"ignoring sections other than memory/org_memory: {', '.join(ignored)}"
+                )
             if target is None:
                 if not create:
                     raise CommandError(f"no company {company!r} (use --create to create it)")
                 target = company_create(name=company, config=data)
                 self.stdout.write(self.style.SUCCESS(f"Created company {target.slug!r}."))
             else:
-                company_config_set(company=target, data=data)
+                company_config_set(company=target, data=data, via="load_company_config")
         except DomainError as exc:
-            lines = [f"  {e['field']}: {e['message']}" for e in exc.errors]
+            lines = [
+                f"  {e['field']}: {e['message']}" if e["field"] else f"  {e['message']}"
+                for e in exc.errors
+            ] or [f"  {exc.detail}"]
             raise CommandError("\n".join([f"invalid config in {file}:", *lines])) from exc
         self.stdout.write(
             self.style.SUCCESS(

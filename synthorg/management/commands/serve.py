@@ -1,5 +1,8 @@
 """Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both.
 
+The web app is ``synthorg.asgi:application`` on uvicorn workers: the MCP server at
+``/mcp/`` and the Django app (in ``WEB_THREADS`` threads per worker) on one port.
+
 Each child runs in its own process group, and stopping signals the whole group: gunicorn's
 and q2's workers go with their parents even when a parent cannot stop them itself (q2 with
 the database down), and whatever is still alive after the grace period is killed.
@@ -32,14 +35,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--web-workers", type=int, default=int(os.environ.get("WEB_WORKERS", "2"))
         )
+        parser.add_argument(
+            "--web-threads",
+            type=int,
+            default=int(os.environ.get("WEB_THREADS", "8")),
+            help="Threads per web worker serving the Django app.",
+        )
         parser.add_argument("--no-worker", action="store_true", help="Do not start qcluster.")
 
-    def handle(self, *args, host, port, web_workers, no_worker, **options):
+    def handle(self, *args, host, port, web_workers, web_threads, no_worker, **options):
         web = [
             sys.executable,
             "-m",
             "gunicorn",
-            "synthorg.wsgi:application",
+            "synthorg.asgi:application",
+            "--worker-class",
+            "uvicorn_worker.UvicornWorker",
             "--config",
             "python:synthorg.gunicorn_conf",
             "--bind",
@@ -51,7 +62,8 @@ class Command(BaseCommand):
             "--graceful-timeout",
             "5",
         ]
-        children = [("web", subprocess.Popen(web, start_new_session=True))]
+        web_env = {**os.environ, "WEB_THREADS": str(web_threads)}
+        children = [("web", subprocess.Popen(web, env=web_env, start_new_session=True))]
         if not no_worker:
             manage = os.path.join(os.getcwd(), "manage.py")
             children.append(
@@ -63,7 +75,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Serving on http://{host}:{port}/ (admin at /admin/, API docs at "
-                f"/api/docs/); press Ctrl-C to stop."
+                f"/api/docs/, MCP at /mcp/); press Ctrl-C to stop."
             )
         )
         stopping = False

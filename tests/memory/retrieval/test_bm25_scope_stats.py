@@ -57,3 +57,25 @@ def test_totals_follow_every_kind_of_write():
     with connection.cursor() as cursor:
         cursor.execute("DELETE FROM memory_memory WHERE agent_id = %s", [agent.pk])
     assert totals(STORED) == totals(SCAN) == []
+
+
+def test_totals_follow_multi_row_statements_once_per_statement():
+    """One bulk insert, update and delete over several groups (statement triggers)."""
+    agent, other = AgentFactory(), AgentFactory()
+    rows = [
+        MemoryFactory.build(agent=a, content=f"note {i} about deploys", is_shared=i % 3 == 0)
+        for i in range(30)
+        for a in (agent, other)
+    ]
+    Memory.objects.bulk_create(rows)
+    assert_consistent()
+    assert sum(row[3] for row in totals(STORED)) == 60
+    Memory.objects.filter(agent=agent, is_shared=False).update(superseded_at=timezone.now())
+    assert_consistent()
+    Memory.objects.filter(agent=agent).update(content="rewritten with more words than before")
+    assert_consistent()
+    Memory.objects.filter(agent=other, is_shared=True).delete()
+    assert_consistent()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM memory_bm25_scope_stats WHERE n < 0")
+        assert cursor.fetchone()[0] == 0

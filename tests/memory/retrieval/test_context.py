@@ -8,7 +8,6 @@ from memory.domain import MemoryStoreRequest
 from memory.retrieval.formatting import MEMORY_HEADER, untrusted_content_directive
 from memory.retrieval.packing import estimate_tokens
 from memory.selectors.context import (
-    TOOL_BASED_INSTRUCTION,
     ContextEntry,
     memory_context,
 )
@@ -153,16 +152,6 @@ def test_filter_runs_before_mmr(keyword_embedder):
     assert [e.content for e in context(agent, keyword_embedder, 500).included] == [
         "deploy deploy plan for friday today",
         "deploy lunch menu",
-    ]
-
-
-def test_tool_based_strategy_only_announces_tools(keyword_embedder):
-    agent = agent_with(strategy="tool_based")
-    store(agent, keyword_embedder, ("deploy deploy now", ()))
-    prepared = context(agent, keyword_embedder, 500, pinned=["P"])
-    assert prepared.messages == [
-        {"role": "system", "content": "P"},
-        {"role": "system", "content": TOOL_BASED_INSTRUCTION},
     ]
 
 

@@ -17,9 +17,9 @@ from tests.persistence.factories import AgentFactory, CompanyFactory
 pytestmark = pytest.mark.django_db
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
-RRF = {
-    "memory": {"retrieval": {"fusion_strategy": "rrf", "min_relevance": 0.0, "personal_boost": 0.0}}
-}
+LINEAR = {"memory": {"retrieval": {"fusion_strategy": "linear"}}}
+# rrf_k 60 (not the product's 10): the hand-computed fusion scores below use it
+RRF = {"memory": {"retrieval": {"fusion_strategy": "rrf", "rrf_k": 60}}}
 
 
 def store(agent, embedder, *contents, shared=False, **fields):
@@ -123,8 +123,20 @@ def test_vectors_of_another_embedder_are_never_compared(rrf_agent, keyword_embed
     assert result.hits[0].memory.pk == mine.pk
 
 
+def test_a_company_without_config_ranks_by_rrf_over_both_legs(keyword_embedder):
+    agent = AgentFactory(company=CompanyFactory(config={}))
+    store(agent, keyword_embedder, "deploy deploy friday", "deploy database", "lunch menu")
+    result = search(agent, keyword_embedder, "friday deploy", limit=3)
+    raw = [2 / 11, 2 / 12, 1 / 13]  # rrf_k 10: ranks (1, 1), (2, 2), (3, -)
+    assert contents(result) == ["deploy deploy friday", "deploy database", "lunch menu"]
+    assert [h.combined for h in result.hits] == pytest.approx(
+        [(r - raw[2]) / (raw[0] - raw[2]) for r in raw]
+    )
+
+
 def test_linear_ranking_uses_cosine_boost_and_recency(keyword_embedder):
-    agent = AgentFactory()  # default config: linear, 0.7/0.3, decay 0.01, boost 0.1, min 0.3
+    # the seeds' linear defaults: 0.7/0.3, decay 0.01, boost 0.1, min 0.3
+    agent = AgentFactory(company=CompanyFactory(config=LINEAR))
     store(agent, keyword_embedder, "deploy friday", created_at=NOW - timedelta(hours=10))
     store(agent, keyword_embedder, "deploy database", created_at=NOW - timedelta(hours=100))
     store(agent, keyword_embedder, "lunch menu", created_at=NOW - timedelta(hours=1))
@@ -270,3 +282,36 @@ def test_single_leg_modes(rrf_agent, keyword_embedder):
     assert contents(sparse) == ["deploy friday"]
     with pytest.raises(ValueError):
         memory_search(agent=rrf_agent, query=MemoryQuery(text="x"), legs=("magic",))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_common_lexemes_score_candidates_but_do_not_find_them(keyword_embedder):
+    """A lexeme in ≥ 20 % of the table's rows (ANALYZE statistics) no longer finds
+    candidates; it still scores the ones the rare lexemes find, with df = share × N."""
+    from tests.support.db_roles import owner_cursor
+
+    rrf_agent = AgentFactory(company=CompanyFactory(config=RRF))
+    store(rrf_agent, keyword_embedder, *[f"deploy step {i}" for i in range(40)])
+    billing = store(rrf_agent, keyword_embedder, "billing deploy deploy", "billing invoices")
+    with owner_cursor() as cursor:  # statistics are the owner's to refresh (autovacuum's)
+        cursor.execute("ANALYZE memory_memory")
+    common = search_module.common_lexemes(["deploy", "bill", "step"])
+    assert set(common) == {"deploy", "step"} and common["deploy"] == pytest.approx(41 / 42)
+
+    result = search(rrf_agent, keyword_embedder, "billing deploy", legs=("sparse",), limit=10)
+    # the shorter document wins: "deploy" (df ≈ N) adds almost nothing to the other
+    assert [hit.memory.pk for hit in result.hits] == [billing[1].pk, billing[0].pk]
+    n, avgdl = 42, (40 * 3 + 3 + 2) / 42
+    idf_bill = math.log(1 + (n - 2 + 0.5) / (2 + 0.5))
+    df_deploy = common["deploy"] * n
+    idf_deploy = math.log(1 + (n - df_deploy + 0.5) / (df_deploy + 0.5))
+
+    def term(idf, tf, dl):
+        return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl))
+
+    assert [hit.sparse_score for hit in result.hits] == pytest.approx(
+        [term(idf_bill, 1, 2), term(idf_bill, 1, 3) + term(idf_deploy, 2, 3)]
+    )
+    # a query of common lexemes only runs unchanged: every "deploy" row is a candidate
+    alone = search(rrf_agent, keyword_embedder, "deploy", legs=("sparse",), limit=100)
+    assert len(alone.hits) == 41

@@ -1,0 +1,146 @@
+"""Admin for procedural learning: read-only and company-scoped.
+
+Reports are append-only (the database refuses changes); lessons are written only by the
+capture pipeline. Staff see the companies they are members of; superusers see all.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+
+from memory.lifecycle_admin import _ReadOnlyAdmin
+from memory.procedural.models import CaptureStatus, ExecutionReport, ProceduralLesson
+from persistence.models import Company
+
+
+def companies_of(request):
+    if request.user.is_superuser:
+        return Company.objects.all()
+    return Company.objects.filter(memberships__user=request.user)
+
+
+class _ReadOnlyCompanyAdmin(_ReadOnlyAdmin):
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(company__in=companies_of(request))
+
+
+class CaptureStatusFilter(admin.SimpleListFilter):
+    title = "capture status"
+    parameter_name = "capture_status"
+
+    def lookups(self, request, model_admin):
+        return CaptureStatus.choices
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(capture__status=self.value())
+        return queryset
+
+
+def _memory_link(memory_id) -> str:
+    if memory_id is None:
+        return "—"
+    url = reverse("admin:memory_memory_change", args=[memory_id])
+    return format_html('<a href="{}">{}</a>', url, memory_id)
+
+
+@admin.register(ExecutionReport)
+class ExecutionReportAdmin(_ReadOnlyCompanyAdmin):
+    list_display = (
+        "created_at",
+        "company",
+        "agent",
+        "outcome",
+        "task_title",
+        "error_category",
+        "quality_score",
+        "capture_status",
+        "produced_memory",
+    )
+    list_filter = ("outcome", CaptureStatusFilter, "company")
+    list_select_related = ("company", "agent", "capture")
+    search_fields = ("task_title", "task_type", "error_category", "error_message", "=id")
+    date_hierarchy = "created_at"
+    ordering = ("-created_at", "-id")
+    readonly_fields = (
+        "id",
+        "company",
+        "agent",
+        "task_id",
+        "task_title",
+        "task_type",
+        "task_description",
+        "outcome",
+        "error_category",
+        "error_message",
+        "tool_calls",
+        "retry_count",
+        "turn_count",
+        "quality_score",
+        "duration_ms",
+        "recovery",
+        "redactions",
+        "created_at",
+        "capture_status",
+        "capture_reason",
+        "produced_memory",
+    )
+    fields = readonly_fields
+
+    @admin.display(description="capture")
+    def capture_status(self, report: ExecutionReport) -> str:
+        capture = getattr(report, "capture", None)
+        return capture.status if capture else "—"
+
+    @admin.display(description="capture reason")
+    def capture_reason(self, report: ExecutionReport) -> str:
+        capture = getattr(report, "capture", None)
+        return capture.reason if capture and capture.reason else "—"
+
+    @admin.display(description="memory")
+    def produced_memory(self, report: ExecutionReport) -> str:
+        capture = getattr(report, "capture", None)
+        return _memory_link(capture.memory_id if capture else None)
+
+
+@admin.register(ProceduralLesson)
+class ProceduralLessonAdmin(_ReadOnlyCompanyAdmin):
+    list_display = ("created_at", "company", "skill_name", "agent", "origin", "discovery")
+    list_filter = ("origin", "company")
+    list_select_related = ("company", "memory__agent")
+    search_fields = ("skill_name", "discovery", "condition", "action")
+    ordering = ("-created_at",)
+    readonly_fields = (
+        "memory_link",
+        "agent",
+        "company",
+        "origin",
+        "skill_name",
+        "discovery",
+        "condition",
+        "action",
+        "rationale",
+        "execution_steps",
+        "source_report",
+        "propagated_from",
+        "proposer_model",
+        "created_at",
+    )
+    fields = readonly_fields
+
+    @admin.display(description="agent")
+    def agent(self, lesson: ProceduralLesson):
+        return lesson.memory.agent
+
+    @admin.display(description="memory")
+    def memory_link(self, lesson: ProceduralLesson) -> str:
+        return _memory_link(lesson.memory_id)
+
+    @admin.display(description="source report")
+    def source_report(self, lesson: ProceduralLesson) -> str:
+        if lesson.report_id is None:
+            return "—"
+        url = reverse("admin:procedural_executionreport_change", args=[lesson.report_id])
+        return format_html('<a href="{}">{}</a>', url, lesson.report_id)

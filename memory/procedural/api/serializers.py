@@ -1,0 +1,146 @@
+"""Request and response shapes of the execution-report API.
+
+The request serializer documents the body in the OpenAPI schema; validation itself is done
+once, by the service (:class:`memory.procedural.domain.ExecutionReportInput`), so REST and
+MCP accept exactly the same reports.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from memory.procedural import domain
+from memory.procedural.models import ExecutionCapture, ExecutionReport
+
+
+class ReportedErrorSerializer(serializers.Serializer):
+    category = serializers.CharField(max_length=domain.ERROR_CATEGORY_MAX)
+    message = serializers.CharField(
+        max_length=domain.ERROR_MESSAGE_MAX, required=False, allow_blank=True
+    )
+
+
+class ToolCallSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=domain.TOOL_NAME_MAX)
+    status = serializers.ChoiceField(choices=[s.value for s in domain.ToolCallStatus])
+    error = serializers.CharField(
+        max_length=domain.TOOL_ERROR_MAX, required=False, allow_null=True, allow_blank=True
+    )
+    duration_ms = serializers.IntegerField(
+        min_value=0, max_value=domain.MAX_DURATION_MS, required=False
+    )
+
+
+class ExecutionReportSubmitSerializer(serializers.Serializer):
+    task_id = serializers.IntegerField(
+        min_value=1, required=False, allow_null=True, help_text="A task of your company."
+    )
+    task_title = serializers.CharField(
+        max_length=domain.TASK_TITLE_MAX, required=False, allow_blank=True
+    )
+    task_type = serializers.CharField(
+        max_length=domain.TASK_TYPE_MAX, required=False, allow_blank=True
+    )
+    task_description = serializers.CharField(
+        max_length=domain.TASK_DESCRIPTION_MAX, required=False, allow_blank=True
+    )
+    outcome = serializers.ChoiceField(choices=[o.value for o in domain.Outcome])
+    error = ReportedErrorSerializer(required=False, allow_null=True)
+    tool_calls = ToolCallSerializer(many=True, required=False, max_length=domain.MAX_TOOL_CALLS)
+    retry_count = serializers.IntegerField(min_value=0, max_value=domain.MAX_COUNT, required=False)
+    turn_count = serializers.IntegerField(min_value=0, max_value=domain.MAX_COUNT, required=False)
+    quality_score = serializers.FloatField(
+        min_value=0.0, max_value=10.0, required=False, allow_null=True
+    )
+    duration_ms = serializers.IntegerField(
+        min_value=0, max_value=domain.MAX_DURATION_MS, required=False
+    )
+    recovery = serializers.CharField(
+        max_length=domain.RECOVERY_MAX,
+        required=False,
+        allow_blank=True,
+        help_text="What the agent tried in order to recover.",
+    )
+
+
+class ExecutionReportAcceptedSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    capture = serializers.ChoiceField(
+        choices=[
+            ExecutionCapture.Status.QUEUED,
+            ExecutionCapture.Status.DISABLED,
+            ExecutionCapture.Status.NOT_APPLICABLE,
+        ]
+    )
+
+
+class ExecutionReportSerializer(serializers.ModelSerializer):
+    agent_id = serializers.IntegerField(read_only=True)
+    task_id = serializers.IntegerField(read_only=True, allow_null=True)
+    error = serializers.SerializerMethodField()
+    capture_status = serializers.SerializerMethodField()
+    capture_reason = serializers.SerializerMethodField()
+    capture_strategy = serializers.SerializerMethodField()
+    memory_id = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ExecutionReport
+        fields = (
+            "id",
+            "agent_id",
+            "task_id",
+            "task_title",
+            "task_type",
+            "task_description",
+            "outcome",
+            "error",
+            "tool_calls",
+            "retry_count",
+            "turn_count",
+            "quality_score",
+            "duration_ms",
+            "recovery",
+            "redactions",
+            "created_at",
+            "capture_status",
+            "capture_reason",
+            "capture_strategy",
+            "memory_id",
+        )
+        read_only_fields = fields
+
+    def _capture(self, obj: ExecutionReport) -> ExecutionCapture | None:
+        return getattr(obj, "capture", None)
+
+    @extend_schema_field(ReportedErrorSerializer(allow_null=True))
+    def get_error(self, obj: ExecutionReport) -> dict | None:
+        if not obj.error_category:
+            return None
+        return {"category": obj.error_category, "message": obj.error_message}
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=ExecutionCapture.Status.choices, allow_null=True)
+    )
+    def get_capture_status(self, obj: ExecutionReport) -> str | None:
+        capture = self._capture(obj)
+        return capture.status if capture else None
+
+    def get_capture_reason(self, obj: ExecutionReport) -> str:
+        capture = self._capture(obj)
+        return capture.reason if capture else ""
+
+    def get_capture_strategy(self, obj: ExecutionReport) -> str:
+        capture = self._capture(obj)
+        return capture.strategy if capture else ""
+
+    @extend_schema_field(serializers.UUIDField(allow_null=True))
+    def get_memory_id(self, obj: ExecutionReport) -> str | None:
+        capture = self._capture(obj)
+        return str(capture.memory_id) if capture and capture.memory_id else None
+
+
+class LessonAppliedSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    application_count = serializers.IntegerField()
+    last_applied_at = serializers.DateTimeField()

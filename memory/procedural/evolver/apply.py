@@ -1,0 +1,57 @@
+"""Applying an approved promotion: the one place an evolver proposal reaches org memory.
+
+Runs inside the approval service's deciding transaction (registered as the applier of
+``skill_evolver:org_promotion``): publishes exactly one ``procedure`` fact through the
+org-fact service, authored by the approving human and tagged ``approval:<item id>``; on a
+FULL verdict retracts the entry it supersedes; then consumes the item. Any error rolls the
+approval back with it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from memory.procedural.evolver import skill_text
+from memory.procedural.evolver.services import PROCEDURE
+from orgmemory.models import ApprovalItem, OrgFact
+from orgmemory.services.approvals import approval_consume
+from orgmemory.services.facts import fact_publish, fact_retract
+from persistence.principal import Principal
+
+logger = logging.getLogger("memory.procedural.evolver")
+
+
+def promotion_apply(item: ApprovalItem, actor: Principal) -> None:
+    proposal = item.metadata["proposal"]
+    evidence = item.evidence
+    entry = fact_publish(
+        company=item.company,
+        actor=actor,
+        content=proposal.get("content") or skill_text.render(proposal),
+        category=PROCEDURE,
+        tags=skill_text.tags(
+            confidence=float(evidence.get("confidence", 0.0)),
+            pattern=str(evidence.get("pattern", "")),
+            item_id=str(item.pk),
+        ),
+    )
+    superseded = evidence.get("superseded") if evidence.get("verdict") == "FULL" else None
+    if superseded:
+        live = OrgFact.objects.filter(
+            company=item.company, fact_id=superseded["fact_id"], retracted_at__isnull=True
+        ).exists()
+        if live:
+            fact_retract(
+                company=item.company,
+                actor=actor,
+                fact_id=superseded["fact_id"],
+                reason=f"superseded by {entry.fact_id} (approval {item.pk})",
+            )
+            logger.info(
+                "ORG_SKILL_SUPERSEDED company=%s old=%s new=%s item=%s",
+                item.company.slug,
+                superseded["fact_id"],
+                entry.fact_id,
+                item.pk,
+            )
+    approval_consume(company=item.company, item_id=item.pk)

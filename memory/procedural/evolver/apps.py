@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class EvolverConfig(AppConfig):
+    name = "memory.procedural.evolver"
+    label = "evolver"
+    verbose_name = "Skill evolver"
+
+    def ready(self) -> None:
+        from memory.procedural.evolver.apply import promotion_apply
+        from memory.procedural.evolver.schedules import evolver_schedules
+        from memory.procedural.evolver.services import ACTION_PROMOTION
+        from orgmemory.services.approvals import register_approval_applier
+        from synthorg.schedules import register_schedule_provider
+
+        register_approval_applier(ACTION_PROMOTION, promotion_apply)
+        register_schedule_provider(evolver_schedules)

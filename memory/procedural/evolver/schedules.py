@@ -1,0 +1,37 @@
+"""The evolver runs on each company's consolidation schedule (``memory.consolidation.interval``)
+when ``memory.procedural.evolver.enabled`` is true."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from synthorg.enums import ConsolidationInterval
+from synthorg.schedules import ScheduleSpec
+
+TASK = "memory.procedural.evolver.tasks.run_company_evolver"
+
+
+def schedule_name(company_id: int) -> str:
+    return f"skill-evolver:company-{company_id}"
+
+
+def evolver_schedules() -> Iterator[ScheduleSpec]:
+    from django_q.models import Schedule
+
+    from persistence.models import Company
+    from persistence.selectors.config import company_config
+
+    types = {
+        ConsolidationInterval.HOURLY: Schedule.HOURLY,
+        ConsolidationInterval.DAILY: Schedule.DAILY,
+        ConsolidationInterval.WEEKLY: Schedule.WEEKLY,
+    }
+    for company in Company.objects.order_by("pk"):
+        config = company_config(company).memory
+        if config.procedural.evolver.enabled and config.consolidation.interval in types:
+            yield ScheduleSpec(
+                name=schedule_name(company.pk),
+                func=TASK,
+                schedule_type=types[config.consolidation.interval],
+                kwargs={"company_id": company.pk},
+            )

@@ -1,0 +1,347 @@
+"""One evolver cycle for one company: reports → patterns → drafts → supersession → items.
+
+The cycle only ever *emits ApprovalItems* (``skill_evolver:org_promotion``, risk medium; a
+CONFLICT becomes ``skill_evolver:conflict``, risk high, carrying both texts). It reads org
+memory to judge supersession and never writes it: publishing happens when a human approves
+(:mod:`memory.procedural.evolver.apply`). Each cycle stores an :class:`EvolverReport` and logs
+the seed's events (``SKILL_EVOLVER_CYCLE_START`` … ``SKILL_EVOLVER_CYCLE_COMPLETE``).
+
+A pattern already proposed is not proposed again while its item is pending, nor after a
+decision or expiry unless its evidence grew (more reports than the last item carried).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from memory.llm import completion_provider_for
+from memory.procedural.domain import ProposalError
+from memory.procedural.evolver import drafting, skill_text
+from memory.procedural.evolver.models import EvolverReport
+from memory.procedural.evolver.patterns import (
+    Pattern,
+    Trajectory,
+    eligible_patterns,
+    group_trajectories,
+)
+from memory.procedural.evolver.supersession import Skill, Verdict, judge
+from memory.procedural.models import ExecutionReport
+from orgmemory.models import ApprovalItem, OrgFact
+from orgmemory.services.approvals import approval_request
+from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
+from synthorg.llm import LLMError
+
+logger = logging.getLogger("memory.procedural.evolver")
+
+ACTION_PROMOTION = "skill_evolver:org_promotion"
+ACTION_CONFLICT = "skill_evolver:conflict"
+SOURCE = "skill_evolver"
+PROCEDURE = "procedure"
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class CyclePlan:
+    """What a cycle found (returned by dry runs, recorded by real ones)."""
+
+    reports_scanned: int = 0
+    patterns: list[Pattern] = field(default_factory=list)
+    eligible: list[Pattern] = field(default_factory=list)
+    already_proposed: list[str] = field(default_factory=list)
+    details: dict[str, dict] = field(default_factory=dict)  # report id -> its fields
+
+
+def _trajectories(company: Company, since: datetime, until: datetime):
+    rows = ExecutionReport.objects.filter(
+        company=company, created_at__gte=since, created_at__lt=until
+    ).values(
+        "id",
+        "agent_id",
+        "outcome",
+        "task_type",
+        "error_category",
+        "error_message",
+        "tool_calls",
+        "recovery",
+    )
+    details, trajectories = {}, []
+    for row in rows.iterator(chunk_size=2000):
+        names = tuple(
+            str(call.get("name", "")) for call in row["tool_calls"] or [] if isinstance(call, dict)
+        )
+        trajectories.append(
+            Trajectory(
+                report_id=str(row["id"]),
+                agent_id=row["agent_id"],
+                outcome=row["outcome"],
+                task_type=row["task_type"],
+                error_category=row["error_category"],
+                tool_names=names,
+            )
+        )
+        details[str(row["id"])] = row
+    return trajectories, details
+
+
+def _previously_proposed(company: Company, pattern: Pattern) -> bool:
+    previous = ApprovalItem.objects.filter(
+        company=company,
+        action_type__in=[ACTION_PROMOTION, ACTION_CONFLICT],
+        metadata__pattern=pattern.key,
+    ).values_list("status", "evidence__report_count")
+    for status, count in previous:
+        if status == ApprovalItem.Status.PENDING:
+            return True
+        if (count or 0) >= len(pattern.reports):  # rejected/approved/expired, no new evidence
+            return True
+    return False
+
+
+def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
+    """Group the window's reports and apply the thresholds (reads only)."""
+    now = now or timezone.now()
+    config = company_config(company).memory.procedural.evolver
+    trajectories, details = _trajectories(company, now - timedelta(days=config.window_days), now)
+    patterns = group_trajectories(trajectories)
+    eligible = eligible_patterns(
+        patterns,
+        min_agents=config.min_agents_seen_pattern,
+        min_confidence=config.min_confidence_for_org_promotion,
+        max_proposals=len(patterns) or 1,
+    )
+    plan = CyclePlan(reports_scanned=len(trajectories), patterns=patterns, details=details)
+    for pattern in eligible:
+        if _previously_proposed(company, pattern):
+            plan.already_proposed.append(pattern.key)
+        elif len(plan.eligible) < config.max_proposals_per_cycle:
+            plan.eligible.append(pattern)
+    return plan
+
+
+def _existing_skills(company: Company) -> list[Skill]:
+    skills = []
+    for fact in OrgFact.objects.filter(
+        company=company, category=PROCEDURE, retracted_at__isnull=True
+    ).order_by("created_at"):
+        condition, action, confidence = skill_text.parse(fact.content, fact.tags)
+        skills.append(
+            Skill(
+                condition=condition,
+                action=action,
+                confidence=confidence,
+                ref=str(fact.fact_id),
+                content=fact.content,
+            )
+        )
+    return skills
+
+
+def skill_evolver_run(
+    *,
+    company: Company,
+    trigger: str = "schedule",
+    now: datetime | None = None,
+    progress: Progress | None = None,
+) -> EvolverReport:
+    """Run one cycle and record it. Never raises for an LLM or per-pattern problem."""
+    say = progress or (lambda message: None)
+    started = timezone.now()
+    now = now or started
+    config = company_config(company).memory.procedural.evolver
+    report = EvolverReport(
+        company=company,
+        trigger=trigger,
+        started_at=started,
+        window_start=now - timedelta(days=config.window_days),
+        window_end=now,
+    )
+    if not config.enabled:
+        logger.info("SKILL_EVOLVER_DISABLED company=%s", company.slug)
+        say("evolver disabled for this company (memory.procedural.evolver.enabled: false)")
+        return _finish(report, EvolverReport.Status.DISABLED)
+    logger.info(
+        "SKILL_EVOLVER_CYCLE_START company=%s window_days=%d", company.slug, config.window_days
+    )
+    try:
+        return _cycle(company=company, report=report, now=now, say=say)
+    except Exception as exc:  # recorded, logged; the schedule keeps running
+        logger.exception("SKILL_EVOLVER_CYCLE_FAILED company=%s", company.slug)
+        report.error = f"{type(exc).__name__}: {exc}"[:2000]
+        return _finish(report, EvolverReport.Status.FAILED)
+
+
+def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progress):
+    config = company_config(company).memory.procedural.evolver
+    plan = plan_cycle(company=company, now=now)
+    report.reports_scanned = plan.reports_scanned
+    report.patterns_found = len(plan.patterns)
+    report.patterns_eligible = len(plan.eligible) + len(plan.already_proposed)
+    report.skipped_already_proposed = len(plan.already_proposed)
+    say(
+        f"{plan.reports_scanned} reports, {len(plan.patterns)} patterns, "
+        f"{len(plan.eligible)} to draft ({len(plan.already_proposed)} already proposed)"
+    )
+    live_procedures = OrgFact.objects.filter(
+        company=company, category=PROCEDURE, retracted_at__isnull=True
+    ).count()
+    if live_procedures >= config.max_org_entries:
+        say(f"org memory holds {live_procedures} procedures (max_org_entries reached)")
+        return _finish(report, EvolverReport.Status.ORG_FULL)
+    if not plan.eligible:
+        return _complete(report, company)
+    provider = completion_provider_for(company=company)
+    if provider is None:
+        logger.warning("skill evolver of %s: no LLM configured; cycle skipped", company.slug)
+        say("no LLM configured: skipped_no_llm")
+        return _finish(report, EvolverReport.Status.NO_LLM)
+    procedural = company_config(company).memory.procedural
+    details = plan.details
+    existing = _existing_skills(company)
+    agent_names = dict(Agent.objects.filter(company=company).values_list("pk", "name"))
+    verdicts: dict[str, int] = {}
+    try:
+        for n, pattern in enumerate(plan.eligible, 1):
+            say(
+                f"[{n}/{len(plan.eligible)}] drafting {pattern.key} "
+                f"(confidence {pattern.confidence})"
+            )
+            payload = drafting.evidence_payload(
+                pattern=pattern.key,
+                kind=pattern.kind,
+                rate=pattern.rate,
+                agents=len(pattern.agent_ids),
+                reports=[details[i] for i in pattern.report_ids if i in details],
+            )
+            try:
+                proposal, _ = drafting.draft(
+                    provider,
+                    payload,
+                    model=procedural.model,
+                    temperature=procedural.temperature,
+                    max_tokens=procedural.max_tokens,
+                )
+            except (LLMError, ProposalError) as exc:
+                report.drafts_failed += 1
+                logger.warning("skill evolver draft for %s failed: %s", pattern.key, exc)
+                say(f"    draft failed: {exc}")
+                continue
+            item = _emit(company, pattern, proposal, existing, agent_names, verdicts)
+            report.items.append(str(item.pk))
+            if item.action_type == ACTION_CONFLICT:
+                report.conflicts_escalated += 1
+            else:
+                report.proposals_emitted += 1
+            say(f"    → {item.action_type} ({item.evidence['verdict']}) {item.pk}")
+    finally:
+        close = getattr(provider, "close", None)
+        if close is not None:
+            close()
+    report.verdicts = verdicts
+    return _complete(report, company)
+
+
+def _emit(company, pattern: Pattern, proposal, existing, agent_names, verdicts) -> ApprovalItem:
+    tiers = proposal.model_dump(mode="json")
+    content = skill_text.render(tiers)
+    tiers["content"] = content
+    confidence = pattern.confidence
+    judgement = judge(
+        Skill(condition=proposal.condition, action=proposal.action, confidence=confidence),
+        existing,
+    )
+    verdicts[judgement.verdict.value] = verdicts.get(judgement.verdict.value, 0) + 1
+    rate = pattern.rate if pattern.kind == "failure" else 1 - pattern.rate
+    other = judgement.existing
+    evidence = {
+        "pattern": pattern.key,
+        "kind": pattern.kind,
+        "report_ids": pattern.report_ids,
+        "report_count": len(pattern.reports),
+        "population": pattern.population,
+        "agent_ids": pattern.agent_ids,
+        "agents": [agent_names.get(a, str(a)) for a in pattern.agent_ids],
+        "failure_rate": round(rate, 4),
+        "confidence": confidence,
+        "verdict": judgement.verdict.value,
+        "condition_jaccard": round(judgement.condition_jaccard, 4),
+        "action_jaccard": round(judgement.action_jaccard, 4),
+        "condition_coverage": round(judgement.condition_coverage, 4),
+    }
+    metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org"}
+    if judgement.verdict is Verdict.CONFLICT:
+        evidence["existing"] = {"fact_id": other.ref, "content": other.content}
+        evidence["proposed"] = content
+        item = approval_request(
+            company=company,
+            action_type=ACTION_CONFLICT,
+            title=f"Conflicting org skill for {pattern.key}"[:200],
+            description=(
+                "The evolver found a pattern whose proposed action contradicts an existing "
+                "org skill for the same situation. Nothing was promoted; decide whether the "
+                "existing skill should change (edit it in org memory)."
+            ),
+            risk_level=ApprovalItem.RiskLevel.HIGH,
+            source=SOURCE,
+            requested_by=SOURCE,
+            evidence=evidence,
+            metadata=metadata,
+        )
+        logger.warning(
+            "SKILL_EVOLVER_CONFLICT_DETECTED company=%s pattern=%s existing=%s item=%s",
+            company.slug,
+            pattern.key,
+            other.ref,
+            item.pk,
+        )
+        return item
+    if judgement.verdict is Verdict.FULL:
+        evidence["superseded"] = {"fact_id": other.ref, "content": other.content}
+    item = approval_request(
+        company=company,
+        action_type=ACTION_PROMOTION,
+        title=f"Org skill: {proposal.discovery}"[:200],
+        description=(
+            f"{len(pattern.agent_ids)} agents, {len(pattern.reports)} reports "
+            f"({pattern.key}); confidence {confidence:.2f}."
+        ),
+        risk_level=ApprovalItem.RiskLevel.MEDIUM,
+        source=SOURCE,
+        requested_by=SOURCE,
+        evidence=evidence,
+        metadata=metadata,
+    )
+    logger.info(
+        "SKILL_EVOLVER_PROPOSAL_EMITTED company=%s pattern=%s verdict=%s item=%s",
+        company.slug,
+        pattern.key,
+        judgement.verdict.value,
+        item.pk,
+    )
+    return item
+
+
+def _complete(report: EvolverReport, company: Company) -> EvolverReport:
+    _finish(report, EvolverReport.Status.COMPLETED)
+    logger.info(
+        "SKILL_EVOLVER_CYCLE_COMPLETE company=%s reports=%d patterns=%d emitted=%d conflicts=%d",
+        company.slug,
+        report.reports_scanned,
+        report.patterns_found,
+        report.proposals_emitted,
+        report.conflicts_escalated,
+    )
+    return report
+
+
+def _finish(report: EvolverReport, status: str) -> EvolverReport:
+    report.status = status
+    report.finished_at = max(timezone.now(), report.started_at)
+    report.save()
+    return report

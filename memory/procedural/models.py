@@ -1,0 +1,210 @@
+"""Procedural learning state: execution reports, their capture status, and learned lessons.
+
+* :class:`ExecutionReport` — one task execution as the agent reported it (redacted on the way
+  in). **Append-only** (a Postgres trigger rejects UPDATE/DELETE/TRUNCATE): it is the
+  trajectory record the skill evolver mines, so nothing may rewrite it.
+* :class:`ExecutionCapture` — the mutable side of a report: what the capture pipeline did
+  with it (queued → captured / skipped / failed) and which memory it produced.
+* :class:`ProceduralLesson` — the three tiers of a PROCEDURAL memory (the memory row holds
+  the discovery tier as its content, which is what is embedded and ranked; activation and
+  execution tiers live here) and where it came from.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+from persistence.models import Agent, Company, Task
+
+TASK_TITLE_MAX_CHARS = 500
+TASK_TYPE_MAX_CHARS = 100
+TASK_DESCRIPTION_MAX_CHARS = 10_000
+ERROR_CATEGORY_MAX_CHARS = 100
+ERROR_MESSAGE_MAX_CHARS = 4_000
+RECOVERY_MAX_CHARS = 4_000
+MAX_TOOL_CALLS = 200
+
+
+class ExecutionReport(models.Model):
+    """One execution outcome reported by an agent. Append-only; never holds raw messages."""
+
+    class Outcome(models.TextChoices):
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        PARTIAL = "partial", "Partial"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="execution_reports")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="execution_reports")
+    # No database constraint: the report is a permanent record and must survive the task's
+    # deletion (the title/type/description are copied in for that reason).
+    task = models.ForeignKey(
+        Task,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    task_title = models.CharField(max_length=TASK_TITLE_MAX_CHARS, blank=True, default="")
+    task_type = models.CharField(max_length=TASK_TYPE_MAX_CHARS, blank=True, default="")
+    task_description = models.TextField(blank=True, default="")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    error_category = models.CharField(max_length=ERROR_CATEGORY_MAX_CHARS, blank=True, default="")
+    error_message = models.TextField(blank=True, default="")
+    # Ordered [{"name", "status", "error"?, "duration_ms"}].
+    tool_calls = models.JSONField(default=list, blank=True)
+    retry_count = models.PositiveIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    quality_score = models.FloatField(null=True, blank=True)
+    duration_ms = models.PositiveBigIntegerField(default=0)
+    recovery = models.TextField(blank=True, default="")
+    # {pattern name: count} of what redaction removed before storage (never the values).
+    redactions = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(outcome__in=["succeeded", "failed", "partial"]),
+                name="execution_report_outcome_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(quality_score__isnull=True)
+                | (models.Q(quality_score__gte=0.0) & models.Q(quality_score__lte=10.0)),
+                name="execution_report_quality_range",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "-created_at", "-id"], name="execreport_company_time"),
+            models.Index(
+                fields=["company", "agent", "-created_at", "-id"], name="execreport_agent_time"
+            ),
+            models.Index(
+                fields=["company", "outcome", "-created_at", "-id"], name="execreport_outcome"
+            ),
+            models.Index(fields=["company", "task", "-created_at"], name="execreport_task"),
+            models.Index(
+                fields=["agent", "-created_at"],
+                condition=models.Q(quality_score__isnull=False),
+                name="execreport_agent_scored",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.outcome}: {self.task_title or self.task_type or self.pk}"
+
+
+class CaptureStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    DISABLED = "disabled", "Disabled"  # procedural learning is off for the company
+    NOT_APPLICABLE = "not_applicable", "Not applicable"  # the strategy does not fire
+    RUNNING = "running", "Running"
+    CAPTURED = "captured", "Captured"
+    SKIPPED_NO_LLM = "skipped_no_llm", "Skipped: no LLM"
+    BELOW_CONFIDENCE = "below_confidence", "Below confidence"
+    SKIPPED_MEMORY_LEVEL = "skipped_memory_level", "Skipped: memory level none"
+    FAILED = "failed", "Failed"
+
+
+class ExecutionCapture(models.Model):
+    """What the capture pipeline did with one report (mutable; one row per report)."""
+
+    Status = CaptureStatus
+
+    report = models.OneToOneField(
+        ExecutionReport, on_delete=models.PROTECT, primary_key=True, related_name="capture"
+    )
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=24, choices=Status.choices)
+    strategy = models.CharField(max_length=16, blank=True, default="")  # failure | success
+    reason = models.CharField(max_length=1000, blank=True, default="")
+    memory = models.ForeignKey(
+        "memory.Memory",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    confidence = models.FloatField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=[s.value for s in CaptureStatus]),
+                name="execution_capture_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "status"], name="execcapture_company_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.report_id}: {self.status}"
+
+    @property
+    def display_status(self) -> str:
+        """``failed: <reason>`` for failures, the bare status otherwise."""
+        if self.status == self.Status.FAILED and self.reason:
+            return f"failed: {self.reason}"
+        return self.status
+
+
+class ProceduralLesson(models.Model):
+    """The tiers of one PROCEDURAL memory and its provenance.
+
+    Discovery (``memory.content``) is what retrieval embeds and ranks; activation
+    (condition/action/rationale) and execution (steps) are rendered when the budget allows.
+    """
+
+    class Origin(models.TextChoices):
+        FAILURE = "failure", "Failure"
+        SUCCESS = "success", "Success"
+        PROPAGATED = "propagated", "Propagated"
+
+    memory = models.OneToOneField(
+        "memory.Memory", on_delete=models.CASCADE, primary_key=True, related_name="lesson"
+    )
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    report = models.ForeignKey(
+        ExecutionReport,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="lessons",
+    )
+    origin = models.CharField(max_length=16, choices=Origin.choices)
+    propagated_from = models.ForeignKey(
+        "memory.Memory",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="propagated_copies",
+    )
+    skill_name = models.CharField(max_length=64)
+    discovery = models.CharField(max_length=600)
+    condition = models.TextField()
+    action = models.TextField()
+    rationale = models.TextField()
+    execution_steps = models.JSONField(default=list)
+    proposer_model = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(origin__in=["failure", "success", "propagated"]),
+                name="procedural_lesson_origin_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["company", "report"], name="lesson_company_report")]
+
+    def __str__(self) -> str:
+        return self.skill_name

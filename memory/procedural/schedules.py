@@ -1,0 +1,35 @@
+"""Per-company procedural maintenance schedule (daily): pruning + re-queueing stale captures.
+
+A company whose ``memory.procedural.pruning.strategy`` is ``none`` and whose procedural
+learning is disabled has no schedule. Re-synced with every company config change (the memory
+app's config hook re-syncs all schedule providers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from synthorg.schedules import ScheduleSpec
+
+TASK = "memory.procedural.tasks.run_procedural_maintenance"
+
+
+def schedule_name(company_id: int) -> str:
+    return f"procedural-maintenance:company-{company_id}"
+
+
+def procedural_schedules() -> Iterator[ScheduleSpec]:
+    from django_q.models import Schedule
+
+    from persistence.models import Company
+    from persistence.selectors.config import company_config
+
+    for company in Company.objects.order_by("pk"):
+        procedural = company_config(company).memory.procedural
+        if procedural.enabled or procedural.pruning.strategy != "none":
+            yield ScheduleSpec(
+                name=schedule_name(company.pk),
+                func=TASK,
+                schedule_type=Schedule.DAILY,
+                kwargs={"company_id": company.pk},
+            )

@@ -1,0 +1,107 @@
+"""Reads of procedural learning, always scoped to the caller's company (and agent)."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from memory.procedural.models import ExecutionReport
+from persistence.principal import Principal
+from synthorg.errors import NotFoundError
+
+REPORT_NOT_FOUND = "No execution report with this id is visible to the caller."
+
+
+def execution_reports_visible_to(principal: Principal) -> QuerySet[ExecutionReport]:
+    """An agent sees its own reports; a human member sees every report of the company."""
+    qs = ExecutionReport.objects.filter(company=principal.company).select_related("capture")
+    if principal.is_agent:
+        qs = qs.filter(agent=principal.agent)
+    return qs
+
+
+def execution_reports_in_window(
+    *, company, since=None, until=None, outcomes=()
+) -> QuerySet[ExecutionReport]:
+    """Every agent's reports of ``company`` in ``[since, until)``, oldest first (what the
+    skill evolver mines across agents)."""
+    qs = ExecutionReport.objects.filter(company=company)
+    if since is not None:
+        qs = qs.filter(created_at__gte=since)
+    if until is not None:
+        qs = qs.filter(created_at__lt=until)
+    if outcomes:
+        qs = qs.filter(outcome__in=list(outcomes))
+    return qs.order_by("created_at", "id")
+
+
+def execution_report_get(*, principal: Principal, report_id) -> ExecutionReport:
+    report = execution_reports_visible_to(principal).filter(pk=report_id).first()
+    if report is None:
+        raise NotFoundError(REPORT_NOT_FOUND, code="execution_report_not_found")
+    return report
+
+
+def recent_quality_scores(*, report: ExecutionReport, window: int) -> list[float]:
+    """The agent's ``window`` most recent quality scores reported before ``report``."""
+    return list(
+        ExecutionReport.objects.filter(
+            agent_id=report.agent_id,
+            company_id=report.company_id,
+            quality_score__isnull=False,
+            created_at__lt=report.created_at,
+        )
+        .order_by("-created_at")
+        .values_list("quality_score", flat=True)[:window]
+    )
+
+
+def attach_lessons(memories) -> None:
+    """Load the lessons of the PROCEDURAL memories among ``memories`` in one query and cache
+    them on the rows (``memory.lesson``; ``None`` cached for one without a lesson)."""
+    from memory.models import Memory
+    from memory.procedural.models import ProceduralLesson
+
+    procedural = [m for m in memories if m.category == "procedural"]
+    if not procedural:
+        return
+    lessons = {
+        lesson.memory_id: lesson
+        for lesson in ProceduralLesson.objects.filter(memory_id__in=[m.pk for m in procedural])
+    }
+    for memory in procedural:
+        Memory.lesson.related.set_cached_value(memory, lessons.get(memory.pk))
+
+
+def lesson_of(memory):
+    """The lesson of ``memory`` if it is a PROCEDURAL memory that has one, else ``None``."""
+    from django.core.exceptions import ObjectDoesNotExist
+
+    if memory.category != "procedural":
+        return None
+    try:
+        return memory.lesson
+    except ObjectDoesNotExist:
+        return None
+
+
+LESSON_NOT_FOUND = "No procedural lesson with this id is visible to the caller."
+
+
+def lesson_for(*, principal: Principal, memory_id):
+    """The lesson of a memory the caller may read: an agent its own memories and the
+    company's shared ones, a human member any memory of the company."""
+    from django.db.models import Q
+
+    from memory.procedural.models import ProceduralLesson
+
+    qs = ProceduralLesson.objects.filter(
+        company=principal.company, memory__company=principal.company, memory_id=memory_id
+    ).select_related("memory")
+    if principal.is_agent:
+        qs = qs.filter(
+            Q(memory__agent=principal.agent, memory__is_shared=False) | Q(memory__is_shared=True)
+        )
+    lesson = qs.first()
+    if lesson is None:
+        raise NotFoundError(LESSON_NOT_FOUND, code="lesson_not_found")
+    return lesson

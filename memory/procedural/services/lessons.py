@@ -1,0 +1,231 @@
+"""Storing accepted proposals as PROCEDURAL memories, propagating them, writing SKILL.md.
+
+A lesson is one memory row (its content is the discovery tier, which is what gets embedded
+and ranked) plus a :class:`ProceduralLesson` row holding the activation and execution
+tiers and the report it came from. Lessons are stored at the persistent level whatever the
+agent's level (they are long-term knowledge); an agent at level ``none`` stores nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memory.domain import MemoryStoreRequest, normalise_tags
+from memory.models import Memory
+from memory.procedural.domain import ProceduralMemoryProposal, skill_name
+from memory.procedural.models import ExecutionReport, ProceduralLesson
+from memory.procedural.propagation import Peer, propagation_targets
+from memory.procedural.skill_md import SkillPathError, render_skill_md, write_skill_md
+from memory.retrieval.filtering import NON_INFERABLE_TAG
+from memory.services.store import memory_store, memory_store_batch
+from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory
+
+logger = logging.getLogger(__name__)
+
+SUCCESS_DERIVED_TAG = "success-derived"
+PROPAGATED_TAG = "propagated:{agent_id}"
+RESERVED_TAGS = 4  # non-inferable, success-derived, propagated:…, slack
+
+
+@dataclass(frozen=True)
+class StoredLesson:
+    memory_id: object | None  # None: the agent's memory level is none
+    deduplicated: bool
+    lesson: ProceduralLesson | None
+    propagated_to: tuple[int, ...] = ()
+
+
+def _lesson_tags(proposal: ProceduralMemoryProposal, *, extra: list[str]) -> tuple[str, ...]:
+    tags = [NON_INFERABLE_TAG, *extra]
+    for tag in proposal.tags:
+        try:
+            tags.extend(normalise_tags([tag]))
+        except ValueError:
+            continue
+    return normalise_tags(tags[:32])
+
+
+def _unique_skill_name(proposal: ProceduralMemoryProposal, memory_id) -> str:
+    base = skill_name(proposal.name or proposal.discovery)[:55].rstrip("-") or "lesson"
+    return f"{base}-{str(memory_id)[:8]}"
+
+
+def _create_lesson(
+    *,
+    memory_id,
+    company,
+    report: ExecutionReport | None,
+    origin: str,
+    proposal: ProceduralMemoryProposal,
+    model: str,
+    now: datetime,
+    propagated_from_id=None,
+) -> ProceduralLesson:
+    Memory.objects.filter(pk=memory_id).update(scope=proposal.scope.value)
+    return ProceduralLesson.objects.create(
+        memory_id=memory_id,
+        company=company,
+        report=report,
+        origin=origin,
+        propagated_from_id=propagated_from_id,
+        skill_name=_unique_skill_name(proposal, memory_id),
+        discovery=proposal.discovery,
+        condition=proposal.condition,
+        action=proposal.action,
+        rationale=proposal.rationale,
+        execution_steps=list(proposal.execution_steps),
+        proposer_model=model,
+        created_at=now,
+    )
+
+
+@transaction.atomic
+def procedural_lesson_store(
+    *,
+    agent: Agent,
+    report: ExecutionReport,
+    proposal: ProceduralMemoryProposal,
+    origin: str,
+    model: str = "",
+    now: datetime | None = None,
+) -> StoredLesson:
+    """Store ``proposal`` as a PROCEDURAL memory of ``agent``, then propagate it to peers
+    (company config ``memory.procedural.propagation``) and write its SKILL.md (when
+    ``skill_md_directory`` is set; a file-system error is logged, the lesson stays)."""
+    now = now or timezone.now()
+    extra = [SUCCESS_DERIVED_TAG] if origin == ProceduralLesson.Origin.SUCCESS else []
+    request = MemoryStoreRequest(
+        content=proposal.discovery,
+        category=MemoryCategory.PROCEDURAL,
+        source=f"execution-report:{report.pk}",
+        confidence=proposal.confidence,
+        tags=_lesson_tags(proposal, extra=extra),
+    )
+    result = memory_store(agent=agent, request=request, now=now, persistent=True)
+    if not result.stored:
+        return StoredLesson(memory_id=None, deduplicated=False, lesson=None)
+    if result.deduplicated:
+        # A recurring failure: the agent already holds this lesson. Keep the first one.
+        return StoredLesson(memory_id=result.id, deduplicated=True, lesson=None)
+    lesson = _create_lesson(
+        memory_id=result.id,
+        company=agent.company,
+        report=report,
+        origin=origin,
+        proposal=proposal,
+        model=model,
+        now=now,
+    )
+    propagated = _propagate(agent=agent, report=report, proposal=proposal, lesson=lesson, now=now)
+    _materialise_skill_md(lesson=lesson, agent=agent, proposal=proposal)
+    return StoredLesson(
+        memory_id=result.id, deduplicated=False, lesson=lesson, propagated_to=propagated
+    )
+
+
+def _propagate(*, agent, report, proposal, lesson, now) -> tuple[int, ...]:
+    config = company_config(agent.company).memory.procedural.propagation
+    if config.strategy == "none":
+        return ()
+    field = config.strategy
+    candidates = Agent.objects.filter(company_id=agent.company_id, is_active=True).filter(
+        **{field: getattr(agent, field)}
+    )
+    peers = propagation_targets(
+        config.strategy,
+        source=_peer(agent),
+        candidates=[_peer(a) for a in candidates.exclude(pk=agent.pk)],
+        max_targets=config.max_propagation_targets,
+    )
+    by_id = {a.pk: a for a in candidates.filter(pk__in=[p.id for p in peers])}
+    tags = _lesson_tags(proposal, extra=[PROPAGATED_TAG.format(agent_id=agent.pk)])
+    received = []
+    for peer in peers:
+        request = MemoryStoreRequest(
+            content=proposal.discovery,
+            category=MemoryCategory.PROCEDURAL,
+            source=f"execution-report:{report.pk}",
+            confidence=proposal.confidence,
+            tags=tags,
+        )
+        [result] = memory_store_batch(
+            agent=by_id[peer.id], requests=[request], now=now, persistent=True
+        )
+        if not result.stored or result.deduplicated:
+            continue
+        _create_lesson(
+            memory_id=result.id,
+            company=agent.company,
+            report=report,
+            origin=ProceduralLesson.Origin.PROPAGATED,
+            proposal=proposal,
+            model=lesson.proposer_model,
+            now=now,
+            propagated_from_id=lesson.memory_id,
+        )
+        received.append(peer.id)
+    return tuple(received)
+
+
+def _peer(agent: Agent) -> Peer:
+    return Peer(
+        id=agent.pk,
+        role=agent.role,
+        department=agent.department,
+        memory_level=agent.memory_level,
+        is_active=agent.is_active,
+    )
+
+
+def skill_md_directory(configured: str) -> Path:
+    """``skill_md_directory`` as a path; a relative one is taken from the project root."""
+    path = Path(configured)
+    return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+
+
+def lesson_skill_md(lesson: ProceduralLesson) -> str:
+    """The SKILL.md text of ``lesson`` (also served by ``GET /memories/{id}/skill.md``)."""
+    metadata = {"memory_id": str(lesson.memory_id), "origin": lesson.origin}
+    if lesson.report_id:
+        metadata["execution_report"] = str(lesson.report_id)
+    return render_skill_md(
+        name=lesson.skill_name,
+        description=lesson.discovery,
+        condition=lesson.condition,
+        action=lesson.action,
+        rationale=lesson.rationale,
+        steps=lesson.execution_steps,
+        metadata=metadata,
+    )
+
+
+def _materialise_skill_md(*, lesson: ProceduralLesson, agent: Agent, proposal) -> None:
+    configured = company_config(agent.company).memory.procedural.skill_md_directory
+    if not configured:
+        return
+    text = lesson_skill_md(lesson)
+    directory = skill_md_directory(configured)
+    slug = agent.company.slug
+
+    def write() -> None:
+        try:
+            write_skill_md(directory, slug, lesson.skill_name, text)
+        except (OSError, SkillPathError):
+            logger.warning(
+                "could not write SKILL.md of lesson %s under %s",
+                lesson.pk,
+                directory,
+                exc_info=True,
+            )
+
+    # Only once the lesson is committed: a rolled-back lesson leaves no file behind.
+    transaction.on_commit(write)

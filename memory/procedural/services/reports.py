@@ -1,0 +1,158 @@
+"""Submitting execution reports: validate, redact, store (append-only), queue the capture.
+
+:func:`execution_report_submit` is the one write path for reports (REST, MCP tools and
+commands call it). The report is redacted **before** it is stored: the table is append-only,
+so a secret that got in could never be removed again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from pydantic import ValidationError
+
+from memory.procedural.capture import initial_capture_status
+from memory.procedural.domain import ExecutionReportInput
+from memory.procedural.models import ExecutionCapture, ExecutionReport
+from persistence.models import Agent, Task
+from persistence.selectors.config import company_config
+from persistence.services.audit import audit_record
+from synthorg.errors import InvalidInputError, NotFoundError
+from synthorg.redaction import redactor_for
+
+logger = logging.getLogger(__name__)
+
+TASK_NOT_FOUND = "No task with this id exists in the caller's company."
+CAPTURE_TASK = "memory.procedural.tasks.capture_execution_report"
+
+
+@dataclass(frozen=True)
+class SubmittedReport:
+    report: ExecutionReport
+    capture: str  # queued | disabled | not_applicable
+
+
+def parse_report_input(data: Mapping[str, Any] | ExecutionReportInput) -> ExecutionReportInput:
+    """``data`` as a validated report; a 400 naming every bad field otherwise."""
+    if isinstance(data, ExecutionReportInput):
+        return data
+    try:
+        return ExecutionReportInput.model_validate(dict(data))
+    except ValidationError as exc:
+        errors = []
+        for error in exc.errors():
+            field = ".".join(str(part) for part in error["loc"]) or None
+            message = error["msg"].removeprefix("Value error, ")
+            code = "unknown_field" if error["type"] == "extra_forbidden" else error["type"]
+            errors.append({"field": field, "message": message, "code": code})
+        first = errors[0]
+        where = f"{first['field']}: " if first["field"] else ""
+        raise InvalidInputError(
+            f"{where}{first['message']}", code="validation_error", errors=errors
+        ) from None
+
+
+@transaction.atomic
+def execution_report_submit(
+    *,
+    agent: Agent,
+    data: Mapping[str, Any] | ExecutionReportInput,
+    now: datetime | None = None,
+    enqueue: bool = True,
+) -> SubmittedReport:
+    """Store one execution report of ``agent`` and queue its capture.
+
+    Returns the stored report and the capture status: ``queued`` (the capture task will
+    run after commit), ``disabled`` (procedural learning is off for the company) or
+    ``not_applicable`` (the company's capture strategy cannot fire for this outcome).
+    Raises :class:`InvalidInputError` (400) for a bad field and :class:`NotFoundError`
+    (404, ``task_not_found``) for a ``task_id`` outside the agent's company.
+    """
+    report_input = parse_report_input(data)
+    company = agent.company
+    task = None
+    if report_input.task_id is not None:
+        task = Task.objects.filter(pk=report_input.task_id, company=company).first()
+        if task is None:
+            raise NotFoundError(
+                TASK_NOT_FOUND,
+                code="task_not_found",
+                errors=[{"field": "task_id", "message": TASK_NOT_FOUND, "code": "not_found"}],
+            )
+    config = company_config(company).memory
+    redactor = redactor_for(config.redaction)
+    counts: dict[str, int] = {}
+
+    def clean(text: str) -> str:
+        return redactor.redact_value(text, counts)
+
+    error = report_input.error
+    tool_calls = [
+        {
+            "name": clean(call.name),
+            "status": call.status.value,
+            **({"error": clean(call.error)} if call.error is not None else {}),
+            "duration_ms": call.duration_ms,
+        }
+        for call in report_input.tool_calls
+    ]
+    created_at = now or timezone.now()
+    report = ExecutionReport.objects.create(
+        company=company,
+        agent=agent,
+        task=task,
+        task_title=clean(report_input.task_title or (task.title if task else "")),
+        task_type=clean(report_input.task_type),
+        task_description=clean(report_input.task_description),
+        outcome=report_input.outcome.value,
+        error_category=clean(error.category) if error else "",
+        error_message=clean(error.message) if error else "",
+        tool_calls=tool_calls,
+        retry_count=report_input.retry_count,
+        turn_count=report_input.turn_count,
+        quality_score=report_input.quality_score,
+        duration_ms=report_input.duration_ms,
+        recovery=clean(report_input.recovery),
+        redactions=counts,
+        created_at=created_at,
+    )
+    status = initial_capture_status(
+        config.procedural, outcome=report.outcome, quality_score=report.quality_score
+    )
+    ExecutionCapture.objects.create(
+        report=report,
+        company=company,
+        status=status,
+        created_at=created_at,
+        updated_at=created_at,
+        completed_at=None if status == ExecutionCapture.Status.QUEUED else created_at,
+    )
+    audit_record(
+        company=company,
+        actor_agent=agent,
+        action_type="execution_report.submitted",
+        target_type="execution_report",
+        target_id=report.pk,
+        details={"outcome": report.outcome, "capture": status, "redactions": counts},
+    )
+    if status == ExecutionCapture.Status.QUEUED and enqueue:
+        report_id = str(report.pk)
+        transaction.on_commit(lambda: enqueue_capture(report_id))
+    return SubmittedReport(report=report, capture=status)
+
+
+def enqueue_capture(report_id: str) -> None:
+    """Hand the capture to the q2 cluster. A broker failure leaves the report ``queued``
+    (the daily procedural maintenance task re-queues stale captures), never fails the submit."""
+    from django_q.tasks import async_task
+
+    try:
+        async_task(CAPTURE_TASK, report_id, task_name=f"capture-{report_id}")
+    except Exception:
+        logger.warning("could not enqueue capture of report %s", report_id, exc_info=True)

@@ -1,0 +1,30 @@
+"""django-q2 tasks of procedural learning: thin interfaces that load by id and call a service."""
+
+from __future__ import annotations
+
+from memory.procedural.models import ExecutionCapture
+from memory.procedural.services.capture import execution_report_capture
+
+
+def capture_execution_report(report_id: str) -> str | None:
+    """Run the capture pipeline for one report; returns the capture status."""
+    if not ExecutionCapture.objects.filter(report_id=report_id).exists():
+        return None  # unknown id (never happens for ids we enqueue)
+    return execution_report_capture(report_id=report_id).status
+
+
+def run_procedural_maintenance(company_id: int) -> dict | None:
+    """Daily per company: prune lessons, re-queue captures a lost message left behind."""
+    from memory.procedural.services.capture import execution_captures_requeue
+    from memory.procedural.services.pruning import procedural_prune_company
+    from persistence.models import Company
+
+    company = Company.objects.filter(pk=company_id).first()
+    if company is None:
+        return None
+    results = procedural_prune_company(company=company)
+    return {
+        "agents": len(results),
+        "pruned": sum(r.pruned for r in results),
+        "requeued": execution_captures_requeue(company=company),
+    }

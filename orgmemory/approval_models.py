@@ -1,0 +1,215 @@
+"""The approval queue: every decision a human makes about what agents may do or learn.
+
+``ApprovalItem`` follows the seed's model: an action waiting for a human, with a risk level,
+a time to live, first-writer-wins decisions and a reason required to reject. The seed's
+validators are database constraints here, so no code path (admin, raw SQL, a future
+service) can store an item the seed would reject.
+
+Webhooks notify a company's endpoint when an item becomes pending or is decided; each
+notification is a ``WebhookDelivery`` row, so failures stay visible in the console.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from persistence.models import Agent, AuditEntry, Company, Task
+
+MIN_TTL = timedelta(seconds=60)
+MAX_TTL = timedelta(days=7)
+RISK_LEVELS = ("low", "medium", "high", "critical")
+
+
+class ApprovalItem(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        EXPIRED = "expired", "Expired"
+
+    RiskLevel = AuditEntry.RiskLevel  # one risk scale for approvals and the audit trail
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="approval_items")
+    action_type = models.CharField(max_length=100)
+    title = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    # Who asked: an agent (``requester_agent`` set) or a system component (e.g.
+    # "skill_evolver"); ``requested_by`` is the display label either way.
+    requested_by = models.CharField(max_length=100)
+    requester_agent = models.ForeignKey(
+        Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="approval_items"
+    )
+    risk_level = models.CharField(max_length=16, choices=RiskLevel.choices)
+    source = models.CharField(max_length=100)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="approval_decisions",
+    )
+    decision_reason = models.TextField(blank=True, default="")
+    task = models.ForeignKey(
+        Task, on_delete=models.SET_NULL, null=True, blank=True, related_name="approval_items"
+    )
+    consumed_at = models.DateTimeField(null=True, blank=True)
+    evidence = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(action_type__regex=r"^\s*$"), name="approval_action_type_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=~Q(title__regex=r"^\s*$"), name="approval_title_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=~Q(requested_by__regex=r"^\s*$"), name="approval_requester_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=~Q(source__regex=r"^\s*$"), name="approval_source_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=Q(risk_level__in=RISK_LEVELS), name="approval_risk_level_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "approved", "rejected", "expired"]),
+                name="approval_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(expires_at__gte=F("created_at") + MIN_TTL)
+                & Q(expires_at__lte=F("created_at") + MAX_TTL),
+                name="approval_ttl_range",
+            ),
+            # decided_at / decided_by present iff a human decided (approved or rejected)
+            models.CheckConstraint(
+                condition=(
+                    Q(status__in=["approved", "rejected"])
+                    & Q(decided_at__isnull=False)
+                    & Q(decided_by__isnull=False)
+                    & Q(decided_at__gte=F("created_at"))
+                )
+                | (
+                    Q(status__in=["pending", "expired"])
+                    & Q(decided_at__isnull=True)
+                    & Q(decided_by__isnull=True)
+                ),
+                name="approval_decided_fields",
+            ),
+            # a reason iff rejected
+            models.CheckConstraint(
+                condition=(Q(status="rejected") & ~Q(decision_reason__regex=r"^\s*$"))
+                | (~Q(status="rejected") & Q(decision_reason="")),
+                name="approval_reason_iff_rejected",
+            ),
+            # consumed only once approved, and not before the decision
+            models.CheckConstraint(
+                condition=Q(consumed_at__isnull=True)
+                | (Q(status="approved") & Q(consumed_at__gte=F("decided_at"))),
+                name="approval_consumed_only_approved",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "-created_at", "-id"], name="approval_company_time"),
+            models.Index(
+                fields=["company", "status", "-created_at", "-id"], name="approval_status_time"
+            ),
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="pending"),
+                name="approval_pending_expiry",
+            ),
+            models.Index(
+                fields=["company", "action_type", "-created_at"], name="approval_action_type"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action_type}: {self.title} ({self.status})"
+
+    @property
+    def is_decided(self) -> bool:
+        return self.status in (self.Status.APPROVED, self.Status.REJECTED)
+
+
+class ApprovalWebhook(models.Model):
+    """A company's optional endpoint for approval notifications (signed with ``secret``)."""
+
+    company = models.OneToOneField(
+        Company, on_delete=models.CASCADE, related_name="approval_webhook"
+    )
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=200)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(url__regex=r"^https?://"), name="webhook_url_http"),
+            models.CheckConstraint(
+                condition=~Q(secret__regex=r"^\s*$"), name="webhook_secret_not_blank"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.company}: {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    """One notification of one item's event, with its delivery attempts."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        DELIVERED = "delivered", "Delivered"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(
+        Company, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    item = models.ForeignKey(
+        ApprovalItem, on_delete=models.CASCADE, related_name="webhook_deliveries"
+    )
+    event = models.CharField(max_length=40)
+    url = models.URLField(max_length=500)
+    payload = models.JSONField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        verbose_name_plural = "webhook deliveries"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "delivered", "failed"]),
+                name="webhook_delivery_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="delivered") & Q(delivered_at__isnull=False))
+                | (~Q(status="delivered") & Q(delivered_at__isnull=True)),
+                name="webhook_delivered_at_iff_delivered",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "status", "-created_at"], name="webhook_company_status")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event} → {self.url} ({self.status})"

@@ -1,0 +1,160 @@
+"""Console pages for decisions: the inbox, an item's page, approve / reject.
+
+Every decision goes through ``approval_decide`` / ``write_request_decide``; a domain error
+(a concurrent decision's 409, a missing reason) is shown on the page, never as an error page.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from orgmemory import inbox, selectors
+from orgmemory.inbox import KIND_APPROVAL, KIND_WRITE_REQUEST, RISKS, STATUSES
+from orgmemory.services.approvals import (
+    APPROVE,
+    DECIDERS_ONLY,
+    REJECT,
+    approval_decide,
+)
+from orgmemory.services.write_requests import write_request_decide
+from persistence.console.access import ConsoleUser, console_view
+from synthorg.errors import AccessDeniedError, DomainError, NotFoundError
+
+KINDS = {KIND_APPROVAL: "Approval items", KIND_WRITE_REQUEST: "Org write requests"}
+
+
+def _choice(request, name: str, allowed) -> str:
+    value = request.GET.get(name, "")
+    return value if value in allowed else ""
+
+
+@console_view
+def inbox_view(request, user: ConsoleUser):
+    status = request.GET.get("status", "pending")
+    status = status if status in (*STATUSES, "all") else "pending"
+    kind = _choice(request, "kind", KINDS)
+    risk = _choice(request, "risk", RISKS)
+    box = inbox.pending_decisions(
+        company=user.company,
+        status=None if status == "all" else status,
+        risk_level=risk or None,
+        kind=kind or None,
+        action_type=request.GET.get("action_type") or None,
+    )
+    action_type = request.GET.get("action_type", "")
+    return render(
+        request,
+        "console/approvals/inbox.html",
+        {
+            "section": "inbox",
+            "inbox": box,
+            "filters": {"status": status, "kind": kind, "risk": risk, "action_type": action_type},
+            "statuses": STATUSES,
+            "risks": RISKS,
+            "kinds": KINDS,
+            "webhook_failures": inbox.webhook_failures(company=user.company),
+        },
+    )
+
+
+def _item_context(request, user: ConsoleUser, item_id):
+    try:
+        item = inbox.approval_item_for(principal=user.principal, item_id=item_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    proposal = item.metadata.get("proposal") if isinstance(item.metadata, dict) else None
+    evidence = item.evidence if isinstance(item.evidence, dict) else {}
+    return {
+        "section": "inbox",
+        "item": item,
+        "effective_status": inbox.effective_status(item),
+        "proposal": proposal if isinstance(proposal, dict) else None,
+        "evidence": evidence,
+        "superseded": evidence.get("superseded") or evidence.get("existing"),
+        "evidence_json": json.dumps(evidence, indent=2, sort_keys=True, default=str),
+        "metadata_json": json.dumps(item.metadata, indent=2, sort_keys=True, default=str),
+        "deliveries": item.webhook_deliveries.order_by("-created_at")[:10],
+    }
+
+
+@console_view
+def item_view(request, user: ConsoleUser, item_id):
+    return render(request, "console/approvals/item.html", _item_context(request, user, item_id))
+
+
+@require_POST
+@console_view
+def item_decide(request, user: ConsoleUser, item_id):
+    decision = request.POST.get("decision", "")
+    reason = request.POST.get("reason", "")
+    try:
+        item = approval_decide(
+            company=user.company,
+            actor=user.principal,
+            item_id=item_id,
+            decision=decision,
+            reason=reason,
+        )
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:
+        context = _item_context(request, user, item_id)
+        context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
+        status = 409 if exc.status == 409 else exc.status
+        return render(request, "console/approvals/item.html", context, status=status)
+    verb = "Approved" if decision == APPROVE else "Rejected"
+    messages.success(request, f"{verb}: {item.title}")
+    return redirect("approvals_console:item", item_id=item.pk)
+
+
+def _request_context(user: ConsoleUser, request_id):
+    try:
+        found = selectors.write_request_for(principal=user.principal, request_id=request_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    current = None
+    if found.fact_id is not None:
+        try:
+            current = selectors.fact_state(company=user.company, fact_id=found.fact_id)
+        except NotFoundError:
+            current = None
+    return {"section": "inbox", "wr": found, "current": current}
+
+
+@console_view
+def write_request_view(request, user: ConsoleUser, request_id):
+    return render(
+        request, "console/approvals/write_request.html", _request_context(user, request_id)
+    )
+
+
+@require_POST
+@console_view
+def write_request_decide_view(request, user: ConsoleUser, request_id):
+    decision = request.POST.get("decision", "")
+    reason = request.POST.get("reason", "")
+    try:
+        if not user.can_decide:  # the API's IsPrincipal keeps viewers out the same way
+            raise AccessDeniedError(DECIDERS_ONLY, code="approval_decider_required")
+        decided = write_request_decide(
+            company=user.company,
+            actor=user.principal,
+            request_id=request_id,
+            decision=decision,
+            reason=reason,
+        )
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:
+        context = _request_context(user, request_id)
+        context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
+        status = exc.status if exc.status in (400, 409) else 403
+        return render(request, "console/approvals/write_request.html", context, status=status)
+    verb = "Approved" if decision == APPROVE else "Rejected" if decision == REJECT else decision
+    messages.success(request, f"{verb} the write request.")
+    return redirect("approvals_console:write-request", request_id=decided.pk)

@@ -1,0 +1,13 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from persistence.console import views
+
+app_name = "console"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login", views.ConsoleLoginView.as_view(), name="login"),
+    path("logout", auth_views.LogoutView.as_view(next_page="console:login"), name="logout"),
+    path("company", views.switch_company, name="switch-company"),
+]

@@ -1,0 +1,123 @@
+"""The registry of agent *content*: every table that holds what an agent stored or said.
+
+Export (data portability), import and erasure (the right to be forgotten) walk this
+registry instead of knowing the tables, so an app that adds a table of agent content
+registers it once — in its ``AppConfig.ready``, the way apps register schedules — and the
+export command, the export endpoint and ``agent_erase`` cover it from then on::
+
+    register_content_kind(ContentKind(
+        name="memory",                 # the JSONL "type" of its rows; unique
+        label="memories",              # how counts are reported
+        export=export_memories,        # (company, agent | None) -> iterable of JSON dicts
+        erase=erase_memories,          # (agent) -> rows deleted
+        import_rows=import_memories,   # (company, rows, ImportContext) -> ImportCounts
+        order=10,                      # export/import order (referenced kinds first)
+    ))
+
+Rules a kind must keep:
+
+* ``export`` yields JSON-serialisable dicts and never the rows of another company; rows
+  carry ``agent`` (the agent's *name*) so an export can be imported into another company.
+* ``erase`` deletes every row of the agent, in the caller's transaction. A kind names its
+  ``table``: if that table is append-only (it carries the ``<table>_append_only`` trigger
+  of ``synthorg.db.append_only``, checked in the database at erasure time) its rows are
+  never deleted — the erasure reports the kind as *retained* instead. Append-only ledgers
+  must therefore not hold memory content in the first place.
+* ``import_rows`` is idempotent: importing the same file twice adds nothing the second time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from persistence.models import Agent, Company
+
+
+@dataclass
+class ImportContext:
+    """Shared across the kinds of one import: agent lookup by name and remapped ids."""
+
+    company: Company
+    agents: dict[str, Agent]
+    create_agents: bool = True
+    remapped: dict[str, str] = field(default_factory=dict)  # old id -> new id
+
+    def agent(self, name: str) -> Agent | None:
+        """The company's agent called ``name`` (created if allowed), or ``None``."""
+        from django.core.exceptions import ValidationError
+
+        from persistence.models import Agent
+        from persistence.services.agents import agent_create
+
+        if name in self.agents:
+            return self.agents[name]
+        if not name.strip() or len(name) > Agent._meta.get_field("name").max_length:
+            return None
+        found = Agent.objects.filter(company=self.company, name=name).first()
+        if found is None and self.create_agents:
+            try:
+                found = agent_create(company=self.company, name=name)
+            except ValidationError:
+                return None
+        if found is not None:
+            self.agents[name] = found
+        return found
+
+
+@dataclass
+class ImportCounts:
+    created: int = 0
+    skipped: int = 0  # already present (idempotent re-import)
+    remapped: int = 0  # created under a new id because the old one belongs elsewhere
+    embedded: int = 0  # vectors recomputed (the exporting embedder differs)
+    pending: int = 0  # left for the embedding backfill (the embedder failed)
+
+    def add(self, other: ImportCounts) -> None:
+        for name in vars(self):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass(frozen=True)
+class ContentKind:
+    name: str
+    label: str
+    export: Callable[[Company, Agent | None], Iterable[dict[str, Any]]]
+    erase: Callable[[Agent], int] | None = None
+    import_rows: Callable[[Company, list[dict[str, Any]], ImportContext], ImportCounts] | None = (
+        None
+    )
+    order: int = 100
+    table: str = ""  # the database table, to detect an append-only one
+
+
+def table_is_append_only(table: str) -> bool:
+    """Whether ``table`` carries the trigger installed by ``synthorg.db.append_only``."""
+    from django.db import connection
+
+    if not table:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+            " WHERE c.relname = %s AND t.tgname = %s)",
+            [table, f"{table}_append_only"],
+        )
+        return bool(cursor.fetchone()[0])
+
+
+_kinds: dict[str, ContentKind] = {}
+
+
+def register_content_kind(kind: ContentKind) -> None:
+    _kinds[kind.name] = kind
+
+
+def content_kinds() -> list[ContentKind]:
+    return sorted(_kinds.values(), key=lambda k: (k.order, k.name))
+
+
+def content_kind(name: str) -> ContentKind | None:
+    return _kinds.get(name)

@@ -1,0 +1,73 @@
+"""Erasing an agent's content on request (the right to be forgotten), in one audited step.
+
+Everything an agent stored lives in tables registered in
+:mod:`persistence.content_registry`; :func:`agent_erase` deletes the agent's rows of every
+erasable kind (memories and their embeddings, archive, shared knowledge, conversation data —
+whatever the apps registered), revokes its API keys and deactivates it, all in one
+transaction with one audit entry that carries counts, never content.
+
+Append-only ledgers (audit trail, cost records, the org-fact log) are not touched: they are
+kept free of memory content instead (audit details carry ids, categories and counts). A
+registered kind whose table is append-only is reported as retained, never deleted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from persistence.access import DELETE, require_write
+from persistence.content_registry import content_kinds, table_is_append_only
+from persistence.models import Agent, AgentApiKey
+from persistence.services.audit import audit_record
+
+REASON_MAX_CHARS = 500
+
+
+@dataclass(frozen=True)
+class ErasureReport:
+    agent_id: int
+    counts: dict[str, int]
+    keys_revoked: int
+    retained: tuple[str, ...]  # append-only kinds, kept by design (they hold no content)
+
+
+@transaction.atomic
+def agent_erase(*, agent: Agent, principal=None, reason: str = "") -> ErasureReport:
+    """Delete all of ``agent``'s content, revoke its keys and deactivate it (idempotent)."""
+    if principal is not None:
+        require_write(principal, "agent_content", DELETE)
+    agent = Agent.objects.select_for_update().select_related("company").get(pk=agent.pk)
+    counts: dict[str, int] = {}
+    retained: list[str] = []
+    for kind in content_kinds():
+        if kind.erase is None or table_is_append_only(kind.table):
+            retained.append(kind.label)
+            continue
+        counts[kind.label] = kind.erase(agent)
+    now = timezone.now()
+    keys_revoked = AgentApiKey.objects.filter(agent=agent, revoked_at__isnull=True).update(
+        revoked_at=now
+    )
+    if agent.is_active:
+        agent.is_active = False
+        agent.save(update_fields=["is_active", "updated_at"])
+    audit_record(
+        company=agent.company,
+        principal=principal,
+        action_type="agent.erased",
+        target_type="agent",
+        target_id=agent.pk,
+        risk_level="high",
+        details={
+            "counts": counts,
+            "keys_revoked": keys_revoked,
+            "retained": retained,
+            "reason": reason[:REASON_MAX_CHARS],
+        },
+    )
+    return ErasureReport(
+        agent_id=agent.pk, counts=counts, keys_revoked=keys_revoked, retained=tuple(retained)
+    )

@@ -1,0 +1,191 @@
+"""Data portability: export a company's or one agent's content as JSON Lines, import it back.
+
+What is exported is whatever the apps registered in :mod:`persistence.content_registry`
+(memories, shared knowledge, the archive, and conversation data once that app registers
+it). The file starts with a header line::
+
+    {"type": "synthorg_export", "version": 1, "company": "acme", "agent": "scout" | null,
+     "exported_at": "...", "kinds": ["memory", "shared_knowledge", "archived_memory"]}
+
+followed by one line per row: ``{"type": <kind name>, "id": ..., "agent": <agent name>, ...}``.
+Both directions are audited (who, which company/agent, counts — never content).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+
+from django.db import DataError, IntegrityError, transaction
+from django.utils import timezone
+
+from persistence.access import CREATE, require_write
+from persistence.content_registry import ImportContext, ImportCounts, content_kind, content_kinds
+from persistence.models import Agent, Company
+from persistence.services.audit import audit_record
+from synthorg.errors import InvalidInputError
+
+EXPORT_FORMAT = "synthorg_export"
+EXPORT_VERSION = 1
+NOT_AN_EXPORT = "Line 1 must be a synthorg_export header of version 1."
+BAD_LINE = "Line {line}: {problem}."
+AGENT_OTHER_COMPANY = "The agent does not belong to this company."
+ROW_REFUSED = "A row could not be stored; nothing was imported: {error}"
+
+
+def content_export(
+    *, company: Company, agent: Agent | None = None, principal=None, via: str = ""
+) -> Iterator[str]:
+    """Audit the export, then return an iterator of JSON lines (rows are read lazily)."""
+    if principal is not None:
+        require_write(principal, "export", CREATE)
+    if agent is not None and agent.company_id != company.pk:
+        raise InvalidInputError(AGENT_OTHER_COMPANY, code="agent_other_company")
+    kinds = content_kinds()
+    with transaction.atomic():
+        audit_record(
+            company=company,
+            principal=principal,
+            action_type="content.exported",
+            target_type="agent" if agent is not None else "company",
+            target_id=agent.pk if agent is not None else company.pk,
+            risk_level="medium",
+            details={"kinds": [k.name for k in kinds], "via": via},
+        )
+    return _lines(company, agent, kinds)
+
+
+def _lines(company: Company, agent: Agent | None, kinds) -> Iterator[str]:
+    header = {
+        "type": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "company": company.slug,
+        "agent": agent.name if agent is not None else None,
+        "exported_at": timezone.now().isoformat(),
+        "kinds": [k.name for k in kinds],
+    }
+    yield json.dumps(header) + "\n"
+    for kind in kinds:
+        for row in kind.export(company, agent):
+            yield json.dumps({"type": kind.name, **row}, ensure_ascii=False) + "\n"
+
+
+def _storable(value) -> bool:
+    """PostgreSQL text holds neither NUL nor unpaired surrogates (JSON can spell both)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if isinstance(value, dict):
+        return all(_storable(k) and _storable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(_storable(item) for item in value)
+    return True
+
+
+def _parse(lines: Iterable[str | bytes]) -> dict[str, list[dict]]:
+    rows: dict[str, list[dict]] = defaultdict(list)
+    header = None
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problem = "not UTF-8"
+                raise InvalidInputError(
+                    BAD_LINE.format(line=number, problem=problem), code="invalid_export"
+                ) from exc
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise InvalidInputError(
+                BAD_LINE.format(line=number, problem="not JSON"), code="invalid_export"
+            ) from exc
+        if not isinstance(record, dict):
+            raise InvalidInputError(
+                BAD_LINE.format(line=number, problem="not a JSON object"), code="invalid_export"
+            )
+        try:
+            storable = _storable(record)
+        except RecursionError:
+            storable = False
+        if not storable:
+            problem = "contains NUL, an unpaired surrogate or too deep nesting"
+            raise InvalidInputError(
+                BAD_LINE.format(line=number, problem=problem), code="invalid_export"
+            )
+        if header is None:
+            if record.get("type") != EXPORT_FORMAT or record.get("version") != EXPORT_VERSION:
+                raise InvalidInputError(NOT_AN_EXPORT, code="invalid_export")
+            header = record
+            continue
+        kind = content_kind(str(record.get("type")))
+        if kind is None:
+            problem = f"unknown row type {record.get('type')!r}"
+            raise InvalidInputError(
+                BAD_LINE.format(line=number, problem=problem), code="invalid_export"
+            )
+        rows[kind.name].append(record)
+    if header is None:
+        raise InvalidInputError(NOT_AN_EXPORT, code="invalid_export")
+    return rows
+
+
+def content_import(
+    *,
+    company: Company,
+    lines: Iterable[str | bytes],
+    principal=None,
+    create_agents: bool = True,
+    via: str = "",
+) -> dict[str, ImportCounts]:
+    """Import an export into ``company`` in one transaction (all or nothing), idempotently.
+
+    Agents are matched by name (created when missing, with ``create_agents``). Returns the
+    counts per kind. A row the database refuses (a rule the row checks above missed) fails
+    the whole import with ``invalid_export`` instead of a server error.
+    """
+    try:
+        return _import(
+            company=company,
+            lines=lines,
+            principal=principal,
+            create_agents=create_agents,
+            via=via,
+        )
+    except (DataError, IntegrityError) as exc:
+        error = str(exc).split("\n", 1)[0][:300]  # the constraint, not the failing row's text
+        raise InvalidInputError(ROW_REFUSED.format(error=error), code="invalid_export") from exc
+
+
+@transaction.atomic
+def _import(*, company, lines, principal, create_agents, via) -> dict[str, ImportCounts]:
+    if principal is not None:
+        require_write(principal, "export", CREATE)
+    rows = _parse(lines)
+    ctx = ImportContext(company=company, agents={}, create_agents=create_agents)
+    results: dict[str, ImportCounts] = {}
+    for kind in content_kinds():
+        if kind.name not in rows:
+            continue
+        if kind.import_rows is None:  # exported for the record, not restorable
+            results[kind.name] = ImportCounts(skipped=len(rows[kind.name]))
+        else:
+            results[kind.name] = kind.import_rows(company, rows[kind.name], ctx)
+    audit_record(
+        company=company,
+        principal=principal,
+        action_type="content.imported",
+        target_type="company",
+        target_id=company.pk,
+        risk_level="medium",
+        details={"counts": {k: vars(v) for k, v in results.items()}, "via": via},
+    )
+    return results

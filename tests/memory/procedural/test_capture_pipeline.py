@@ -1,0 +1,350 @@
+"""The capture pipeline end to end: report → strategy → proposer (a real local HTTP server
+speaking the OpenAI wire format) → PROCEDURAL memory, and every degrade path."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from memory.models import Memory
+from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
+from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
+from memory.procedural.services.capture import (
+    execution_captures_requeue,
+    execution_report_capture,
+)
+from memory.procedural.tasks import capture_execution_report
+from persistence.models import CostRecord
+from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL, set_procedural
+from tests.support.openai_server import (
+    ScriptedResponse,
+    chat_completion_payload,
+    error_payload,
+)
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/executions"
+
+
+def submit(caller, body=FAILED_REPORT) -> str:
+    response = caller.client.post(URL, body, format="json")
+    assert response.status_code == 202, response.json()
+    return response.json()["id"]
+
+
+def reply(server, content, **kw):
+    server.enqueue(
+        server.CHAT_COMPLETIONS, ScriptedResponse(json=chat_completion_payload(content, **kw))
+    )
+
+
+def capture_of(report_id) -> ExecutionCapture:
+    return ExecutionCapture.objects.get(report_id=report_id)
+
+
+def test_failure_becomes_a_three_tier_procedural_memory(caller, llm_server):
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "captured"
+
+    capture = capture_of(report_id)
+    memory = Memory.objects.get(pk=capture.memory_id)
+    assert memory.agent == caller.agent and memory.category == "procedural"
+    assert memory.content == PROPOSAL["discovery"]
+    assert memory.level == "persistent" and memory.scope == "agent"
+    assert memory.tags == ["non-inferable", "helm", "deploy"]
+    assert memory.source == f"execution-report:{report_id}"
+    assert memory.confidence == 0.9
+    lesson = ProceduralLesson.objects.get(memory=memory)
+    assert str(lesson.report_id) == report_id and lesson.origin == "failure"
+    assert (lesson.condition, lesson.action, lesson.rationale) == (
+        PROPOSAL["condition"],
+        PROPOSAL["action"],
+        PROPOSAL["rationale"],
+    )
+    assert lesson.execution_steps == PROPOSAL["execution_steps"]
+    assert lesson.skill_name == f"helm-upgrade-timeouts-{str(memory.pk)[:8]}"
+    assert (capture.strategy, capture.confidence, capture.reason) == ("failure", 0.9, "")
+
+    body = caller.client.get(f"{URL}/{report_id}").json()
+    assert (body["capture_status"], body["memory_id"]) == ("captured", str(memory.pk))
+
+    [request] = llm_server.requests_to(llm_server.CHAT_COMPLETIONS)
+    sent = request.json()
+    assert sent["messages"][0] == {"role": "system", "content": FAILURE_SYSTEM_PROMPT}
+    assert "helm upgrade timed out after 300s" in sent["messages"][1]["content"]
+    assert (sent["model"], sent["temperature"], sent["max_tokens"]) == ("fake-chat", 0.3, 1500)
+    cost = CostRecord.objects.get()
+    assert (cost.agent, cost.model, cost.input_tokens, cost.output_tokens) == (
+        caller.agent,
+        "fake-chat",
+        10,
+        5,
+    )
+
+
+def test_proposer_never_sees_secrets(caller, llm_server):
+    body = {**FAILED_REPORT, "error": {"category": "auth", "message": "key sk-" + "Z" * 24}}
+    capture_execution_report(submit(caller, body))
+    prompt = llm_server.requests_to(llm_server.CHAT_COMPLETIONS)[0].json()["messages"][1]
+    assert "Z" * 24 not in prompt["content"] and "[REDACTED:sk_key]" in prompt["content"]
+
+
+def test_configured_model_and_sampling_are_sent(caller, llm_server):
+    set_procedural(caller.company, model="lesson-writer", temperature=0.1, max_tokens=700)
+    capture_execution_report(submit(caller))
+    sent = llm_server.requests_to(llm_server.CHAT_COMPLETIONS)[0].json()
+    assert (sent["model"], sent["temperature"], sent["max_tokens"]) == ("lesson-writer", 0.1, 700)
+
+
+def test_success_path_uses_its_own_prompt_and_tag(caller, llm_server):
+    set_procedural(caller.company, capture="hybrid")
+    report_id = submit(
+        caller, {"outcome": "succeeded", "task_title": "Deploy", "quality_score": 9.5}
+    )
+    assert capture_execution_report(report_id) == "captured"
+    sent = llm_server.requests_to(llm_server.CHAT_COMPLETIONS)[0].json()
+    assert sent["messages"][0]["content"] == SUCCESS_SYSTEM_PROMPT
+    payload = json.loads(sent["messages"][1]["content"].split("\n", 1)[1])
+    assert set(payload) == {
+        "task_title",
+        "task_type",
+        "task_description",
+        "quality_score",
+        "tool_calls",
+        "turn_count",
+        "duration_ms",
+    }
+    memory = Memory.objects.get(pk=capture_of(report_id).memory_id)
+    assert memory.tags == ["non-inferable", "success-derived", "helm", "deploy"]
+    assert memory.lesson.origin == "success"
+
+
+def test_success_below_the_agents_percentile_is_not_applicable(caller, peer, llm_server):
+    set_procedural(caller.company, capture="success")
+    for score in (9.0, 9.5, 9.8, 10.0):
+        capture_execution_report(submit(caller, {"outcome": "succeeded", "quality_score": score}))
+    # a peer's scores do not count towards the caller's percentile
+    submit(peer, {"outcome": "succeeded", "quality_score": 8.0})
+    calls_before = len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS))
+    report_id = submit(caller, {"outcome": "succeeded", "quality_score": 9.0})
+    assert capture_execution_report(report_id) == "not_applicable"
+    assert capture_of(report_id).reason == "quality_score 9 below the agent's p75 (9.8)"
+    assert len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS)) == calls_before
+
+
+def test_no_llm_configured_skips_with_a_warning(caller, settings, caplog):
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "BASE_URL": "", "MODEL": ""}
+    report_id = submit(caller)
+    with caplog.at_level(logging.WARNING, logger="memory.procedural.services.capture"):
+        assert capture_execution_report(report_id) == "skipped_no_llm"
+    assert "skipped" in caplog.text
+    assert capture_of(report_id).reason.startswith("no LLM configured")
+    assert not Memory.objects.exists()
+    assert ExecutionReport.objects.filter(pk=report_id).exists()
+
+
+@pytest.mark.parametrize(
+    ("response", "reason_start"),
+    [
+        (ScriptedResponse(status=500, json=error_payload("boom")), "llm_error: LLMTransientError"),
+        (ScriptedResponse(status=401, json=error_payload("bad key")), "llm_error: LLMRequestError"),
+        (ScriptedResponse(status=200, body=b"<html>"), "llm_error: LLMResponseError"),
+    ],
+)
+def test_llm_errors_fail_the_capture_only(caller, llm_server, caplog, response, reason_start):
+    llm_server.enqueue(llm_server.CHAT_COMPLETIONS, response)
+    report_id = submit(caller)
+    with caplog.at_level(logging.WARNING):
+        assert capture_execution_report(report_id) == "failed"
+    capture = capture_of(report_id)
+    assert capture.reason.startswith(reason_start)
+    assert capture.memory_id is None and not Memory.objects.exists()
+    assert f"report {report_id} failed" in caplog.text
+    body = caller.client.get(f"{URL}/{report_id}").json()
+    assert body["capture_status"] == "failed" and body["capture_reason"].startswith("llm_error")
+
+
+def _proposal(**changes):
+    return json.dumps({**PROPOSAL, **changes})
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ("Sure! Here is a lesson: be careful.", "invalid JSON from proposer"),
+        ("[1, 2]", "proposer JSON is not an object"),
+        (
+            _proposal(action="use \u0000 here"),
+            "invalid proposal: action: must not contain NUL characters",
+        ),
+        (
+            _proposal(execution_steps=["ok", "bad \u0000"]),
+            "invalid proposal: execution_steps: must not contain NUL characters",
+        ),
+        (
+            _proposal(discovery="d" * 601),
+            "invalid proposal: discovery: String should have at most 600 characters",
+        ),
+        (
+            _proposal(condition="c" * 2001),
+            "invalid proposal: condition: String should have at most 2000 characters",
+        ),
+        (_proposal(action=""), "invalid proposal: action: String should have at least 1 character"),
+        (
+            _proposal(rationale="r" * 2001),
+            "invalid proposal: rationale: String should have at most 2000 characters",
+        ),
+        (
+            _proposal(execution_steps=["s"] * 51),
+            "invalid proposal: execution_steps: "
+            "List should have at most 50 items after validation, not 51",
+        ),
+        (
+            _proposal(execution_steps=[]),
+            "invalid proposal: execution_steps: "
+            "List should have at least 1 item after validation, not 0",
+        ),
+        (
+            _proposal(confidence=1.5),
+            "invalid proposal: confidence: Input should be less than or equal to 1",
+        ),
+        (
+            _proposal(confidence="high"),
+            "invalid proposal: confidence: Input should be a valid number, "
+            "unable to parse string as a number",
+        ),
+        (
+            _proposal(tags=[f"t{i}" for i in range(21)]),
+            "invalid proposal: tags: List should have at most 20 items after validation, not 21",
+        ),
+        (
+            _proposal(scope="galaxy"),
+            "invalid proposal: scope: Input should be 'agent', 'role', 'department' or 'org'",
+        ),
+    ],
+)
+def test_invalid_proposals_fail_with_the_reason(caller, llm_server, content, reason):
+    reply(llm_server, content)
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "failed"
+    assert capture_of(report_id).reason == reason
+    assert not Memory.objects.exists() and not ProceduralLesson.objects.exists()
+
+
+def test_fenced_json_is_accepted(caller, llm_server):
+    reply(llm_server, f"```json\n{json.dumps(PROPOSAL)}\n```")
+    assert capture_execution_report(submit(caller)) == "captured"
+
+
+def test_truncated_answer(caller, llm_server):
+    reply(llm_server, '{"discovery": "cut', finish_reason="length")
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "failed"
+    assert capture_of(report_id).reason == "proposer answer truncated (max_tokens reached)"
+
+
+def test_below_min_confidence_is_dropped(caller, llm_server):
+    set_procedural(caller.company, min_confidence=0.95)
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "below_confidence"
+    capture = capture_of(report_id)
+    assert capture.reason == "confidence 0.9 < min_confidence 0.95" and capture.confidence == 0.9
+    assert not Memory.objects.exists()
+    assert CostRecord.objects.count() == 1  # the call was made and is paid for
+
+
+def test_agent_at_memory_level_none(caller, llm_server):
+    caller.agent.memory_level = "none"
+    caller.agent.save()
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "skipped_memory_level"
+    assert llm_server.requests_to(llm_server.CHAT_COMPLETIONS) == []
+
+
+def test_session_level_agent_still_gets_a_persistent_lesson(caller, llm_server):
+    caller.agent.memory_level = "session"
+    caller.agent.save()
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "captured"
+    assert Memory.objects.get().level == "persistent"
+
+
+def test_recurring_failure_is_deduplicated(caller, llm_server):
+    first = submit(caller)
+    second = submit(caller)
+    capture_execution_report(first)
+    assert capture_execution_report(second) == "captured"
+    assert capture_of(second).memory_id == capture_of(first).memory_id
+    assert capture_of(second).reason == "deduplicated: the agent already holds this lesson"
+    assert Memory.objects.count() == 1 and ProceduralLesson.objects.count() == 1
+
+
+def test_lessons_are_private_to_the_agent(caller, peer, outsider, llm_server):
+    capture_execution_report(submit(caller))
+    memory_id = capture_of(ExecutionReport.objects.get().pk).memory_id
+    assert caller.client.get(f"/api/v1/memories/{memory_id}").status_code == 200
+    assert peer.client.get(f"/api/v1/memories/{memory_id}").status_code == 404
+    assert outsider.client.get(f"/api/v1/memories/{memory_id}").status_code == 404
+
+
+def test_capture_is_idempotent(caller, llm_server):
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    assert execution_report_capture(report_id=report_id).status == "captured"
+    assert len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS)) == 1
+
+
+def test_submit_enqueues_the_capture_task_on_commit(caller, django_capture_on_commit_callbacks):
+    from django_q.models import OrmQ
+
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(caller)
+    [queued] = OrmQ.objects.all()
+    assert queued.func() == "memory.procedural.tasks.capture_execution_report"
+    with django_capture_on_commit_callbacks(execute=True):
+        submit(caller, {"outcome": "succeeded"})  # not applicable: nothing queued
+    assert OrmQ.objects.count() == 1
+
+
+def test_stale_captures_are_requeued(caller, company, django_capture_on_commit_callbacks):
+    from django_q.models import OrmQ
+
+    report_id = submit(caller)
+    ExecutionCapture.objects.filter(report_id=report_id).update(
+        status="running", updated_at=timezone.now() - timedelta(hours=1)
+    )
+    fresh = submit(caller)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert execution_captures_requeue(company=company) == 1
+    assert capture_of(report_id).status == "queued"
+    assert capture_of(fresh).status == "queued"
+    assert [task.args() for task in OrmQ.objects.all()] == [(report_id,)]
+
+
+def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):
+    import psycopg
+    from django.db import connection
+
+    # A real fault: another session holds the agent's memory-gate lock, and this session
+    # gives up waiting for it (lock_timeout) while storing the lesson.
+    other = psycopg.connect(**connection.get_connection_params(), autocommit=True)
+    try:
+        other.execute(
+            "SELECT pg_advisory_lock(hashtextextended(%s, 0))",
+            [f"memory-gate:{caller.agent.pk}:default:procedural"],
+        )
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        report_id = submit(caller)
+        assert capture_execution_report(report_id) == "failed"
+    finally:
+        other.close()
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = 0")
+    reason = capture_of(report_id).reason
+    assert reason.startswith("internal error: OperationalError: canceling statement due to lock")
+    assert not Memory.objects.exists()  # the memory row rolled back with the lesson

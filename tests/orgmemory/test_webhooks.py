@@ -1,0 +1,185 @@
+"""Approval webhooks against a real local HTTP server: signed body, retries, failures kept."""
+
+import hashlib
+import hmac
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule
+
+from orgmemory.models import WebhookDelivery
+from orgmemory.services.approvals import approval_decide, approval_request
+from orgmemory.services.webhooks import (
+    MAX_ATTEMPTS,
+    SIGNATURE_HEADER,
+    retry_delay,
+    webhook_configure,
+    webhook_deliver,
+)
+from persistence.principal import Principal
+from tests.persistence.factories import MembershipFactory
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "whsec-test-123"
+
+
+class Receiver:
+    """A real HTTP endpoint recording what it got; answers ``status`` (settable)."""
+
+    def __init__(self):
+        self.requests: list[tuple[dict, bytes]] = []
+        self.status = 200
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.requests.append((dict(self.headers), body))
+                self.send_response(receiver.status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def _item(company):
+    return approval_request(
+        company=company,
+        action_type="deploy:production",
+        title="Deploy billing v2",
+        risk_level="high",
+        source="api",
+        requested_by="release-bot",
+    )
+
+
+def test_pending_and_decided_events_are_signed_and_delivered(
+    company, receiver, django_capture_on_commit_callbacks
+):
+    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    membership = MembershipFactory(company=company, role="operator", user__password=None)
+    with django_capture_on_commit_callbacks(execute=True):
+        item = _item(company)
+    # enqueued on commit through the q2 ORM broker, not delivered inside the request
+    assert OrmQ.objects.count() == 1
+    assert receiver.requests == []
+    with django_capture_on_commit_callbacks(execute=True):
+        approval_decide(
+            company=company,
+            actor=Principal.for_human(membership.user, company, "operator"),
+            item_id=item.pk,
+            decision="approve",
+        )
+    for delivery in WebhookDelivery.objects.order_by("created_at"):
+        webhook_deliver(delivery_id=delivery.pk)
+    assert len(receiver.requests) == 2
+    events = []
+    for headers, body in receiver.requests:
+        expected = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        assert headers[SIGNATURE_HEADER] == expected
+        assert headers["Content-Type"] == "application/json"
+        payload = json.loads(body)
+        events.append((payload["event"], payload["item"]["status"], payload["item"]["id"]))
+    assert events == [
+        ("approval.pending", "pending", str(item.pk)),
+        ("approval.approved", "approved", str(item.pk)),
+    ]
+    assert set(WebhookDelivery.objects.values_list("status", "attempts", "response_status")) == {
+        ("delivered", 1, 200)
+    }
+
+
+def test_a_tampered_body_does_not_verify(company, receiver):
+    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    delivery = _item(company).webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    headers, body = receiver.requests[0]
+    tampered = body.replace(b"high", b"low!")
+    forged = "sha256=" + hmac.new(SECRET.encode(), tampered, hashlib.sha256).hexdigest()
+    assert headers[SIGNATURE_HEADER] != forged
+    wrong_secret = "sha256=" + hmac.new(b"other", body, hashlib.sha256).hexdigest()
+    assert headers[SIGNATURE_HEADER] != wrong_secret
+
+
+def test_failures_are_recorded_retried_then_given_up(company, receiver):
+    receiver.status = 503
+    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    item = _item(company)
+    delivery = item.webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("pending", 1, 503)
+    assert delivery.last_error.startswith("HTTP 503")
+    retry = Schedule.objects.get(func="orgmemory.tasks.deliver_webhook")
+    assert retry.schedule_type == Schedule.ONCE
+    assert abs((retry.next_run - delivery.last_attempt_at) - retry_delay(1)).total_seconds() < 1
+    for _ in range(MAX_ATTEMPTS - 1):
+        webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("failed", MAX_ATTEMPTS)
+    assert len(receiver.requests) == MAX_ATTEMPTS
+    assert webhook_deliver(delivery_id=delivery.pk) is None  # given up: no more attempts
+    assert item.status == "pending"  # the item itself never depended on delivery
+
+
+def test_a_dead_endpoint_never_blocks_the_request(company):
+    webhook_configure(company=company, url="http://127.0.0.1:9/hook", secret=SECRET)
+    item = _item(company)
+    assert item.status == "pending"
+    delivery = item.webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == "pending"
+    assert "ConnectError" in delivery.last_error
+    assert delivery.last_attempt_at <= timezone.now()
+
+
+def test_retry_backoff():
+    assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 4)] == [30, 120, 480, 1920]
+
+
+def test_admin_saves_the_webhook_through_the_service(company, client):
+    from orgmemory.models import ApprovalWebhook
+
+    membership = MembershipFactory(
+        company=company, role="admin", user__password=None, user__is_staff=True
+    )
+    from django.contrib.auth.models import Permission
+
+    membership.user.user_permissions.add(
+        *Permission.objects.filter(codename__endswith="approvalwebhook")
+    )
+    client.force_login(membership.user)
+    response = client.post(
+        "/admin/orgmemory/approvalwebhook/add/",
+        {
+            "company": company.pk,
+            "url": "https://hooks.example.com/x",
+            "secret": "s",
+            "enabled": "on",
+        },
+    )
+    assert response.status_code == 302, response.content[:500]
+    hook = ApprovalWebhook.objects.get(company=company)
+    assert (hook.url, hook.secret, hook.enabled) == ("https://hooks.example.com/x", "s", True)
+    assert hook.updated_at is not None

@@ -1,0 +1,167 @@
+"""Company config knobs that must take effect or be refused: secrets allow-list, embedder
+dims, memory.level for new agents, options.retention_days; config changes are audited."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from memory.lifecycle_models import MaintenanceRun
+from memory.models import EMBEDDING_DIMS, Memory
+from memory.services.maintenance import run_maintenance
+from persistence.models import AuditEntry, Company
+from persistence.selectors.config import company_config
+from persistence.services.agents import agent_create, agent_update
+from persistence.services.companies import company_config_set
+from synthorg.company_config import SUPPORTED_EMBEDDING_DIMS
+from synthorg.errors import InvalidInputError
+from tests.memory.lifecycle.conftest import seed
+from tests.persistence.factories import AgentFactory, CompanyFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _embedder(**fields):
+    return {
+        "memory": {"embedder": {"model": "m", "dims": 384, "base_url": "http://e/v1", **fields}}
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "DJANGO_SECRET_KEY",
+        "DATABASE_URL",
+        "SYNTHORG_LLM_API_KEY",
+        "synthorg_secret_x",
+        "SYNTHORG_SECRET_",
+    ],
+)
+def test_api_key_env_outside_the_allow_list_is_refused_naming_the_field(name):
+    company = CompanyFactory()
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data=_embedder(api_key_env=name))
+    [error] = caught.value.errors
+    assert error["field"] == "memory.embedder.api_key_env"
+    assert "SYNTHORG_SECRET_<NAME>" in error["message"] and repr(name) in error["message"]
+    company.refresh_from_db()
+    assert (company.config, company.config_revision) == ({}, 1)
+    assert not AuditEntry.objects.filter(action_type="company.config_changed").exists()
+
+
+def test_allow_listed_secret_env_is_accepted():
+    company = CompanyFactory()
+    company_config_set(company=company, data=_embedder(api_key_env="SYNTHORG_SECRET_EMBEDDER"))
+    assert company_config(company).memory.embedder.api_key_env == "SYNTHORG_SECRET_EMBEDDER"
+
+
+def test_load_company_config_refuses_a_server_secret(tmp_path):
+    company = CompanyFactory()
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "memory:\n  embedder:\n    model: m\n    dims: 384\n    base_url: http://e/v1\n"
+        "    api_key_env: DJANGO_SECRET_KEY\n"
+    )
+    with pytest.raises(CommandError, match=r"memory\.embedder\.api_key_env: must name"):
+        call_command("load_company_config", company.slug, str(path))
+
+
+def test_embedder_dims_the_storage_cannot_hold_are_refused():
+    assert EMBEDDING_DIMS in SUPPORTED_EMBEDDING_DIMS  # the allow-list follows the column
+    company = CompanyFactory()
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data=_embedder(dims=1536))
+    [error] = caught.value.errors
+    assert error["field"] == "memory.embedder.dims"
+    assert error["message"].startswith(
+        "1536-dimensional vectors cannot be stored: memory storage holds 384-dimensional"
+    )
+
+
+def test_memory_level_is_the_default_level_of_new_agents():
+    company = CompanyFactory()
+    assert agent_create(company=company, name="a").memory_level == "session"  # spec default
+    company_config_set(company=company, data={"memory": {"level": "project"}})
+    assert agent_create(company=company, name="b").memory_level == "project"
+    assert agent_create(company=company, name="c", memory_level="none").memory_level == "none"
+    entry = AuditEntry.objects.filter(action_type="agent.created").latest("id")
+    assert entry.details["memory_level"] == "none"
+
+
+def test_retention_days_option_deletes_old_memories():
+    now = timezone.now()
+    company = CompanyFactory()
+    company_config_set(company=company, data={"memory": {"options": {"retention_days": 30}}})
+    config = company_config(company).memory
+    assert config.consolidation.retention.default_retention_days == 30
+    agent = AgentFactory(company=company)
+    old = seed(agent, 3, now=now, age_days=45, category="semantic")
+    fresh = seed(agent, 2, now=now, age_days=5, category="semantic")
+    run_maintenance(agent=agent, now=now)
+    assert not Memory.objects.filter(pk__in=[m.pk for m in old]).exists()
+    assert Memory.objects.filter(pk__in=[m.pk for m in fresh]).count() == 2
+    run = MaintenanceRun.objects.get(agent=agent)
+    assert run.retention_deleted == 3
+
+
+def test_retention_days_disagreeing_with_the_consolidation_default_is_refused():
+    company = CompanyFactory()
+    data = {
+        "memory": {
+            "options": {"retention_days": 30},
+            "consolidation": {"retention": {"default_retention_days": 7}},
+        }
+    }
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data=data)
+    assert caught.value.errors[0]["field"] == (
+        "memory.consolidation.retention.default_retention_days"
+    )
+
+
+def test_config_change_is_audited_with_the_changed_paths_only():
+    company = CompanyFactory()
+    company_config_set(company=company, data={"memory": {"level": "persistent"}})
+    company_config_set(
+        company=company, data={"memory": {"level": "persistent", "options": {"retention_days": 9}}}
+    )
+    first, second = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
+    assert first.details == {"revision": 2, "changed": ["memory.level"], "via": ""}
+    assert second.details == {
+        "revision": 3,
+        "changed": [
+            "memory.consolidation.retention.default_retention_days",
+            "memory.options.retention_days",
+        ],
+        "via": "",
+    }
+
+
+def test_seniority_and_level_changes_are_audited_other_no_ops_are_not():
+    agent = AgentFactory(seniority="mid", memory_level="persistent")
+    agent_update(agent=agent, seniority="senior", memory_level="session")
+    agent_update(agent=agent, seniority="senior")  # no change: no entry
+    [entry] = AuditEntry.objects.filter(action_type="agent.updated")
+    assert entry.risk_level == "medium"
+    assert entry.details == {
+        "changes": {"seniority": ["mid", "senior"], "memory_level": ["persistent", "session"]}
+    }
+    agent.refresh_from_db()
+    assert (agent.seniority, agent.memory_level) == ("senior", "session")
+
+
+def test_stored_configs_with_a_server_secret_are_cleaned_by_the_migration():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("persistence.migrations.0006_company_config_secret_env")
+    company = CompanyFactory()
+    raw = _embedder(api_key_env="DATABASE_URL")
+    Company.objects.filter(pk=company.pk).update(config=raw)
+    migration.drop_disallowed_secret_env(apps, None)
+    company.refresh_from_db()
+    assert company.config["memory"]["embedder"]["api_key_env"] is None
+    assert company.config_revision == 2
+    assert company_config(company).memory.embedder.api_key_env is None
