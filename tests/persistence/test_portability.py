@@ -36,6 +36,11 @@ ERASED = {
     "channel messages": 0,
     "checkpoints": 0,
     "parked contexts": 0,
+    "conversation messages": 0,
+    "extraction runs": 0,
+    "journal entries": 0,
+    "dream diary entries": 0,
+    "conversations": 0,
 }
 
 
