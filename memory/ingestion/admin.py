@@ -17,16 +17,7 @@ from memory.ingestion.models import (
     JournalEntry,
 )
 from memory.ingestion.selectors import render_journal
-from persistence.models import Company, CompanyMembership
-
-
-def _companies(request):
-    if request.user.is_superuser:
-        return Company.objects.all()
-    return Company.objects.filter(
-        memberships__user=request.user,
-        memberships__role__in=list(CompanyMembership.Role.values),
-    )
+from persistence.admin_scoping import CompanyScopedAdmin
 
 
 class _ReadOnly:
@@ -42,9 +33,8 @@ class _ReadOnly:
         return False
 
 
-class _ScopedReadOnlyAdmin(_ReadOnly, admin.ModelAdmin):
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(company__in=_companies(request))
+class _ScopedReadOnlyAdmin(_ReadOnly, CompanyScopedAdmin):
+    pass
 
 
 def _short(text: str, limit: int = 80) -> str:
