@@ -13,10 +13,6 @@ class IngestionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory.ingestion.content_kinds import CONTENT_KINDS
         from memory.ingestion.schedules import register
-        from persistence.content_registry import register_content_kind
 
         register()
-        for kind in CONTENT_KINDS:  # export and erasure cover conversation data
-            register_content_kind(kind)

@@ -52,6 +52,15 @@ def schedule_dream_for_new_company(company) -> None:
         schedule_upsert(spec)
 
 
+def _register_content_kinds() -> None:
+    """Export and erasure (``persistence.content_registry``) cover ingestion's tables."""
+    from memory.ingestion.portability import CONTENT_KINDS
+    from persistence.content_registry import register_content_kind
+
+    for kind in CONTENT_KINDS:
+        register_content_kind(kind)
+
+
 def register() -> None:
     from django_q.models import Schedule
 
@@ -67,6 +76,7 @@ def register() -> None:
     on_project_closed(conversations_purge_project)
     on_session_ended(conversations_purge_session)
     on_company_created(schedule_dream_for_new_company)
+    _register_content_kinds()
     register_schedule(
         ScheduleSpec(
             name="ingestion-extraction-sweep",

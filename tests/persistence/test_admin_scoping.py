@@ -17,6 +17,13 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
+from memory.ingestion.models import (
+    Conversation,
+    ConversationMessage,
+    DreamRun,
+    ExtractionRun,
+    JournalEntry,
+)
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun
 from memory.models import Memory
 from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
@@ -90,6 +97,36 @@ def _staff(company, role="admin"):
     return user, client
 
 
+def _ingestion_rows(company, agent, label, now) -> dict:
+    from memory.ingestion.domain import MessageIn
+    from memory.ingestion.services.messages import conversation_messages_append
+
+    result = conversation_messages_append(
+        agent=agent,
+        conversation_id=f"chat-{label}",
+        messages=[MessageIn(role="user", content=label)],
+    )
+    conversation = Conversation.objects.get(agent=agent, external_id=f"chat-{label}")
+    common = {"company": company, "agent": agent, "created_at": now}
+    return {
+        Conversation: conversation,
+        ConversationMessage: ConversationMessage.objects.get(pk=result.message_ids[0]),
+        ExtractionRun: ExtractionRun.objects.create(
+            **common,
+            conversation=conversation,
+            trigger="manual",
+            first_seq=1,
+            last_seq=1,
+            message_count=1,
+            status="failed",
+        ),
+        JournalEntry: JournalEntry.objects.create(
+            **common, day=now.date(), kind="extraction", markdown=f"journal {label}"
+        ),
+        DreamRun: DreamRun.objects.create(**common, status="nothing_new"),
+    }
+
+
 def _build(label: str) -> World:
     company = CompanyFactory(name=f"Company {label}", slug=f"company-{label}")
     user, client = _staff(company)
@@ -161,6 +198,7 @@ def _build(label: str) -> World:
         Memory: memory,
         ArchivedMemory: archived,
         MaintenanceRun: run,
+        **_ingestion_rows(company, agent, label, now),
     }
     return World(company=company, user=user, client=client, objects=objects)
 
@@ -177,7 +215,8 @@ BUILT = [
     Company, Agent, AgentApiKey, CompanyMembership, AuditEntry, CostRecord, Message, Heartbeat,
     LifecycleEvent, TaskMetric, CollaborationMetric, Task, Project, Artifact, ParkedContext,
     Checkpoint, AgentRuntimeState, Setting, PersonalityPreset, OrgFact, OperationLogEntry,
-    WriteAccessRequest, Memory, ArchivedMemory, MaintenanceRun,
+    WriteAccessRequest, Memory, ArchivedMemory, MaintenanceRun, Conversation,
+    ConversationMessage, ExtractionRun, JournalEntry, DreamRun,
 ]  # fmt: skip
 SCOPED_MODELS = [m for m in BUILT if m in admin.site._registry]
 

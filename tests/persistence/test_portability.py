@@ -38,9 +38,9 @@ ERASED = {
     "parked contexts": 0,
     "conversation messages": 0,
     "extraction runs": 0,
-    "conversations": 0,
     "journal entries": 0,
-    "dream runs": 0,
+    "dream diary entries": 0,
+    "conversations": 0,
 }
 
 
@@ -95,7 +95,6 @@ def _rows(lines):
 def test_registry_lists_memory_kinds_in_order():
     names = [k.name for k in content_kinds()]
     assert names[:3] == ["memory", "shared_knowledge", "archived_memory"]
-    assert {"conversation_message", "journal_entry", "dream_run"} <= set(names)
 
 
 def test_agent_export_holds_only_that_agents_rows(caller, peer, stocked):
@@ -218,7 +217,7 @@ def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller,
     assert entry.details == {
         "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
-        "retained": ["execution reports"],
+        "retained": [],
         "reason": "GDPR request #12",
     }
     # Nothing an agent stored survives in the append-only audit trail.
@@ -247,7 +246,7 @@ def test_erase_endpoint_for_admins_only(company, caller, peer, stocked, outsider
         "agent_id": caller.agent.pk,
         "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
-        "retained": ["execution reports"],
+        "retained": [],
         "is_active": False,
     }
     assert AuditEntry.objects.get(action_type="agent.erased").actor_user_id == (
@@ -328,7 +327,7 @@ def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller
         "checkpoints": 1,
         "parked contexts": 1,
     }
-    assert report.retained == ("execution reports", "ledger probe") and erased == []
+    assert report.retained == ("ledger probe",) and erased == []
     for model, field in (
         (Message, "sender_agent"),
         (Checkpoint, "agent"),
@@ -336,8 +335,7 @@ def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller
     ):
         assert not model.objects.filter(**{field: caller.agent}).exists()
     assert AuditEntry.objects.get(action_type="agent.erased").details["retained"] == [
-        "execution reports",
-        "ledger probe",
+        "ledger probe"
     ]
 
 
@@ -417,51 +415,3 @@ def test_a_row_repeated_in_one_file_is_imported_once(caller, stocked):
     results = content_import(company=target, lines=[header, memory_row, memory_row])
     assert (results["memory"].created, results["memory"].skipped) == (1, 1)
     assert Memory.objects.filter(company=target).count() == 1
-
-
-def test_erasure_and_export_cover_conversation_data(caller, peer):
-    from memory.ingestion.models import Conversation, ConversationMessage, JournalEntry
-
-    now = timezone.now()
-
-    def converse(agent, text):
-        conversation = Conversation.objects.create(
-            company=agent.company,
-            agent=agent,
-            external_id=f"c-{agent.pk}",
-            level="persistent",
-            created_at=now,
-            updated_at=now,
-        )
-        ConversationMessage.objects.create(
-            company=agent.company,
-            agent=agent,
-            conversation=conversation,
-            seq=1,
-            role="user",
-            content=text,
-            created_at=now,
-            received_at=now,
-        )
-        JournalEntry.objects.create(
-            company=agent.company,
-            agent=agent,
-            day=now.date(),
-            kind="extraction",
-            markdown=f"- learned: {text}",
-            created_at=now,
-        )
-
-    converse(caller.agent, SECRET)
-    converse(peer.agent, "peer small talk")
-    _header, rows = _rows(content_export(company=caller.company, agent=caller.agent))
-    exported = {r["type"]: r for r in rows}
-    assert exported["conversation_message"]["content"] == SECRET
-    assert exported["journal_entry"]["markdown"] == f"- learned: {SECRET}"
-    report = agent_erase(agent=caller.agent)
-    assert report.counts["conversation messages"] == 1
-    assert report.counts["conversations"] == 1
-    assert report.counts["journal entries"] == 1
-    assert not ConversationMessage.objects.filter(agent=caller.agent).exists()
-    assert not JournalEntry.objects.filter(agent=caller.agent).exists()
-    assert ConversationMessage.objects.filter(agent=peer.agent).count() == 1

@@ -214,3 +214,17 @@ class DreamRunSerializer(serializers.ModelSerializer):
             "error",
             "created_at",
         ]
+
+
+def cursor_page(serializer_class, name: str):
+    """The documented shape of a keyset page: ``{next, previous, results: [...]}``."""
+    from drf_spectacular.utils import inline_serializer
+
+    return inline_serializer(
+        name=name,
+        fields={
+            "next": serializers.URLField(allow_null=True),
+            "previous": serializers.URLField(allow_null=True),
+            "results": serializer_class(many=True),
+        },
+    )

@@ -82,6 +82,7 @@ class UpdatedPagination(CursorPagination):
 class ConversationListView(AgentView, APIView):
     @extend_schema(
         summary="The caller's conversations",
+        operation_id="conversations_list",
         description=(
             "Most recently active first (keyset-paginated): message count, how far extraction "
             "and the running summary have got, and when the next extraction is due."
@@ -90,7 +91,7 @@ class ConversationListView(AgentView, APIView):
             OpenApiParameter("cursor", str, required=False),
             OpenApiParameter("page_size", int, required=False),
         ],
-        responses={200: s.ConversationSerializer(many=True), 400: PROBLEM},
+        responses={200: s.cursor_page(s.ConversationSerializer, "ConversationPage"), 400: PROBLEM},
     )
     def get(self, request):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
@@ -154,6 +155,7 @@ class ConversationMessagesView(AgentView, APIView):
 
     @extend_schema(
         summary="Page through a conversation's messages",
+        operation_id="conversation_messages_list",
         description=(
             "Oldest first, keyset-paginated (`page_size` ≤ 500, follow `next`). `q` is a "
             "full-text search (websearch syntax, english stemming); `role`, `after_seq`, "
@@ -167,7 +169,11 @@ class ConversationMessagesView(AgentView, APIView):
             OpenApiParameter("cursor", str, required=False),
             OpenApiParameter("page_size", int, required=False),
         ],
-        responses={200: s.ConversationMessageSerializer(many=True), 400: PROBLEM, 404: NOT_FOUND},
+        responses={
+            200: s.cursor_page(s.ConversationMessageSerializer, "ConversationMessagePage"),
+            400: PROBLEM,
+            404: NOT_FOUND,
+        },
     )
     def get(self, request, conversation_id):
         query = s.MessageListQuerySerializer(data=request.query_params.dict())
@@ -188,6 +194,7 @@ class ConversationMessagesView(AgentView, APIView):
 class ExtractionRunListView(AgentView, APIView):
     @extend_schema(
         summary="Extraction runs of a conversation",
+        operation_id="conversation_extractions_list",
         description=(
             "Newest first. Each run covers the message range `first_seq`..`last_seq` and "
             "counts facts `added`, `skipped` (near duplicates), `superseded` (older memories "
@@ -199,7 +206,11 @@ class ExtractionRunListView(AgentView, APIView):
             OpenApiParameter("cursor", str, required=False),
             OpenApiParameter("page_size", int, required=False),
         ],
-        responses={200: s.ExtractionRunSerializer(many=True), 400: PROBLEM, 404: NOT_FOUND},
+        responses={
+            200: s.cursor_page(s.ExtractionRunSerializer, "ExtractionRunPage"),
+            400: PROBLEM,
+            404: NOT_FOUND,
+        },
     )
     def get(self, request, conversation_id):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
@@ -321,6 +332,7 @@ class JournalDayView(AgentView, APIView):
 class DreamRunListView(AgentView, APIView):
     @extend_schema(
         summary="The caller's dream diary",
+        operation_id="dreams_list",
         description=(
             "Deep-dream runs, newest first: status, the content hash of their inputs, the "
             "journal range read, the core summary memory written and what changed and why."
@@ -329,7 +341,7 @@ class DreamRunListView(AgentView, APIView):
             OpenApiParameter("cursor", str, required=False),
             OpenApiParameter("page_size", int, required=False),
         ],
-        responses={200: s.DreamRunSerializer(many=True), 400: PROBLEM},
+        responses={200: s.cursor_page(s.DreamRunSerializer, "DreamRunPage"), 400: PROBLEM},
     )
     def get(self, request):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
