@@ -217,7 +217,7 @@ def test_erasure_removes_all_content_revokes_keys_and_audits_counts_only(caller,
     assert entry.details == {
         "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
-        "retained": [],
+        "retained": ["execution reports"],
         "reason": "GDPR request #12",
     }
     # Nothing an agent stored survives in the append-only audit trail.
@@ -246,7 +246,7 @@ def test_erase_endpoint_for_admins_only(company, caller, peer, stocked, outsider
         "agent_id": caller.agent.pk,
         "counts": {**ERASED, "memories": 2, "shared knowledge": 1, "archived memories": 1},
         "keys_revoked": 1,
-        "retained": [],
+        "retained": ["execution reports"],
         "is_active": False,
     }
     assert AuditEntry.objects.get(action_type="agent.erased").actor_user_id == (
@@ -327,7 +327,7 @@ def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller
         "checkpoints": 1,
         "parked contexts": 1,
     }
-    assert report.retained == ("ledger probe",) and erased == []
+    assert report.retained == ("execution reports", "ledger probe") and erased == []
     for model, field in (
         (Message, "sender_agent"),
         (Checkpoint, "agent"),
@@ -335,7 +335,8 @@ def test_erasure_covers_operational_content_and_retains_append_only_kinds(caller
     ):
         assert not model.objects.filter(**{field: caller.agent}).exists()
     assert AuditEntry.objects.get(action_type="agent.erased").details["retained"] == [
-        "ledger probe"
+        "execution reports",
+        "ledger probe",
     ]
 
 
