@@ -80,11 +80,13 @@ def dense(agent, embedder, depth):
 
 
 def exact_top(agent, vector, k):
+    # Ordered by the similarity expression, which the HNSW index cannot serve: a true exact
+    # scan whatever plan the table's statistics (left by earlier tests) would favour.
     literal = "[" + ",".join(map(repr, vector.astype(float).tolist())) + "]"
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id FROM memory_memory WHERE agent_id = %s "
-            "ORDER BY embedding <=> %s::vector, id LIMIT %s",
+            "ORDER BY 1 - (embedding <=> %s::vector) DESC, id LIMIT %s",
             [agent.pk, literal, k],
         )
         return [row[0] for row in cursor.fetchall()]
