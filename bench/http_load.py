@@ -126,7 +126,7 @@ def seed(agents: int, per_agent: int) -> list[str]:
     company = Company.objects.create(name="HTTP load", slug="http-load")
     keys = []
     for index in range(agents):
-        agent = agent_create(company=company, name=f"agent-{index}")
+        agent = agent_create(company=company, name=f"agent-{index}", memory_level="persistent")
         key = api_key_issue(agent=agent).raw_key
         agent_for_api_key(key)  # stamps last use now, not during the measurement
         keys.append(key)

@@ -71,7 +71,10 @@ def run(memories: int, agents: int, queries: int) -> dict:
         config={"memory": {"retrieval": {"fusion_strategy": "rrf", "min_relevance": 0.0}}},
     )
     per_agent = memories // agents
-    team = [agent_create(company=company, name=f"it-{i}") for i in range(agents)]
+    team = [
+        agent_create(company=company, name=f"it-{i}", memory_level="persistent")
+        for i in range(agents)
+    ]
     log(f"loading {agents} agents × {per_agent}")
     started = time.perf_counter()
     build_s = _load(company, team, per_agent, centres, vocab, rng)
