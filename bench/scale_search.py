@@ -97,7 +97,7 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
     columns = (
         "id, company_id, agent_id, namespace, category, content, context, source, confidence, "
         "tags, is_shared, level, session_id, created_at, updated_at, embedding, embedder_id, "
-        "embedding_status"
+        "embedding_status, scope, application_count"
     )
     chunk = 20_000
     with raw.cursor() as cursor:
@@ -130,6 +130,8 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
                                 vectors[i],
                                 BENCH_EMBEDDER_ID,
                                 "ready",
+                                "",
+                                0,
                             )
                         )
                 loaded += n
@@ -168,7 +170,6 @@ def run_scale(
     from memory.selectors.search import dense as dense_module
     from memory.selectors.search import memory_search
     from memory.selectors.search import sparse as sparse_module
-    from persistence.models import Company
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import default_embedder, query_embedding_cache
@@ -282,8 +283,8 @@ def run_scale(
             from django.db import connection
 
             with connection.cursor() as cursor:
+                # the company and its agents stay: their audit entries are append-only
                 cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
-            Company.objects.filter(pk=company.pk).delete()
     return {
         "runs": runs,
         "exact_scan_max_rows": dense_module.EXACT_SCAN_MAX_ROWS,
@@ -315,7 +316,7 @@ def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
                 include_shared=False,
             )
             total.append((time.perf_counter() - t0) * 1000)
-            sparse.append(result.timings["sparse_ms"])
+            sparse.append(result.timings["legs_ms"])
         return total, sparse
 
     def summary(values: list[float]) -> dict[str, float]:
@@ -338,8 +339,8 @@ def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
     warm, _ = run(_Fixed, cold=False)
     query_embedding_cache.clear()
     return {
-        "sparse_ms_common_lexeme_pruning": summary(pruned),
-        "sparse_ms_without_pruning": summary(unpruned),
+        "legs_ms_common_lexeme_pruning": summary(pruned),
+        "legs_ms_without_pruning": summary(unpruned),
         "search_ms_query_embedding_cached": summary(warm),
     }
 

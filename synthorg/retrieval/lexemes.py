@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 #: The distinct lexemes of the query text (sorted, as ``tsvector_to_array`` returns them).
-QUERY_LEXEMES_SQL = "SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))"
+QUERY_LEXEMES_EXPR = "tsvector_to_array(to_tsvector('english'::regconfig, %s))"
+QUERY_LEXEMES_SQL = f"SELECT {QUERY_LEXEMES_EXPR}"
 
 
 def query_lexemes(cursor, text: str) -> list[str]:

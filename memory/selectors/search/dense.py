@@ -2,23 +2,28 @@
 
 Only vectors *of the same embedder_id* are compared (vectors of another model never are).
 pgvector filters HNSW results after the graph walk, so a filter that keeps few rows starves
-the index. While the whole table holds up to ``EXACT_SCAN_MAX_ROWS`` rows (planner estimate,
-checked with a bounded count when small), each part of the scope (private rows of one agent;
+the index. While the whole table holds up to ``EXACT_SCAN_MAX_ROWS`` live rows (the
+trigger-maintained totals of ``memory_bm25_scope_stats``, read with the query's lexemes in
+one planning round trip), each part of the scope (private rows of one agent;
 shared rows of one company) is scanned exactly (ordered by similarity, an expression HNSW
-cannot serve). Above it, a part the planner estimates at ``HNSW_MIN_SHARE`` of the table or
-more (or above ``PART_EXACT_MAX_ROWS``) is walked with HNSW first (``hnsw.ef_search`` 200,
-then 1000) with the part's filters, and a smaller part is scanned exactly. A walk that
-returns ``depth`` filtered rows found the part's true nearest among its candidates, so it is
-kept; one that returns fewer falls back to the exact scan. ``bench/scale_search.py``
-measures both paths and the recall against an exact scan.
+cannot serve). Above it, a part holding ``HNSW_MIN_SHARE`` of the table's rows or more (or
+more than ``PART_EXACT_MAX_ROWS``) is walked with HNSW first (``hnsw.ef_search`` 200,
+with pgvector ≥ 0.8's iterative scan, 1000 without) with the part's filters, and a smaller
+part is scanned exactly. A walk that returns ``depth`` filtered rows found the part's true
+nearest among its candidates, so it is kept; one that returns fewer is replaced by the
+exact scan of the part, in the same statement (the exact CTE is gated by the walk's row
+count, so it only runs when the walk came back short). ``bench/scale_search.py`` measures
+both paths and the recall against an exact scan.
+
+The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
+sends (:mod:`memory.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
+iterative scan, ``enable_sort = off`` so the planner takes the index-ordered scan) are
+transaction-local settings sent in the same query string (:func:`hnsw_settings`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-
-from django.db import connection, transaction
 
 from memory.selectors.search.scope import Part
 
@@ -44,141 +49,100 @@ HNSW_EF_SEARCH = 1000
 HNSW_ITERATIVE_SCAN = "strict_order"
 HNSW_MAX_SCAN_TUPLES = 20_000
 
+EXACT, HNSW, HNSW_EXACT = "exact", "hnsw", "hnsw+exact"
 
-def dense_leg(
-    parts: Sequence[Part], filters: Part, literal: str, embedder_id: str, depth: int
-) -> tuple[list[tuple], list[str]]:
-    """``(id, similarity)`` best first over all parts (at most ``depth``), and the path each
-    part took."""
-    dense: list[tuple] = []
-    paths: list[str] = []
+#: The query vector, bound once; every use reads it from the ``q`` CTE.
+QUERY_VECTOR = "(SELECT v FROM q)"
+
+
+def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
+    """SQL expressions for the table's live rows and each part's, from the trigger-maintained
+    totals (exact counts of non-superseded rows, read without touching the table)."""
+    exprs = ["(SELECT coalesce(sum(s.n), 0) FROM memory_bm25_scope_stats s)::bigint"]
+    params: list = []
     for part in parts:
-        rows, path = _dense_part(part, filters, literal, embedder_id, depth)
-        dense.extend(rows)
-        paths.append(path)
-    dense.sort(key=lambda row: (-row[1], str(row[0])))
-    return dense[:depth], paths
+        exprs.append(
+            "(SELECT coalesce(sum(m.n), 0) "
+            f"FROM memory_bm25_scope_stats m WHERE {part.sql})::bigint"
+        )
+        params += part.params
+    return exprs, params
 
 
-def _dense_part(
-    part: Part, filters: Part, literal: str, embedder_id: str, depth: int
-) -> tuple[list[tuple], str]:
-    where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
-    params = [*part.params, *filters.params, embedder_id]
-    with connection.cursor() as cursor:
-        table_rows = _table_rows(cursor)
-        if table_rows <= EXACT_SCAN_MAX_ROWS:
-            return _dense_exact(cursor, where, params, literal, depth), "exact"
-        part_rows = _part_rows_estimate(cursor, part)
-        if part_rows < HNSW_MIN_SHARE * table_rows and part_rows <= PART_EXACT_MAX_ROWS:
-            # A small share of the index (e.g. one of many agents): the walk would come back
-            # short, and the part's own rows are cheap to scan exactly through its b-tree.
-            return _dense_exact(cursor, where, params, literal, depth), "exact"
-        # A filtered walk that returns ``depth`` rows found them among the walk's nearest
-        # candidates, so the part's true top-k lie there too (recall = the walk's recall).
-        # A part that is a small share of the index starves the walk: widen it once, then
-        # scan the part exactly.
-        for ef_search in _ef_steps(depth):
-            rows = _dense_hnsw(cursor, where, params, literal, depth, ef_search)
-            if len(rows) >= depth:
-                return rows, "hnsw"
-        return _dense_exact(cursor, where, params, literal, depth), "hnsw+exact"
+def choose_paths(table_rows: int, part_rows: Sequence[int]) -> list[str]:
+    """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short)."""
+    if table_rows <= EXACT_SCAN_MAX_ROWS:
+        return [EXACT] * len(part_rows)
+    # A small share of the index (e.g. one of many agents): the walk would come back short,
+    # and the part's own rows are cheap to scan exactly through its b-tree.
+    return [
+        EXACT if rows < HNSW_MIN_SHARE * table_rows and rows <= PART_EXACT_MAX_ROWS else HNSW
+        for rows in part_rows
+    ]
 
 
-def _ef_steps(depth: int) -> list[int]:
-    first = min(HNSW_EF_SEARCH, max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth))
-    return [first] if first >= HNSW_EF_SEARCH else [first, HNSW_EF_SEARCH]
+def ef_search(depth: int, iterative: bool) -> int:
+    """The walk's width: at least ``HNSW_EF_DEPTH_FACTOR`` × depth; the widest walk when no
+    iterative scan can resume a short one."""
+    if not iterative:
+        return HNSW_EF_SEARCH
+    return min(HNSW_EF_SEARCH, max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth))
 
 
-def _part_rows_estimate(cursor, part: Part) -> float:
-    """The planner's row estimate for the part (a planning round trip, no scan)."""
-    cursor.execute(
-        f"EXPLAIN (FORMAT JSON) SELECT 1 FROM memory_memory m WHERE {part.sql}", part.params
+def hnsw_settings(depth: int, iterative: bool) -> dict[str, str]:
+    """Transaction-local settings for a statement that walks the HNSW index."""
+    settings = {"hnsw.ef_search": str(ef_search(depth, iterative)), "enable_sort": "off"}
+    if iterative:
+        settings["hnsw.iterative_scan"] = HNSW_ITERATIVE_SCAN
+        settings["hnsw.max_scan_tuples"] = str(HNSW_MAX_SCAN_TUPLES)
+    return settings
+
+
+def dense_ctes(
+    parts: Sequence[Part], paths: Sequence[str], filters: Part, embedder_id: str, depth: int
+) -> tuple[list[str], list, str]:
+    """CTEs (and their parameters, in order) ending in ``dense(id, sim)``, best first, at
+    most ``depth``; and the SQL of one row per part telling whether its walk filled the page.
+    Reads the query vector from the ``q`` CTE."""
+    ctes: list[str] = []
+    params: list = []
+    branches: list[str] = []
+    branch_params: list = []
+    walks: list[str] = []
+    for index, (part, path) in enumerate(zip(parts, paths, strict=True)):
+        where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
+        where_params = [*part.params, *filters.params, embedder_id]
+        exact = (
+            f"SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim FROM memory_memory m "
+            f"WHERE {where} {{gate}}ORDER BY sim DESC, m.id LIMIT %s"
+        )
+        if path == EXACT:
+            # Ordering by the similarity (not by the raw distance operator) is something the
+            # HNSW index cannot serve, so the planner reads the part's rows through its
+            # b-tree and sorts: an exact top-k over exactly the rows the filters keep.
+            ctes.append(f"dense_{index} AS ({exact.format(gate='')})")
+            params += [*where_params, depth]
+            branches.append(f"SELECT id, sim FROM dense_{index}")
+            continue
+        walk = f"walk_{index}"
+        ctes.append(
+            f"{walk} AS MATERIALIZED (SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim "
+            f"FROM memory_memory m WHERE {where} "
+            f"ORDER BY m.embedding <=> {QUERY_VECTOR} LIMIT %s)"
+        )
+        params += [*where_params, depth]
+        # An uncorrelated condition: a one-time filter, so the exact scan only runs when the
+        # walk came back short.
+        short = f"(SELECT count(*) FROM {walk}) < %s"
+        ctes.append(f"dense_{index} AS ({exact.format(gate=f'AND {short} ')})")
+        params += [*where_params, depth, depth]
+        branches.append(f"SELECT id, sim FROM {walk} WHERE NOT {short}")
+        branch_params.append(depth)
+        branches.append(f"SELECT id, sim FROM dense_{index}")
+        walks.append(f"SELECT {index} AS part, (SELECT count(*) FROM {walk}) AS walked")
+    ctes.append(
+        f"dense AS (SELECT id, sim FROM ({' UNION ALL '.join(branches)}) AS parts "
+        "ORDER BY sim DESC, id LIMIT %s)"
     )
-    plan = cursor.fetchone()[0]
-    if isinstance(plan, str):
-        plan = json.loads(plan)
-    return float(plan[0]["Plan"]["Plan Rows"])
-
-
-def _table_rows(cursor) -> int:
-    """The planner's row estimate for the table, or (when it is small or unknown) an exact
-    count bounded by ``EXACT_SCAN_MAX_ROWS`` (cheap: it reads at most that many rows)."""
-    # One round trip: the bounded count only runs when the estimate is small or unknown.
-    cursor.execute(
-        "SELECT CASE WHEN c.reltuples > %s THEN c.reltuples::bigint "
-        "ELSE (SELECT count(*) FROM (SELECT 1 FROM memory_memory LIMIT %s) AS bounded) END "
-        "FROM pg_class c WHERE c.oid = 'memory_memory'::regclass",
-        [EXACT_SCAN_MAX_ROWS, EXACT_SCAN_MAX_ROWS + 1],
-    )
-    return int(cursor.fetchone()[0])
-
-
-def _dense_exact(cursor, where: str, params: list, literal: str, depth: int) -> list[tuple]:
-    # Ordering by the similarity (not by the raw distance operator) is something the HNSW
-    # index cannot serve, so the planner reads the part's rows through its b-tree and sorts:
-    # an exact top-k over exactly the rows the filters keep.
-    cursor.execute(
-        f"SELECT m.id, 1 - (m.embedding <=> %s::vector) AS similarity FROM memory_memory m "
-        f"WHERE {where} ORDER BY similarity DESC, m.id LIMIT %s",
-        [literal, *params, depth],
-    )
-    return cursor.fetchall()
-
-
-_iterative_scan_supported: bool | None = None
-
-
-def _supports_iterative_scan(cursor) -> bool:
-    """pgvector ≥ 0.8 (the production requirement; older servers are flagged by /healthz)."""
-    global _iterative_scan_supported
-    if _iterative_scan_supported is None:
-        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        row = cursor.fetchone()
-        version = tuple(int(p) for p in row[0].split(".")[:2]) if row else (0, 0)
-        _iterative_scan_supported = version >= (0, 8)
-    return _iterative_scan_supported
-
-
-def _dense_hnsw(
-    cursor, where: str, params: list, literal: str, depth: int, ef_search: int
-) -> list[tuple]:
-    iterative = HNSW_ITERATIVE_SCAN != "off" and _supports_iterative_scan(cursor)
-    with transaction.atomic():
-        # Transaction-local settings: a wide graph walk, and no explicit sort so the planner
-        # takes the index-ordered HNSW scan rather than sorting the whole part.
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-            [str(ef_search)],
-        )
-        if iterative:
-            cursor.execute(
-                "SELECT set_config('hnsw.iterative_scan', %s, true), "
-                "set_config('hnsw.max_scan_tuples', %s, true)",
-                [HNSW_ITERATIVE_SCAN, str(HNSW_MAX_SCAN_TUPLES)],
-            )
-        cursor.execute(
-            f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
-            [literal, *params, literal, depth],
-        )
-        rows = cursor.fetchall()
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', '40', true), set_config('enable_sort', 'on', true)"
-        )
-        if iterative:
-            cursor.execute("SELECT set_config('hnsw.iterative_scan', 'off', true)")
-    return rows
-
-
-def similarities(literal: str | None, embedder_id: str, ids: list) -> dict:
-    """Cosine similarity of the given rows to the query (rows of the query's embedder only)."""
-    if not ids or literal is None:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            "WHERE m.id = ANY(%s) AND m.embedder_id = %s AND m.embedding IS NOT NULL",
-            [literal, list(ids), embedder_id],
-        )
-        return dict(cursor.fetchall())
+    params += [*branch_params, depth]
+    return ctes, params, " UNION ALL ".join(walks)

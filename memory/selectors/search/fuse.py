@@ -13,8 +13,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.retrieval.ranking import Candidate, rank_linear
-from memory.selectors.search.dense import similarities
-from memory.selectors.search.hydrate import row_meta
 from memory.selectors.search.legs import DEGRADED_DENSE, Legs
 from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
 from synthorg.retrieval.fusion import rrf_fuse
@@ -29,25 +27,21 @@ def fuse(
     now: datetime,
 ) -> list[tuple]:
     """``(id, relevance, recency, combined)`` best first, at most ``limit``."""
-    similarity = dict(ran.dense)
+    similarity = ran.similarity
     if config.fusion_strategy is FusionStrategy.RRF:
         fused = rrf_fuse(
             [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
         )
         top = [(mid, score) for mid, score in fused if score >= min_relevance][:limit]
-        missing = [mid for mid, _ in top if mid not in similarity]
-        similarity.update(similarities(ran.vector, ran.embedder_id, missing))
         return [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
 
     candidate_ids = list(dict.fromkeys([mid for mid, _ in ran.dense + ran.sparse]))
-    missing = [mid for mid in candidate_ids if mid not in similarity]
-    similarity.update(similarities(ran.vector, ran.embedder_id, missing))
     if DEGRADED_DENSE in ran.degraded and ran.sparse:
         best = ran.sparse[0][1] or 1.0
         relevance = {mid: score / best for mid, score in ran.sparse}
     else:
         relevance = {mid: _clamp(sim) for mid, sim in similarity.items()}
-    meta = row_meta(candidate_ids)
+    meta = ran.meta
     ranked = rank_linear(
         [
             Candidate(

@@ -40,15 +40,3 @@ def hydrate(ids: Sequence) -> dict:
         memory = Memory.from_db(connection.alias, names, values)
         memories[memory.pk] = memory
     return memories
-
-
-def row_meta(ids: Sequence) -> dict:
-    """``id → (created_at, is_shared)`` for the linear ranking."""
-    if not ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT m.id, m.created_at, m.is_shared FROM memory_memory m WHERE m.id = ANY(%s)",
-            [list(ids)],
-        )
-        return {mid: (created, shared) for mid, created, shared in cursor.fetchall()}

@@ -1,4 +1,13 @@
-"""Running the legs: embed the query once, then the dense and the sparse leg, timed."""
+"""Running the legs: embed the query once, then both legs in one SQL statement.
+
+Two round trips: a planning one (the query's lexemes, and the row counts that choose each
+scope part's dense path) and the search statement itself, which holds the dense CTEs
+(:mod:`.dense`), the sparse CTEs (:mod:`.sparse`) and, for every candidate either leg
+found, its cosine similarity to the query (for rows of the query's embedder), its
+``created_at`` and ``is_shared`` (what the linear ranking needs). Settings an HNSW walk
+needs go in the same query string as transaction-local settings, so they cost no round trip
+and end with the statement's implicit transaction.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +17,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.db import connection
 
 from memory.embedding import embedder_for
-from memory.selectors.search.dense import dense_leg
+from memory.selectors.search import dense as dense_leg
+from memory.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
 from memory.selectors.search.scope import Part
-from memory.selectors.search.sparse import sparse_leg
+from memory.selectors.search.sparse import sparse_ctes
 from persistence.models import Company
 from synthorg.embedding import Embedder, EmbeddingError, embed_query
 from synthorg.errors import DomainError
+from synthorg.retrieval.lexemes import QUERY_LEXEMES_EXPR
 from synthorg.retrieval.vectors import vector_literal
 
 logger = logging.getLogger(__name__)
@@ -33,8 +45,10 @@ class Legs:
     sparse: list[tuple]  # (id, bm25) best first
     degraded: list[str]
     dense_paths: list[str]
-    vector: str | None = None  # the query embedding as a pgvector literal
-    embedder_id: str = ""
+    #: id → cosine similarity to the query, for every candidate with a comparable vector
+    similarity: dict = field(default_factory=dict)
+    #: id → (created_at, is_shared), for every candidate
+    meta: dict = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -65,25 +79,143 @@ def run_legs(
         degraded.append(DEGRADED_DENSE)
     except _Skipped:
         pass
-
     timings["embed_ms"] = (time.perf_counter() - clock) * 1000
+
     clock = time.perf_counter()
-    query_literal: str | None = None
-    dense: list[tuple] = []
-    paths: list[str] = []
+    lexemes, paths = _plan(text, parts, sparse=use_sparse, dense=vector is not None)
+    timings["plan_ms"] = (time.perf_counter() - clock) * 1000
+
+    clock = time.perf_counter()
+    legs = Legs(dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings)
+    if vector is not None or lexemes:
+        _run_statement(
+            legs, parts=parts, filters=filters, vector=vector, embedder_id=embedder_id,
+            paths=paths, lexemes=lexemes, depth=depth,
+        )  # fmt: skip
+    timings["legs_ms"] = (time.perf_counter() - clock) * 1000
+    return legs
+
+
+def _plan(
+    text: str, parts: Sequence[Part], *, sparse: bool, dense: bool
+) -> tuple[list[str], list[str]]:
+    """The query's lexemes (when the sparse leg runs) and each part's dense path (when the
+    dense leg runs), in one round trip."""
+    exprs: list[str] = []
+    params: list = []
+    if sparse:
+        exprs.append(QUERY_LEXEMES_EXPR)
+        params.append(text)
+    if dense:
+        count_exprs, count_params = dense_leg.scope_rows_sql(parts)
+        exprs += count_exprs
+        params += count_params
+    if not exprs:
+        return [], []
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(exprs)}", params)
+        row = list(cursor.fetchone())
+    lexemes = list(row.pop(0) or []) if sparse else []
+    paths = dense_leg.choose_paths(int(row[0]), [int(n) for n in row[1:]]) if dense else []
+    return lexemes, paths
+
+
+def _run_statement(
+    legs: Legs,
+    *,
+    parts: Sequence[Part],
+    filters: Part,
+    vector: np.ndarray | None,
+    embedder_id: str,
+    paths: list[str],
+    lexemes: list[str],
+    depth: int,
+) -> None:
+    ctes: list[str] = []
+    params: list = []
+    kinds: list[str] = []
+    walks = ""
     if vector is not None:
-        query_literal = vector_literal(vector)
-        dense, paths = dense_leg(parts, filters, query_literal, embedder_id, depth)
-    timings["dense_ms"] = (time.perf_counter() - clock) * 1000
-    clock = time.perf_counter()
-    sparse = sparse_leg(parts, filters, text, depth) if use_sparse else []
-    timings["sparse_ms"] = (time.perf_counter() - clock) * 1000
-    return Legs(
-        timings=timings,
-        dense=dense,
-        sparse=sparse,
-        degraded=degraded,
-        dense_paths=paths,
-        vector=query_literal,
-        embedder_id=embedder_id,
+        ctes.append("q AS (SELECT %s::vector AS v)")
+        params.append(vector_literal(vector))
+        dense_sql, dense_params, walks = dense_leg.dense_ctes(
+            parts, paths, filters, embedder_id, depth
+        )
+        ctes += dense_sql
+        params += dense_params
+        kinds.append("SELECT 'd' AS kind, id, sim AS score FROM dense")
+    if lexemes:
+        sparse_sql, sparse_params = sparse_ctes(parts, filters, lexemes, depth)
+        ctes.append(sparse_sql)
+        params += sparse_params
+        kinds.append("SELECT 's' AS kind, id, score FROM sparse")
+    if vector is not None:
+        similarity = (
+            "CASE WHEN m.embedder_id = %s AND m.embedding IS NOT NULL "
+            f"THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
+        )
+        params.append(embedder_id)
+    else:
+        similarity = "NULL::float8"
+    sql = (
+        f"WITH {', '.join(ctes)} "
+        f"SELECT c.kind, c.id, c.score, {similarity}, m.created_at, m.is_shared "
+        f"FROM ({' UNION ALL '.join(kinds)}) AS c JOIN memory_memory m ON m.id = c.id"
     )
+    if walks:
+        sql += (
+            " UNION ALL SELECT 'w' || w.part, NULL::uuid, w.walked::float8, NULL::float8, "
+            f"NULL::timestamptz, NULL::boolean FROM ({walks}) AS w"
+        )
+    sql += " ORDER BY 1, 3 DESC, 2"
+
+    walking = HNSW in paths
+    settings = dense_leg.hnsw_settings(depth, _supports_iterative_scan()) if walking else {}
+    script: list[str] = []
+    script_params: list = []
+    if settings:
+        script.append("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings))
+        script_params += [value for item in settings.items() for value in item]
+    script.append(sql)
+    script_params += params
+    if settings and connection.in_atomic_block:
+        # Inside an outer transaction the settings would outlive the statement: restore them.
+        script.append(
+            "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
+        )
+        script_params.append(list(settings))
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(script), script_params)
+        if settings:
+            cursor.nextset()
+        rows = cursor.fetchall()
+    walked: dict[int, float] = {}
+    for kind, mid, score, sim, created_at, is_shared in rows:
+        if kind.startswith("w"):
+            walked[int(kind[1:])] = score
+            continue
+        (legs.dense if kind == "d" else legs.sparse).append((mid, score))
+        if sim is not None:
+            legs.similarity[mid] = sim
+        legs.meta[mid] = (created_at, is_shared)
+    legs.dense_paths = [
+        (HNSW if walked[index] >= depth else HNSW_EXACT) if path == HNSW else path
+        for index, path in enumerate(paths)
+    ]
+
+
+_iterative_scan_supported: bool | None = None
+
+
+def _supports_iterative_scan() -> bool:
+    """pgvector ≥ 0.8 (the production requirement; older servers are flagged by /healthz)."""
+    global _iterative_scan_supported
+    if dense_leg.HNSW_ITERATIVE_SCAN == "off":
+        return False
+    if _iterative_scan_supported is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        version = tuple(int(p) for p in row[0].split(".")[:2]) if row else (0, 0)
+        _iterative_scan_supported = version >= (0, 8)
+    return _iterative_scan_supported

@@ -7,6 +7,7 @@ A query without text lists memories newest first (metadata filters only).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -128,12 +129,16 @@ def _search(
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
+    clock = time.perf_counter()
     scored = fuse(ran, config=config, min_relevance=min_relevance, limit=query.limit, now=now)
+    ran.timings["fuse_ms"] = (time.perf_counter() - clock) * 1000
 
     dense_score, sparse_score = dict(ran.dense), dict(ran.sparse)
     dense_rank = {mid: rank for rank, (mid, _) in enumerate(ran.dense, start=1)}
     sparse_rank = {mid: rank for rank, (mid, _) in enumerate(ran.sparse, start=1)}
+    clock = time.perf_counter()
     memories = hydrate([row[0] for row in scored])
+    ran.timings["hydrate_ms"] = (time.perf_counter() - clock) * 1000
     hits = [
         SearchHit(
             memory=memories[mid],

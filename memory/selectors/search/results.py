@@ -26,5 +26,7 @@ class SearchResult:
     degraded: list[str] = field(default_factory=list)
     #: how the dense leg searched each scope part ("exact" / "hnsw" / "hnsw+exact")
     dense_paths: list[str] = field(default_factory=list)
-    #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
+    #: wall-clock of the stages in ms, for diagnostics and benches: embed_ms (query
+    #: embedding), plan_ms (lexemes and path choice), legs_ms (the one statement running both
+    #: legs), fuse_ms, hydrate_ms
     timings: dict[str, float] = field(default_factory=dict)

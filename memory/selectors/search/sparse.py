@@ -8,6 +8,9 @@ trigger-maintained per-(company, agent, is_shared) totals in ``memory_bm25_scope
 minus the scope's expired rows (migration 0006) instead of a scan of the scope; with filters
 the scope is scanned. Query lexemes that ANALYZE found in ≥ ``COMMON_LEXEME_SHARE`` of the
 table's rows only score candidates, they do not find them (see :func:`common_lexemes`).
+
+The leg is a set of CTEs (:func:`sparse_ctes`) in the one search statement the pipeline sends
+(:mod:`memory.selectors.search.legs`).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ from memory.selectors.search.scope import Part, union_sql
 from synthorg.retrieval import bm25
 from synthorg.retrieval import lexemes as lexeme_sql
 
-_BM25_SQL = """
-WITH stats AS ({stats}),
+_BM25_CTES = """
+stats AS ({stats}),
 matched AS (
     SELECT m.id, m.doc_length, t.lexeme,
            coalesce(array_length(t.positions, 1), 1)::float8 AS tf
@@ -40,13 +43,14 @@ df AS (
     UNION ALL
     SELECT c.lexeme, greatest(1.0, c.share * stats.n)
       FROM unnest(%s::text[], %s::float8[]) AS c(lexeme, share) CROSS JOIN stats
-)
-SELECT matched.id, sum({score}) AS score
-  FROM matched JOIN df USING (lexeme) CROSS JOIN stats
- GROUP BY matched.id
- ORDER BY score DESC, matched.id
- LIMIT %s
-"""
+),
+sparse AS (
+    SELECT matched.id, sum({score}) AS score
+      FROM matched JOIN df USING (lexeme) CROSS JOIN stats
+     GROUP BY matched.id
+     ORDER BY score DESC, matched.id
+     LIMIT %s
+)"""
 
 _SCORE = bm25.sql_score(
     tf="matched.tf", df="df.df", n="stats.n", dl="matched.doc_length", avgdl="stats.avgdl"
@@ -113,11 +117,11 @@ def common_lexemes(lexemes: Sequence[str]) -> dict[str, float]:
     return {lexeme: shares[lexeme] for lexeme in lexemes if lexeme in shares}
 
 
-def sparse_leg(parts: Sequence[Part], filters: Part, text: str, depth: int) -> list[tuple]:
-    """``(id, bm25)`` best first, at most ``depth``."""
-    lexemes = query_lexemes(text)
-    if not lexemes:
-        return []
+def sparse_ctes(
+    parts: Sequence[Part], filters: Part, lexemes: Sequence[str], depth: int
+) -> tuple[str, list]:
+    """CTEs (and their parameters, in order) ending in ``sparse(id, score)``: the BM25 of
+    the scope's rows holding the query's ``lexemes``, best first, at most ``depth``."""
     scope, scope_params = union_sql(parts)
     common = common_lexemes(lexemes)
     if len(common) == len(lexemes):
@@ -129,10 +133,10 @@ def sparse_leg(parts: Sequence[Part], filters: Part, text: str, depth: int) -> l
     else:
         stats = _STATS_SCAN_SQL.format(scope=scope, filters=filters.sql)
         stats_params = [*scope_params, *filters.params]
-    sql = _BM25_SQL.format(stats=stats, scope=scope, filters=filters.sql, score=_SCORE)
+    sql = _BM25_CTES.format(stats=stats, scope=scope, filters=filters.sql, score=_SCORE)
     params = [
         *stats_params,
-        lexemes,
+        list(lexemes),
         *scope_params,
         *filters.params,
         lexeme_sql.or_tsquery(finders),
@@ -141,6 +145,4 @@ def sparse_leg(parts: Sequence[Part], filters: Part, text: str, depth: int) -> l
         list(common.values()),
         depth,
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
+    return sql, params
