@@ -155,6 +155,10 @@ class OrgFact(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     retracted_at = models.DateTimeField(null=True, blank=True)
+    # Derived by the database from ``content`` (migration 0005), like the log's own: what
+    # relevance ranking of the current facts reads, through a GIN index of the live ones.
+    search_vector = SearchVectorField(null=True, editable=False)
+    doc_length = models.PositiveIntegerField(default=0, editable=False)
 
     class Meta:
         ordering = ("created_at", "fact_id")
@@ -178,6 +182,11 @@ class OrgFact(models.Model):
                 fields=["company", "category", "created_at"],
                 condition=models.Q(retracted_at__isnull=True),
                 name="orgfact_live",
+            ),
+            GinIndex(
+                fields=["search_vector"],
+                condition=models.Q(retracted_at__isnull=True),
+                name="orgfact_live_search",
             ),
         ]
 

@@ -1,13 +1,19 @@
 """Org facts ranked by relevance to a context, and the org part of an agent's prompt.
 
-Ranking runs over the PUBLISH log rows live at the asked time
-(:func:`orgmemory.selectors.facts.live_operations`):
+Ranking runs over the facts live at the asked time, each represented by its current
+PUBLISH log row (the one whose ``operation_id`` a result carries):
 
-* sparse leg: BM25 (k1 1.2, b 0.75, :mod:`synthorg.retrieval.bm25`) in Postgres over each
-  row's english ``tsvector``, with document frequencies and average length taken from the
-  same set (so a past state is ranked as it would have been then);
-* dense leg (when an embedder is available): cosine similarity of stored row vectors,
-  exact (org memory is small; no HNSW needed), kept above a cosine floor: the company's
+* sparse leg: BM25 (k1 1.2, b 0.75, :mod:`synthorg.retrieval.bm25`) in Postgres over the
+  english ``tsvector`` of each fact's content, with document frequencies and average length
+  taken from the live set. Now (no ``as_of``): over the :class:`~orgmemory.models.OrgFact`
+  snapshot rows, found through the GIN index of the live ones, with N and the length sum
+  read from the trigger-maintained ``orgmemory_fact_bm25_stats`` (migration 0005) — no
+  query reads every live fact. As of a past time: over the PUBLISH rows live then
+  (:func:`orgmemory.selectors.facts.live_operations`), so a past state is ranked as it
+  would have been then;
+* dense leg (when an embedder is available): cosine similarity of stored row vectors, an
+  exact scan in SQL of the live facts' vectors (org memory is small; no HNSW needed),
+  kept above a cosine floor: the company's
   ``memory.retrieval.min_relevance`` under ``linear`` fusion (where it is a cosine
   threshold), the linear default 0.3 under ``rrf`` (where min_relevance thresholds the
   fused score instead);
@@ -103,27 +109,32 @@ def _bm25(live: list[tuple], context: str, pool: int) -> list[tuple]:
 
 
 def _dense(live: list[tuple], embedded, pool: int, min_similarity: float) -> list[tuple]:
-    """``(operation_id, cosine similarity)`` of the best dense matches (exact search)."""
+    """``(operation_id, cosine similarity)`` of the best dense matches among ``live`` rows."""
     if not live:
         return []
+    source = (
+        "unnest(%(ids)s::uuid[]) AS c(id) JOIN orgmemory_factversionembedding e "
+        "ON e.operation_id = c.id"
+    )
+    return _exact_dense(source, {"ids": [row[0] for row in live]}, embedded, pool, min_similarity)
+
+
+def _exact_dense(
+    source: str, source_params: dict, embedded, pool: int, min_similarity: float
+) -> list[tuple]:
+    """The exact nearest fact vectors (alias ``e``) among the rows ``source`` yields, kept
+    at or above ``min_similarity``."""
     embedder_id, vector = embedded
-    literal = vector_literal(vector)
-    sql = """
+    sql = f"""
     SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
-      FROM unnest(%(ids)s::uuid[]) AS c(id)
-      JOIN orgmemory_factversionembedding e ON e.operation_id = c.id
+      FROM {source}
      WHERE e.embedder_id = %(embedder)s
      ORDER BY e.embedding <=> %(q)s::vector, e.operation_id
      LIMIT %(pool)s
     """
-    params = {
-        "q": literal,
-        "embedder": embedder_id,
-        "ids": [row[0] for row in live],
-        "pool": pool,
-    }
+    params = {"q": vector_literal(vector), "embedder": embedder_id, "pool": pool}
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, params | source_params)
         return [(op, sim) for op, sim in cursor.fetchall() if sim >= min_similarity]
 
 
@@ -140,29 +151,137 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     Without a context: the most recently written facts, ``score`` ``None``.
     """
     limit = _effective_limit(company, query.limit)
-    categories = query.categories if query.categories is not None else EXTENDED_CATEGORIES
-    live = live_operations(company.pk, query.as_of, categories)
-    if not live:
-        return []
+    categories = sorted(
+        str(c) for c in (query.categories if query.categories is not None else EXTENDED_CATEGORIES)
+    )
+    live: list[tuple] = []
+    if query.as_of is not None:
+        live = live_operations(company.pk, query.as_of, categories)
+        if not live:
+            return []
     if query.context is None:
+        if query.as_of is None:
+            return fact_views(_recent_current(company.pk, categories, limit))
         recent = sorted(live, key=lambda row: (row[2], str(row[0])), reverse=True)[:limit]
         return fact_views([row[0] for row in recent])
 
     retrieval = company_config(company).memory.retrieval
     pool = limit * retrieval.candidate_pool_multiplier
-    legs = [[op for op, _score in _bm25(live, query.context, pool)]]
+    if query.as_of is None:
+        n_live, sparse = _bm25_current(company.pk, categories, query.context, pool)
+        if not n_live:
+            return []
+    else:
+        sparse = _bm25(live, query.context, pool)
+    legs = [[op for op, _score in sparse]]
     embedded = embed_text(query.context, query=True)
     if embedded is not None:
         floor = retrieval.min_relevance
         if retrieval.fusion_strategy is not FusionStrategy.LINEAR:
             floor = LINEAR_DEFAULTS["min_relevance"]
-        dense = _dense(live, embedded, pool, floor)
+        if query.as_of is None:
+            dense = _dense_current(company.pk, categories, embedded, pool, floor)
+        else:
+            dense = _dense(live, embedded, pool, floor)
         legs.append([op for op, _sim in dense])
     fused = rrf_scores(legs, k=RRF_K)
     best = len(legs) / (RRF_K + 1)
     ranked = sorted(fused.items(), key=lambda item: (-item[1], str(item[0])))[:limit]
     scores = {op: round(score / best, 6) for op, score in ranked}
     return fact_views([op for op, _score in ranked], scores)
+
+
+# The current facts: the live snapshot rows of the company in the categories (each joined,
+# where needed, to its current PUBLISH row through the log's unique (fact_id, version)).
+_LIVE = "f.company_id = %(company)s AND f.retracted_at IS NULL AND f.category = ANY(%(categories)s)"
+_CURRENT_SCORE = bm25.sql_score(
+    tf="matched.tf", df="df.n", n="stats.n", dl="matched.dl", avgdl="stats.avgdl"
+)
+_CURRENT_TERMS = bm25.sql_query_terms("f.search_vector", "%(terms)s")
+_CURRENT_BM25_SQL = f"""
+WITH stats AS (
+    SELECT coalesce(sum(s.n), 0)::float8 AS n,
+           CASE WHEN sum(s.n) > 0 THEN greatest(sum(s.sum_doc_length)::float8 / sum(s.n), 1.0)
+                ELSE 1.0 END AS avgdl
+      FROM orgmemory_fact_bm25_stats s
+     WHERE s.company_id = %(company)s AND s.category = ANY(%(categories)s)
+),
+matched AS MATERIALIZED (
+    SELECT f.fact_id, f.version, f.doc_length::float8 AS dl, t.lexeme AS term,
+           {bm25.SQL_TF} AS tf
+      FROM orgmemory_orgfact f, {_CURRENT_TERMS}
+     WHERE {_LIVE} AND f.search_vector @@ %(tsquery)s::tsquery
+),
+df AS MATERIALIZED (SELECT term, count(*)::float8 AS n FROM matched GROUP BY term),
+scored AS (
+    SELECT matched.fact_id, matched.version, sum({_CURRENT_SCORE}) AS score
+      FROM matched JOIN df USING (term) CROSS JOIN stats
+     GROUP BY matched.fact_id, matched.version
+)
+SELECT (SELECT n FROM stats), l.operation_id, scored.score
+  FROM (SELECT 1) AS one
+  LEFT JOIN (scored JOIN {LOG_TABLE} l
+             ON l.fact_id = scored.fact_id AND l.version = scored.version) ON true
+ ORDER BY scored.score DESC, l.operation_id
+ LIMIT %(pool)s
+"""
+
+
+def _bm25_current(
+    company_id: int, categories: list[str], context: str, pool: int
+) -> tuple[int, list[tuple]]:
+    """The number of live facts in ``categories``, and ``(operation_id, score)`` of the
+    ``pool`` best BM25 matches among them (nothing is read per live fact: the matches come
+    from the GIN index, N and the length sum from the maintained totals)."""
+    with connection.cursor() as cursor:
+        terms = lexeme_sql.query_lexemes(cursor, context)
+        if not terms:
+            cursor.execute(
+                "SELECT coalesce(sum(n), 0) FROM orgmemory_fact_bm25_stats "
+                "WHERE company_id = %s AND category = ANY(%s)",
+                [company_id, categories],
+            )
+            return int(cursor.fetchone()[0]), []
+        cursor.execute(
+            _CURRENT_BM25_SQL,
+            {
+                "company": company_id,
+                "categories": categories,
+                "terms": terms,
+                "tsquery": lexeme_sql.or_tsquery(terms),
+                "pool": pool,
+            },
+        )
+        rows = cursor.fetchall()
+    return int(rows[0][0]), [(op, score) for _n, op, score in rows if op is not None]
+
+
+def _dense_current(
+    company_id: int, categories: list[str], embedded, pool: int, min_similarity: float
+) -> list[tuple]:
+    """``(operation_id, cosine similarity)`` of the best dense matches among the live facts
+    (an exact scan of their vectors in SQL)."""
+    source = (
+        f"orgmemory_orgfact f JOIN {LOG_TABLE} l ON l.fact_id = f.fact_id "
+        "AND l.version = f.version "
+        "JOIN orgmemory_factversionembedding e ON e.operation_id = l.operation_id "
+        f"AND {_LIVE}"
+    )
+    return _exact_dense(
+        source, {"company": company_id, "categories": categories}, embedded, pool, min_similarity
+    )
+
+
+def _recent_current(company_id: int, categories: list[str], limit: int) -> list:
+    """Operation ids of the ``limit`` most recently written live facts, newest first."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT l.operation_id FROM orgmemory_orgfact f "
+            f"JOIN {LOG_TABLE} l ON l.fact_id = f.fact_id AND l.version = f.version "
+            f"WHERE {_LIVE} ORDER BY l.timestamp DESC, l.operation_id DESC LIMIT %(limit)s",
+            {"company": company_id, "categories": categories, "limit": limit},
+        )
+        return [row[0] for row in cursor.fetchall()]
 
 
 def org_prompt_context(

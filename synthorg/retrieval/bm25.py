@@ -74,3 +74,19 @@ def sql_score(*, tf: str, df: str, n: str, dl: str, avgdl: str) -> str:
         f"/ ({tf} + {k1} * (1 - {b} + {b} * CASE WHEN {avgdl} > 0 "
         f"THEN {dl} / {avgdl} ELSE 0 END))"
     )
+
+
+#: A matched term's frequency in a document, from an unnested tsvector row ``t`` (a
+#: stripped position list counts once).
+SQL_TF = "coalesce(array_length(t.positions, 1), 1)::float8"
+
+
+def sql_query_terms(search_vector: str, lexemes: str = "%s") -> str:
+    """A set-returning SQL expression: the entries of ``search_vector`` (an unweighted
+    tsvector) for the lexemes of the ``lexemes`` parameter (a text array), one row ``t`` per
+    term.
+
+    The query's lexemes are marked with weight A, then kept by weight: one C call per row
+    instead of unnesting every lexeme (measured 1.5x faster in the memory sparse leg).
+    """
+    return f"unnest(ts_filter(setweight({search_vector}, 'A', {lexemes}::text[]), '{{a}}')) AS t"

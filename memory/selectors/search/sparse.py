@@ -27,12 +27,8 @@ from synthorg.retrieval import lexemes as lexeme_sql
 _BM25_CTES = """
 stats AS ({stats}),
 matched AS (
-    SELECT m.id, m.doc_length, t.lexeme,
-           coalesce(array_length(t.positions, 1), 1)::float8 AS tf
-      FROM memory_memory m,
-           -- the query's lexemes only: marked with weight A, then kept by weight (one C
-           -- call per row instead of unnesting every lexeme; measured 1.5x faster)
-           unnest(ts_filter(setweight(m.search_vector, 'A', %s::text[]), '{{a}}')) AS t
+    SELECT m.id, m.doc_length, t.lexeme, {tf} AS tf
+      FROM memory_memory m, {terms}
      WHERE ({scope}) AND {filters} AND m.search_vector @@ %s::tsquery
 ),
 -- df of the matching lexemes over the candidates (exact: every row holding one is one);
@@ -133,7 +129,14 @@ def sparse_ctes(
     else:
         stats = _STATS_SCAN_SQL.format(scope=scope, filters=filters.sql)
         stats_params = [*scope_params, *filters.params]
-    sql = _BM25_CTES.format(stats=stats, scope=scope, filters=filters.sql, score=_SCORE)
+    sql = _BM25_CTES.format(
+        stats=stats,
+        scope=scope,
+        filters=filters.sql,
+        score=_SCORE,
+        tf=bm25.SQL_TF,
+        terms=bm25.sql_query_terms("m.search_vector"),
+    )
     params = [
         *stats_params,
         list(lexemes),

@@ -44,3 +44,19 @@ def test_hnsw_path_with_exact_fallback(rrf_agent, keyword_embedder, monkeypatch)
     assert shallow.dense_paths == ["hnsw"]
     assert [h.dense_rank for h in shallow.hits][:1] == [1]
     assert contents(deep)[:2] == contents(shallow)
+
+
+def test_path_choice_by_table_and_part_size(monkeypatch):
+    for name, value in {
+        "EXACT_SCAN_MAX_ROWS": 5_000,
+        "HNSW_MIN_SHARE": 0.25,
+        "PART_EXACT_MAX_ROWS": 20_000,
+    }.items():
+        monkeypatch.setattr(dense_module, name, value)
+    assert dense_module.choose_paths(5_000, [5_000, 10]) == ["exact", "exact"]
+    # above the table threshold: a large share or a large part walks HNSW, a small one scans
+    assert dense_module.choose_paths(10_000, [10_000, 2_000]) == ["hnsw", "exact"]
+    assert dense_module.choose_paths(200_000, [30_000, 20_000]) == ["hnsw", "exact"]
+    assert dense_module.ef_search(50, iterative=True) == 200
+    assert dense_module.ef_search(300, iterative=True) == 1000
+    assert dense_module.ef_search(50, iterative=False) == 1000

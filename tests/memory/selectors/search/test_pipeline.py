@@ -133,3 +133,36 @@ def test_single_leg_modes(rrf_agent, keyword_embedder):
     assert contents(sparse) == ["deploy friday"]
     with pytest.raises(ValueError):
         memory_search(agent=rrf_agent, query=MemoryQuery(text="x"), legs=("magic",))
+
+
+def test_a_hybrid_search_is_three_statements(rrf_agent, keyword_embedder):
+    """A planning round trip (lexemes, path choice), one statement for both legs with the
+    candidates' similarities and metadata, and the hydration of the hits."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    store(rrf_agent, keyword_embedder, "deploy friday", "deploy database", "lunch menu")
+    search(rrf_agent, keyword_embedder, "deploy")  # warm the per-process caches
+    with CaptureQueriesContext(connection) as queries:
+        result = search(rrf_agent, keyword_embedder, "deploy database")
+    assert len(queries) == 3, [q["sql"][:80] for q in queries]
+    assert contents(result)[:2] == ["deploy database", "deploy friday"]
+    assert set(result.timings) == {"embed_ms", "plan_ms", "legs_ms", "fuse_ms", "hydrate_ms"}
+
+
+def test_a_sparse_only_hit_carries_its_cosine_similarity(rrf_agent, keyword_embedder):
+    store(rrf_agent, keyword_embedder, "deploy deploy lunch python friday", "menu friday")
+    result = memory_search(
+        agent=rrf_agent, query=MemoryQuery(text="deploy friday menu"), embedder=keyword_embedder,
+        now=NOW, leg_depth=1,
+    )  # fmt: skip
+    by_content = {hit.memory.content: hit for hit in result.hits}
+    dense_hit, sparse_hit = (
+        by_content["deploy deploy lunch python friday"],
+        by_content["menu friday"],
+    )
+    assert (dense_hit.dense_rank, dense_hit.sparse_rank) == (1, None)
+    assert (sparse_hit.dense_rank, sparse_hit.sparse_rank) == (None, 1)
+    # query (deploy, friday)/√2 against (friday): cosine 1/√2, computed in the same statement
+    assert sparse_hit.relevance == pytest.approx(1 / math.sqrt(2))
+    assert dense_hit.relevance == pytest.approx(3 / math.sqrt(14))
