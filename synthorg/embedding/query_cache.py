@@ -47,6 +47,17 @@ class QueryEmbeddingCache:
             self._entries.clear()
             self.hits = self.misses = 0
 
+    def cached(self, embedder_id: str, text: str) -> np.ndarray | None:
+        """The cached vector of ``text`` by ``embedder_id`` (counted as a hit), or ``None``
+        (not counted: the :meth:`embed` that follows counts the miss)."""
+        key = (embedder_id, text)
+        with self._lock:
+            vector = self._entries.get(key)
+            if vector is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return vector
+
     def embed(self, embedder: Embedder, text: str) -> np.ndarray:
         """``embedder.embed_one(text)``, from the cache when this text was embedded before.
 

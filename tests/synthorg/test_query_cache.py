@@ -83,3 +83,13 @@ def test_failures_and_long_texts_are_not_cached_and_size_zero_disables_it():
     assert embedder.calls == ["q", "q"] and len(disabled) == 0
     with pytest.raises(ValueError):
         QueryEmbeddingCache(max_entries=-1)
+
+
+def test_a_lookup_without_embedding_counts_hits_only():
+    cache, embedder = QueryEmbeddingCache(max_entries=8), CountingEmbedder()
+    assert cache.cached("counting", "deploy day?") is None
+    assert (cache.hits, cache.misses) == (0, 0)
+    vector = cache.embed(embedder, "deploy day?")
+    assert cache.cached("counting", "deploy day?") is vector
+    assert cache.cached("other-model", "deploy day?") is None
+    assert (cache.hits, cache.misses, embedder.calls) == (1, 1, ["deploy day?"])

@@ -1,10 +1,11 @@
 """Running the legs: embed the query once, then both legs in one SQL statement.
 
-Two round trips: a planning one (the query's lexemes, and the row counts that choose each
-scope part's dense path) and the search statement itself, which holds the dense CTEs
-(:mod:`.dense`), the sparse CTEs (:mod:`.sparse`) and, for every candidate either leg
-found, its cosine similarity to the query (for rows of the query's embedder), its
-``created_at`` and ``is_shared`` (what the linear ranking needs). Settings an HNSW walk
+Two round trips. The query is embedded on a worker thread while the request thread runs a
+planning one: the query's lexemes, and the row counts that choose each scope part's dense
+path. Then the search statement itself, which holds the dense CTEs (:mod:`.dense`), the
+sparse CTEs (:mod:`.sparse`) and, for every candidate either leg found, its cosine
+similarity to the query (for rows of the query's embedder), its ``created_at`` and
+``is_shared`` (what the linear ranking needs). Settings an HNSW walk
 needs go in the same query string as transaction-local settings, so they cost no round trip
 and end with the statement's implicit transaction.
 """
@@ -12,8 +13,10 @@ and end with the statement's implicit transaction.
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +28,7 @@ from memory.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
 from memory.selectors.search.scope import Part
 from memory.selectors.search.sparse import sparse_ctes
 from persistence.models import Company
-from synthorg.embedding import Embedder, EmbeddingError, embed_query
+from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
 from synthorg.errors import DomainError
 from synthorg.retrieval.lexemes import QUERY_LEXEMES_EXPR
 from synthorg.retrieval.vectors import vector_literal
@@ -33,10 +36,33 @@ from synthorg.retrieval.vectors import vector_literal
 logger = logging.getLogger(__name__)
 
 DEGRADED_DENSE = "dense"
+#: Threads that embed queries while the request thread runs the planning round trip (a
+#: request waits for its own embedding; more threads only serve concurrent requests).
+EMBEDDING_THREADS = 4
 
 
-class _Skipped(Exception):
-    pass
+_embedding_pool: ThreadPoolExecutor | None = None
+_embedding_pool_lock = threading.Lock()
+
+
+def _start_embedding(embedder: Embedder, text: str) -> Callable[[], tuple[np.ndarray, float]]:
+    """Start embedding the query; the returned call waits for ``(vector, embed_ms)`` and
+    raises what the embedder raised. A cached vector costs no thread hand-off."""
+    global _embedding_pool
+    cached = query_embedding_cache.cached(embedder.embedder_id, text)
+    if cached is not None:
+        return lambda: (cached, 0.0)
+
+    def run() -> tuple[np.ndarray, float]:
+        started = time.perf_counter()
+        return embed_query(embedder, text), (time.perf_counter() - started) * 1000
+
+    with _embedding_pool_lock:
+        if _embedding_pool is None:
+            _embedding_pool = ThreadPoolExecutor(
+                max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding"
+            )
+    return _embedding_pool.submit(run).result
 
 
 @dataclass
@@ -66,24 +92,30 @@ def run_legs(
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = {"embed_ms": 0.0}
     clock = time.perf_counter()
-    try:
-        if not use_dense:
-            raise _Skipped
-        embedder = embedder or embedder_for(company)
-        vector = embed_query(embedder, text)
-        embedder_id = embedder.embedder_id
-    except (EmbeddingError, DomainError) as exc:
-        logger.warning("query embedding failed for company %s: %s", company.pk, exc)
-        degraded.append(DEGRADED_DENSE)
-    except _Skipped:
-        pass
-    timings["embed_ms"] = (time.perf_counter() - clock) * 1000
+    embedding: Callable[[], tuple[np.ndarray, float]] | None = None
+    if use_dense:
+        try:
+            embedder = embedder or embedder_for(company)
+            embedder_id = embedder.embedder_id
+            embedding = _start_embedding(embedder, text)
+        except DomainError as exc:
+            logger.warning("query embedding failed for company %s: %s", company.pk, exc)
+            degraded.append(DEGRADED_DENSE)
 
-    clock = time.perf_counter()
-    lexemes, paths = _plan(text, parts, sparse=use_sparse, dense=vector is not None)
+    # The planning round trip runs while the query is being embedded (onnxruntime and a
+    # remote embedder's socket wait both release the GIL).
+    lexemes, counts = _plan(text, parts, sparse=use_sparse, dense=embedding is not None)
     timings["plan_ms"] = (time.perf_counter() - clock) * 1000
+    if embedding is not None:
+        try:
+            vector, timings["embed_ms"] = embedding()
+        except (EmbeddingError, DomainError) as exc:
+            logger.warning("query embedding failed for company %s: %s", company.pk, exc)
+            degraded.append(DEGRADED_DENSE)
+    timings["embed_wait_ms"] = (time.perf_counter() - clock) * 1000 - timings["plan_ms"]
+    paths = dense_leg.choose_paths(counts[0], counts[1:]) if vector is not None else []
 
     clock = time.perf_counter()
     legs = Legs(dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings)
@@ -98,9 +130,9 @@ def run_legs(
 
 def _plan(
     text: str, parts: Sequence[Part], *, sparse: bool, dense: bool
-) -> tuple[list[str], list[str]]:
-    """The query's lexemes (when the sparse leg runs) and each part's dense path (when the
-    dense leg runs), in one round trip."""
+) -> tuple[list[str], list[int]]:
+    """The query's lexemes (when the sparse leg runs) and the live rows of the table and of
+    each part (when the dense leg runs), in one round trip."""
     exprs: list[str] = []
     params: list = []
     if sparse:
@@ -116,8 +148,7 @@ def _plan(
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
-    paths = dense_leg.choose_paths(int(row[0]), [int(n) for n in row[1:]]) if dense else []
-    return lexemes, paths
+    return lexemes, [int(n) for n in row]
 
 
 def _run_statement(

@@ -26,7 +26,8 @@ class SearchResult:
     degraded: list[str] = field(default_factory=list)
     #: how the dense leg searched each scope part ("exact" / "hnsw" / "hnsw+exact")
     dense_paths: list[str] = field(default_factory=list)
-    #: wall-clock of the stages in ms, for diagnostics and benches: embed_ms (query
-    #: embedding), plan_ms (lexemes and path choice), legs_ms (the one statement running both
-    #: legs), fuse_ms, hydrate_ms
+    #: wall-clock of the stages in ms, for diagnostics and benches: embed_ms (the query
+    #: embedding, on a worker thread), plan_ms (lexemes and path choice, meanwhile),
+    #: embed_wait_ms (the embedding left to wait for after planning), legs_ms (the one
+    #: statement running both legs), fuse_ms, hydrate_ms
     timings: dict[str, float] = field(default_factory=dict)
