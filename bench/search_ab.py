@@ -1,0 +1,375 @@
+"""Before/after comparison of the search code, interleaved in one process.
+
+The retrieval code of each ``--base`` commit (the ``memory/selectors/search/`` package, or
+``orgmemory/selectors/retrieval.py`` with ``--org``) is extracted with ``git show`` into a
+temporary module and run side by side with the working tree on the same data and the same
+queries, alternating the order per query, so machine load hits every variant alike. For
+each variant: wall-clock p50/p95/mean, Python CPU and server CPU per search (the backend
+process's ``utime + stime`` from ``/proc``, so the database must run on this machine), the
+stage timings the code reports, and whether the top-10 results differed.
+
+    # LoCoMo (real embedder; the query-embedding cache is cleared before every search)
+    python bench/search_ab.py --data ../shared/bench-data/locomo_dev.json --base 3500307
+    # synthetic 10k memories for one agent (HNSW path)
+    python bench/search_ab.py --scale 10000 --queries 200 --base 3500307
+    # org facts: per-query live-set ranking (7125c10) against the indexed one
+    python bench/search_ab.py --org 2000 --queries 200 --base 7125c10
+
+Writes ``bench/results/kernel/search_ab_<mode>.json`` unless ``--out`` says otherwise.
+Rows it stores are deleted at the end (companies stay: their audit entries are
+append-only); the org mode runs in a transaction that is rolled back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import numpy as np  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+
+from bench.locomo import load_conversations, log, percentile  # noqa: E402
+
+SEARCH_FILES = ("__init__", "results", "scope", "dense", "sparse", "legs", "fuse", "hydrate")
+SEARCH_FILES += ("pipeline",)
+
+
+def _extract(commit: str, target: Path, org: bool) -> str:
+    """Write the commit's retrieval code under ``target`` as a module; return its name."""
+    name = f"at_{commit[:10]}"
+    if org:
+        text = _git_show(commit, "orgmemory/selectors/retrieval.py")
+        (target / f"{name}.py").write_text(text)
+        return name
+    package = target / name
+    package.mkdir()
+    for part in SEARCH_FILES:
+        text = _git_show(commit, f"memory/selectors/search/{part}.py")
+        (package / f"{part}.py").write_text(text.replace("memory.selectors.search", name))
+    return name
+
+
+def _git_show(commit: str, path: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+
+
+class _Backend:
+    """CPU time the database backend serving this connection has used (ms)."""
+
+    def __init__(self) -> None:
+        self.refresh()
+
+    def refresh(self) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            self.pid = cursor.fetchone()[0]
+
+    def cpu_ms(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+class _Recorder:
+    def __init__(self, variants: list[str]) -> None:
+        self.variants = variants
+        self.wall = {v: [] for v in variants}
+        self.python = {v: [] for v in variants}
+        self.server = {v: [] for v in variants}
+        self.stages: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
+        self.differing = 0
+        self.asked = 0
+
+    def order(self) -> list[str]:
+        shift = self.asked % len(self.variants)
+        return self.variants[shift:] + self.variants[:shift]
+
+    def run(self, backend: _Backend, variant: str, call, **kwargs):
+        c0, b0, t0 = time.process_time(), backend.cpu_ms(), time.perf_counter()
+        result = call(**kwargs)
+        self.wall[variant].append((time.perf_counter() - t0) * 1000)
+        self.python[variant].append((time.process_time() - c0) * 1000)
+        self.server[variant].append(backend.cpu_ms() - b0)
+        for stage, value in getattr(result, "timings", {}).items():
+            self.stages[variant].setdefault(stage, []).append(value)
+        return result
+
+    def summary(self) -> dict:
+        def spread(values: list[float]) -> dict:
+            return {
+                "p50": round(percentile(values, 50), 2),
+                "p95": round(percentile(values, 95), 2),
+                "mean": round(statistics.fmean(values), 2) if values else 0.0,
+            }
+
+        return {
+            "searches_per_variant": self.asked,
+            "searches_with_different_top10": self.differing,
+            "wall_ms": {v: spread(x) for v, x in self.wall.items()},
+            "python_cpu_ms": {v: spread(x) for v, x in self.python.items()},
+            "server_cpu_ms_mean": {
+                v: round(statistics.fmean(x), 2) if x else 0.0 for v, x in self.server.items()
+            },
+            "stages_ms": {
+                v: {stage: spread(x) for stage, x in stages.items()}
+                for v, stages in self.stages.items()
+            },
+        }
+
+
+def run_locomo(searches: dict, data: str) -> dict:
+    from memory.domain import MemoryStoreRequest
+    from memory.retrieval.query import MemoryQuery
+    from memory.services.store import memory_store_batch
+    from persistence.services.agents import agent_create
+    from persistence.services.companies import company_create
+    from synthorg.db.roles import owner_execute
+    from synthorg.embedding import query_embedding_cache
+
+    recorder = _Recorder(list(searches))
+    found_any = {v: 0 for v in searches}
+    found_all = {v: 0 for v in searches}
+    companies = []
+    tag = uuid.uuid4().hex[:6]
+    try:
+        for conv in load_conversations(data, with_context=True):
+            company = company_create(
+                name=f"ab {conv.sample_id} {tag}", slug=f"ab-{conv.sample_id}-{tag}".lower()
+            )
+            companies.append(company)
+            agent = agent_create(company=company, name="ab", memory_level="persistent")
+            ids = {}
+            for start in range(0, len(conv.turns), 64):
+                chunk = conv.turns[start : start + 64]
+                stored = memory_store_batch(
+                    agent=agent,
+                    requests=[
+                        MemoryStoreRequest(
+                            content=t.content,
+                            context=t.context,
+                            category="episodic",
+                            created_at=t.created_at,
+                        )
+                        for t in chunk
+                    ],
+                )
+                ids.update({t.dia_id: r.id for t, r in zip(chunk, stored, strict=True)})
+            owner_execute("ANALYZE memory_memory")
+            backend = _Backend()  # the owner's statement reopened the connection
+            log(f"{conv.sample_id}: {len(conv.turns)} stored; searching")
+            for qa in conv.questions:
+                evidence = [ids.get(e) for e in qa.get("evidence") or []]
+                if not evidence:
+                    continue
+                recorder.asked += 1
+                wanted = {e for e in evidence if e is not None}
+                tops = {}
+                for variant in recorder.order():
+                    query_embedding_cache.clear()
+                    result = recorder.run(
+                        backend,
+                        variant,
+                        searches[variant],
+                        agent=agent,
+                        query=MemoryQuery(text=str(qa["question"]), limit=10),
+                    )
+                    top = [hit.memory.pk for hit in result.hits]
+                    tops[variant] = top
+                    found_any[variant] += bool(wanted & set(top))
+                    found_all[variant] += len(wanted) == len(evidence) and wanted <= set(top)
+                recorder.differing += len({tuple(t) for t in tops.values()}) > 1
+    finally:
+        with connection.cursor() as cursor:
+            for company in companies:
+                cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
+    asked = max(recorder.asked, 1)
+    return recorder.summary() | {
+        "data": data,
+        "recall_any@10": {v: round(n / asked, 4) for v, n in found_any.items()},
+        "recall_all@10": {v: round(n / asked, 4) for v, n in found_all.items()},
+    }
+
+
+def run_scale(searches: dict, size: int, queries: int) -> dict:
+    from bench.scale_search import CLUSTERS, DIMS, SEED, WORDS, _Fixed, _load, _noisy
+    from memory.retrieval.query import MemoryQuery
+    from persistence.services.agents import agent_create
+    from persistence.services.companies import company_create
+    from synthorg.embedding import default_embedder, query_embedding_cache
+
+    rng = np.random.default_rng(SEED)
+    centres = rng.normal(size=(CLUSTERS, DIMS))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    vocab = [f"w{i}" for i in range(WORDS)]
+    real = default_embedder()
+    real.warm_up()
+    tag = uuid.uuid4().hex[:8]
+    company = company_create(name=f"ab scale {tag}", slug=f"ab-scale-{tag}")
+    agent = agent_create(company=company, name="ab-scale", memory_level="persistent")
+    questions = [
+        "When did Caroline go to the LGBTQ support group?",
+        "What did the team decide about the deployment schedule last week?",
+        "Which database does the billing service use?",
+        "Who owns the onboarding checklist?",
+    ]
+
+    class Embedding(_Fixed):
+        """Runs the real model on the text (honest latency), returns the synthetic vector."""
+
+        def embed(self, texts):
+            real.embed(list(texts))
+            return super().embed(texts)
+
+        def embed_one(self, text):
+            return self.embed([text])[0]
+
+    recorder = _Recorder(list(searches))
+    try:
+        _load(company, [agent], size, centres, vocab, rng)
+        backend = _Backend()
+        for q in range(queries):
+            text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
+            embedder = Embedding(_noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0])
+            recorder.asked += 1
+            tops = {}
+            for variant in recorder.order():
+                query_embedding_cache.clear()
+                result = recorder.run(
+                    backend,
+                    variant,
+                    searches[variant],
+                    agent=agent,
+                    query=MemoryQuery(text=text, limit=10),
+                    embedder=embedder,
+                    include_shared=False,
+                )
+                tops[variant] = [hit.memory.pk for hit in result.hits]
+            recorder.differing += len({tuple(t) for t in tops.values()}) > 1
+            if (q + 1) % 50 == 0:
+                log(f"  {q + 1}/{queries} queries")
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
+    return recorder.summary() | {"memories": size, "agents": 1}
+
+
+class _Rollback(Exception):
+    pass
+
+
+def run_org(queries_by_variant: dict, facts: int, queries: int) -> dict:
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+
+    from bench.orgmemory_retrieval import CATEGORIES, WORDS
+    from orgmemory.domain import OrgMemoryQuery
+    from orgmemory.services.facts import fact_publish
+    from persistence.models import Company, CompanyMembership
+    from persistence.principal import Principal
+
+    rng = random.Random(0)
+    out: dict = {"facts": facts}
+    try:
+        with transaction.atomic():
+            company = Company.objects.create(name="ab-org", slug=f"ab-org-{uuid.uuid4().hex[:6]}")
+            user = get_user_model().objects.create(username=f"ab-org-{uuid.uuid4().hex[:6]}")
+            CompanyMembership.objects.create(company=company, user=user, role="admin")
+            human = Principal.for_human(user, company, "admin")
+            backend = _Backend()
+            for mode, embeddings in (("bm25", False), ("hybrid", True)):
+                settings.ORGMEMORY_EMBEDDINGS = embeddings
+                for i in range(facts):
+                    text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30)))
+                    fact_publish(
+                        company=company,
+                        actor=human,
+                        content=f"{mode} fact {i}: {text}",
+                        category=CATEGORIES[i % 3],
+                    )
+                log(f"org {mode}: {facts} facts published; querying")
+                recorder = _Recorder(list(queries_by_variant))
+                for _ in range(queries):
+                    context = " ".join(rng.choice(WORDS) for _ in range(6))
+                    recorder.asked += 1
+                    seen = {}
+                    for variant in recorder.order():
+                        found = recorder.run(
+                            backend,
+                            variant,
+                            queries_by_variant[variant],
+                            company=company,
+                            query=OrgMemoryQuery(context=context),
+                        )
+                        seen[variant] = tuple((view.fact_id, view.score) for view in found)
+                    recorder.differing += len(set(seen.values())) > 1
+                out[mode] = recorder.summary() | {"live_facts": facts * (2 if embeddings else 1)}
+            raise _Rollback
+    except _Rollback:
+        pass
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--data", help="LoCoMo-format JSON file")
+    mode.add_argument("--scale", type=int, help="synthetic memories for one agent")
+    mode.add_argument("--org", type=int, help="org facts per round (BM25, then hybrid)")
+    parser.add_argument("--base", action="append", required=True, help="commit to compare")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as scratch:
+        sys.path.insert(0, scratch)
+        variants = {}
+        for commit in args.base:
+            module = importlib.import_module(_extract(commit, Path(scratch), org=bool(args.org)))
+            variants[commit] = module.query_facts if args.org else module.memory_search
+        if args.org:
+            from orgmemory.selectors.retrieval import query_facts
+
+            variants["working-tree"] = query_facts
+            result = run_org(variants, args.org, args.queries)
+            kind = "org"
+        else:
+            from memory.selectors.search import memory_search
+
+            variants["working-tree"] = memory_search
+            if args.data:
+                result = run_locomo(variants, args.data)
+                kind = "locomo"
+            else:
+                result = run_scale(variants, args.scale, args.queries)
+                kind = f"scale_{args.scale}"
+    result |= {"variants": list(variants), "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    out = Path(args.out) if args.out else ROOT / "bench/results/kernel" / f"search_ab_{kind}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
