@@ -64,12 +64,10 @@ class QueryEmbeddingCache:
         Raises whatever the embedder raises (nothing is cached then).
         """
         key = (embedder.embedder_id, text)
+        vector = self.cached(*key)
+        if vector is not None:
+            return vector
         with self._lock:
-            vector = self._entries.get(key)
-            if vector is not None:
-                self._entries.move_to_end(key)
-                self.hits += 1
-                return vector
             self.misses += 1
         # Embed outside the lock: a slow (remote) embedder must not serialise every query.
         vector = np.array(embedder.embed_one(text), dtype=np.float32)

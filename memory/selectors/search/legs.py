@@ -200,6 +200,9 @@ def _run_statement(
         )
     sql += " ORDER BY 1, 3 DESC, 2"
 
+    # One round trip: Django's psycopg cursor binds parameters client-side and sends the
+    # script as one simple query, which runs as one implicit transaction, so settings made
+    # with set_config(..., true) hold for the search statement and end with it.
     walking = HNSW in paths
     settings = dense_leg.hnsw_settings(depth, _supports_iterative_scan()) if walking else {}
     script: list[str] = []
