@@ -194,7 +194,7 @@ class FactVersionEmbedding(models.Model):
         OperationLogEntry, on_delete=models.PROTECT, primary_key=True, related_name="embedding"
     )
     embedder_id = models.CharField(max_length=100)
-    embedding = VectorField(dimensions=EMBEDDING_DIMS)
+    embedding = VectorField()  # untyped: the company embedder's width (any)
 
     class Meta:
         constraints = [

@@ -58,6 +58,7 @@ from memory.embedding import embedder_for
 from memory.models import Memory
 from memory.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.retrieval.ranking import Candidate, rank_linear, recency_score
+from memory.vector_indexes import dense_condition, dense_distance, vector_index_ready
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
@@ -146,6 +147,7 @@ class _Legs:
     dense_paths: list[str]
     vector: str | None = None  # the query embedding as a pgvector literal
     embedder_id: str = ""
+    dims: int = 0  # the query embedder's width (vectors of another width are never compared)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -439,6 +441,7 @@ def _run_legs(
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
+    dims = 0
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     try:
@@ -447,6 +450,7 @@ def _run_legs(
         embedder = embedder or embedder_for(company)
         vector = embed_query(embedder, text)
         embedder_id = embedder.embedder_id
+        dims = int(vector.shape[0])
     except (EmbeddingError, DomainError) as exc:
         logger.warning("query embedding failed for company %s: %s", company.pk, exc)
         degraded.append(DEGRADED_DENSE)
@@ -461,7 +465,7 @@ def _run_legs(
     if vector is not None:
         literal = query_literal = vector_literal(vector)
         for part in parts:
-            rows, path = _dense_part(part, filters, literal, embedder_id, depth)
+            rows, path = _dense_part(part, filters, literal, embedder_id, dims, depth)
             dense.extend(rows)
             paths.append(path)
         dense.sort(key=lambda row: (-row[1], str(row[0])))
@@ -478,17 +482,23 @@ def _run_legs(
         dense_paths=paths,
         vector=query_literal,
         embedder_id=embedder_id,
+        dims=dims,
     )
 
 
 def _dense_part(
-    part: _Part, filters: _Part, literal: str, embedder_id: str, depth: int
+    part: _Part, filters: _Part, literal: str, embedder_id: str, dims: int, depth: int
 ) -> tuple[list[tuple], str]:
-    where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
-    params = [*part.params, *filters.params, embedder_id]
+    # Only vectors of the query's embedder and width; written as the predicate of that
+    # embedder's partial HNSW index (memory.vector_indexes) so the walk can use it.
+    where = f"{part.sql} AND {filters.sql} AND {dense_condition(embedder_id, dims, escape=True)}"
+    params = [*part.params, *filters.params]
     with connection.cursor() as cursor:
         table_rows = _table_rows(cursor)
         if table_rows <= EXACT_SCAN_MAX_ROWS:
+            return _dense_exact(cursor, where, params, literal, depth), "exact"
+        if not vector_index_ready(embedder_id, dims):
+            # No HNSW index for this embedder yet (being built for a new embedder).
             return _dense_exact(cursor, where, params, literal, depth), "exact"
         part_rows = _part_rows_estimate(cursor, part)
         if part_rows < HNSW_MIN_SHARE * table_rows and part_rows <= PART_EXACT_MAX_ROWS:
@@ -500,7 +510,7 @@ def _dense_part(
         # A part that is a small share of the index starves the walk: widen it once, then
         # scan the part exactly.
         for ef_search in _ef_steps(depth):
-            rows = _dense_hnsw(cursor, where, params, literal, depth, ef_search)
+            rows = _dense_hnsw(cursor, where, params, literal, dims, depth, ef_search)
             if len(rows) >= depth:
                 return rows, "hnsw"
         return _dense_exact(cursor, where, params, literal, depth), "hnsw+exact"
@@ -562,7 +572,7 @@ def _supports_iterative_scan(cursor) -> bool:
 
 
 def _dense_hnsw(
-    cursor, where: str, params: list, literal: str, depth: int, ef_search: int
+    cursor, where: str, params: list, literal: str, dims: int, depth: int, ef_search: int
 ) -> list[tuple]:
     iterative = HNSW_ITERATIVE_SCAN != "off" and _supports_iterative_scan(cursor)
     with transaction.atomic():
@@ -580,7 +590,7 @@ def _dense_hnsw(
             )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
+            f"WHERE {where} ORDER BY {dense_distance(dims)} LIMIT %s",
             [literal, *params, literal, depth],
         )
         rows = cursor.fetchall()
@@ -732,7 +742,7 @@ def _similarities(legs: _Legs, ids: list) -> dict:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            "WHERE m.id = ANY(%s) AND m.embedder_id = %s AND m.embedding IS NOT NULL",
-            [legs.vector, list(ids), legs.embedder_id],
+            f"WHERE m.id = ANY(%s) AND {dense_condition(legs.embedder_id, legs.dims, escape=True)}",
+            [legs.vector, list(ids)],
         )
         return dict(cursor.fetchall())
