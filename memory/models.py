@@ -150,3 +150,4 @@ class Memory(models.Model):
 
 # The lifecycle rows live in their own module; imported here so Django registers them.
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun  # noqa: E402, F401
+from memory.reembed.models import ReembedJob  # noqa: E402, F401

@@ -132,6 +132,8 @@ def ensure_vector_index(embedder_id: str, dims: int) -> bool:
     if state == "ready":
         return False
     name = index_name(embedder_id, dims)
+    if state != "missing" and _build_in_progress(name):
+        return False  # another process is building it; the dense leg waits for "ready"
     statements = []
     if state != "missing":
         statements.append(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
@@ -140,3 +142,13 @@ def ensure_vector_index(embedder_id: str, dims: int) -> bool:
     owner_execute(*statements)
     _ready.pop((embedder_id, int(dims)), None)
     return True
+
+
+def _build_in_progress(name: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_stat_progress_create_index p JOIN pg_class c "
+            "ON c.oid = p.index_relid WHERE c.relname = %s",
+            [name],
+        )
+        return cursor.fetchone() is not None

@@ -56,6 +56,7 @@ from django.utils import timezone
 
 from memory.embedding import embedder_for
 from memory.models import Memory
+from memory.reembed.selectors import DEGRADED_REEMBEDDING, reembedding_status
 from memory.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.retrieval.ranking import Candidate, rank_linear, recency_score
 from memory.vector_indexes import dense_condition, dense_distance, vector_index_ready
@@ -122,6 +123,9 @@ class SearchResult:
     dense_paths: list[str] = field(default_factory=list)
     #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
     timings: dict[str, float] = field(default_factory=dict)
+    #: while the company's vectors are being re-embedded for the query's embedder: the
+    #: job's progress (``degraded`` then holds ``"reembedding"``)
+    reembedding: dict | None = None
 
 
 class _Skipped(Exception):
@@ -308,8 +312,18 @@ def _search(
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
     ]
+    degraded, reembedding = ran.degraded, None
+    if ran.vector is not None:
+        # Rows not yet re-embedded have no vector of the query's embedder: only BM25 sees them.
+        reembedding = reembedding_status(company.pk, ran.embedder_id, ran.dims)
+        if reembedding is not None:
+            degraded = [*degraded, DEGRADED_REEMBEDDING]
     return SearchResult(
-        hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths, timings=ran.timings
+        hits=hits,
+        degraded=degraded,
+        dense_paths=ran.dense_paths,
+        timings=ran.timings,
+        reembedding=reembedding,
     )
 
 

@@ -82,7 +82,9 @@ class MemorySearchView(AgentView, APIView):
             include_shared=serializer.validated_data.get("include_shared"),
         )
         return Response(
-            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+            s.SearchResponseSerializer(
+                s.search_payload(result.hits, result.degraded, result.reembedding)
+            ).data
         )
 
 
@@ -111,7 +113,9 @@ class SharedSearchView(AgentView, APIView):
             exclude_self=serializer.validated_data["exclude_self"],
         )
         return Response(
-            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+            s.SearchResponseSerializer(
+                s.search_payload(result.hits, result.degraded, result.reembedding)
+            ).data
         )
 
 
@@ -185,6 +189,8 @@ class MemoryContextView(AgentView, APIView):
             include_org=data["include_org"],
         )
         payload = dict(s.MemoryContextSerializer(prepared).data)
+        if payload.get("reembedding") is None:
+            payload.pop("reembedding", None)  # present only while a job runs
         strategy = service.strategy()
         if strategy.strategy_name != "context":
             payload["strategy"] = strategy.strategy_name
