@@ -200,9 +200,14 @@ def _build(label: str) -> World:
         ArchivedMemory: archived,
         MaintenanceRun: run,
         ReembedJob: ReembedJob.objects.create(
-            company=company, to_embedder_id=f"openai:{label}", to_dims=768, memories_total=3,
-            memories_done=1, created_at=now, updated_at=now,
-        ),  # fmt: skip
+            company=company,
+            to_embedder_id=f"openai:{label}",
+            to_dims=768,
+            memories_total=3,
+            memories_done=1,
+            created_at=now,
+            updated_at=now,
+        ),
         **_ingestion_rows(company, agent, label, now),
     }
     return World(company=company, user=user, client=client, objects=objects)
