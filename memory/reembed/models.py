@@ -13,7 +13,6 @@ class ReembedJob(models.Model):
         RUNNING = "running", "Running"  # started; batches left (or being processed)
         COMPLETED = "completed", "Completed"
         SUPERSEDED = "superseded", "Superseded"  # the company switched embedder again
-        FAILED = "failed", "Failed"  # the target embedder cannot be used at all
 
     class Phase(models.TextChoices):
         INDEX = "index", "Building the vector index"
@@ -58,7 +57,7 @@ class ReembedJob(models.Model):
                 name="reembed_one_running_per_company",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["running", "completed", "superseded", "failed"]),
+                condition=Q(status__in=["running", "completed", "superseded"]),
                 name="reembed_status_valid",
             ),
             models.CheckConstraint(

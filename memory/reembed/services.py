@@ -42,7 +42,6 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memory.domain import embedding_text
-from memory.models import Memory
 from memory.reembed.models import ReembedJob
 from memory.services.embeddings import embed_texts
 from memory.vector_indexes import dense_condition, ensure_vector_index, vector_index_state
@@ -52,8 +51,9 @@ from orgmemory.services.embeddings import fact_vectors_store, stale_fact_version
 from persistence.models import Company
 from persistence.selectors.embedder import company_embedder, company_embedder_key
 from persistence.services.audit import audit_record
-from synthorg.embedding import EmbeddingError
+from synthorg.embedding import EmbeddingError, default_embedder
 from synthorg.errors import DomainError, NotFoundError
+from synthorg.retrieval.vectors import vector_literal
 
 logger = logging.getLogger(__name__)
 
@@ -121,13 +121,21 @@ def _stale_fact_count(company: Company, embedder_id: str, dims: int) -> int:
 
 @transaction.atomic
 def reembed_job_start(
-    *, company: Company, via: str = "config", principal=None, actor_user=None
+    *,
+    company: Company,
+    via: str = "config",
+    principal=None,
+    actor_user=None,
+    check_rows: bool = True,
 ) -> ReembedJob | None:
     """Start re-embedding ``company``'s vectors with its current embedder, if anything needs it.
 
     Returns the running job (an existing one for the same embedder, or a new one), or
     ``None`` when every vector is already the current embedder's and its index exists. A
     running job for another embedder is superseded (the new one takes over its rows).
+    ``check_rows=False`` (the config hook, run after every config save): when the embedder
+    is the one the company's last job moved to — or, with no job yet, the default one — it
+    did not change, and the rows are not counted (a count reads every row of the company).
     Raises :class:`DomainError` if the company's embedder cannot be built.
     """
     Company.objects.select_for_update().filter(pk=company.pk).first()  # one start at a time
@@ -137,6 +145,19 @@ def reembed_job_start(
     if running is not None:
         if (running.to_embedder_id, running.to_dims) == (embedder_id, dims):
             return running
+    elif not check_rows:
+        last = (
+            ReembedJob.objects.filter(company=company)
+            .exclude(status=ReembedJob.Status.SUPERSEDED)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        unchanged = (
+            (last.to_embedder_id, last.to_dims) if last is not None else _default_key()
+        ) == (embedder_id, dims)
+        if unchanged:
+            return None
+    if running is not None:
         running.status = ReembedJob.Status.SUPERSEDED
         running.finished_at = running.updated_at = now
         running.save(update_fields=["status", "finished_at", "updated_at"])
@@ -186,10 +207,15 @@ def enqueue_reembed_job(job_id: int) -> None:
         logger.exception("queueing re-embedding job %s failed", job_id)
 
 
+def _default_key() -> tuple[str, int]:
+    embedder = default_embedder()
+    return embedder.embedder_id, embedder.dims
+
+
 def reembed_on_config_change(company: Company) -> None:
     """Config-change hook: a changed embedder starts (or supersedes) a job."""
     try:
-        reembed_job_start(company=company, via="config")
+        reembed_job_start(company=company, via="config", check_rows=False)
     except DomainError as exc:
         logger.warning("re-embedding for company %s not started: %s", company.pk, exc)
 
@@ -296,12 +322,19 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
     if not embedded.ok or embedded.embedder_id != job.to_embedder_id:
         raise EmbeddingError(f"the embedder {job.to_embedder_id} failed on a batch")
     with transaction.atomic():
-        for index, (memory_id, content, context) in enumerate(rows):
-            # Skipped if the text changed since it was read: its own update re-embedded it.
-            Memory.objects.filter(pk=memory_id, content=content, context=context).update(
-                embedding=embedded.vector(index),
-                embedder_id=embedded.embedder_id,
-                embedding_status=Memory.EmbeddingStatus.READY,
+        # One statement for the batch (the BM25 statistics trigger runs per statement).
+        # A row whose text changed since it was read is skipped: its own update embedded it.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _BATCH_UPDATE_SQL,
+                [
+                    embedded.embedder_id,
+                    [row[0] for row in rows],
+                    [row[1] for row in rows],
+                    [row[2] for row in rows],
+                    [vector_literal(vector) for vector in embedded.vectors],
+                    job.company_id,
+                ],
             )
         ReembedJob.objects.filter(pk=job.pk).update(
             memory_cursor=rows[-1][0],
@@ -312,6 +345,14 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
             updated_at=timezone.now(),
         )
     return len(rows)
+
+
+_BATCH_UPDATE_SQL = """
+UPDATE memory_memory m
+   SET embedding = v.embedding::vector, embedder_id = %s, embedding_status = 'ready'
+  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[]) AS v(id, content, context, embedding)
+ WHERE m.id = v.id AND m.content = v.content AND m.context = v.context AND m.company_id = %s
+"""
 
 
 def _fact_batch(job: ReembedJob, batch_size: int) -> int:

@@ -276,8 +276,11 @@ def test_back_to_the_default_embedder_needs_no_index_build(org_embeddings, serve
     assert back.to_dims == 384 and back.memories_total == 2 and back.from_dims == 768
     assert reembed_job_run(job=back).finished
     assert set(vectors_by_embedder(company)) == {(back.to_embedder_id, 384)}
-    # Nothing left to do: no new job.
+    # Nothing left to do: no new job, and a config change that keeps the embedder starts none.
     assert reembed_job_start(company=company) is None
+    company_config_set(company=company, data={"memory": {"level": "project"}})
+    assert not ReembedJob.objects.filter(company=company, status="running").exists()
+    assert ReembedJob.objects.filter(company=company).count() == 2
 
 
 def test_reembed_command_status_start_resume(server, org_embeddings):
