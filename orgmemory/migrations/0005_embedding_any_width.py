@@ -10,7 +10,7 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-    dependencies = [("orgmemory", "0003_approval_queue")]
+    dependencies = [("orgmemory", "0004_webhook_delivery_lease")]
 
     operations = [
         migrations.AlterField(
