@@ -25,7 +25,6 @@ from pgvector.django import VectorField
 from persistence.models import Agent, Company
 from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
 
-EMBEDDING_DIMS = 384  # the default embedder (all-MiniLM-L6-v2)
 _CATEGORIES = [c.value for c in OrgFactCategory]
 
 
