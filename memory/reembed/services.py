@@ -336,14 +336,7 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
                     job.company_id,
                 ],
             )
-        ReembedJob.objects.filter(pk=job.pk).update(
-            memory_cursor=rows[-1][0],
-            memories_total=Greatest(F("memories_total"), F("memories_done") + len(rows)),
-            memories_done=F("memories_done") + len(rows),
-            batches=F("batches") + 1,
-            last_error="",
-            updated_at=timezone.now(),
-        )
+        _advance(job, "memories", cursor=rows[-1][0], count=len(rows))
     return len(rows)
 
 
@@ -368,15 +361,25 @@ def _fact_batch(job: ReembedJob, batch_size: int) -> int:
     vectors = embedder.embed([entry.content for entry in batch])
     with transaction.atomic():
         fact_vectors_store(entries=batch, embedder_id=embedder.embedder_id, vectors=vectors)
-        ReembedJob.objects.filter(pk=job.pk).update(
-            fact_cursor=batch[-1].operation_id,
-            facts_total=Greatest(F("facts_total"), F("facts_done") + len(batch)),
-            facts_done=F("facts_done") + len(batch),
-            batches=F("batches") + 1,
-            last_error="",
-            updated_at=timezone.now(),
-        )
+        _advance(job, "facts", cursor=batch[-1].operation_id, count=len(batch))
     return len(batch)
+
+
+def _advance(job: ReembedJob, kind: str, *, cursor, count: int) -> None:
+    """Record a committed batch of ``kind`` ("memories" / "facts"): cursor, counts (the total
+    grows if more rows turned up than were counted at the start)."""
+    cursor_field = "memory_cursor" if kind == "memories" else "fact_cursor"
+    done, total = f"{kind}_done", f"{kind}_total"
+    ReembedJob.objects.filter(pk=job.pk).update(
+        **{
+            cursor_field: cursor,
+            total: Greatest(F(total), F(done) + count),
+            done: F(done) + count,
+        },
+        batches=F("batches") + 1,
+        last_error="",
+        updated_at=timezone.now(),
+    )
 
 
 def _finish_or_sweep(job: ReembedJob) -> bool:
