@@ -34,10 +34,12 @@ def _register_reembedding() -> None:
     from django_q.models import Schedule
 
     from memory.reembed.services import reembed_on_config_change
-    from persistence.services.companies import on_company_config_change
+    from persistence.services.companies import on_company_config_change, on_company_created
     from synthorg.schedules import ScheduleSpec, register_schedule
 
     on_company_config_change(reembed_on_config_change)
+    # A company created with another embedder gets its index built by a (row-less) job.
+    on_company_created(reembed_on_config_change)
     register_schedule(
         ScheduleSpec(
             name="memory-reembed-resume",

@@ -117,7 +117,7 @@ class EmbedderOverrideConfig(BaseModel):
 
     provider: NotBlankStr | None = None
     model: NotBlankStr | None = None
-    dims: int | None = Field(default=None, ge=8, le=16000)
+    dims: int | None = Field(default=None, ge=8)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
 

@@ -321,3 +321,23 @@ def test_reembed_command_status_start_resume(server, org_embeddings):
         call_command("reembed", "resume", company.slug)
     with pytest.raises(CommandError, match=r"No company 'no-such-company'"):
         call_command("reembed", "start", "no-such-company")
+
+
+def test_a_company_created_with_another_embedder_gets_its_index(server):
+    from persistence.services.companies import company_create
+
+    company = company_create(
+        name="Wide from the start",
+        config={
+            "memory": {"embedder": {"model": "born-wide", "dims": 768, "base_url": server.base_url}}
+        },
+    )
+    job = ReembedJob.objects.get(company=company)
+    assert (job.status, job.to_embedder_id, job.total) == ("running", "openai:born-wide", 0)
+    assert vector_index_state("openai:born-wide", 768) in ("missing", "ready")
+    assert reembed_job_run(job=job).finished
+    job.refresh_from_db()
+    assert (job.status, job.share_done) == ("completed", 1.0)
+    assert vector_index_state("openai:born-wide", 768) == "ready"
+    # A company created with the default embedder starts nothing.
+    assert not ReembedJob.objects.filter(company=company_create(name="Plain")).exists()

@@ -74,7 +74,7 @@ def test_embedder_dims_up_to_the_hnsw_limit_are_accepted(dims):
     assert company_config(company).memory.embedder.dims == dims
 
 
-@pytest.mark.parametrize("dims", [MAX_EMBEDDING_DIMS + 1, 8192])
+@pytest.mark.parametrize("dims", [MAX_EMBEDDING_DIMS + 1, 8192, 100_000])
 def test_embedder_dims_no_index_can_hold_are_refused(dims):
     assert MAX_EMBEDDING_DIMS == 4000  # pgvector's HNSW limit (halfvec)
     company = CompanyFactory()
