@@ -7,6 +7,11 @@ HNSW index over the whole column is replaced by a partial expression index per
 table holds and for the default embedder; later ones are built concurrently by the
 re-embedding job. Changing the type resets the column's storage to pgvector's default, so
 ``STORAGE MAIN`` (migration 0003) is set again.
+
+Non-atomic, and the indexes are built ``CONCURRENTLY``: the type change needs no table
+rewrite (measured: 20,000 rows, same relfilenode), so on a live table writes only wait for
+the brief ALTER; the HNSW builds (27 s for 20,000 rows on the development machine) run
+while writes go on, and the dense leg scans exactly until an index is valid.
 """
 
 import pgvector.django.vector
@@ -25,7 +30,7 @@ def create_vector_indexes(apps, schema_editor):
         )
         pairs = {DEFAULT_EMBEDDER, *cursor.fetchall()}
         for embedder_id, dims in sorted(pairs):
-            cursor.execute(create_index_sql(embedder_id, dims, concurrently=False))
+            cursor.execute(create_index_sql(embedder_id, dims, concurrently=True))
 
 
 def drop_vector_indexes(apps, schema_editor):
@@ -35,10 +40,12 @@ def drop_vector_indexes(apps, schema_editor):
             "AND indexname LIKE 'memory\\_emb\\_%%'"
         )
         for (name,) in cursor.fetchall():
-            cursor.execute(f"DROP INDEX {name}")
+            cursor.execute(f"DROP INDEX CONCURRENTLY {name}")
 
 
 class Migration(migrations.Migration):
+    atomic = False
+
     dependencies = [("memory", "0010_merge_procedural_and_bm25_stats")]
 
     operations = [
