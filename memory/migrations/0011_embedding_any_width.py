@@ -10,8 +10,8 @@ re-embedding job. Changing the type resets the column's storage to pgvector's de
 
 Non-atomic, and the indexes are built ``CONCURRENTLY``: the type change needs no table
 rewrite (measured: 20,000 rows, same relfilenode), so on a live table writes only wait for
-the brief ALTER; the HNSW builds (27 s for 20,000 rows on the development machine) run
-while writes go on, and the dense leg scans exactly until an index is valid.
+the brief ALTER; the HNSW builds (non-concurrently 27 s for 20,000 rows on the development
+machine) run while writes go on, and the dense leg scans exactly until an index is valid.
 """
 
 import pgvector.django.vector
