@@ -104,3 +104,28 @@ def test_resume_now_queues_only_running_jobs_of_own_company():
     queued = [task.task for task in OrmQ.objects.all()[before:]]
     assert [t["func"] for t in queued] == ["memory.reembed.tasks.run_reembed_job"]
     assert [t["args"] for t in queued] == [(running.pk,)]
+
+
+def test_the_resume_schedule_queues_every_running_job():
+    from django_q.models import OrmQ
+
+    from memory.reembed.tasks import resume_reembed_jobs, run_reembed_job
+    from synthorg.schedules import declared_schedules
+
+    spec = declared_schedules()["memory-reembed-resume"]
+    assert (spec.func, spec.minutes) == ("memory.reembed.tasks.resume_reembed_jobs", 5)
+    running = job(CompanyFactory(slug="a"), 1, 4)
+    finished = job(
+        CompanyFactory(slug="b"),
+        4,
+        4,
+        status="completed",
+        phase="done",
+        finished_at=running.created_at,
+    )
+    before = OrmQ.objects.count()
+    assert resume_reembed_jobs() == 1
+    assert [t.task["args"] for t in OrmQ.objects.all()[before:]] == [(running.pk,)]
+    # The task of a job that is gone or finished does nothing.
+    assert run_reembed_job(finished.pk) == "completed"
+    assert run_reembed_job(10**9) is None
