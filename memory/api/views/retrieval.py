@@ -39,6 +39,12 @@ SEARCH_RESPONSE_EXAMPLE = {
     ],
     "degraded": [],
 }
+#: While the company's vectors are re-embedded for a new embedder (``memory.reembed``).
+SEARCH_REEMBEDDING_EXAMPLE = {
+    **SEARCH_RESPONSE_EXAMPLE,
+    "degraded": ["reembedding"],
+    "reembedding": {"job": 12, "done": 6000, "total": 8000, "share_done": 0.75},
+}
 
 
 def _memory_query(data):
@@ -72,6 +78,9 @@ class MemorySearchView(AgentView, APIView):
         examples=[
             OpenApiExample("Search", value=SEARCH_REQUEST_EXAMPLE, request_only=True),
             OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+            OpenApiExample(
+                "During re-embedding", value=SEARCH_REEMBEDDING_EXAMPLE, response_only=True
+            ),
         ],
     )
     def post(self, request):
@@ -103,6 +112,9 @@ class SharedSearchView(AgentView, APIView):
                 request_only=True,
             ),
             OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+            OpenApiExample(
+                "During re-embedding", value=SEARCH_REEMBEDDING_EXAMPLE, response_only=True
+            ),
         ],
     )
     def post(self, request):
