@@ -25,7 +25,6 @@ from pgvector.django import VectorField
 from persistence.models import Agent, Company
 from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
 
-EMBEDDING_DIMS = 384  # the default embedder (all-MiniLM-L6-v2)
 _CATEGORIES = [c.value for c in OrgFactCategory]
 
 
@@ -155,7 +154,7 @@ class OrgFact(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     retracted_at = models.DateTimeField(null=True, blank=True)
-    # Derived by the database from ``content`` (migration 0005), like the log's own: what
+    # Derived by the database from ``content`` (migration 0006), like the log's own: what
     # relevance ranking of the current facts reads, through a GIN index of the live ones.
     search_vector = SearchVectorField(null=True, editable=False)
     doc_length = models.PositiveIntegerField(default=0, editable=False)
@@ -203,7 +202,7 @@ class FactVersionEmbedding(models.Model):
         OperationLogEntry, on_delete=models.PROTECT, primary_key=True, related_name="embedding"
     )
     embedder_id = models.CharField(max_length=100)
-    embedding = VectorField(dimensions=EMBEDDING_DIMS)
+    embedding = VectorField()  # untyped: the company embedder's width (any)
 
     class Meta:
         constraints = [

@@ -7,7 +7,7 @@ PUBLISH log row (the one whose ``operation_id`` a result carries):
   english ``tsvector`` of each fact's content, with document frequencies and average length
   taken from the live set. Now (no ``as_of``): over the :class:`~orgmemory.models.OrgFact`
   snapshot rows, found through the GIN index of the live ones, with N and the length sum
-  read from the trigger-maintained ``orgmemory_fact_bm25_stats`` (migration 0005) — no
+  read from the trigger-maintained ``orgmemory_fact_bm25_stats`` (migration 0006) — no
   query reads every live fact. As of a past time: over the PUBLISH rows live then
   (:func:`orgmemory.selectors.facts.live_operations`), so a past state is ranked as it
   would have been then;
@@ -123,16 +123,22 @@ def _exact_dense(
     source: str, source_params: dict, embedded, pool: int, min_similarity: float
 ) -> list[tuple]:
     """The exact nearest fact vectors (alias ``e``) among the rows ``source`` yields, kept
-    at or above ``min_similarity``."""
+    at or above ``min_similarity``: only vectors of the query's embedder and width are
+    compared (an exact scan: no index to match, so the embedder id stays a parameter)."""
     embedder_id, vector = embedded
     sql = f"""
     SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
       FROM {source}
-     WHERE e.embedder_id = %(embedder)s
+     WHERE e.embedder_id = %(embedder)s AND vector_dims(e.embedding) = %(dims)s
      ORDER BY e.embedding <=> %(q)s::vector, e.operation_id
      LIMIT %(pool)s
     """
-    params = {"q": vector_literal(vector), "embedder": embedder_id, "pool": pool}
+    params = {
+        "q": vector_literal(vector),
+        "embedder": embedder_id,
+        "dims": int(vector.shape[0]),
+        "pool": pool,
+    }
     with connection.cursor() as cursor:
         cursor.execute(sql, params | source_params)
         return [(op, sim) for op, sim in cursor.fetchall() if sim >= min_similarity]
@@ -174,7 +180,7 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     else:
         sparse = _bm25(live, query.context, pool)
     legs = [[op for op, _score in sparse]]
-    embedded = embed_text(query.context, query=True)
+    embedded = embed_text(query.context, company=company, query=True)
     if embedded is not None:
         floor = retrieval.min_relevance
         if retrieval.fusion_strategy is not FusionStrategy.LINEAR:

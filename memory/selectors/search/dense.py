@@ -23,9 +23,10 @@ transaction-local settings sent in the same query string (:func:`hnsw_settings`)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memory.selectors.search.scope import Part
+from memory.vector_indexes import dense_condition, dense_distance
 
 #: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
 #: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
@@ -69,16 +70,25 @@ def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
     return exprs, params
 
 
-def choose_paths(table_rows: int, part_rows: Sequence[int]) -> list[str]:
-    """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short)."""
+def choose_paths(
+    table_rows: int, part_rows: Sequence[int], *, index_ready: Callable[[], bool] = lambda: True
+) -> list[str]:
+    """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short).
+
+    ``index_ready`` says whether the query embedder's HNSW index can be walked (asked only
+    when a part would walk it): until it is built, every part is scanned exactly.
+    """
     if table_rows <= EXACT_SCAN_MAX_ROWS:
         return [EXACT] * len(part_rows)
     # A small share of the index (e.g. one of many agents): the walk would come back short,
     # and the part's own rows are cheap to scan exactly through its b-tree.
-    return [
+    paths = [
         EXACT if rows < HNSW_MIN_SHARE * table_rows and rows <= PART_EXACT_MAX_ROWS else HNSW
         for rows in part_rows
     ]
+    if HNSW in paths and not index_ready():
+        return [EXACT] * len(part_rows)
+    return paths
 
 
 def ef_search(depth: int, iterative: bool) -> int:
@@ -99,7 +109,12 @@ def hnsw_settings(depth: int, iterative: bool) -> dict[str, str]:
 
 
 def dense_ctes(
-    parts: Sequence[Part], paths: Sequence[str], filters: Part, embedder_id: str, depth: int
+    parts: Sequence[Part],
+    paths: Sequence[str],
+    filters: Part,
+    embedder_id: str,
+    dims: int,
+    depth: int,
 ) -> tuple[list[str], list, str]:
     """CTEs (and their parameters, in order) ending in ``dense(id, sim)``, best first, at
     most ``depth``; and the SQL of one row per part telling whether its walk filled the page.
@@ -110,8 +125,12 @@ def dense_ctes(
     branch_params: list = []
     walks: list[str] = []
     for index, (part, path) in enumerate(zip(parts, paths, strict=True)):
-        where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
-        where_params = [*part.params, *filters.params, embedder_id]
+        # Only vectors of the query's embedder and width; written as the predicate of that
+        # embedder's partial HNSW index (memory.vector_indexes) so the walk can use it.
+        where = (
+            f"{part.sql} AND {filters.sql} AND {dense_condition(embedder_id, dims, escape=True)}"
+        )
+        where_params = [*part.params, *filters.params]
         exact = (
             f"SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim FROM memory_memory m "
             f"WHERE {where} {{gate}}ORDER BY sim DESC, m.id LIMIT %s"
@@ -128,7 +147,7 @@ def dense_ctes(
         ctes.append(
             f"{walk} AS MATERIALIZED (SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim "
             f"FROM memory_memory m WHERE {where} "
-            f"ORDER BY m.embedding <=> {QUERY_VECTOR} LIMIT %s)"
+            f"ORDER BY {dense_distance(dims, QUERY_VECTOR)} LIMIT %s)"
         )
         params += [*where_params, depth]
         # An uncorrelated condition: a one-time filter, so the exact scan only runs when the

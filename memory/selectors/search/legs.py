@@ -27,6 +27,7 @@ from memory.selectors.search import dense as dense_leg
 from memory.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
 from memory.selectors.search.scope import Part
 from memory.selectors.search.sparse import sparse_ctes
+from memory.vector_indexes import dense_condition, vector_index_ready
 from persistence.models import Company
 from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
 from synthorg.errors import DomainError
@@ -71,6 +72,11 @@ class Legs:
     sparse: list[tuple]  # (id, bm25) best first
     degraded: list[str]
     dense_paths: list[str]
+    #: the query's embedder and width (vectors of another width are never compared), and
+    #: whether the query was embedded (its pgvector literal)
+    embedder_id: str = ""
+    dims: int = 0
+    vector: str | None = None
     #: id → cosine similarity to the query, for every candidate with a comparable vector
     similarity: dict = field(default_factory=dict)
     #: id → (created_at, is_shared), for every candidate
@@ -115,15 +121,23 @@ def run_legs(
             logger.warning("query embedding failed for company %s: %s", company.pk, exc)
             degraded.append(DEGRADED_DENSE)
     timings["embed_wait_ms"] = (time.perf_counter() - clock) * 1000 - timings["plan_ms"]
-    paths = dense_leg.choose_paths(counts[0], counts[1:]) if vector is not None else []
+    dims = int(vector.shape[0]) if vector is not None else 0
+    paths = []
+    if vector is not None:
+        paths = dense_leg.choose_paths(
+            counts[0], counts[1:], index_ready=lambda: vector_index_ready(embedder_id, dims)
+        )
 
     clock = time.perf_counter()
-    legs = Legs(dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings)
+    legs = Legs(
+        dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings,
+        embedder_id=embedder_id if vector is not None else "", dims=dims,
+        vector=vector_literal(vector) if vector is not None else None,
+    )  # fmt: skip
     if vector is not None or lexemes:
         _run_statement(
-            legs, parts=parts, filters=filters, vector=vector, embedder_id=embedder_id,
-            paths=paths, lexemes=lexemes, depth=depth,
-        )  # fmt: skip
+            legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth
+        )
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
 
@@ -156,8 +170,6 @@ def _run_statement(
     *,
     parts: Sequence[Part],
     filters: Part,
-    vector: np.ndarray | None,
-    embedder_id: str,
     paths: list[str],
     lexemes: list[str],
     depth: int,
@@ -166,11 +178,11 @@ def _run_statement(
     params: list = []
     kinds: list[str] = []
     walks = ""
-    if vector is not None:
+    if legs.vector is not None:
         ctes.append("q AS (SELECT %s::vector AS v)")
-        params.append(vector_literal(vector))
+        params.append(legs.vector)
         dense_sql, dense_params, walks = dense_leg.dense_ctes(
-            parts, paths, filters, embedder_id, depth
+            parts, paths, filters, legs.embedder_id, legs.dims, depth
         )
         ctes += dense_sql
         params += dense_params
@@ -180,12 +192,9 @@ def _run_statement(
         ctes.append(sparse_sql)
         params += sparse_params
         kinds.append("SELECT 's' AS kind, id, score FROM sparse")
-    if vector is not None:
-        similarity = (
-            "CASE WHEN m.embedder_id = %s AND m.embedding IS NOT NULL "
-            f"THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
-        )
-        params.append(embedder_id)
+    if legs.vector is not None:
+        comparable = dense_condition(legs.embedder_id, legs.dims, escape=True)
+        similarity = f"CASE WHEN {comparable} THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
     else:
         similarity = "NULL::float8"
     sql = (

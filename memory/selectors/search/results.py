@@ -31,3 +31,6 @@ class SearchResult:
     #: embed_wait_ms (the embedding left to wait for after planning), legs_ms (the one
     #: statement running both legs), fuse_ms, hydrate_ms
     timings: dict[str, float] = field(default_factory=dict)
+    #: while the company's vectors are being re-embedded for the query's embedder: the
+    #: job's progress (``degraded`` then holds ``"reembedding"``)
+    reembedding: dict | None = None

@@ -135,9 +135,10 @@ def test_single_leg_modes(rrf_agent, keyword_embedder):
         memory_search(agent=rrf_agent, query=MemoryQuery(text="x"), legs=("magic",))
 
 
-def test_a_hybrid_search_is_three_statements(rrf_agent, keyword_embedder):
+def test_a_hybrid_search_is_four_statements(rrf_agent, keyword_embedder):
     """A planning round trip (lexemes, path choice), one statement for both legs with the
-    candidates' similarities and metadata, and the hydration of the hits."""
+    candidates' similarities and metadata, the hydration of the hits, and the lookup of a
+    running re-embedding job (memory.reembed)."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -145,7 +146,8 @@ def test_a_hybrid_search_is_three_statements(rrf_agent, keyword_embedder):
     search(rrf_agent, keyword_embedder, "deploy")  # warm the per-process caches
     with CaptureQueriesContext(connection) as queries:
         result = search(rrf_agent, keyword_embedder, "deploy database")
-    assert len(queries) == 3, [q["sql"][:80] for q in queries]
+    assert len(queries) == 4, [q["sql"][:80] for q in queries]
+    assert "memory_reembedjob" in queries[3]["sql"]
     assert contents(result)[:2] == ["deploy database", "deploy friday"]
     assert set(result.timings) == {
         "embed_ms", "embed_wait_ms", "plan_ms", "legs_ms", "fuse_ms", "hydrate_ms"

@@ -86,7 +86,7 @@ DROP TRIGGER IF EXISTS orgmemory_fact_search_fields ON orgmemory_orgfact;
 
 
 class Migration(migrations.Migration):
-    dependencies = [("orgmemory", "0004_webhook_delivery_lease")]
+    dependencies = [("orgmemory", "0005_embedding_any_width")]
 
     operations = [
         migrations.AddField(
