@@ -60,3 +60,35 @@ def test_path_choice_by_table_and_part_size(monkeypatch):
     assert dense_module.ef_search(50, iterative=True) == 200
     assert dense_module.ef_search(300, iterative=True) == 1000
     assert dense_module.ef_search(50, iterative=False) == 1000
+
+
+def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_agent, monkeypatch):
+    """The statement the search sends (settings script and all) walks the query embedder's
+    own HNSW index (memory.vector_indexes), not a scan."""
+    from django.db import connection, transaction
+
+    from memory.vector_indexes import index_name
+    from synthorg.embedding import default_embedder
+
+    embedder = default_embedder()
+    store(rrf_agent, embedder, "deploy on friday", "lunch menu", "database backups")
+    for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "HNSW_MIN_SHARE": 0.0}.items():
+        monkeypatch.setattr(dense_module, name, value)
+    captured = []
+
+    def capture(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        result = search(rrf_agent, embedder, "when do we deploy?")
+    assert result.dense_paths == ["hnsw+exact", "hnsw+exact"]  # 3 rows < the leg depth
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    settings_sql, statement = script.split(";\n", 1)
+    n_settings = settings_sql.count("%s")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(settings_sql, params[:n_settings])
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + statement, params[n_settings:])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert f"Index Scan using {index_name(embedder.embedder_id, embedder.dims)}" in plan
