@@ -459,11 +459,27 @@ class Tally:
         return result
 
 
-def start_server(variant: str, port: int, args, env) -> tuple[subprocess.Popen, object]:
-    command = server_command(variant, port, args.workers, args.threads)
-    log_path = Path(tempfile.gettempdir()) / f"http_load_{variant}.log"
+def variant_setup(spec: str, args) -> tuple[str, int, int]:
+    """``asgi`` → the serving model with ``--workers``/``--threads``; ``asgi@3x4`` → 3 workers
+    of 4 threads each (threads apply to gthread and asgi)."""
+    name, _, shape = spec.partition("@")
+    if name not in VARIANTS:
+        raise SystemExit(f"unknown variant {name!r} (one of {', '.join(VARIANTS)})")
+    if not shape:
+        return name, args.workers, args.threads
+    workers, _, threads = shape.partition("x")
+    if not (workers.isdigit() and threads.isdigit() and int(workers) > 0 and int(threads) > 0):
+        raise SystemExit(f"variant {spec!r}: expected NAME@WORKERSxTHREADS, e.g. asgi@2x4")
+    return name, int(workers), int(threads)
+
+
+def start_server(spec: str, port: int, args, env) -> tuple[subprocess.Popen, object]:
+    variant, workers, threads = variant_setup(spec, args)
+    command = server_command(variant, port, workers, threads)
+    env = {**env, "WEB_THREADS": str(threads)}
+    log_path = Path(tempfile.gettempdir()) / f"http_load_{spec}.log"
     print(
-        f"[{variant}] starting: {' '.join(command[2:])} (log: {log_path})",
+        f"[{spec}] starting: {' '.join(command[2:])} (log: {log_path})",
         file=sys.stderr,
         flush=True,
     )
@@ -520,8 +536,7 @@ def main() -> None:
     args = parser.parse_args()
     variants = args.variants.split(",")
     for variant in variants:
-        if variant not in VARIANTS:
-            raise SystemExit(f"unknown variant {variant!r} (one of {', '.join(VARIANTS)})")
+        variant_setup(variant, args)
     mix = parse_mix(args.mix)
     cores = os.cpu_count() or 1
 
@@ -539,7 +554,7 @@ def main() -> None:
     try:
         print(f"seeding {args.agents} agents x {args.seed} memories", file=sys.stderr)
         keys = seed(args.agents, args.seed)
-        env = {**os.environ, "DATABASE_URL": database_url(), "WEB_THREADS": str(args.threads)}
+        env = {**os.environ, "DATABASE_URL": database_url()}
         connection.close()
         # Every variant's server runs for the whole benchmark (idle ones cost nothing), so
         # the rounds can alternate between them.
@@ -576,9 +591,11 @@ def main() -> None:
         results = {}
         for variant in variants:
             result = tallies[variant].result(cores)
-            result["server_command"] = " ".join(
-                server_command(variant, servers[variant][2], args.workers, args.threads)[2:]
-            )
+            name, workers, threads = variant_setup(variant, args)
+            command = server_command(name, servers[variant][2], workers, threads)
+            result["server_command"] = " ".join(command[2:])
+            result["web_workers"] = workers
+            result["web_threads_per_worker"] = threads
             results[variant] = result
             print(
                 f"[{variant}] {result['req_per_s']} req/s, p50 {result['p50_ms']} ms, "
@@ -598,6 +615,7 @@ def main() -> None:
             "rounds": args.rounds,
             "web_workers": args.workers,
             "threads_per_worker": args.threads,
+            "variant_shape": "NAME@WORKERSxTHREADS overrides --workers/--threads for a variant",
             "agents": args.agents,
             "seed_memories_per_agent": args.seed,
             "warm_up_requests_per_kind": WARM_UP_REQUESTS,
@@ -614,7 +632,9 @@ def main() -> None:
                     "request much less depends on other load."
                 ),
             },
-            "variant_descriptions": {variant: VARIANTS[variant] for variant in variants},
+            "variant_descriptions": {
+                variant: VARIANTS[variant_setup(variant, args)[0]] for variant in variants
+            },
             "variants": results,
             "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
