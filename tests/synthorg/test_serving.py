@@ -50,9 +50,7 @@ def test_requests_leave_no_session_state_on_the_reused_connection():
             "/api/v1/memories/search", {"query": "when does billing deploy?"}, format="json"
         )
         assert searched.status_code == 200
-        assert {hit["memory"]["agent_id"] for hit in searched.json()["results"]} == {
-            who.agent.pk
-        }
+        assert {hit["memory"]["agent_id"] for hit in searched.json()["results"]} == {who.agent.pk}
         context = who.client.post(
             "/api/v1/memories/context",
             {"query": "prepare the billing deploy", "token_budget": 400},
