@@ -2,6 +2,7 @@
 
     python bench/http_load.py                 # what make run serves: 32 clients, 60 s
     python bench/http_load.py --variants asgi,asgi-h11 --rounds 6   # a fair A/B
+    python bench/http_load.py --variants asgi-h11=/tmp/before,asgi --rounds 6  # before/after
 
 The benchmark seeds a throw-away database with ``--agents`` agents of ``--seed`` memories
 each and starts the real server (gunicorn, 2 workers by default) for every ``--variants``
@@ -459,10 +460,17 @@ class Tally:
         return result
 
 
+def variant_root(spec: str) -> Path:
+    """``asgi=/tmp/base`` serves the code of another checkout (same database, same venv):
+    before/after comparisons in one run. Without ``=PATH``: this checkout."""
+    _, _, root = spec.partition("=")
+    return Path(root) if root else ROOT
+
+
 def variant_setup(spec: str, args) -> tuple[str, int, int]:
     """``asgi`` → the serving model with ``--workers``/``--threads``; ``asgi@3x4`` → 3 workers
     of 4 threads each (threads apply to gthread and asgi)."""
-    name, _, shape = spec.partition("@")
+    name, _, shape = spec.partition("=")[0].partition("@")
     if name not in VARIANTS:
         raise SystemExit(f"unknown variant {name!r} (one of {', '.join(VARIANTS)})")
     if not shape:
@@ -477,15 +485,18 @@ def start_server(spec: str, port: int, args, env) -> tuple[subprocess.Popen, obj
     variant, workers, threads = variant_setup(spec, args)
     command = server_command(variant, port, workers, threads)
     env = {**env, "WEB_THREADS": str(threads)}
-    log_path = Path(tempfile.gettempdir()) / f"http_load_{spec}.log"
+    log_path = Path(tempfile.gettempdir()) / f"http_load_{spec.partition('=')[0]}.log"
     print(
         f"[{spec}] starting: {' '.join(command[2:])} (log: {log_path})",
         file=sys.stderr,
         flush=True,
     )
     log = log_path.open("w")
+    root = variant_root(spec)
+    if not (root / "synthorg" / "asgi.py").is_file():
+        raise SystemExit(f"variant {spec!r}: {root} is not a checkout of this project")
     proc = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
     )
     return proc, log
 
@@ -596,6 +607,7 @@ def main() -> None:
             result["server_command"] = " ".join(command[2:])
             result["web_workers"] = workers
             result["web_threads_per_worker"] = threads
+            result["code"] = str(variant_root(variant))
             results[variant] = result
             print(
                 f"[{variant}] {result['req_per_s']} req/s, p50 {result['p50_ms']} ms, "
@@ -615,7 +627,8 @@ def main() -> None:
             "rounds": args.rounds,
             "web_workers": args.workers,
             "threads_per_worker": args.threads,
-            "variant_shape": "NAME@WORKERSxTHREADS overrides --workers/--threads for a variant",
+            "variant_shape": "NAME[@WORKERSxTHREADS][=CHECKOUT]: workers/threads for this "
+            "variant, and another checkout's code (before/after in one run)",
             "agents": args.agents,
             "seed_memories_per_agent": args.seed,
             "warm_up_requests_per_kind": WARM_UP_REQUESTS,
