@@ -27,7 +27,8 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
 
     from memory.domain import MemoryStoreRequest
     from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import _filters, _Part, _run_legs
+    from memory.selectors.search.legs import run_legs
+    from memory.selectors.search.scope import Part, scope_filters
     from memory.services.store import memory_store_batch
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -60,14 +61,14 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                     for turn, result in zip(chunk, results, strict=True):
                         ids[turn.dia_id] = str(result.id)
                 parts = [
-                    _Part(
+                    Part(
                         "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
                         (company.pk, agent.pk),
                     )
                 ]
-                filters = _filters(MemoryQuery(text="x"), timezone.now())
+                filters = scope_filters(MemoryQuery(text="x"), timezone.now())
                 for qa in conv.questions:
-                    legs = _run_legs(
+                    legs = run_legs(
                         company=company,
                         parts=parts,
                         filters=filters,
