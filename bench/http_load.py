@@ -223,15 +223,39 @@ def group_pids(pgid: int) -> list[int]:
 
 
 def backend_pids() -> list[int]:
-    """The PostgreSQL backends serving the benchmark database (when the server is local)."""
+    """The PostgreSQL backends serving the benchmark database (when the server is local),
+    this process's own excepted (its connection stays open while the load runs)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid()"
         )
-        pids = [pid for (pid,) in cursor.fetchall()]
-    connection.close()
-    return pids
+        return [pid for (pid,) in cursor.fetchall()]
+
+
+class BackendCpu:
+    """CPU seconds of every PostgreSQL backend seen so far, keyed by (pid, start time).
+
+    Sampled every half second while the load runs: the server's threads close their
+    connections once they are older than ``CONN_MAX_AGE`` (60 s), so in a 60 s run nearly
+    every backend exits just before the end and a before/after reading alone would miss
+    their CPU. A backend that exits keeps what it had used at its last sample (at most half
+    a second of its work is missed), so the figure stays a (much closer) lower bound.
+    """
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, int], float] = {}
+
+    def sample(self) -> dict[tuple[int, int], float]:
+        for pid in backend_pids():
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            # utime + stime, keyed with the start time (field 22) so a reused pid is new
+            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+            self.seen[(pid, int(fields[19]))] = cpu
+        return dict(self.seen)
 
 
 @dataclass
@@ -240,23 +264,23 @@ class Snapshot:
     process (the load generator) and the whole machine."""
 
     server: dict[int, float]
-    postgres: dict[int, float]
+    postgres: dict[tuple[int, int], float]
     client: float
     machine: float
     wall: float
 
     @classmethod
-    def take(cls, pgid: int) -> Snapshot:
+    def take(cls, pgid: int, backends: BackendCpu) -> Snapshot:
         return cls(
             server=process_cpu_seconds(group_pids(pgid)),
-            postgres=process_cpu_seconds(backend_pids()),
+            postgres=backends.sample(),
             client=time.process_time(),
             machine=machine_busy_seconds(),
             wall=time.monotonic(),
         )
 
 
-def cpu_used(before: dict[int, float], after: dict[int, float]) -> float:
+def cpu_used(before: dict, after: dict) -> float:
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
@@ -334,6 +358,7 @@ def run_load(
     mix: dict[str, float],
     seed_value: int,
     label: str,
+    on_tick=lambda: None,
 ) -> tuple[list[tuple[str, float, bool]], dict[str, int], float]:
     """``clients`` concurrent agents for ``duration`` seconds: the samples
     ``(kind, ms, ok)``, the error kinds and the wall-clock seconds it took."""
@@ -375,6 +400,7 @@ def run_load(
     next_report = began + progress_every
     while any(thread.is_alive() for thread in threads):
         time.sleep(0.5)
+        on_tick()
         if time.monotonic() >= next_report:
             with lock:
                 done = len(samples)
@@ -440,8 +466,8 @@ class Tally:
 
         ours = self.server_cpu + self.postgres_cpu + self.client_cpu
         # CPU per request is what load from other jobs changes far less than wall-clock
-        # figures. Postgres CPU is a lower bound: a backend that exits during the run (its
-        # connection closed) is not read.
+        # figures. Postgres CPU is a lower bound: of a backend that exits during the run (its
+        # connection closed) the last half-second sample counts (see BackendCpu).
         result["server_cpu_ms_per_request"] = per_request(self.server_cpu)
         result["postgres_cpu_ms_per_request_lower_bound"] = per_request(self.postgres_cpu)
         result["load_generator_cpu_ms_per_request"] = per_request(self.client_cpu)
@@ -588,7 +614,8 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-                before = Snapshot.take(proc.pid)
+                backends = BackendCpu()
+                before = Snapshot.take(proc.pid, backends)
                 samples, errors, _wall = run_load(
                     port,
                     keys,
@@ -597,8 +624,10 @@ def main() -> None:
                     mix=mix,
                     seed_value=number * len(variants) + variants.index(variant),
                     label=variant,
+                    on_tick=backends.sample,
                 )
-                tallies[variant].add_round(samples, errors, before, Snapshot.take(proc.pid))
+                after = Snapshot.take(proc.pid, backends)
+                tallies[variant].add_round(samples, errors, before, after)
         results = {}
         for variant in variants:
             result = tallies[variant].result(cores)
@@ -657,6 +686,7 @@ def main() -> None:
     finally:
         for proc, log, _port in servers.values():
             stop_server(proc, log)
+        connection.close()
         roles.use_app(owner_login)
         connection.creation.destroy_test_db(original_name, verbosity=0)
 
