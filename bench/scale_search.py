@@ -57,12 +57,15 @@ def _noisy(centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-HNSW_DROP = "DROP INDEX IF EXISTS memory_embedding_hnsw"
-# Same definition as the model's HnswIndex (memory/migrations/0001_initial.py).
-HNSW_CREATE = (
-    "CREATE INDEX IF NOT EXISTS memory_embedding_hnsw ON memory_memory "
-    "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
-)
+def _hnsw_statements() -> tuple[str, str]:
+    """Drop / create the bench embedder's HNSW index: the product's per-embedder partial
+    index (memory/vector_indexes.py), built non-concurrently after the bulk load."""
+    from memory.vector_indexes import create_index_sql, index_name
+
+    return (
+        f"DROP INDEX IF EXISTS {index_name(BENCH_EMBEDDER_ID, DIMS)}",
+        create_index_sql(BENCH_EMBEDDER_ID, DIMS, concurrently=False),
+    )
 
 
 def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
@@ -70,14 +73,15 @@ def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
     into the graph). Returns the index build time in seconds."""
     from synthorg.db.roles import owner_execute
 
-    owner_execute(HNSW_DROP)  # DDL: the owner role's (the app role owns no table)
+    hnsw_drop, hnsw_create = _hnsw_statements()
+    owner_execute(hnsw_drop)  # DDL: the owner role's (the app role owns no table)
     try:
         _copy_rows(company, agents, per_agent, centres, vocab, rng)
     finally:
         started = time.perf_counter()
         owner_execute(
             "SET maintenance_work_mem = '2GB'",
-            HNSW_CREATE,
+            hnsw_create,
             "RESET maintenance_work_mem",
             "ANALYZE memory_memory",
         )

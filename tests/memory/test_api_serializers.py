@@ -73,7 +73,12 @@ def test_search_and_context_payloads_serialize_as_drf_does(caller):
         "degraded": [],
     }
     assert shared == expected
+    assert "reembedding" not in shared  # optional: absent, not null
     assert shared["results"][1]["sparse_rank"] == 2
+    progress = {"job": 3, "done": 5, "total": 20, "share_done": 0.25}
+    during = s.SearchResponseSerializer({**payload, "reembedding": progress}).data
+    assert during == {**expected, "reembedding": drf(s.ReembeddingSerializer, progress)}
+    assert during["reembedding"] == progress
 
     prepared = SimpleNamespace(
         messages=[{"role": "system", "content": "fenced"}],
