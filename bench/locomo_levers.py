@@ -22,7 +22,6 @@ DEPTHS = (60, 100, 200)
 
 
 def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict[str, list]:
-    from django.db import connection
     from django.utils import timezone
 
     from memory.domain import MemoryStoreRequest
@@ -40,54 +39,49 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                 name=f"levers {variant} {conv.sample_id} {tag}",
                 slug=f"levers-{variant}-{conv.sample_id}-{tag}".lower(),
             )
-            try:
-                agent = agent_create(company=company, name="levers", memory_level="persistent")
-                ids: dict[str, str] = {}
-                for start in range(0, len(conv.turns), 500):
-                    chunk = conv.turns[start : start + 500]
-                    results = memory_store_batch(
-                        agent=agent,
-                        requests=[
-                            MemoryStoreRequest(
-                                content=t.content,
-                                context=t.context,
-                                category="episodic",
-                                created_at=t.created_at,
-                            )
-                            for t in chunk
-                        ],
-                    )
-                    for turn, result in zip(chunk, results, strict=True):
-                        ids[turn.dia_id] = str(result.id)
-                parts = [
-                    _Part(
-                        "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-                        (company.pk, agent.pk),
-                    )
-                ]
-                filters = _filters(MemoryQuery(text="x"), timezone.now())
-                for qa in conv.questions:
-                    legs = _run_legs(
-                        company=company,
-                        parts=parts,
-                        filters=filters,
-                        text=str(qa["question"]),
-                        embedder=None,
-                        depth=depth,
-                    )
-                    out.setdefault(variant, []).append(
-                        {
-                            "category": qa["category"],
-                            "evidence": [ids.get(e) for e in qa.get("evidence") or []],
-                            "dense": [str(i) for i, _ in legs.dense],
-                            "sparse": [str(i) for i, _ in legs.sparse],
-                        }
-                    )
-                log(f"{variant} {conv.sample_id}: done")
-            finally:
-                with connection.cursor() as cursor:
-                    cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
-                company.delete()
+            agent = agent_create(company=company, name="levers", memory_level="persistent")
+            ids: dict[str, str] = {}
+            for start in range(0, len(conv.turns), 500):
+                chunk = conv.turns[start : start + 500]
+                results = memory_store_batch(
+                    agent=agent,
+                    requests=[
+                        MemoryStoreRequest(
+                            content=t.content,
+                            context=t.context,
+                            category="episodic",
+                            created_at=t.created_at,
+                        )
+                        for t in chunk
+                    ],
+                )
+                for turn, result in zip(chunk, results, strict=True):
+                    ids[turn.dia_id] = str(result.id)
+            parts = [
+                _Part(
+                    "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
+                    (company.pk, agent.pk),
+                )
+            ]
+            filters = _filters(MemoryQuery(text="x"), timezone.now())
+            for qa in conv.questions:
+                legs = _run_legs(
+                    company=company,
+                    parts=parts,
+                    filters=filters,
+                    text=str(qa["question"]),
+                    embedder=None,
+                    depth=depth,
+                )
+                out.setdefault(variant, []).append(
+                    {
+                        "category": qa["category"],
+                        "evidence": [ids.get(e) for e in qa.get("evidence") or []],
+                        "dense": [str(i) for i, _ in legs.dense],
+                        "sparse": [str(i) for i, _ in legs.sparse],
+                    }
+                )
+            log(f"{variant} {conv.sample_id}: done")
     return out
 
 

@@ -164,10 +164,10 @@ def run_scale(
 ) -> dict[str, object]:
     import os
 
+    from bench.scratch_db import scratch_database
     from memory.retrieval.query import MemoryQuery
     from memory.selectors import search as search_module
     from memory.selectors.search import memory_search
-    from persistence.models import Company
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import default_embedder, query_embedding_cache
@@ -188,13 +188,13 @@ def run_scale(
     for index, size in enumerate(sizes):
         n_agents = agents[index] if agents and index < len(agents) else max(1, size // 10_000)
         per_agent = size // n_agents
-        tag = uuid.uuid4().hex[:8]
-        company = company_create(
-            name=f"scale {size} {tag}",
-            slug=f"scale-{size}-{tag}",
-            config={},  # the product's default retrieval config
-        )
-        try:
+        # One throw-away database per size: each size starts from an empty table and index.
+        with scratch_database(f"scale_{index}"):
+            company = company_create(
+                name=f"scale {size}",
+                slug=f"scale-{size}",
+                config={},  # the product's default retrieval config
+            )
             team = [
                 agent_create(company=company, name=f"scale-{i}", memory_level="persistent")
                 for i in range(n_agents)
@@ -277,12 +277,6 @@ def run_scale(
                 }
             )
             log(f"size {size}: {runs[-1]}")
-        finally:
-            from django.db import connection
-
-            with connection.cursor() as cursor:
-                cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
-            Company.objects.filter(pk=company.pk).delete()
     return {
         "runs": runs,
         "exact_scan_max_rows": search_module.EXACT_SCAN_MAX_ROWS,
