@@ -287,6 +287,7 @@ def main() -> None:
     texts = sum(len(c.turns) for c in conversations)
     raw = {"texts": texts, "texts_per_s": round(texts / raw_seconds, 1)}
     report = {
+        "command": "python bench/compare.py " + " ".join(sys.argv[1:]),
         "data": Path(args.data).name,
         "conversations": [c.sample_id for c in conversations],
         "embedder": MINILM_EMBEDDER_ID,

@@ -159,6 +159,7 @@ def main() -> None:
 
     with scratch_database("iterative_scan"):
         result = run(args.memories, args.agents, args.queries)
+    result["command"] = "python bench/iterative_scan.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     log(f"wrote {args.out}")
 

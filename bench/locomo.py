@@ -101,6 +101,33 @@ def progress(label: str, done: int, total: int, width: int = 30) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
+    """Store ``turns`` as the agent's episodic memories through ``memory_store_batch``
+    (batches of ``BATCH``); returns the memory id of each turn's ``dia_id``."""
+    from memory.domain import MemoryStoreRequest
+    from memory.services.store import memory_store_batch
+
+    ids: dict[str, Any] = {}
+    for start in range(0, len(turns), BATCH):
+        chunk = turns[start : start + BATCH]
+        results = memory_store_batch(
+            agent=agent,
+            requests=[
+                MemoryStoreRequest(
+                    content=t.content,
+                    context=t.context,
+                    category="episodic",
+                    created_at=t.created_at,
+                )
+                for t in chunk
+            ],
+        )
+        for turn, result in zip(chunk, results, strict=True):
+            ids[turn.dia_id] = result.id
+        progress(label, min(start + BATCH, len(turns)), len(turns))
+    return ids
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return 0.0
@@ -124,11 +151,9 @@ def run_locomo(
 
     Writes companies, agents and memories: run it inside ``bench.scratch_db.scratch_database``
     (the scripts do), never on the user's database."""
-    from memory.domain import MemoryStoreRequest
     from memory.embedding import embedder_for
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import memory_search
-    from memory.services.store import memory_store_batch
     from persistence.selectors.config import company_config
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -161,27 +186,8 @@ def run_locomo(
         embedder = embedder_for(company)
         embedder.embed(["warm up"])
         embedder_id = embedder.embedder_id
-        ids: dict[str, Any] = {}
         started = time.perf_counter()
-        for start in range(0, len(conv.turns), BATCH):
-            chunk = conv.turns[start : start + BATCH]
-            results = memory_store_batch(
-                agent=agent,
-                requests=[
-                    MemoryStoreRequest(
-                        content=t.content,
-                        context=t.context,
-                        category="episodic",
-                        created_at=t.created_at,
-                    )
-                    for t in chunk
-                ],
-            )
-            for turn, result in zip(chunk, results, strict=True):
-                ids[turn.dia_id] = result.id
-            progress(
-                f"{conv.sample_id} ingest", min(start + BATCH, len(conv.turns)), len(conv.turns)
-            )
+        ids = store_turns(agent, conv.turns, label=f"{conv.sample_id} ingest")
         ingest_seconds += time.perf_counter() - started
         ingested += len(conv.turns)
         log(

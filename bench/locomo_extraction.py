@@ -7,7 +7,7 @@ flush is extracted at once (``conversation_extract``, the service the debounced 
 calls, in batches of ``--batch-tokens``) through the OpenAI-compatible endpoint in
 ``SYNTHORG_LLM_BASE_URL`` (+ ``SYNTHORG_LLM_MODEL``, ``SYNTHORG_LLM_API_KEY``). Then every
 question (categories 1–4) is searched over the agent's memories — only extracted facts, no
-raw turns — as ``bench_retrieval`` does.
+raw turns — as ``bench/retrieval.py`` does.
 
 Scoring: a memory "covers" the turns its extraction run read (its provenance
 ``message_ids`` → LoCoMo ``dia_id``). ``recall_any@k``: some evidence turn is covered by one

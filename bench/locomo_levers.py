@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.locomo import load_conversations, log
+from bench.locomo import load_conversations, log, store_turns
 
 RRF_KS = (5, 10, 20, 40, 60)
 DEPTHS = (60, 100, 200)
@@ -24,10 +24,8 @@ DEPTHS = (60, 100, 200)
 def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict[str, list]:
     from django.utils import timezone
 
-    from memory.domain import MemoryStoreRequest
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import _filters, _Part, _run_legs
-    from memory.services.store import memory_store_batch
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -40,23 +38,12 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                 slug=f"levers-{variant}-{conv.sample_id}-{tag}".lower(),
             )
             agent = agent_create(company=company, name="levers", memory_level="persistent")
-            ids: dict[str, str] = {}
-            for start in range(0, len(conv.turns), 500):
-                chunk = conv.turns[start : start + 500]
-                results = memory_store_batch(
-                    agent=agent,
-                    requests=[
-                        MemoryStoreRequest(
-                            content=t.content,
-                            context=t.context,
-                            category="episodic",
-                            created_at=t.created_at,
-                        )
-                        for t in chunk
-                    ],
-                )
-                for turn, result in zip(chunk, results, strict=True):
-                    ids[turn.dia_id] = str(result.id)
+            ids = {
+                dia_id: str(mid)
+                for dia_id, mid in store_turns(
+                    agent, conv.turns, label=f"{variant} {conv.sample_id} ingest"
+                ).items()
+            }
             parts = [
                 _Part(
                     "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",

@@ -152,6 +152,7 @@ def main() -> None:
 
     with scratch_database("orgmemory"):
         results = run(args.facts, args.queries)
+    results["command"] = "python bench/orgmemory_retrieval.py " + " ".join(sys.argv[1:])
     out = ROOT / "bench" / "results" / "orgmemory_retrieval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
 
     django.setup()
     result = run(args)
+    result["command"] = "python bench/retrieval.py " + " ".join(argv or sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

@@ -81,20 +81,24 @@ def vocabulary() -> list[str]:
     return [w for w, _ in ordered if re.fullmatch(r"[a-z]{3,12}", w)]
 
 
+def _human(rows: int) -> str:
+    return f"{rows // 1000}k" if rows >= 1000 and rows % 1000 == 0 else str(rows)
+
+
 def agent_plan(memories: int) -> list[tuple[str, int]]:
     """``(size class, rows)`` per agent: 40 % one agent, 3 × 10 %, 25 % in agents of the
-    small classes (1k/2k/5k/10k at 1M); the remaining 5 % are shared rows (not listed)."""
+    small classes (10k/5k/2k/1k at 1M, scaled with ``memories``); the remaining 5 % are
+    shared rows (not listed). A class is named after its agents' size."""
     scale = memories / 1_000_000
-    plan = [("400k", round(0.40 * memories))]
-    plan += [("100k", round(0.10 * memories)) for _ in range(3)]
-    small = [("10k", 10_000), ("5k", 5_000), ("2k", 2_000), ("1k", 1_000)]
+    big, mid = round(0.40 * memories), round(0.10 * memories)
+    plan = [(_human(big), big)] + [(_human(mid), mid) for _ in range(3)]
+    small = [max(10, round(size * scale)) for size in (10_000, 5_000, 2_000, 1_000)]
     budget = round(0.25 * memories)
     index = 0
     while budget > 0:
-        label, size = small[index % len(small)]
-        rows = min(budget, max(10, round(size * scale)))
-        plan.append((label, rows))
-        budget -= rows
+        size = small[index % len(small)]
+        plan.append((_human(size), min(budget, size)))
+        budget -= size
         index += 1
     return plan
 
@@ -436,7 +440,7 @@ def search_class(label, team, data: Synthetic, real, queries: int, deadline: flo
         progress(f"search {label}", asked, queries)
     return {
         "agents_in_class": len(team),
-        "rows_per_agent": sorted({rows for rows in (a.rows for a in team)}),
+        "rows_per_agent": sorted({a.rows for a in team}),
         "queries": asked,
         "search_ms_hybrid_including_query_embedding": summary(total_ms),
         "stage_ms_p50": {stage: round(percentile(v, 50), 2) for stage, v in stages.items()},
@@ -484,7 +488,7 @@ def run(args, report: dict, write) -> None:
         agent = agent_create(company=company, name=f"{label}-{index}", memory_level="persistent")
         agent.size_class, agent.rows = label, rows
         agents.append(agent)
-    shared_owner = next(a for a in agents if a.size_class not in ("400k", "100k"))
+    shared_owner = agents[4]  # the first small agent writes the company's shared rows
     report["data"] = {
         "memories": args.memories,
         "agents": len(agents),

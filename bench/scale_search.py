@@ -96,8 +96,8 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
     start = datetime(2025, 1, 1, tzinfo=UTC)
     columns = (
         "id, company_id, agent_id, namespace, category, content, context, source, confidence, "
-        "tags, is_shared, level, session_id, created_at, updated_at, embedding, embedder_id, "
-        "embedding_status"
+        "tags, is_shared, level, session_id, scope, application_count, created_at, updated_at, "
+        "embedding, embedder_id, embedding_status"
     )
     chunk = 20_000
     with raw.cursor() as cursor:
@@ -125,6 +125,8 @@ def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
                                 False,
                                 "persistent",
                                 "",
+                                "",
+                                0,
                                 created,
                                 created,
                                 vectors[i],

@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
 
     with scratch_database("store"):
         report = run(vars(args))
+    report["command"] = "python bench/store.py " + " ".join(argv or sys.argv[1:])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
