@@ -43,6 +43,7 @@ import os
 import platform
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -291,6 +292,56 @@ def data_embedder_id(company) -> str:
     return embedder_for(company).embedder_id
 
 
+class BuildProgress:
+    """Prints ``pg_stat_progress_create_index`` (phase, tuples done) every ``every`` seconds
+    while an index builds, from a connection of its own logged in as the owner (the role
+    running the build, so the view shows its details)."""
+
+    def __init__(self, name: str, every: float = 20.0) -> None:
+        self.name, self.every = name, every
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> BuildProgress:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+
+    def _watch(self) -> None:
+        import psycopg
+        from django.db import connection
+
+        from synthorg.db.roles import owner_overrides
+
+        fields = {**connection.settings_dict, **(owner_overrides() or {})}
+        started = time.perf_counter()
+        try:
+            with psycopg.connect(
+                dbname=fields["NAME"],
+                user=fields["USER"],
+                password=fields["PASSWORD"] or None,
+                host=fields["HOST"] or None,
+                port=fields["PORT"] or None,
+                autocommit=True,
+            ) as watcher:
+                while not self.stop.wait(self.every):
+                    row = watcher.execute(
+                        "SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total "
+                        "FROM pg_stat_progress_create_index WHERE datname = current_database()"
+                    ).fetchone()
+                    if row:
+                        phase, done, total, blocks, blocks_total = row
+                        log(
+                            f"  {self.name}: {phase}, tuples {done}/{total}, blocks "
+                            f"{blocks}/{blocks_total} ({time.perf_counter() - started:.0f} s)"
+                        )
+        except psycopg.Error as exc:  # progress is a nicety: the build goes on without it
+            log(f"  {self.name}: no progress view ({exc})")
+
+
 def build_indexes(saved, *, work_mem: str, workers: int) -> dict[str, float]:
     from synthorg.db.roles import owner_execute
 
@@ -299,13 +350,14 @@ def build_indexes(saved, *, work_mem: str, workers: int) -> dict[str, float]:
     for position, (name, definition) in enumerate(ordered, start=1):
         log(f"index {position}/{len(ordered)}: {name} …")
         started = time.perf_counter()
-        owner_execute(
-            f"SET maintenance_work_mem = '{work_mem}'",
-            f"SET max_parallel_maintenance_workers = {workers}",
-            definition,
-            "RESET maintenance_work_mem",
-            "RESET max_parallel_maintenance_workers",
-        )
+        with BuildProgress(name):
+            owner_execute(
+                f"SET maintenance_work_mem = '{work_mem}'",
+                f"SET max_parallel_maintenance_workers = {workers}",
+                definition,
+                "RESET maintenance_work_mem",
+                "RESET max_parallel_maintenance_workers",
+            )
         seconds[name] = round(time.perf_counter() - started, 1)
         log(f"index {name}: {seconds[name]} s")
     return seconds
@@ -420,8 +472,8 @@ def search_class(label, team, data: Synthetic, real, queries: int, deadline: flo
             db_cpu.append((db1 - db0) * 1000)
         for stage, value in result.timings.items():
             stages.setdefault(stage, []).append(value)
-        for path in result.dense_paths:
-            paths[path] = paths.get(path, 0) + 1
+        for part, path in zip(("own", "shared"), result.dense_paths, strict=False):
+            paths[f"{part}:{path}"] = paths.get(f"{part}:{path}", 0) + 1
         query_embedding_cache.clear()
         t0 = time.perf_counter()
         dense_only = memory_search(
@@ -431,8 +483,9 @@ def search_class(label, team, data: Synthetic, real, queries: int, deadline: flo
             legs=("dense",),
         )
         dense_ms.append((time.perf_counter() - t0) * 1000)
-        for path in dense_only.dense_paths:
-            dense_only_paths[path] = dense_only_paths.get(path, 0) + 1
+        for part, path in zip(("own", "shared"), dense_only.dense_paths, strict=False):
+            key = f"{part}:{path}"
+            dense_only_paths[key] = dense_only_paths.get(key, 0) + 1
         top = [hit.memory.pk for hit in dense_only.hits]
         exact = exact_top(agent, vector_literal(vector), real.embedder_id, 10)
         recalls.append(len(set(top) & set(exact)) / max(1, len(exact)))
@@ -471,8 +524,33 @@ def server_settings() -> dict[str, str]:
     return found
 
 
+ENGINE_CONSTANTS = (
+    "EXACT_SCAN_MAX_ROWS",
+    "HNSW_MIN_SHARE",
+    "PART_EXACT_MAX_ROWS",
+    "HNSW_EF_SEARCH_FIRST",
+    "HNSW_EF_SEARCH",
+    "HNSW_ITERATIVE_SCAN",
+    "HNSW_MAX_SCAN_TUPLES",
+)
+
+
+def engine_constants() -> dict:
+    """The dense leg's path-choice constants, wherever the search package keeps them."""
+    import importlib
+
+    for name in ("memory.selectors.search.dense", "memory.selectors.search"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found = {c: getattr(module, c) for c in ENGINE_CONSTANTS if hasattr(module, c)}
+        if found:
+            return found
+    return {}
+
+
 def run(args, report: dict, write) -> None:
-    from memory.selectors import search as search_module
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -504,19 +582,7 @@ def run(args, report: dict, write) -> None:
         "vocabulary_words": len(data.words),
     }
     report["server"] = server_settings()
-    report["engine_constants"] = {
-        name: getattr(search_module, name)
-        for name in (
-            "EXACT_SCAN_MAX_ROWS",
-            "HNSW_MIN_SHARE",
-            "PART_EXACT_MAX_ROWS",
-            "HNSW_EF_SEARCH_FIRST",
-            "HNSW_EF_SEARCH",
-            "HNSW_ITERATIVE_SCAN",
-            "HNSW_MAX_SCAN_TUPLES",
-        )
-        if hasattr(search_module, name)
-    }
+    report["engine_constants"] = engine_constants()
     write()
 
     saved = secondary_indexes()
