@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser
+.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ worker: setup
 
 test: setup browser
 	$(BIN)/python -m pytest
+
+# Refresh the console screenshots the README shows (the suite writes them under var/).
+screenshots: setup browser
+	SYNTHORG_SCREENSHOTS=bench/results/console $(BIN)/python -m pytest tests/console/test_browser.py -q
 
 # The console's browser tests drive Debian's chromium through chromium-driver (selenium).
 browser:

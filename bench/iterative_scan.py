@@ -54,7 +54,7 @@ MODES = ("exact", "hnsw", "hnsw_iterative")
 
 def run(memories: int, agents: int, queries: int) -> dict:
     from memory.retrieval.query import MemoryQuery
-    from memory.selectors import search as search_module
+    from memory.selectors.search import dense as search_module
     from memory.selectors.search import memory_search
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create

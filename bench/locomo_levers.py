@@ -25,7 +25,8 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
     from django.utils import timezone
 
     from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import _filters, _Part, _run_legs
+    from memory.selectors.search.legs import run_legs
+    from memory.selectors.search.scope import Part, scope_filters
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -45,14 +46,14 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                 ).items()
             }
             parts = [
-                _Part(
+                Part(
                     "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
                     (company.pk, agent.pk),
                 )
             ]
-            filters = _filters(MemoryQuery(text="x"), timezone.now())
+            filters = scope_filters(MemoryQuery(text="x"), timezone.now())
             for qa in conv.questions:
-                legs = _run_legs(
+                legs = run_legs(
                     company=company,
                     parts=parts,
                     filters=filters,

@@ -47,6 +47,7 @@ RISKS = ["low", "low", "medium", "high", "critical"]
 def load(rows: int) -> dict:
     from django.contrib.auth import get_user_model
 
+    from bench.locomo import progress
     from persistence.models import (
         Agent,
         AuditEntry,
@@ -70,6 +71,7 @@ def load(rows: int) -> dict:
     def bulk(model, make, n):
         for start in range(0, n, batch):
             model.objects.bulk_create([make(i) for i in range(start, min(start + batch, n))])
+            progress(f"loading {model.__name__}", min(start + batch, n), n)
 
     def when(i):
         return BASE + timedelta(seconds=i * 7)

@@ -168,8 +168,9 @@ def run_scale(
 
     from bench.scratch_db import scratch_database
     from memory.retrieval.query import MemoryQuery
-    from memory.selectors import search as search_module
+    from memory.selectors.search import dense as dense_module
     from memory.selectors.search import memory_search
+    from memory.selectors.search import sparse as sparse_module
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import default_embedder, query_embedding_cache
@@ -250,7 +251,7 @@ def run_scale(
                 recalls.append(len(set(dense_top) & set(exact)) / max(1, len(exact)))
                 if (q + 1) % 50 == 0:
                     log(f"  {q + 1}/{queries} queries")
-            levers = _levers(asked, search_module)
+            levers = _levers(asked, sparse_module)
             runs.append(
                 {
                     "levers": levers,
@@ -281,8 +282,8 @@ def run_scale(
             log(f"size {size}: {runs[-1]}")
     return {
         "runs": runs,
-        "exact_scan_max_rows": search_module.EXACT_SCAN_MAX_ROWS,
-        "hnsw_ef_search": search_module.HNSW_EF_SEARCH,
+        "exact_scan_max_rows": dense_module.EXACT_SCAN_MAX_ROWS,
+        "hnsw_ef_search": dense_module.HNSW_EF_SEARCH,
         "clusters": CLUSTERS,
         "noise": NOISE,
         "load_average": os.getloadavg(),
@@ -290,7 +291,7 @@ def run_scale(
     }
 
 
-def _levers(asked: list[tuple], search_module) -> dict[str, object]:
+def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
     """The same queries again, once per lever: the sparse leg without common-lexeme pruning,
     and the whole search with the query vector already in the query-embedding cache."""
     from memory.retrieval.query import MemoryQuery
@@ -317,14 +318,14 @@ def _levers(asked: list[tuple], search_module) -> dict[str, object]:
         return {"p50": round(percentile(values, 50), 2), "p95": round(percentile(values, 95), 2)}
 
     log("  levers: BM25 without common-lexeme pruning")
-    share = search_module.COMMON_LEXEME_SHARE
-    search_module.COMMON_LEXEME_SHARE = 2.0  # no lexeme is that common: pruning off
-    search_module._lexeme_stats = (float("-inf"), {})
+    share = sparse_module.COMMON_LEXEME_SHARE
+    sparse_module.COMMON_LEXEME_SHARE = 2.0  # no lexeme is that common: pruning off
+    sparse_module._lexeme_stats = (float("-inf"), {})
     try:
         _, unpruned = run(_Fixed)
     finally:
-        search_module.COMMON_LEXEME_SHARE = share
-        search_module._lexeme_stats = (float("-inf"), {})
+        sparse_module.COMMON_LEXEME_SHARE = share
+        sparse_module._lexeme_stats = (float("-inf"), {})
     _, pruned = run(_Fixed)
     log("  levers: warm query-embedding cache")
     query_embedding_cache.clear()

@@ -192,6 +192,10 @@ class WebhookDelivery(models.Model):
     created_at = models.DateTimeField()
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    #: when the next attempt is due (pending only); the sweeper catches a lost enqueue
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    #: a worker's lease on the attempt in flight (the HTTP call runs outside any transaction)
+    claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -208,7 +212,14 @@ class WebhookDelivery(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["company", "status", "-created_at"], name="webhook_company_status")
+            models.Index(
+                fields=["company", "status", "-created_at"], name="webhook_company_status"
+            ),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="webhook_delivery_due",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -18,3 +18,9 @@ def deliver_webhook(delivery_id: str) -> str | None:
 
     delivery = webhook_deliver(delivery_id=delivery_id)
     return delivery.status if delivery is not None else None
+
+
+def deliver_due_webhooks() -> int:
+    from orgmemory.services.webhooks import webhook_deliver_due
+
+    return webhook_deliver_due()

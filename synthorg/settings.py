@@ -175,6 +175,8 @@ SYNTHORG_LLM = {
     "API_KEY": os.environ.get("SYNTHORG_LLM_API_KEY", ""),
     "MODEL": os.environ.get("SYNTHORG_LLM_MODEL", ""),
     "TIMEOUT": float(os.environ.get("SYNTHORG_LLM_TIMEOUT", "30")),
+    # One completion as a whole (attempts, trickling reads, back-off), in seconds.
+    "TOTAL_TIMEOUT": float(os.environ.get("SYNTHORG_LLM_TOTAL_TIMEOUT", "120")),
     "MAX_RETRIES": int(os.environ.get("SYNTHORG_LLM_MAX_RETRIES", "2")),
     # USD per million tokens, used to price the cost record of every call (0 when unset).
     "INPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_INPUT_COST_PER_MTOK", "0"),

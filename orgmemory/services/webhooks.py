@@ -6,7 +6,9 @@ The body is signed with HMAC-SHA256 over the exact bytes sent, using the company
 ``X-SynthOrg-Signature: sha256=<hex>``; receivers recompute it over the raw body.
 A failed attempt (network error, non-2xx) is recorded and retried with backoff
 (30 s, 2 min, 8 min, 32 min) up to ``MAX_ATTEMPTS``; then the delivery is ``failed`` and the
-console shows it.
+console shows it. The HTTP call holds no row lock and no transaction: an attempt is claimed with
+a lease, and a sweeper (every minute) retries deliveries whose enqueue was lost or whose worker
+died mid-call, so a slow endpoint ties up one worker for at most ``TOTAL_SECONDS``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import hashlib
 import hmac
 import json
 import logging
+import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import httpx
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from orgmemory.approval_models import ApprovalItem, ApprovalWebhook, WebhookDelivery
@@ -33,7 +37,13 @@ SIGNATURE_HEADER = "X-SynthOrg-Signature"
 EVENT_HEADER = "X-SynthOrg-Event"
 DELIVERY_HEADER = "X-SynthOrg-Delivery"
 MAX_ATTEMPTS = 5
-TIMEOUT_SECONDS = 5.0
+TIMEOUT_SECONDS = 5.0  # per phase (connect, write, each read)
+TOTAL_SECONDS = 10.0  # the whole answer; a slow-drip endpoint is cut off here
+MAX_RESPONSE_BYTES = 200  # kept in ``last_error`` for a failed attempt
+#: a worker's lease on one attempt: longer than an attempt can take (3 phases + the body)
+CLAIM_LEASE = timedelta(seconds=60)
+SWEEP_GRACE = timedelta(seconds=60)
+SWEEP_BATCH = 100
 BACKOFF_BASE = timedelta(seconds=30)
 TASK = "orgmemory.tasks.deliver_webhook"
 
@@ -87,13 +97,15 @@ def webhook_enqueue(*, item: ApprovalItem, event: str) -> WebhookDelivery | None
     webhook = ApprovalWebhook.objects.filter(company_id=item.company_id, enabled=True).first()
     if webhook is None:
         return None
+    now = timezone.now()
     delivery = WebhookDelivery.objects.create(
         company_id=item.company_id,
         item=item,
         event=event,
         url=webhook.url,
         payload=item_payload(item, event),
-        created_at=timezone.now(),
+        created_at=now,
+        next_attempt_at=now,
     )
     transaction.on_commit(lambda: _enqueue(delivery.pk))
     return delivery
@@ -120,60 +132,120 @@ def _enqueue(delivery_id, *, at: datetime | None = None) -> None:
         logger.exception("could not enqueue webhook delivery %s", delivery_id)
 
 
+def _claim(delivery_id, now: datetime) -> WebhookDelivery | None:
+    """Take the lease on a pending delivery (a short transaction of its own), or None."""
+    claimed = WebhookDelivery.objects.filter(
+        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+        pk=delivery_id,
+        status=WebhookDelivery.Status.PENDING,
+    ).update(claimed_until=now + CLAIM_LEASE, attempts=F("attempts") + 1, last_attempt_at=now)
+    if not claimed:  # delivered, given up, or another worker holds the lease
+        return None
+    return WebhookDelivery.objects.get(pk=delivery_id)
+
+
+def _post(url: str, body: bytes, headers: dict, client: httpx.Client | None) -> tuple:
+    """POST once within ``TIMEOUT_SECONDS`` per phase and ``TOTAL_SECONDS`` overall.
+
+    Returns ``(status, error)``; reads at most ``MAX_RESPONSE_BYTES`` of the answer.
+    """
+    deadline = time.monotonic() + TOTAL_SECONDS
+    owned = client is None
+    client = client or httpx.Client(timeout=TIMEOUT_SECONDS)
+    try:
+        with client.stream("POST", url, content=body, headers=headers) as response:
+            received = b""
+            for chunk in response.iter_bytes():
+                received += chunk
+                if len(received) >= MAX_RESPONSE_BYTES or time.monotonic() > deadline:
+                    break
+            status = response.status_code
+            if not 200 <= status < 300:
+                text = received[:MAX_RESPONSE_BYTES].decode("utf-8", "replace")
+                return status, f"HTTP {status}: {text}"
+            return status, ""
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:500]
+    finally:
+        if owned:
+            client.close()
+
+
 def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> WebhookDelivery | None:
-    """Attempt one delivery; on failure record it and schedule the next attempt."""
-    with transaction.atomic():
-        delivery = (
-            WebhookDelivery.objects.select_for_update(skip_locked=True)
-            .filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING)
-            .first()
-        )
-        if delivery is None:  # delivered, given up, or another worker holds it
-            return None
-        webhook = ApprovalWebhook.objects.filter(company_id=delivery.company_id).first()
+    """Attempt one delivery; on failure record it and schedule the next attempt.
+
+    The attempt is claimed with a lease (``CLAIM_LEASE``) in a short transaction, the HTTP
+    call runs outside any transaction (no row lock or connection held across it), and the
+    outcome is recorded in another short transaction. A worker that dies mid-call leaves the
+    lease to expire; :func:`webhook_deliver_due` then retries it.
+    """
+    now = timezone.now()
+    delivery = _claim(delivery_id, now)
+    if delivery is None:
+        return None
+    webhook = ApprovalWebhook.objects.filter(company_id=delivery.company_id).first()
+    error, status = "", None
+    if webhook is None or not webhook.enabled:
+        error = "The company's webhook was removed or disabled."
+    else:
         body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True).encode()
         headers = {
             "Content-Type": "application/json",
             EVENT_HEADER: delivery.event,
             DELIVERY_HEADER: str(delivery.pk),
+            SIGNATURE_HEADER: sign(webhook.secret, body),
         }
-        if webhook is not None:
-            headers[SIGNATURE_HEADER] = sign(webhook.secret, body)
-        now = timezone.now()
-        delivery.attempts += 1
-        delivery.last_attempt_at = now
-        error, status = "", None
-        if webhook is None or not webhook.enabled:
-            error = "The company's webhook was removed or disabled."
-        else:
-            try:
-                response = (client or httpx).post(
-                    delivery.url, content=body, headers=headers, timeout=TIMEOUT_SECONDS
-                )
-                status = response.status_code
-                if not 200 <= status < 300:
-                    error = f"HTTP {status}: {response.text[:200]}"
-            except httpx.HTTPError as exc:
-                error = f"{type(exc).__name__}: {exc}"[:500]
-        delivery.response_status = status
-        delivery.last_error = error
-        retry_at = None
-        if not error:
-            delivery.status = WebhookDelivery.Status.DELIVERED
-            delivery.delivered_at = now
-        elif delivery.attempts >= MAX_ATTEMPTS or webhook is None or not webhook.enabled:
-            delivery.status = WebhookDelivery.Status.FAILED
-            logger.warning("webhook delivery %s failed for good: %s", delivery.pk, error)
-        else:
-            retry_at = now + retry_delay(delivery.attempts)
-            logger.warning(
-                "webhook delivery %s attempt %d failed (%s); retrying at %s",
-                delivery.pk,
-                delivery.attempts,
-                error,
-                retry_at.isoformat(),
-            )
-        delivery.save()
+        status, error = _post(delivery.url, body, headers, client)
+    delivery.response_status = status
+    delivery.last_error = error
+    delivery.claimed_until = None
+    retry_at = None
+    if not error:
+        delivery.status = WebhookDelivery.Status.DELIVERED
+        delivery.delivered_at = now
+        delivery.next_attempt_at = None
+    elif delivery.attempts >= MAX_ATTEMPTS or webhook is None or not webhook.enabled:
+        delivery.status = WebhookDelivery.Status.FAILED
+        delivery.next_attempt_at = None
+        logger.warning("webhook delivery %s failed for good: %s", delivery.pk, error)
+    else:
+        retry_at = now + retry_delay(delivery.attempts)
+        delivery.next_attempt_at = retry_at
+        logger.warning(
+            "webhook delivery %s attempt %d failed (%s); retrying at %s",
+            delivery.pk,
+            delivery.attempts,
+            error,
+            retry_at.isoformat(),
+        )
+    delivery.save(
+        update_fields=[
+            "response_status",
+            "last_error",
+            "claimed_until",
+            "status",
+            "delivered_at",
+            "next_attempt_at",
+        ]
+    )
     if retry_at is not None:
         _enqueue(delivery.pk, at=retry_at)
     return delivery
+
+
+def webhook_deliver_due(*, limit: int = SWEEP_BATCH, now: datetime | None = None) -> int:
+    """Attempt the pending deliveries overdue by ``SWEEP_GRACE`` (a lost enqueue, a dead
+    worker's expired lease); a q2 schedule runs it every minute. Returns how many it tried."""
+    now = now or timezone.now()
+    due = list(
+        WebhookDelivery.objects.filter(
+            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
+            status=WebhookDelivery.Status.PENDING,
+            next_attempt_at__lte=now - SWEEP_GRACE,
+        )
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    for delivery_id in due:
+        webhook_deliver(delivery_id=delivery_id)
+    return len(due)

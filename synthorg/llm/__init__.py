@@ -99,6 +99,7 @@ def completion_provider_from_settings(
         model,
         api_key=conf.get("API_KEY") or None,
         timeout=float(conf.get("TIMEOUT") or 30.0),
+        total_timeout=float(conf.get("TOTAL_TIMEOUT") or 120.0),
         max_retries=int(conf.get("MAX_RETRIES", 2)),
         provider=conf.get("PROVIDER") or "openai-compatible",
         usage_recorder=usage_recorder,

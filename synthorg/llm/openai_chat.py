@@ -50,6 +50,9 @@ class OpenAICompatibleChatClient:
         model: default model; a call may name another.
         api_key: sent as ``Authorization: Bearer``; omitted when empty.
         timeout: seconds for connecting and for each read/write, per attempt.
+        total_timeout: seconds for one :meth:`complete` as a whole — every attempt, every
+            read of a trickling answer and every back-off wait (``None``: unbounded). When it
+            runs out, :class:`LLMTransientError` says so.
         max_retries: retries after the first attempt (``0`` = a single try).
         provider: name recorded in :class:`Completion` (and so in cost records).
         usage_recorder: called with every successful :class:`Completion`.
@@ -63,6 +66,7 @@ class OpenAICompatibleChatClient:
         *,
         api_key: str | None = None,
         timeout: float = 30.0,
+        total_timeout: float | None = 120.0,
         max_retries: int = 2,
         provider: str = "openai-compatible",
         usage_recorder: UsageRecorder | None = None,
@@ -75,6 +79,9 @@ class OpenAICompatibleChatClient:
             raise ValueError("base_url is required")
         if not model:
             raise ValueError("model is required")
+        if total_timeout is not None and total_timeout <= 0:
+            raise ValueError(f"total_timeout must be positive, got {total_timeout}")
+        self._total_timeout = total_timeout
         self._url = base_url.rstrip("/") + "/chat/completions"
         self._model = model
         self._provider = provider
@@ -112,6 +119,7 @@ class OpenAICompatibleChatClient:
             self._model,
             api_key=self._http.api_key,
             timeout=self._http.timeout,
+            total_timeout=self._total_timeout,
             max_retries=self._http.max_retries,
             provider=self._provider,
             usage_recorder=recorder,
@@ -159,7 +167,10 @@ class OpenAICompatibleChatClient:
 
     def _post_with_retries(self, body: dict[str, Any]) -> Any:
         try:
-            return self._http.post(body, describe=self._describe(body))
+            deadline = (
+                None if self._total_timeout is None else time.monotonic() + self._total_timeout
+            )
+            return self._http.post(body, describe=self._describe(body), deadline=deadline)
         except TransientHttpError as exc:
             raise LLMTransientError(str(exc)) from exc
         except RejectedHttpError as exc:

@@ -1,7 +1,8 @@
 """Okapi BM25 reference math (k1 = 1.2, b = 0.75, Lucene's non-negative idf).
 
-``memory.selectors.search`` computes the same formula in SQL over the trigger-maintained
-``search_vector`` (term frequencies) and ``doc_length``; tests check the two agree.
+``memory.selectors.search.sparse`` and ``orgmemory.selectors.retrieval`` compute the same
+formula in SQL (:func:`sql_score`) over the trigger-maintained ``search_vector`` (term
+frequencies) and ``doc_length``; tests check the SQL and this reference agree.
 """
 
 from __future__ import annotations
@@ -57,4 +58,19 @@ def score(
             b=b,
         )
         for term in dict.fromkeys(query_terms)
+    )
+
+
+def sql_score(*, tf: str, df: str, n: str, dl: str, avgdl: str) -> str:
+    """The SQL expression of one term's BM25 contribution, for a ``sum(...)`` per document.
+
+    Arguments are SQL expressions (float8) for the term frequency, the document frequency,
+    the number of documents, the document's length and the average length. An average
+    length of 0 (an empty scope) scores as if every document had average length.
+    """
+    k1, b = f"{K1!r}::float8", f"{B!r}::float8"
+    return (
+        f"ln(1 + ({n} - {df} + 0.5) / ({df} + 0.5)) * {tf} * ({k1} + 1) "
+        f"/ ({tf} + {k1} * (1 - {b} + {b} * CASE WHEN {avgdl} > 0 "
+        f"THEN {dl} / {avgdl} ELSE 0 END))"
     )

@@ -1,9 +1,12 @@
 """The operator console in a real headless Chromium: log in, open the inbox, approve one
 item, fail to reject without a reason, reject another with one, delete a memory — checking
-the database after each step. Screenshots land in bench/results/console/."""
+the database after each step. Screenshots land in ``$SYNTHORG_SCREENSHOTS`` (default
+``var/screenshots/console/``, untracked); ``make screenshots`` refreshes the ones the README
+shows in bench/results/console/."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,10 @@ from persistence.models import AuditEntry
 from persistence.principal import Principal
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "bench" / "results" / "console"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = Path(
+    os.environ.get("SYNTHORG_SCREENSHOTS") or ROOT / "var" / "screenshots" / "console"
+)
 PASSWORD = "pw-for-tests-123"
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -183,3 +183,150 @@ def test_admin_saves_the_webhook_through_the_service(company, client):
     hook = ApprovalWebhook.objects.get(company=company)
     assert (hook.url, hook.secret, hook.enabled) == ("https://hooks.example.com/x", "s", True)
     assert hook.updated_at is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_http_call_holds_no_row_lock_and_no_transaction(company):
+    """While the endpoint is answering, another connection can lock the delivery row at once
+    (nothing is held across the call), and sees the attempt already claimed."""
+    seen = {}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            from django.db import connection, transaction
+
+            try:
+                with transaction.atomic():
+                    row = (
+                        WebhookDelivery.objects.select_for_update(nowait=True)
+                        .filter(pk=seen["id"])
+                        .values("attempts", "claimed_until", "status")
+                        .get()
+                    )
+                seen["row"] = row
+            except Exception as exc:  # a held lock: "could not obtain lock on row"
+                seen["error"] = repr(exc)
+            finally:
+                connection.close()
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        webhook_configure(company=company, url=url, secret=SECRET)
+        delivery = _item(company).webhook_deliveries.get()
+        seen["id"] = delivery.pk
+        webhook_deliver(delivery_id=delivery.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "error" not in seen, seen.get("error")
+    assert seen["row"]["attempts"] == 1 and seen["row"]["status"] == "pending"
+    assert seen["row"]["claimed_until"] is not None  # the lease, visible to other workers
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_status) == ("delivered", 1, 204)
+    assert delivery.claimed_until is None and delivery.next_attempt_at is None
+
+
+def test_a_slow_drip_endpoint_is_cut_off_at_the_total_budget(company, monkeypatch):
+    """An endpoint that answers 200 and then trickles its body forever does not hold the
+    worker: the attempt ends at TOTAL_SECONDS with the status it got."""
+    from orgmemory.services import webhooks
+
+    monkeypatch.setattr(webhooks, "TOTAL_SECONDS", 0.3)
+    monkeypatch.setattr(webhooks, "MAX_RESPONSE_BYTES", 10_000)
+    stop = threading.Event()
+    finished = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(100):  # 5 s of drip at most, then the endpoint gives up
+                    if stop.wait(0.05):
+                        return
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+            except OSError:
+                return  # the client hung up: what we expect
+            finished.append(True)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        webhook_configure(
+            company=company, url=f"http://127.0.0.1:{server.server_address[1]}/", secret=SECRET
+        )
+        delivery = _item(company).webhook_deliveries.get()
+        webhook_deliver(delivery_id=delivery.pk)
+        assert finished == []  # returned while the endpoint was still dripping
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.response_status) == ("delivered", 200)
+
+
+def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver):
+    from datetime import timedelta
+
+    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliver_due
+
+    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    now = timezone.now()
+    lost, abandoned, leased, not_due, done = (
+        _item(company).webhook_deliveries.get() for _ in range(5)
+    )
+    overdue = now - SWEEP_GRACE - timedelta(seconds=1)
+    WebhookDelivery.objects.filter(pk=lost.pk).update(next_attempt_at=overdue)
+    WebhookDelivery.objects.filter(pk=abandoned.pk).update(
+        next_attempt_at=overdue, attempts=1, claimed_until=now - timedelta(seconds=1)
+    )
+    WebhookDelivery.objects.filter(pk=leased.pk).update(
+        next_attempt_at=overdue, attempts=1, claimed_until=now + timedelta(seconds=30)
+    )
+    WebhookDelivery.objects.filter(pk=not_due.pk).update(next_attempt_at=now)
+    WebhookDelivery.objects.filter(pk=done.pk).update(
+        next_attempt_at=None, status="delivered", delivered_at=now, attempts=1
+    )
+    assert webhook_deliver_due(now=now) == 2
+    states = {d.pk: (d.status, d.attempts) for d in WebhookDelivery.objects.filter(company=company)}
+    assert states == {
+        lost.pk: ("delivered", 1),
+        abandoned.pk: ("delivered", 2),
+        leased.pk: ("pending", 1),
+        not_due.pk: ("pending", 0),
+        done.pk: ("delivered", 1),
+    }
+    assert len(receiver.requests) == 2
+    assert {json.loads(body)["item"]["id"] for _, body in receiver.requests} == {
+        str(lost.item_id),
+        str(abandoned.item_id),
+    }
+
+
+def test_a_leased_delivery_is_not_attempted_twice(company, receiver):
+    from datetime import timedelta
+
+    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    delivery = _item(company).webhook_deliveries.get()
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(
+        claimed_until=timezone.now() + timedelta(seconds=30)
+    )
+    assert webhook_deliver(delivery_id=delivery.pk) is None
+    assert receiver.requests == []
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == ("pending", 0)

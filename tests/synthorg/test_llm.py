@@ -207,3 +207,33 @@ def test_from_settings_builds_a_working_client(settings, server):
     assert client.default_model == "m1"
     assert client.complete(HELLO).model == "m1"
     assert server.requests_to(server.CHAT_COMPLETIONS)[0].headers["authorization"] == "Bearer sk-x"
+
+
+def test_total_budget_bounds_a_completion_across_retries(server):
+    """A server slower than the budget: one attempt, cut at the budget, no retry after it."""
+    server.enqueue(server.CHAT_COMPLETIONS, *[ScriptedResponse(delay=3.0, json={})] * 4)
+    client = make_client(server, timeout=10, max_retries=3, total_timeout=0.4)
+    with pytest.raises(LLMTransientError, match="time budget exhausted"):
+        client.complete(HELLO)
+    assert len(server.requests_to(server.CHAT_COMPLETIONS)) == 1
+    assert client.sleeps == []
+
+
+def test_settings_total_timeout_reaches_the_client(server, settings):
+    settings.SYNTHORG_LLM = {
+        "BASE_URL": server.base_url,
+        "MODEL": "small-model",
+        "TIMEOUT": 10,
+        "TOTAL_TIMEOUT": 0.4,
+        "MAX_RETRIES": 3,
+    }
+    server.enqueue(server.CHAT_COMPLETIONS, *[ScriptedResponse(delay=3.0, json={})] * 4)
+    client = completion_provider_from_settings()
+    with pytest.raises(LLMTransientError, match="time budget exhausted"):
+        client.complete(HELLO)
+    assert len(server.requests_to(server.CHAT_COMPLETIONS)) == 1
+
+
+def test_total_timeout_must_be_positive(server):
+    with pytest.raises(ValueError, match="total_timeout must be positive"):
+        OpenAICompatibleChatClient(server.base_url, "m", total_timeout=0)

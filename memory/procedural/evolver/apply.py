@@ -1,9 +1,10 @@
 """Applying an approved promotion: the one place an evolver proposal reaches org memory.
 
 Runs inside the approval service's deciding transaction (registered as the applier of
-``skill_evolver:org_promotion``): publishes exactly one ``procedure`` fact through the
-org-fact service, authored by the approving human and tagged ``approval:<item id>``; on a
-FULL verdict retracts the entry it supersedes; then consumes the item. Any error rolls the
+``skill_evolver:org_promotion`` and ``skill_evolver:conflict``): publishes exactly one
+``procedure`` fact through the org-fact service, authored by the approving human and tagged
+``approval:<item id>``; retracts the entry it replaces (a FULL verdict's superseded skill, or
+the existing skill of an approved conflict); then consumes the item. Any error rolls the
 approval back with it.
 """
 
@@ -22,6 +23,20 @@ logger = logging.getLogger("memory.procedural.evolver")
 
 
 def promotion_apply(item: ApprovalItem, actor: Principal) -> None:
+    """Approved ``skill_evolver:org_promotion``: publish; on a FULL verdict retract the old."""
+    evidence = item.evidence
+    superseded = evidence.get("superseded") if evidence.get("verdict") == "FULL" else None
+    _publish_replacing(item, actor, superseded["fact_id"] if superseded else None)
+
+
+def conflict_apply(item: ApprovalItem, actor: Principal) -> None:
+    """Approved ``skill_evolver:conflict``: the human chose the proposed skill over the existing
+    one it contradicts, so the proposal is published and the existing skill retracted.
+    (Rejecting keeps the existing skill and publishes nothing.)"""
+    _publish_replacing(item, actor, item.evidence["existing"]["fact_id"])
+
+
+def _publish_replacing(item: ApprovalItem, actor: Principal, replaces: str | None) -> None:
     proposal = item.metadata["proposal"]
     evidence = item.evidence
     entry = fact_publish(
@@ -35,22 +50,21 @@ def promotion_apply(item: ApprovalItem, actor: Principal) -> None:
             item_id=str(item.pk),
         ),
     )
-    superseded = evidence.get("superseded") if evidence.get("verdict") == "FULL" else None
-    if superseded:
+    if replaces:
         live = OrgFact.objects.filter(
-            company=item.company, fact_id=superseded["fact_id"], retracted_at__isnull=True
+            company=item.company, fact_id=replaces, retracted_at__isnull=True
         ).exists()
         if live:
             fact_retract(
                 company=item.company,
                 actor=actor,
-                fact_id=superseded["fact_id"],
+                fact_id=replaces,
                 reason=f"superseded by {entry.fact_id} (approval {item.pk})",
             )
             logger.info(
                 "ORG_SKILL_SUPERSEDED company=%s old=%s new=%s item=%s",
                 item.company.slug,
-                superseded["fact_id"],
+                replaces,
                 entry.fact_id,
                 item.pk,
             )

@@ -7,11 +7,12 @@ class EvolverConfig(AppConfig):
     verbose_name = "Skill evolver"
 
     def ready(self) -> None:
-        from memory.procedural.evolver.apply import promotion_apply
+        from memory.procedural.evolver.apply import conflict_apply, promotion_apply
         from memory.procedural.evolver.schedules import evolver_schedules
-        from memory.procedural.evolver.services import ACTION_PROMOTION
+        from memory.procedural.evolver.services import ACTION_CONFLICT, ACTION_PROMOTION
         from orgmemory.services.approvals import register_approval_applier
         from synthorg.schedules import register_schedule_provider
 
         register_approval_applier(ACTION_PROMOTION, promotion_apply)
+        register_approval_applier(ACTION_CONFLICT, conflict_apply)
         register_schedule_provider(evolver_schedules)

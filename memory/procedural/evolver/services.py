@@ -284,8 +284,8 @@ def _emit(company, pattern: Pattern, proposal, existing, agent_names, verdicts) 
             title=f"Conflicting org skill for {pattern.key}"[:200],
             description=(
                 "The evolver found a pattern whose proposed action contradicts an existing "
-                "org skill for the same situation. Nothing was promoted; decide whether the "
-                "existing skill should change (edit it in org memory)."
+                "org skill for the same situation. Approve to publish the proposed skill and "
+                "retract the existing one; reject to keep the existing skill."
             ),
             risk_level=ApprovalItem.RiskLevel.HIGH,
             source=SOURCE,

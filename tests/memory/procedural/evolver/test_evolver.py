@@ -224,8 +224,36 @@ def test_conflict_escalates_with_both_texts_and_promotes_nothing(company, llm, c
     assert "roll back immediately" in item.evidence["existing"]["content"]
     assert "--timeout 900s" in item.evidence["proposed"]
     assert "SKILL_EVOLVER_CONFLICT_DETECTED" in caplog.text
-    approval_decide(company=company, actor=human, item_id=item.pk, decision="approve")
-    assert OrgFact.objects.count() == 1  # approving an escalation publishes nothing
+    assert OrgFact.objects.count() == 1  # nothing promoted before a human decides
+    with caplog.at_level(logging.INFO, logger="memory.procedural.evolver"):
+        approval_decide(company=company, actor=human, item_id=item.pk, decision="approve")
+    # approving the escalation adopts the proposal: published, the contradicted skill retracted
+    assert OrgFact.objects.get(pk=old.fact_id).retracted_at is not None
+    live = OrgFact.objects.get(retracted_at__isnull=True)
+    assert "--timeout 900s" in live.content and live.category == "procedure"
+    assert f"approval:{item.pk}" in live.tags
+    item.refresh_from_db()
+    assert item.status == "approved" and item.consumed_at is not None
+    assert "ORG_SKILL_SUPERSEDED" in caplog.text
+
+
+def test_rejecting_a_conflict_keeps_the_existing_skill(company, llm):
+    _enable(company, min_confidence_for_org_promotion=0.5)
+    human = _operator(company)
+    old = fact_publish(
+        company=company,
+        actor=human,
+        content="When: a helm upgrade of a large chart times out\n"
+        "Do: roll back immediately and page the on-call engineer",
+        category="procedure",
+    )
+    _fleet(company)
+    skill_evolver_run(company=company)
+    item = ApprovalItem.objects.get(action_type=ACTION_CONFLICT)
+    approval_decide(
+        company=company, actor=human, item_id=item.pk, decision="reject", reason="keep rollback"
+    )
+    assert list(OrgFact.objects.values_list("pk", "retracted_at")) == [(old.fact_id, None)]
 
 
 def test_rejected_pattern_is_not_reproposed_until_evidence_grows(company, llm):

@@ -6,7 +6,7 @@ from django.db import connection
 
 from memory.models import Memory
 from memory.retrieval.query import MemoryQuery
-from memory.selectors import search as search_module
+from memory.selectors.search import dense as search_module
 from memory.selectors.search import memory_search
 from tests.memory.factories import MemoryFactory
 from tests.persistence.factories import AgentFactory, CompanyFactory
