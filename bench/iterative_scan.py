@@ -58,6 +58,7 @@ def run(memories: int, agents: int, queries: int) -> dict:
     from memory.selectors.search import memory_search
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
+    from synthorg.embedding import query_embedding_cache
 
     rng = np.random.default_rng(SEED)
     centres = rng.normal(size=(CLUSTERS, DIMS))
@@ -105,6 +106,9 @@ def run(memories: int, agents: int, queries: int) -> dict:
             for i in range(len(MODES)):
                 mode = MODES[(q + i) % len(MODES)]
                 use(mode)
+                # One text for every query: without this the cache would answer every
+                # query after the first with the first query's vector.
+                query_embedding_cache.clear()
                 t0 = time.perf_counter()
                 result = memory_search(
                     agent=team[q % agents],
