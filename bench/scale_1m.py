@@ -639,6 +639,60 @@ def run(args, report: dict, write) -> None:
     report["complete"] = all(row["queries"] == args.queries for row in report["search"].values())
 
 
+def markdown(report: dict) -> str:
+    """The README's table of a result file (``--markdown FILE``)."""
+
+    def mb(value: int) -> str:
+        return f"{value / 2**20:,.0f} MiB"
+
+    lines = []
+    data, load, indexes = report.get("data", {}), report.get("load"), report.get("indexes")
+    if load:
+        lines.append(
+            f"- load: {data['memories']:,} rows in {load['seconds']:,} s "
+            f"(**{load['rows_per_second']:,} rows/s**; {load['method']})"
+        )
+    if indexes:
+        hnsw = ", ".join(f"{s:,} s" for s in indexes["hnsw_seconds"].values())
+        lines.append(
+            f"- indexes: {indexes['seconds_total']:,} s in all, **HNSW {hnsw}** "
+            f"(maintenance_work_mem {indexes['maintenance_work_mem']}, "
+            f"{indexes['max_parallel_maintenance_workers']} parallel worker(s) + leader); "
+            f"VACUUM ANALYZE {indexes['vacuum_analyze_seconds']} s"
+        )
+    if report.get("footprint"):
+        f = report["footprint"]
+        hnsw_bytes = sum(v for k, v in f["per_index_bytes"].items() if "emb" in k)
+        lines.append(
+            f"- footprint: table + indexes **{mb(f['table_total_bytes'])}** (heap "
+            f"{mb(f['heap_bytes'])}, indexes {mb(f['indexes_bytes'])} of which HNSW "
+            f"{mb(hnsw_bytes)}); database {mb(f['database_bytes'])}"
+        )
+    if report.get("search"):
+        lines += [
+            "",
+            "| agent size | agents | queries | hybrid p50 / p95 ms | dense-only p50 / p95 ms "
+            "| dense path (own / shared part) | recall@10 vs exact (min) "
+            "| CPU ms/search client + postgres |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for label, row in report["search"].items():
+            hybrid = row["search_ms_hybrid_including_query_embedding"]
+            dense = row["dense_only_search_ms"]
+            db = row["postgres_backend_cpu_ms_per_hybrid_search"] or {"mean": "?"}
+            paths = ", ".join(f"{k} {v}" for k, v in sorted(row["dense_paths_per_part"].items()))
+            lines.append(
+                f"| {label} | {row['agents_in_class']} | {row['queries']} | {hybrid['p50']} / "
+                f"{hybrid['p95']} | {dense['p50']} / {dense['p95']} | {paths} | "
+                f"{row['dense_recall_at_10_vs_exact']} ({row['dense_recall_at_10_min']}) | "
+                f"{row['client_cpu_ms_per_hybrid_search']['mean']} + {db['mean']} |"
+            )
+    lines.append(
+        f"\n(load average {report.get('load_average')}, complete: {report.get('complete')})"
+    )
+    return "\n".join(lines)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python bench/scale_1m.py",
@@ -663,11 +717,19 @@ def parser() -> argparse.ArgumentParser:
         help="stop the search phase early (partial results) once the run is this old",
     )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale_1m.json"))
+    p.add_argument(
+        "--markdown",
+        metavar="FILE",
+        help="print the README table of a result file and exit (no run)",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
     import django
 
     django.setup()
