@@ -194,48 +194,83 @@ def secondary_indexes() -> list[tuple[str, str]]:
         return [(name, definition) for name, definition in cursor.fetchall()]
 
 
-def copy_rows(company, plan, agents, shared_owner, memories: int, data: Synthetic) -> None:
-    """Binary COPY of every row, ``CHUNK`` rows per statement."""
+#: The columns a synthetic memory row fills (the BM25 columns are the row trigger's) and
+#: their binary COPY types.
+COPY_COLUMNS = (
+    ("id", "uuid"),
+    ("company_id", "int8"),
+    ("agent_id", "int8"),
+    ("namespace", "varchar"),
+    ("category", "varchar"),
+    ("content", "text"),
+    ("context", "text"),
+    ("source", "varchar"),
+    ("confidence", "float8"),
+    ("tags", "varchar[]"),
+    ("is_shared", "bool"),
+    ("level", "varchar"),
+    ("session_id", "varchar"),
+    ("scope", "varchar"),
+    ("application_count", "int4"),
+    ("created_at", "timestamptz"),
+    ("updated_at", "timestamptz"),
+    ("embedding", "vector"),
+    ("embedder_id", "varchar"),
+    ("embedding_status", "varchar"),
+)
+
+
+class MemoryCopy:
+    """Binary ``COPY memory_memory`` of synthetic rows on the default connection: one
+    statement per ``with`` block; :meth:`row` writes one persistent, ready memory."""
+
+    def __init__(self, cursor, embedder_id: str) -> None:
+        from memory.models import Memory
+
+        trigger_filled = ("search_vector", "doc_length")
+        missing = [
+            f.column
+            for f in Memory._meta.concrete_fields
+            if not f.null and f.column not in dict(COPY_COLUMNS) and f.column not in trigger_filled
+        ]
+        if missing:  # a column added since: say so rather than fail inside COPY
+            raise SystemExit(f"bench: the synthetic rows do not fill the NOT NULL {missing}")
+        self.cursor, self.embedder_id = cursor, embedder_id
+        names = ", ".join(c for c, _ in COPY_COLUMNS)
+        self.sql = f"COPY memory_memory ({names}) FROM STDIN WITH (FORMAT BINARY)"
+
+    def __enter__(self) -> MemoryCopy:
+        self._copy = self.cursor.copy(self.sql)
+        self.copy = self._copy.__enter__()
+        self.copy.set_types([t for _, t in COPY_COLUMNS])
+        return self
+
+    def __exit__(self, *exc):
+        return self._copy.__exit__(*exc)
+
+    def row(self, *, company_id, agent_id, category, content, shared, created, vector) -> None:
+        self.copy.write_row(
+            (
+                uuid.uuid4(), company_id, agent_id, "default", category, content, "", "", 1.0,
+                [], shared, "persistent", "", "", 0, created, created, vector,
+                self.embedder_id, "ready",
+            )
+        )  # fmt: skip
+
+
+def raw_cursor():
+    """A psycopg cursor of the default connection with pgvector's types registered."""
     from django.db import connection
     from pgvector.psycopg import register_vector
 
     connection.ensure_connection()
     raw = connection.connection
     register_vector(raw)
-    columns = [
-        ("id", "uuid"),
-        ("company_id", "int8"),
-        ("agent_id", "int8"),
-        ("namespace", "varchar"),
-        ("category", "varchar"),
-        ("content", "text"),
-        ("context", "text"),
-        ("source", "varchar"),
-        ("confidence", "float8"),
-        ("tags", "varchar[]"),
-        ("is_shared", "bool"),
-        ("level", "varchar"),
-        ("session_id", "varchar"),
-        ("scope", "varchar"),
-        ("application_count", "int4"),
-        ("created_at", "timestamptz"),
-        ("updated_at", "timestamptz"),
-        ("embedding", "vector"),
-        ("embedder_id", "varchar"),
-        ("embedding_status", "varchar"),
-    ]
-    names = ", ".join(c for c, _ in columns)
-    from memory.models import Memory
+    return raw.cursor()
 
-    trigger_filled = ("search_vector", "doc_length")
-    missing = [
-        f.column
-        for f in Memory._meta.concrete_fields
-        if not f.null and f.column not in dict(columns) and f.column not in trigger_filled
-    ]
-    if missing:  # a column added since: say so rather than fail inside COPY
-        raise SystemExit(f"bench/scale_1m.py does not fill the NOT NULL columns {missing}")
-    types = [t for _, t in columns]
+
+def copy_rows(company, plan, agents, shared_owner, memories: int, data: Synthetic) -> None:
+    """Binary COPY of every row, ``CHUNK`` rows per statement."""
     embedder_id = data_embedder_id(company)
     start = datetime(2025, 1, 1, tzinfo=UTC)
     shared_rows = memories - sum(rows for _, rows in plan)
@@ -243,7 +278,7 @@ def copy_rows(company, plan, agents, shared_owner, memories: int, data: Syntheti
     work.append((shared_owner, shared_rows, True))
     loaded = 0
     categories = ("episodic", "semantic", "procedural")
-    with raw.cursor() as cursor:
+    with raw_cursor() as cursor:
         for agent, rows, shared in work:
             done = 0
             while done < rows:
@@ -251,35 +286,16 @@ def copy_rows(company, plan, agents, shared_owner, memories: int, data: Syntheti
                 clusters = data.rng.integers(0, len(data.centres), size=n)
                 vectors = data.vectors(clusters)
                 texts = data.texts(clusters)
-                with cursor.copy(
-                    f"COPY memory_memory ({names}) FROM STDIN WITH (FORMAT BINARY)"
-                ) as copy:
-                    copy.set_types(types)
+                with MemoryCopy(cursor, embedder_id) as copy:
                     for i in range(n):
-                        created = start + timedelta(seconds=loaded + i)
-                        copy.write_row(
-                            (
-                                uuid.uuid4(),
-                                company.pk,
-                                agent.pk,
-                                "default",
-                                categories[i % 3],
-                                texts[i],
-                                "",
-                                "",
-                                1.0,
-                                [],
-                                shared,
-                                "persistent",
-                                "",
-                                "",
-                                0,
-                                created,
-                                created,
-                                vectors[i],
-                                embedder_id,
-                                "ready",
-                            )
+                        copy.row(
+                            company_id=company.pk,
+                            agent_id=agent.pk,
+                            category=categories[i % 3],
+                            content=texts[i],
+                            shared=shared,
+                            created=start + timedelta(seconds=loaded + i),
+                            vector=vectors[i],
                         )
                 done += n
                 loaded += n

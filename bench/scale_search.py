@@ -16,7 +16,6 @@ Recall@10 compares the dense leg's top 10 with an exact scan of the agent's rows
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
@@ -84,54 +83,29 @@ def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
 
 
 def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
-    from django.db import connection
-    from pgvector.psycopg import register_vector
+    from bench.scale_1m import MemoryCopy, raw_cursor
 
-    connection.ensure_connection()  # reopened after the owner's DDL closed it
-    raw = connection.connection
-    register_vector(raw)
     zipf = 1.0 / np.arange(1, len(vocab) + 1)
     zipf /= zipf.sum()
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    columns = (
-        "id, company_id, agent_id, namespace, category, content, context, source, confidence, "
-        "tags, is_shared, level, session_id, scope, application_count, created_at, updated_at, "
-        "embedding, embedder_id, embedding_status"
-    )
     chunk = 20_000
-    with raw.cursor() as cursor:
+    with raw_cursor() as cursor:
         for agent in agents:
             loaded = 0
             while loaded < per_agent:
                 n = min(chunk, per_agent - loaded)
                 vectors = _noisy(centres[rng.integers(0, len(centres), size=n)], rng)
                 words = rng.choice(len(vocab), size=(n, 12), p=zipf)
-                with cursor.copy(f"COPY memory_memory ({columns}) FROM STDIN") as copy:
+                with MemoryCopy(cursor, BENCH_EMBEDDER_ID) as copy:
                     for i in range(n):
-                        created = start + timedelta(minutes=loaded + i)
-                        copy.write_row(
-                            (
-                                uuid.uuid4(),
-                                company.pk,
-                                agent.pk,
-                                "default",
-                                "episodic",
-                                " ".join(vocab[w] for w in words[i]),
-                                "",
-                                "",
-                                1.0,
-                                "{}",
-                                False,
-                                "persistent",
-                                "",
-                                "",
-                                0,
-                                created,
-                                created,
-                                vectors[i],
-                                BENCH_EMBEDDER_ID,
-                                "ready",
-                            )
+                        copy.row(
+                            company_id=company.pk,
+                            agent_id=agent.pk,
+                            category="episodic",
+                            content=" ".join(vocab[w] for w in words[i]),
+                            shared=False,
+                            created=start + timedelta(minutes=loaded + i),
+                            vector=vectors[i],
                         )
                 loaded += n
             log(f"  agent {agent.pk}: {per_agent} rows loaded")
