@@ -453,14 +453,29 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def search_class(label, team, data: Synthetic, real, queries: int, deadline: float) -> dict:
+def _with_first_walk(ef_search: int, search):
+    """Run ``search()`` with the dense leg's first HNSW walk at ``ef_search``."""
+    import importlib
+
+    module = importlib.import_module("memory.selectors.search.dense")
+    saved = module.HNSW_EF_SEARCH_FIRST
+    module.HNSW_EF_SEARCH_FIRST = ef_search
+    try:
+        return search()
+    finally:
+        module.HNSW_EF_SEARCH_FIRST = saved
+
+
+def search_class(
+    label, team, data: Synthetic, real, queries: int, deadline: float, ef_lever: int = 0
+) -> dict:
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import memory_search
     from synthorg.embedding import query_embedding_cache
     from synthorg.retrieval.vectors import vector_literal
 
     pid = _backend_pid()
-    total_ms, dense_ms, client_cpu, db_cpu, recalls = [], [], [], [], []
+    total_ms, dense_ms, client_cpu, db_cpu, recalls, wide_recalls = [], [], [], [], [], []
     stages: dict[str, list[float]] = {}
     paths: dict[str, int] = {}
     dense_only_paths: dict[str, int] = {}
@@ -505,6 +520,20 @@ def search_class(label, team, data: Synthetic, real, queries: int, deadline: flo
         top = [hit.memory.pk for hit in dense_only.hits]
         exact = exact_top(agent, vector_literal(vector), real.embedder_id, 10)
         recalls.append(len(set(top) & set(exact)) / max(1, len(exact)))
+        if ef_lever:
+            # The same dense leg with the first HNSW walk as wide as pgvector allows: tells a
+            # walk that missed the query's neighbourhood from one cut short by its width.
+            wide = _with_first_walk(
+                ef_lever,
+                lambda agent=agent, text=text, vector=vector: memory_search(
+                    agent=agent,
+                    query=MemoryQuery(text=text, limit=10),
+                    embedder=FixedEmbedder(real.embedder_id, vector),
+                    legs=("dense",),
+                ),
+            )
+            wide_top = [hit.memory.pk for hit in wide.hits]
+            wide_recalls.append(len(set(wide_top) & set(exact)) / max(1, len(exact)))
         asked += 1
         progress(f"search {label}", asked, queries)
     return {
@@ -522,6 +551,13 @@ def search_class(label, team, data: Synthetic, real, queries: int, deadline: flo
         "dense_recall_at_10_vs_exact": round(float(np.mean(recalls)), 4) if recalls else None,
         "dense_recall_at_10_min": round(float(np.min(recalls)), 2) if recalls else None,
         "queries_with_recall_below_0_9": sum(1 for r in recalls if r < 0.9),
+        "lever_first_walk_ef_search": ef_lever or None,
+        "dense_recall_at_10_with_lever": (
+            round(float(np.mean(wide_recalls)), 4) if wide_recalls else None
+        ),
+        "queries_with_recall_below_0_9_with_lever": (
+            sum(1 for r in wide_recalls if r < 0.9) if wide_recalls else None
+        ),
     }
 
 
@@ -648,7 +684,7 @@ def run(args, report: dict, write) -> None:
         # Each remaining class gets an equal share of the remaining time.
         share = (deadline - time.monotonic()) / (len(classes) - position)
         report["search"][label] = search_class(
-            label, team, data, real, args.queries, time.monotonic() + share
+            label, team, data, real, args.queries, time.monotonic() + share, args.ef_lever
         )
         log(f"{label}: {json.dumps(report['search'][label])}")
         write()
@@ -731,6 +767,12 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=150,
         help="stop the search phase early (partial results) once the run is this old",
+    )
+    p.add_argument(
+        "--ef-lever",
+        type=int,
+        default=0,
+        help="also run each dense leg with the first HNSW walk at this ef_search (recall lever)",
     )
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale_1m.json"))
     p.add_argument(
