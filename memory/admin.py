@@ -61,3 +61,4 @@ class MemoryAdmin(ReadOnlyScopedAdmin):
 
 
 from memory import lifecycle_admin  # noqa: E402, F401  (archive and maintenance runs)
+from memory.reembed import admin as reembed_admin  # noqa: E402, F401  (re-embedding jobs)

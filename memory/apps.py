@@ -18,6 +18,7 @@ class MemoryConfig(AppConfig):
 
         register_memory_tools()
         _register_maintenance_schedules()
+        _register_reembedding()
         register_schedule(
             ScheduleSpec(
                 name="memory-embedding-backfill",
@@ -26,6 +27,27 @@ class MemoryConfig(AppConfig):
                 minutes=5,
             )
         )
+
+
+def _register_reembedding() -> None:
+    """A changed embedder starts a re-embedding job; running jobs are resumed every 5 min."""
+    from django_q.models import Schedule
+
+    from memory.reembed.services import reembed_on_config_change
+    from persistence.services.companies import on_company_config_change, on_company_created
+    from synthorg.schedules import ScheduleSpec, register_schedule
+
+    on_company_config_change(reembed_on_config_change)
+    # A company created with another embedder gets its index built by a (row-less) job.
+    on_company_created(reembed_on_config_change)
+    register_schedule(
+        ScheduleSpec(
+            name="memory-reembed-resume",
+            func="memory.reembed.tasks.resume_reembed_jobs",
+            schedule_type=Schedule.MINUTES,
+            minutes=5,
+        )
+    )
 
 
 def _register_maintenance_schedules() -> None:

@@ -1,68 +1,22 @@
-"""Which embedder a company's memories use.
+"""Which embedder a company's memories use: see :mod:`persistence.selectors.embedder`.
 
-The default is the local all-MiniLM-L6-v2 model; a company's ``memory.embedder`` override
-with a ``base_url`` selects an OpenAI-compatible endpoint (its key is read from the
-environment variable the config names, never stored in the config). A remote embedder gets
-a total time budget per call (``SYNTHORG_EMBEDDER_BUDGET``) well under the web worker's
-timeout, and after a transient failure is skipped for ``SYNTHORG_EMBEDDER_COOLDOWN`` seconds:
-a hanging endpoint leaves the memory ``pending`` (backfilled later) instead of getting the
-worker killed mid-request, and does not hold other companies' requests behind it. Every
-stored vector
-carries the ``embedder_id`` that produced it, and search only compares vectors of the
-query's embedder.
+Re-exported here under the names the memory app has always used.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-
-from django.conf import settings
-
-from persistence.models import Company
-from persistence.selectors.config import company_config
-from synthorg.company_config import SECRET_ENV_PREFIX, EmbedderOverrideConfig
-from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
-from synthorg.errors import UnprocessableError
-
-UNSUPPORTED_DIMS = (
-    "The configured embedder produces {dims}-dimensional vectors; memory storage holds "
-    "{supported}-dimensional vectors."
+from persistence.selectors.embedder import (
+    SECRET_NOT_ALLOWED,
+    company_embedder,
+    company_embedder_key,
+    remote_embedder,
 )
 
+embedder_for = company_embedder
+_remote_embedder = remote_embedder
 
-SECRET_NOT_ALLOWED = f"The embedder key must come from a {SECRET_ENV_PREFIX}* variable."
-
-
-def embedder_for(company: Company) -> Embedder:
-    """The embedder for ``company``'s memories (process-wide instances, cached)."""
-    override = company_config(company).memory.embedder
-    if override is None or override.base_url is None:
-        return default_embedder()
-    return _remote_embedder(override)
-
-
-@functools.lru_cache(maxsize=64)
-def _remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
-    from memory.models import EMBEDDING_DIMS
-
-    if override.dims != EMBEDDING_DIMS:
-        raise UnprocessableError(
-            UNSUPPORTED_DIMS.format(dims=override.dims, supported=EMBEDDING_DIMS),
-            code="embedder_dims_unsupported",
-        )
-    api_key = None
-    if override.api_key_env:
-        # Parsing refuses other names; checked again here so no path reads a server secret.
-        if not override.api_key_env.startswith(SECRET_ENV_PREFIX):
-            raise UnprocessableError(SECRET_NOT_ALLOWED, code="secret_not_allowed")
-        api_key = os.environ.get(override.api_key_env)
-    return OpenAICompatibleEmbedder(
-        base_url=override.base_url,
-        model=override.model,
-        dims=override.dims,
-        api_key=api_key,
-        timeout=settings.SYNTHORG_EMBEDDER_TIMEOUT,
-        total_timeout=settings.SYNTHORG_EMBEDDER_BUDGET,
-        cooldown=settings.SYNTHORG_EMBEDDER_COOLDOWN,
-    )
+__all__ = [
+    "SECRET_NOT_ALLOWED",
+    "company_embedder_key",
+    "embedder_for",
+]

@@ -14,14 +14,16 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import VectorField
 
 from persistence.models import Agent, Company, Project
 from synthorg.enums import MemoryCategory
 
 MEMORY_CONTENT_MAX_CHARS = 20_000
 MEMORY_CONTEXT_MAX_CHARS = 4_000
-EMBEDDING_DIMS = 384  # the default embedder (all-MiniLM-L6-v2)
+# The default embedder's width (all-MiniLM-L6-v2). The column itself is untyped: it holds
+# vectors of any width, each indexed per embedder (memory.vector_indexes).
+EMBEDDING_DIMS = 384
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -72,7 +74,7 @@ class Memory(models.Model):
     application_count = models.PositiveIntegerField(default=0)
     last_applied_at = models.DateTimeField(null=True, blank=True)
 
-    embedding = VectorField(dimensions=EMBEDDING_DIMS, null=True, blank=True)
+    embedding = VectorField(null=True, blank=True)  # untyped: any width (see above)
     embedder_id = models.CharField(max_length=100, blank=True, default="")
     embedding_status = models.CharField(
         max_length=16, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
@@ -138,13 +140,8 @@ class Memory(models.Model):
             # fastupdate off: no pending list for BM25 lookups to scan (see migration 0006).
             GinIndex(fields=["search_vector"], name="memory_search_vector", fastupdate=False),
             GinIndex(fields=["tags"], name="memory_tags", fastupdate=False),
-            HnswIndex(
-                name="memory_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            # HNSW: one partial index per (embedder, width), in the catalog only (built by
+            # migration 0011 and memory.vector_indexes.ensure_vector_index).
         ]
 
     def __str__(self) -> str:
@@ -153,3 +150,4 @@ class Memory(models.Model):
 
 # The lifecycle rows live in their own module; imported here so Django registers them.
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun  # noqa: E402, F401
+from memory.reembed.models import ReembedJob  # noqa: E402, F401

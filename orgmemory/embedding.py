@@ -1,9 +1,12 @@
-"""Dense vectors for org facts, from the default embedder when it is available.
+"""Dense vectors for org facts, from the company's embedder when it is available.
 
-Org facts use the process-wide default embedder (all-MiniLM-L6-v2). If it cannot load or
+Org facts are embedded with the same embedder as the company's memories
+(:func:`persistence.selectors.embedder.company_embedder`: the local all-MiniLM-L6-v2 model,
+or the company's OpenAI-compatible override of any width), so one query vector serves both
+and an embedder change re-embeds both (``memory.reembed``). If the embedder cannot load or
 fails, or ``settings.ORGMEMORY_EMBEDDINGS`` is ``False`` (tests that do not need it), facts
-are stored without a vector and retrieval uses BM25 alone: the dense leg is an
-improvement, never a requirement.
+are stored without a vector and retrieval uses BM25 alone: the dense leg is an improvement,
+never a requirement.
 """
 
 from __future__ import annotations
@@ -13,28 +16,36 @@ import logging
 import numpy as np
 from django.conf import settings
 
-from orgmemory.models import EMBEDDING_DIMS
-from synthorg.embedding import Embedder, EmbeddingError, default_embedder, embed_query
+from persistence.models import Company
+from persistence.selectors.embedder import company_embedder
+from synthorg.embedding import Embedder, EmbeddingError, embed_query
+from synthorg.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
 
-def org_embedder() -> Embedder | None:
-    """The embedder for org facts, or ``None`` when embeddings are switched off."""
+def org_embedder(company: Company) -> Embedder | None:
+    """The embedder for ``company``'s org facts, or ``None`` when embeddings are off or the
+    company's embedder is unusable."""
     if not getattr(settings, "ORGMEMORY_EMBEDDINGS", True):
         return None
-    embedder = default_embedder()
-    return embedder if embedder.dims == EMBEDDING_DIMS else None
+    try:
+        return company_embedder(company)
+    except DomainError as exc:
+        logger.warning("org-memory embedder unusable for company %s: %s", company.pk, exc)
+        return None
 
 
-def embed_text(text: str, *, query: bool = False) -> tuple[str, np.ndarray] | None:
+def embed_text(
+    text: str, *, company: Company, query: bool = False
+) -> tuple[str, np.ndarray] | None:
     """``(embedder_id, vector)`` for ``text``, or ``None`` if no embedder is usable.
 
     ``query`` texts go through the process-wide query cache, which the memory search shares:
     a context request that ranks org facts and memories with the same model embeds its
     query once.
     """
-    embedder = org_embedder()
+    embedder = org_embedder(company)
     if embedder is None:
         return None
     try:

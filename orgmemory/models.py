@@ -25,7 +25,6 @@ from pgvector.django import VectorField
 from persistence.models import Agent, Company
 from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
 
-EMBEDDING_DIMS = 384  # the default embedder (all-MiniLM-L6-v2)
 _CATEGORIES = [c.value for c in OrgFactCategory]
 
 
@@ -194,7 +193,7 @@ class FactVersionEmbedding(models.Model):
         OperationLogEntry, on_delete=models.PROTECT, primary_key=True, related_name="embedding"
     )
     embedder_id = models.CharField(max_length=100)
-    embedding = VectorField(dimensions=EMBEDDING_DIMS)
+    embedding = VectorField()  # untyped: the company embedder's width (any)
 
     class Meta:
         constraints = [

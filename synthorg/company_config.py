@@ -36,6 +36,7 @@ from synthorg.enums import (
     OrgFactCategory,
     SeniorityLevel,
 )
+from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
 NotBlankStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -94,9 +95,9 @@ class MemoryOptionsConfig(BaseModel):
     shared_knowledge_base: bool = True
 
 
-# Memory vectors are stored in a fixed-width pgvector column (memory.models.EMBEDDING_DIMS);
-# an embedder producing another width could never be stored, so it is refused at load.
-SUPPORTED_EMBEDDING_DIMS = (384,)
+# Vectors of any width up to pgvector's HNSW limit (4,000 dims as halfvec) are stored and
+# indexed (see synthorg.retrieval.vectors); a wider embedder could never be indexed.
+MAX_EMBEDDING_DIMS = HNSW_HALFVEC_MAX_DIMS
 # Only environment variables under this prefix may be named by a company config: the value
 # is sent as a Bearer token to the company's endpoint, so naming DJANGO_SECRET_KEY or
 # DATABASE_URL would hand server secrets to whoever edits the config.
@@ -116,7 +117,7 @@ class EmbedderOverrideConfig(BaseModel):
 
     provider: NotBlankStr | None = None
     model: NotBlankStr | None = None
-    dims: int | None = Field(default=None, ge=8, le=4096)
+    dims: int | None = Field(default=None, ge=8)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
 
@@ -132,13 +133,12 @@ class EmbedderOverrideConfig(BaseModel):
 
     @field_validator("dims")
     @classmethod
-    def _storable_dims(cls, value: int | None) -> int | None:
-        if value is not None and value not in SUPPORTED_EMBEDDING_DIMS:
-            supported = ", ".join(str(d) for d in SUPPORTED_EMBEDDING_DIMS)
+    def _indexable_dims(cls, value: int | None) -> int | None:
+        if value is not None and value > MAX_EMBEDDING_DIMS:
             raise ValueError(
-                f"{value}-dimensional vectors cannot be stored: memory storage holds "
-                f"{supported}-dimensional vectors (use a model or a `dimensions` setting "
-                f"that produces {supported})"
+                f"{value}-dimensional vectors cannot be indexed: pgvector's HNSW index holds "
+                f"at most {MAX_EMBEDDING_DIMS} dimensions (as halfvec); use a model or a "
+                f"`dimensions` setting that produces at most {MAX_EMBEDDING_DIMS}"
             )
         return value
 

@@ -250,15 +250,28 @@ class SearchHitSerializer(serializers.Serializer):
     is_shared = serializers.BooleanField()
 
 
+class ReembeddingSerializer(serializers.Serializer):
+    job = serializers.IntegerField(help_text="The re-embedding job's id.")
+    done = serializers.IntegerField(help_text="Rows (memories + org facts) re-embedded.")
+    total = serializers.IntegerField(help_text="Rows the job re-embeds.")
+    share_done = serializers.FloatField(help_text="done / total (0..1).")
+
+
+DEGRADED_HELP = (
+    '`"dense"` when the query could not be embedded (sparse leg only); `"reembedding"` while '
+    "the company's vectors are being re-embedded for a new embedder (the dense leg sees only "
+    "the rows already done, the sparse leg all of them; progress in `reembedding`)."
+)
+REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
+
+
 class SearchResponseSerializer(serializers.Serializer):
     results = SearchHitSerializer(many=True)
-    degraded = serializers.ListField(
-        child=serializers.CharField(),
-        help_text='["dense"] when the query could not be embedded (sparse leg only).',
-    )
+    degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
+    reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
 
 
-def search_payload(hits, degraded) -> dict:
+def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
     """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
     from memory.procedural.selectors import attach_lessons
 
@@ -277,6 +290,7 @@ def search_payload(hits, degraded) -> dict:
             for hit in hits
         ],
         "degraded": list(degraded),
+        **({"reembedding": reembedding} if reembedding else {}),
     }
 
 
@@ -324,7 +338,8 @@ class MemoryContextSerializer(serializers.Serializer):
     dropped = ContextEntrySerializer(many=True)
     tokens_used = serializers.IntegerField()
     token_budget = serializers.IntegerField()
-    degraded = serializers.ListField(child=serializers.CharField())
+    degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
+    reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
     strategy = serializers.CharField(
         required=False, help_text="Present for the tool_based and self_editing strategies."
     )

@@ -75,6 +75,8 @@ class PreparedContext:
     tokens_used: int
     token_budget: int
     degraded: list[str] = field(default_factory=list)
+    #: the search's re-embedding progress while a job runs (see ``SearchResult``)
+    reembedding: dict | None = None
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
@@ -157,6 +159,7 @@ def memory_context(
         tokens_used=used + pinned_tokens,
         token_budget=token_budget,
         degraded=degraded,
+        reembedding=result.reembedding,
     )
 
 

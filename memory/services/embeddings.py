@@ -52,14 +52,15 @@ def embed_texts(
     """Embed ``texts`` in one call to the company's embedder; failures degrade, never raise."""
     if not texts:
         return Embedded(vectors=np.zeros((0, EMBEDDING_DIMS), dtype=np.float32), embedder_id="")
+    dims = EMBEDDING_DIMS
     try:
         embedder = embedder or embedder_for(company)
         vectors = embedder.embed(list(texts))
-        embedder_id = embedder.embedder_id
+        embedder_id, dims = embedder.embedder_id, embedder.dims
     except (EmbeddingError, DomainError) as exc:
         logger.warning("embedding failed for company %s: %s", company.pk, exc)
         return Embedded(vectors=None, embedder_id="")
-    if vectors.shape != (len(texts), EMBEDDING_DIMS):
+    if vectors.shape != (len(texts), dims):
         logger.warning(
             "embedder %s returned shape %s for %d texts", embedder_id, vectors.shape, len(texts)
         )

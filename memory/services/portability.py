@@ -28,7 +28,7 @@ from django.utils.dateparse import parse_datetime
 from memory.domain import embedding_text
 from memory.embedding import embedder_for
 from memory.lifecycle_models import ArchivedMemory
-from memory.models import EMBEDDING_DIMS, Memory
+from memory.models import Memory
 from memory.services.embeddings import embed_texts
 from persistence.content_registry import ContentKind, ImportContext, ImportCounts
 from persistence.models import Agent, Company, Project
@@ -206,8 +206,8 @@ def _encode_vector(vector) -> str | None:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
-def _vector(value) -> list[float] | None:
-    """The exported vector if it is reusable (EMBEDDING_DIMS finite numbers), else ``None``."""
+def _vector(value, dims: int | None) -> list[float] | None:
+    """The exported vector if it is reusable (``dims`` finite numbers), else ``None``."""
     if isinstance(value, str):
         try:
             array = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4")
@@ -217,7 +217,7 @@ def _vector(value) -> list[float] | None:
         array = np.asarray(value, dtype=np.float64)
     else:
         return None
-    if array.shape != (EMBEDDING_DIMS,) or not np.isfinite(array).all():
+    if dims is None or array.shape != (dims,) or not np.isfinite(array).all():
         return None
     return array.astype(np.float32).tolist()
 
@@ -318,12 +318,12 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
         return counts
     try:
         embedder = embedder_for(company)
-        current_id = embedder.embedder_id
+        current_id, current_dims = embedder.embedder_id, embedder.dims
     except DomainError:  # the company's embedder is unusable: every row goes pending
-        embedder, current_id = None, None
+        embedder, current_id, current_dims = None, None, None
     to_embed = []
     for memory, row in new:
-        vector = _vector(row.get("embedding"))
+        vector = _vector(row.get("embedding"), current_dims)
         if vector is not None and row.get("embedder_id") == current_id:
             memory.embedding = vector
             memory.embedder_id = row["embedder_id"]

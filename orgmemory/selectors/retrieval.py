@@ -108,17 +108,20 @@ def _dense(live: list[tuple], embedded, pool: int, min_similarity: float) -> lis
         return []
     embedder_id, vector = embedded
     literal = vector_literal(vector)
+    # Only vectors of the query's embedder and width are compared (an exact scan over the
+    # live versions: no index to match, so the embedder id stays a parameter).
     sql = """
     SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
       FROM unnest(%(ids)s::uuid[]) AS c(id)
       JOIN orgmemory_factversionembedding e ON e.operation_id = c.id
-     WHERE e.embedder_id = %(embedder)s
+     WHERE e.embedder_id = %(embedder)s AND vector_dims(e.embedding) = %(dims)s
      ORDER BY e.embedding <=> %(q)s::vector, e.operation_id
      LIMIT %(pool)s
     """
     params = {
         "q": literal,
         "embedder": embedder_id,
+        "dims": int(vector.shape[0]),
         "ids": [row[0] for row in live],
         "pool": pool,
     }
@@ -151,7 +154,7 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     retrieval = company_config(company).memory.retrieval
     pool = limit * retrieval.candidate_pool_multiplier
     legs = [[op for op, _score in _bm25(live, query.context, pool)]]
-    embedded = embed_text(query.context, query=True)
+    embedded = embed_text(query.context, company=company, query=True)
     if embedded is not None:
         floor = retrieval.min_relevance
         if retrieval.fusion_strategy is not FusionStrategy.LINEAR:

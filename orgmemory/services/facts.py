@@ -211,7 +211,9 @@ def publish_as(
 
     ``keep_tags``: a new version takes the current version's tags instead of the payload's.
     """
-    embedded = embed_text(payload.content)  # outside the lock: model inference is slow-ish
+    embedded = embed_text(
+        payload.content, company=company
+    )  # outside the lock: model inference is slow-ish
     try:
         return _publish_locked(
             company=company,

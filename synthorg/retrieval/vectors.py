@@ -9,3 +9,30 @@ def vector_literal(vector) -> str:
     """``'[x1,x2,...]'`` for ``vector``: every float32 component exactly (``repr`` of its
     float64 value), so SQL compares against the very vector the embedder produced."""
     return "[" + ",".join(map(repr, np.asarray(vector, dtype=np.float64).tolist())) + "]"
+
+
+# --- storage of vectors of any width ---------------------------------------------------------
+#
+# The embedding columns are untyped ``vector`` (any width per row), so a company may use an
+# embedder of any width. An HNSW index needs a fixed width, so each (embedder, width) gets a
+# partial expression index over the rows it produced (``memory.vector_indexes``), and the
+# query casts to the same type so the planner can use it. pgvector's HNSW holds ``vector`` up
+# to 2,000 dimensions and ``halfvec`` up to 4,000: wider embedders are indexed (and their
+# index walk compared) as half precision; exact scans always compare the stored full-precision
+# vectors. Wider than 4,000 cannot be indexed at all and is refused at config load.
+
+HNSW_VECTOR_MAX_DIMS = 2000
+HNSW_HALFVEC_MAX_DIMS = 4000
+
+
+def indexed_type(dims: int) -> str:
+    """The SQL type an HNSW index over ``dims``-wide vectors is built on (and queries cast to)."""
+    if not 1 <= dims <= HNSW_HALFVEC_MAX_DIMS:
+        raise ValueError(f"{dims}-dimensional vectors cannot be indexed (1..4000)")
+    kind = "vector" if dims <= HNSW_VECTOR_MAX_DIMS else "halfvec"
+    return f"{kind}({int(dims)})"
+
+
+def cosine_opclass(dims: int) -> str:
+    """The HNSW operator class for cosine distance over :func:`indexed_type`."""
+    return "vector_cosine_ops" if dims <= HNSW_VECTOR_MAX_DIMS else "halfvec_cosine_ops"

@@ -26,6 +26,7 @@ from memory.ingestion.models import (
 )
 from memory.lifecycle_models import ArchivedMemory, MaintenanceRun
 from memory.models import Memory
+from memory.reembed.models import ReembedJob
 from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
 from orgmemory.services.facts import fact_publish
 from orgmemory.services.write_requests import write_request_file
@@ -198,6 +199,15 @@ def _build(label: str) -> World:
         Memory: memory,
         ArchivedMemory: archived,
         MaintenanceRun: run,
+        ReembedJob: ReembedJob.objects.create(
+            company=company,
+            to_embedder_id=f"openai:{label}",
+            to_dims=768,
+            memories_total=3,
+            memories_done=1,
+            created_at=now,
+            updated_at=now,
+        ),
         **_ingestion_rows(company, agent, label, now),
     }
     return World(company=company, user=user, client=client, objects=objects)
@@ -216,7 +226,7 @@ BUILT = [
     LifecycleEvent, TaskMetric, CollaborationMetric, Task, Project, Artifact, ParkedContext,
     Checkpoint, AgentRuntimeState, Setting, PersonalityPreset, OrgFact, OperationLogEntry,
     WriteAccessRequest, Memory, ArchivedMemory, MaintenanceRun, Conversation,
-    ConversationMessage, ExtractionRun, JournalEntry, DreamRun,
+    ConversationMessage, ExtractionRun, JournalEntry, DreamRun, ReembedJob,
 ]  # fmt: skip
 SCOPED_MODELS = [m for m in BUILT if m in admin.site._registry]
 

@@ -8,13 +8,13 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from memory.lifecycle_models import MaintenanceRun
-from memory.models import EMBEDDING_DIMS, Memory
+from memory.models import Memory
 from memory.services.maintenance import run_maintenance
 from persistence.models import AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create, agent_update
 from persistence.services.companies import company_config_set
-from synthorg.company_config import SUPPORTED_EMBEDDING_DIMS
+from synthorg.company_config import MAX_EMBEDDING_DIMS
 from synthorg.errors import InvalidInputError
 from tests.memory.lifecycle.conftest import seed
 from tests.persistence.factories import AgentFactory, CompanyFactory
@@ -67,16 +67,28 @@ def test_load_company_config_refuses_a_server_secret(tmp_path):
         call_command("load_company_config", company.slug, str(path))
 
 
-def test_embedder_dims_the_storage_cannot_hold_are_refused():
-    assert EMBEDDING_DIMS in SUPPORTED_EMBEDDING_DIMS  # the allow-list follows the column
+@pytest.mark.parametrize("dims", [8, 384, 768, 1536, 2000, 2001, 3072, 4000])
+def test_embedder_dims_up_to_the_hnsw_limit_are_accepted(dims):
+    company = CompanyFactory()
+    company_config_set(company=company, data=_embedder(dims=dims))
+    assert company_config(company).memory.embedder.dims == dims
+
+
+@pytest.mark.parametrize("dims", [MAX_EMBEDDING_DIMS + 1, 8192, 100_000])
+def test_embedder_dims_no_index_can_hold_are_refused(dims):
+    assert MAX_EMBEDDING_DIMS == 4000  # pgvector's HNSW limit (halfvec)
     company = CompanyFactory()
     with pytest.raises(InvalidInputError) as caught:
-        company_config_set(company=company, data=_embedder(dims=1536))
+        company_config_set(company=company, data=_embedder(dims=dims))
     [error] = caught.value.errors
     assert error["field"] == "memory.embedder.dims"
-    assert error["message"].startswith(
-        "1536-dimensional vectors cannot be stored: memory storage holds 384-dimensional"
+    assert error["message"] == (
+        f"{dims}-dimensional vectors cannot be indexed: pgvector's HNSW index holds at most "
+        "4000 dimensions (as halfvec); use a model or a `dimensions` setting that produces "
+        "at most 4000"
     )
+    company.refresh_from_db()
+    assert (company.config, company.config_revision) == ({}, 1)
 
 
 def test_memory_level_is_the_default_level_of_new_agents():

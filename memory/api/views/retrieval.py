@@ -39,6 +39,12 @@ SEARCH_RESPONSE_EXAMPLE = {
     ],
     "degraded": [],
 }
+#: While the company's vectors are re-embedded for a new embedder (``memory.reembed``).
+SEARCH_REEMBEDDING_EXAMPLE = {
+    **SEARCH_RESPONSE_EXAMPLE,
+    "degraded": ["reembedding"],
+    "reembedding": {"job": 12, "done": 6000, "total": 8000, "share_done": 0.75},
+}
 
 
 def _memory_query(data):
@@ -72,6 +78,9 @@ class MemorySearchView(AgentView, APIView):
         examples=[
             OpenApiExample("Search", value=SEARCH_REQUEST_EXAMPLE, request_only=True),
             OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+            OpenApiExample(
+                "During re-embedding", value=SEARCH_REEMBEDDING_EXAMPLE, response_only=True
+            ),
         ],
     )
     def post(self, request):
@@ -82,7 +91,9 @@ class MemorySearchView(AgentView, APIView):
             include_shared=serializer.validated_data.get("include_shared"),
         )
         return Response(
-            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+            s.SearchResponseSerializer(
+                s.search_payload(result.hits, result.degraded, result.reembedding)
+            ).data
         )
 
 
@@ -101,6 +112,9 @@ class SharedSearchView(AgentView, APIView):
                 request_only=True,
             ),
             OpenApiExample("Hits", value=SEARCH_RESPONSE_EXAMPLE, response_only=True),
+            OpenApiExample(
+                "During re-embedding", value=SEARCH_REEMBEDDING_EXAMPLE, response_only=True
+            ),
         ],
     )
     def post(self, request):
@@ -111,7 +125,9 @@ class SharedSearchView(AgentView, APIView):
             exclude_self=serializer.validated_data["exclude_self"],
         )
         return Response(
-            s.SearchResponseSerializer(s.search_payload(result.hits, result.degraded)).data
+            s.SearchResponseSerializer(
+                s.search_payload(result.hits, result.degraded, result.reembedding)
+            ).data
         )
 
 
@@ -185,6 +201,8 @@ class MemoryContextView(AgentView, APIView):
             include_org=data["include_org"],
         )
         payload = dict(s.MemoryContextSerializer(prepared).data)
+        if payload.get("reembedding") is None:
+            payload.pop("reembedding", None)  # present only while a job runs
         strategy = service.strategy()
         if strategy.strategy_name != "context":
             payload["strategy"] = strategy.strategy_name

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from django.db import connection, transaction
 
 from memory.selectors.search.scope import Part
+from memory.vector_indexes import dense_condition, dense_distance, vector_index_ready
 
 #: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
 #: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
@@ -46,14 +47,14 @@ HNSW_MAX_SCAN_TUPLES = 20_000
 
 
 def dense_leg(
-    parts: Sequence[Part], filters: Part, literal: str, embedder_id: str, depth: int
+    parts: Sequence[Part], filters: Part, literal: str, embedder_id: str, dims: int, depth: int
 ) -> tuple[list[tuple], list[str]]:
     """``(id, similarity)`` best first over all parts (at most ``depth``), and the path each
     part took."""
     dense: list[tuple] = []
     paths: list[str] = []
     for part in parts:
-        rows, path = _dense_part(part, filters, literal, embedder_id, depth)
+        rows, path = _dense_part(part, filters, literal, embedder_id, dims, depth)
         dense.extend(rows)
         paths.append(path)
     dense.sort(key=lambda row: (-row[1], str(row[0])))
@@ -61,13 +62,18 @@ def dense_leg(
 
 
 def _dense_part(
-    part: Part, filters: Part, literal: str, embedder_id: str, depth: int
+    part: Part, filters: Part, literal: str, embedder_id: str, dims: int, depth: int
 ) -> tuple[list[tuple], str]:
-    where = f"{part.sql} AND {filters.sql} AND m.embedder_id = %s AND m.embedding IS NOT NULL"
-    params = [*part.params, *filters.params, embedder_id]
+    # Only vectors of the query's embedder and width; written as the predicate of that
+    # embedder's partial HNSW index (memory.vector_indexes) so the walk can use it.
+    where = f"{part.sql} AND {filters.sql} AND {dense_condition(embedder_id, dims, escape=True)}"
+    params = [*part.params, *filters.params]
     with connection.cursor() as cursor:
         table_rows = _table_rows(cursor)
         if table_rows <= EXACT_SCAN_MAX_ROWS:
+            return _dense_exact(cursor, where, params, literal, depth), "exact"
+        if not vector_index_ready(embedder_id, dims):
+            # No HNSW index for this embedder yet (being built for a new embedder).
             return _dense_exact(cursor, where, params, literal, depth), "exact"
         part_rows = _part_rows_estimate(cursor, part)
         if part_rows < HNSW_MIN_SHARE * table_rows and part_rows <= PART_EXACT_MAX_ROWS:
@@ -79,7 +85,7 @@ def _dense_part(
         # A part that is a small share of the index starves the walk: widen it once, then
         # scan the part exactly.
         for ef_search in _ef_steps(depth):
-            rows = _dense_hnsw(cursor, where, params, literal, depth, ef_search)
+            rows = _dense_hnsw(cursor, where, params, literal, dims, depth, ef_search)
             if len(rows) >= depth:
                 return rows, "hnsw"
         return _dense_exact(cursor, where, params, literal, depth), "hnsw+exact"
@@ -141,7 +147,7 @@ def _supports_iterative_scan(cursor) -> bool:
 
 
 def _dense_hnsw(
-    cursor, where: str, params: list, literal: str, depth: int, ef_search: int
+    cursor, where: str, params: list, literal: str, dims: int, depth: int, ef_search: int
 ) -> list[tuple]:
     iterative = HNSW_ITERATIVE_SCAN != "off" and _supports_iterative_scan(cursor)
     with transaction.atomic():
@@ -159,7 +165,7 @@ def _dense_hnsw(
             )
         cursor.execute(
             f"SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            f"WHERE {where} ORDER BY m.embedding <=> %s::vector LIMIT %s",
+            f"WHERE {where} ORDER BY {dense_distance(dims)} LIMIT %s",
             [literal, *params, literal, depth],
         )
         rows = cursor.fetchall()
@@ -171,14 +177,15 @@ def _dense_hnsw(
     return rows
 
 
-def similarities(literal: str | None, embedder_id: str, ids: list) -> dict:
-    """Cosine similarity of the given rows to the query (rows of the query's embedder only)."""
+def similarities(literal: str | None, embedder_id: str, dims: int, ids: list) -> dict:
+    """Cosine similarity of the given rows to the query (rows of the query's embedder and
+    width only)."""
     if not ids or literal is None:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT m.id, 1 - (m.embedding <=> %s::vector) FROM memory_memory m "
-            "WHERE m.id = ANY(%s) AND m.embedder_id = %s AND m.embedding IS NOT NULL",
-            [literal, list(ids), embedder_id],
+            f"WHERE m.id = ANY(%s) AND {dense_condition(embedder_id, dims, escape=True)}",
+            [literal, list(ids)],
         )
         return dict(cursor.fetchall())

@@ -36,12 +36,12 @@ def fuse(
         )
         top = [(mid, score) for mid, score in fused if score >= min_relevance][:limit]
         missing = [mid for mid, _ in top if mid not in similarity]
-        similarity.update(similarities(ran.vector, ran.embedder_id, missing))
+        similarity.update(similarities(ran.vector, ran.embedder_id, ran.dims, missing))
         return [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
 
     candidate_ids = list(dict.fromkeys([mid for mid, _ in ran.dense + ran.sparse]))
     missing = [mid for mid in candidate_ids if mid not in similarity]
-    similarity.update(similarities(ran.vector, ran.embedder_id, missing))
+    similarity.update(similarities(ran.vector, ran.embedder_id, ran.dims, missing))
     if DEGRADED_DENSE in ran.degraded and ran.sparse:
         best = ran.sparse[0][1] or 1.0
         relevance = {mid: score / best for mid, score in ran.sparse}

@@ -35,6 +35,7 @@ class Legs:
     dense_paths: list[str]
     vector: str | None = None  # the query embedding as a pgvector literal
     embedder_id: str = ""
+    dims: int = 0  # the query embedder's width (vectors of another width are never compared)
     timings: dict[str, float] = field(default_factory=dict)
 
 
@@ -52,6 +53,7 @@ def run_legs(
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
+    dims = 0
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     try:
@@ -60,6 +62,7 @@ def run_legs(
         embedder = embedder or embedder_for(company)
         vector = embed_query(embedder, text)
         embedder_id = embedder.embedder_id
+        dims = int(vector.shape[0])
     except (EmbeddingError, DomainError) as exc:
         logger.warning("query embedding failed for company %s: %s", company.pk, exc)
         degraded.append(DEGRADED_DENSE)
@@ -73,7 +76,7 @@ def run_legs(
     paths: list[str] = []
     if vector is not None:
         query_literal = vector_literal(vector)
-        dense, paths = dense_leg(parts, filters, query_literal, embedder_id, depth)
+        dense, paths = dense_leg(parts, filters, query_literal, embedder_id, dims, depth)
     timings["dense_ms"] = (time.perf_counter() - clock) * 1000
     clock = time.perf_counter()
     sparse = sparse_leg(parts, filters, text, depth) if use_sparse else []
@@ -86,4 +89,5 @@ def run_legs(
         dense_paths=paths,
         vector=query_literal,
         embedder_id=embedder_id,
+        dims=dims,
     )

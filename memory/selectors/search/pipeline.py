@@ -13,6 +13,7 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
+from memory.reembed.selectors import DEGRADED_REEMBEDDING, reembedding_status
 from memory.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.retrieval.ranking import recency_score
 from memory.selectors.search.fuse import fuse
@@ -149,8 +150,18 @@ def _search(
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
     ]
+    degraded, reembedding = ran.degraded, None
+    if ran.vector is not None:
+        # Rows not yet re-embedded have no vector of the query's embedder: only BM25 sees them.
+        reembedding = reembedding_status(company.pk, ran.embedder_id, ran.dims)
+        if reembedding is not None:
+            degraded = [*degraded, DEGRADED_REEMBEDDING]
     return SearchResult(
-        hits=hits, degraded=ran.degraded, dense_paths=ran.dense_paths, timings=ran.timings
+        hits=hits,
+        degraded=degraded,
+        dense_paths=ran.dense_paths,
+        timings=ran.timings,
+        reembedding=reembedding,
     )
 
 

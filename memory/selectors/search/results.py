@@ -28,3 +28,6 @@ class SearchResult:
     dense_paths: list[str] = field(default_factory=list)
     #: wall-clock of the stages (embed_ms, dense_ms, sparse_ms), for diagnostics and benches
     timings: dict[str, float] = field(default_factory=dict)
+    #: while the company's vectors are being re-embedded for the query's embedder: the
+    #: job's progress (``degraded`` then holds ``"reembedding"``)
+    reembedding: dict | None = None

@@ -1,7 +1,12 @@
 import pytest
 
 # The retrieval tests' embedders (a keyword embedder over a fixed vocabulary, a failing one).
-from tests.memory.retrieval.conftest import failing_embedder, keyword_embedder  # noqa: F401
+# The keyword embedder's HNSW index (session-scoped, autouse) too.
+from tests.memory.retrieval.conftest import (  # noqa: F401
+    _keyword_embedder_index,
+    failing_embedder,
+    keyword_embedder,
+)
 from tests.memory.selectors.search.helpers import RRF
 from tests.persistence.factories import AgentFactory, CompanyFactory
 

@@ -8,13 +8,14 @@ from memory.models import Memory
 from memory.retrieval.query import MemoryQuery
 from memory.selectors.search import dense as search_module
 from memory.selectors.search import memory_search
+from synthorg.embedding import MINILM_EMBEDDER_ID
 from tests.memory.factories import MemoryFactory
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
 pytestmark = pytest.mark.django_db
 
 DIMS = 384
-EMBEDDER = "test-fixed"
+EMBEDDER = MINILM_EMBEDDER_ID  # the embedder whose HNSW index the migrations build
 
 
 class FixedEmbedder:
