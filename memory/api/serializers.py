@@ -12,6 +12,7 @@ from rest_framework import serializers
 from memory import domain
 from memory.models import Memory
 from memory.procedural.selectors import lesson_of
+from synthorg.api.serializers import SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
 CATEGORY_CHOICES = Memory._meta.get_field("category").choices
@@ -73,7 +74,7 @@ class MemoryBatchStoreSerializer(serializers.Serializer):
     )
 
 
-class StoreResultSerializer(serializers.Serializer):
+class StoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
     id = serializers.UUIDField(allow_null=True)
     stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
     deduplicated = serializers.BooleanField(
@@ -86,7 +87,7 @@ class StoreResultSerializer(serializers.Serializer):
     )
 
 
-class BatchStoreResultSerializer(serializers.Serializer):
+class BatchStoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
     results = StoreResultSerializer(many=True)
     created = serializers.IntegerField()
     deduplicated = serializers.IntegerField()
@@ -125,7 +126,7 @@ class ProceduralTiersSerializer(serializers.Serializer):
     propagated_from = serializers.UUIDField(source="propagated_from_id", allow_null=True)
 
 
-class MemorySerializer(serializers.ModelSerializer):
+class MemorySerializer(SharedFieldsRepresentation, serializers.ModelSerializer):
     agent_id = serializers.IntegerField(read_only=True)
     procedural = serializers.SerializerMethodField(
         help_text="A procedural lesson's activation and execution tiers; null otherwise."
@@ -240,7 +241,7 @@ class SharedSearchRequestSerializer(MemorySearchSerializer):
     )
 
 
-class SearchHitSerializer(serializers.Serializer):
+class SearchHitSerializer(SharedFieldsRepresentation, serializers.Serializer):
     memory = MemorySerializer()
     relevance = serializers.FloatField()
     recency = serializers.FloatField()
@@ -250,7 +251,7 @@ class SearchHitSerializer(serializers.Serializer):
     is_shared = serializers.BooleanField()
 
 
-class ReembeddingSerializer(serializers.Serializer):
+class ReembeddingSerializer(SharedFieldsRepresentation, serializers.Serializer):
     job = serializers.IntegerField(help_text="The re-embedding job's id.")
     done = serializers.IntegerField(help_text="Rows (memories + org facts) re-embedded.")
     total = serializers.IntegerField(help_text="Rows the job re-embeds.")
@@ -265,7 +266,7 @@ DEGRADED_HELP = (
 REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
 
 
-class SearchResponseSerializer(serializers.Serializer):
+class SearchResponseSerializer(SharedFieldsRepresentation, serializers.Serializer):
     results = SearchHitSerializer(many=True)
     degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
     reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
@@ -316,12 +317,12 @@ class MemoryContextRequestSerializer(serializers.Serializer):
     )
 
 
-class ChatMessageSerializer(serializers.Serializer):
+class ChatMessageSerializer(SharedFieldsRepresentation, serializers.Serializer):
     role = serializers.CharField()
     content = serializers.CharField()
 
 
-class ContextEntrySerializer(serializers.Serializer):
+class ContextEntrySerializer(SharedFieldsRepresentation, serializers.Serializer):
     id = serializers.CharField(source="key")
     kind = serializers.CharField()
     score = serializers.FloatField()
@@ -332,7 +333,7 @@ class ContextEntrySerializer(serializers.Serializer):
     )
 
 
-class MemoryContextSerializer(serializers.Serializer):
+class MemoryContextSerializer(SharedFieldsRepresentation, serializers.Serializer):
     messages = ChatMessageSerializer(many=True)
     included = ContextEntrySerializer(many=True)
     dropped = ContextEntrySerializer(many=True)

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from persistence.models import AgentApiKey, Company, CompanyMembership
 from persistence.principal import Principal
+from persistence.selectors.verified_keys import ROW_VERSIONS, row_versions_expression, verified_keys
 
 API_KEY_PATTERN = re.compile(
     r"^sok_(?P<prefix>[A-Za-z0-9]{8,16})_(?P<secret>[A-Za-z0-9_-]{20,128})$"
@@ -43,15 +44,29 @@ def hash_api_key(raw_key: str) -> str:
 
 
 def agent_for_api_key(raw_key: str) -> KeyLookup:
-    """Resolve a raw key to its usable ``AgentApiKey`` (agent and company joined) or an error."""
+    """Resolve a raw key to its usable ``AgentApiKey`` (agent and company joined) or an error.
+
+    A key verified before comes from :data:`~persistence.selectors.verified_keys.verified_keys`
+    when its key, agent and company rows are unchanged since (one indexed query instead of
+    the ORM join); any change to them, by any process, sends it through the full lookup.
+    """
     match = API_KEY_PATTERN.match(raw_key)
     if match is None:
         return KeyLookup(error=MALFORMED_KEY)
-    key = (
-        AgentApiKey.objects.select_related("agent__company").filter(prefix=match["prefix"]).first()
-    )
-    if key is None or not hmac.compare_digest(key.key_hash, hash_api_key(raw_key)):
-        return KeyLookup(error=INVALID_KEY)
+    digest = hash_api_key(raw_key)
+    key = verified_keys.get(digest)
+    if key is None:
+        key = (
+            AgentApiKey.objects.select_related("agent__company")
+            .annotate(**{ROW_VERSIONS: row_versions_expression()})
+            .filter(prefix=match["prefix"])
+            .first()
+        )
+        if key is None or not hmac.compare_digest(key.key_hash, digest):
+            return KeyLookup(error=INVALID_KEY)
+        versions = key.__dict__.pop(ROW_VERSIONS)
+        if key.revoked_at is None and key.agent.is_active:
+            verified_keys.put(digest, key, versions)
     now = timezone.now()
     if key.revoked_at is not None:
         return KeyLookup(error=REVOKED_KEY)
@@ -59,15 +74,18 @@ def agent_for_api_key(raw_key: str) -> KeyLookup:
         return KeyLookup(error=EXPIRED_KEY)
     if not key.agent.is_active:
         return KeyLookup(error=INACTIVE_AGENT)
-    _touch_last_used(key, now)
+    if _touch_last_used(key, now):
+        verified_keys.discard(digest)  # a new row version: the next use re-reads it
     return KeyLookup(key=key)
 
 
-def _touch_last_used(key: AgentApiKey, now) -> None:
+def _touch_last_used(key: AgentApiKey, now) -> bool:
     resolution = timedelta(seconds=settings.SYNTHORG_KEY_LAST_USED_RESOLUTION)
     if key.last_used_at is None or now - key.last_used_at >= resolution:
         AgentApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
+        return True
+    return False
 
 
 def human_companies(user, *, writable: bool = False):

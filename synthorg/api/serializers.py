@@ -8,6 +8,9 @@ used to publish a fact without tags into an append-only log). Query-string seria
 query string. A serializer that really accepts free-form keys sets
 ``allow_unknown_fields = True``.
 
+:class:`SharedFieldsRepresentation` makes a response serializer build its fields once per
+process instead of once per use.
+
 :class:`ModelSerializer` is the base for model serializers: a model ``JSONField`` whose
 default is ``dict`` becomes a :class:`~synthorg.api.fields.JSONObjectField` (documented and
 validated as an object).
@@ -15,11 +18,14 @@ validated as an object).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 
 from django.db import models
 from django.http import QueryDict
 from rest_framework import serializers
+from rest_framework.fields import SkipField
+from rest_framework.relations import PKOnlyObject
 
 from synthorg.api.fields import JSONObjectField
 
@@ -69,3 +75,48 @@ class ModelSerializer(serializers.ModelSerializer):
         if isinstance(model_field, models.JSONField) and model_field.default is dict:
             field_class = JSONObjectField
         return field_class, field_kwargs
+
+
+_shared_fields_lock = threading.Lock()
+
+
+class SharedFieldsRepresentation:
+    """Mixin for output serializers whose fields need no context: represent instances with
+    one set of fields built per class and process, not a fresh set per serializer instance.
+
+    DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
+    each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
+    ≈ 2 ms its serialization cost, before a single value was converted. The output is
+    exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
+
+    Only for serializers whose representation reads nothing but the instance: the shared
+    fields are bound to a prototype serializer without ``context``, ``instance`` or
+    ``partial``, so ``SerializerMethodField`` methods, ``HyperlinkedRelatedField`` and the
+    like see that prototype. Input validation still uses the serializer's own fields.
+    """
+
+    @classmethod
+    def shared_readable_fields(cls) -> list:
+        fields = cls.__dict__.get("_shared_readable_fields")
+        if fields is None:
+            with _shared_fields_lock:
+                fields = cls.__dict__.get("_shared_readable_fields")
+                if fields is None:
+                    prototype = cls()
+                    fields = [f for f in prototype.fields.values() if not f.write_only]
+                    cls._shared_readable_fields = fields
+        return fields
+
+    def to_representation(self, instance):
+        ret = {}
+        for field in self.shared_readable_fields():
+            try:
+                attribute = field.get_attribute(instance)
+            except SkipField:
+                continue
+            check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
+            if check_for_none is None:
+                ret[field.field_name] = None
+            else:
+                ret[field.field_name] = field.to_representation(attribute)
+        return ret
