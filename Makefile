@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench clean-db db-status upgrade-db bench-compare browser screenshots
+.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,13 +58,20 @@ db-status: setup
 
 # Retrieval quality on the LoCoMo dev split and search latency at 10k memories per agent;
 # JSON under bench/results/ (progress on stderr). BENCH_DATA points at the LoCoMo file.
+# Every benchmark runs on a throw-away database (bench/scratch_db.py), never var/'s own.
 BENCH_DATA ?= ../shared/bench-data/locomo_dev.json
 bench: setup
-	$(BIN)/python manage.py migrate --noinput --verbosity 0
-	$(BIN)/python manage.py bench_retrieval --data $(BENCH_DATA) --mode hybrid \
+	$(BIN)/python bench/retrieval.py --data $(BENCH_DATA) --mode hybrid \
 		--out bench/results/locomo_dev_hybrid.json
-	$(BIN)/python manage.py bench_retrieval --scale 10000 --agents 1 --queries 200 \
+	$(BIN)/python bench/retrieval.py --scale 10000 --agents 1 --queries 200 \
 		--out bench/results/scale_search_10k.json
+
+# One company with 1M memories (load, index build, footprint, latency/recall per agent size;
+# long: about an hour on 2 cores). SCALE_MEMORIES=100000 for a quick check.
+SCALE_MEMORIES ?= 1000000
+bench-scale: setup
+	nice $(BIN)/python bench/scale_1m.py --memories $(SCALE_MEMORIES) \
+		--out bench/results/scale_1m.json
 
 # Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
 upgrade-db: setup

@@ -35,13 +35,11 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-BENCH_DB = "bench_approvals"
 RISKS = ["low", "medium", "medium", "high", "critical"]
 
 
@@ -190,17 +188,11 @@ def main() -> None:
     from orgmemory.services.approvals import approval_decide
     from persistence.models import CompanyMembership
     from persistence.principal import Principal
-    from synthorg.db import roles
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    # Create and migrate the throw-away database as the owner, then measure as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("approvals"):
         log(f"loading {args.items} approval items")
         company, user = load(args.items)
         client = Client()
@@ -254,9 +246,6 @@ def main() -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(payload, indent=2) + "\n")
         print(json.dumps(payload, indent=2))
-    finally:
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ requirements.txt)::
         [--conversations conv-26,conv-30] --out bench/results/compare_mem0.json
 
 Both engines store the same text per memory: a LoCoMo turn plus the turn it answers
-(``memory.domain.embedding_text``, what ``bench_retrieval`` stores), one memory per turn,
+(``memory.domain.embedding_text``, what ``bench/retrieval.py`` stores), one memory per turn,
 one agent/user per conversation, and answer every scored question (categories 1–4) with a
 top-10 search. Only the engines differ:
 
 * **this service**, in process: ``memory_store_batch`` (batches of 500) and
-  ``memory_search`` with the product's default retrieval config (``bench.locomo``);
+  ``memory_search`` with the product's default retrieval config (``bench.locomo``), on a
+  throw-away database (``bench/scratch_db.py``);
 * **Mem0** 2.2.1 (``Memory.from_config``): embedded Qdrant in a temporary directory,
   ``add(..., infer=False)`` per turn (no LLM), ``search(top_k=10, threshold=0)``, with
   *our* embedder (the shipped int8 MiniLM, the same process-wide instance) injected as its
@@ -203,9 +204,6 @@ def _setup_django() -> None:
     import django
 
     django.setup()  # starts the embedded PostgreSQL unless DATABASE_URL is set
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def _mem0_version() -> str:
@@ -271,7 +269,13 @@ def main() -> None:
     # Conversation by conversation, each engine then the bare embedder, so all three see
     # the same machine load (it moves within seconds on a shared machine).
     ours_runs, mem0_runs, raw_seconds, retrieval = [], [], 0.0, {}
-    with tempfile.TemporaryDirectory(prefix="mem0-bench-") as workdir:
+    from bench.scratch_db import scratch_database
+
+    # Our side writes to a throw-away database (bench/scratch_db.py), never the user's.
+    with (
+        scratch_database("compare"),
+        tempfile.TemporaryDirectory(prefix="mem0-bench-") as workdir,
+    ):
         for conv in conversations:
             ours_run = run_ours(args.data, conv.sample_id)
             retrieval = ours_run["effective_retrieval"]
@@ -283,6 +287,7 @@ def main() -> None:
     texts = sum(len(c.turns) for c in conversations)
     raw = {"texts": texts, "texts_per_s": round(texts / raw_seconds, 1)}
     report = {
+        "command": "python bench/compare.py " + " ".join(sys.argv[1:]),
         "data": Path(args.data).name,
         "conversations": [c.sample_id for c in conversations],
         "embedder": MINILM_EMBEDDER_ID,

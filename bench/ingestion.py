@@ -54,7 +54,6 @@ from tests.support.openai_server import (  # noqa: E402
     chat_completion_payload,
 )
 
-BENCH_DB = "bench_ingestion"
 LINE = re.compile(r"^\[(\d+)\] user: (.*)$", re.MULTILINE)
 
 
@@ -222,17 +221,10 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    print("creating the benchmark database…", file=sys.stderr)
-    from synthorg.db import roles
 
-    # Create and migrate the throw-away database as the owner, then measure as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("ingestion"):
         with FakeOpenAIServer(embedding_dims=384) as server:
             server.set_handler(server.CHAT_COMPLETIONS, echo_facts)
             agent, client = setup(server)
@@ -258,9 +250,6 @@ def main() -> None:
         target = ROOT / "bench" / "results" / "ingestion.json"
         target.write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {target.relative_to(ROOT)}")
-    finally:
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ embedding, so only the dense leg is timed) three ways on the same data:
 * ``hnsw_iterative``: the same with ``hnsw.iterative_scan = strict_order`` (the product).
 
 The three runs of each query are interleaved in a rotating order (no mode gets a warmer
-cache). Writes p50/p95 latency, the dense paths taken and recall@10 against an exact scan.
+cache). Runs on a throw-away database (``bench/scratch_db.py``). Writes p50/p95 latency,
+the dense paths taken and recall@10 against an exact scan.
 
     .venv/bin/python bench/iterative_scan.py --memories 105000 --agents 5 --queries 100
 """
@@ -52,13 +53,12 @@ MODES = ("exact", "hnsw", "hnsw_iterative")
 
 
 def run(memories: int, agents: int, queries: int) -> dict:
-    from django.db import connection
-
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import dense as search_module
     from memory.selectors.search import memory_search
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
+    from synthorg.embedding import query_embedding_cache
 
     rng = np.random.default_rng(SEED)
     centres = rng.normal(size=(CLUSTERS, DIMS))
@@ -106,6 +106,9 @@ def run(memories: int, agents: int, queries: int) -> dict:
             for i in range(len(MODES)):
                 mode = MODES[(q + i) % len(MODES)]
                 use(mode)
+                # One text for every query: without this the cache would answer every
+                # query after the first with the first query's vector.
+                query_embedding_cache.clear()
                 t0 = time.perf_counter()
                 result = memory_search(
                     agent=team[q % agents],
@@ -134,8 +137,6 @@ def run(memories: int, agents: int, queries: int) -> dict:
     finally:
         for name, value in defaults.items():
             setattr(search_module, name, value)
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
     return {
         "memories": memories,
         "agents": agents,
@@ -158,7 +159,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "iterative_scan.json"))
     args = parser.parse_args()
-    result = run(args.memories, args.agents, args.queries)
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("iterative_scan"):
+        result = run(args.memories, args.agents, args.queries)
+    result["command"] = "python bench/iterative_scan.py " + " ".join(sys.argv[1:])
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     log(f"wrote {args.out}")
 

@@ -101,6 +101,33 @@ def progress(label: str, done: int, total: int, width: int = 30) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
+def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
+    """Store ``turns`` as the agent's episodic memories through ``memory_store_batch``
+    (batches of ``BATCH``); returns the memory id of each turn's ``dia_id``."""
+    from memory.domain import MemoryStoreRequest
+    from memory.services.store import memory_store_batch
+
+    ids: dict[str, Any] = {}
+    for start in range(0, len(turns), BATCH):
+        chunk = turns[start : start + BATCH]
+        results = memory_store_batch(
+            agent=agent,
+            requests=[
+                MemoryStoreRequest(
+                    content=t.content,
+                    context=t.context,
+                    category="episodic",
+                    created_at=t.created_at,
+                )
+                for t in chunk
+            ],
+        )
+        for turn, result in zip(chunk, results, strict=True):
+            ids[turn.dia_id] = result.id
+        progress(label, min(start + BATCH, len(turns)), len(turns))
+    return ids
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return 0.0
@@ -118,16 +145,15 @@ def run_locomo(
     with_context: bool,
     retrieval: dict[str, Any],
     leg_depth: int | None = None,
-    keep: bool = False,
     samples: bool = False,
 ) -> dict[str, Any]:
-    """``samples``: also return every search time and the ingest seconds (to pool runs)."""
-    from memory.domain import MemoryStoreRequest
+    """``samples``: also return every search time and the ingest seconds (to pool runs).
+
+    Writes companies, agents and memories: run it inside ``bench.scratch_db.scratch_database``
+    (the scripts do), never on the user's database."""
     from memory.embedding import embedder_for
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import memory_search
-    from memory.services.store import memory_store_batch
-    from persistence.models import Company
     from persistence.selectors.config import company_config
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -146,93 +172,67 @@ def run_locomo(
     ingested = 0
     questions = 0
     unanswerable = 0
-    companies = []
     embedder_id = ""
     effective: dict[str, Any] = {}
-    try:
-        for conv in conversations:
-            company = company_create(
-                name=f"bench {conv.sample_id} {run_tag}",
-                slug=f"bench-{conv.sample_id}-{run_tag}".lower(),
-                config={"memory": {"retrieval": retrieval}},
-            )
-            companies.append(company)
-            agent = agent_create(
-                company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
-            )
-            embedder = embedder_for(company)
-            embedder.embed(["warm up"])
-            embedder_id = embedder.embedder_id
-            ids: dict[str, Any] = {}
-            started = time.perf_counter()
-            for start in range(0, len(conv.turns), BATCH):
-                chunk = conv.turns[start : start + BATCH]
-                results = memory_store_batch(
-                    agent=agent,
-                    requests=[
-                        MemoryStoreRequest(
-                            content=t.content,
-                            context=t.context,
-                            category="episodic",
-                            created_at=t.created_at,
-                        )
-                        for t in chunk
-                    ],
-                )
-                for turn, result in zip(chunk, results, strict=True):
-                    ids[turn.dia_id] = result.id
-                progress(
-                    f"{conv.sample_id} ingest", min(start + BATCH, len(conv.turns)), len(conv.turns)
-                )
-            ingest_seconds += time.perf_counter() - started
-            ingested += len(conv.turns)
-            log(
-                f"{conv.sample_id}: ingested {len(conv.turns)} turns "
-                f"({len(conv.turns) / max(time.perf_counter() - started, 1e-9):.0f}/s)"
-            )
-            from synthorg.db.roles import owner_execute
+    for conv in conversations:
+        company = company_create(
+            name=f"bench {conv.sample_id} {run_tag}",
+            slug=f"bench-{conv.sample_id}-{run_tag}".lower(),
+            config={"memory": {"retrieval": retrieval}},
+        )
+        agent = agent_create(
+            company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
+        )
+        embedder = embedder_for(company)
+        embedder.embed(["warm up"])
+        embedder_id = embedder.embedder_id
+        started = time.perf_counter()
+        ids = store_turns(agent, conv.turns, label=f"{conv.sample_id} ingest")
+        ingest_seconds += time.perf_counter() - started
+        ingested += len(conv.turns)
+        log(
+            f"{conv.sample_id}: ingested {len(conv.turns)} turns "
+            f"({len(conv.turns) / max(time.perf_counter() - started, 1e-9):.0f}/s)"
+        )
+        from synthorg.db.roles import owner_execute
 
-            owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
-            config = company_config(company).memory.retrieval
-            effective = config.model_dump(
-                mode="json",
-                include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
+        owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
+        config = company_config(company).memory.retrieval
+        effective = config.model_dump(
+            mode="json",
+            include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
+        )
+        for position, qa in enumerate(conv.questions, start=1):
+            if position % 25 == 0 or position == len(conv.questions):
+                progress(f"{conv.sample_id} search", position, len(conv.questions))
+            evidence = [ids.get(e) for e in qa.get("evidence") or []]
+            if not evidence:
+                unanswerable += 1
+                continue
+            started = time.perf_counter()
+            result = memory_search(
+                agent=agent,
+                query=MemoryQuery(text=str(qa["question"]), limit=max_k),
+                config=config,
+                legs=legs,
+                leg_depth=leg_depth,
             )
-            for position, qa in enumerate(conv.questions, start=1):
-                if position % 25 == 0 or position == len(conv.questions):
-                    progress(f"{conv.sample_id} search", position, len(conv.questions))
-                evidence = [ids.get(e) for e in qa.get("evidence") or []]
-                if not evidence:
-                    unanswerable += 1
-                    continue
-                started = time.perf_counter()
-                result = memory_search(
-                    agent=agent,
-                    query=MemoryQuery(text=str(qa["question"]), limit=max_k),
-                    config=config,
-                    legs=legs,
-                    leg_depth=leg_depth,
-                )
-                search_ms.append((time.perf_counter() - started) * 1000)
-                ranked = [hit.memory.pk for hit in result.hits]
-                wanted = {e for e in evidence if e is not None}
-                category = int(qa["category"])
-                questions += 1
-                by_category[category]["count"] += 1
-                for k in ks:
-                    top = set(ranked[:k])
-                    found_any = bool(wanted & top)
-                    found_all = len(wanted) == len(evidence) and wanted <= top
-                    hits_any[k] += found_any
-                    hits_all[k] += found_all
-                    if k == 10:
-                        by_category[category]["any"] += found_any
-                        by_category[category]["all"] += found_all
-            log(f"{conv.sample_id}: {len(conv.questions)} questions asked")
-    finally:
-        if not keep:
-            for company in companies:
-                Company.objects.filter(pk=company.pk).delete()
+            search_ms.append((time.perf_counter() - started) * 1000)
+            ranked = [hit.memory.pk for hit in result.hits]
+            wanted = {e for e in evidence if e is not None}
+            category = int(qa["category"])
+            questions += 1
+            by_category[category]["count"] += 1
+            for k in ks:
+                top = set(ranked[:k])
+                found_any = bool(wanted & top)
+                found_all = len(wanted) == len(evidence) and wanted <= top
+                hits_any[k] += found_any
+                hits_all[k] += found_all
+                if k == 10:
+                    by_category[category]["any"] += found_any
+                    by_category[category]["all"] += found_all
+        log(f"{conv.sample_id}: {len(conv.questions)} questions asked")
 
     def ratio(n: int) -> float:
         return round(n / questions, 4) if questions else 0.0

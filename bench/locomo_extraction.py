@@ -7,7 +7,7 @@ flush is extracted at once (``conversation_extract``, the service the debounced 
 calls, in batches of ``--batch-tokens``) through the OpenAI-compatible endpoint in
 ``SYNTHORG_LLM_BASE_URL`` (+ ``SYNTHORG_LLM_MODEL``, ``SYNTHORG_LLM_API_KEY``). Then every
 question (categories 1–4) is searched over the agent's memories — only extracted facts, no
-raw turns — as ``bench_retrieval`` does.
+raw turns — as ``bench/retrieval.py`` does.
 
 Scoring: a memory "covers" the turns its extraction run read (its provenance
 ``message_ids`` → LoCoMo ``dia_id``). ``recall_any@k``: some evidence turn is covered by one
@@ -45,12 +45,10 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 from bench.locomo import SCORED_CATEGORIES, log, parse_session_date, percentile  # noqa: E402
 
-BENCH_DB = "bench_locomo_extraction"
 RETRIEVAL = {"fusion_strategy": "rrf", "rrf_k": 10, "min_relevance": 0.0}
 LINE = re.compile(r"^\[(\d+)\] user \([^)]*\): (.*)$", re.MULTILINE)
 
@@ -225,59 +223,53 @@ def main() -> None:
     args = parser.parse_args()
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    log("creating the benchmark database…")
-    from synthorg.db import roles
 
-    # Create and migrate the throw-away database as the owner, then measure as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    server = None
-    try:
-        if args.echo_llm:
-            from tests.support.openai_server import FakeOpenAIServer
+    from bench.scratch_db import scratch_database
 
-            server = FakeOpenAIServer(embedding_dims=384)
-            server.start()
-            server.set_handler(server.CHAT_COMPLETIONS, echo_handler)
-            settings.SYNTHORG_LLM = {
-                **settings.SYNTHORG_LLM,
-                "BASE_URL": server.base_url,
-                "MODEL": "echo",
-                "MAX_RETRIES": 0,
-            }
-        llm = settings.SYNTHORG_LLM
-        if not llm.get("BASE_URL"):
-            raise SystemExit("set SYNTHORG_LLM_BASE_URL (and SYNTHORG_LLM_MODEL), or --echo-llm")
-        result = run(args)
-        result.update(
-            {
-                "benchmark": "locomo_extraction",
-                "command": "python bench/locomo_extraction.py " + " ".join(sys.argv[1:]),
-                "llm": {
-                    "base_url": llm["BASE_URL"],
-                    "model": llm.get("MODEL") or "(discovered)",
-                    "echo": args.echo_llm,
-                },
-                "batch_tokens": args.batch_tokens,
-                "data": Path(args.data).name,
-                "load_average": [round(x, 2) for x in os.getloadavg()],
-                "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            }
-        )
-        target = ROOT / args.out
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=2) + "\n")
-        log(f"recall_any {result['recall_any']} recall_all {result['recall_all']}")
-        log(f"wrote {args.out}")
-    finally:
-        if server is not None:
-            server.stop()
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
+    with scratch_database("locomo_extraction"):
+        server = None
+        try:
+            if args.echo_llm:
+                from tests.support.openai_server import FakeOpenAIServer
+
+                server = FakeOpenAIServer(embedding_dims=384)
+                server.start()
+                server.set_handler(server.CHAT_COMPLETIONS, echo_handler)
+                settings.SYNTHORG_LLM = {
+                    **settings.SYNTHORG_LLM,
+                    "BASE_URL": server.base_url,
+                    "MODEL": "echo",
+                    "MAX_RETRIES": 0,
+                }
+            llm = settings.SYNTHORG_LLM
+            if not llm.get("BASE_URL"):
+                raise SystemExit(
+                    "set SYNTHORG_LLM_BASE_URL (and SYNTHORG_LLM_MODEL), or --echo-llm"
+                )
+            result = run(args)
+            result.update(
+                {
+                    "benchmark": "locomo_extraction",
+                    "command": "python bench/locomo_extraction.py " + " ".join(sys.argv[1:]),
+                    "llm": {
+                        "base_url": llm["BASE_URL"],
+                        "model": llm.get("MODEL") or "(discovered)",
+                        "echo": args.echo_llm,
+                    },
+                    "batch_tokens": args.batch_tokens,
+                    "data": Path(args.data).name,
+                    "load_average": [round(x, 2) for x in os.getloadavg()],
+                    "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                }
+            )
+            target = ROOT / args.out
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(result, indent=2) + "\n")
+            log(f"recall_any {result['recall_any']} recall_all {result['recall_all']}")
+            log(f"wrote {args.out}")
+        finally:
+            if server is not None:
+                server.stop()
 
 
 if __name__ == "__main__":

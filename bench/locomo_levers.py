@@ -15,21 +15,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.locomo import load_conversations, log
+from bench.locomo import load_conversations, log, store_turns
 
 RRF_KS = (5, 10, 20, 40, 60)
 DEPTHS = (60, 100, 200)
 
 
 def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict[str, list]:
-    from django.db import connection
     from django.utils import timezone
 
-    from memory.domain import MemoryStoreRequest
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search.legs import run_legs
     from memory.selectors.search.scope import Part, scope_filters
-    from memory.services.store import memory_store_batch
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -41,54 +38,38 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                 name=f"levers {variant} {conv.sample_id} {tag}",
                 slug=f"levers-{variant}-{conv.sample_id}-{tag}".lower(),
             )
-            try:
-                agent = agent_create(company=company, name="levers", memory_level="persistent")
-                ids: dict[str, str] = {}
-                for start in range(0, len(conv.turns), 500):
-                    chunk = conv.turns[start : start + 500]
-                    results = memory_store_batch(
-                        agent=agent,
-                        requests=[
-                            MemoryStoreRequest(
-                                content=t.content,
-                                context=t.context,
-                                category="episodic",
-                                created_at=t.created_at,
-                            )
-                            for t in chunk
-                        ],
-                    )
-                    for turn, result in zip(chunk, results, strict=True):
-                        ids[turn.dia_id] = str(result.id)
-                parts = [
-                    Part(
-                        "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-                        (company.pk, agent.pk),
-                    )
-                ]
-                filters = scope_filters(MemoryQuery(text="x"), timezone.now())
-                for qa in conv.questions:
-                    legs = run_legs(
-                        company=company,
-                        parts=parts,
-                        filters=filters,
-                        text=str(qa["question"]),
-                        embedder=None,
-                        depth=depth,
-                    )
-                    out.setdefault(variant, []).append(
-                        {
-                            "category": qa["category"],
-                            "evidence": [ids.get(e) for e in qa.get("evidence") or []],
-                            "dense": [str(i) for i, _ in legs.dense],
-                            "sparse": [str(i) for i, _ in legs.sparse],
-                        }
-                    )
-                log(f"{variant} {conv.sample_id}: done")
-            finally:
-                with connection.cursor() as cursor:
-                    cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
-                company.delete()
+            agent = agent_create(company=company, name="levers", memory_level="persistent")
+            ids = {
+                dia_id: str(mid)
+                for dia_id, mid in store_turns(
+                    agent, conv.turns, label=f"{variant} {conv.sample_id} ingest"
+                ).items()
+            }
+            parts = [
+                Part(
+                    "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
+                    (company.pk, agent.pk),
+                )
+            ]
+            filters = scope_filters(MemoryQuery(text="x"), timezone.now())
+            for qa in conv.questions:
+                legs = run_legs(
+                    company=company,
+                    parts=parts,
+                    filters=filters,
+                    text=str(qa["question"]),
+                    embedder=None,
+                    depth=depth,
+                )
+                out.setdefault(variant, []).append(
+                    {
+                        "category": qa["category"],
+                        "evidence": [ids.get(e) for e in qa.get("evidence") or []],
+                        "dense": [str(i) for i, _ in legs.dense],
+                        "sparse": [str(i) for i, _ in legs.sparse],
+                    }
+                )
+            log(f"{variant} {conv.sample_id}: done")
     return out
 
 

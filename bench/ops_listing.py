@@ -34,12 +34,10 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext, setup_test_environment  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
-BENCH_DB = "bench_ops_listing"
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 STATUSES = ["created", "assigned", "in_progress", "in_review", "completed", "failed"]
 VERDICTS = ["allowed", "allowed", "allowed", "denied", "error"]
@@ -49,6 +47,7 @@ RISKS = ["low", "low", "medium", "high", "critical"]
 def load(rows: int) -> dict:
     from django.contrib.auth import get_user_model
 
+    from bench.locomo import progress
     from persistence.models import (
         Agent,
         AuditEntry,
@@ -72,6 +71,7 @@ def load(rows: int) -> dict:
     def bulk(model, make, n):
         for start in range(0, n, batch):
             model.objects.bulk_create([make(i) for i in range(start, min(start + batch, n))])
+            progress(f"loading {model.__name__}", min(start + batch, n), n)
 
     def when(i):
         return BASE + timedelta(seconds=i * 7)
@@ -236,16 +236,10 @@ def main() -> None:
     from persistence.models import AuditEntry, Company, CostRecord, Message, Task
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    from synthorg.db import roles
 
-    # Create and migrate the throw-away database as the owner, then measure as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("ops_listing"):
         data = load(args.rows)
         agent_client = APIClient()
         agent_client.credentials(HTTP_AUTHORIZATION=f"Bearer {data['raw_key']}")
@@ -332,9 +326,6 @@ def main() -> None:
         target = ROOT / "bench" / "results" / "ops_listing.json"
         target.write_text(json.dumps(out, indent=2) + "\n")
         print(f"wrote {target.relative_to(ROOT)}")
-    finally:
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Org-memory latency: publish, and relevance query (BM25 only / BM25 + embeddings).
 
-Runs inside one transaction that is rolled back, so the append-only log keeps nothing.
+Runs on a throw-away database (``bench/scratch_db.py``), inside one transaction that is
+rolled back (both modes see the same empty company at the start).
 
     .venv/bin/python bench/orgmemory_retrieval.py [--facts 2000] [--queries 200]
 
@@ -112,6 +113,7 @@ def run(n_facts: int, n_queries: int) -> dict:
                     from synthorg.embedding import default_embedder
 
                     default_embedder().embed_one("warm up")
+                print(f"{mode}: publishing {n_facts} facts", file=sys.stderr, flush=True)
                 publish = []
                 for i in range(n_facts):
                     text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 30)))
@@ -123,6 +125,7 @@ def run(n_facts: int, n_queries: int) -> dict:
                         category=CATEGORIES[i % 3],
                     )
                     publish.append(time.perf_counter() - started)
+                print(f"{mode}: {n_queries} queries", file=sys.stderr, flush=True)
                 query = []
                 for _ in range(n_queries):
                     context = " ".join(rng.choice(WORDS) for _ in range(6))
@@ -145,7 +148,11 @@ def main() -> None:
     parser.add_argument("--facts", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
     args = parser.parse_args()
-    results = run(args.facts, args.queries)
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("orgmemory"):
+        results = run(args.facts, args.queries)
+    results["command"] = "python bench/orgmemory_retrieval.py " + " ".join(sys.argv[1:])
     out = ROOT / "bench" / "results" / "orgmemory_retrieval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")

@@ -39,11 +39,8 @@ import django  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
-from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-BENCH_DB = "bench_portability"
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -117,17 +114,11 @@ def main() -> None:
     from persistence.models import Company
     from persistence.services.erasure import agent_erase
     from persistence.services.portability import content_export, content_import
-    from synthorg.db import roles
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    # Create and migrate the throw-away database as the owner, then measure as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("portability"):
         data = seed(args.memories, args.agents)
         source = data["company"]
         rows_total = args.memories + args.memories // 10
@@ -212,9 +203,6 @@ def main() -> None:
         out = ROOT / "bench" / "results" / "portability.json"
         out.write_text(json.dumps(result, indent=2) + "\n")
         print(f"wrote {out}", file=sys.stderr)
-    finally:
-        roles.use_app(owner_login)  # back to the owner to drop the database
-        connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -49,7 +49,6 @@ import django  # noqa: E402
 django.setup()
 
 import httpx  # noqa: E402
-from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from tests.support.openai_server import (  # noqa: E402
@@ -59,7 +58,6 @@ from tests.support.openai_server import (  # noqa: E402
     chat_completion_payload,
 )
 
-BENCH_DB = "bench_procedural"
 RESULTS = ROOT / "bench" / "results" / "procedural.json"
 
 # (task_type, title, error category, error message, tool, later similar-task query)
@@ -293,243 +291,244 @@ def main() -> None:
     from django.test.utils import setup_test_environment
 
     setup_test_environment()
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    print(f"creating and migrating the throw-away database {BENCH_DB} …", flush=True)
-    from synthorg.db import roles
+    from bench.scratch_db import scratch_database
 
-    # Create and migrate as the owner role; everything measured runs as the app role.
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    children: list[subprocess.Popen] = []
-    llm = FakeOpenAIServer()
-    try:
-        from persistence.models import Agent, Company
-        from persistence.services.agents import api_key_issue
+    with scratch_database("procedural") as scratch_name:
+        children: list[subprocess.Popen] = []
+        llm = FakeOpenAIServer()
+        try:
+            from persistence.models import Agent, Company
+            from persistence.services.agents import api_key_issue
 
-        company = Company.objects.create(name="Bench fleet", slug="bench-fleet")
-        agents = [
-            Agent.objects.create(company=company, name=f"agent-{i:02d}", role="sre")
-            for i in range(args.agents)
-        ]
-        keys = {agent.pk: api_key_issue(agent=agent).raw_key for agent in agents}
-        connection.close()  # the children take over
+            company = Company.objects.create(name="Bench fleet", slug="bench-fleet")
+            agents = [
+                Agent.objects.create(company=company, name=f"agent-{i:02d}", role="sre")
+                for i in range(args.agents)
+            ]
+            keys = {agent.pk: api_key_issue(agent=agent).raw_key for agent in agents}
+            connection.close()  # the children take over
 
-        llm.set_handler(llm.CHAT_COMPLETIONS, proposer_handler)
-        llm.start()
-        db = connection.settings_dict  # the app role's login
-        port = free_port()
-        env = {
-            **os.environ,
-            "DATABASE_URL": f"postgresql://{db['USER']}@:{db['PORT']}/{BENCH_DB}?host={db['HOST']}",
-            "SYNTHORG_LLM_BASE_URL": llm.base_url,
-            "SYNTHORG_LLM_MODEL": "bench-proposer",
-            "SYNTHORG_LLM_MAX_RETRIES": "0",
-            "BENCH_LLM_DELAY": str(args.llm_delay),
-            "Q_WORKERS": str(args.q_workers),
-            "ALLOWED_HOSTS": "127.0.0.1,localhost",
-        }
-        os.environ["BENCH_LLM_DELAY"] = str(args.llm_delay)
-        web = [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "synthorg.wsgi:application",
-            "--config",
-            "python:synthorg.gunicorn_conf",
-            "--bind",
-            f"127.0.0.1:{port}",
-            "--workers",
-            str(args.web_workers),
-            "--log-level",
-            "warning",
-        ]
-        children.append(subprocess.Popen(web, cwd=ROOT, env=env))
-        log = open(ROOT / "var" / "bench_procedural_qcluster.log", "w")  # noqa: SIM115
-        children.append(
-            subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"],
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+            llm.set_handler(llm.CHAT_COMPLETIONS, proposer_handler)
+            llm.start()
+            db = connection.settings_dict  # the app role's login
+            port = free_port()
+            env = {
+                **os.environ,
+                "DATABASE_URL": f"postgresql://{db['USER']}@:{db['PORT']}/{scratch_name}?host={db['HOST']}",
+                "SYNTHORG_LLM_BASE_URL": llm.base_url,
+                "SYNTHORG_LLM_MODEL": "bench-proposer",
+                "SYNTHORG_LLM_MAX_RETRIES": "0",
+                "BENCH_LLM_DELAY": str(args.llm_delay),
+                "Q_WORKERS": str(args.q_workers),
+                "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            }
+            os.environ["BENCH_LLM_DELAY"] = str(args.llm_delay)
+            web = [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "synthorg.wsgi:application",
+                "--config",
+                "python:synthorg.gunicorn_conf",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--workers",
+                str(args.web_workers),
+                "--log-level",
+                "warning",
+            ]
+            children.append(subprocess.Popen(web, cwd=ROOT, env=env))
+            log = open(ROOT / "var" / "bench_procedural_qcluster.log", "w")  # noqa: SIM115
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "manage.py", "qcluster"],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
             )
-        )
-        base = f"http://127.0.0.1:{port}/api/v1"
-        print(
-            f"web on :{port} ({args.web_workers} workers), q2 cluster ({args.q_workers} "
-            f"workers), proposer at {llm.base_url} (delay {args.llm_delay}s)",
-            flush=True,
-        )
-        for _ in range(120):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code < 500:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        clients = {
-            pk: httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
-            for pk, key in keys.items()
-        }
-
-        # Noise memories, stored through the API in one batch per agent.
-        if args.noise:
-            for client in clients.values():
-                batch = [
-                    {"content": f"{rng.choice(NOISE)} (note {i})", "category": "semantic"}
-                    for i in range(args.noise)
-                ] + [{"content": fact, "category": "semantic"} for fact in TOPICAL]
-                response = client.post("/memories", json={"memories": batch})
-                assert response.status_code in (200, 201), response.text
+            base = f"http://127.0.0.1:{port}/api/v1"
             print(
-                f"stored {args.noise} unrelated + {len(TOPICAL)} topical memories for each "
-                f"of {len(clients)} agents",
+                f"web on :{port} ({args.web_workers} workers), q2 cluster ({args.q_workers} "
+                f"workers), proposer at {llm.base_url} (delay {args.llm_delay}s)",
+                flush=True,
+            )
+            for _ in range(120):
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code < 500:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(1)
+            clients = {
+                pk: httpx.Client(
+                    base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+                )
+                for pk, key in keys.items()
+            }
+
+            # Noise memories, stored through the API in one batch per agent.
+            if args.noise:
+                for client in clients.values():
+                    batch = [
+                        {"content": f"{rng.choice(NOISE)} (note {i})", "category": "semantic"}
+                        for i in range(args.noise)
+                    ] + [{"content": fact, "category": "semantic"} for fact in TOPICAL]
+                    response = client.post("/memories", json={"memories": batch})
+                    assert response.status_code in (200, 201), response.text
+                print(
+                    f"stored {args.noise} unrelated + {len(TOPICAL)} topical memories for each "
+                    f"of {len(clients)} agents",
+                    flush=True,
+                )
+
+            # Posting phase.
+            plan = []
+            agent_signatures = {pk: rng.sample(range(len(SIGNATURES)), 4) for pk in clients}
+            for _ in range(args.reports):
+                pk = rng.choice(list(clients))
+                sig = rng.choice(agent_signatures[pk])
+                plan.append((pk, sig, report_body(rng, SIGNATURES[sig])))
+            accepted, statuses, latencies = [], {}, []
+            lock = threading.Lock()
+            done = [0]
+
+            def post(numbered):
+                index, (pk, sig, body) = numbered
+                if args.rate > 0:  # open-loop pacing: report i leaves at t0 + i / rate
+                    wait = t0 + index / args.rate - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)
+                started = time.perf_counter()
+                response = clients[pk].post("/executions", json=body)
+                elapsed = time.perf_counter() - started
+                with lock:
+                    latencies.append(elapsed)
+                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                    if response.status_code == 202:
+                        accepted.append(
+                            (pk, sig, response.json()["id"], response.json()["capture"])
+                        )
+                    done[0] += 1
+                    if done[0] % 200 == 0:
+                        print(f"  posted {done[0]}/{len(plan)}", flush=True)
+
+            print(
+                f"posting {len(plan)} reports with {args.clients} concurrent clients …", flush=True
+            )
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(args.clients) as pool:
+                list(pool.map(post, enumerate(plan)))
+            post_seconds = time.perf_counter() - t0
+            print(
+                f"accepted {len(accepted)} in {post_seconds:.1f}s "
+                f"({len(accepted) / post_seconds:.1f} reports/s)",
                 flush=True,
             )
 
-        # Posting phase.
-        plan = []
-        agent_signatures = {pk: rng.sample(range(len(SIGNATURES)), 4) for pk in clients}
-        for _ in range(args.reports):
-            pk = rng.choice(list(clients))
-            sig = rng.choice(agent_signatures[pk])
-            plan.append((pk, sig, report_body(rng, SIGNATURES[sig])))
-        accepted, statuses, latencies = [], {}, []
-        lock = threading.Lock()
-        done = [0]
+            # Wait for the q2 cluster to drain the captures.
+            from memory.procedural.models import ExecutionCapture
 
-        def post(numbered):
-            index, (pk, sig, body) = numbered
-            if args.rate > 0:  # open-loop pacing: report i leaves at t0 + i / rate
-                wait = t0 + index / args.rate - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-            started = time.perf_counter()
-            response = clients[pk].post("/executions", json=body)
-            elapsed = time.perf_counter() - started
-            with lock:
-                latencies.append(elapsed)
-                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-                if response.status_code == 202:
-                    accepted.append((pk, sig, response.json()["id"], response.json()["capture"]))
-                done[0] += 1
-                if done[0] % 200 == 0:
-                    print(f"  posted {done[0]}/{len(plan)}", flush=True)
+            connection.connect()
+            t1 = time.perf_counter()
+            while True:
+                pending = ExecutionCapture.objects.filter(
+                    company=company, status__in=["queued", "running"]
+                ).count()
+                print(f"  captures pending: {pending}", flush=True)
+                if pending == 0 or time.perf_counter() - t1 > args.timeout:
+                    break
+                time.sleep(5)
+            drain_seconds = time.perf_counter() - t0
 
-        print(f"posting {len(plan)} reports with {args.clients} concurrent clients …", flush=True)
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(args.clients) as pool:
-            list(pool.map(post, enumerate(plan)))
-        post_seconds = time.perf_counter() - t0
-        print(
-            f"accepted {len(accepted)} in {post_seconds:.1f}s "
-            f"({len(accepted) / post_seconds:.1f} reports/s)",
-            flush=True,
-        )
-
-        # Wait for the q2 cluster to drain the captures.
-        from memory.procedural.models import ExecutionCapture
-
-        connection.connect()
-        t1 = time.perf_counter()
-        while True:
-            pending = ExecutionCapture.objects.filter(
-                company=company, status__in=["queued", "running"]
-            ).count()
-            print(f"  captures pending: {pending}", flush=True)
-            if pending == 0 or time.perf_counter() - t1 > args.timeout:
-                break
-            time.sleep(5)
-        drain_seconds = time.perf_counter() - t0
-
-        captures = list(ExecutionCapture.objects.filter(company=company).select_related("report"))
-        by_status: dict[str, int] = {}
-        for capture in captures:
-            by_status[capture.status] = by_status.get(capture.status, 0) + 1
-        lesson_latency = [
-            (c.completed_at - c.report.created_at).total_seconds()
-            for c in captures
-            if c.status == "captured" and c.completed_at
-        ]
-        # (agent, signature) → lesson memory id
-        lessons: dict[tuple[int, int], str] = {}
-        capture_by_report = {str(c.report_id): c for c in captures}
-        for pk, sig, report_id, _ in accepted:
-            capture = capture_by_report.get(report_id)
-            if capture and capture.status == "captured" and capture.memory_id:
-                lessons.setdefault((pk, sig), str(capture.memory_id))
-
-        # Hit rate: a later context request for a similar, reworded task.
-        hits, probes, ranks = 0, 0, []
-        for (pk, sig), memory_id in sorted(lessons.items()):
-            query = SIGNATURES[sig][5]
-            response = clients[pk].post(
-                "/memories/context", json={"query": query, "token_budget": 2000}
+            captures = list(
+                ExecutionCapture.objects.filter(company=company).select_related("report")
             )
-            ids = [
-                entry["id"] for entry in response.json()["included"] if entry["kind"] == "memory"
+            by_status: dict[str, int] = {}
+            for capture in captures:
+                by_status[capture.status] = by_status.get(capture.status, 0) + 1
+            lesson_latency = [
+                (c.completed_at - c.report.created_at).total_seconds()
+                for c in captures
+                if c.status == "captured" and c.completed_at
             ]
-            probes += 1
-            if memory_id in ids[:3]:
-                hits += 1
-            ranks.append(ids.index(memory_id) + 1 if memory_id in ids else None)
+            # (agent, signature) → lesson memory id
+            lessons: dict[tuple[int, int], str] = {}
+            capture_by_report = {str(c.report_id): c for c in captures}
+            for pk, sig, report_id, _ in accepted:
+                capture = capture_by_report.get(report_id)
+                if capture and capture.status == "captured" and capture.memory_id:
+                    lessons.setdefault((pk, sig), str(capture.memory_id))
 
-        result = {
-            "benchmark": "procedural",
-            "when": datetime.now(UTC).isoformat(timespec="seconds"),
-            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-            "params": vars(args),
-            "reports_posted": len(plan),
-            "http_statuses": {str(k): v for k, v in sorted(statuses.items())},
-            "accepted": len(accepted),
-            "post_seconds": round(post_seconds, 2),
-            "reports_per_second_accepted": round(len(accepted) / post_seconds, 1),
-            "post_latency_ms": {
-                "p50": round(1000 * percentile(latencies, 50), 1),
-                "p95": round(1000 * percentile(latencies, 95), 1),
-            },
-            "capture_at_submit": {
-                status: sum(1 for a in accepted if a[3] == status)
-                for status in ("queued", "not_applicable", "disabled")
-            },
-            "capture_final_status": by_status,
-            "seconds_until_all_captures_done": round(drain_seconds, 1),
-            "report_to_lesson_seconds": {
-                "n": len(lesson_latency),
-                "p50": round(percentile(lesson_latency, 50), 2) if lesson_latency else None,
-                "p95": round(percentile(lesson_latency, 95), 2) if lesson_latency else None,
-            },
-            "distinct_lessons": len(set(lessons.values())),
-            "llm_calls": len(llm.requests_to(llm.CHAT_COMPLETIONS)),
-            "top3_hit_rate": round(hits / probes, 3) if probes else None,
-            "hit_probes": probes,
-            "lesson_rank_histogram": {
-                str(r): ranks.count(r) for r in sorted({r for r in ranks if r is not None})
+            # Hit rate: a later context request for a similar, reworded task.
+            hits, probes, ranks = 0, 0, []
+            for (pk, sig), memory_id in sorted(lessons.items()):
+                query = SIGNATURES[sig][5]
+                response = clients[pk].post(
+                    "/memories/context", json={"query": query, "token_budget": 2000}
+                )
+                ids = [
+                    entry["id"]
+                    for entry in response.json()["included"]
+                    if entry["kind"] == "memory"
+                ]
+                probes += 1
+                if memory_id in ids[:3]:
+                    hits += 1
+                ranks.append(ids.index(memory_id) + 1 if memory_id in ids else None)
+
+            result = {
+                "benchmark": "procedural",
+                "when": datetime.now(UTC).isoformat(timespec="seconds"),
+                "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+                "params": vars(args),
+                "reports_posted": len(plan),
+                "http_statuses": {str(k): v for k, v in sorted(statuses.items())},
+                "accepted": len(accepted),
+                "post_seconds": round(post_seconds, 2),
+                "reports_per_second_accepted": round(len(accepted) / post_seconds, 1),
+                "post_latency_ms": {
+                    "p50": round(1000 * percentile(latencies, 50), 1),
+                    "p95": round(1000 * percentile(latencies, 95), 1),
+                },
+                "capture_at_submit": {
+                    status: sum(1 for a in accepted if a[3] == status)
+                    for status in ("queued", "not_applicable", "disabled")
+                },
+                "capture_final_status": by_status,
+                "seconds_until_all_captures_done": round(drain_seconds, 1),
+                "report_to_lesson_seconds": {
+                    "n": len(lesson_latency),
+                    "p50": round(percentile(lesson_latency, 50), 2) if lesson_latency else None,
+                    "p95": round(percentile(lesson_latency, 95), 2) if lesson_latency else None,
+                },
+                "distinct_lessons": len(set(lessons.values())),
+                "llm_calls": len(llm.requests_to(llm.CHAT_COMPLETIONS)),
+                "top3_hit_rate": round(hits / probes, 3) if probes else None,
+                "hit_probes": probes,
+                "lesson_rank_histogram": {
+                    str(r): ranks.count(r) for r in sorted({r for r in ranks if r is not None})
+                }
+                | {"missing": ranks.count(None)},
             }
-            | {"missing": ranks.count(None)},
-        }
-        output = Path(args.output)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(result, indent=2) + "\n")
-        print(json.dumps(result, indent=2))
-        print(f"wrote {output}")
-        for client in clients.values():
-            client.close()
-    finally:
-        for child in children:
-            child.terminate()
-        for child in children:
-            try:
-                child.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                child.kill()
-        llm.stop()
-        connection.close()
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
+            output = Path(args.output)
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(json.dumps(result, indent=2) + "\n")
+            print(json.dumps(result, indent=2))
+            print(f"wrote {output}")
+            for client in clients.values():
+                client.close()
+        finally:
+            for child in children:
+                child.terminate()
+            for child in children:
+                try:
+                    child.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+            llm.stop()
+            connection.close()
 
 
 if __name__ == "__main__":

@@ -48,7 +48,6 @@ from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
-BENCH_DB = "bench_reembed"
 BASE = datetime(2026, 1, 1, tzinfo=UTC)
 DIMS = 384
 WIDE_DIMS = 768
@@ -214,21 +213,16 @@ def main() -> None:
     from memory.selectors.search import memory_search
     from persistence.selectors.embedder import company_embedder
     from persistence.services.companies import company_config_set
-    from synthorg.db import roles
     from synthorg.embedding import MINILM_EMBEDDER_ID
     from tests.memory.wide_embedders import words_server
 
     setup_test_environment()
     settings.ORGMEMORY_EMBEDDINGS = False  # memories only: no MiniLM load for org facts
-    settings.DATABASES["default"].setdefault("TEST", {})["NAME"] = BENCH_DB
-    app_login = roles.use_owner()
-    original_name = connection.creation.create_test_db(
-        verbosity=0, autoclobber=True, serialize=False
-    )
-    owner_login = roles.use_app(app_login)
-    rng = np.random.default_rng(11)
-    load_start = os.getloadavg()[0]
-    try:
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("reembed"):
+        rng = np.random.default_rng(11)
+        load_start = os.getloadavg()[0]
         data = seed(args.memories, rng)
         company, agents = data["company"], data["agents"]
         queries = query_vectors(data["centres"], rng, args.queries)
@@ -376,9 +370,6 @@ def main() -> None:
         out.write_text(json.dumps(result, indent=2) + "\n")
         print(json.dumps(result, indent=2), file=sys.stderr)
         print(f"wrote {out}", file=sys.stderr)
-    finally:
-        roles.use_app(owner_login)
-        connection.creation.destroy_test_db(original_name, verbosity=0)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,22 @@ Recall@10 compares the dense leg's top 10 with an exact scan of the agent's rows
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from bench.locomo import log, percentile
+from synthorg.embedding.minilm_onnx import MINILM_EMBEDDER_ID
 
 CLUSTERS = 2000
 NOISE = 0.35
 DIMS = 384
 WORDS = 5000
 SEED = 7
-BENCH_EMBEDDER_ID = "synthetic-bench"
+#: The rows and query vectors are synthetic but carry the default embedder's id, so the
+#: product's HNSW index(es) for that embedder serve them as they would real vectors.
+BENCH_EMBEDDER_ID = MINILM_EMBEDDER_ID
 
 
 class BenchQueryEmbedder:
@@ -57,31 +59,23 @@ def _noisy(centres: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _hnsw_statements() -> tuple[str, str]:
-    """Drop / create the bench embedder's HNSW index: the product's per-embedder partial
-    index (memory/vector_indexes.py), built non-concurrently after the bulk load."""
-    from memory.vector_indexes import create_index_sql, index_name
-
-    return (
-        f"DROP INDEX IF EXISTS {index_name(BENCH_EMBEDDER_ID, DIMS)}",
-        create_index_sql(BENCH_EMBEDDER_ID, DIMS, concurrently=False),
-    )
-
-
 def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
-    """Bulk-load without the HNSW index, then build it (far faster than row-by-row inserts
-    into the graph). Returns the index build time in seconds."""
+    """Bulk-load without the HNSW index(es), then build them again from their saved
+    definitions (far faster than row-by-row inserts into the graph). Returns the index build
+    time in seconds."""
+    from bench.scale_1m import secondary_indexes
     from synthorg.db.roles import owner_execute
 
-    hnsw_drop, hnsw_create = _hnsw_statements()
-    owner_execute(hnsw_drop)  # DDL: the owner role's (the app role owns no table)
+    hnsw = [(name, sql) for name, sql in secondary_indexes() if "hnsw" in sql.lower()]
+    # DDL: the owner role's (the app role owns no table)
+    owner_execute(*(f'DROP INDEX IF EXISTS "{name}"' for name, _ in hnsw))
     try:
         _copy_rows(company, agents, per_agent, centres, vocab, rng)
     finally:
         started = time.perf_counter()
         owner_execute(
             "SET maintenance_work_mem = '2GB'",
-            hnsw_create,
+            *(sql for _, sql in hnsw),
             "RESET maintenance_work_mem",
             "ANALYZE memory_memory",
         )
@@ -89,54 +83,29 @@ def _load(company, agents, per_agent: int, centres, vocab, rng) -> float:
 
 
 def _copy_rows(company, agents, per_agent: int, centres, vocab, rng) -> None:
-    from django.db import connection
-    from pgvector.psycopg import register_vector
+    from bench.scale_1m import MemoryCopy, raw_cursor
 
-    connection.ensure_connection()  # reopened after the owner's DDL closed it
-    raw = connection.connection
-    register_vector(raw)
     zipf = 1.0 / np.arange(1, len(vocab) + 1)
     zipf /= zipf.sum()
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    columns = (
-        "id, company_id, agent_id, namespace, category, content, context, source, confidence, "
-        "tags, is_shared, level, session_id, created_at, updated_at, embedding, embedder_id, "
-        "embedding_status, scope, application_count"
-    )
     chunk = 20_000
-    with raw.cursor() as cursor:
+    with raw_cursor() as cursor:
         for agent in agents:
             loaded = 0
             while loaded < per_agent:
                 n = min(chunk, per_agent - loaded)
                 vectors = _noisy(centres[rng.integers(0, len(centres), size=n)], rng)
                 words = rng.choice(len(vocab), size=(n, 12), p=zipf)
-                with cursor.copy(f"COPY memory_memory ({columns}) FROM STDIN") as copy:
+                with MemoryCopy(cursor, BENCH_EMBEDDER_ID) as copy:
                     for i in range(n):
-                        created = start + timedelta(minutes=loaded + i)
-                        copy.write_row(
-                            (
-                                uuid.uuid4(),
-                                company.pk,
-                                agent.pk,
-                                "default",
-                                "episodic",
-                                " ".join(vocab[w] for w in words[i]),
-                                "",
-                                "",
-                                1.0,
-                                "{}",
-                                False,
-                                "persistent",
-                                "",
-                                created,
-                                created,
-                                vectors[i],
-                                BENCH_EMBEDDER_ID,
-                                "ready",
-                                "",
-                                0,
-                            )
+                        copy.row(
+                            company_id=company.pk,
+                            agent_id=agent.pk,
+                            category="episodic",
+                            content=" ".join(vocab[w] for w in words[i]),
+                            shared=False,
+                            created=start + timedelta(minutes=loaded + i),
+                            vector=vectors[i],
                         )
                 loaded += n
             log(f"  agent {agent.pk}: {per_agent} rows loaded")
@@ -170,6 +139,7 @@ def run_scale(
 ) -> dict[str, object]:
     import os
 
+    from bench.scratch_db import scratch_database
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import dense as dense_module
     from memory.selectors.search import memory_search
@@ -194,13 +164,13 @@ def run_scale(
     for index, size in enumerate(sizes):
         n_agents = agents[index] if agents and index < len(agents) else max(1, size // 10_000)
         per_agent = size // n_agents
-        tag = uuid.uuid4().hex[:8]
-        company = company_create(
-            name=f"scale {size} {tag}",
-            slug=f"scale-{size}-{tag}",
-            config={},  # the product's default retrieval config
-        )
-        try:
+        # One throw-away database per size: each size starts from an empty table and index.
+        with scratch_database(f"scale_{index}"):
+            company = company_create(
+                name=f"scale {size}",
+                slug=f"scale-{size}",
+                config={},  # the product's default retrieval config
+            )
             team = [
                 agent_create(company=company, name=f"scale-{i}", memory_level="persistent")
                 for i in range(n_agents)
@@ -283,12 +253,6 @@ def run_scale(
                 }
             )
             log(f"size {size}: {runs[-1]}")
-        finally:
-            from django.db import connection
-
-            with connection.cursor() as cursor:
-                # the company and its agents stay: their audit entries are append-only
-                cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
     return {
         "runs": runs,
         "exact_scan_max_rows": dense_module.EXACT_SCAN_MAX_ROWS,
@@ -320,7 +284,7 @@ def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
                 include_shared=False,
             )
             total.append((time.perf_counter() - t0) * 1000)
-            sparse.append(result.timings["legs_ms"])
+            sparse.append(result.timings["sparse_ms"])
         return total, sparse
 
     def summary(values: list[float]) -> dict[str, float]:
@@ -343,8 +307,8 @@ def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
     warm, _ = run(_Fixed, cold=False)
     query_embedding_cache.clear()
     return {
-        "legs_ms_common_lexeme_pruning": summary(pruned),
-        "legs_ms_without_pruning": summary(unpruned),
+        "sparse_ms_common_lexeme_pruning": summary(pruned),
+        "sparse_ms_without_pruning": summary(unpruned),
         "search_ms_query_embedding_cached": summary(warm),
     }
 

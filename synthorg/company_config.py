@@ -292,7 +292,7 @@ class FusionStrategy(StrEnum):
 
 
 #: The product default is hybrid RRF over both legs (DESIGN.md "Retrieval"): ``rrf_k`` 10
-#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (``bench_retrieval --levers``;
+#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (``bench/retrieval.py --levers``;
 #: README "Retrieval and benchmarks"). A config that selects ``linear`` gets the seeds'
 #: linear defaults for the fields whose meaning depends on the strategy.
 LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(

@@ -1,0 +1,176 @@
+"""A throw-away database for one benchmark run: benchmarks never write to the user's database.
+
+:func:`scratch_database` creates a new database on the configured server (the embedded one,
+or ``DATABASE_URL``'s) as the schema owner role, applies the project's migrations to it
+(``manage.py migrate``, which also grants the app role its row privileges), switches the
+``default`` connection to it as the **app role** (what the service runs as) for the body of
+the ``with`` block, and drops it at the end — after success, after an exception, after
+Ctrl-C (``KeyboardInterrupt``) and after ``SIGTERM``/``SIGHUP`` (turned into ``SystemExit``
+for the duration of the block, so the cleanup runs). The drop is ``DROP DATABASE … WITH
+(FORCE)``: a server subprocess or a leftover connection to the scratch database does not
+block it. The user's database is never written: the audit ledger is append-only and
+``AuditEntry.company`` is PROTECT, so a benchmark company once created could never be
+deleted again.
+
+Names are ``synthorg_bench_<label>_<pid>`` (two runs of one benchmark do not collide). If a
+run is killed so hard that no cleanup runs (``SIGKILL``, power loss), ``python
+bench/scratch_db.py list`` shows what is left and ``python bench/scratch_db.py drop NAME``
+(or ``drop-all``) removes it::
+
+    from bench.scratch_db import scratch_database
+
+    with scratch_database("locomo"):
+        ...  # every query of the default connection goes to the scratch database
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+
+PREFIX = "synthorg_bench_"
+_LABEL = re.compile(r"^[a-z0-9_]{1,30}$")
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def scratch_name(label: str) -> str:
+    if not _LABEL.match(label):
+        raise ValueError(f"scratch database label must match {_LABEL.pattern}: {label!r}")
+    return f"{PREFIX}{label}_{os.getpid()}"
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """SIGTERM/SIGHUP raise ``SystemExit`` in the main thread while the block runs (their
+    default action ends the process without running ``finally`` blocks)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, _frame):
+        raise SystemExit(128 + signum)
+
+    saved = {sig: signal.signal(sig, _exit) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def database_exists(name: str, alias: str = "default") -> bool:
+    from django.db import connections
+
+    with connections[alias]._nodb_cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        return cursor.fetchone() is not None
+
+
+def scratch_databases(alias: str = "default") -> list[str]:
+    """Every scratch database on the server (left over by runs that could not clean up)."""
+    from django.db import connections
+
+    with connections[alias]._nodb_cursor() as cursor:
+        cursor.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE %s ORDER BY 1",
+            [PREFIX.replace("_", r"\_") + "%"],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def drop_database(name: str, alias: str = "default") -> None:
+    """``DROP DATABASE IF EXISTS name WITH (FORCE)`` (ends other sessions on it), as the
+    role the connection is logged in as. Refuses names that are not scratch databases."""
+    from django.db import connections
+
+    if not name.startswith(PREFIX):
+        raise ValueError(f"not a scratch database: {name!r}")
+    connection = connections[alias]
+    connection.close()
+    with connection._nodb_cursor() as cursor:
+        quoted = connection.ops.quote_name(name)
+        cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+
+
+@contextlib.contextmanager
+def scratch_database(label: str, *, alias: str = "default", verbosity: int = 0) -> Iterator[str]:
+    """Create and migrate a throw-away database, run the block on it as the app role, drop
+    it at the end whatever happens. Yields the database's name."""
+    from django.conf import settings
+    from django.db import connections
+
+    from synthorg.db import roles
+
+    connection = connections[alias]
+    name = scratch_name(label)
+    original_name = connection.settings_dict["NAME"]
+    test_settings = connection.settings_dict.setdefault("TEST", {})
+    saved_test_name = test_settings.get("NAME")
+    test_settings["NAME"] = name
+    with _signals_raise():
+        app_login = roles.use_owner(alias)  # None: one role only (DATABASE_URL alone)
+        try:
+            _log(f"scratch database {name}: creating and migrating …")
+            connection.creation.create_test_db(
+                verbosity=verbosity, autoclobber=True, serialize=False
+            )
+            _log(f"scratch database {name}: ready (the benchmark runs as the app role)")
+            owner_login = roles.use_app(app_login)
+            try:
+                yield name
+            finally:
+                roles.use_app(owner_login)  # back to the owner for the drop
+        finally:
+            try:
+                connection.close()
+                connection.settings_dict["NAME"] = original_name
+                settings.DATABASES[alias]["NAME"] = original_name
+                drop_database(name, alias)
+                _log(f"scratch database {name}: dropped")
+            finally:
+                if saved_test_name is None:
+                    test_settings.pop("NAME", None)
+                else:
+                    test_settings["NAME"] = saved_test_name
+                roles.restore(app_login, alias)
+
+
+def main() -> None:
+    import argparse
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, str(root))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
+    import django
+
+    django.setup()
+    from synthorg.db import roles
+
+    parser = argparse.ArgumentParser(
+        description="List or drop benchmark scratch databases left by killed runs."
+    )
+    parser.add_argument("action", choices=["list", "drop", "drop-all"])
+    parser.add_argument("names", nargs="*", help="drop: the databases to drop")
+    args = parser.parse_args()
+    with roles.owner_connection():
+        names = scratch_databases()
+        if args.action == "list":
+            print("\n".join(names) if names else "no scratch database")
+            return
+        targets = names if args.action == "drop-all" else args.names
+        for name in targets:
+            drop_database(name)
+            print(f"dropped {name}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The benchmark scripts: no app imports them, their command lines, and the 1M benchmark's
+data generator and COPY loader against the real schema."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench import scale_1m
+from memory.models import Memory
+from memory.retrieval.query import MemoryQuery
+from memory.selectors.search import memory_search
+from synthorg.retrieval.vectors import vector_literal
+from tests.persistence.factories import AgentFactory, CompanyFactory
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ("synthorg", "persistence", "orgmemory", "memory")
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def test_no_app_module_imports_the_benchmark_package():
+    offenders = [
+        str(path.relative_to(ROOT))
+        for app in APPS
+        for path in (ROOT / app).rglob("*.py")
+        if any(name == "bench" or name.startswith("bench.") for name in _imports(path))
+    ]
+    assert offenders == []
+    commands = ROOT / "memory" / "management" / "commands"
+    assert sorted(p.name for p in commands.glob("bench_*.py")) == []
+
+
+@pytest.mark.parametrize(
+    ("script", "options"),
+    [
+        ("retrieval.py", ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion"]),
+        ("store.py", ["--data", "--embedder", "--batch", "--no-context", "--out"]),
+        ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
+        ("scale_1m.py", ["--memories", "--queries", "--budget-minutes", "--parallel-workers"]),
+    ],
+)
+def test_benchmark_scripts_document_their_options(script, options):
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: python bench/{script}")
+    for option in options:
+        assert option in done.stdout
+
+
+def test_scale_plan_mixes_agent_sizes_and_leaves_five_percent_shared():
+    plan = scale_1m.agent_plan(1_000_000)
+    sizes: dict[str, list[int]] = {}
+    for label, rows in plan:
+        sizes.setdefault(label, []).append(rows)
+    assert sizes["400k"] == [400_000]
+    assert sizes["100k"] == [100_000] * 3
+    assert set(sizes) == {"400k", "100k", "10k", "5k", "2k", "1k"}
+    assert sum(sum(v) for k, v in sizes.items() if k not in ("400k", "100k")) == 250_000
+    assert 1_000_000 - sum(rows for _, rows in plan) == 50_000
+    small = scale_1m.agent_plan(100_000)
+    assert small[0] == ("40k", 40_000)
+    assert 100_000 - sum(rows for _, rows in small) == 5_000
+
+
+def test_synthetic_vectors_are_unit_clustered_and_texts_carry_their_cluster_topics():
+    data = scale_1m.Synthetic(clusters=50)
+    clusters = np.array([3, 3, 7])
+    vectors = data.vectors(clusters)
+    assert vectors.shape == (3, scale_1m.DIMS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Two rows of one cluster are nearer each other than a row of another cluster.
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[2])
+    texts = data.texts(clusters)
+    topic = {data.words[t] for t in data.topics[3]}
+    assert topic <= set(texts[0].split())
+    assert all(8 <= len(t.split()) <= 20 for t in texts)
+    assert "the" in data.words[:5]  # the tokenizer's frequency-like order: Zipf ranks
+
+
+@pytest.mark.django_db(transaction=True)
+def test_copy_loader_fills_every_required_column_and_the_product_search_finds_the_rows():
+    company = CompanyFactory()
+    agents = [AgentFactory(company=company, memory_level="persistent") for _ in range(5)]
+    plan = [("big", 300), ("mid", 100), ("mid", 100), ("mid", 100), ("small", 50)]
+    for agent, (label, rows) in zip(agents, plan, strict=True):
+        agent.size_class, agent.rows = label, rows
+    data = scale_1m.Synthetic(clusters=20)
+    other = AgentFactory(company=CompanyFactory())
+
+    scale_1m.copy_rows(company, plan, agents, agents[4], 700, data)
+
+    assert Memory.objects.filter(company=company).count() == 700
+    assert Memory.objects.filter(agent=agents[0], is_shared=False).count() == 300
+    assert Memory.objects.filter(company=company, is_shared=True).count() == 50
+    assert Memory.objects.filter(company=company, agent=agents[4]).count() == 100
+    assert not Memory.objects.filter(agent=other).exists()
+    row = Memory.objects.filter(agent=agents[1]).first()
+    embedder_id = scale_1m.data_embedder_id(company)
+    assert row.embedder_id == embedder_id
+    assert row.embedding_status == "ready"
+    assert row.doc_length > 0  # the row trigger filled the BM25 columns
+
+    # The agent's own rows and the company's shared rows, through the product's search:
+    # on a table this small the dense leg scans exactly, so it matches the exact reference.
+    vector = data.vectors(np.array([4]))[0]
+    result = memory_search(
+        agent=agents[1],
+        query=MemoryQuery(text=data.question(4), limit=10),
+        embedder=scale_1m.FixedEmbedder(embedder_id, vector),
+        legs=("dense",),
+    )
+    exact = scale_1m.exact_top(agents[1], vector_literal(vector), embedder_id, 10)
+    assert [hit.memory.pk for hit in result.hits] == exact
+    assert result.dense_paths == ["exact", "exact"]
+    owners = set(Memory.objects.filter(pk__in=exact).values_list("agent_id", "is_shared"))
+    assert owners <= {(agents[1].pk, False), (agents[4].pk, True)}

@@ -1,0 +1,131 @@
+"""The benchmarks' throw-away database (bench/scratch_db.py): created and migrated, used as
+the app role, isolated from the database the caller was using, dropped after an exception,
+Ctrl-C and SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.conf import settings
+from django.db import ProgrammingError, connection
+
+from bench.scratch_db import PREFIX, database_exists, drop_database, scratch_database
+from persistence.models import Company
+from persistence.services.companies import company_create
+from synthorg.db import roles
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _current() -> tuple[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_database(), current_user")
+        return cursor.fetchone()
+
+
+def _slugs_in(database: str) -> set[str]:
+    """Company slugs of ``database``, read on a connection of its own."""
+    fields = connection.settings_dict
+    with psycopg.connect(
+        dbname=database,
+        user=fields["USER"],
+        password=fields["PASSWORD"] or None,
+        host=fields["HOST"] or None,
+        port=fields["PORT"] or None,
+    ) as raw:
+        return {row[0] for row in raw.execute("SELECT slug FROM persistence_company")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scratch_database_is_isolated_runs_as_the_app_role_and_is_dropped_on_exception():
+    outer_db, outer_user = _current()
+    company_create(name="Outer", slug="outer-co")
+    seen: dict = {}
+
+    with (
+        pytest.raises(RuntimeError, match="benchmark failed"),
+        scratch_database("pytest_exc") as name,
+    ):
+        seen["name"] = name
+        seen["current"] = _current()
+        seen["outer_visible"] = Company.objects.filter(slug="outer-co").exists()
+        company_create(name="Bench", slug="bench-co")
+        seen["scratch_slugs"] = set(Company.objects.values_list("slug", flat=True))
+        seen["outer_slugs_during"] = _slugs_in(outer_db)
+        seen["scratch_exists_during"] = database_exists(name)
+        if roles.owner_overrides():  # two roles: the schema is the owner's, not ours
+            with (
+                pytest.raises(ProgrammingError, match="must be owner"),
+                connection.cursor() as cursor,
+            ):
+                cursor.execute("DROP TABLE persistence_company CASCADE")
+        raise RuntimeError("benchmark failed")
+
+    name = seen["name"]
+    assert name == f"{PREFIX}pytest_exc_{os.getpid()}"
+    # Inside: the scratch database, as the same (app) role the caller used.
+    assert seen["current"] == (name, outer_user)
+    assert seen["scratch_exists_during"] is True
+    assert seen["outer_visible"] is False
+    assert seen["scratch_slugs"] == {"bench-co"}
+    assert "bench-co" not in seen["outer_slugs_during"]
+    # After: dropped, and the connection is back on the caller's database and role.
+    assert database_exists(name) is False
+    assert _current() == (outer_db, outer_user)
+    assert connection.settings_dict["NAME"] == outer_db
+    assert settings.DATABASES["default"]["NAME"] == outer_db
+    assert set(Company.objects.values_list("slug", flat=True)) == {"outer-co"}
+
+
+def test_drop_database_refuses_a_name_that_is_not_a_scratch_database():
+    with pytest.raises(ValueError, match="not a scratch database"):
+        drop_database("synthorg")
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import os, sys, time
+    sys.path.insert(0, {root!r})
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
+    import django
+    django.setup()
+    from bench.scratch_db import scratch_database
+    from persistence.services.companies import company_create
+    with scratch_database("pytest_signal") as name:
+        company_create(name="Bench", slug="bench-signal")
+        print(name, flush=True)
+        time.sleep(300)
+    """
+)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_scratch_database_is_dropped_when_the_run_is_interrupted(signum):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT.format(root=str(ROOT))],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        name = proc.stdout.readline().strip()
+        assert name.startswith(f"{PREFIX}pytest_signal_"), proc.stderr.read()
+        assert database_exists(name) is True
+        proc.send_signal(signum)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert f"scratch database {name}: dropped" in stderr
+    assert database_exists(name) is False
+    assert proc.returncode != 0
