@@ -1,5 +1,7 @@
 """The self-editing strategy: core memory budget and lock, archival and recall tools."""
 
+import uuid
+
 import pytest
 
 from memory.ingestion.models import Conversation
@@ -57,7 +59,7 @@ def test_core_budget_refuses_overflow_and_allows_replacing(caller):
     replaced = call(caller, "core_memory_write", content="short", replace_id=kept)
     assert replaced["data"]["id"] == kept and Memory.objects.get(pk=kept).content == "short"
     assert AuditEntry.objects.filter(action_type="memory.core_written").count() == 2
-    other = call(caller, "core_memory_write", 404, content="z", replace_id=kept.replace("a", "b"))
+    other = call(caller, "core_memory_write", 404, content="z", replace_id=str(uuid.uuid4()))
     assert other["code"] == "memory_not_found"
 
 
