@@ -86,6 +86,7 @@ def run(memories: int, agents: int, queries: int) -> dict:
         "PART_EXACT_MAX_ROWS": search_module.PART_EXACT_MAX_ROWS,
         "HNSW_MIN_SHARE": search_module.HNSW_MIN_SHARE,
         "HNSW_ITERATIVE_SCAN": search_module.HNSW_ITERATIVE_SCAN,
+        "NARROW_PART_EXACT_MAX_ROWS": search_module.NARROW_PART_EXACT_MAX_ROWS,
     }
 
     def use(mode: str) -> None:
@@ -94,6 +95,8 @@ def run(memories: int, agents: int, queries: int) -> dict:
             10**12 if forced_exact else defaults["PART_EXACT_MAX_ROWS"]
         )
         search_module.HNSW_MIN_SHARE = 2.0 if forced_exact else defaults["HNSW_MIN_SHARE"]
+        # the walk modes walk every part the share rule lets walk, however narrow
+        search_module.NARROW_PART_EXACT_MAX_ROWS = 10**12 if forced_exact else 0
         search_module.HNSW_ITERATIVE_SCAN = "strict_order" if mode == "hnsw_iterative" else "off"
 
     timings = {mode: [] for mode in MODES}

@@ -276,30 +276,34 @@ def copy_rows(company, plan, agents, shared_owner, memories: int, data: Syntheti
     shared_rows = memories - sum(rows for _, rows in plan)
     work = [(agent, rows, False) for agent, (_, rows) in zip(agents, plan, strict=True)]
     work.append((shared_owner, shared_rows, True))
+    # Rows of every agent and the shared rows interleave in the heap, as rows written over
+    # time do (an exact scan of one part reads pages scattered over the table).
+    owners = np.concatenate(
+        [np.full(rows, w, dtype=np.int32) for w, (_, rows, _) in enumerate(work)]
+    )
+    data.rng.shuffle(owners)
     loaded = 0
     categories = ("episodic", "semantic", "procedural")
     with raw_cursor() as cursor:
-        for agent, rows, shared in work:
-            done = 0
-            while done < rows:
-                n = min(CHUNK, rows - done)
-                clusters = data.rng.integers(0, len(data.centres), size=n)
-                vectors = data.vectors(clusters)
-                texts = data.texts(clusters)
-                with MemoryCopy(cursor, embedder_id) as copy:
-                    for i in range(n):
-                        copy.row(
-                            company_id=company.pk,
-                            agent_id=agent.pk,
-                            category=categories[i % 3],
-                            content=texts[i],
-                            shared=shared,
-                            created=start + timedelta(seconds=loaded + i),
-                            vector=vectors[i],
-                        )
-                done += n
-                loaded += n
-                progress("load", loaded, memories)
+        while loaded < memories:
+            n = min(CHUNK, memories - loaded)
+            clusters = data.rng.integers(0, len(data.centres), size=n)
+            vectors = data.vectors(clusters)
+            texts = data.texts(clusters)
+            with MemoryCopy(cursor, embedder_id) as copy:
+                for i in range(n):
+                    agent, _, shared = work[owners[loaded + i]]
+                    copy.row(
+                        company_id=company.pk,
+                        agent_id=agent.pk,
+                        category=categories[i % 3],
+                        content=texts[i],
+                        shared=shared,
+                        created=start + timedelta(seconds=loaded + i),
+                        vector=vectors[i],
+                    )
+            loaded += n
+            progress("load", loaded, memories)
 
 
 def data_embedder_id(company) -> str:
@@ -466,8 +470,58 @@ def _with_first_walk(ef_search: int, search):
         module.HNSW_EF_SEARCH_FIRST = saved
 
 
+#: The dense leg's rule before the per-part width (``--baseline``): first walk at 200 whatever
+#: the part's share, parts above 20k rows always walked.
+PREVIOUS_RULE = {
+    "HNSW_COVERAGE": 0.0,
+    "HNSW_SCAN_COVERAGE": 0.0,
+    "PART_EXACT_MAX_ROWS": 20_000,
+    "NARROW_PART_EXACT_MAX_ROWS": 0,
+}
+
+
+def _with_rule(rule: dict, search):
+    """Run ``search()`` with the dense leg's constants set to ``rule``."""
+    import importlib
+
+    module = importlib.import_module("memory.selectors.search.dense")
+    saved = {name: getattr(module, name) for name in rule if hasattr(module, name)}
+    for name in saved:
+        setattr(module, name, rule[name])
+    try:
+        return search()
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def walk_settings(table_rows: int, team, shared_rows: int) -> dict:
+    """The dense leg's paths and walk settings for a class's agents (own + shared part) under
+    the current rule, as the product computes them from the rows."""
+    from memory.selectors.search import dense
+    from memory.selectors.search.pipeline import MIN_LEG_DEPTH
+
+    rows = [team[0].rows, shared_rows]
+    paths = dense.choose_paths(table_rows, rows, depth=MIN_LEG_DEPTH)
+    settings = (
+        dense.hnsw_settings(MIN_LEG_DEPTH, True, table_rows=table_rows, part_rows=rows, paths=paths)
+        if dense.HNSW in paths
+        else {}
+    )
+    return {"paths": paths, "settings": settings}
+
+
 def search_class(
-    label, team, data: Synthetic, real, queries: int, deadline: float, ef_lever: int = 0
+    label,
+    team,
+    data: Synthetic,
+    real,
+    queries: int,
+    deadline: float,
+    ef_lever: int = 0,
+    baseline: bool = False,
+    table_rows: int = 0,
+    shared_rows: int = 0,
 ) -> dict:
     from memory.retrieval.query import MemoryQuery
     from memory.selectors.search import memory_search
@@ -476,6 +530,8 @@ def search_class(
 
     pid = _backend_pid()
     total_ms, dense_ms, client_cpu, db_cpu, recalls, wide_recalls = [], [], [], [], [], []
+    base_ms, base_recalls, base_db_cpu, dense_db_cpu = [], [], [], []
+    base_paths: dict[str, int] = {}
     stages: dict[str, list[float]] = {}
     paths: dict[str, int] = {}
     dense_only_paths: dict[str, int] = {}
@@ -506,6 +562,7 @@ def search_class(
         for part, path in zip(("own", "shared"), result.dense_paths, strict=False):
             paths[f"{part}:{path}"] = paths.get(f"{part}:{path}", 0) + 1
         query_embedding_cache.clear()
+        db0 = _cpu_seconds(pid)
         t0 = time.perf_counter()
         dense_only = memory_search(
             agent=agent,
@@ -514,12 +571,37 @@ def search_class(
             legs=("dense",),
         )
         dense_ms.append((time.perf_counter() - t0) * 1000)
+        db1 = _cpu_seconds(pid)
+        if db0 is not None and db1 is not None:
+            dense_db_cpu.append((db1 - db0) * 1000)
         for part, path in zip(("own", "shared"), dense_only.dense_paths, strict=False):
             key = f"{part}:{path}"
             dense_only_paths[key] = dense_only_paths.get(key, 0) + 1
         top = [hit.memory.pk for hit in dense_only.hits]
         exact = exact_top(agent, vector_literal(vector), real.embedder_id, 10)
         recalls.append(len(set(top) & set(exact)) / max(1, len(exact)))
+        if baseline:
+            # The same dense leg under the previous rule, on the same query (before/after
+            # within one run).
+            db0 = _cpu_seconds(pid)
+            t0 = time.perf_counter()
+            before = _with_rule(
+                PREVIOUS_RULE,
+                lambda agent=agent, text=text, vector=vector: memory_search(
+                    agent=agent,
+                    query=MemoryQuery(text=text, limit=10),
+                    embedder=FixedEmbedder(real.embedder_id, vector),
+                    legs=("dense",),
+                ),
+            )
+            base_ms.append((time.perf_counter() - t0) * 1000)
+            db1 = _cpu_seconds(pid)
+            if db0 is not None and db1 is not None:
+                base_db_cpu.append((db1 - db0) * 1000)
+            for part, path in zip(("own", "shared"), before.dense_paths, strict=False):
+                base_paths[f"{part}:{path}"] = base_paths.get(f"{part}:{path}", 0) + 1
+            before_top = [hit.memory.pk for hit in before.hits]
+            base_recalls.append(len(set(before_top) & set(exact)) / max(1, len(exact)))
         if ef_lever:
             # The same dense leg with the first HNSW walk as wide as pgvector allows: tells a
             # walk that missed the query's neighbourhood from one cut short by its width.
@@ -546,11 +628,30 @@ def search_class(
         "dense_paths_per_part": paths,
         "dense_only_search_ms": summary(dense_ms),
         "dense_only_paths_per_part": dense_only_paths,
+        "rule": walk_settings(table_rows, team, shared_rows) if table_rows else None,
+        "postgres_backend_cpu_ms_per_dense_only_search": (
+            summary(dense_db_cpu) if dense_db_cpu else None
+        ),
         "client_cpu_ms_per_hybrid_search": summary(client_cpu),
         "postgres_backend_cpu_ms_per_hybrid_search": summary(db_cpu) if db_cpu else None,
         "dense_recall_at_10_vs_exact": round(float(np.mean(recalls)), 4) if recalls else None,
         "dense_recall_at_10_min": round(float(np.min(recalls)), 2) if recalls else None,
         "queries_with_recall_below_0_9": sum(1 for r in recalls if r < 0.9),
+        "baseline": (
+            {
+                "rule": PREVIOUS_RULE,
+                "dense_only_search_ms": summary(base_ms),
+                "postgres_backend_cpu_ms_per_dense_only_search": (
+                    summary(base_db_cpu) if base_db_cpu else None
+                ),
+                "dense_paths_per_part": base_paths,
+                "dense_recall_at_10_vs_exact": round(float(np.mean(base_recalls)), 4),
+                "dense_recall_at_10_min": round(float(np.min(base_recalls)), 2),
+                "queries_with_recall_below_0_9": sum(1 for r in base_recalls if r < 0.9),
+            }
+            if base_recalls
+            else None
+        ),
         "lever_first_walk_ef_search": ef_lever or None,
         "dense_recall_at_10_with_lever": (
             round(float(np.mean(wide_recalls)), 4) if wide_recalls else None
@@ -580,10 +681,13 @@ ENGINE_CONSTANTS = (
     "EXACT_SCAN_MAX_ROWS",
     "HNSW_MIN_SHARE",
     "PART_EXACT_MAX_ROWS",
+    "NARROW_PART_EXACT_MAX_ROWS",
     "HNSW_EF_SEARCH_FIRST",
+    "HNSW_COVERAGE",
     "HNSW_EF_SEARCH",
     "HNSW_ITERATIVE_SCAN",
     "HNSW_MAX_SCAN_TUPLES",
+    "HNSW_SCAN_COVERAGE",
 )
 
 
@@ -610,7 +714,7 @@ def run(args, report: dict, write) -> None:
 
     started_run = time.monotonic()
     deadline = started_run + args.budget_minutes * 60
-    data = Synthetic(args.clusters)
+    data = Synthetic(args.clusters, seed=args.seed)
     plan = agent_plan(args.memories)
     company = company_create(name="Scale 1M", slug="scale-1m", config={})
     agents = []
@@ -628,6 +732,7 @@ def run(args, report: dict, write) -> None:
         },
         "shared_rows": args.memories - sum(rows for _, rows in plan),
         "clusters": args.clusters,
+        "seed": args.seed,
         "noise": NOISE,
         "dims": DIMS,
         "embedder_id": data_embedder_id(company),
@@ -675,6 +780,20 @@ def run(args, report: dict, write) -> None:
     log(f"footprint: {report['footprint']}")
     write()
 
+    if args.sweep:
+        from bench.scale_sweep import sweep
+
+        report["sweep"] = sweep(
+            agents, shared_owner, args.memories, data, args.sweep, args.sweep_ef,
+            pid=_backend_pid(), cpu=_cpu_seconds, percentile=percentile,
+            embedder_id=data_embedder_id(company), dims=DIMS,
+        )  # fmt: skip
+        log(f"sweep: {json.dumps(report['sweep'])}")
+        write()
+        if args.sweep_only:
+            report["complete"] = True
+            return
+
     real = default_embedder()
     real.warm_up()
     report["search"] = {}
@@ -684,8 +803,10 @@ def run(args, report: dict, write) -> None:
         # Each remaining class gets an equal share of the remaining time.
         share = (deadline - time.monotonic()) / (len(classes) - position)
         report["search"][label] = search_class(
-            label, team, data, real, args.queries, time.monotonic() + share, args.ef_lever
-        )
+            label, team, data, real, args.queries, time.monotonic() + share, args.ef_lever,
+            baseline=args.baseline, table_rows=args.memories,
+            shared_rows=report["data"]["shared_rows"],
+        )  # fmt: skip
         log(f"{label}: {json.dumps(report['search'][label])}")
         write()
     report["complete"] = all(row["queries"] == args.queries for row in report["search"].values())
@@ -745,6 +866,73 @@ def markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
+def plot(report: dict, path: Path) -> None:
+    """Recall@10 vs exact and search p50/p95 per agent-size class (and the previous rule's,
+    when the run measured it) as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    search = report.get("search") or {}
+    labels = list(search)
+    x = np.arange(len(labels))
+    before = [search[c].get("baseline") for c in labels]
+    has_before = all(before) and bool(labels)
+    figure, (recall_ax, hybrid_ax, dense_ax) = plt.subplots(1, 3, figsize=(14, 4.2))
+    width = 0.38 if has_before else 0.6
+    if has_before:
+        bars = recall_ax.bar(
+            x - width / 2, [b["dense_recall_at_10_vs_exact"] for b in before], width,
+            label="previous rule", color="#a0aec0",
+        )  # fmt: skip
+        recall_ax.bar_label(bars, fmt="%.3f", fontsize=7)
+    bars = recall_ax.bar(
+        x + (width / 2 if has_before else 0),
+        [search[c]["dense_recall_at_10_vs_exact"] for c in labels], width,
+        label="per-part width rule", color="#2b6cb0",
+    )  # fmt: skip
+    recall_ax.bar_label(bars, fmt="%.3f", fontsize=7)
+    recall_ax.axhline(0.95, color="#c53030", linestyle="--", linewidth=1, label="target 0.95")
+    recall_ax.set_ylim(0, 1.08)
+    recall_ax.set_title("dense recall@10 vs exact scan", fontsize=9)
+    recall_ax.legend(fontsize=7, loc="lower left")
+
+    def latency(axis, key, title, base_key=None):
+        p50 = [search[c][key]["p50"] for c in labels]
+        p95 = [search[c][key]["p95"] for c in labels]
+        if base_key and has_before:
+            axis.bar(x - width / 2, [b[base_key]["p50"] for b in before], width,
+                     color="#a0aec0", label="previous rule p50")  # fmt: skip
+            axis.scatter(x - width / 2, [b[base_key]["p95"] for b in before], marker="_",
+                         s=200, color="#4a5568", label="previous rule p95")  # fmt: skip
+            offset = width / 2
+        else:
+            offset = 0
+        axis.bar(x + offset, p50, width, color="#2b6cb0", label="p50")
+        axis.scatter(x + offset, p95, marker="_", s=200, color="#1a365d", label="p95")
+        axis.set_title(title, fontsize=9)
+        axis.set_ylabel("ms", fontsize=8)
+        axis.legend(fontsize=7)
+
+    latency(hybrid_ax, "search_ms_hybrid_including_query_embedding",
+            "hybrid memory_search (query embedding included) ms")  # fmt: skip
+    latency(dense_ax, "dense_only_search_ms", "dense leg only ms", "dense_only_search_ms")
+    for axis in (recall_ax, hybrid_ax, dense_ax):
+        axis.set_xticks(x, labels, fontsize=8)
+        axis.set_xlabel("agent size class", fontsize=8)
+    data = report.get("data", {})
+    figure.suptitle(
+        f"{data.get('memories', 0):,} memories in one company (seed {data.get('seed')}, "
+        f"{data.get('clusters')} clusters), load average {report.get('load_average')}, "
+        f"complete: {report.get('complete')}",
+        fontsize=9,
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python bench/scale_1m.py",
@@ -774,7 +962,36 @@ def parser() -> argparse.ArgumentParser:
         default=0,
         help="also run each dense leg with the first HNSW walk at this ef_search (recall lever)",
     )
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=SEED,
+        help=f"data and query seed ({SEED} evaluates; choose constants on another, e.g. 101)",
+    )
+    p.add_argument(
+        "--baseline",
+        action="store_true",
+        help="also run each dense leg under the previous rule (first walk at 200, parts of "
+        "more than 20k rows walked) on the same query: before/after within one run",
+    )
+    p.add_argument(
+        "--sweep",
+        type=int,
+        default=0,
+        metavar="QUERIES",
+        help="before the search phase, measure each part (own per class, shared) exact vs "
+        "walked at each --sweep-ef, QUERIES queries each (bench/scale_sweep.py)",
+    )
+    p.add_argument(
+        "--sweep-ef", type=lambda v: [int(x) for x in v.split(",")], default=[200, 400, 700, 1000]
+    )
+    p.add_argument("--sweep-only", action="store_true", help="stop after the sweep")
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / "scale_1m.json"))
+    p.add_argument(
+        "--png",
+        metavar="FILE",
+        help="draw the PNG of a result file (next to it) and exit (no run)",
+    )
     p.add_argument(
         "--markdown",
         metavar="FILE",
@@ -787,6 +1004,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.markdown:
         print(markdown(json.loads(Path(args.markdown).read_text())))
+        return
+    if args.png:
+        source = Path(args.png)
+        plot(json.loads(source.read_text()), source.with_suffix(".png"))
+        log(f"wrote {source.with_suffix('.png')}")
         return
     import django
 
@@ -815,6 +1037,9 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         write()
         log(f"wrote {out} (complete: {report['complete']})")
+    if report.get("search"):
+        plot(report, out.with_suffix(".png"))
+        log(f"wrote {out.with_suffix('.png')}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ data generator and COPY loader against the real schema."""
 from __future__ import annotations
 
 import ast
+import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +52,19 @@ def test_no_app_module_imports_the_benchmark_package():
         ("retrieval.py", ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion"]),
         ("store.py", ["--data", "--embedder", "--batch", "--no-context", "--out"]),
         ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
-        ("scale_1m.py", ["--memories", "--queries", "--budget-minutes", "--parallel-workers"]),
+        (
+            "scale_1m.py",
+            [
+                "--memories",
+                "--queries",
+                "--budget-minutes",
+                "--parallel-workers",
+                "--seed",
+                "--baseline",
+                "--sweep",
+                "--png",
+            ],
+        ),
     ],
 )
 def test_benchmark_scripts_document_their_options(script, options):
@@ -135,3 +148,62 @@ def test_copy_loader_fills_every_required_column_and_the_product_search_finds_th
     assert result.dense_paths == ["exact", "exact"]
     owners = set(Memory.objects.filter(pk__in=exact).values_list("agent_id", "is_shared"))
     assert owners <= {(agents[1].pk, False), (agents[4].pk, True)}
+
+    # The parts interleave in the heap (rows written over time), not one block per agent.
+    sequence = list(
+        Memory.objects.filter(company=company)
+        .order_by("created_at")
+        .values_list("agent_id", "is_shared")
+    )
+    changes = sum(1 for before, after in itertools.pairwise(sequence) if before != after)
+    assert changes > 100
+
+    # The sweep: the part's exact scan against walks of its own at each width; at ef 1000
+    # over 700 rows the walk reaches every row, so it agrees with the exact scan.
+    from bench import scale_sweep
+    from bench.locomo import percentile
+    from memory.selectors.search import dense
+    from memory.selectors.search.scope import Part
+
+    swept = scale_sweep.sweep_part(
+        "own mid",
+        lambda q: Part(
+            "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared", (company.pk, agents[1].pk)
+        ),
+        rows=100, table_rows=700, data=data, queries=2, efs=[1000], embedder_id=embedder_id,
+        dims=scale_1m.DIMS, pid=scale_1m._backend_pid(), cpu=scale_1m._cpu_seconds,
+        percentile=percentile,
+    )  # fmt: skip
+    assert swept["share_of_table"] == round(100 / 700, 4)
+    assert swept["rule_ef_search"] == dense.ef_search(50, True, [100 / 700])
+    assert swept["queries"] == 2
+    assert swept["walk_by_first_ef_search"]["1000"]["recall_at_10_vs_exact"] == 1.0
+
+
+class _Agent:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+def test_the_baseline_rule_reproduces_the_previous_walk_settings():
+    """``--baseline`` runs the dense leg with the rule before the per-part width: first walk
+    at 200 and every part above 20k rows walked (the 1M run's before/after)."""
+    from memory.selectors.search import dense
+
+    team = [_Agent(100_000)]
+    after = scale_1m.walk_settings(1_000_000, team, 50_000)
+    before = scale_1m._with_rule(
+        scale_1m.PREVIOUS_RULE, lambda: scale_1m.walk_settings(1_000_000, team, 50_000)
+    )
+    assert after["paths"] == ["hnsw", "exact"]
+    assert after["settings"]["hnsw.ef_search"] == "1000"
+    assert before["paths"] == ["hnsw", "hnsw"]
+    assert before["settings"] == {
+        "hnsw.ef_search": "200",
+        "enable_sort": "off",
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.max_scan_tuples": "20000",
+    }
+    # the constants are restored afterwards
+    assert scale_1m.walk_settings(1_000_000, team, 50_000) == after
+    assert dense.PART_EXACT_MAX_ROWS == 20_000 and dense.HNSW_COVERAGE > 0

@@ -7,13 +7,27 @@ trigger-maintained totals of ``memory_bm25_scope_stats``, read with the query's 
 one planning round trip), each part of the scope (private rows of one agent;
 shared rows of one company) is scanned exactly (ordered by similarity, an expression HNSW
 cannot serve). Above it, a part holding ``HNSW_MIN_SHARE`` of the table's rows or more (or
-more than ``PART_EXACT_MAX_ROWS``) is walked with HNSW first (``hnsw.ef_search`` 200,
-with pgvector ≥ 0.8's iterative scan, 1000 without) with the part's filters, and a smaller
-part is scanned exactly. A walk that returns ``depth`` filtered rows found the part's true
-nearest among its candidates, so it is kept; one that returns fewer is replaced by the
-exact scan of the part, in the same statement (the exact CTE is gated by the walk's row
-count, so it only runs when the walk came back short). ``bench/scale_search.py`` measures
-both paths and the recall against an exact scan.
+more than ``PART_EXACT_MAX_ROWS``) is walked with HNSW first, with pgvector ≥ 0.8's
+iterative scan, and a smaller part is scanned exactly. A walk that returns ``depth``
+filtered rows found the part's true nearest among its candidates, so it is kept; one that
+returns fewer is replaced by the exact scan of the part, in the same statement (the exact
+CTE is gated by the walk's row count, so it only runs when the walk came back short).
+
+**The walk's width follows the part's selectivity.** A filtered walk of a part holding share
+``s`` of the table's rows keeps ≈ ``s`` of the candidates it visits, so a first walk of
+width ``ef`` sees ≈ ``ef · s`` of the part's rows. Each walked part needs
+``HNSW_COVERAGE × depth / s`` (at least ``HNSW_EF_SEARCH_FIRST``, at most pgvector's
+``HNSW_EF_SEARCH`` = 1000) so that its first walk already holds ``HNSW_COVERAGE`` times the
+rows the page needs; the iterative resume may visit up to ``HNSW_SCAN_COVERAGE × depth / s``
+tuples (at least ``HNSW_MAX_SCAN_TUPLES``). ``hnsw.ef_search`` and
+``hnsw.max_scan_tuples`` are one per statement, so the statement takes **the widest any of
+its walked parts needs** (a wide walk costs a large part a little time, a narrow one costs a
+small part recall). A part that would need more than the cap is a small share: while it has
+at most ``PART_EXACT_MAX_ROWS`` rows it is scanned exactly (the share rule above), so only
+parts larger than that walk at the cap. Without the iterative scan, every walk is at the cap.
+The constants were chosen on the synthetic 1M data set's dev seed (``bench/scale_1m.py
+--seed 101 --sweep``, ``bench/results/scale_1m_dev_sweep.json``), not on the evaluation
+seed; ``bench/scale_1m.py`` measures both paths and the recall against an exact scan.
 
 The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
 sends (:mod:`memory.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
@@ -23,6 +37,7 @@ transaction-local settings sent in the same query string (:func:`hnsw_settings`)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from memory.selectors.search.scope import Part
@@ -36,19 +51,28 @@ EXACT_SCAN_MAX_ROWS = 5_000
 #: part is scanned exactly (a walk would mostly return other agents' rows).
 HNSW_MIN_SHARE = 0.25
 PART_EXACT_MAX_ROWS = 20_000
-#: The first HNSW walk's width (at least ``HNSW_EF_DEPTH_FACTOR`` × the leg depth).
+#: A part whose walk would need more than pgvector's widest (``HNSW_COVERAGE`` × depth /
+#: share > ``HNSW_EF_SEARCH``) is scanned exactly while it holds at most this many rows (the
+#: exact scan's cost grows with the part's rows; measured at 1M in the module docstring).
+NARROW_PART_EXACT_MAX_ROWS = 100_000
+#: The first HNSW walk's width is at least this (and at least ``HNSW_EF_DEPTH_FACTOR`` × the
+#: leg depth), and grows with 1 / the walked part's share of the table (module docstring).
 HNSW_EF_SEARCH_FIRST = 200
 HNSW_EF_DEPTH_FACTOR = 4
+#: A walked part's first walk holds this many times the page's rows (≈ width × share).
+HNSW_COVERAGE = 2.0
 #: pgvector's maximum; the widened walk returns at most this many rows before filtering.
 HNSW_EF_SEARCH = 1000
 #: pgvector ≥ 0.8 iterative index scans: a filtered walk that comes back short resumes the
 #: graph walk (in exact distance order, ``strict_order``) until it has ``depth`` rows or has
-#: visited ``HNSW_MAX_SCAN_TUPLES`` tuples, instead of returning short and being redone
-#: wider. Used on the HNSW path only (parts of moderate or large share); small parts keep the
-#: exact scan, which is faster there (measured: at 1 % selectivity ``relaxed_order`` is
-#: slower than an exact scan).
+#: visited ``hnsw.max_scan_tuples`` tuples (at least ``HNSW_MAX_SCAN_TUPLES``, and
+#: ``HNSW_SCAN_COVERAGE`` × depth / the smallest walked share), instead of returning short
+#: and being redone wider. Used on the HNSW path only (parts of moderate or large share);
+#: small parts keep the exact scan, which is faster there (measured: at 1 % selectivity
+#: ``relaxed_order`` is slower than an exact scan).
 HNSW_ITERATIVE_SCAN = "strict_order"
 HNSW_MAX_SCAN_TUPLES = 20_000
+HNSW_SCAN_COVERAGE = 4.0
 
 EXACT, HNSW, HNSW_EXACT = "exact", "hnsw", "hnsw+exact"
 
@@ -70,8 +94,18 @@ def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
     return exprs, params
 
 
+def needed_width(depth: int, share: float) -> float:
+    """The first walk's width that holds ``HNSW_COVERAGE`` × depth rows of a part of
+    ``share`` (uncapped: compare with ``HNSW_EF_SEARCH``)."""
+    return HNSW_COVERAGE * depth / share if share > 0 else math.inf
+
+
 def choose_paths(
-    table_rows: int, part_rows: Sequence[int], *, index_ready: Callable[[], bool] = lambda: True
+    table_rows: int,
+    part_rows: Sequence[int],
+    *,
+    depth: int,
+    index_ready: Callable[[], bool] = lambda: True,
 ) -> list[str]:
     """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short).
 
@@ -80,31 +114,65 @@ def choose_paths(
     """
     if table_rows <= EXACT_SCAN_MAX_ROWS:
         return [EXACT] * len(part_rows)
-    # A small share of the index (e.g. one of many agents): the walk would come back short,
-    # and the part's own rows are cheap to scan exactly through its b-tree.
-    paths = [
-        EXACT if rows < HNSW_MIN_SHARE * table_rows and rows <= PART_EXACT_MAX_ROWS else HNSW
-        for rows in part_rows
-    ]
+    paths = []
+    for rows in part_rows:
+        share = rows / table_rows
+        # A small share of the index (e.g. one of many agents): the walk would come back
+        # short, and the part's own rows are cheap to scan exactly through its b-tree.
+        small = share < HNSW_MIN_SHARE and rows <= PART_EXACT_MAX_ROWS
+        # A share no walk pgvector allows covers (e.g. the company's shared rows among many
+        # agents' private ones): exact while the scan stays affordable.
+        narrow = needed_width(depth, share) > HNSW_EF_SEARCH and rows <= NARROW_PART_EXACT_MAX_ROWS
+        paths.append(EXACT if small or narrow else HNSW)
     if HNSW in paths and not index_ready():
         return [EXACT] * len(part_rows)
     return paths
 
 
-def ef_search(depth: int, iterative: bool) -> int:
-    """The walk's width: at least ``HNSW_EF_DEPTH_FACTOR`` × depth; the widest walk when no
-    iterative scan can resume a short one."""
+def ef_search(depth: int, iterative: bool, shares: Sequence[float] = ()) -> int:
+    """The walk's width: at least ``HNSW_EF_SEARCH_FIRST`` and ``HNSW_EF_DEPTH_FACTOR`` ×
+    depth, and ``HNSW_COVERAGE`` × depth / share for the smallest walked share (capped at
+    pgvector's maximum); the widest walk when no iterative scan can resume a short one."""
     if not iterative:
         return HNSW_EF_SEARCH
-    return min(HNSW_EF_SEARCH, max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth))
+    width = max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth)
+    if shares:
+        width = max(width, math.ceil(HNSW_COVERAGE * depth / max(min(shares), 1e-9)))
+    return min(HNSW_EF_SEARCH, width)
 
 
-def hnsw_settings(depth: int, iterative: bool) -> dict[str, str]:
-    """Transaction-local settings for a statement that walks the HNSW index."""
-    settings = {"hnsw.ef_search": str(ef_search(depth, iterative)), "enable_sort": "off"}
+def max_scan_tuples(depth: int, shares: Sequence[float] = ()) -> int:
+    """How far the iterative scan may resume: ``HNSW_SCAN_COVERAGE`` × depth / the smallest
+    walked share, at least ``HNSW_MAX_SCAN_TUPLES``."""
+    if not shares:
+        return HNSW_MAX_SCAN_TUPLES
+    return max(HNSW_MAX_SCAN_TUPLES, math.ceil(HNSW_SCAN_COVERAGE * depth / max(min(shares), 1e-9)))
+
+
+def walked_shares(table_rows: int, part_rows: Sequence[int], paths: Sequence[str]) -> list[float]:
+    """Each walked part's share of the table's live rows (what its filter keeps of a walk)."""
+    return [
+        rows / table_rows if table_rows > 0 else 1.0
+        for rows, path in zip(part_rows, paths, strict=True)
+        if path == HNSW
+    ]
+
+
+def hnsw_settings(
+    depth: int,
+    iterative: bool,
+    *,
+    table_rows: int = 0,
+    part_rows: Sequence[int] = (),
+    paths: Sequence[str] = (),
+) -> dict[str, str]:
+    """Transaction-local settings for a statement that walks the HNSW index: the widest walk
+    any walked part (``paths[i] == "hnsw"``, ``part_rows[i]`` of ``table_rows``) needs."""
+    shares = walked_shares(table_rows, part_rows, paths) if paths else []
+    settings = {"hnsw.ef_search": str(ef_search(depth, iterative, shares)), "enable_sort": "off"}
     if iterative:
         settings["hnsw.iterative_scan"] = HNSW_ITERATIVE_SCAN
-        settings["hnsw.max_scan_tuples"] = str(HNSW_MAX_SCAN_TUPLES)
+        settings["hnsw.max_scan_tuples"] = str(max_scan_tuples(depth, shares))
     return settings
 
 

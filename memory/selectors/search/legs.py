@@ -125,8 +125,9 @@ def run_legs(
     paths = []
     if vector is not None:
         paths = dense_leg.choose_paths(
-            counts[0], counts[1:], index_ready=lambda: vector_index_ready(embedder_id, dims)
-        )
+            counts[0], counts[1:], depth=depth,
+            index_ready=lambda: vector_index_ready(embedder_id, dims),
+        )  # fmt: skip
 
     clock = time.perf_counter()
     legs = Legs(
@@ -136,8 +137,9 @@ def run_legs(
     )  # fmt: skip
     if vector is not None or lexemes:
         _run_statement(
-            legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth
-        )
+            legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
+            rows=counts,
+        )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
 
@@ -173,6 +175,7 @@ def _run_statement(
     paths: list[str],
     lexemes: list[str],
     depth: int,
+    rows: Sequence[int] = (),
 ) -> None:
     ctes: list[str] = []
     params: list = []
@@ -213,7 +216,14 @@ def _run_statement(
     # script as one simple query, which runs as one implicit transaction, so settings made
     # with set_config(..., true) hold for the search statement and end with it.
     walking = HNSW in paths
-    settings = dense_leg.hnsw_settings(depth, _supports_iterative_scan()) if walking else {}
+    # The walk's width follows the walked parts' shares of the table (rows: table, parts).
+    settings = (
+        dense_leg.hnsw_settings(
+            depth, _supports_iterative_scan(), table_rows=rows[0], part_rows=rows[1:], paths=paths
+        )
+        if walking
+        else {}
+    )
     script: list[str] = []
     script_params: list = []
     if settings:

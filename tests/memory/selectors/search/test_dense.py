@@ -51,15 +51,115 @@ def test_path_choice_by_table_and_part_size(monkeypatch):
         "EXACT_SCAN_MAX_ROWS": 5_000,
         "HNSW_MIN_SHARE": 0.25,
         "PART_EXACT_MAX_ROWS": 20_000,
+        "NARROW_PART_EXACT_MAX_ROWS": 0,
     }.items():
         monkeypatch.setattr(dense_module, name, value)
-    assert dense_module.choose_paths(5_000, [5_000, 10]) == ["exact", "exact"]
+    choose = dense_module.choose_paths
+    assert choose(5_000, [5_000, 10], depth=50) == ["exact", "exact"]
     # above the table threshold: a large share or a large part walks HNSW, a small one scans
-    assert dense_module.choose_paths(10_000, [10_000, 2_000]) == ["hnsw", "exact"]
-    assert dense_module.choose_paths(200_000, [30_000, 20_000]) == ["hnsw", "exact"]
-    assert dense_module.ef_search(50, iterative=True) == 200
-    assert dense_module.ef_search(300, iterative=True) == 1000
-    assert dense_module.ef_search(50, iterative=False) == 1000
+    assert choose(10_000, [10_000, 2_000], depth=50) == ["hnsw", "exact"]
+    assert choose(200_000, [30_000, 20_000], depth=50) == ["hnsw", "exact"]
+    # until the index is built every part is scanned exactly
+    assert choose(10_000, [10_000, 2_000], depth=50, index_ready=lambda: False) == [
+        "exact",
+        "exact",
+    ]
+
+
+def test_a_part_no_walk_covers_is_scanned_exactly_up_to_the_narrow_limit():
+    """The product's rule at 1M rows, leg depth 50: a part needs a first walk of 2 × 50 /
+    share; above pgvector's 1000 (share < 10 %) it is scanned exactly up to 100k rows."""
+    choose = dense_module.choose_paths
+    # one agent of 400k, one of 100k (exactly 10 %: 1000 is within the cap), one of 10k,
+    # and the company's 50k shared rows (5 %: would need 2000)
+    assert choose(1_000_000, [400_000, 50_000], depth=50) == ["hnsw", "exact"]
+    assert choose(1_000_000, [100_000, 50_000], depth=50) == ["hnsw", "exact"]
+    assert choose(1_000_000, [10_000, 50_000], depth=50) == ["exact", "exact"]
+    assert choose(1_000_000, [99_999, 50_000], depth=50) == ["exact", "exact"]
+    # a deeper leg needs a wider walk: 100k of 1M at depth 100 needs 2000
+    assert choose(1_000_000, [100_000], depth=100) == ["exact"]
+    # a narrow part above the limit walks at the cap (10M rows, 200k of them: 2 %)
+    assert choose(10_000_000, [200_000, 100_001], depth=50) == ["hnsw", "hnsw"]
+    # an empty part is never walked
+    assert choose(1_000_000, [400_000, 0], depth=50) == ["hnsw", "exact"]
+
+
+def settings(depth, table_rows, part_rows, paths, iterative=True):
+    return dense_module.hnsw_settings(
+        depth, iterative, table_rows=table_rows, part_rows=part_rows, paths=paths
+    )
+
+
+def walk(ef, max_scan=20_000):
+    return {
+        "hnsw.ef_search": str(ef),
+        "enable_sort": "off",
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.max_scan_tuples": str(max_scan),
+    }
+
+
+def test_the_walk_width_grows_with_one_over_the_walked_parts_share():
+    # 40 % of the table: 2 × 50 / 0.4 = 250 (the exact shared part does not count)
+    assert settings(50, 1_000_000, [400_000, 50_000], ["hnsw", "exact"]) == walk(250)
+    # 10 %: 2 × 50 / 0.1 = 1000, pgvector's widest
+    assert settings(50, 1_000_000, [100_000, 50_000], ["hnsw", "exact"]) == walk(1000)
+    # a large share needs less than the floor of 200
+    assert settings(50, 1_000_000, [900_000], ["hnsw"]) == walk(200)
+    # one setting per statement: the widest any walked part needs (2 × 50 / 0.2 = 500)
+    assert settings(50, 1_000_000, [400_000, 200_000], ["hnsw", "hnsw"]) == walk(500)
+    # the floor of 4 × depth, and the cap
+    assert settings(100, 1_000_000, [900_000], ["hnsw"]) == walk(400)
+    assert settings(300, 1_000_000, [900_000], ["hnsw"]) == walk(1000)
+
+
+def test_the_iterative_resume_grows_with_one_over_the_smallest_walked_share():
+    # 2 % of 10M: the walk is capped at 1000; the resume may visit 4 × 50 / 0.02 = 10,000
+    # tuples, below the floor of 20,000
+    assert settings(50, 10_000_000, [200_000], ["hnsw"]) == walk(1000, 20_000)
+    # 0.2 % of 100M: 4 × 50 / 0.002 = 100,000 tuples
+    assert settings(50, 100_000_000, [200_000], ["hnsw"]) == walk(1000, 100_000)
+
+
+def test_without_iterative_scans_every_walk_is_the_widest():
+    assert settings(50, 1_000_000, [400_000], ["hnsw"], iterative=False) == {
+        "hnsw.ef_search": "1000",
+        "enable_sort": "off",
+    }
+
+
+def test_the_search_statement_carries_the_width_of_the_parts_share(
+    rrf_agent, keyword_embedder, monkeypatch
+):
+    """The settings the search sends follow the rows the planning round trip counted."""
+    from django.db import connection
+
+    from tests.persistence.factories import AgentFactory
+
+    other = AgentFactory(company=rrf_agent.company)
+    store(rrf_agent, keyword_embedder, "deploy one", "deploy two")
+    store(other, keyword_embedder, *(f"note {i}" for i in range(6)))
+    for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "NARROW_PART_EXACT_MAX_ROWS": 0}.items():
+        monkeypatch.setattr(dense_module, name, value)
+    monkeypatch.setattr(dense_module, "HNSW_MIN_SHARE", 0.0)
+    captured = []
+
+    def capture(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        result = memory_search(
+            agent=rrf_agent, query=MemoryQuery(text="deploy"), embedder=keyword_embedder,
+            now=NOW, include_shared=False, legs=("dense",),
+        )  # fmt: skip
+    assert result.dense_paths == ["hnsw+exact"]  # 2 rows < the leg depth of 50
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    assert script.startswith("SELECT set_config(%s, %s, true), ")
+    n_settings = script.split(";\n", 1)[0].count("%s") // 2
+    sent = dict(zip(params[: 2 * n_settings : 2], params[1 : 2 * n_settings : 2], strict=True))
+    # the agent's 2 rows of the table's 8: share 0.25, first walk 2 × 50 / 0.25 = 400
+    assert sent == walk(400)
 
 
 def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_agent, monkeypatch):
@@ -82,7 +182,8 @@ def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_a
 
     with connection.execute_wrapper(capture):
         result = search(rrf_agent, embedder, "when do we deploy?")
-    assert result.dense_paths == ["hnsw+exact", "hnsw+exact"]  # 3 rows < the leg depth
+    # 3 rows < the leg depth; the empty shared part is no share any walk covers: exact
+    assert result.dense_paths == ["hnsw+exact", "exact"]
     script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
     settings_sql, statement = script.split(";\n", 1)
     n_settings = settings_sql.count("%s")

@@ -65,6 +65,7 @@ def crowded(monkeypatch):
         "EXACT_SCAN_MAX_ROWS": 1,
         "HNSW_MIN_SHARE": 0.0,
         "PART_EXACT_MAX_ROWS": 0,
+        "NARROW_PART_EXACT_MAX_ROWS": 0,
         "HNSW_EF_SEARCH_FIRST": 10,
         "HNSW_EF_DEPTH_FACTOR": 0,
         "HNSW_EF_SEARCH": 10,
