@@ -22,12 +22,21 @@ rows the page needs; the iterative resume may visit up to ``HNSW_SCAN_COVERAGE �
 tuples (at least ``HNSW_MAX_SCAN_TUPLES``). ``hnsw.ef_search`` and
 ``hnsw.max_scan_tuples`` are one per statement, so the statement takes **the widest any of
 its walked parts needs** (a wide walk costs a large part a little time, a narrow one costs a
-small part recall). A part that would need more than the cap is a small share: while it has
-at most ``PART_EXACT_MAX_ROWS`` rows it is scanned exactly (the share rule above), so only
-parts larger than that walk at the cap. Without the iterative scan, every walk is at the cap.
-The constants were chosen on the synthetic 1M data set's dev seed (``bench/scale_1m.py
---seed 101 --sweep``, ``bench/results/scale_1m_dev_sweep.json``), not on the evaluation
-seed; ``bench/scale_1m.py`` measures both paths and the recall against an exact scan.
+small part recall). A part that would need more than the cap (share < ``HNSW_COVERAGE`` ×
+depth / 1000, 30 % at depth 50) is scanned exactly while it holds at most
+``NARROW_PART_EXACT_MAX_ROWS`` rows; a larger one walks at the cap (its recall can fall below
+what the exact scan gives: the cost of a scan grows with the rows). Without the iterative
+scan, every walk is at the cap.
+The constants were chosen on the synthetic 1M data set's dev seed (``python bench/scale_1m.py
+--memories 1000000 --seed 101 --sweep 30 --queries 20 --baseline``,
+``bench/results/scale_1m_dev_sweep.json``), not on the evaluation seed. Walks of each part
+with the first walk at 200 / 400 / 700 / 1000 against the part's exact scan (recall@10, 30
+queries): a part of 40 % 0.88 / 0.92 / 0.96 / 0.96 (``HNSW_COVERAGE`` 6 gives it 750); of 10 %
+0.88 / 0.89 / 0.92 / 0.92; the company's shared rows (50k, 5 %) 0.90 / 0.92 / 0.93 / 0.93 —
+no width reaches 0.95 there (the synthetic clusters are tight, the walk's recall levels off),
+so that part is scanned exactly (``NARROW_PART_EXACT_MAX_ROWS``): recall 1.0, at ≈ 230 ms
+of PostgreSQL CPU for its 50k rows scattered over the heap instead of ≈ 20 ms for a walk.
+``bench/scale_1m.py`` measures both paths and the recall against an exact scan.
 
 The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
 sends (:mod:`memory.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
@@ -53,14 +62,15 @@ HNSW_MIN_SHARE = 0.25
 PART_EXACT_MAX_ROWS = 20_000
 #: A part whose walk would need more than pgvector's widest (``HNSW_COVERAGE`` × depth /
 #: share > ``HNSW_EF_SEARCH``) is scanned exactly while it holds at most this many rows (the
-#: exact scan's cost grows with the part's rows; measured at 1M in the module docstring).
-NARROW_PART_EXACT_MAX_ROWS = 100_000
+#: exact scan's cost grows with the part's rows, ≈ 4.6 µs per row at 1M rows here: 50k rows
+#: ≈ 230 ms; measured in the module docstring).
+NARROW_PART_EXACT_MAX_ROWS = 64_000
 #: The first HNSW walk's width is at least this (and at least ``HNSW_EF_DEPTH_FACTOR`` × the
 #: leg depth), and grows with 1 / the walked part's share of the table (module docstring).
 HNSW_EF_SEARCH_FIRST = 200
 HNSW_EF_DEPTH_FACTOR = 4
 #: A walked part's first walk holds this many times the page's rows (≈ width × share).
-HNSW_COVERAGE = 2.0
+HNSW_COVERAGE = 6.0
 #: pgvector's maximum; the widened walk returns at most this many rows before filtering.
 HNSW_EF_SEARCH = 1000
 #: pgvector ≥ 0.8 iterative index scans: a filtered walk that comes back short resumes the

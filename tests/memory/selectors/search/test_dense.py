@@ -67,19 +67,18 @@ def test_path_choice_by_table_and_part_size(monkeypatch):
 
 
 def test_a_part_no_walk_covers_is_scanned_exactly_up_to_the_narrow_limit():
-    """The product's rule at 1M rows, leg depth 50: a part needs a first walk of 2 × 50 /
-    share; above pgvector's 1000 (share < 10 %) it is scanned exactly up to 100k rows."""
+    """The product's rule, leg depth 50: a part needs a first walk of 6 × 50 / share; above
+    pgvector's 1000 (share < 30 %) it is scanned exactly up to 64k rows."""
     choose = dense_module.choose_paths
-    # one agent of 400k, one of 100k (exactly 10 %: 1000 is within the cap), one of 10k,
-    # and the company's 50k shared rows (5 %: would need 2000)
+    # 1M rows: one agent of 400k (needs 750), the company's 50k shared rows (5 %: 6000)
     assert choose(1_000_000, [400_000, 50_000], depth=50) == ["hnsw", "exact"]
+    # an agent of 100k needs 3000, but is too large to scan: it walks at the cap
     assert choose(1_000_000, [100_000, 50_000], depth=50) == ["hnsw", "exact"]
     assert choose(1_000_000, [10_000, 50_000], depth=50) == ["exact", "exact"]
-    assert choose(1_000_000, [99_999, 50_000], depth=50) == ["exact", "exact"]
-    # a deeper leg needs a wider walk: 100k of 1M at depth 100 needs 2000
-    assert choose(1_000_000, [100_000], depth=100) == ["exact"]
-    # a narrow part above the limit walks at the cap (10M rows, 200k of them: 2 %)
-    assert choose(10_000_000, [200_000, 100_001], depth=50) == ["hnsw", "hnsw"]
+    assert choose(1_000_000, [64_000, 64_001], depth=50) == ["exact", "hnsw"]
+    # 30 % of 200k needs exactly 1000 at depth 50; a deeper leg needs 2000: scanned
+    assert choose(200_000, [60_000], depth=50) == ["hnsw"]
+    assert choose(200_000, [60_000], depth=100) == ["exact"]
     # an empty part is never walked
     assert choose(1_000_000, [400_000, 0], depth=50) == ["hnsw", "exact"]
 
@@ -100,16 +99,16 @@ def walk(ef, max_scan=20_000):
 
 
 def test_the_walk_width_grows_with_one_over_the_walked_parts_share():
-    # 40 % of the table: 2 × 50 / 0.4 = 250 (the exact shared part does not count)
-    assert settings(50, 1_000_000, [400_000, 50_000], ["hnsw", "exact"]) == walk(250)
-    # 10 %: 2 × 50 / 0.1 = 1000, pgvector's widest
+    # 40 % of the table: 6 × 50 / 0.4 = 750 (the exact shared part does not count)
+    assert settings(50, 1_000_000, [400_000, 50_000], ["hnsw", "exact"]) == walk(750)
+    # 10 %: 3000, capped at pgvector's widest
     assert settings(50, 1_000_000, [100_000, 50_000], ["hnsw", "exact"]) == walk(1000)
-    # a large share needs less than the floor of 200
-    assert settings(50, 1_000_000, [900_000], ["hnsw"]) == walk(200)
-    # one setting per statement: the widest any walked part needs (2 × 50 / 0.2 = 500)
-    assert settings(50, 1_000_000, [400_000, 200_000], ["hnsw", "hnsw"]) == walk(500)
-    # the floor of 4 × depth, and the cap
-    assert settings(100, 1_000_000, [900_000], ["hnsw"]) == walk(400)
+    # 90 %: 333.3, rounded up
+    assert settings(50, 1_000_000, [900_000], ["hnsw"]) == walk(334)
+    # one setting per statement: the widest any walked part needs (375 and 750)
+    assert settings(50, 1_000_000, [800_000, 400_000], ["hnsw", "hnsw"]) == walk(750)
+    # a deeper leg walks wider
+    assert settings(100, 1_000_000, [900_000], ["hnsw"]) == walk(667)
     assert settings(300, 1_000_000, [900_000], ["hnsw"]) == walk(1000)
 
 
@@ -137,8 +136,8 @@ def test_the_search_statement_carries_the_width_of_the_parts_share(
     from tests.persistence.factories import AgentFactory
 
     other = AgentFactory(company=rrf_agent.company)
-    store(rrf_agent, keyword_embedder, "deploy one", "deploy two")
-    store(other, keyword_embedder, *(f"note {i}" for i in range(6)))
+    store(rrf_agent, keyword_embedder, *(f"deploy {i}" for i in range(6)))
+    store(other, keyword_embedder, "note one", "note two")
     for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "NARROW_PART_EXACT_MAX_ROWS": 0}.items():
         monkeypatch.setattr(dense_module, name, value)
     monkeypatch.setattr(dense_module, "HNSW_MIN_SHARE", 0.0)
@@ -153,12 +152,12 @@ def test_the_search_statement_carries_the_width_of_the_parts_share(
             agent=rrf_agent, query=MemoryQuery(text="deploy"), embedder=keyword_embedder,
             now=NOW, include_shared=False, legs=("dense",),
         )  # fmt: skip
-    assert result.dense_paths == ["hnsw+exact"]  # 2 rows < the leg depth of 50
+    assert result.dense_paths == ["hnsw+exact"]  # 6 rows < the leg depth of 50
     script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
     assert script.startswith("SELECT set_config(%s, %s, true), ")
     n_settings = script.split(";\n", 1)[0].count("%s") // 2
     sent = dict(zip(params[: 2 * n_settings : 2], params[1 : 2 * n_settings : 2], strict=True))
-    # the agent's 2 rows of the table's 8: share 0.25, first walk 2 × 50 / 0.25 = 400
+    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400
     assert sent == walk(400)
 
 
