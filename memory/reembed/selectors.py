@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from memory.reembed.models import ReembedJob
 
+#: While it runs, the dense leg sees only the rows already re-embedded (the others keep
+#: their old vectors, which are never compared with the query's): search answers from those
+#: and the sparse leg and says so (``degraded`` gets ``"reembedding"``).
 DEGRADED_REEMBEDDING = "reembedding"
 
 
@@ -24,29 +27,23 @@ def job_progress(job: ReembedJob) -> dict:
     }
 
 
-def reembedding_status(company_id: int, embedder_id: str, dims: int) -> dict | None:
-    """The running job moving ``company_id`` to the query's embedder, or ``None``.
-
-    While it runs, the dense leg sees only the rows already re-embedded (the others keep
-    their old vectors, which are never compared with the query's): search answers from
-    those and the sparse leg and says so (``degraded`` gets ``"reembedding"``). One
-    indexed lookup (the partial unique index on running jobs).
-    """
-    job = (
-        ReembedJob.objects.filter(
-            company_id=company_id,
-            status=ReembedJob.Status.RUNNING,
-            to_embedder_id=embedder_id,
-            to_dims=dims,
-        )
-        .only("id", "memories_done", "memories_total", "facts_done", "facts_total")
-        .first()
+def reembedding_sql(company_id: int, embedder_id: str, dims: int) -> tuple[str, list]:
+    """A SQL expression for the running job moving ``company_id`` to ``(embedder_id, dims)``
+    (JSON ``{job, done, total}``, NULL if none), for a statement the search sends anyway:
+    one lookup in the partial unique index on running jobs, no extra round trip."""
+    return (
+        "(SELECT json_build_object('job', j.id, 'done', j.memories_done + j.facts_done, "
+        "'total', j.memories_total + j.facts_total) FROM memory_reembedjob j "
+        "WHERE j.company_id = %s AND j.status = 'running' AND j.to_embedder_id = %s "
+        "AND j.to_dims = %s)",
+        [company_id, embedder_id, dims],
     )
-    if job is None:
+
+
+def reembedding_progress(value: dict | None) -> dict | None:
+    """What the search reports, from :func:`reembedding_sql`'s value."""
+    if not value:
         return None
-    return {
-        "job": job.pk,
-        "done": job.done,
-        "total": job.total,
-        "share_done": job.share_done,
-    }
+    done, total = int(value["done"]), int(value["total"])
+    share = 1.0 if total == 0 else round(done / total, 4)
+    return {"job": int(value["job"]), "done": done, "total": total, "share_done": share}

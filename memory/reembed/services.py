@@ -18,7 +18,7 @@ constraint) and queues :func:`memory.reembed.tasks.run_reembed_job`. The job:
 Meanwhile every row keeps its old vector until the batch that replaces it commits; search
 compares only vectors of the query's (new) embedder, the sparse leg finds the rest, and
 search reports ``degraded: ["reembedding"]`` with the share done
-(:func:`memory.reembed.selectors.reembedding_status`). A row stored or changed during the job
+(:func:`memory.reembed.selectors.reembedding_sql`). A row stored or changed during the job
 is embedded by the new embedder on its own write path; the batch update skips a row whose
 text changed since it was read. Memories still ``pending`` (no vector: the embedder failed
 when they were stored) are the embedding backfill's, not the job's.

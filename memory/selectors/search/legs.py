@@ -23,6 +23,7 @@ import numpy as np
 from django.db import connection
 
 from memory.embedding import embedder_for
+from memory.reembed.selectors import reembedding_progress, reembedding_sql
 from memory.selectors.search import dense as dense_leg
 from memory.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
 from memory.selectors.search.scope import Part
@@ -79,9 +80,12 @@ class Legs:
     vector: str | None = None
     #: id → cosine similarity to the query, for every candidate with a comparable vector
     similarity: dict = field(default_factory=dict)
-    #: id → (created_at, is_shared), for every candidate
+    #: id → (created_at, is_shared), for every candidate (``with_meta`` only: what the
+    #: linear ranking needs; RRF ranks by the legs' orders alone)
     meta: dict = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
+    #: the running re-embedding job's progress toward the query's embedder (None if none)
+    reembedding: dict | None = None
 
 
 def run_legs(
@@ -94,6 +98,7 @@ def run_legs(
     depth: int,
     use_dense: bool = True,
     use_sparse: bool = True,
+    with_meta: bool = True,
 ) -> Legs:
     degraded: list[str] = []
     vector: np.ndarray | None = None
@@ -112,7 +117,8 @@ def run_legs(
 
     # The planning round trip runs while the query is being embedded (onnxruntime and a
     # remote embedder's socket wait both release the GIL).
-    lexemes, counts = _plan(text, parts, sparse=use_sparse, dense=embedding is not None)
+    reembed = (company.pk, embedder_id, embedder.dims) if embedding is not None else None
+    lexemes, counts, job = _plan(text, parts, sparse=use_sparse, reembed=reembed)
     timings["plan_ms"] = (time.perf_counter() - clock) * 1000
     if embedding is not None:
         try:
@@ -135,36 +141,45 @@ def run_legs(
         embedder_id=embedder_id if vector is not None else "", dims=dims,
         vector=vector_literal(vector) if vector is not None else None,
     )  # fmt: skip
+    if vector is not None and reembed is not None and reembed[2] == dims:
+        legs.reembedding = reembedding_progress(job)
     if vector is not None or lexemes:
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
-            rows=counts,
+            with_meta=with_meta, rows=counts,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
 
 
 def _plan(
-    text: str, parts: Sequence[Part], *, sparse: bool, dense: bool
-) -> tuple[list[str], list[int]]:
-    """The query's lexemes (when the sparse leg runs) and the live rows of the table and of
-    each part (when the dense leg runs), in one round trip."""
+    text: str,
+    parts: Sequence[Part],
+    *,
+    sparse: bool,
+    reembed: tuple[int, str, int] | None,
+) -> tuple[list[str], list[int], dict | None]:
+    """In one round trip: the query's lexemes (when the sparse leg runs); and, when the dense
+    leg runs (``reembed``: company id, query embedder id, dims), the live rows of the table
+    and of each part, and the running re-embedding job toward the query's embedder."""
     exprs: list[str] = []
     params: list = []
     if sparse:
         exprs.append(QUERY_LEXEMES_EXPR)
         params.append(text)
-    if dense:
+    if reembed is not None:
         count_exprs, count_params = dense_leg.scope_rows_sql(parts)
-        exprs += count_exprs
-        params += count_params
+        job_expr, job_params = reembedding_sql(*reembed)
+        exprs += [*count_exprs, job_expr]
+        params += [*count_params, *job_params]
     if not exprs:
-        return [], []
+        return [], [], None
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
-    return lexemes, [int(n) for n in row]
+    job = row.pop() if reembed is not None else None
+    return lexemes, [int(n) for n in row], job
 
 
 def _run_statement(
@@ -175,6 +190,7 @@ def _run_statement(
     paths: list[str],
     lexemes: list[str],
     depth: int,
+    with_meta: bool,
     rows: Sequence[int] = (),
 ) -> None:
     ctes: list[str] = []
@@ -200,9 +216,10 @@ def _run_statement(
         similarity = f"CASE WHEN {comparable} THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
     else:
         similarity = "NULL::float8"
+    meta = "m.created_at, m.is_shared" if with_meta else "NULL::timestamptz, NULL::boolean"
     sql = (
         f"WITH {', '.join(ctes)} "
-        f"SELECT c.kind, c.id, c.score, {similarity}, m.created_at, m.is_shared "
+        f"SELECT c.kind, c.id, c.score, {similarity}, {meta} "
         f"FROM ({' UNION ALL '.join(kinds)}) AS c JOIN memory_memory m ON m.id = c.id"
     )
     if walks:
@@ -237,11 +254,13 @@ def _run_statement(
             "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
         )
         script_params.append(list(settings))
+    clock = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(";\n".join(script), script_params)
         if settings:
             cursor.nextset()
         rows = cursor.fetchall()
+    legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
     for kind, mid, score, sim, created_at, is_shared in rows:
         if kind.startswith("w"):
@@ -250,7 +269,8 @@ def _run_statement(
         (legs.dense if kind == "d" else legs.sparse).append((mid, score))
         if sim is not None:
             legs.similarity[mid] = sim
-        legs.meta[mid] = (created_at, is_shared)
+        if with_meta:
+            legs.meta[mid] = (created_at, is_shared)
     legs.dense_paths = [
         (HNSW if walked[index] >= depth else HNSW_EXACT) if path == HNSW else path
         for index, path in enumerate(paths)

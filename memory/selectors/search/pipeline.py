@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from memory.reembed.selectors import DEGRADED_REEMBEDDING, reembedding_status
+from memory.reembed.selectors import DEGRADED_REEMBEDDING
 from memory.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.retrieval.ranking import recency_score
 from memory.selectors.search.fuse import fuse
@@ -128,6 +128,7 @@ def _search(
     ran = run_legs(
         company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
+        with_meta=config.fusion_strategy is FusionStrategy.LINEAR,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
     clock = time.perf_counter()
@@ -155,12 +156,10 @@ def _search(
         for mid, relevance_value, recency_value, combined in scored
         if mid in memories
     ]
-    degraded, reembedding = ran.degraded, None
-    if ran.vector is not None:
+    degraded, reembedding = ran.degraded, ran.reembedding
+    if reembedding is not None:
         # Rows not yet re-embedded have no vector of the query's embedder: only BM25 sees them.
-        reembedding = reembedding_status(company.pk, ran.embedder_id, ran.dims)
-        if reembedding is not None:
-            degraded = [*degraded, DEGRADED_REEMBEDDING]
+        degraded = [*degraded, DEGRADED_REEMBEDDING]
     return SearchResult(
         hits=hits,
         degraded=degraded,
