@@ -562,46 +562,35 @@ def search_class(
         for part, path in zip(("own", "shared"), result.dense_paths, strict=False):
             paths[f"{part}:{path}"] = paths.get(f"{part}:{path}", 0) + 1
         query_embedding_cache.clear()
-        db0 = _cpu_seconds(pid)
-        t0 = time.perf_counter()
-        dense_only = memory_search(
-            agent=agent,
-            query=MemoryQuery(text=text, limit=10),
-            embedder=FixedEmbedder(real.embedder_id, vector),
-            legs=("dense",),
-        )
-        dense_ms.append((time.perf_counter() - t0) * 1000)
-        db1 = _cpu_seconds(pid)
-        if db0 is not None and db1 is not None:
-            dense_db_cpu.append((db1 - db0) * 1000)
-        for part, path in zip(("own", "shared"), dense_only.dense_paths, strict=False):
-            key = f"{part}:{path}"
-            dense_only_paths[key] = dense_only_paths.get(key, 0) + 1
-        top = [hit.memory.pk for hit in dense_only.hits]
+
+        def dense_run(ms, cpu, seen, rule=None, agent=agent, text=text, vector=vector):
+            """The dense leg alone (under ``rule``, else the current one): its time, backend
+            CPU and paths recorded; its top 10 returned."""
+            db0 = _cpu_seconds(pid)
+            t0 = time.perf_counter()
+            search = lambda: memory_search(  # noqa: E731
+                agent=agent,
+                query=MemoryQuery(text=text, limit=10),
+                embedder=FixedEmbedder(real.embedder_id, vector),
+                legs=("dense",),
+            )
+            result = _with_rule(rule, search) if rule else search()
+            ms.append((time.perf_counter() - t0) * 1000)
+            db1 = _cpu_seconds(pid)
+            if db0 is not None and db1 is not None:
+                cpu.append((db1 - db0) * 1000)
+            for part, path in zip(("own", "shared"), result.dense_paths, strict=False):
+                seen[f"{part}:{path}"] = seen.get(f"{part}:{path}", 0) + 1
+            return [hit.memory.pk for hit in result.hits]
+
+        top = dense_run(dense_ms, dense_db_cpu, dense_only_paths)
         exact = exact_top(agent, vector_literal(vector), real.embedder_id, 10)
         recalls.append(len(set(top) & set(exact)) / max(1, len(exact)))
         if baseline:
             # The same dense leg under the previous rule, on the same query (before/after
             # within one run).
-            db0 = _cpu_seconds(pid)
-            t0 = time.perf_counter()
-            before = _with_rule(
-                PREVIOUS_RULE,
-                lambda agent=agent, text=text, vector=vector: memory_search(
-                    agent=agent,
-                    query=MemoryQuery(text=text, limit=10),
-                    embedder=FixedEmbedder(real.embedder_id, vector),
-                    legs=("dense",),
-                ),
-            )
-            base_ms.append((time.perf_counter() - t0) * 1000)
-            db1 = _cpu_seconds(pid)
-            if db0 is not None and db1 is not None:
-                base_db_cpu.append((db1 - db0) * 1000)
-            for part, path in zip(("own", "shared"), before.dense_paths, strict=False):
-                base_paths[f"{part}:{path}"] = base_paths.get(f"{part}:{path}", 0) + 1
-            before_top = [hit.memory.pk for hit in before.hits]
-            base_recalls.append(len(set(before_top) & set(exact)) / max(1, len(exact)))
+            before = dense_run(base_ms, base_db_cpu, base_paths, rule=PREVIOUS_RULE)
+            base_recalls.append(len(set(before) & set(exact)) / max(1, len(exact)))
         if ef_lever:
             # The same dense leg with the first HNSW walk as wide as pgvector allows: tells a
             # walk that missed the query's neighbourhood from one cut short by its width.
