@@ -197,6 +197,11 @@ def run_locomo(
         from synthorg.db.roles import owner_execute
 
         owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
+        # The sparse leg reuses the lexeme statistics for LEXEME_STATS_TTL_S; a service
+        # reads autovacuum's fresh ones within that time, this run re-reads them at once.
+        from memory.selectors.search import sparse as sparse_module
+
+        sparse_module._lexeme_stats = (float("-inf"), {})
         config = company_config(company).memory.retrieval
         effective = config.model_dump(
             mode="json",

@@ -139,7 +139,7 @@ def dense_leg(agent, vectors, embedder_id: str) -> dict:
             embedder=FixedQueryEmbedder(embedder_id, vector), include_shared=False,
             legs=("dense",),
         )  # fmt: skip
-        times.append(result.timings["dense_ms"])
+        times.append(result.timings["legs_ms"])  # the dense leg alone (legs=("dense",))
         paths.extend(result.dense_paths)
         results.append([hit.memory.pk for hit in result.hits])
     return {"times": times, "paths": sorted(set(paths)), "results": results}

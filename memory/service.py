@@ -64,6 +64,8 @@ class ToolSearchResult:
     degraded: list[str] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
     sufficient: bool | None = None
+    #: a running re-embedding job's progress (``degraded`` holds ``"reembedding"``)
+    reembedding: dict | None = None
 
 
 class MemoryService:

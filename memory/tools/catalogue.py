@@ -38,8 +38,10 @@ Category = Literal["working", "episodic", "semantic", "procedural", "social"]
 EXCERPT = 400
 
 
-def hits_payload(hits, degraded) -> dict:
-    return json_ready(s.SearchResponseSerializer(s.search_payload(hits, degraded)).data)
+def hits_payload(hits, degraded, reembedding: dict | None = None) -> dict:
+    """The REST search response's shape (``reembedding``: a running job's progress)."""
+    payload = s.search_payload(hits, degraded, reembedding)
+    return json_ready(s.SearchResponseSerializer(payload).data)
 
 
 def hits_text(hits, *, empty: str) -> str:
@@ -185,7 +187,7 @@ def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
     result = service_for(ctx).tool_search(
         _query(args, limit=args.limit, categories=args.categories)
     )
-    data = hits_payload(result.hits, result.degraded)
+    data = hits_payload(result.hits, result.degraded, result.reembedding)
     data["queries"] = result.queries
     return ToolResult(hits_text(result.hits, empty="No memories match."), data)
 
@@ -244,7 +246,7 @@ def search_shared_knowledge(ctx: ToolContext, args: SearchSharedArgs) -> ToolRes
     )
     return ToolResult(
         hits_text(result.hits, empty="No shared knowledge matches."),
-        hits_payload(result.hits, result.degraded),
+        hits_payload(result.hits, result.degraded, result.reembedding),
     )
 
 

@@ -199,11 +199,16 @@ def search_with_reformulation(*, agent: Agent, query: MemoryQuery, provider=None
     config = company_config(agent.company).memory.retrieval
     first = memory_search(agent=agent, query=query, config=config)
     if not config.query_reformulation_enabled or query.text is None:
-        return ToolSearchResult(first.hits, list(first.degraded), [query.text or ""])
+        return ToolSearchResult(
+            first.hits, list(first.degraded), [query.text or ""], reembedding=first.reembedding
+        )
     provider = provider or completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
         return ToolSearchResult(
-            first.hits, [*first.degraded, "reformulation_unavailable"], [query.text]
+            first.hits,
+            [*first.degraded, "reformulation_unavailable"],
+            [query.text],
+            reembedding=first.reembedding,
         )
     degraded = list(first.degraded)
     rounds = iter([first])
@@ -235,5 +240,9 @@ def search_with_reformulation(*, agent: Agent, query: MemoryQuery, provider=None
         limit=query.limit,
     )
     return ToolSearchResult(
-        outcome.hits, degraded + outcome.degraded, outcome.queries, outcome.sufficient
+        outcome.hits,
+        degraded + outcome.degraded,
+        outcome.queries,
+        outcome.sufficient,
+        reembedding=first.reembedding,
     )

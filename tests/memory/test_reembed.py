@@ -191,6 +191,18 @@ def test_an_interrupted_job_resumes_where_it_stopped(server, org_embeddings):
     ).json()
     assert (body["degraded"], body["reembedding"]) == (["reembedding"], progress)
     assert len(body["included"]) >= 2
+    # … and the agent tools (REST tool calls; MCP serves the same ToolResult payloads)
+    for name, arguments in (
+        ("search_memory", {"query": "billing database nightly"}),
+        ("search_shared_knowledge", {"query": "billing database nightly"}),
+    ):
+        body = client.post(
+            "/api/v1/memories/tools/call", {"name": name, "arguments": arguments}, format="json"
+        ).json()
+        assert (body["data"]["degraded"], body["data"]["reembedding"]) == (
+            ["reembedding"],
+            progress,
+        ), name
 
     server_requests_before = len(server.requests_to(server.EMBEDDINGS))
     second = reembed_job_run(job=job, batch_size=3)

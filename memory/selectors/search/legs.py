@@ -146,7 +146,7 @@ def run_legs(
     if vector is not None or lexemes:
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
-            with_meta=with_meta, rows=counts,
+            with_meta=with_meta, scope_share=_scope_share(counts), rows=counts,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
@@ -159,19 +159,23 @@ def _plan(
     sparse: bool,
     reembed: tuple[int, str, int] | None,
 ) -> tuple[list[str], list[int], dict | None]:
-    """In one round trip: the query's lexemes (when the sparse leg runs); and, when the dense
-    leg runs (``reembed``: company id, query embedder id, dims), the live rows of the table
-    and of each part, and the running re-embedding job toward the query's embedder."""
+    """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
+    the table and of each part (path choice; common lexemes); and, when the dense leg runs
+    (``reembed``: company id, query embedder id, dims), the running re-embedding job toward
+    the query's embedder."""
     exprs: list[str] = []
     params: list = []
     if sparse:
         exprs.append(QUERY_LEXEMES_EXPR)
         params.append(text)
-    if reembed is not None:
+    if sparse or reembed is not None:
         count_exprs, count_params = dense_leg.scope_rows_sql(parts)
+        exprs += count_exprs
+        params += count_params
+    if reembed is not None:
         job_expr, job_params = reembedding_sql(*reembed)
-        exprs += [*count_exprs, job_expr]
-        params += [*count_params, *job_params]
+        exprs.append(job_expr)
+        params += job_params
     if not exprs:
         return [], [], None
     with connection.cursor() as cursor:
@@ -180,6 +184,13 @@ def _plan(
     lexemes = list(row.pop(0) or []) if sparse else []
     job = row.pop() if reembed is not None else None
     return lexemes, [int(n) for n in row], job
+
+
+def _scope_share(counts: Sequence[int]) -> float:
+    """The scope's live rows over the table's (``counts``: table, then each part)."""
+    if len(counts) < 2 or counts[0] <= 0:
+        return 1.0
+    return min(1.0, sum(counts[1:]) / counts[0])
 
 
 def _run_statement(
@@ -191,6 +202,7 @@ def _run_statement(
     lexemes: list[str],
     depth: int,
     with_meta: bool,
+    scope_share: float = 1.0,
     rows: Sequence[int] = (),
 ) -> None:
     ctes: list[str] = []
@@ -207,7 +219,7 @@ def _run_statement(
         params += dense_params
         kinds.append("SELECT 'd' AS kind, id, sim AS score FROM dense")
     if lexemes:
-        sparse_sql, sparse_params = sparse_ctes(parts, filters, lexemes, depth)
+        sparse_sql, sparse_params = sparse_ctes(parts, filters, lexemes, depth, scope_share)
         ctes.append(sparse_sql)
         params += sparse_params
         kinds.append("SELECT 's' AS kind, id, score FROM sparse")

@@ -62,3 +62,39 @@ def test_common_lexemes_score_candidates_but_do_not_find_them(keyword_embedder):
     # a query of common lexemes only runs unchanged: every "deploy" row is a candidate
     alone = search(rrf_agent, keyword_embedder, "deploy", legs=("sparse",), limit=100)
     assert len(alone.hits) == 41
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lexeme_concentrated_in_the_scope_is_common_there(keyword_embedder):
+    """A lexeme in every row of one agent (its user's name) is a small share of the table
+    but, read as if all its rows were the scope's, ≥ 80 % of the scope: common there (it
+    scores with that estimated share), not in a scope holding the whole table."""
+    from tests.support.db_roles import owner_cursor
+
+    company = CompanyFactory(config=RRF)
+    named, other = AgentFactory(company=company), AgentFactory(company=company)
+    store(named, keyword_embedder, *[f"caroline step {i}" for i in range(10)])
+    billing = store(named, keyword_embedder, "caroline billing")
+    store(other, keyword_embedder, *[f"lunch menu {i}" for i in range(55)])
+    with owner_cursor() as cursor:
+        cursor.execute("ANALYZE memory_memory")
+    table_share = 11 / 66
+    # "carolin": the english stem
+    assert sparse_module.common_lexemes(["carolin", "bill"]) == {}  # 0.17 < 0.2
+    assert sparse_module.common_lexemes(["carolin", "bill"], scope_share=11 / 66) == {
+        "carolin": pytest.approx(1.0)
+    }
+    assert sparse_module.common_lexemes(["carolin"], scope_share=0.5) == {}  # 0.33 < 0.8
+    assert table_share < sparse_module.COMMON_LEXEME_SHARE
+
+    # through the search: the agent's scope is 11 of the table's 66 live rows, so
+    # "caroline" only scores the row "billing" finds (df = N: it adds nothing)
+    result = search(named, keyword_embedder, "caroline billing", legs=("sparse",), limit=10)
+    assert [hit.memory.pk for hit in result.hits] == [billing[0].pk]
+    n, avgdl = 11, (10 * 3 + 2) / 11
+    idf_bill = math.log(1 + (n - 1 + 0.5) / (1 + 0.5))
+    idf_caroline = math.log(1 + (n - n + 0.5) / (n + 0.5))
+    expected = sum(
+        idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / avgdl)) for idf in (idf_bill, idf_caroline)
+    )
+    assert result.hits[0].sparse_score == pytest.approx(expected)
