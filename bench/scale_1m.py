@@ -105,18 +105,31 @@ def agent_plan(memories: int) -> list[tuple[str, int]]:
 
 
 class Synthetic:
-    """Clustered unit vectors and cluster-topical texts (deterministic)."""
+    """Clustered unit vectors and cluster-topical texts (deterministic).
 
-    def __init__(self, clusters: int, seed: int = SEED) -> None:
+    ``centres="random"``: random unit centres (mutually orthogonal in 384 dimensions, the
+    hard case for HNSW); ``"model"``: each centre is the real embedder's vector of its
+    cluster's three topic words, so clusters shade into each other as real topics do (the
+    random stream is the same either way: same topics, texts and queries)."""
+
+    def __init__(self, clusters: int, seed: int = SEED, centres: str = "random") -> None:
         self.rng = np.random.default_rng(seed)
-        centres = self.rng.normal(size=(clusters, DIMS))
-        self.centres = (centres / np.linalg.norm(centres, axis=1, keepdims=True)).astype(np.float32)
+        random_centres = self.rng.normal(size=(clusters, DIMS))
         self.words = vocabulary()
         filler = 1.0 / np.arange(1, len(self.words) + 1)
         self.filler_p = filler / filler.sum()
         # Three topic words per cluster, from the middle of the vocabulary (not stop words).
         topical = np.arange(300, len(self.words))
         self.topics = self.rng.choice(topical, size=(clusters, 3))
+        if centres == "model":
+            from synthorg.embedding import default_embedder
+
+            topics = [" ".join(self.words[t] for t in row) for row in self.topics]
+            random_centres = np.asarray(default_embedder().embed(topics), dtype=np.float64)
+        elif centres != "random":
+            raise ValueError(f"centres must be 'random' or 'model', not {centres!r}")
+        norms = np.linalg.norm(random_centres, axis=1, keepdims=True)
+        self.centres = (random_centres / norms).astype(np.float32)
 
     def vectors(self, clusters: np.ndarray) -> np.ndarray:
         noise = self.rng.normal(0, NOISE / np.sqrt(DIMS), size=(len(clusters), DIMS))
@@ -703,7 +716,7 @@ def run(args, report: dict, write) -> None:
 
     started_run = time.monotonic()
     deadline = started_run + args.budget_minutes * 60
-    data = Synthetic(args.clusters, seed=args.seed)
+    data = Synthetic(args.clusters, seed=args.seed, centres=args.centres)
     plan = agent_plan(args.memories)
     company = company_create(name="Scale 1M", slug="scale-1m", config={})
     agents = []
@@ -722,6 +735,7 @@ def run(args, report: dict, write) -> None:
         "shared_rows": args.memories - sum(rows for _, rows in plan),
         "clusters": args.clusters,
         "seed": args.seed,
+        "centres": args.centres,
         "noise": NOISE,
         "dims": DIMS,
         "embedder_id": data_embedder_id(company),
@@ -913,7 +927,8 @@ def plot(report: dict, path: Path) -> None:
     data = report.get("data", {})
     figure.suptitle(
         f"{data.get('memories', 0):,} memories in one company (seed {data.get('seed')}, "
-        f"{data.get('clusters')} clusters), load average {report.get('load_average')}, "
+        f"{data.get('clusters')} {data.get('centres', 'random')} clusters), "
+        f"load average {report.get('load_average')}, "
         f"complete: {report.get('complete')}",
         fontsize=9,
     )
@@ -956,6 +971,13 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=SEED,
         help=f"data and query seed ({SEED} evaluates; choose constants on another, e.g. 101)",
+    )
+    p.add_argument(
+        "--centres",
+        choices=("random", "model"),
+        default="random",
+        help="cluster centres: random unit vectors, or the real embedder's vectors of each "
+        "cluster's topic words (clusters that shade into each other)",
     )
     p.add_argument(
         "--baseline",

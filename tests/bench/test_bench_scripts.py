@@ -111,6 +111,24 @@ def test_synthetic_vectors_are_unit_clustered_and_texts_carry_their_cluster_topi
     assert "the" in data.words[:5]  # the tokenizer's frequency-like order: Zipf ranks
 
 
+def test_model_centres_are_the_embedders_vectors_of_the_cluster_topics():
+    from synthorg.embedding import default_embedder
+
+    random_centres = scale_1m.Synthetic(clusters=20, seed=4)
+    model = scale_1m.Synthetic(clusters=20, seed=4, centres="model")
+    # the same random stream: same topics (so the same texts and queries)
+    assert (model.topics == random_centres.topics).all()
+    topic = " ".join(model.words[t] for t in model.topics[5])
+    expected = default_embedder().embed([topic])[0]
+    assert float(model.centres[5] @ expected) > 0.999
+    # topics that share nothing are still not orthogonal, unlike random centres
+    assert float(np.mean(model.centres @ model.centres.T)) > float(
+        np.mean(random_centres.centres @ random_centres.centres.T)
+    )
+    with pytest.raises(ValueError, match="centres must be"):
+        scale_1m.Synthetic(clusters=2, centres="uniform")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_copy_loader_fills_every_required_column_and_the_product_search_finds_the_rows():
     company = CompanyFactory()
