@@ -1,11 +1,12 @@
 """Running the legs: embed the query once, then both legs in one SQL statement.
 
 Two round trips. The query is embedded on a worker thread while the request thread runs a
-planning one: the query's lexemes, and the row counts that choose each scope part's dense
-path. Then the search statement itself, which holds the dense CTEs (:mod:`.dense`), the
+planning one: the query's lexemes, the row counts that choose each scope part's dense path
+(and the sparse leg's common lexemes), and a running re-embedding job toward the query's
+embedder. Then the search statement itself, which holds the dense CTEs (:mod:`.dense`), the
 sparse CTEs (:mod:`.sparse`) and, for every candidate either leg found, its cosine
-similarity to the query (for rows of the query's embedder), its ``created_at`` and
-``is_shared`` (what the linear ranking needs). Settings an HNSW walk
+similarity to the query (for rows of the query's embedder) and, for linear fusion, its
+``created_at`` and ``is_shared`` (what the linear ranking needs). Settings an HNSW walk
 needs go in the same query string as transaction-local settings, so they cost no round trip
 and end with the statement's implicit transaction.
 """
@@ -146,7 +147,7 @@ def run_legs(
     if vector is not None or lexemes:
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
-            with_meta=with_meta, scope_share=_scope_share(counts), rows=counts,
+            with_meta=with_meta, scope_share=_scope_share(counts), counts=counts,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
@@ -203,7 +204,7 @@ def _run_statement(
     depth: int,
     with_meta: bool,
     scope_share: float = 1.0,
-    rows: Sequence[int] = (),
+    counts: Sequence[int] = (),
 ) -> None:
     ctes: list[str] = []
     params: list = []
@@ -245,14 +246,13 @@ def _run_statement(
     # script as one simple query, which runs as one implicit transaction, so settings made
     # with set_config(..., true) hold for the search statement and end with it.
     walking = HNSW in paths
-    # The walk's width follows the walked parts' shares of the table (rows: table, parts).
-    settings = (
-        dense_leg.hnsw_settings(
-            depth, _supports_iterative_scan(), table_rows=rows[0], part_rows=rows[1:], paths=paths
-        )
-        if walking
-        else {}
-    )
+    # The walk's width follows the walked parts' shares of the table (counts: table, parts).
+    settings = {}
+    if walking:
+        settings = dense_leg.hnsw_settings(
+            depth, _supports_iterative_scan(), table_rows=counts[0], part_rows=counts[1:],
+            paths=paths,
+        )  # fmt: skip
     script: list[str] = []
     script_params: list = []
     if settings:
