@@ -89,9 +89,13 @@ def test_drop_database_refuses_a_name_that_is_not_a_scratch_database():
         drop_database("synthorg")
 
 
+# The child restores Python's Ctrl-C handler: a shell that runs the suite in the background
+# (``make test &``) starts it with SIGINT ignored, and Python then leaves SIGINT ignored;
+# Ctrl-C in a terminal, what the test stands for, always raises KeyboardInterrupt.
 SCRIPT = textwrap.dedent(
     """
-    import os, sys, time
+    import os, signal, sys, time
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {root!r})
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
     import django
