@@ -16,8 +16,8 @@ stage timings the code reports, and whether the top-10 results differed.
     python bench/search_ab.py --org 2000 --queries 200 --base 7125c10
 
 Writes ``bench/results/kernel/search_ab_<mode>.json`` unless ``--out`` says otherwise.
-Rows it stores are deleted at the end (companies stay: their audit entries are
-append-only); the org mode runs in a transaction that is rolled back.
+Everything runs in a throw-away database (``bench/scratch_db.py``), dropped at the end: the
+user's database is never written.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from bench.locomo import load_conversations, log, percentile  # noqa: E402
+from bench.locomo import load_conversations, log, percentile, store_turns  # noqa: E402
+from bench.scratch_db import scratch_database  # noqa: E402
 
 SEARCH_FILES = ("__init__", "results", "scope", "dense", "sparse", "legs", "fuse", "hydrate")
 SEARCH_FILES += ("pipeline",)
@@ -140,9 +141,7 @@ class _Recorder:
 
 
 def run_locomo(searches: dict, data: str) -> dict:
-    from memory.domain import MemoryStoreRequest
     from memory.retrieval.query import MemoryQuery
-    from memory.services.store import memory_store_batch
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -151,59 +150,34 @@ def run_locomo(searches: dict, data: str) -> dict:
     recorder = _Recorder(list(searches))
     found_any = {v: 0 for v in searches}
     found_all = {v: 0 for v in searches}
-    companies = []
-    tag = uuid.uuid4().hex[:6]
-    try:
-        for conv in load_conversations(data, with_context=True):
-            company = company_create(
-                name=f"ab {conv.sample_id} {tag}", slug=f"ab-{conv.sample_id}-{tag}".lower()
-            )
-            companies.append(company)
-            agent = agent_create(company=company, name="ab", memory_level="persistent")
-            ids = {}
-            for start in range(0, len(conv.turns), 64):
-                chunk = conv.turns[start : start + 64]
-                stored = memory_store_batch(
+    for conv in load_conversations(data, with_context=True):
+        company = company_create(name=f"ab {conv.sample_id}", slug=f"ab-{conv.sample_id}".lower())
+        agent = agent_create(company=company, name="ab", memory_level="persistent")
+        ids = store_turns(agent, conv.turns, label=f"{conv.sample_id} ingest")
+        owner_execute("ANALYZE memory_memory")
+        backend = _Backend()  # the owner's statement reopened the connection
+        log(f"{conv.sample_id}: {len(conv.turns)} stored; searching")
+        for qa in conv.questions:
+            evidence = [ids.get(e) for e in qa.get("evidence") or []]
+            if not evidence:
+                continue
+            recorder.asked += 1
+            wanted = {e for e in evidence if e is not None}
+            tops = {}
+            for variant in recorder.order():
+                query_embedding_cache.clear()
+                result = recorder.run(
+                    backend,
+                    variant,
+                    searches[variant],
                     agent=agent,
-                    requests=[
-                        MemoryStoreRequest(
-                            content=t.content,
-                            context=t.context,
-                            category="episodic",
-                            created_at=t.created_at,
-                        )
-                        for t in chunk
-                    ],
+                    query=MemoryQuery(text=str(qa["question"]), limit=10),
                 )
-                ids.update({t.dia_id: r.id for t, r in zip(chunk, stored, strict=True)})
-            owner_execute("ANALYZE memory_memory")
-            backend = _Backend()  # the owner's statement reopened the connection
-            log(f"{conv.sample_id}: {len(conv.turns)} stored; searching")
-            for qa in conv.questions:
-                evidence = [ids.get(e) for e in qa.get("evidence") or []]
-                if not evidence:
-                    continue
-                recorder.asked += 1
-                wanted = {e for e in evidence if e is not None}
-                tops = {}
-                for variant in recorder.order():
-                    query_embedding_cache.clear()
-                    result = recorder.run(
-                        backend,
-                        variant,
-                        searches[variant],
-                        agent=agent,
-                        query=MemoryQuery(text=str(qa["question"]), limit=10),
-                    )
-                    top = [hit.memory.pk for hit in result.hits]
-                    tops[variant] = top
-                    found_any[variant] += bool(wanted & set(top))
-                    found_all[variant] += len(wanted) == len(evidence) and wanted <= set(top)
-                recorder.differing += len({tuple(t) for t in tops.values()}) > 1
-    finally:
-        with connection.cursor() as cursor:
-            for company in companies:
-                cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
+                top = [hit.memory.pk for hit in result.hits]
+                tops[variant] = top
+                found_any[variant] += bool(wanted & set(top))
+                found_all[variant] += len(wanted) == len(evidence) and wanted <= set(top)
+            recorder.differing += len({tuple(t) for t in tops.values()}) > 1
     asked = max(recorder.asked, 1)
     return recorder.summary() | {
         "data": data,
@@ -225,8 +199,7 @@ def run_scale(searches: dict, size: int, queries: int) -> dict:
     vocab = [f"w{i}" for i in range(WORDS)]
     real = default_embedder()
     real.warm_up()
-    tag = uuid.uuid4().hex[:8]
-    company = company_create(name=f"ab scale {tag}", slug=f"ab-scale-{tag}")
+    company = company_create(name="ab scale", slug="ab-scale")
     agent = agent_create(company=company, name="ab-scale", memory_level="persistent")
     questions = [
         "When did Caroline go to the LGBTQ support group?",
@@ -246,32 +219,28 @@ def run_scale(searches: dict, size: int, queries: int) -> dict:
             return self.embed([text])[0]
 
     recorder = _Recorder(list(searches))
-    try:
-        _load(company, [agent], size, centres, vocab, rng)
-        backend = _Backend()
-        for q in range(queries):
-            text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
-            embedder = Embedding(_noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0])
-            recorder.asked += 1
-            tops = {}
-            for variant in recorder.order():
-                query_embedding_cache.clear()
-                result = recorder.run(
-                    backend,
-                    variant,
-                    searches[variant],
-                    agent=agent,
-                    query=MemoryQuery(text=text, limit=10),
-                    embedder=embedder,
-                    include_shared=False,
-                )
-                tops[variant] = [hit.memory.pk for hit in result.hits]
-            recorder.differing += len({tuple(t) for t in tops.values()}) > 1
-            if (q + 1) % 50 == 0:
-                log(f"  {q + 1}/{queries} queries")
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("DELETE FROM memory_memory WHERE company_id = %s", [company.pk])
+    _load(company, [agent], size, centres, vocab, rng)
+    backend = _Backend()
+    for q in range(queries):
+        text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
+        embedder = Embedding(_noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0])
+        recorder.asked += 1
+        tops = {}
+        for variant in recorder.order():
+            query_embedding_cache.clear()
+            result = recorder.run(
+                backend,
+                variant,
+                searches[variant],
+                agent=agent,
+                query=MemoryQuery(text=text, limit=10),
+                embedder=embedder,
+                include_shared=False,
+            )
+            tops[variant] = [hit.memory.pk for hit in result.hits]
+        recorder.differing += len({tuple(t) for t in tops.values()}) > 1
+        if (q + 1) % 50 == 0:
+            log(f"  {q + 1}/{queries} queries")
     return recorder.summary() | {"memories": size, "agents": 1}
 
 
@@ -342,7 +311,7 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, scratch_database("search_ab"):
         sys.path.insert(0, scratch)
         variants = {}
         for commit in args.base:
