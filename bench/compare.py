@@ -8,7 +8,7 @@ requirements.txt)::
         [--conversations conv-26,conv-30] --out bench/results/compare_mem0.json
 
 Both engines store the same text per memory: a LoCoMo turn plus the turn it answers
-(``memory.domain.embedding_text``, what ``bench/retrieval.py`` stores), one memory per turn,
+(``memory.core.domain.embedding_text``, what ``bench/retrieval.py`` stores), one memory per turn,
 one agent/user per conversation, and answer every scored question (categories 1–4) with a
 top-10 search. Only the engines differ:
 
@@ -58,7 +58,7 @@ K = 10
 
 
 def _texts(conversations: list[Conversation]) -> list[str]:
-    from memory.domain import embedding_text
+    from memory.core.domain import embedding_text
 
     return [embedding_text(t.content, t.context) for c in conversations for t in c.turns]
 
@@ -104,7 +104,7 @@ def run_mem0(conversations: list[Conversation], workdir: Path) -> dict[str, Any]
 
     logging.getLogger("mem0").setLevel(logging.WARNING)  # an INFO line per inserted vector
 
-    from memory.domain import embedding_text
+    from memory.core.domain import embedding_text
     from synthorg.embedding import MINILM_DIMS
 
     ingest_seconds = 0.0
@@ -291,7 +291,7 @@ def main() -> None:
         "data": Path(args.data).name,
         "conversations": [c.sample_id for c in conversations],
         "embedder": MINILM_EMBEDDER_ID,
-        "same_text": "turn + the turn it answers (memory.domain.embedding_text)",
+        "same_text": "turn + the turn it answers (memory.core.domain.embedding_text)",
         "mem0": {"version": _mem0_version(), "vector_store": "qdrant (embedded, on disk)"} | mem0,
         "raw_embedder": raw,
         "synthorg": ours,

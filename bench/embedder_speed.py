@@ -31,7 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.locomo import load_conversations, log
-from memory.domain import embedding_text
+from memory.core.domain import embedding_text
 from synthorg.embedding.minilm_onnx import MiniLMOnnxEmbedder
 
 

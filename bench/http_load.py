@@ -147,8 +147,8 @@ def sentence(rng: random.Random) -> str:
 
 def seed(agents: int, per_agent: int) -> list[str]:
     """A company with ``agents`` agents holding ``per_agent`` memories each; their keys."""
-    from memory.domain import MemoryStoreRequest
-    from memory.services.store import memory_store_batch
+    from memory.core.domain import MemoryStoreRequest
+    from memory.core.services.store import memory_store_batch
     from persistence.models import Company
     from persistence.selectors.identity import agent_for_api_key
     from persistence.services.agents import agent_create, api_key_issue

@@ -53,9 +53,9 @@ MODES = ("exact", "hnsw", "hnsw_iterative")
 
 
 def run(memories: int, agents: int, queries: int) -> dict:
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import dense as search_module
-    from memory.selectors.search import memory_search
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import dense as search_module
+    from memory.core.selectors.search import memory_search
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import query_embedding_cache

@@ -104,8 +104,8 @@ def progress(label: str, done: int, total: int, width: int = 30) -> None:
 def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
     """Store ``turns`` as the agent's episodic memories through ``memory_store_batch``
     (batches of ``BATCH``); returns the memory id of each turn's ``dia_id``."""
-    from memory.domain import MemoryStoreRequest
-    from memory.services.store import memory_store_batch
+    from memory.core.domain import MemoryStoreRequest
+    from memory.core.services.store import memory_store_batch
 
     ids: dict[str, Any] = {}
     for start in range(0, len(turns), BATCH):
@@ -151,9 +151,9 @@ def run_locomo(
 
     Writes companies, agents and memories: run it inside ``bench.scratch_db.scratch_database``
     (the scripts do), never on the user's database."""
-    from memory.embedding import embedder_for
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.embedding import embedder_for
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from persistence.selectors.config import company_config
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -199,7 +199,7 @@ def run_locomo(
         owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
         # The sparse leg reuses the lexeme statistics for LEXEME_STATS_TTL_S; a service
         # reads autovacuum's fresh ones within that time, this run re-reads them at once.
-        from memory.selectors.search import sparse as sparse_module
+        from memory.core.selectors.search import sparse as sparse_module
 
         sparse_module._lexeme_stats = (float("-inf"), {})
         config = company_config(company).memory.retrieval

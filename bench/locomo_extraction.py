@@ -85,8 +85,8 @@ def run(args) -> dict:
     from memory.ingestion.models import Conversation, ExtractedFact, ExtractionRun
     from memory.ingestion.services.extraction import conversation_extract
     from memory.ingestion.services.messages import conversation_messages_append
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from persistence.models import Agent, Company
 
     data = json.loads(Path(args.data).read_text())

@@ -24,9 +24,9 @@ DEPTHS = (60, 100, 200)
 def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict[str, list]:
     from django.utils import timezone
 
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search.legs import run_legs
-    from memory.selectors.search.scope import Part, scope_filters
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search.legs import run_legs
+    from memory.core.selectors.search.scope import Part, scope_filters
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 

@@ -47,10 +47,10 @@ from bench.locomo import log, progress  # noqa: E402
 def run(*, memories: int, agents: int, max_per_agent: int, seed: int) -> dict:
     from django.utils import timezone
 
-    from memory.embedding import embedder_for
-    from memory.lifecycle_models import ArchivedMemory
-    from memory.models import Memory
-    from memory.services.maintenance import run_maintenance
+    from memory.core.embedding import embedder_for
+    from memory.core.models.maintenance import ArchivedMemory
+    from memory.core.models.memory import Memory
+    from memory.core.services.maintenance import run_maintenance
     from persistence.models import Agent
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -142,7 +142,7 @@ def run(*, memories: int, agents: int, max_per_agent: int, seed: int) -> dict:
 
 
 def _seed(company, agents, total, rng, now) -> None:
-    from memory.models import Memory
+    from memory.core.models.memory import Memory
     from synthorg.enums import MemoryCategory
 
     categories = [c.value for c in MemoryCategory]

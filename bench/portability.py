@@ -45,9 +45,9 @@ BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def seed(memories: int, agents: int) -> dict:
-    from memory.embedding import embedder_for
-    from memory.lifecycle_models import ArchivedMemory
-    from memory.models import Memory
+    from memory.core.embedding import embedder_for
+    from memory.core.models.maintenance import ArchivedMemory
+    from memory.core.models.memory import Memory
     from persistence.models import Agent, Company
 
     company = Company.objects.create(name="Bench source", slug="bench-source")
@@ -110,7 +110,7 @@ def main() -> None:
     parser.add_argument("--reembed", type=int, default=1_000)
     args = parser.parse_args()
 
-    from memory.models import Memory
+    from memory.core.models.memory import Memory
     from persistence.models import Company
     from persistence.services.erasure import agent_erase
     from persistence.services.portability import content_export, content_import

@@ -73,7 +73,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def seed(memories: int, rng) -> dict:
-    from memory.models import Memory
+    from memory.core.models.memory import Memory
     from persistence.models import Agent, Company
     from synthorg.embedding import MINILM_EMBEDDER_ID
 
@@ -129,8 +129,8 @@ def query_vectors(centres, rng, count: int) -> list[np.ndarray]:
 
 
 def dense_leg(agent, vectors, embedder_id: str) -> dict:
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
 
     times, paths, results = [], [], []
     for index, vector in enumerate(vectors):
@@ -159,7 +159,7 @@ def exact_top(agent, vector, k: int = 10) -> list:
 
 def exact_shapes(agent, vectors, embedder_id: str) -> dict:
     """The exact statement before (no width condition) and now, alternating."""
-    from memory.vector_indexes import dense_condition
+    from memory.core.vector_indexes import dense_condition
     from synthorg.retrieval.vectors import vector_literal
 
     old_where = "m.agent_id = %s AND m.embedder_id = %s AND m.embedding IS NOT NULL"
@@ -187,7 +187,7 @@ def exact_shapes(agent, vectors, embedder_id: str) -> dict:
 
 
 def hnsw_plan(embedder_id: str, vector) -> str:
-    from memory.vector_indexes import dense_condition, dense_distance
+    from memory.core.vector_indexes import dense_condition, dense_distance
     from synthorg.retrieval.vectors import vector_literal
 
     with transaction.atomic(), connection.cursor() as cursor:
@@ -207,10 +207,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     args = parser.parse_args()
 
-    from memory.reembed.models import ReembedJob
-    from memory.reembed.services import reembed_job_run
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.models.reembed import ReembedJob
+    from memory.core.services.reembed import reembed_job_run
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from persistence.selectors.embedder import company_embedder
     from persistence.services.companies import company_config_set
     from synthorg.embedding import MINILM_EMBEDDER_ID

@@ -238,7 +238,7 @@ class MemoryCopy:
     statement per ``with`` block; :meth:`row` writes one persistent, ready memory."""
 
     def __init__(self, cursor, embedder_id: str) -> None:
-        from memory.models import Memory
+        from memory.core.models.memory import Memory
 
         trigger_filled = ("search_vector", "doc_length")
         missing = [
@@ -320,7 +320,7 @@ def copy_rows(company, plan, agents, shared_owner, memories: int, data: Syntheti
 
 
 def data_embedder_id(company) -> str:
-    from memory.embedding import embedder_for
+    from memory.core.embedding import embedder_for
 
     return embedder_for(company).embedder_id
 
@@ -474,7 +474,7 @@ def _with_first_walk(ef_search: int, search):
     """Run ``search()`` with the dense leg's first HNSW walk at ``ef_search``."""
     import importlib
 
-    module = importlib.import_module("memory.selectors.search.dense")
+    module = importlib.import_module("memory.core.selectors.search.dense")
     saved = module.HNSW_EF_SEARCH_FIRST
     module.HNSW_EF_SEARCH_FIRST = ef_search
     try:
@@ -497,7 +497,7 @@ def _with_rule(rule: dict, search):
     """Run ``search()`` with the dense leg's constants set to ``rule``."""
     import importlib
 
-    module = importlib.import_module("memory.selectors.search.dense")
+    module = importlib.import_module("memory.core.selectors.search.dense")
     saved = {name: getattr(module, name) for name in rule if hasattr(module, name)}
     for name in saved:
         setattr(module, name, rule[name])
@@ -511,8 +511,8 @@ def _with_rule(rule: dict, search):
 def walk_settings(table_rows: int, team, shared_rows: int) -> dict:
     """The dense leg's paths and walk settings for a class's agents (own + shared part) under
     the current rule, as the product computes them from the rows."""
-    from memory.selectors.search import dense
-    from memory.selectors.search.pipeline import MIN_LEG_DEPTH
+    from memory.core.selectors.search import dense
+    from memory.core.selectors.search.pipeline import MIN_LEG_DEPTH
 
     rows = [team[0].rows, shared_rows]
     paths = dense.choose_paths(table_rows, rows, depth=MIN_LEG_DEPTH)
@@ -536,8 +536,8 @@ def search_class(
     table_rows: int = 0,
     shared_rows: int = 0,
 ) -> dict:
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from synthorg.embedding import query_embedding_cache
     from synthorg.retrieval.vectors import vector_literal
 
@@ -697,7 +697,7 @@ def engine_constants() -> dict:
     """The dense leg's path-choice constants, wherever the search package keeps them."""
     import importlib
 
-    for name in ("memory.selectors.search.dense", "memory.selectors.search"):
+    for name in ("memory.core.selectors.search.dense", "memory.core.selectors.search"):
         try:
             module = importlib.import_module(name)
         except ImportError:

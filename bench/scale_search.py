@@ -140,10 +140,10 @@ def run_scale(
     import os
 
     from bench.scratch_db import scratch_database
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import dense as dense_module
-    from memory.selectors.search import memory_search
-    from memory.selectors.search import sparse as sparse_module
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import dense as dense_module
+    from memory.core.selectors.search import memory_search
+    from memory.core.selectors.search import sparse as sparse_module
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import default_embedder, query_embedding_cache
@@ -268,8 +268,8 @@ def _levers(asked: list[tuple], sparse_module) -> dict[str, object]:
     """The same queries again, once per lever: the search statement (both legs; the sparse leg
     is one of its CTEs) without common-lexeme pruning,
     and the whole search with the query vector already in the query-embedding cache."""
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search import memory_search
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from synthorg.embedding import query_embedding_cache
 
     def run(embedder_for, cold: bool = True) -> tuple[list[float], list[float]]:

@@ -1,6 +1,6 @@
 """The dense leg's per-part levers at scale (``bench/scale_1m.py --sweep``): for each part a
 search walks — one agent's private rows per size class, and the company's shared rows — the
-product's own dense CTEs (``memory.selectors.search.dense.dense_ctes``) with the path forced:
+product's own dense CTEs (``memory.core.selectors.search.dense.dense_ctes``) with the path forced:
 the exact scan, and the HNSW walk (pgvector iterative scan, ``strict_order``) with its first
 walk at each ``--sweep-ef`` width. Per part and variant: recall@10 against the exact scan of
 the same part, statement wall time (p50/p95) and PostgreSQL backend CPU per statement, and
@@ -25,9 +25,9 @@ MIN_SHARE = 0.01
 
 
 def _statement(part, path: str, embedder_id: str, dims: int) -> tuple[str, list]:
-    from memory.retrieval.query import MemoryQuery
-    from memory.selectors.search.dense import dense_ctes
-    from memory.selectors.search.scope import scope_filters
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search.dense import dense_ctes
+    from memory.core.selectors.search.scope import scope_filters
 
     filters = scope_filters(MemoryQuery(text="sweep", limit=10), datetime.now(UTC))
     ctes, params, walks = dense_ctes([part], [path], filters, embedder_id, dims, DEPTH)
@@ -74,8 +74,8 @@ def sweep_part(
     percentile,
 ) -> dict:
     """Exact scan vs walks of one part over ``queries`` random clusters' query vectors;
-    ``make_part(q)`` gives the part (``memory.selectors.search.scope.Part``) of query ``q``."""
-    from memory.selectors.search import dense
+    ``make_part(q)`` gives the part (``memory.core.selectors.search.scope.Part``) of query ``q``."""
+    from memory.core.selectors.search import dense
     from synthorg.retrieval.vectors import vector_literal
 
     share = rows / table_rows
@@ -150,7 +150,7 @@ def sweep(
     percentile, embedder_id: str, dims: int,
 ) -> dict:  # fmt: skip
     """Every size class's private part (its agents in turn) and the company's shared part."""
-    from memory.selectors.search.scope import Part
+    from memory.core.selectors.search.scope import Part
 
     out: dict[str, dict] = {}
     classes = list(dict.fromkeys(a.size_class for a in agents))

@@ -64,7 +64,7 @@ def _extract(commit: str, target: Path, org: bool) -> str:
     package.mkdir()
     for part in SEARCH_FILES:
         text = _git_show(commit, f"memory/selectors/search/{part}.py")
-        (package / f"{part}.py").write_text(text.replace("memory.selectors.search", name))
+        (package / f"{part}.py").write_text(text.replace("memory.core.selectors.search", name))
     return name
 
 
@@ -141,7 +141,7 @@ class _Recorder:
 
 
 def run_locomo(searches: dict, data: str) -> dict:
-    from memory.retrieval.query import MemoryQuery
+    from memory.core.retrieval.query import MemoryQuery
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -188,7 +188,7 @@ def run_locomo(searches: dict, data: str) -> dict:
 
 def run_scale(searches: dict, size: int, queries: int) -> dict:
     from bench.scale_search import CLUSTERS, DIMS, SEED, WORDS, _Fixed, _load, _noisy
-    from memory.retrieval.query import MemoryQuery
+    from memory.core.retrieval.query import MemoryQuery
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.embedding import default_embedder, query_embedding_cache
@@ -324,7 +324,7 @@ def main() -> None:
             result = run_org(variants, args.org, args.queries)
             kind = "org"
         else:
-            from memory.selectors.search import memory_search
+            from memory.core.selectors.search import memory_search
 
             variants["working-tree"] = memory_search
             if args.data:

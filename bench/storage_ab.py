@@ -43,7 +43,7 @@ def _set_storage(layout: str) -> None:
 
     from synthorg.db.roles import owner_execute
 
-    migration = import_module("memory.migrations.0013_embedding_storage_main")
+    migration = import_module("memory.core.migrations.0013_embedding_storage_main")
     owner_execute(migration._storage(layout.upper()))
 
 
@@ -81,9 +81,9 @@ def main() -> None:
     args = parser.parse_args()
 
     with scratch_database("storage_ab"):
-        from memory.embedding import embedder_for
-        from memory.retrieval.query import MemoryQuery
-        from memory.selectors.search import memory_search
+        from memory.core.embedding import embedder_for
+        from memory.core.retrieval.query import MemoryQuery
+        from memory.core.selectors.search import memory_search
         from persistence.selectors.config import company_config
         from persistence.services.agents import agent_create
         from persistence.services.companies import company_create

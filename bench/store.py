@@ -59,9 +59,9 @@ def _normalised(text: str) -> str:
 
 
 def run(options: dict) -> dict:
-    from memory.domain import MemoryStoreRequest, embedding_text
-    from memory.embedding import embedder_for
-    from memory.services.store import memory_store_batch
+    from memory.core.domain import MemoryStoreRequest, embedding_text
+    from memory.core.embedding import embedder_for
+    from memory.core.services.store import memory_store_batch
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 

@@ -50,10 +50,11 @@ INSTALLED_APPS = [
     "synthorg",
     "persistence",
     "orgmemory",
-    "memory",
+    "memory.core",
     "memory.procedural",
     "memory.ingestion",
     "memory.procedural.evolver",
+    "memory.interfaces",
 ]
 
 MIDDLEWARE = [

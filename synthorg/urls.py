@@ -9,10 +9,10 @@ api_v1 = [
     path("", include("persistence.api.urls")),
     path("org/", include("orgmemory.api.urls")),
     path("", include("orgmemory.api.approval_urls")),
-    path("", include("memory.api.urls")),
-    path("", include("memory.api.archive_urls")),
-    path("", include("memory.procedural.api.urls")),
-    path("", include("memory.ingestion.api.urls")),
+    path("", include("memory.interfaces.api.urls")),
+    path("", include("memory.interfaces.api.archive_urls")),
+    path("", include("memory.interfaces.api.procedural.urls")),
+    path("", include("memory.interfaces.api.conversations.urls")),
 ]
 
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
@@ -27,5 +27,5 @@ urlpatterns = [
     path("", include("persistence.dashboard.urls")),
     path("console/", include("persistence.console.urls")),
     path("console/inbox/", include("orgmemory.console.urls")),
-    path("console/memories/", include("memory.console.urls")),
+    path("console/memories/", include("memory.interfaces.console.urls")),
 ]

@@ -87,7 +87,7 @@ def human_client(company):
 def _fresh_search_caches():
     """Test embedders reuse ids with different vectors, and tests ANALYZE tables of their
     own: no test sees another's cached query vectors or lexeme statistics."""
-    from memory.selectors.search import sparse
+    from memory.core.selectors.search import sparse
     from synthorg.embedding import query_embedding_cache
 
     query_embedding_cache.clear()

@@ -18,7 +18,7 @@ def dream_schedule_name(company_id: int) -> str:
 
 def company_dream_spec(company) -> ScheduleSpec | None:
     """The company's dream schedule per its config (None when disabled or ``never``)."""
-    from memory.schedules import interval_schedule_type
+    from memory.core.schedules import interval_schedule_type
     from persistence.selectors.config import company_config
 
     dream = company_config(company).memory.dream
@@ -68,7 +68,7 @@ def register() -> None:
         conversations_purge_project,
         conversations_purge_session,
     )
-    from memory.services.lifecycle import on_session_ended
+    from memory.core.services.edit import on_session_ended
     from persistence.services.companies import on_company_created
     from persistence.services.projects import on_project_closed
     from synthorg.schedules import register_schedule, register_schedule_provider

@@ -7,7 +7,7 @@ from datetime import date
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import QuerySet
 
-from memory.errors import MemoryNotFoundError
+from memory.core.errors import MemoryNotFoundError
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,

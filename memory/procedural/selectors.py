@@ -58,7 +58,7 @@ def recent_quality_scores(*, report: ExecutionReport, window: int) -> list[float
 def attach_lessons(memories) -> None:
     """Load the lessons of the PROCEDURAL memories among ``memories`` in one query and cache
     them on the rows (``memory.lesson``; ``None`` cached for one without a lesson)."""
-    from memory.models import Memory
+    from memory.core.models.memory import Memory
     from memory.procedural.models import ProceduralLesson
 
     procedural = [m for m in memories if m.category == "procedural"]

@@ -5,7 +5,7 @@ when it was made by another embedder (or width) than the company's current one: 
 are never compared with the query's. Only PUBLISH rows that are some fact's live version
 are embedded: past versions are still found by BM25 for time travel, and live ones are what
 agents query every day. A company's embedder change is also handled, with progress, by the
-re-embedding job (``memory.reembed``), which uses :func:`fact_vectors_store` too.
+re-embedding job (``memory.core.services.reembed``), which uses :func:`fact_vectors_store` too.
 """
 
 from __future__ import annotations

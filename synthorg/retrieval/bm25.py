@@ -1,6 +1,6 @@
 """Okapi BM25 reference math (k1 = 1.2, b = 0.75, Lucene's non-negative idf).
 
-``memory.selectors.search.sparse`` and ``orgmemory.selectors.retrieval`` compute the same
+``memory.core.selectors.search.sparse`` and ``orgmemory.selectors.retrieval`` compute the same
 formula in SQL (:func:`sql_score`) over the trigger-maintained ``search_vector`` (term
 frequencies) and ``doc_length``; tests check the SQL and this reference agree.
 """

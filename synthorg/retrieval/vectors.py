@@ -25,7 +25,7 @@ def _literal_format(dims: int) -> str:
 #
 # The embedding columns are untyped ``vector`` (any width per row), so a company may use an
 # embedder of any width. An HNSW index needs a fixed width, so each (embedder, width) gets a
-# partial expression index over the rows it produced (``memory.vector_indexes``), and the
+# partial expression index over the rows it produced (``memory.core.vector_indexes``), and the
 # query casts to the same type so the planner can use it. pgvector's HNSW holds ``vector`` up
 # to 2,000 dimensions and ``halfvec`` up to 4,000: wider embedders are indexed (and their
 # index walk compared) as half precision; exact scans always compare the stored full-precision

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from bench import scale_1m
-from memory.models import Memory
-from memory.retrieval.query import MemoryQuery
-from memory.selectors.search import memory_search
+from memory.core.models.memory import Memory
+from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.search import memory_search
 from synthorg.retrieval.vectors import vector_literal
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
@@ -180,8 +180,8 @@ def test_copy_loader_fills_every_required_column_and_the_product_search_finds_th
     # over 700 rows the walk reaches every row, so it agrees with the exact scan.
     from bench import scale_sweep
     from bench.locomo import percentile
-    from memory.selectors.search import dense
-    from memory.selectors.search.scope import Part
+    from memory.core.selectors.search import dense
+    from memory.core.selectors.search.scope import Part
 
     swept = scale_sweep.sweep_part(
         "own mid",
@@ -206,7 +206,7 @@ class _Agent:
 def test_the_baseline_rule_reproduces_the_previous_walk_settings():
     """``--baseline`` runs the dense leg with the rule before the per-part width: first walk
     at 200 and every part above 20k rows walked (the 1M run's before/after)."""
-    from memory.selectors.search import dense
+    from memory.core.selectors.search import dense
 
     team = [_Agent(100_000)]
     after = scale_1m.walk_settings(1_000_000, team, 50_000)

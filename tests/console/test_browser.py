@@ -14,9 +14,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from memory.domain import MemoryStoreRequest
-from memory.models import Memory
-from memory.services.store import memory_store
+from memory.core.domain import MemoryStoreRequest
+from memory.core.models.memory import Memory
+from memory.core.services.store import memory_store
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_decide, approval_request
 from persistence.models import AuditEntry

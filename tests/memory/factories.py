@@ -4,7 +4,7 @@ setting up state the service would refuse or that a test wants exactly)."""
 import factory
 from django.utils import timezone
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from tests.persistence.factories import AgentFactory
 
 

@@ -24,9 +24,9 @@ from memory.ingestion.models import (
     ExtractionRun,
     JournalEntry,
 )
-from memory.lifecycle_models import ArchivedMemory, MaintenanceRun
-from memory.models import Memory
-from memory.reembed.models import ReembedJob
+from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
+from memory.core.models.memory import Memory
+from memory.core.models.reembed import ReembedJob
 from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
 from orgmemory.services.facts import fact_publish
 from orgmemory.services.write_requests import write_request_file

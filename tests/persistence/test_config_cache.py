@@ -3,8 +3,8 @@ re-parsed when a change bumps it, never shared between companies."""
 
 import pytest
 
-from memory.retrieval.query import MemoryQuery
-from memory.selectors.search import memory_search
+from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.search import memory_search
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.companies import company_config_set

@@ -7,16 +7,16 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from memory.lifecycle_models import MaintenanceRun
-from memory.models import Memory
-from memory.services.maintenance import run_maintenance
+from memory.core.models.maintenance import MaintenanceRun
+from memory.core.models.memory import Memory
+from memory.core.services.maintenance import run_maintenance
 from persistence.models import AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create, agent_update
 from persistence.services.companies import company_config_set
 from synthorg.company_config import MAX_EMBEDDING_DIMS
 from synthorg.errors import InvalidInputError
-from tests.memory.lifecycle.conftest import seed
+from tests.memory.core.maintenance.conftest import seed
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
 pytestmark = pytest.mark.django_db
@@ -128,7 +128,7 @@ def test_retention_days_disagreeing_with_the_consolidation_default_is_refused():
     with pytest.raises(InvalidInputError) as caught:
         company_config_set(company=company, data=data)
     assert caught.value.errors[0]["field"] == (
-        "memory.consolidation.retention.default_retention_days"
+        "memory.core.consolidation.retention.default_retention_days"
     )
 
 
@@ -143,7 +143,7 @@ def test_config_change_is_audited_with_the_changed_paths_only():
     assert second.details == {
         "revision": 3,
         "changed": [
-            "memory.consolidation.retention.default_retention_days",
+            "memory.core.consolidation.retention.default_retention_days",
             "memory.options.retention_days",
         ],
         "via": "",

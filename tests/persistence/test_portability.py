@@ -13,8 +13,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from memory.lifecycle_models import ArchivedMemory
-from memory.models import Memory
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
 from persistence.content_registry import content_kinds
 from persistence.models import Agent, AgentApiKey, AuditEntry
 from persistence.services.erasure import agent_erase

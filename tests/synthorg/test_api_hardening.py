@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from persistence.models import (
     AgentRuntimeState,
     Artifact,

@@ -32,8 +32,8 @@ from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
-from memory.lifecycle_models import ArchivedMemory
-from memory.models import Memory
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionReport
 from orgmemory.models import WriteAccessRequest
 from persistence.models import AuditEntry

@@ -23,9 +23,9 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memory.domain import MemoryStoreRequest
-from memory.models import Memory
-from memory.services.store import memory_store
+from memory.core.domain import MemoryStoreRequest
+from memory.core.models.memory import Memory
+from memory.core.services.store import memory_store
 from persistence.models import AuditEntry
 from persistence.selectors.identity import agent_for_api_key
 from synthorg.asgi import Router

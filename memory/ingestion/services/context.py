@@ -12,7 +12,7 @@ newest ``threshold/2`` tokens of them are folded into the summary — by the LLM
 incrementally (previous summary + new messages), or, without an LLM or when it fails, by
 truncation (the summary plus one-line excerpts, its oldest lines dropped to fit).
 
-Token counts use the product's estimate (``len(text) // 4``, :mod:`memory.retrieval.packing`).
+Token counts use the product's estimate (``len(text) // 4``, :mod:`memory.core.retrieval.packing`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from django.utils import timezone
 from memory.ingestion.models import Conversation, ConversationMessage
 from memory.ingestion.prompts import PromptMessage, summary_messages
 from memory.ingestion.selectors import conversation_get
-from memory.llm import completion_provider_for
-from memory.retrieval.packing import estimate_tokens
+from memory.core.llm import completion_provider_for
+from memory.core.retrieval.packing import estimate_tokens
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError

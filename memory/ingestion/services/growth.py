@@ -13,9 +13,9 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from memory.consolidation.models import ArchivalMode
-from memory.models import Memory
-from memory.services.archive import archive_memories
+from memory.core.consolidation.models import ArchivalMode
+from memory.core.models.memory import Memory
+from memory.core.services.archive import archive_memories
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 

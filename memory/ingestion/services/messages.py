@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from memory.errors import MemoryStoreConflictError, MemoryStoreError
+from memory.core.errors import MemoryStoreConflictError, MemoryStoreError
 from memory.ingestion.domain import (
     CONVERSATION_ID_MAX_CHARS,
     MAX_FLUSH_MESSAGES,
@@ -30,7 +30,7 @@ from memory.ingestion.domain import (
 )
 from memory.ingestion.models import Conversation, ConversationMessage
 from memory.ingestion.scheduling import arm_extraction
-from memory.retrieval.packing import estimate_tokens
+from memory.core.retrieval.packing import estimate_tokens
 from persistence.models import Agent, Project
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from memory.llm import completion_provider_for
+from memory.core.llm import completion_provider_for
 from memory.procedural.domain import ProposalError
 from memory.procedural.evolver import drafting, skill_text
 from memory.procedural.evolver.models import EvolverReport

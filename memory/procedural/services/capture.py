@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from memory.llm import completion_provider_for
+from memory.core.llm import completion_provider_for
 from memory.procedural.capture import decide_capture
 from memory.procedural.domain import ProposalError
 from memory.procedural.models import CaptureStatus, ExecutionCapture, ExecutionReport

@@ -15,14 +15,14 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from memory.consolidation.models import ArchivalMode
-from memory.lifecycle_models import ArchivedMemory
-from memory.models import Memory
+from memory.core.consolidation.models import ArchivalMode
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ProceduralLesson
 from memory.procedural.pruning import PruneCandidate, PruneDecision, decide_pruning
 from memory.procedural.selectors import attach_lessons, lesson_of
-from memory.selectors.memories import unexpired_q
-from memory.services.archive import archived_from_memory
+from memory.core.selectors.memories import unexpired_q
+from memory.core.services.archive import archived_from_memory
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record

@@ -8,8 +8,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from memory.errors import MemoryNotFoundError
-from memory.models import Memory
+from memory.core.errors import MemoryNotFoundError
+from memory.core.models.memory import Memory
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, UnprocessableError

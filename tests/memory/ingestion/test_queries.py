@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.memory.ingestion.test_flush_api import URL, flush
+from tests.memory.interfaces.api.test_conversations import URL, flush
 
 pytestmark = pytest.mark.django_db
 

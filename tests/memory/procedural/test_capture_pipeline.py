@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
 from memory.procedural.services.capture import (

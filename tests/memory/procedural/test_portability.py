@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ExecutionReport
 from memory.procedural.portability import export_execution_reports
 from memory.procedural.tasks import capture_execution_report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ProceduralLesson
 from memory.procedural.propagation import Peer, propagation_targets
 from memory.procedural.tasks import capture_execution_report

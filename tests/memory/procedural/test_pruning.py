@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from memory.lifecycle_models import ArchivedMemory
-from memory.models import Memory
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ProceduralLesson
 from memory.procedural.services.pruning import procedural_prune_agent
 from memory.procedural.tasks import capture_execution_report, run_procedural_maintenance

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture
 from memory.procedural.skill_md import (
     SkillPathError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from memory.models import Memory
+from memory.core.models.memory import Memory
 from persistence.models import AuditEntry
 from tests.memory.factories import MemoryFactory
 

@@ -1,0 +1,245 @@
+"""The dense leg: cosine similarity between the query embedding and stored vectors.
+
+Only vectors *of the same embedder_id* are compared (vectors of another model never are).
+pgvector filters HNSW results after the graph walk, so a filter that keeps few rows starves
+the index. While the whole table holds up to ``EXACT_SCAN_MAX_ROWS`` live rows (the
+trigger-maintained totals of ``memory_bm25_scope_stats``, read with the query's lexemes in
+one planning round trip), each part of the scope (private rows of one agent;
+shared rows of one company) is scanned exactly (ordered by similarity, an expression HNSW
+cannot serve). Above it, a part holding ``HNSW_MIN_SHARE`` of the table's rows or more (or
+more than ``PART_EXACT_MAX_ROWS``) is walked with HNSW first, with pgvector ≥ 0.8's
+iterative scan, and a smaller part is scanned exactly. A walk that returns ``depth``
+filtered rows found the part's true nearest among its candidates, so it is kept; one that
+returns fewer is replaced by the exact scan of the part, in the same statement (the exact
+CTE is gated by the walk's row count, so it only runs when the walk came back short).
+
+**The walk's width follows the part's selectivity.** A filtered walk of a part holding share
+``s`` of the table's rows keeps ≈ ``s`` of the candidates it visits, so a first walk of
+width ``ef`` sees ≈ ``ef · s`` of the part's rows. Each walked part needs
+``HNSW_COVERAGE × depth / s`` (at least ``HNSW_EF_SEARCH_FIRST``, at most pgvector's
+``HNSW_EF_SEARCH`` = 1000) so that its first walk already holds ``HNSW_COVERAGE`` times the
+rows the page needs; the iterative resume may visit up to ``HNSW_SCAN_COVERAGE × depth / s``
+tuples (at least ``HNSW_MAX_SCAN_TUPLES``). ``hnsw.ef_search`` and
+``hnsw.max_scan_tuples`` are one per statement, so the statement takes **the widest any of
+its walked parts needs** (a wide walk costs a large part a little time, a narrow one costs a
+small part recall). A part that would need more than the cap (share < ``HNSW_COVERAGE`` ×
+depth / 1000, 30 % at depth 50) is scanned exactly while it holds at most
+``NARROW_PART_EXACT_MAX_ROWS`` rows; a larger one walks at the cap (its recall can fall below
+what the exact scan gives: the cost of a scan grows with the rows). Without the iterative
+scan, every walk is at the cap.
+The constants were chosen on the synthetic 1M data set's dev seed (``python bench/scale_1m.py
+--memories 1000000 --seed 101 --sweep 30 --queries 20 --baseline``,
+``bench/results/scale_1m_dev_sweep.json``), not on the evaluation seed. Walks of each part
+with the first walk at 200 / 400 / 700 / 1000 against the part's exact scan (recall@10, 30
+queries): a part of 40 % 0.88 / 0.92 / 0.96 / 0.96 (``HNSW_COVERAGE`` 6 gives it 750); of 10 %
+0.88 / 0.89 / 0.92 / 0.92; the company's shared rows (50k, 5 %) 0.90 / 0.92 / 0.93 / 0.93 —
+no width reaches 0.95 there (the synthetic clusters are tight, the walk's recall levels off),
+so that part is scanned exactly (``NARROW_PART_EXACT_MAX_ROWS``): recall 1.0, at ≈ 230 ms
+of PostgreSQL CPU for its 50k rows scattered over the heap instead of ≈ 20 ms for a walk.
+``bench/scale_1m.py`` measures both paths and the recall against an exact scan.
+
+The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
+sends (:mod:`memory.core.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
+iterative scan, ``enable_sort = off`` so the planner takes the index-ordered scan) are
+transaction-local settings sent in the same query string (:func:`hnsw_settings`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from memory.core.selectors.search.scope import Part
+from memory.core.vector_indexes import dense_condition, dense_distance
+
+#: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
+#: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
+EXACT_SCAN_MAX_ROWS = 5_000
+#: Above ``EXACT_SCAN_MAX_ROWS``, a part the planner estimates at this share of the table or
+#: more (or at more than ``PART_EXACT_MAX_ROWS`` rows) is walked with HNSW first; a smaller
+#: part is scanned exactly (a walk would mostly return other agents' rows).
+HNSW_MIN_SHARE = 0.25
+PART_EXACT_MAX_ROWS = 20_000
+#: A part whose walk would need more than pgvector's widest (``HNSW_COVERAGE`` × depth /
+#: share > ``HNSW_EF_SEARCH``) is scanned exactly while it holds at most this many rows (the
+#: exact scan's cost grows with the part's rows, ≈ 4.6 µs per row at 1M rows here: 50k rows
+#: ≈ 230 ms; measured in the module docstring).
+NARROW_PART_EXACT_MAX_ROWS = 64_000
+#: The first HNSW walk's width is at least this (and at least ``HNSW_EF_DEPTH_FACTOR`` × the
+#: leg depth), and grows with 1 / the walked part's share of the table (module docstring).
+HNSW_EF_SEARCH_FIRST = 200
+HNSW_EF_DEPTH_FACTOR = 4
+#: A walked part's first walk holds this many times the page's rows (≈ width × share).
+HNSW_COVERAGE = 6.0
+#: pgvector's maximum; the widened walk returns at most this many rows before filtering.
+HNSW_EF_SEARCH = 1000
+#: pgvector ≥ 0.8 iterative index scans: a filtered walk that comes back short resumes the
+#: graph walk (in exact distance order, ``strict_order``) until it has ``depth`` rows or has
+#: visited ``hnsw.max_scan_tuples`` tuples (at least ``HNSW_MAX_SCAN_TUPLES``, and
+#: ``HNSW_SCAN_COVERAGE`` × depth / the smallest walked share), instead of returning short
+#: and being redone wider. Used on the HNSW path only (parts of moderate or large share);
+#: small parts keep the exact scan, which is faster there (measured: at 1 % selectivity
+#: ``relaxed_order`` is slower than an exact scan).
+HNSW_ITERATIVE_SCAN = "strict_order"
+HNSW_MAX_SCAN_TUPLES = 20_000
+HNSW_SCAN_COVERAGE = 4.0
+
+EXACT, HNSW, HNSW_EXACT = "exact", "hnsw", "hnsw+exact"
+
+#: The query vector, bound once; every use reads it from the ``q`` CTE.
+QUERY_VECTOR = "(SELECT v FROM q)"
+
+
+def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
+    """SQL expressions for the table's live rows and each part's, from the trigger-maintained
+    totals (exact counts of non-superseded rows, read without touching the table)."""
+    exprs = ["(SELECT coalesce(sum(s.n), 0) FROM memory_bm25_scope_stats s)::bigint"]
+    params: list = []
+    for part in parts:
+        exprs.append(
+            "(SELECT coalesce(sum(m.n), 0) "
+            f"FROM memory_bm25_scope_stats m WHERE {part.sql})::bigint"
+        )
+        params += part.params
+    return exprs, params
+
+
+def needed_width(depth: int, share: float) -> float:
+    """The first walk's width that holds ``HNSW_COVERAGE`` × depth rows of a part of
+    ``share`` (uncapped: compare with ``HNSW_EF_SEARCH``)."""
+    return HNSW_COVERAGE * depth / share if share > 0 else math.inf
+
+
+def choose_paths(
+    table_rows: int,
+    part_rows: Sequence[int],
+    *,
+    depth: int,
+    index_ready: Callable[[], bool] = lambda: True,
+) -> list[str]:
+    """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short).
+
+    ``index_ready`` says whether the query embedder's HNSW index can be walked (asked only
+    when a part would walk it): until it is built, every part is scanned exactly.
+    """
+    if table_rows <= EXACT_SCAN_MAX_ROWS:
+        return [EXACT] * len(part_rows)
+    paths = []
+    for rows in part_rows:
+        share = rows / table_rows
+        # A small share of the index (e.g. one of many agents): the walk would come back
+        # short, and the part's own rows are cheap to scan exactly through its b-tree.
+        small = share < HNSW_MIN_SHARE and rows <= PART_EXACT_MAX_ROWS
+        # A share no walk pgvector allows covers (e.g. the company's shared rows among many
+        # agents' private ones): exact while the scan stays affordable.
+        narrow = needed_width(depth, share) > HNSW_EF_SEARCH and rows <= NARROW_PART_EXACT_MAX_ROWS
+        paths.append(EXACT if small or narrow else HNSW)
+    if HNSW in paths and not index_ready():
+        return [EXACT] * len(part_rows)
+    return paths
+
+
+def ef_search(depth: int, iterative: bool, shares: Sequence[float] = ()) -> int:
+    """The walk's width: at least ``HNSW_EF_SEARCH_FIRST`` and ``HNSW_EF_DEPTH_FACTOR`` ×
+    depth, and ``HNSW_COVERAGE`` × depth / share for the smallest walked share (capped at
+    pgvector's maximum); the widest walk when no iterative scan can resume a short one."""
+    if not iterative:
+        return HNSW_EF_SEARCH
+    width = max(HNSW_EF_SEARCH_FIRST, HNSW_EF_DEPTH_FACTOR * depth)
+    if shares:
+        width = max(width, math.ceil(HNSW_COVERAGE * depth / max(min(shares), 1e-9)))
+    return min(HNSW_EF_SEARCH, width)
+
+
+def max_scan_tuples(depth: int, shares: Sequence[float] = ()) -> int:
+    """How far the iterative scan may resume: ``HNSW_SCAN_COVERAGE`` × depth / the smallest
+    walked share, at least ``HNSW_MAX_SCAN_TUPLES``."""
+    if not shares:
+        return HNSW_MAX_SCAN_TUPLES
+    return max(HNSW_MAX_SCAN_TUPLES, math.ceil(HNSW_SCAN_COVERAGE * depth / max(min(shares), 1e-9)))
+
+
+def walked_shares(table_rows: int, part_rows: Sequence[int], paths: Sequence[str]) -> list[float]:
+    """Each walked part's share of the table's live rows (what its filter keeps of a walk)."""
+    return [
+        rows / table_rows if table_rows > 0 else 1.0
+        for rows, path in zip(part_rows, paths, strict=True)
+        if path == HNSW
+    ]
+
+
+def hnsw_settings(
+    depth: int,
+    iterative: bool,
+    *,
+    table_rows: int = 0,
+    part_rows: Sequence[int] = (),
+    paths: Sequence[str] = (),
+) -> dict[str, str]:
+    """Transaction-local settings for a statement that walks the HNSW index: the widest walk
+    any walked part (``paths[i] == "hnsw"``, ``part_rows[i]`` of ``table_rows``) needs."""
+    shares = walked_shares(table_rows, part_rows, paths) if paths else []
+    settings = {"hnsw.ef_search": str(ef_search(depth, iterative, shares)), "enable_sort": "off"}
+    if iterative:
+        settings["hnsw.iterative_scan"] = HNSW_ITERATIVE_SCAN
+        settings["hnsw.max_scan_tuples"] = str(max_scan_tuples(depth, shares))
+    return settings
+
+
+def dense_ctes(
+    parts: Sequence[Part],
+    paths: Sequence[str],
+    filters: Part,
+    embedder_id: str,
+    dims: int,
+    depth: int,
+) -> tuple[list[str], list, str]:
+    """CTEs (and their parameters, in order) ending in ``dense(id, sim)``, best first, at
+    most ``depth``; and the SQL of one row per part telling whether its walk filled the page.
+    Reads the query vector from the ``q`` CTE."""
+    ctes: list[str] = []
+    params: list = []
+    branches: list[str] = []
+    branch_params: list = []
+    walks: list[str] = []
+    for index, (part, path) in enumerate(zip(parts, paths, strict=True)):
+        # Only vectors of the query's embedder and width; written as the predicate of that
+        # embedder's partial HNSW index (memory.core.vector_indexes) so the walk can use it.
+        where = (
+            f"{part.sql} AND {filters.sql} AND {dense_condition(embedder_id, dims, escape=True)}"
+        )
+        where_params = [*part.params, *filters.params]
+        exact = (
+            f"SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim FROM memory_memory m "
+            f"WHERE {where} {{gate}}ORDER BY sim DESC, m.id LIMIT %s"
+        )
+        if path == EXACT:
+            # Ordering by the similarity (not by the raw distance operator) is something the
+            # HNSW index cannot serve, so the planner reads the part's rows through its
+            # b-tree and sorts: an exact top-k over exactly the rows the filters keep.
+            ctes.append(f"dense_{index} AS ({exact.format(gate='')})")
+            params += [*where_params, depth]
+            branches.append(f"SELECT id, sim FROM dense_{index}")
+            continue
+        walk = f"walk_{index}"
+        ctes.append(
+            f"{walk} AS MATERIALIZED (SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim "
+            f"FROM memory_memory m WHERE {where} "
+            f"ORDER BY {dense_distance(dims, QUERY_VECTOR)} LIMIT %s)"
+        )
+        params += [*where_params, depth]
+        # An uncorrelated condition: a one-time filter, so the exact scan only runs when the
+        # walk came back short.
+        short = f"(SELECT count(*) FROM {walk}) < %s"
+        ctes.append(f"dense_{index} AS ({exact.format(gate=f'AND {short} ')})")
+        params += [*where_params, depth, depth]
+        branches.append(f"SELECT id, sim FROM {walk} WHERE NOT {short}")
+        branch_params.append(depth)
+        branches.append(f"SELECT id, sim FROM dense_{index}")
+        walks.append(f"SELECT {index} AS part, (SELECT count(*) FROM {walk}) AS walked")
+    ctes.append(
+        f"dense AS (SELECT id, sim FROM ({' UNION ALL '.join(branches)}) AS parts "
+        "ORDER BY sim DESC, id LIMIT %s)"
+    )
+    params += [*branch_params, depth]
+    return ctes, params, " UNION ALL ".join(walks)

@@ -1,0 +1,306 @@
+"""Running the legs: embed the query once, then both legs in one SQL statement.
+
+Two round trips. The query is embedded on a worker thread while the request thread runs a
+planning one: the query's lexemes, the row counts that choose each scope part's dense path
+(and the sparse leg's common lexemes), and a running re-embedding job toward the query's
+embedder. Then the search statement itself, which holds the dense CTEs (:mod:`.dense`), the
+sparse CTEs (:mod:`.sparse`) and, for every candidate either leg found, its cosine
+similarity to the query (for rows of the query's embedder) and, for linear fusion, its
+``created_at`` and ``is_shared`` (what the linear ranking needs). Settings an HNSW walk
+needs go in the same query string as transaction-local settings, so they cost no round trip
+and end with the statement's implicit transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import connection
+
+from memory.core.embedding import embedder_for
+from memory.core.selectors.reembed import reembedding_progress, reembedding_sql
+from memory.core.selectors.search import dense as dense_leg
+from memory.core.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
+from memory.core.selectors.search.scope import Part
+from memory.core.selectors.search.sparse import sparse_ctes
+from memory.core.vector_indexes import dense_condition, vector_index_ready
+from persistence.models import Company
+from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
+from synthorg.errors import DomainError
+from synthorg.retrieval.lexemes import QUERY_LEXEMES_EXPR
+from synthorg.retrieval.vectors import vector_literal
+
+logger = logging.getLogger(__name__)
+
+DEGRADED_DENSE = "dense"
+#: Threads that embed queries while the request thread runs the planning round trip (a
+#: request waits for its own embedding; more threads only serve concurrent requests).
+EMBEDDING_THREADS = 4
+
+
+_embedding_pool: ThreadPoolExecutor | None = None
+_embedding_pool_lock = threading.Lock()
+
+
+def _start_embedding(embedder: Embedder, text: str) -> Callable[[], tuple[np.ndarray, float]]:
+    """Start embedding the query; the returned call waits for ``(vector, embed_ms)`` and
+    raises what the embedder raised. A cached vector costs no thread hand-off."""
+    global _embedding_pool
+    cached = query_embedding_cache.cached(embedder.embedder_id, text)
+    if cached is not None:
+        return lambda: (cached, 0.0)
+
+    def run() -> tuple[np.ndarray, float]:
+        started = time.perf_counter()
+        return embed_query(embedder, text), (time.perf_counter() - started) * 1000
+
+    with _embedding_pool_lock:
+        if _embedding_pool is None:
+            _embedding_pool = ThreadPoolExecutor(
+                max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding"
+            )
+    return _embedding_pool.submit(run).result
+
+
+@dataclass
+class Legs:
+    dense: list[tuple]  # (id, similarity) best first
+    sparse: list[tuple]  # (id, bm25) best first
+    degraded: list[str]
+    dense_paths: list[str]
+    #: the query's embedder and width (vectors of another width are never compared), and
+    #: whether the query was embedded (its pgvector literal)
+    embedder_id: str = ""
+    dims: int = 0
+    vector: str | None = None
+    #: id → cosine similarity to the query, for every candidate with a comparable vector
+    similarity: dict = field(default_factory=dict)
+    #: id → (created_at, is_shared), for every candidate (``with_meta`` only: what the
+    #: linear ranking needs; RRF ranks by the legs' orders alone)
+    meta: dict = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    #: the running re-embedding job's progress toward the query's embedder (None if none)
+    reembedding: dict | None = None
+
+
+def run_legs(
+    *,
+    company: Company,
+    parts: Sequence[Part],
+    filters: Part,
+    text: str,
+    embedder: Embedder | None,
+    depth: int,
+    use_dense: bool = True,
+    use_sparse: bool = True,
+    with_meta: bool = True,
+) -> Legs:
+    degraded: list[str] = []
+    vector: np.ndarray | None = None
+    embedder_id = ""
+    timings: dict[str, float] = {"embed_ms": 0.0}
+    clock = time.perf_counter()
+    embedding: Callable[[], tuple[np.ndarray, float]] | None = None
+    if use_dense:
+        try:
+            embedder = embedder or embedder_for(company)
+            embedder_id = embedder.embedder_id
+            embedding = _start_embedding(embedder, text)
+        except DomainError as exc:
+            logger.warning("query embedding failed for company %s: %s", company.pk, exc)
+            degraded.append(DEGRADED_DENSE)
+
+    # The planning round trip runs while the query is being embedded (onnxruntime and a
+    # remote embedder's socket wait both release the GIL).
+    reembed = (company.pk, embedder_id, embedder.dims) if embedding is not None else None
+    lexemes, counts, job = _plan(text, parts, sparse=use_sparse, reembed=reembed)
+    timings["plan_ms"] = (time.perf_counter() - clock) * 1000
+    if embedding is not None:
+        try:
+            vector, timings["embed_ms"] = embedding()
+        except (EmbeddingError, DomainError) as exc:
+            logger.warning("query embedding failed for company %s: %s", company.pk, exc)
+            degraded.append(DEGRADED_DENSE)
+    timings["embed_wait_ms"] = (time.perf_counter() - clock) * 1000 - timings["plan_ms"]
+    dims = int(vector.shape[0]) if vector is not None else 0
+    paths = []
+    if vector is not None:
+        paths = dense_leg.choose_paths(
+            counts[0], counts[1:], depth=depth,
+            index_ready=lambda: vector_index_ready(embedder_id, dims),
+        )  # fmt: skip
+
+    clock = time.perf_counter()
+    legs = Legs(
+        dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings,
+        embedder_id=embedder_id if vector is not None else "", dims=dims,
+        vector=vector_literal(vector) if vector is not None else None,
+    )  # fmt: skip
+    if vector is not None and reembed is not None and reembed[2] == dims:
+        legs.reembedding = reembedding_progress(job)
+    if vector is not None or lexemes:
+        _run_statement(
+            legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
+            with_meta=with_meta, scope_share=_scope_share(counts), counts=counts,
+        )  # fmt: skip
+    timings["legs_ms"] = (time.perf_counter() - clock) * 1000
+    return legs
+
+
+def _plan(
+    text: str,
+    parts: Sequence[Part],
+    *,
+    sparse: bool,
+    reembed: tuple[int, str, int] | None,
+) -> tuple[list[str], list[int], dict | None]:
+    """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
+    the table and of each part (path choice; common lexemes); and, when the dense leg runs
+    (``reembed``: company id, query embedder id, dims), the running re-embedding job toward
+    the query's embedder."""
+    exprs: list[str] = []
+    params: list = []
+    if sparse:
+        exprs.append(QUERY_LEXEMES_EXPR)
+        params.append(text)
+    if sparse or reembed is not None:
+        count_exprs, count_params = dense_leg.scope_rows_sql(parts)
+        exprs += count_exprs
+        params += count_params
+    if reembed is not None:
+        job_expr, job_params = reembedding_sql(*reembed)
+        exprs.append(job_expr)
+        params += job_params
+    if not exprs:
+        return [], [], None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(exprs)}", params)
+        row = list(cursor.fetchone())
+    lexemes = list(row.pop(0) or []) if sparse else []
+    job = row.pop() if reembed is not None else None
+    return lexemes, [int(n) for n in row], job
+
+
+def _scope_share(counts: Sequence[int]) -> float:
+    """The scope's live rows over the table's (``counts``: table, then each part)."""
+    if len(counts) < 2 or counts[0] <= 0:
+        return 1.0
+    return min(1.0, sum(counts[1:]) / counts[0])
+
+
+def _run_statement(
+    legs: Legs,
+    *,
+    parts: Sequence[Part],
+    filters: Part,
+    paths: list[str],
+    lexemes: list[str],
+    depth: int,
+    with_meta: bool,
+    scope_share: float = 1.0,
+    counts: Sequence[int] = (),
+) -> None:
+    ctes: list[str] = []
+    params: list = []
+    kinds: list[str] = []
+    walks = ""
+    if legs.vector is not None:
+        ctes.append("q AS (SELECT %s::vector AS v)")
+        params.append(legs.vector)
+        dense_sql, dense_params, walks = dense_leg.dense_ctes(
+            parts, paths, filters, legs.embedder_id, legs.dims, depth
+        )
+        ctes += dense_sql
+        params += dense_params
+        kinds.append("SELECT 'd' AS kind, id, sim AS score FROM dense")
+    if lexemes:
+        sparse_sql, sparse_params = sparse_ctes(parts, filters, lexemes, depth, scope_share)
+        ctes.append(sparse_sql)
+        params += sparse_params
+        kinds.append("SELECT 's' AS kind, id, score FROM sparse")
+    if legs.vector is not None:
+        comparable = dense_condition(legs.embedder_id, legs.dims, escape=True)
+        similarity = f"CASE WHEN {comparable} THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
+    else:
+        similarity = "NULL::float8"
+    meta = "m.created_at, m.is_shared" if with_meta else "NULL::timestamptz, NULL::boolean"
+    sql = (
+        f"WITH {', '.join(ctes)} "
+        f"SELECT c.kind, c.id, c.score, {similarity}, {meta} "
+        f"FROM ({' UNION ALL '.join(kinds)}) AS c JOIN memory_memory m ON m.id = c.id"
+    )
+    if walks:
+        sql += (
+            " UNION ALL SELECT 'w' || w.part, NULL::uuid, w.walked::float8, NULL::float8, "
+            f"NULL::timestamptz, NULL::boolean FROM ({walks}) AS w"
+        )
+    sql += " ORDER BY 1, 3 DESC, 2"
+
+    # One round trip: Django's psycopg cursor binds parameters client-side and sends the
+    # script as one simple query, which runs as one implicit transaction, so settings made
+    # with set_config(..., true) hold for the search statement and end with it.
+    walking = HNSW in paths
+    # The walk's width follows the walked parts' shares of the table (counts: table, parts).
+    settings = {}
+    if walking:
+        settings = dense_leg.hnsw_settings(
+            depth, _supports_iterative_scan(), table_rows=counts[0], part_rows=counts[1:],
+            paths=paths,
+        )  # fmt: skip
+    script: list[str] = []
+    script_params: list = []
+    if settings:
+        script.append("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings))
+        script_params += [value for item in settings.items() for value in item]
+    script.append(sql)
+    script_params += params
+    if settings and connection.in_atomic_block:
+        # Inside an outer transaction the settings would outlive the statement: restore them.
+        script.append(
+            "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
+        )
+        script_params.append(list(settings))
+    clock = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(";\n".join(script), script_params)
+        if settings:
+            cursor.nextset()
+        rows = cursor.fetchall()
+    legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
+    walked: dict[int, float] = {}
+    for kind, mid, score, sim, created_at, is_shared in rows:
+        if kind.startswith("w"):
+            walked[int(kind[1:])] = score
+            continue
+        (legs.dense if kind == "d" else legs.sparse).append((mid, score))
+        if sim is not None:
+            legs.similarity[mid] = sim
+        if with_meta:
+            legs.meta[mid] = (created_at, is_shared)
+    legs.dense_paths = [
+        (HNSW if walked[index] >= depth else HNSW_EXACT) if path == HNSW else path
+        for index, path in enumerate(paths)
+    ]
+
+
+_iterative_scan_supported: bool | None = None
+
+
+def _supports_iterative_scan() -> bool:
+    """pgvector ≥ 0.8 (the production requirement; older servers are flagged by /healthz)."""
+    global _iterative_scan_supported
+    if dense_leg.HNSW_ITERATIVE_SCAN == "off":
+        return False
+    if _iterative_scan_supported is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        version = tuple(int(p) for p in row[0].split(".")[:2]) if row else (0, 0)
+        _iterative_scan_supported = version >= (0, 8)
+    return _iterative_scan_supported

@@ -1,0 +1,55 @@
+"""The rows a search may return: scope parts (whose rows) and filters (which of them).
+
+A scope is one or more parts (the agent's private rows; the company's shared rows), each a
+SQL condition on ``m`` (``memory_memory``). Filters apply to every part: liveness (not
+superseded, not expired at ``now``) and the query's metadata filters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from memory.core.retrieval.query import MemoryQuery
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of the scope: a SQL condition on ``m`` and its parameters."""
+
+    sql: str
+    params: tuple
+    #: filters only: nothing but liveness (the BM25 scope statistics can be read from
+    #: ``memory_bm25_scope_stats`` instead of scanning the scope)
+    live_only: bool = False
+
+
+def scope_filters(query: MemoryQuery, now: datetime) -> Part:
+    """Liveness at ``now`` and the query's metadata filters, as one condition on ``m``."""
+    clauses = ["m.superseded_at IS NULL", "(m.expires_at IS NULL OR m.expires_at > %s)"]
+    params: list = [now]
+    if query.namespaces:
+        clauses.append("m.namespace = ANY(%s)")
+        params.append(list(query.namespaces))
+    if query.categories:
+        clauses.append("m.category = ANY(%s)")
+        params.append([c.value for c in query.categories])
+    if query.tags:
+        clauses.append("m.tags @> %s::varchar(64)[]")
+        params.append(list(query.tags))
+    if query.since is not None:
+        clauses.append("m.created_at >= %s")
+        params.append(query.since)
+    if query.until is not None:
+        clauses.append("m.created_at < %s")
+        params.append(query.until)
+    return Part(" AND ".join(clauses), tuple(params), live_only=len(clauses) == 2)
+
+
+def union_sql(parts: Sequence[Part]) -> tuple[str, list]:
+    """The parts OR-ed into one condition, and its parameters."""
+    return (
+        " OR ".join(f"({part.sql})" for part in parts),
+        [p for part in parts for p in part.params],
+    )

@@ -1,0 +1,228 @@
+"""Writes of the archive: moving consolidated memories into it and restoring them.
+
+:class:`PostgresArchivalStore` implements the seed's ``ArchivalStore`` protocol (archive,
+search, restore, count) over :class:`~memory.core.models.maintenance.ArchivedMemory`. A restore
+puts the memory back into the hot store through ``memory_store_batch`` (so it is embedded
+and searchable again), keeping its original ``created_at``; the archive row stays, marked
+restored, so a second restore is refused rather than duplicating the memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
+from memory.core.domain import MemoryStoreRequest
+from memory.core.errors import MemoryNotFoundError
+from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
+from memory.core.models.memory import Memory
+from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
+from memory.core.services.store import memory_store_batch
+from persistence.models import Agent
+from persistence.services.audit import audit_record
+from synthorg.embedding import Embedder
+from synthorg.enums import MemoryLevel
+from synthorg.errors import ConflictError, UnprocessableError
+
+ALREADY_RESTORED = "This archived memory has already been restored."
+RESTORE_NEEDS_PERSISTENT = (
+    "The agent's memory level is {level!r}; archived memories can only be restored for agents "
+    "whose memory level is 'persistent'."
+)
+
+
+class ArchivalStore(Protocol):
+    """The seed's cold-store protocol."""
+
+    def archive(self, entry: ArchivalEntry) -> UUID: ...
+
+    def search(self, agent_id: int, query: ArchiveQuery) -> tuple[ArchivalEntry, ...]: ...
+
+    def restore(self, agent_id: int, entry_id: UUID) -> ArchivalEntry | None: ...
+
+    def count(self, agent_id: int) -> int: ...
+
+
+def archived_from_memory(
+    memory: Memory,
+    *,
+    mode: ArchivalMode,
+    archived_at: datetime,
+    summary_memory_id: UUID | None = None,
+    run: MaintenanceRun | None = None,
+) -> ArchivedMemory:
+    """An unsaved archive row holding the whole of ``memory``."""
+    return ArchivedMemory(
+        company_id=memory.company_id,
+        agent_id=memory.agent_id,
+        original_id=memory.pk,
+        namespace=memory.namespace,
+        category=memory.category,
+        content=memory.content,
+        context=memory.context,
+        source=memory.source,
+        confidence=memory.confidence,
+        tags=list(memory.tags),
+        metadata={
+            "level": memory.level,
+            "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
+            "embedder_id": memory.embedder_id,
+        },
+        created_at=memory.created_at,
+        archived_at=max(archived_at, memory.created_at),
+        mode=mode.value,
+        summary_memory_id=summary_memory_id,
+        maintenance_run=run,
+    )
+
+
+def archive_memories(
+    *,
+    memories: Sequence[Memory],
+    modes: Mapping[UUID, ArchivalMode],
+    summary_memory_id: UUID | None,
+    run: MaintenanceRun | None = None,
+    now: datetime | None = None,
+) -> list[ArchivedMemory]:
+    """Write archive rows for ``memories`` (the caller deletes them from the hot store in the
+    same transaction)."""
+    now = now or timezone.now()
+    rows = [
+        archived_from_memory(
+            memory,
+            mode=modes[memory.pk],
+            archived_at=now,
+            summary_memory_id=summary_memory_id,
+            run=run,
+        )
+        for memory in memories
+    ]
+    return ArchivedMemory.objects.bulk_create(rows)
+
+
+@dataclass(frozen=True)
+class RestoreResult:
+    archived: ArchivedMemory
+    memory_id: UUID
+
+
+def archive_restore(
+    *,
+    agent: Agent,
+    archive_id: UUID | str,
+    principal=None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+) -> RestoreResult:
+    """Put one of ``agent``'s archived memories back into the hot store."""
+    now = now or timezone.now()
+    entry = archive_get(agent=agent, archive_id=archive_id)  # 404 for anyone else's
+    if entry.restored_at is not None:
+        raise ConflictError(ALREADY_RESTORED, code="archive_already_restored")
+    if agent.memory_level != MemoryLevel.PERSISTENT:
+        raise UnprocessableError(
+            RESTORE_NEEDS_PERSISTENT.format(level=agent.memory_level),
+            code="restore_needs_persistent_level",
+        )
+    request = MemoryStoreRequest(
+        content=entry.content,
+        category=entry.category,
+        namespace=entry.namespace,
+        context=entry.context,
+        source=entry.source,
+        confidence=entry.confidence,
+        tags=tuple(entry.tags),
+        created_at=min(entry.created_at, now),
+    )
+    with transaction.atomic():
+        locked = ArchivedMemory.objects.select_for_update().get(pk=entry.pk)
+        if locked.restored_at is not None:
+            raise ConflictError(ALREADY_RESTORED, code="archive_already_restored")
+        (result,) = memory_store_batch(
+            agent=agent, requests=[request], embedder=embedder, now=now, deduplicate=False
+        )
+        if locked.metadata.get("procedural"):  # a pruned lesson: its tiers come back too
+            from memory.procedural.services.pruning import lesson_restore
+
+            lesson_restore(memory_id=result.id, company=agent.company, metadata=locked.metadata)
+        locked.restored_at = now
+        locked.restored_memory_id = result.id
+        locked.save(update_fields=["restored_at", "restored_memory_id"])
+        audit_record(
+            company=agent.company,
+            principal=principal,
+            actor_agent=None if principal is not None else agent,
+            action_type="memory.archive_restored",
+            target_type="archived_memory",
+            target_id=str(locked.pk),
+            details={
+                "agent_id": agent.pk,
+                "original_id": str(locked.original_id),
+                "memory_id": str(result.id),
+            },
+        )
+    return RestoreResult(archived=locked, memory_id=result.id)
+
+
+def to_entry(row: ArchivedMemory) -> ArchivalEntry:
+    return ArchivalEntry(
+        original_id=row.original_id,
+        agent_id=row.agent_id,
+        namespace=row.namespace,
+        content=row.content,
+        category=row.category,
+        metadata={**row.metadata, "source": row.source, "tags": list(row.tags)},
+        created_at=row.created_at,
+        archived_at=row.archived_at,
+        archival_mode=row.mode,
+    )
+
+
+class PostgresArchivalStore:
+    """The seed's ``ArchivalStore`` over the archive table, scoped to one company."""
+
+    def __init__(self, *, company) -> None:
+        self.company = company
+
+    def _agent(self, agent_id: int) -> Agent:
+        try:
+            return Agent.objects.get(pk=agent_id, company=self.company)
+        except Agent.DoesNotExist:
+            raise MemoryNotFoundError("No such agent.", code="agent_not_found") from None
+
+    def archive(self, entry: ArchivalEntry) -> UUID:
+        agent = self._agent(entry.agent_id)
+        row = ArchivedMemory.objects.create(
+            company=self.company,
+            agent=agent,
+            original_id=entry.original_id,
+            namespace=entry.namespace,
+            category=entry.category.value,
+            content=entry.content,
+            metadata=dict(entry.metadata),
+            created_at=entry.created_at,
+            archived_at=entry.archived_at,
+            mode=entry.archival_mode.value,
+        )
+        return row.pk
+
+    def search(self, agent_id: int, query: ArchiveQuery) -> tuple[ArchivalEntry, ...]:
+        return tuple(to_entry(r) for r in archive_search(agent=self._agent(agent_id), query=query))
+
+    def restore(self, agent_id: int, entry_id: UUID) -> ArchivalEntry | None:
+        agent = self._agent(agent_id)
+        try:
+            result = archive_restore(agent=agent, archive_id=entry_id)
+        except MemoryNotFoundError:
+            return None
+        return to_entry(result.archived)
+
+    def count(self, agent_id: int) -> int:
+        return archive_count(agent=self._agent(agent_id))

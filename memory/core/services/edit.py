@@ -1,0 +1,245 @@
+"""Changing and removing memories: update, delete, session end and project close.
+
+Deletions are real deletions (retention of what an agent asked to forget is not ours to
+decide) and each writes an audit entry in the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+from django.utils import timezone
+
+from memory.core.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest, embedding_text
+from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
+from memory.core.models.memory import Memory
+from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
+from memory.core.services.embeddings import embed_texts
+from persistence.access import ROLE_RANK
+from persistence.models import Agent, Project
+from persistence.services.audit import audit_record
+from synthorg.embedding import Embedder
+from synthorg.errors import AccessDeniedError
+
+MEMORY_SUPERSEDED = "The memory is superseded; store a new one instead of changing it."
+EXPIRES_IN_PAST = "expires_at must be in the future."
+NOTHING_TO_UPDATE = "The request changes nothing; send at least one field."
+REASON_REQUIRED = "A reason is required when a person deletes or corrects a memory."
+HUMANS_CORRECT = "Only a person corrects a memory this way; agents update their own."
+ROLE_TOO_LOW_FOR_MEMORY = "Your role may not change agents' memories (needs operator or higher)."
+SESSION_ID_INVALID = f"session_id must be 1 to {SESSION_ID_MAX_CHARS} non-blank characters."
+
+
+def memory_update(
+    *,
+    agent: Agent,
+    memory_id: UUID | str,
+    request: MemoryUpdateRequest,
+    principal=None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+) -> Memory:
+    """Apply ``request`` to one of ``agent``'s private memories; re-embed when its text changes.
+
+    The embedder is called before the row is locked; if it fails the memory keeps its new
+    text with ``embedding_status="pending"`` (the old vector would describe the old text).
+    """
+    now = now or timezone.now()
+    changes = request.changes()
+    if not changes:
+        raise MemoryStoreError(NOTHING_TO_UPDATE, code="empty_update")
+    expires_at = changes.get("expires_at")
+    if expires_at is not None and expires_at <= now:
+        raise MemoryStoreError(
+            EXPIRES_IN_PAST,
+            code="expires_in_past",
+            errors=[{"field": "expires_at", "message": EXPIRES_IN_PAST, "code": "expires_in_past"}],
+        )
+    current = agent_memory_get(agent=agent, memory_id=memory_id, now=now)
+    content = changes.get("content", current.content)
+    context = changes.get("context", current.context)
+    text_changed = (content, context) != (current.content, current.context)
+    embedded = (
+        embed_texts(
+            company=agent.company, texts=[embedding_text(content, context)], embedder=embedder
+        )
+        if text_changed
+        else None
+    )
+    with transaction.atomic():
+        memory = Memory.objects.select_for_update().get(pk=current.pk)
+        if memory.superseded_at is not None:
+            raise MemoryStoreConflictError(MEMORY_SUPERSEDED, code="memory_superseded")
+        for name, value in changes.items():
+            if name == "category":
+                value = value.value
+            elif name == "tags":
+                value = list(value)
+            setattr(memory, name, value)
+        if embedded is not None:
+            memory.embedding = embedded.vector(0)
+            memory.embedder_id = embedded.embedder_id if embedded.ok else ""
+            memory.embedding_status = embedded.status
+        memory.updated_at = now
+        memory.save()
+    memory.refresh_from_db(fields=["search_vector", "doc_length"])
+    return memory
+
+
+@transaction.atomic
+def memory_delete(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
+    """Delete one of ``agent``'s private memories, recording who did it (and why).
+
+    A human (operator or above, of the agent's company) must give a ``reason``; tool calls
+    must too (their guardrail checks it before calling here).
+    """
+    reason = _human_reason(agent=agent, principal=principal, reason=reason)
+    memory = agent_memory_get(agent=agent, memory_id=memory_id)
+    _audit_deletion(
+        memory,
+        principal=principal,
+        agent=agent,
+        action_type="memory.deleted",
+        extra=guardrail_details(reason=reason, via=via),
+    )
+    memory.delete()
+
+
+def guardrail_details(*, reason: str = "", via: str = "") -> dict[str, str]:
+    """Audit members of a guarded (tool) deletion; empty for a plain REST delete."""
+    details = {}
+    if reason:
+        details["reason"] = reason
+    if via:
+        details["via"] = via
+    return details
+
+
+def memory_correct(
+    *,
+    agent: Agent,
+    memory_id: UUID | str,
+    content: str,
+    reason: str,
+    principal,
+    embedder: Embedder | None = None,
+) -> Memory:
+    """A human replaces a wrong memory's text (re-embedded), audited with the reason.
+
+    The audit log is append-only and survives erasure, so it records a hash of the old
+    text, never the text itself.
+    """
+    reason = _human_reason(agent=agent, principal=principal, reason=reason, required=True)
+    with transaction.atomic():
+        before = agent_memory_get(agent=agent, memory_id=memory_id)
+        memory = memory_update(
+            agent=agent,
+            memory_id=memory_id,
+            request=MemoryUpdateRequest(content=content),
+            principal=principal,
+            embedder=embedder,
+        )
+        audit_record(
+            company=agent.company,
+            principal=principal,
+            action_type="memory.corrected",
+            target_type="memory",
+            target_id=memory.pk,
+            details={
+                "agent_id": agent.pk,
+                "reason": reason,
+                "previous_content_sha256": hashlib.sha256(before.content.encode()).hexdigest(),
+                "category": memory.category,
+            },
+        )
+    return memory
+
+
+def _human_reason(*, agent: Agent, principal, reason: str, required: bool = False) -> str:
+    reason = (reason or "").strip()
+    if principal is None or not principal.is_human:
+        if required:
+            raise AccessDeniedError(HUMANS_CORRECT, code="humans_only")
+        return reason
+    if principal.company.pk != agent.company_id:
+        raise MemoryNotFoundError(MEMORY_NOT_FOUND)
+    if ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
+        raise AccessDeniedError(ROLE_TOO_LOW_FOR_MEMORY, code="role_insufficient")
+    if not reason:
+        raise MemoryStoreError(
+            REASON_REQUIRED,
+            code="reason_required",
+            errors=[{"field": "reason", "message": REASON_REQUIRED, "code": "blank"}],
+        )
+    return reason
+
+
+def _audit_deletion(
+    memory: Memory, *, principal, agent: Agent, action_type: str, extra=None
+) -> None:
+    audit_record(
+        company=memory.company,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        action_type=action_type,
+        target_type="memory",
+        target_id=memory.pk,
+        details={
+            "agent_id": memory.agent_id,
+            "namespace": memory.namespace,
+            "category": memory.category,
+            "level": memory.level,
+            "is_shared": memory.is_shared,
+            **(extra or {}),
+        },
+    )
+
+
+_session_end_hooks: list = []
+
+
+def on_session_ended(hook) -> None:
+    """Register ``hook(agent=, session_id=, principal=)``; it runs inside the session-end
+    transaction (e.g. ingestion purges the session's conversations)."""
+    if hook not in _session_end_hooks:
+        _session_end_hooks.append(hook)
+
+
+@transaction.atomic
+def memory_session_end(
+    *, agent: Agent, session_id: str, principal=None, reason: str = "", via: str = ""
+) -> int:
+    """End ``agent``'s session ``session_id``: purge its session-level memories."""
+    if not session_id.strip() or len(session_id) > SESSION_ID_MAX_CHARS:
+        raise MemoryStoreError(SESSION_ID_INVALID, code="invalid_session_id")
+    purged, _ = Memory.objects.filter(
+        agent=agent, level=Memory.Level.SESSION, session_id=session_id
+    ).delete()
+    audit_record(
+        company=agent.company,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        action_type="memory.session_ended",
+        target_type="session",
+        target_id=session_id[:100],
+        details={
+            "agent_id": agent.pk,
+            "memories_purged": purged,
+            **guardrail_details(reason=reason, via=via),
+        },
+    )
+    for hook in _session_end_hooks:
+        hook(agent=agent, session_id=session_id, principal=principal)
+    return purged
+
+
+def memory_purge_project(project: Project) -> dict[str, int]:
+    """Project close hook: purge the project's project-level memories (runs inside the
+    closing transaction; the close's own audit entry records the count)."""
+    purged, _ = Memory.objects.filter(project=project, level=Memory.Level.PROJECT).delete()
+    return {"memories_purged": purged}

@@ -1,0 +1,570 @@
+"""Memory maintenance: retention → consolidation → archival → max-memories enforcement.
+
+:class:`MemoryConsolidationService` follows the seed's service of that name;
+:func:`run_maintenance` is the entry point the q2 tasks and the management command call.
+Each run of one agent is recorded as a :class:`MaintenanceRun` (counts per step, errors).
+
+* **Kill switch** — ``memory.core.consolidation.enabled: false`` pauses the whole cycle: nothing
+  is touched and the run is recorded as ``skipped``.
+* **Retention** — per category, the days resolved by :mod:`memory.core.consolidation.retention`
+  (agent rule → company rule → agent default → company default → forever); each category
+  in its own savepoint, so one failing category does not stop the others; at most
+  ``batch_size`` rows per category per run, so a large backlog is worked off over several
+  runs. Memories whose ``expires_at`` has passed are removed too (same bound).
+* **Consolidation** — the agent's live, private, persistent memories older than
+  ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first) are planned
+  by the configured strategy (``simple`` / ``dual_mode`` / ``llm``); each chunk is applied
+  in one transaction: the summary is stored through ``memory_store_batch`` (embedded,
+  searchable), the removed memories are archived whole when ``archival.enabled`` and deleted
+  from the hot store. A chunk whose rows changed meanwhile is skipped.
+* **Max memories** — if the agent still holds more than ``max_memories_per_agent``
+  memories, the oldest are deleted, ``batch_size`` per query.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from uuid import UUID
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from pydantic import ValidationError
+
+from memory.core.consolidation.abstractive import AbstractiveSummarizer
+from memory.core.consolidation.density import DensityClassifier
+from memory.core.consolidation.extractive import ExtractivePreserver
+from memory.core.consolidation.models import (
+    ArchivalIndexEntry,
+    ConsolidationEntry,
+    ConsolidationResult,
+)
+from memory.core.consolidation.retention import RetentionDecision, resolve_all
+from memory.core.consolidation.strategies import (
+    ConsolidationStrategy,
+    DualModeStrategy,
+    GroupPlan,
+    LLMStrategy,
+    SimpleStrategy,
+)
+from memory.core.domain import MemoryStoreRequest
+from memory.core.models.maintenance import MaintenanceRun
+from memory.core.llm import completion_provider_for
+from memory.core.models.memory import Memory
+from memory.core.services.archive import archive_memories
+from memory.core.services.store import memory_store_batch
+from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
+from persistence.services.audit import audit_record
+from synthorg.company_config import (
+    AgentRetentionOverrides,
+    ConsolidationConfig,
+    ConsolidationStrategyType,
+)
+from synthorg.embedding import Embedder
+from synthorg.enums import MemoryLevel
+from synthorg.llm import CompletionProvider
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 1000
+SUMMARY_SOURCE = "consolidation"
+SUMMARY_TAG = "consolidated"
+GROUP_CHANGED = "consolidation of {namespace}/{category} skipped: its memories changed meanwhile"
+INVALID_OVERRIDES = "the agent's retention_overrides are invalid and were ignored: {error}"
+NOT_PERSISTENT = "consolidation skipped: the agent's memory level is {level!r}, not 'persistent'"
+ALREADY_RUNNING = "another maintenance run of this agent is in progress"
+# pg advisory-lock namespace for "maintenance of agent <id>" (two-int form: class, agent id).
+_LOCK_CLASS = 0x4D454D  # "MEM"
+
+
+@dataclass
+class RetentionOutcome:
+    deleted_by_category: dict[str, int] = field(default_factory=dict)
+    expired_deleted: int = 0
+    decisions: dict[str, int | None] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def retention_deleted(self) -> int:
+        return sum(self.deleted_by_category.values())
+
+
+@dataclass
+class ConsolidationOutcome:
+    result: ConsolidationResult = field(default_factory=ConsolidationResult)
+    scanned: int = 0
+    errors: list[str] = field(default_factory=list)
+    methods: dict[str, int] = field(default_factory=dict)
+    skipped_reason: str | None = None
+
+
+@dataclass
+class MaintenanceReport:
+    agent_id: int
+    status: str
+    run_id: int | None = None
+    dry_run: bool = False
+    retention: RetentionOutcome = field(default_factory=RetentionOutcome)
+    consolidation: ConsolidationOutcome = field(default_factory=ConsolidationOutcome)
+    enforced_deleted: int = 0
+    memories_before: int = 0
+    memories_after: int = 0
+    errors: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        result = self.consolidation.result
+        return {
+            "retention_deleted": self.retention.retention_deleted,
+            "expired_deleted": self.retention.expired_deleted,
+            "consolidated": result.consolidated_count,
+            "summaries_created": len(result.summary_ids),
+            "archived": result.archived_count,
+            "enforced_deleted": self.enforced_deleted,
+        }
+
+    @property
+    def processed(self) -> int:
+        """Memories removed from the hot store by this run (deleted or consolidated)."""
+        counts = self.counts
+        return (
+            counts["retention_deleted"]
+            + counts["expired_deleted"]
+            + counts["consolidated"]
+            + counts["enforced_deleted"]
+        )
+
+
+def agent_overrides(agent: Agent) -> tuple[AgentRetentionOverrides | None, str | None]:
+    try:
+        return AgentRetentionOverrides.model_validate(agent.retention_overrides or {}), None
+    except ValidationError as exc:
+        return None, INVALID_OVERRIDES.format(error=exc.errors()[0]["msg"])
+
+
+class RetentionEnforcer:
+    """Deletes an agent's memories past their category's retention, and expired ones."""
+
+    def __init__(self, *, config: ConsolidationConfig, batch_size: int = DEFAULT_BATCH_SIZE):
+        self.config = config
+        self.batch_size = batch_size
+
+    def cleanup_expired(
+        self,
+        agent: Agent,
+        *,
+        now: datetime,
+        overrides: AgentRetentionOverrides | None = None,
+    ) -> RetentionOutcome:
+        outcome = RetentionOutcome()
+        decisions = resolve_all(company=self.config.retention, agent=overrides)
+        for category, decision in decisions.items():
+            outcome.decisions[category.value] = decision.days
+            if decision.days is None:
+                continue
+            try:
+                with transaction.atomic():
+                    deleted = self._delete_category(agent, decision, now=now)
+            except Exception as exc:  # isolate the category; the others still run
+                logger.exception("retention of %s for agent %s failed", category, agent.pk)
+                outcome.errors.append(f"retention of {category.value} failed: {exc}")
+                continue
+            if deleted:
+                outcome.deleted_by_category[category.value] = deleted
+        try:
+            with transaction.atomic():
+                outcome.expired_deleted = self._delete_batch(
+                    Memory.objects.filter(agent=agent, expires_at__lte=now)
+                )
+        except Exception as exc:
+            logger.exception("removing expired memories of agent %s failed", agent.pk)
+            outcome.errors.append(f"removing expired memories failed: {exc}")
+        return outcome
+
+    def _delete_category(self, agent: Agent, decision: RetentionDecision, *, now: datetime) -> int:
+        cutoff = now - timedelta(days=decision.days)
+        return self._delete_batch(
+            Memory.objects.filter(
+                agent=agent, category=decision.category.value, created_at__lt=cutoff
+            )
+        )
+
+    def _delete_batch(self, rows) -> int:
+        ids = list(
+            rows.order_by("created_at", "id").values_list("id", flat=True)[: self.batch_size]
+        )
+        if not ids:
+            return 0
+        Memory.objects.filter(id__in=ids).delete()
+        return len(ids)
+
+
+def build_strategy(
+    config: ConsolidationConfig, provider: CompletionProvider | None
+) -> ConsolidationStrategy:
+    llm = config.llm
+    if config.strategy is ConsolidationStrategyType.DUAL_MODE:
+        dual = config.archival.dual_mode
+        return DualModeStrategy(
+            classifier=DensityClassifier(dense_threshold=dual.dense_threshold),
+            preserver=ExtractivePreserver(
+                max_facts=dual.max_facts, anchor_length=dual.anchor_length
+            ),
+            summarizer=AbstractiveSummarizer(
+                provider=provider,
+                model=dual.summarization_model,
+                max_summary_tokens=dual.max_summary_tokens,
+            ),
+            group_threshold=config.group_threshold,
+        )
+    if config.strategy is ConsolidationStrategyType.LLM:
+        return LLMStrategy(
+            summarizer=AbstractiveSummarizer(
+                provider=provider,
+                max_summary_tokens=llm.max_summary_tokens,
+                temperature=llm.temperature,
+            ),
+            group_threshold=max(config.group_threshold, llm.group_threshold),
+            max_entry_input_chars=llm.max_entry_input_chars,
+            max_total_user_content_chars=llm.max_total_user_content_chars,
+            fallback_truncate_length=llm.fallback_truncate_length,
+        )
+    return SimpleStrategy(
+        group_threshold=config.group_threshold, truncate_length=llm.fallback_truncate_length
+    )
+
+
+class MemoryConsolidationService:
+    """Retention, consolidation, archival and max-memories enforcement for one company's
+    agents (the seed's service, synchronous and over Postgres)."""
+
+    def __init__(
+        self,
+        *,
+        config: ConsolidationConfig,
+        provider: CompletionProvider | None = None,
+        embedder: Embedder | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.embedder = embedder
+        self.batch_size = batch_size
+
+    # --- steps -------------------------------------------------------------------------
+
+    def cleanup_retention(
+        self, agent: Agent, *, now: datetime, overrides: AgentRetentionOverrides | None = None
+    ) -> RetentionOutcome:
+        enforcer = RetentionEnforcer(config=self.config, batch_size=self.batch_size)
+        return enforcer.cleanup_expired(agent, now=now, overrides=overrides)
+
+    def candidates(self, agent: Agent, *, now: datetime) -> list[Memory]:
+        cutoff = now - timedelta(days=self.config.archival.age_threshold_days)
+        rows = (
+            Memory.objects.filter(
+                agent=agent,
+                is_shared=False,
+                level=Memory.Level.PERSISTENT,
+                superseded_at__isnull=True,
+                created_at__lt=cutoff,
+            )
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+            .order_by("created_at", "id")
+            .only("id", "namespace", "category", "content", "created_at", "confidence")
+        )
+        return list(rows[: self.batch_size])
+
+    def run_consolidation(
+        self, agent: Agent, *, now: datetime, run: MaintenanceRun | None = None
+    ) -> ConsolidationOutcome:
+        outcome = ConsolidationOutcome()
+        if agent.memory_level != MemoryLevel.PERSISTENT:
+            # Session/project memories have their own lifecycle (session end, project close).
+            outcome.skipped_reason = NOT_PERSISTENT.format(level=agent.memory_level)
+            return outcome
+        rows = self.candidates(agent, now=now)
+        outcome.scanned = len(rows)
+        entries = [
+            ConsolidationEntry(
+                id=row.pk,
+                namespace=row.namespace,
+                category=row.category,
+                content=row.content,
+                created_at=row.created_at,
+                confidence=row.confidence,
+            )
+            for row in rows
+        ]
+        plan = build_strategy(self.config, self.provider).plan(entries)
+        outcome.errors.extend(plan.errors)
+        removed: list[UUID] = []
+        summaries: list[UUID] = []
+        assignments = []
+        index: list[ArchivalIndexEntry] = []
+        for group in plan.groups:
+            try:
+                summary_id, archived = self._apply_group(agent, group, now=now, run=run)
+            except _GroupChanged:
+                outcome.errors.append(
+                    GROUP_CHANGED.format(namespace=group.namespace, category=group.category)
+                )
+                continue
+            except Exception as exc:
+                logger.exception("consolidation of a group of agent %s failed", agent.pk)
+                outcome.errors.append(
+                    f"consolidation of {group.namespace}/{group.category} failed: {exc}"
+                )
+                continue
+            removed.extend(e.id for e in group.removed)
+            summaries.append(summary_id)
+            assignments.extend(group.mode_assignments)
+            index.extend(archived)
+            outcome.methods[group.method] = outcome.methods.get(group.method, 0) + 1
+        outcome.result = ConsolidationResult(
+            removed_ids=tuple(removed),
+            summary_ids=tuple(summaries),
+            archived_count=len(index),
+            mode_assignments=tuple(assignments),
+            archival_index=tuple(index),
+        )
+        return outcome
+
+    def _apply_group(
+        self, agent: Agent, group: GroupPlan, *, now: datetime, run: MaintenanceRun | None
+    ) -> tuple[UUID, list[ArchivalIndexEntry]]:
+        removed_ids = [e.id for e in group.removed]
+        with transaction.atomic():
+            rows = list(
+                Memory.objects.select_for_update()
+                .filter(id__in=removed_ids, agent=agent, superseded_at__isnull=True)
+                .order_by("created_at", "id")
+            )
+            expected = {e.id: e.content for e in group.removed}
+            if len(rows) != len(removed_ids) or any(
+                expected[row.pk] != row.content for row in rows
+            ):
+                raise _GroupChanged
+            request = MemoryStoreRequest(
+                content=group.summary,
+                category=group.category,
+                namespace=group.namespace,
+                source=SUMMARY_SOURCE,
+                confidence=group.kept.confidence,
+                tags=(SUMMARY_TAG, f"strategy:{self.config.strategy.value}"),
+                context=f"Summary of {len(rows)} consolidated memories ({group.method}).",
+            )
+            (stored,) = memory_store_batch(
+                agent=agent, requests=[request], embedder=self.embedder, now=now, deduplicate=False
+            )
+            index: list[ArchivalIndexEntry] = []
+            if self.config.archival.enabled:
+                archived = archive_memories(
+                    memories=rows,
+                    modes={e.id: group.mode for e in group.removed},
+                    summary_memory_id=stored.id,
+                    run=run if run is not None and run.pk else None,
+                    now=now,
+                )
+                index = [
+                    ArchivalIndexEntry(original_id=a.original_id, archival_id=a.pk, mode=a.mode)
+                    for a in archived
+                ]
+            Memory.objects.filter(id__in=removed_ids).delete()
+        return stored.id, index
+
+    def enforce_max_memories(self, agent: Agent) -> int:
+        limit = self.config.max_memories_per_agent
+        deleted = 0
+        while True:
+            excess = Memory.objects.filter(agent=agent).count() - limit
+            if excess <= 0:
+                return deleted
+            with transaction.atomic():
+                ids = list(
+                    Memory.objects.filter(agent=agent)
+                    .order_by("created_at", "id")
+                    .values_list("id", flat=True)[: min(excess, self.batch_size)]
+                )
+                Memory.objects.filter(id__in=ids).delete()
+            deleted += len(ids)
+
+    # --- the cycle ---------------------------------------------------------------------
+
+    def run_maintenance(
+        self,
+        agent: Agent,
+        *,
+        now: datetime | None = None,
+        trigger: str = MaintenanceRun.Trigger.MANUAL,
+        record: bool = True,
+    ) -> MaintenanceReport:
+        now = now or timezone.now()
+        started = time.perf_counter()
+        run = None
+        if record:
+            run = MaintenanceRun.objects.create(
+                company_id=agent.company_id,
+                agent=agent,
+                trigger=trigger,
+                strategy=self.config.strategy.value,
+                started_at=now,
+            )
+        report = MaintenanceReport(agent_id=agent.pk, status=MaintenanceRun.Status.RUNNING)
+        report.run_id = run.pk if run else None
+        if not self.config.enabled:
+            report.status = MaintenanceRun.Status.SKIPPED
+            return self._finish(report, run, agent, started)
+        if not _try_lock(agent):
+            report.status = MaintenanceRun.Status.SKIPPED
+            report.errors.append(ALREADY_RUNNING)
+            return self._finish(report, run, agent, started)
+        try:
+            self._cycle(agent, report, now=now, run=run)
+        finally:
+            _unlock(agent)
+        return self._finish(report, run, agent, started)
+
+    def _cycle(
+        self, agent: Agent, report: MaintenanceReport, *, now: datetime, run: MaintenanceRun | None
+    ) -> None:
+        report.memories_before = Memory.objects.filter(agent=agent).count()
+        overrides, problem = agent_overrides(agent)
+        if problem:
+            report.errors.append(problem)
+        steps_failed = 0
+        try:
+            report.retention = self.cleanup_retention(agent, now=now, overrides=overrides)
+        except Exception as exc:
+            logger.exception("retention step failed for agent %s", agent.pk)
+            report.errors.append(f"retention failed: {exc}")
+            steps_failed += 1
+        try:
+            report.consolidation = self.run_consolidation(agent, now=now, run=run)
+        except Exception as exc:
+            logger.exception("consolidation step failed for agent %s", agent.pk)
+            report.errors.append(f"consolidation failed: {exc}")
+            steps_failed += 1
+        try:
+            report.enforced_deleted = self.enforce_max_memories(agent)
+        except Exception as exc:
+            logger.exception("max-memories step failed for agent %s", agent.pk)
+            report.errors.append(f"max-memories enforcement failed: {exc}")
+            steps_failed += 1
+        report.errors.extend(report.retention.errors)
+        report.errors.extend(report.consolidation.errors)
+        report.memories_after = Memory.objects.filter(agent=agent).count()
+        if steps_failed == 3:
+            report.status = MaintenanceRun.Status.FAILED
+        elif report.errors:
+            report.status = MaintenanceRun.Status.PARTIAL
+        else:
+            report.status = MaintenanceRun.Status.SUCCEEDED
+
+    def _finish(
+        self, report: MaintenanceReport, run: MaintenanceRun | None, agent: Agent, started: float
+    ) -> MaintenanceReport:
+        report.seconds = time.perf_counter() - started
+        if run is None:
+            return report
+        counts = report.counts
+        result = report.consolidation.result
+        MaintenanceRun.objects.filter(pk=run.pk).update(
+            status=report.status,
+            finished_at=max(timezone.now(), run.started_at),
+            scanned=report.consolidation.scanned,
+            errors=report.errors,
+            details={
+                "memories_before": report.memories_before,
+                "memories_after": report.memories_after,
+                "retention_days": report.retention.decisions,
+                "retention_deleted_by_category": report.retention.deleted_by_category,
+                "summary_methods": report.consolidation.methods,
+                "consolidation_skipped": report.consolidation.skipped_reason,
+                "summary_ids": [str(i) for i in result.summary_ids],
+                "archival_index": [e.model_dump(mode="json") for e in result.archival_index],
+            },
+            **counts,
+        )
+        if report.status != MaintenanceRun.Status.SKIPPED and report.processed:
+            audit_record(
+                company=agent.company,
+                action_type="memory.maintenance_run",
+                target_type="agent",
+                target_id=agent.pk,
+                details={"run_id": run.pk, **counts},
+            )
+        return report
+
+
+class _GroupChanged(Exception):
+    pass
+
+
+def _try_lock(agent: Agent) -> bool:
+    """One maintenance cycle per agent at a time (schedule, command and API may overlap)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_CLASS, agent.pk])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock(agent: Agent) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, agent.pk])
+
+
+def run_maintenance(
+    *,
+    agent: Agent,
+    now: datetime | None = None,
+    trigger: str = MaintenanceRun.Trigger.MANUAL,
+    dry_run: bool = False,
+    provider: CompletionProvider | None = None,
+    embedder: Embedder | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> MaintenanceReport:
+    """Run one maintenance cycle for ``agent`` with its company's current config.
+
+    ``provider`` defaults to the configured LLM (``None`` when unconfigured). A dry run does
+    the whole cycle inside a transaction that is rolled back, without calling the LLM (so
+    summaries are truncations) and without recording a run.
+    """
+    config = company_config(agent.company).memory.consolidation
+    if dry_run:
+        service = MemoryConsolidationService(
+            config=config, provider=None, embedder=embedder, batch_size=batch_size
+        )
+        with transaction.atomic():
+            report = service.run_maintenance(agent, now=now, trigger=trigger, record=False)
+            report.dry_run = True
+            transaction.set_rollback(True)
+        return report
+    if provider is None:
+        provider = completion_provider_for(company=agent.company, agent=agent)
+    service = MemoryConsolidationService(
+        config=config, provider=provider, embedder=embedder, batch_size=batch_size
+    )
+    return service.run_maintenance(agent, now=now, trigger=trigger)
+
+
+def run_company_maintenance(
+    *,
+    company: Company,
+    trigger: str = MaintenanceRun.Trigger.SCHEDULE,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> list[MaintenanceReport]:
+    """Maintain every active agent of ``company``; nothing at all while the kill switch is
+    off (a scheduled run of a paused company records nothing)."""
+    if not company_config(company).memory.consolidation.enabled:
+        logger.info("memory maintenance of company %s skipped: consolidation disabled", company)
+        return []
+    reports = []
+    for agent in Agent.objects.filter(company=company, is_active=True).order_by("pk"):
+        reports.append(run_maintenance(agent=agent, trigger=trigger, dry_run=dry_run, now=now))
+    return reports

@@ -1,0 +1,442 @@
+"""Agent memory in the content registry: export, import and erasure of memories, shared
+knowledge and the archive (registered in ``MemoryConfig.ready``).
+
+Rows are exported whole — ids, timestamps, level bindings, supersession, and the vector
+(base64 of its little-endian float32 values) with the ``embedder_id`` that produced it —
+so an import restores the records as they were. An import deliberately bypasses the write
+gate (it restores records, it does not learn new ones) and is idempotent by id: a row whose
+id already exists in the company is skipped; an id taken by another company's row gets a
+deterministic new id (remapped, and references to it follow).
+A vector is reused only when the importing company's embedder has the same id; otherwise
+the text is re-embedded, and if the embedder fails the row is stored ``pending`` for the
+backfill, as any store would be.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from django.core.exceptions import ValidationError
+from django.utils.dateparse import parse_datetime
+
+from memory.core.domain import embedding_text
+from memory.core.embedding import embedder_for
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
+from memory.core.services.embeddings import embed_texts
+from persistence.content_registry import ContentKind, ImportContext, ImportCounts
+from persistence.models import Agent, Company, Project
+from persistence.services.projects import project_create
+from synthorg.errors import DomainError, InvalidInputError
+
+EXPORT_CHUNK = 500
+REMAP_NAMESPACE = uuid.UUID("6f1d2c1e-4b7a-5e0f-9a51-2d8c3b7e9f40")
+BAD_ROW = "Row {row_id}: {problem}."
+
+MEMORY_FIELDS = (
+    "namespace",
+    "category",
+    "content",
+    "context",
+    "source",
+    "confidence",
+    "tags",
+    "is_shared",
+    "level",
+    "session_id",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "superseded_at",
+    "embedder_id",
+)
+ARCHIVE_FIELDS = (
+    "namespace",
+    "category",
+    "content",
+    "context",
+    "source",
+    "confidence",
+    "tags",
+    "metadata",
+    "created_at",
+    "archived_at",
+    "mode",
+    "restored_at",
+)
+_RELATIONS = ("company", "agent", "project", "superseded_by")  # set by the importer itself
+_DATETIMES = {
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "superseded_at",
+    "archived_at",
+    "restored_at",
+}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    return value
+
+
+def _scoped(queryset, company: Company, agent: Agent | None):
+    queryset = queryset.filter(company=company)
+    return queryset if agent is None else queryset.filter(agent=agent)
+
+
+# --- export ------------------------------------------------------------------------------
+
+
+def _export_memories(company: Company, agent: Agent | None, *, shared: bool) -> Iterator[dict]:
+    rows = (
+        _scoped(Memory.objects, company, agent)
+        .filter(is_shared=shared)
+        .select_related("agent", "project")
+        .order_by("created_at", "id")
+    )
+    for row in rows.iterator(chunk_size=EXPORT_CHUNK):
+        record = {"id": str(row.pk), "agent": row.agent.name}
+        record.update({f: _json(getattr(row, f)) for f in MEMORY_FIELDS})
+        record["project"] = row.project.name if row.project_id else None
+        record["superseded_by"] = _json(row.superseded_by_id)
+        record["embedding"] = _encode_vector(row.embedding)
+        yield record
+
+
+def export_private_memories(company: Company, agent: Agent | None) -> Iterator[dict]:
+    return _export_memories(company, agent, shared=False)
+
+
+def export_shared_knowledge(company: Company, agent: Agent | None) -> Iterator[dict]:
+    return _export_memories(company, agent, shared=True)
+
+
+def export_archive(company: Company, agent: Agent | None) -> Iterator[dict]:
+    rows = _scoped(ArchivedMemory.objects, company, agent).select_related("agent")
+    for row in rows.order_by("archived_at", "id").iterator(chunk_size=EXPORT_CHUNK):
+        record = {"id": str(row.pk), "agent": row.agent.name, "original_id": str(row.original_id)}
+        record.update({f: _json(getattr(row, f)) for f in ARCHIVE_FIELDS})
+        record["summary_memory_id"] = _json(row.summary_memory_id)
+        record["restored_memory_id"] = _json(row.restored_memory_id)
+        yield record
+
+
+# --- erasure -----------------------------------------------------------------------------
+
+
+def erase_private_memories(agent: Agent) -> int:
+    # Vectors and the search index live in the row: deleting it deletes them.
+    return Memory.objects.filter(agent=agent, is_shared=False).delete()[0]
+
+
+def erase_shared_knowledge(agent: Agent) -> int:
+    return Memory.objects.filter(agent=agent, is_shared=True).delete()[0]
+
+
+def erase_archive(agent: Agent) -> int:
+    return ArchivedMemory.objects.filter(agent=agent).delete()[0]
+
+
+# --- import ------------------------------------------------------------------------------
+
+
+def _uuid(value, row_id, field: str) -> uuid.UUID | None:
+    if value in (None, ""):
+        return None
+    try:
+        return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise InvalidInputError(
+            BAD_ROW.format(row_id=row_id, problem=f"{field} is not a UUID"), code="invalid_export"
+        ) from exc
+
+
+def _fields(row: dict, names) -> dict:
+    values = {}
+    for name in names:
+        if name not in row:
+            continue
+        value = row[name]
+        if name in _DATETIMES and value is not None:
+            try:
+                parsed = parse_datetime(str(value))
+            except ValueError:
+                parsed = None
+            if parsed is None or parsed.tzinfo is None:
+                raise InvalidInputError(
+                    BAD_ROW.format(
+                        row_id=row.get("id"), problem=f"{name} is not an ISO datetime with offset"
+                    ),
+                    code="invalid_export",
+                )
+            value = parsed
+        values[name] = value
+    return values
+
+
+def _validate(instance, *, exclude) -> None:
+    """Field checks only (types, choices, lengths): no query per row. The table's CHECK
+    constraints still guard the insert; a violation fails the whole import as a 400."""
+    try:
+        instance.clean_fields(exclude=exclude)
+    except (ValidationError, TypeError, ValueError) as exc:
+        problem = "; ".join(
+            f"{field}: {' '.join(map(str, messages))}"
+            for field, messages in getattr(exc, "message_dict", {"row": [exc]}).items()
+        )
+        raise InvalidInputError(
+            BAD_ROW.format(row_id=instance.pk, problem=problem), code="invalid_export"
+        ) from exc
+
+
+def _encode_vector(vector) -> str | None:
+    """A vector as base64 of little-endian float32 (a sixth of its JSON-number size)."""
+    if vector is None:
+        return None
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _vector(value, dims: int | None) -> list[float] | None:
+    """The exported vector if it is reusable (``dims`` finite numbers), else ``None``."""
+    if isinstance(value, str):
+        try:
+            array = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4")
+        except (ValueError, binascii.Error):
+            return None
+    elif isinstance(value, list) and all(isinstance(x, int | float) for x in value):
+        array = np.asarray(value, dtype=np.float64)
+    else:
+        return None
+    if dims is None or array.shape != (dims,) or not np.isfinite(array).all():
+        return None
+    return array.astype(np.float32).tolist()
+
+
+def _owners(model, ids) -> dict[uuid.UUID, int]:
+    """``{id: company_id}`` of the rows of ``model`` that exist among ``ids``."""
+    ids = list(ids)
+    owners: dict[uuid.UUID, int] = {}
+    for start in range(0, len(ids), EXPORT_CHUNK):
+        chunk = ids[start : start + EXPORT_CHUNK]
+        owners.update(model.objects.filter(pk__in=chunk).values_list("pk", "company_id"))
+    return owners
+
+
+def _target_ids(model, raw_ids, company: Company, ctx: ImportContext, counts: ImportCounts):
+    """For each id of the file, the id to import it under, or ``None`` when the company
+    already has it (or the file repeats it). Two queries per 500 rows, not one per row.
+
+    An id taken by another company's row is remapped deterministically (a UUID5 of the
+    company and the old id), so importing the same file twice finds the remapped row the
+    second time instead of creating it again.
+    """
+    owners = _owners(model, raw_ids)
+    candidates = {
+        raw: uuid.uuid5(REMAP_NAMESPACE, f"{company.pk}/{raw}")
+        for raw in raw_ids
+        if owners.get(raw) not in (None, company.pk)
+    }
+    remapped_owners = _owners(model, candidates.values())
+    targets: list[uuid.UUID | None] = []
+    seen: set[uuid.UUID] = set()
+    for raw in raw_ids:
+        owner = owners.get(raw)
+        if owner == company.pk or raw in seen:
+            counts.skipped += 1
+            targets.append(None)
+            continue
+        seen.add(raw)
+        if owner is None:
+            targets.append(raw)
+            continue
+        new_id = candidates[raw]
+        if remapped_owners.get(new_id) == company.pk:
+            counts.skipped += 1
+            ctx.remapped[str(raw)] = str(new_id)
+            targets.append(None)
+            continue
+        if remapped_owners.get(new_id) is not None:  # never overwrite another company's row
+            new_id = uuid.uuid4()
+        ctx.remapped[str(raw)] = str(new_id)
+        counts.remapped += 1
+        targets.append(new_id)
+    return targets
+
+
+def _project(company: Company, name: str | None, cache: dict) -> Project | None:
+    if not name:
+        return None
+    name = str(name)
+    if name not in cache:
+        cache[name] = Project.objects.filter(company=company, name=name).first() or (
+            project_create(company=company, name=name)
+        )
+    return cache[name]
+
+
+def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> ImportCounts:
+    counts = ImportCounts()
+    projects: dict[str, Project] = {}
+    new: list[tuple[Memory, dict]] = []
+    raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
+    targets = _target_ids(Memory, raw_ids, company, ctx, counts)
+    for row, raw_id, target in zip(rows, raw_ids, targets, strict=True):
+        if target is None:
+            continue
+        agent = ctx.agent(str(row.get("agent") or ""))
+        if agent is None:
+            raise InvalidInputError(
+                BAD_ROW.format(row_id=raw_id, problem=f"no agent {row.get('agent')!r}"),
+                code="invalid_export",
+            )
+        try:
+            memory = Memory(
+                id=target,
+                company=company,
+                agent=agent,
+                project=_project(company, row.get("project"), projects),
+                **_fields(row, MEMORY_FIELDS),
+            )
+        except (ValidationError, TypeError, ValueError) as exc:
+            raise InvalidInputError(
+                BAD_ROW.format(row_id=raw_id, problem=str(exc)), code="invalid_export"
+            ) from exc
+        memory.embedder_id = ""
+        memory.embedding_status = Memory.EmbeddingStatus.PENDING
+        new.append((memory, row))
+    if not new:
+        return counts
+    try:
+        embedder = embedder_for(company)
+        current_id, current_dims = embedder.embedder_id, embedder.dims
+    except DomainError:  # the company's embedder is unusable: every row goes pending
+        embedder, current_id, current_dims = None, None, None
+    to_embed = []
+    for memory, row in new:
+        vector = _vector(row.get("embedding"), current_dims)
+        if vector is not None and row.get("embedder_id") == current_id:
+            memory.embedding = vector
+            memory.embedder_id = row["embedder_id"]
+            memory.embedding_status = Memory.EmbeddingStatus.READY
+        else:
+            to_embed.append(memory)
+    for start in range(0, len(to_embed), EXPORT_CHUNK):
+        chunk = to_embed[start : start + EXPORT_CHUNK]
+        embedded = embed_texts(
+            company=company,
+            texts=[embedding_text(m.content, m.context) for m in chunk],
+            embedder=embedder,
+        )
+        for position, memory in enumerate(chunk):
+            if embedded.ok:
+                memory.embedding = embedded.vector(position)
+                memory.embedder_id = embedded.embedder_id
+                memory.embedding_status = Memory.EmbeddingStatus.READY
+                counts.embedded += 1
+            else:
+                counts.pending += 1
+    for memory in (m for m, _ in new):
+        _validate(memory, exclude=[*_RELATIONS, "embedding", "search_vector", "doc_length"])
+    Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
+    counts.created += len(new)
+    # Supersession links, now that every row of the file exists (ids may be remapped).
+    for memory, row in new:
+        old = row.get("superseded_by")
+        if old:
+            target = ctx.remapped.get(str(old), str(old))
+            if Memory.objects.filter(pk=target, company=company).exists():
+                Memory.objects.filter(pk=memory.pk).update(superseded_by_id=target)
+    return counts
+
+
+def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> ImportCounts:
+    counts = ImportCounts()
+    new = []
+    raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
+    targets = _target_ids(ArchivedMemory, raw_ids, company, ctx, counts)
+    originals = [
+        _uuid(row.get("original_id"), raw_id, "original_id") or uuid.uuid4()
+        for row, raw_id in zip(rows, raw_ids, strict=True)
+    ]
+    taken: set[uuid.UUID] = set()
+    for start in range(0, len(originals), EXPORT_CHUNK):
+        chunk = originals[start : start + EXPORT_CHUNK]
+        taken.update(
+            ArchivedMemory.objects.filter(original_id__in=chunk).values_list(
+                "original_id", flat=True
+            )
+        )
+    for row, raw_id, target, original in zip(rows, raw_ids, targets, originals, strict=True):
+        if target is None:
+            continue
+        agent = ctx.agent(str(row.get("agent") or ""))
+        if agent is None:
+            raise InvalidInputError(
+                BAD_ROW.format(row_id=raw_id, problem=f"no agent {row.get('agent')!r}"),
+                code="invalid_export",
+            )
+        if original in taken:
+            original = uuid.uuid4()  # original ids are unique across the table
+        taken.add(original)
+        links = {}
+        for field in ("summary_memory_id", "restored_memory_id"):
+            value = _uuid(row.get(field), raw_id, field)
+            links[field] = (
+                None if value is None else uuid.UUID(ctx.remapped.get(str(value), str(value)))
+            )
+        archived = ArchivedMemory(
+            id=target,
+            company=company,
+            agent=agent,
+            original_id=original,
+            **links,
+            **_fields(row, ARCHIVE_FIELDS),
+        )
+        if archived.restored_at is not None and archived.restored_memory_id is None:
+            archived.restored_at = None
+        _validate(archived, exclude=[*_RELATIONS, "maintenance_run"])
+        new.append(archived)
+    ArchivedMemory.objects.bulk_create(new, batch_size=EXPORT_CHUNK)
+    counts.created += len(new)
+    return counts
+
+
+CONTENT_KINDS = (
+    ContentKind(
+        name="memory",
+        label="memories",
+        export=export_private_memories,
+        erase=erase_private_memories,
+        import_rows=import_memories,
+        order=10,
+        table=Memory._meta.db_table,
+    ),
+    ContentKind(
+        name="shared_knowledge",
+        label="shared knowledge",
+        export=export_shared_knowledge,
+        erase=erase_shared_knowledge,
+        import_rows=import_memories,
+        order=11,
+        table=Memory._meta.db_table,
+    ),
+    ContentKind(
+        name="archived_memory",
+        label="archived memories",
+        export=export_archive,
+        erase=erase_archive,
+        import_rows=import_archive,
+        order=20,
+        table=ArchivedMemory._meta.db_table,
+    ),
+)

@@ -1,0 +1,447 @@
+"""Starting and running re-embedding jobs.
+
+When a company's effective embedder changes (``memory.embedder`` saved through
+:func:`persistence.services.companies.company_config_set`: API, admin, ``load_company_config``),
+:func:`reembed_job_start` records a :class:`ReembedJob` (one running per company, a DB
+constraint) and queues :func:`memory.core.tasks.run_reembed_job`. The job:
+
+1. builds the new embedder's HNSW index concurrently (``memory.core.vector_indexes``; writes go
+   on meanwhile);
+2. re-embeds the company's memories whose vector is not the new embedder's, in id order,
+   ``batch_size`` at a time: the embedder is called outside any transaction, then each
+   batch's vectors and the job's cursor and counts are committed together, so an
+   interrupted job (worker killed, embedder down, time budget spent) resumes after the last
+   committed row and never redoes one;
+3. does the same for the company's live org-fact versions;
+4. sweeps once more for rows that still have another embedder's vector, then completes.
+
+Meanwhile every row keeps its old vector until the batch that replaces it commits; search
+compares only vectors of the query's (new) embedder, the sparse leg finds the rest, and
+search reports ``degraded: ["reembedding"]`` with the share done
+(:func:`memory.core.selectors.reembed.reembedding_sql`). A row stored or changed during the job
+is embedded by the new embedder on its own write path; the batch update skips a row whose
+text changed since it was read. Memories still ``pending`` (no vector: the embedder failed
+when they were stored) are the embedding backfill's, not the job's.
+
+Only one process runs a job at a time: :func:`reembed_job_run` holds a session advisory lock
+on the job while it works, so the task, the resume schedule and ``manage.py reembed`` may all
+try.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from memory.core.domain import embedding_text
+from memory.core.models.reembed import ReembedJob
+from memory.core.services.embeddings import embed_texts
+from memory.core.vector_indexes import dense_condition, ensure_vector_index, vector_index_state
+from orgmemory.embedding import org_embedder
+from orgmemory.models import OperationLogEntry
+from orgmemory.services.embeddings import fact_vectors_store, stale_fact_versions
+from persistence.models import Company
+from persistence.selectors.embedder import company_embedder, company_embedder_key
+from persistence.services.audit import audit_record
+from synthorg.embedding import EmbeddingError, default_embedder
+from synthorg.errors import DomainError, NotFoundError
+from synthorg.retrieval.vectors import vector_literal
+
+logger = logging.getLogger(__name__)
+
+BATCH_SIZE = 100
+MAX_PASSES = 3
+TASK = "memory.core.tasks.run_reembed_job"
+#: Advisory-lock namespace (the job id is the second key).
+_LOCK_NAMESPACE = 0x52454D42  # "REMB"
+
+NO_RUNNING_JOB = "Company {company} has no running re-embedding job."
+ACTION_STARTED = "memory.reembed_started"
+ACTION_SUPERSEDED = "memory.reembed_superseded"
+ACTION_COMPLETED = "memory.reembed_completed"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What one call to :func:`reembed_job_run` did (for progress bars and the task)."""
+
+    batches: int
+    rows: int
+    finished: bool
+    error: str = ""
+
+
+# --- which rows need a new vector ------------------------------------------------------------
+
+
+def _stale_memories_sql(company_id: int, embedder_id: str, dims: int) -> tuple[str, list]:
+    """Rows of the company with a vector that is not ``(embedder_id, dims)``'s."""
+    return (
+        f"m.company_id = %s AND m.embedding IS NOT NULL "
+        f"AND NOT ({dense_condition(embedder_id, dims, escape=True)})",
+        [company_id],
+    )
+
+
+def stale_memory_count(company: Company, embedder_id: str, dims: int) -> int:
+    where, params = _stale_memories_sql(company.pk, embedder_id, dims)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM memory_memory m WHERE {where}", params)
+        return int(cursor.fetchone()[0])
+
+
+def _most_common_source(company: Company, embedder_id: str, dims: int) -> tuple[str, int | None]:
+    where, params = _stale_memories_sql(company.pk, embedder_id, dims)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.embedder_id, vector_dims(m.embedding) FROM memory_memory m WHERE {where} "
+            "GROUP BY 1, 2 ORDER BY count(*) DESC, 1 LIMIT 1",
+            params,
+        )
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else ("", None)
+
+
+def _stale_fact_count(company: Company, embedder_id: str, dims: int) -> int:
+    if org_embedder(company) is None:
+        return 0
+    return stale_fact_versions(company, embedder_id, dims).count()
+
+
+# --- start -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def reembed_job_start(
+    *,
+    company: Company,
+    via: str = "config",
+    principal=None,
+    actor_user=None,
+    check_rows: bool = True,
+) -> ReembedJob | None:
+    """Start re-embedding ``company``'s vectors with its current embedder, if anything needs it.
+
+    Returns the running job (an existing one for the same embedder, or a new one), or
+    ``None`` when every vector is already the current embedder's and its index exists. A
+    running job for another embedder is superseded (the new one takes over its rows).
+    ``check_rows=False`` (the config hook, run after every config save): when the embedder
+    is the one the company's last job moved to — or, with no job yet, the default one — it
+    did not change, and the rows are not counted (a count reads every row of the company).
+    Raises :class:`DomainError` if the company's embedder cannot be built.
+    """
+    Company.objects.select_for_update().filter(pk=company.pk).first()  # one start at a time
+    embedder_id, dims = company_embedder_key(company)
+    now = timezone.now()
+    running = ReembedJob.objects.filter(company=company, status=ReembedJob.Status.RUNNING).first()
+    if running is not None:
+        if (running.to_embedder_id, running.to_dims) == (embedder_id, dims):
+            return running
+    elif not check_rows:
+        last = (
+            ReembedJob.objects.filter(company=company)
+            .exclude(status=ReembedJob.Status.SUPERSEDED)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        unchanged = (
+            (last.to_embedder_id, last.to_dims) if last is not None else _default_key()
+        ) == (embedder_id, dims)
+        if unchanged:
+            return None
+    if running is not None:
+        running.status = ReembedJob.Status.SUPERSEDED
+        running.finished_at = running.updated_at = now
+        running.save(update_fields=["status", "finished_at", "updated_at"])
+        audit_record(
+            company=company, principal=principal, actor_user=actor_user,
+            action_type=ACTION_SUPERSEDED, target_type="reembed_job", target_id=running.pk,
+            details={"to_embedder_id": running.to_embedder_id, "done": running.done,
+                     "total": running.total, "via": via},
+        )  # fmt: skip
+    memories = stale_memory_count(company, embedder_id, dims)
+    facts = _stale_fact_count(company, embedder_id, dims)
+    if memories == 0 and facts == 0 and vector_index_state(embedder_id, dims) == "ready":
+        return None
+    from_id, from_dims = _most_common_source(company, embedder_id, dims)
+    job = ReembedJob.objects.create(
+        company=company,
+        from_embedder_id=from_id,
+        from_dims=from_dims,
+        to_embedder_id=embedder_id,
+        to_dims=dims,
+        memories_total=memories,
+        facts_total=facts,
+        started_via=via[:16],
+        created_at=now,
+        updated_at=now,
+    )
+    audit_record(
+        company=company, principal=principal, actor_user=actor_user,
+        action_type=ACTION_STARTED, target_type="reembed_job", target_id=job.pk,
+        risk_level="medium",
+        details={"from_embedder_id": from_id, "from_dims": from_dims,
+                 "to_embedder_id": embedder_id, "to_dims": dims,
+                 "memories": memories, "facts": facts, "via": via},
+    )  # fmt: skip
+    job_id = job.pk
+    transaction.on_commit(lambda: enqueue_reembed_job(job_id))
+    return job
+
+
+def enqueue_reembed_job(job_id: int) -> None:
+    """Queue the job's task (the resume schedule picks the job up if this fails)."""
+    try:
+        from django_q.tasks import async_task
+
+        async_task(TASK, job_id, task_name=f"reembed-{job_id}-{uuid.uuid4().hex[:8]}")
+    except Exception:
+        logger.exception("queueing re-embedding job %s failed", job_id)
+
+
+def _default_key() -> tuple[str, int]:
+    embedder = default_embedder()
+    return embedder.embedder_id, embedder.dims
+
+
+def reembed_on_config_change(company: Company) -> None:
+    """Config-change hook: a changed embedder starts (or supersedes) a job."""
+    try:
+        reembed_job_start(company=company, via="config", check_rows=False)
+    except DomainError as exc:
+        logger.warning("re-embedding for company %s not started: %s", company.pk, exc)
+
+
+# --- run -------------------------------------------------------------------------------------
+
+
+def reembed_job_run(
+    *,
+    job: ReembedJob,
+    batch_size: int = BATCH_SIZE,
+    max_batches: int | None = None,
+    time_budget: float | None = None,
+    on_batch: Callable[[ReembedJob], None] | None = None,
+) -> Progress:
+    """Process the job's batches until it completes, ``max_batches`` / ``time_budget`` are
+    spent, or the embedder fails (the error is recorded; the job stays running and resumes
+    on the next call). Must run outside a transaction. Returns what this call did."""
+    if connection.in_atomic_block:
+        raise RuntimeError("a re-embedding job runs outside transactions")
+    if job.phase == ReembedJob.Phase.INDEX and job.status == ReembedJob.Status.RUNNING:
+        # Before taking the lock: building switches the connection to the owner role (a
+        # session lock would not survive that). Idempotent if two workers get here.
+        ensure_vector_index(job.to_embedder_id, job.to_dims)
+        ReembedJob.objects.filter(pk=job.pk, phase=ReembedJob.Phase.INDEX).update(
+            phase=ReembedJob.Phase.MEMORIES, updated_at=timezone.now()
+        )
+    if not _try_lock(job.pk):
+        return Progress(batches=0, rows=0, finished=False, error="locked by another worker")
+    try:
+        return _run_locked(job.pk, batch_size, max_batches, time_budget, on_batch)
+    finally:
+        _unlock(job.pk)
+
+
+def _run_locked(job_id, batch_size, max_batches, time_budget, on_batch) -> Progress:
+    deadline = None if time_budget is None else time.monotonic() + time_budget
+    batches = rows = 0
+    job = ReembedJob.objects.select_related("company").get(pk=job_id)
+    if job.status != ReembedJob.Status.RUNNING:
+        return Progress(batches=0, rows=0, finished=True)
+    company = job.company
+    try:
+        embedder = company_embedder(company)
+    except DomainError as exc:
+        _record_error(job, str(exc))
+        return Progress(batches=0, rows=0, finished=False, error=str(exc))
+    if (embedder.embedder_id, embedder.dims) != (job.to_embedder_id, job.to_dims):
+        # The company switched embedder again: a new job takes over.
+        reembed_job_start(company=company, via="resume")
+        return Progress(batches=0, rows=0, finished=True)
+
+    while True:
+        if max_batches is not None and batches >= max_batches:
+            return Progress(batches=batches, rows=rows, finished=False)
+        if deadline is not None and time.monotonic() >= deadline:
+            return Progress(batches=batches, rows=rows, finished=False)
+        job.refresh_from_db()
+        if job.status != ReembedJob.Status.RUNNING:
+            return Progress(batches=batches, rows=rows, finished=True)
+        try:
+            if job.phase == ReembedJob.Phase.MEMORIES:
+                count = _memory_batch(job, embedder, batch_size)
+                if count == 0:
+                    _update(job, phase=ReembedJob.Phase.FACTS)
+                    continue
+            elif job.phase == ReembedJob.Phase.FACTS:
+                count = _fact_batch(job, batch_size)
+                if count == 0:
+                    if _finish_or_sweep(job):
+                        return Progress(batches=batches, rows=rows, finished=True)
+                    continue
+            else:
+                return Progress(batches=batches, rows=rows, finished=True)
+        except EmbeddingError as exc:
+            _record_error(job, str(exc))
+            return Progress(batches=batches, rows=rows, finished=False, error=str(exc))
+        batches += 1
+        rows += count
+        if on_batch is not None:
+            job.refresh_from_db()
+            on_batch(job)
+
+
+def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
+    where, params = _stale_memories_sql(job.company_id, job.to_embedder_id, job.to_dims)
+    if job.memory_cursor is not None:
+        where += " AND m.id > %s"
+        params.append(job.memory_cursor)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.id, m.content, m.context FROM memory_memory m WHERE {where} "
+            "ORDER BY m.id LIMIT %s",
+            [*params, batch_size],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return 0
+    embedded = embed_texts(
+        company=job.company,
+        texts=[embedding_text(content, context) for _, content, context in rows],
+        embedder=embedder,
+    )
+    if not embedded.ok or embedded.embedder_id != job.to_embedder_id:
+        raise EmbeddingError(f"the embedder {job.to_embedder_id} failed on a batch")
+    with transaction.atomic():
+        # One statement for the batch (the BM25 statistics trigger runs per statement).
+        # A row whose text changed since it was read is skipped: its own update embedded it.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _BATCH_UPDATE_SQL,
+                [
+                    embedded.embedder_id,
+                    [row[0] for row in rows],
+                    [row[1] for row in rows],
+                    [row[2] for row in rows],
+                    [vector_literal(vector) for vector in embedded.vectors],
+                    job.company_id,
+                ],
+            )
+        _advance(job, "memories", cursor=rows[-1][0], count=len(rows))
+    return len(rows)
+
+
+_BATCH_UPDATE_SQL = """
+UPDATE memory_memory m
+   SET embedding = v.embedding::vector, embedder_id = %s, embedding_status = 'ready'
+  FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[]) AS v(id, content, context, embedding)
+ WHERE m.id = v.id AND m.content = v.content AND m.context = v.context AND m.company_id = %s
+"""
+
+
+def _fact_batch(job: ReembedJob, batch_size: int) -> int:
+    embedder = org_embedder(job.company)
+    if embedder is None:
+        return 0
+    entries = stale_fact_versions(job.company, job.to_embedder_id, job.to_dims)
+    if job.fact_cursor is not None:
+        entries = entries.filter(operation_id__gt=job.fact_cursor)
+    batch: list[OperationLogEntry] = list(entries.order_by("operation_id")[:batch_size])
+    if not batch:
+        return 0
+    vectors = embedder.embed([entry.content for entry in batch])
+    with transaction.atomic():
+        fact_vectors_store(entries=batch, embedder_id=embedder.embedder_id, vectors=vectors)
+        _advance(job, "facts", cursor=batch[-1].operation_id, count=len(batch))
+    return len(batch)
+
+
+def _advance(job: ReembedJob, kind: str, *, cursor, count: int) -> None:
+    """Record a committed batch of ``kind`` ("memories" / "facts"): cursor, counts (the total
+    grows if more rows turned up than were counted at the start)."""
+    cursor_field = "memory_cursor" if kind == "memories" else "fact_cursor"
+    done, total = f"{kind}_done", f"{kind}_total"
+    ReembedJob.objects.filter(pk=job.pk).update(
+        **{
+            cursor_field: cursor,
+            total: Greatest(F(total), F(done) + count),
+            done: F(done) + count,
+        },
+        batches=F("batches") + 1,
+        last_error="",
+        updated_at=timezone.now(),
+    )
+
+
+def _finish_or_sweep(job: ReembedJob) -> bool:
+    """Complete the job, or (rows with another embedder's vector behind the cursors, e.g.
+    written by an import meanwhile) start one more pass over them. True when completed."""
+    company = job.company
+    left = stale_memory_count(company, job.to_embedder_id, job.to_dims) + _stale_fact_count(
+        company, job.to_embedder_id, job.to_dims
+    )
+    with transaction.atomic():
+        job = ReembedJob.objects.select_for_update().get(pk=job.pk)
+        if job.status != ReembedJob.Status.RUNNING:
+            return True
+        now = timezone.now()
+        if left and job.passes < MAX_PASSES:
+            job.memory_cursor = job.fact_cursor = None
+            job.phase = ReembedJob.Phase.MEMORIES
+            job.passes += 1
+            job.updated_at = now
+            job.save(
+                update_fields=["memory_cursor", "fact_cursor", "phase", "passes", "updated_at"]
+            )
+            return False
+        job.status = ReembedJob.Status.COMPLETED
+        job.phase = ReembedJob.Phase.DONE
+        job.finished_at = job.updated_at = now
+        job.save(update_fields=["status", "phase", "finished_at", "updated_at"])
+        audit_record(
+            company=company, action_type=ACTION_COMPLETED, target_type="reembed_job",
+            target_id=job.pk,
+            details={"to_embedder_id": job.to_embedder_id, "to_dims": job.to_dims,
+                     "memories": job.memories_done, "facts": job.facts_done,
+                     "batches": job.batches, "left_for_backfill": left},
+        )  # fmt: skip
+    return True
+
+
+def _update(job: ReembedJob, **fields) -> None:
+    fields["updated_at"] = timezone.now()
+    ReembedJob.objects.filter(pk=job.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(job, name, value)
+
+
+def _record_error(job: ReembedJob, message: str) -> None:
+    logger.warning("re-embedding job %s paused: %s", job.pk, message)
+    _update(job, last_error=message[:2000])
+
+
+def _try_lock(job_id: int) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, job_id])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock(job_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, job_id])
+
+
+def running_job(company: Company) -> ReembedJob:
+    job = ReembedJob.objects.filter(company=company, status=ReembedJob.Status.RUNNING).first()
+    if job is None:
+        raise NotFoundError(NO_RUNNING_JOB.format(company=company.slug), code="no_reembed_job")
+    return job

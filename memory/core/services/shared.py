@@ -1,0 +1,87 @@
+"""Shared knowledge: an agent publishes to its company; only the publisher may retract."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from django.db import transaction
+
+from memory.core.domain import MemoryStoreRequest, StoreResult
+from memory.core.errors import MemoryAccessError, MemoryCapabilityError
+from memory.core.selectors.memories import shared_memory_get
+from memory.core.services.edit import guardrail_details
+from memory.core.services.store import memory_store_batch
+from persistence.models import Agent
+from persistence.selectors.config import company_config
+from persistence.services.audit import audit_record
+from synthorg.embedding import Embedder
+
+SHARED_DISABLED = (
+    "Shared knowledge is disabled for this company (memory.options.shared_knowledge_base)."
+)
+NOT_PUBLISHER = "Only the agent that published this entry may retract it."
+
+
+def _require_enabled(agent: Agent) -> None:
+    if not company_config(agent.company).memory.options.shared_knowledge_base:
+        raise MemoryCapabilityError(SHARED_DISABLED, code="shared_knowledge_disabled")
+
+
+def shared_publish(
+    *,
+    agent: Agent,
+    request: MemoryStoreRequest,
+    principal=None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+) -> StoreResult:
+    """Publish ``request`` as company-wide shared knowledge (persistent, whatever the
+    agent's own memory level). A near duplicate of the agent's earlier publication returns
+    that entry with ``deduplicated=True``."""
+    _require_enabled(agent)
+    with transaction.atomic():
+        result = memory_store_batch(
+            agent=agent,
+            requests=[request],
+            principal=principal,
+            embedder=embedder,
+            now=now,
+            shared=True,
+        )[0]
+        if not result.deduplicated:
+            audit_record(
+                company=agent.company,
+                principal=principal,
+                actor_agent=None if principal is not None else agent,
+                action_type="memory.shared_published",
+                target_type="memory",
+                target_id=result.id,
+                details={"namespace": request.namespace, "category": request.category.value},
+            )
+    return result
+
+
+@transaction.atomic
+def shared_retract(
+    *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
+) -> None:
+    """Remove a shared entry; any agent of the company can see it exists, only its
+    publisher may retract it (403 for the others, 404 outside the company)."""
+    memory = shared_memory_get(company=agent.company, memory_id=memory_id)
+    if memory.agent_id != agent.pk:
+        raise MemoryAccessError(NOT_PUBLISHER, code="not_publisher")
+    audit_record(
+        company=memory.company,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        action_type="memory.shared_retracted",
+        target_type="memory",
+        target_id=memory.pk,
+        details={
+            "namespace": memory.namespace,
+            "category": memory.category,
+            **guardrail_details(reason=reason, via=via),
+        },
+    )
+    memory.delete()

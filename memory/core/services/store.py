@@ -1,0 +1,563 @@
+"""Storing memories: level binding, the write gate, batched embedding and supersession.
+
+``memory_store_batch`` is the one write path (``memory_store`` is a batch of one; shared
+knowledge is published through it with ``shared=True``). A batch is one transaction and one
+embedder call. Which level a memory is written under is decided by the agent's
+``memory_level``:
+
+* ``none`` — nothing is stored; every result says ``stored=False`` (not an error);
+* ``session`` — the request must carry a ``session_id``; purged when the session ends;
+* ``project`` — the request must name an open project of the agent's company; purged when
+  the project closes;
+* ``persistent`` — kept until retention removes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import numpy as np
+from django.db import connection, transaction
+from django.utils import timezone
+from pgvector.psycopg import register_vector
+
+from memory.core.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
+from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
+from memory.core.models.memory import Memory
+from memory.core.services.embeddings import embed_texts
+from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
+from persistence.models import Agent, Project
+from synthorg.embedding import Embedder
+from synthorg.enums import MemoryLevel
+
+BATCH_EMPTY = "A batch must contain at least one memory."
+BATCH_TOO_LARGE = f"A batch holds at most {MAX_BATCH} memories."
+SESSION_ID_REQUIRED = "This agent's memory level is 'session': session_id is required."
+PROJECT_ID_REQUIRED = "This agent's memory level is 'project': project_id is required."
+PROJECT_UNKNOWN = "No project with this id exists in the agent's company."
+PROJECT_CLOSED = "The project is closed; it no longer accepts memories."
+EXPIRES_IN_PAST = "expires_at must be in the future."
+CREATED_IN_FUTURE = "created_at may only be in the past (it is for importing old memories)."
+SUPERSEDED_UNKNOWN = "No memory of this agent with this id can be superseded."
+ALREADY_SUPERSEDED = "The memory is already superseded."
+SUPERSEDES_SHARED_MISMATCH = "Shared knowledge can only supersede shared knowledge, and vice versa."
+
+NOT_STORED = StoreResult(id=None, stored=False, deduplicated=False, embedding_status=None)
+
+
+def memory_store(
+    *,
+    agent: Agent,
+    request: MemoryStoreRequest,
+    principal=None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+    persistent: bool = False,
+) -> StoreResult:
+    """Store one memory for ``agent``; see :func:`memory_store_batch`."""
+    return memory_store_batch(
+        agent=agent,
+        requests=[request],
+        principal=principal,
+        embedder=embedder,
+        now=now,
+        persistent=persistent,
+    )[0]
+
+
+def memory_store_batch(
+    *,
+    agent: Agent,
+    requests: Sequence[MemoryStoreRequest],
+    principal=None,
+    embedder: Embedder | None = None,
+    now: datetime | None = None,
+    shared: bool = False,
+    deduplicate: bool = True,
+    persistent: bool = False,
+) -> list[StoreResult]:
+    """Store up to 500 memories for ``agent`` in one transaction; results in request order.
+
+    A request whose content nearly duplicates a live memory of the same agent, namespace and
+    category (Dice ≥ 0.8 over normalised terms, see :mod:`memory.core.write_gate`) — or an earlier
+    request of the same batch — stores nothing and returns that memory's id with
+    ``deduplicated=True``. ``supersedes`` marks the named memories superseded by the result.
+    If the embedder fails, rows are stored with ``embedding_status="pending"``.
+    """
+    if not requests:
+        raise MemoryStoreError(BATCH_EMPTY, code="batch_empty")
+    if len(requests) > MAX_BATCH:
+        raise MemoryStoreError(BATCH_TOO_LARGE, code="batch_too_large")
+    level = MemoryLevel.PERSISTENT if shared else MemoryLevel(agent.memory_level)
+    if level is MemoryLevel.NONE:
+        return [NOT_STORED for _ in requests]
+    if persistent:  # long-term knowledge (procedural lessons) outlives sessions and projects
+        level = MemoryLevel.PERSISTENT
+    now = now or timezone.now()
+    batch = len(requests) > 1
+    _check_requests(requests, level=level, now=now, batch=batch)
+    terms = _terms([r.content for r in requests])
+    # A first, lock-free pass of the gate spares the embedder the duplicates; the embedder
+    # then runs before the transaction opens, so no locks are held during the call. The
+    # gate runs again under the lock (the store may have changed meanwhile).
+    duplicates: set[int] = set()
+    if deduplicate:
+        with transaction.atomic():
+            probe = [
+                _Slot(index=i, request=r, terms=t)
+                for i, (r, t) in enumerate(zip(requests, terms, strict=True))
+            ]
+            _gate(agent, probe, level=level, shared=shared, now=now)
+        duplicates = {slot.index for slot in probe if slot.deduplicated}
+    to_embed = [i for i in range(len(requests)) if i not in duplicates]
+    embedded = embed_texts(
+        company=agent.company,
+        texts=[requests[i].embedding_text() for i in to_embed],
+        embedder=embedder,
+    )
+    vectors = (
+        {i: embedded.vectors[position] for position, i in enumerate(to_embed)}
+        if embedded.vectors is not None
+        else {}
+    )
+    return _store(
+        agent=agent,
+        requests=requests,
+        terms=terms,
+        level=level,
+        vectors=vectors,
+        embedder_id=embedded.embedder_id,
+        now=now,
+        shared=shared,
+        deduplicate=deduplicate,
+        batch=batch,
+    )
+
+
+def _field(index: int, name: str, batch: bool) -> str:
+    return f"[{index}].{name}" if batch else name
+
+
+def _invalid(message: str, *, code: str, field: str, cls=MemoryStoreError):
+    return cls(message, code=code, errors=[{"field": field, "message": message, "code": code}])
+
+
+def _check_requests(requests, *, level: MemoryLevel, now: datetime, batch: bool) -> None:
+    for index, request in enumerate(requests):
+        if request.expires_at is not None and request.expires_at <= now:
+            raise _invalid(
+                EXPIRES_IN_PAST, code="expires_in_past", field=_field(index, "expires_at", batch)
+            )
+        if request.created_at is not None and request.created_at > now:
+            raise _invalid(
+                CREATED_IN_FUTURE,
+                code="created_in_future",
+                field=_field(index, "created_at", batch),
+            )
+        if level is MemoryLevel.SESSION and not request.session_id:
+            raise _invalid(
+                SESSION_ID_REQUIRED,
+                code="session_id_required",
+                field=_field(index, "session_id", batch),
+            )
+        if level is MemoryLevel.PROJECT and request.project_id is None:
+            raise _invalid(
+                PROJECT_ID_REQUIRED,
+                code="project_id_required",
+                field=_field(index, "project_id", batch),
+            )
+
+
+@dataclass
+class _Slot:
+    """One request on its way through the gate."""
+
+    index: int
+    request: MemoryStoreRequest
+    terms: frozenset[str]
+    result_id: UUID | None = None
+    deduplicated: bool = False
+    status: str | None = None
+    twin: int | None = None  # index of an earlier slot of the batch this one duplicates
+
+    @property
+    def binding(self) -> tuple[str, int | None]:
+        return (self.request.session_id or "", self.request.project_id)
+
+
+@transaction.atomic
+def _store(
+    *,
+    agent: Agent,
+    requests: Sequence[MemoryStoreRequest],
+    terms: Sequence[frozenset[str]],
+    level: MemoryLevel,
+    vectors: dict[int, np.ndarray],
+    embedder_id: str,
+    now: datetime,
+    shared: bool,
+    deduplicate: bool,
+    batch: bool,
+) -> list[StoreResult]:
+    projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
+    superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
+    slots = [
+        _Slot(index=i, request=r, terms=t)
+        for i, (r, t) in enumerate(zip(requests, terms, strict=True))
+    ]
+    if deduplicate:
+        _serialise_writers(agent, requests)
+        _gate(agent, slots, level=level, shared=shared, now=now)
+
+    rows = []
+    for slot in slots:
+        if slot.result_id is not None or slot.twin is not None:
+            continue
+        request = slot.request
+        # No vector: the embedder failed, or the first gate pass took this request for a
+        # duplicate of a memory that is gone now. The backfill task embeds it later.
+        vector = vectors.get(slot.index)
+        row = Memory(
+            company_id=agent.company_id,
+            agent=agent,
+            namespace=request.namespace,
+            category=request.category.value,
+            content=request.content,
+            context=request.context,
+            source=request.source,
+            confidence=request.confidence,
+            tags=list(request.tags),
+            is_shared=shared,
+            level=level.value,
+            session_id=request.session_id if level is MemoryLevel.SESSION else "",
+            project=projects.get(request.project_id) if level is MemoryLevel.PROJECT else None,
+            created_at=request.created_at or now,
+            updated_at=now,
+            expires_at=request.expires_at,
+            embedding=vector,
+            embedder_id=embedder_id if vector is not None else "",
+            embedding_status=(
+                Memory.EmbeddingStatus.READY
+                if vector is not None
+                else Memory.EmbeddingStatus.PENDING
+            ),
+        )
+        rows.append(row)
+        slot.result_id = row.id
+        slot.status = row.embedding_status
+    _insert(rows)
+    for slot in slots:
+        if slot.twin is not None:
+            slot.result_id, slot.status = slots[slot.twin].result_id, slots[slot.twin].status
+
+    for slot in slots:
+        targets = [superseded[mid] for mid in slot.request.supersedes if mid != slot.result_id]
+        if targets:
+            Memory.objects.filter(pk__in=[m.pk for m in targets]).update(
+                superseded_at=now, superseded_by_id=slot.result_id, updated_at=now
+            )
+    return [
+        StoreResult(
+            id=slot.result_id,
+            stored=True,
+            deduplicated=slot.deduplicated,
+            embedding_status=slot.status,
+        )
+        for slot in slots
+    ]
+
+
+#: The columns a store writes: all but the trigger-maintained search_vector and doc_length.
+_INSERT_FIELDS = tuple(
+    f for f in Memory._meta.concrete_fields if f.attname not in ("search_vector", "doc_length")
+)
+#: Django's column types → the type names binary COPY is told (no length modifiers).
+_COPY_TYPE_ALIASES = {
+    "timestamp with time zone": "timestamptz",
+    "double precision": "float8",
+    "integer": "int4",
+    "bigint": "int8",
+    "smallint": "int2",
+    "boolean": "bool",
+}
+
+
+def _copy_type(field) -> str:
+    db_type = re.sub(r"\(\d+(,\s*\d+)?\)", "", field.db_type(connection))
+    return _COPY_TYPE_ALIASES.get(db_type, db_type)
+
+
+def _insert(rows: list[Memory]) -> None:
+    """Write ``rows`` with one binary ``COPY``: the vectors go over the wire as binary
+    float4s. ``bulk_create`` formatted every vector as text in Python and compiled a
+    20 × N-parameter INSERT (measured: 1.0 s of a 3.1 s store of 300 LoCoMo turns with
+    a constant embedder; the COPY takes 0.04 s of client time). The database runs the same
+    triggers, constraints and index updates as for an INSERT."""
+    if not rows:
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.adapters.types.get("vector") is None:
+        register_vector(raw)
+    columns = ", ".join(f'"{f.column}"' for f in _INSERT_FIELDS)
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY memory_memory ({columns}) FROM STDIN WITH (FORMAT BINARY)"
+        ) as copy,
+    ):
+        copy.set_types([_copy_type(f) for f in _INSERT_FIELDS])
+        for row in rows:
+            copy.write_row(
+                [
+                    row.embedding
+                    if f.attname == "embedding"
+                    else f.get_db_prep_save(getattr(row, f.attname), connection)
+                    for f in _INSERT_FIELDS
+                ]
+            )
+    for row in rows:
+        row._state.adding, row._state.db = False, connection.alias
+
+
+def _lock_projects(agent: Agent, requests, *, batch: bool) -> dict[int, Project]:
+    wanted = {r.project_id for r in requests}
+    # FOR NO KEY UPDATE conflicts with project_close's FOR UPDATE: a project cannot close
+    # between this check and our commit (and so leave memories behind its purge).
+    projects = {
+        p.pk: p
+        for p in Project.objects.select_for_update(no_key=True).filter(
+            company_id=agent.company_id, pk__in=wanted
+        )
+    }
+    for index, request in enumerate(requests):
+        project = projects.get(request.project_id)
+        field = _field(index, "project_id", batch)
+        if project is None:
+            raise _invalid(PROJECT_UNKNOWN, code="project_not_found", field=field)
+        if project.is_closed:
+            raise _invalid(
+                PROJECT_CLOSED, code="project_closed", field=field, cls=MemoryStoreConflictError
+            )
+    return projects
+
+
+def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, batch: bool):
+    wanted = {mid for r in requests for mid in r.supersedes}
+    if not wanted:
+        return {}
+    found = {
+        m.pk: m
+        for m in Memory.objects.select_for_update().filter(agent=agent, pk__in=wanted)
+        if m.expires_at is None or m.expires_at > now
+    }
+    for index, request in enumerate(requests):
+        for position, mid in enumerate(request.supersedes):
+            field = _field(index, f"supersedes.{position}", batch)
+            memory = found.get(mid)
+            if memory is None:
+                raise _invalid(
+                    SUPERSEDED_UNKNOWN,
+                    code="superseded_not_found",
+                    field=field,
+                    cls=MemoryNotFoundError,
+                )
+            if memory.is_shared != shared:
+                raise _invalid(SUPERSEDES_SHARED_MISMATCH, code="supersedes_mismatch", field=field)
+            if memory.superseded_at is not None:
+                raise _invalid(
+                    ALREADY_SUPERSEDED,
+                    code="already_superseded",
+                    field=field,
+                    cls=MemoryStoreConflictError,
+                )
+    return found
+
+
+def _any_term_query(terms) -> str:
+    """A ``tsquery`` literal matching documents with any of ``terms`` (already lexemes).
+
+    The OR is parenthesised as a balanced tree: PostgreSQL evaluates a flat ``a | b | …``
+    as a chain as deep as the term count, which exceeds its stack depth at ~16k terms (ten
+    20k-character memories), whereas a balanced tree is only log2(n) deep.
+    """
+    quoted = sorted({"'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms})
+    return _balanced_or(quoted) if quoted else ""
+
+
+def _balanced_or(items: Sequence[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    middle = len(items) // 2
+    return f"({_balanced_or(items[:middle])} | {_balanced_or(items[middle:])})"
+
+
+def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> None:
+    """Concurrent stores into the same agent/namespace/category wait for each other, so two
+    near duplicates racing each other cannot both pass the gate. Transaction-scoped
+    advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
+    groups = sorted({f"memory-gate:{agent.pk}:{r.namespace}:{r.category.value}" for r in requests})
+    with connection.cursor() as cursor:
+        for group in groups:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group])
+
+
+def _terms(contents: Sequence[str]) -> list[frozenset[str]]:
+    """Normalised terms (english lexemes) of each content, in order, in one query."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.ord, tsvector_to_array(to_tsvector('english'::regconfig, t.c)) "
+            "FROM unnest(%s::text[]) WITH ORDINALITY AS t(c, ord) ORDER BY t.ord",
+            [list(contents)],
+        )
+        return [frozenset(lexemes) for _, lexemes in cursor.fetchall()]
+
+
+def _gate(
+    agent: Agent, slots: list[_Slot], *, level: MemoryLevel, shared: bool, now: datetime
+) -> None:
+    """Mark slots that nearly duplicate a live memory, or an earlier slot of the batch.
+
+    Only memories under the same level binding count: a session memory must not resolve to
+    one of another session (that one is purged when its own session ends).
+    """
+    session_bound = level is MemoryLevel.SESSION
+    project_bound = level is MemoryLevel.PROJECT
+    duplicates: dict[int, tuple[UUID, str]] = {}
+    gated = [slot for slot in slots if slot.terms]
+    if gated:
+        # An inverted index built on the fly (hash joins on (group, term)): each request is
+        # paired only with stored memories sharing one of its rarest terms, so the cost
+        # grows with the candidates, not with requests × stored memories.
+        with connection.cursor() as cursor:
+            # CTE row estimates are guesses; nested loops over them go quadratic. Hash joins
+            # are right for every size here. Transaction-local, restored right after.
+            cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
+            cursor.execute(
+                """
+                WITH t AS MATERIALIZED (
+                    SELECT ord, grp, tv, n,
+                           -- a near duplicate holds one of the request's k rarest terms
+                           n - ceil(%s * n / (2 - %s) - 1e-9)::int + 1 AS k
+                      FROM (
+                        SELECT u.ord,
+                               concat_ws(chr(31), u.ns, u.cat, u.sid, u.pid::text) AS grp,
+                               to_tsvector('english'::regconfig, u.body) AS tv,
+                               length(to_tsvector('english'::regconfig, u.body)) AS n
+                          FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[],
+                                      %s::bigint[], %s::text[])
+                               AS u(ord, ns, cat, sid, pid, body)
+                      ) AS parsed
+                     WHERE n > 0
+                ),
+                m AS MATERIALIZED (
+                    SELECT id, created_at, embedding_status, grp, ct, length(ct) AS n
+                      FROM (
+                        SELECT m.id, m.created_at, m.embedding_status,
+                               concat_ws(chr(31), m.namespace, m.category, m.session_id,
+                                         m.project_id::text) AS grp,
+                               CASE WHEN m.context = '' THEN m.search_vector
+                                    ELSE to_tsvector('english'::regconfig, m.content)
+                               END AS ct
+                          FROM memory_memory m
+                         WHERE m.agent_id = %s AND m.is_shared = %s AND m.level = %s
+                           AND m.superseded_at IS NULL
+                           AND (m.expires_at IS NULL OR m.expires_at > %s)
+                           AND m.namespace = ANY(%s::text[]) AND m.category = ANY(%s::text[])
+                           -- shares a term with some request (a GIN index lookup)
+                           AND m.search_vector @@ %s::tsquery
+                      ) AS live
+                     WHERE grp IN (SELECT grp FROM t)
+                ),
+                mt AS MATERIALIZED (
+                    SELECT id, grp, unnest(tsvector_to_array(ct)) AS term FROM m
+                ),
+                df AS MATERIALIZED (
+                    SELECT grp, term, count(*) AS df FROM mt GROUP BY grp, term
+                ),
+                probe AS MATERIALIZED (
+                    SELECT ord, grp, term
+                      FROM (
+                        SELECT tt.ord, tt.grp, tt.term, tt.k,
+                               row_number() OVER (
+                                   PARTITION BY tt.ord ORDER BY coalesce(df.df, 0), tt.term
+                               ) AS r
+                          FROM (
+                            SELECT ord, grp, k, unnest(tsvector_to_array(tv)) AS term FROM t
+                          ) AS tt
+                          LEFT JOIN df USING (grp, term)
+                      ) AS ranked
+                     WHERE r <= k
+                ),
+                pairs AS MATERIALIZED (
+                    SELECT DISTINCT probe.ord, mt.id FROM probe JOIN mt USING (grp, term)
+                ),
+                scored AS (
+                    SELECT p.ord, m.id, m.created_at, m.embedding_status,
+                           -- |A∩B| = |A| + |B| - |A∪B|; tsvector concatenation is the union
+                           2.0 * (t.n + m.n - length(m.ct || t.tv)) / (t.n + m.n) AS score
+                      FROM pairs p JOIN t USING (ord) JOIN m ON m.id = p.id
+                )
+                SELECT DISTINCT ON (ord) ord, id, embedding_status
+                  FROM scored
+                 WHERE score >= %s
+                 ORDER BY ord, score DESC, created_at, id
+                """,
+                [
+                    DUPLICATE_THRESHOLD,
+                    DUPLICATE_THRESHOLD,
+                    [slot.index for slot in gated],
+                    [slot.request.namespace for slot in gated],
+                    [slot.request.category.value for slot in gated],
+                    [slot.request.session_id if session_bound else "" for slot in gated],
+                    [slot.request.project_id if project_bound else None for slot in gated],
+                    [slot.request.content for slot in gated],
+                    agent.pk,
+                    shared,
+                    level.value,
+                    now,
+                    sorted({slot.request.namespace for slot in gated}),
+                    sorted({slot.request.category.value for slot in gated}),
+                    _any_term_query(term for slot in gated for term in slot.terms),
+                    DUPLICATE_THRESHOLD - 1e-9,
+                ],
+            )
+            for index, memory_id, status in cursor.fetchall():
+                duplicates[index] = (memory_id, status)
+            cursor.execute("SELECT set_config('enable_nestloop', 'on', true)")
+
+    # Within the batch: an inverted index over earlier accepted slots, probed the same way.
+    postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))
+    # Probing each slot by the terms rarest in the batch keeps the candidates few: the
+    # speaker's name and the session date are in every turn of a conversation (measured:
+    # 65,000 Dice computations for 300 LoCoMo turns probing longest terms first).
+    frequency = Counter(term for slot in slots for term in slot.terms)
+    for slot in slots:
+        if slot.index in duplicates:
+            slot.result_id, slot.status = duplicates[slot.index]
+            slot.deduplicated = True
+            continue
+        group = postings[
+            (
+                slot.request.namespace,
+                slot.request.category.value,
+                slot.request.session_id if session_bound else "",
+                slot.request.project_id if project_bound else None,
+            )
+        ]
+        seen: dict[int, Candidate[int]] = {}
+        for term in probe_terms(slot.terms, frequency=frequency):
+            for candidate in group.get(term, ()):
+                seen[candidate.key] = candidate
+        twin = best_duplicate(slot.terms, list(seen.values()))
+        if twin is not None:
+            slot.deduplicated, slot.twin = True, twin
+            continue
+        accepted = Candidate(key=slot.index, terms=slot.terms, order=(slot.index,))
+        for term in slot.terms:
+            group[term].append(accepted)

@@ -1,0 +1,59 @@
+"""django-q2 tasks of the core: thin interfaces that load by id and call one service."""
+
+from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
+from memory.core.services.maintenance import run_company_maintenance as _maintain_company
+from memory.core.services.maintenance import run_maintenance as _maintain_agent
+from memory.core.models.reembed import ReembedJob
+from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
+from persistence.models import Agent, Company
+
+
+def backfill_pending_embeddings(limit: int = BACKFILL_BATCH) -> int:
+    return memory_embeddings_backfill(limit=limit)
+
+
+def run_company_maintenance(company_id: int) -> int:
+    """Scheduled memory maintenance of one company; returns the number of agents maintained."""
+    company = Company.objects.filter(pk=company_id).first()
+    if company is None:  # deleted since the schedule was synced
+        return 0
+    return len(_maintain_company(company=company, trigger="schedule"))
+
+
+def run_agent_maintenance(agent_id: int) -> str | None:
+    """One agent's maintenance cycle; returns the run's status."""
+    agent = Agent.objects.select_related("company").filter(pk=agent_id).first()
+    if agent is None:
+        return None
+    return _maintain_agent(agent=agent, trigger="schedule").status
+
+
+#: Seconds one task works before queueing its continuation (under the q2 timeout).
+TASK_TIME_BUDGET_S = 240.0
+
+
+def run_reembed_job(job_id: int) -> str | None:
+    """Work on the job for up to ``TASK_TIME_BUDGET_S``; queue the rest. Returns its status."""
+    job = ReembedJob.objects.filter(pk=job_id).first()
+    if job is None or job.status != ReembedJob.Status.RUNNING:
+        return None if job is None else job.status
+    progress = reembed_job_run(job=job, time_budget=TASK_TIME_BUDGET_S)
+    if not progress.finished and not progress.error:
+        enqueue_reembed_job(job_id)  # budget spent: continue in a fresh task
+    # After an embedder error the job waits for the resume schedule (every 5 minutes).
+    job.refresh_from_db()
+    return job.status
+
+
+def resume_reembed_jobs() -> int:
+    """Schedule: queue a task for every running job (a crashed worker's, one paused by an
+    embedder error); a task whose job another worker is running returns at once (the job's
+    lock). Returns how many were queued."""
+    ids = list(
+        ReembedJob.objects.filter(status=ReembedJob.Status.RUNNING)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    for job_id in ids:
+        enqueue_reembed_job(job_id)
+    return len(ids)

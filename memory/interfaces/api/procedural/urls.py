@@ -1,0 +1,14 @@
+from django.urls import path
+
+from memory.interfaces.api.procedural import views
+
+urlpatterns = [
+    path("executions", views.ExecutionReportCollectionView.as_view(), name="execution-list"),
+    path(
+        "executions/<uuid:pk>",
+        views.ExecutionReportDetailView.as_view(),
+        name="execution-detail",
+    ),
+    path("memories/<uuid:pk>/applied", views.LessonAppliedView.as_view(), name="lesson-applied"),
+    path("memories/<uuid:pk>/skill.md", views.LessonSkillMdView.as_view(), name="lesson-skill-md"),
+]

@@ -1,0 +1,351 @@
+"""Request and response shapes of the memory API.
+
+Request serializers check types and bounds (so the OpenAPI schema states them); the domain
+value objects (:mod:`memory.core.domain`) then normalise and apply the remaining rules.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from memory.core import domain
+from memory.core.models.memory import Memory
+from memory.procedural.selectors import lesson_of
+from synthorg.api.serializers import SharedFieldsRepresentation
+from synthorg.enums import MemoryCategory
+
+CATEGORY_CHOICES = Memory._meta.get_field("category").choices
+CATEGORY_VALUES = [c.value for c in MemoryCategory]
+
+
+def _tags_field(**kwargs):
+    return serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        max_length=domain.MAX_TAGS * 4,
+        **kwargs,
+    )
+
+
+class SharedPublishSerializer(serializers.Serializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False, help_text="Lower-cased and de-duplicated.")
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+    supersedes = serializers.ListField(
+        child=serializers.UUIDField(),
+        required=False,
+        max_length=domain.MAX_SUPERSEDES,
+        help_text="Ids of the caller's memories this one replaces; they drop out of retrieval.",
+    )
+
+
+class MemoryStoreSerializer(SharedPublishSerializer):
+    created_at = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Past only; for importing old memories."
+    )
+    session_id = serializers.CharField(
+        max_length=domain.SESSION_ID_MAX_CHARS,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'session'.",
+    )
+    project_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text="Required when the agent's memory_level is 'project' (an open project).",
+    )
+
+
+class MemoryBatchStoreSerializer(serializers.Serializer):
+    memories = serializers.ListField(
+        child=MemoryStoreSerializer(), min_length=1, max_length=domain.MAX_BATCH
+    )
+
+
+class StoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    id = serializers.UUIDField(allow_null=True)
+    stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
+    deduplicated = serializers.BooleanField(
+        help_text="True when the content nearly duplicated an existing memory (its id is returned)."
+    )
+    embedding_status = serializers.ChoiceField(
+        choices=["ready", "pending"],
+        allow_null=True,
+        help_text="'pending' when the embedder failed; a background task fills it in.",
+    )
+
+
+class BatchStoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    results = StoreResultSerializer(many=True)
+    created = serializers.IntegerField()
+    deduplicated = serializers.IntegerField()
+
+
+class MemoryUpdateSerializer(serializers.Serializer):
+    content = serializers.CharField(
+        max_length=domain.MEMORY_CONTENT_MAX_CHARS,
+        trim_whitespace=False,
+        allow_blank=True,
+        required=False,
+    )
+    context = serializers.CharField(
+        max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
+    )
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    source = serializers.CharField(
+        max_length=domain.SOURCE_MAX_CHARS, required=False, allow_blank=True
+    )
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+    tags = _tags_field(required=False)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class ProceduralTiersSerializer(serializers.Serializer):
+    """The activation and execution tiers of a procedural lesson (discovery is ``content``)."""
+
+    skill_name = serializers.CharField()
+    condition = serializers.CharField()
+    action = serializers.CharField()
+    rationale = serializers.CharField()
+    execution_steps = serializers.ListField(child=serializers.CharField())
+    origin = serializers.CharField(help_text="failure | success | propagated")
+    source_report_id = serializers.UUIDField(source="report_id", allow_null=True)
+    propagated_from = serializers.UUIDField(source="propagated_from_id", allow_null=True)
+
+
+class MemorySerializer(SharedFieldsRepresentation, serializers.ModelSerializer):
+    agent_id = serializers.IntegerField(read_only=True)
+    procedural = serializers.SerializerMethodField(
+        help_text="A procedural lesson's activation and execution tiers; null otherwise."
+    )
+    project_id = serializers.IntegerField(read_only=True, allow_null=True)
+    superseded_by = serializers.UUIDField(
+        source="superseded_by_id", read_only=True, allow_null=True
+    )
+    session_id = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Memory
+        fields = (
+            "id",
+            "agent_id",
+            "namespace",
+            "category",
+            "content",
+            "context",
+            "source",
+            "confidence",
+            "tags",
+            "is_shared",
+            "level",
+            "session_id",
+            "project_id",
+            "created_at",
+            "updated_at",
+            "expires_at",
+            "superseded_at",
+            "superseded_by",
+            "embedding_status",
+            "embedder_id",
+            "scope",
+            "application_count",
+            "last_applied_at",
+            "procedural",
+        )
+        read_only_fields = fields
+
+    def get_session_id(self, memory: Memory) -> str | None:
+        return memory.session_id or None
+
+    @extend_schema_field(ProceduralTiersSerializer(allow_null=True))
+    def get_procedural(self, memory: Memory) -> dict | None:
+        lesson = lesson_of(memory)
+        return None if lesson is None else ProceduralTiersSerializer(lesson).data
+
+
+class MemoryCountQuerySerializer(serializers.Serializer):
+    category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
+
+
+class MemoryCountSerializer(serializers.Serializer):
+    count = serializers.IntegerField()
+    category = serializers.CharField(allow_null=True)
+
+
+class SessionEndSerializer(serializers.Serializer):
+    session_id = serializers.CharField()
+    memories_purged = serializers.IntegerField()
+
+
+class MemorySearchSerializer(serializers.Serializer):
+    query = serializers.CharField(
+        max_length=4000,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Search text; absent or blank lists memories newest first.",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=domain.TAG_MAX_CHARS, allow_blank=True),
+        required=False,
+        max_length=domain.MAX_TAGS,
+        help_text="A memory must carry all of them.",
+    )
+    since = serializers.DateTimeField(required=False, allow_null=True, help_text="Inclusive.")
+    until = serializers.DateTimeField(required=False, allow_null=True, help_text="Exclusive.")
+    min_relevance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        allow_null=True,
+        help_text="Overrides the company's memory.core.retrieval.min_relevance for this query.",
+    )
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+
+
+class MemorySearchRequestSerializer(MemorySearchSerializer):
+    include_shared = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        help_text="Also search the company's shared knowledge (default: company config).",
+    )
+
+
+class SharedSearchRequestSerializer(MemorySearchSerializer):
+    exclude_self = serializers.BooleanField(
+        default=False, help_text="Leave out the caller's own publications."
+    )
+
+
+class SearchHitSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    memory = MemorySerializer()
+    relevance = serializers.FloatField()
+    recency = serializers.FloatField()
+    combined = serializers.FloatField()
+    dense_rank = serializers.IntegerField(allow_null=True)
+    sparse_rank = serializers.IntegerField(allow_null=True)
+    is_shared = serializers.BooleanField()
+
+
+class ReembeddingSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    job = serializers.IntegerField(help_text="The re-embedding job's id.")
+    done = serializers.IntegerField(help_text="Rows (memories + org facts) re-embedded.")
+    total = serializers.IntegerField(help_text="Rows the job re-embeds.")
+    share_done = serializers.FloatField(help_text="done / total (0..1).")
+
+
+DEGRADED_HELP = (
+    '`"dense"` when the query could not be embedded (sparse leg only); `"reembedding"` while '
+    "the company's vectors are being re-embedded for a new embedder (the dense leg sees only "
+    "the rows already done, the sparse leg all of them; progress in `reembedding`)."
+)
+REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
+
+
+class SearchResponseSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    results = SearchHitSerializer(many=True)
+    degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
+    reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
+
+
+def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
+    """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
+    from memory.procedural.selectors import attach_lessons
+
+    attach_lessons([hit.memory for hit in hits])  # tiers of procedural hits, one query
+    return {
+        "results": [
+            {
+                "memory": hit.memory,
+                "relevance": hit.relevance,
+                "recency": hit.recency,
+                "combined": hit.combined,
+                "dense_rank": hit.dense_rank,
+                "sparse_rank": hit.sparse_rank,
+                "is_shared": hit.is_shared,
+            }
+            for hit in hits
+        ],
+        "degraded": list(degraded),
+        **({"reembedding": reembedding} if reembedding else {}),
+    }
+
+
+class MemoryContextRequestSerializer(serializers.Serializer):
+    query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
+    token_budget = serializers.IntegerField(
+        min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."
+    )
+    categories = serializers.ListField(
+        child=serializers.CharField(max_length=16),
+        required=False,
+        max_length=5,
+        help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
+    )
+    namespaces = serializers.ListField(
+        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
+        required=False,
+        max_length=50,
+    )
+    include_org = serializers.BooleanField(
+        default=True,
+        help_text="Include the org's core policies (pinned) and relevant extended facts.",
+    )
+
+
+class ChatMessageSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    role = serializers.CharField()
+    content = serializers.CharField()
+
+
+class ContextEntrySerializer(SharedFieldsRepresentation, serializers.Serializer):
+    id = serializers.CharField(source="key")
+    kind = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+    tiers = serializers.CharField(
+        help_text="Procedural lessons: `all` (three tiers) or `discovery` (the budget was "
+        "too small for all); empty for other entries."
+    )
+
+
+class MemoryContextSerializer(SharedFieldsRepresentation, serializers.Serializer):
+    messages = ChatMessageSerializer(many=True)
+    included = ContextEntrySerializer(many=True)
+    dropped = ContextEntrySerializer(many=True)
+    tokens_used = serializers.IntegerField()
+    token_budget = serializers.IntegerField()
+    degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
+    reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
+    strategy = serializers.CharField(
+        required=False, help_text="Present for the tool_based and self_editing strategies."
+    )
+    tools = serializers.ListField(
+        child=serializers.DictField(),
+        required=False,
+        help_text="The strategy's tool definitions (OpenAI function-calling format).",
+    )

@@ -1,0 +1,87 @@
+"""What the memory endpoints share: the agent-only mixin, request parsing, OpenAPI examples."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import (
+    OpenApiResponse,
+)
+
+from memory.core.domain import MemoryStoreRequest, parse_request
+from persistence.api.permissions import IsAgent, IsPrincipal
+
+QUERY_BLANK = "query must not be blank."
+PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
+NOT_FOUND = OpenApiResponse(description="problem+json: no such memory visible to the caller")
+
+MEMORY_EXAMPLE = {
+    "id": "3f1c2a9e-8a51-4c8e-9a77-2b0f6f0d4f10",
+    "agent_id": 7,
+    "namespace": "default",
+    "category": "semantic",
+    "content": "The billing service deploys every Friday at noon UTC.",
+    "context": "",
+    "source": "task-481",
+    "confidence": 0.9,
+    "tags": ["deploy", "billing"],
+    "is_shared": False,
+    "level": "persistent",
+    "session_id": None,
+    "project_id": None,
+    "created_at": "2026-11-20T12:00:00Z",
+    "updated_at": "2026-11-20T12:00:00Z",
+    "expires_at": None,
+    "superseded_at": None,
+    "superseded_by": None,
+    "embedding_status": "ready",
+    "embedder_id": "minilm-l6-v2-int8",
+    "scope": "",
+    "application_count": 0,
+    "last_applied_at": None,
+    "procedural": None,
+}
+STORE_EXAMPLE = {
+    "content": "The billing service deploys every Friday at noon UTC.",
+    "category": "semantic",
+    "tags": ["deploy", "billing"],
+    "source": "task-481",
+    "confidence": 0.9,
+}
+STORED = {
+    "id": "3f1c2a9e-8a51-4c8e-9a77-2b0f6f0d4f10",
+    "stored": True,
+    "deduplicated": False,
+    "embedding_status": "ready",
+}
+
+
+class AgentView:
+    """Mixin: only agents (API key) call these endpoints; viewers cannot write."""
+
+    permission_classes = [IsPrincipal, IsAgent]
+
+    @property
+    def agent(self):
+        return self.request.user.agent
+
+    @property
+    def service(self):
+        """The one entry point to memory, as the calling agent."""
+        from memory.interfaces.service import MemoryService
+
+        return MemoryService(self.request.user)
+
+
+def store_request_from(data, *, prefix: str = "") -> MemoryStoreRequest:
+    clean = {key: value for key, value in data.items() if value is not None}
+    return parse_request(MemoryStoreRequest, clean, prefix=prefix)
+
+
+def prefixed_errors(error, prefix: str):
+    """Service errors name batch items ``[i].field``; the API says ``memories[i].field``."""
+    error.errors = [
+        {**e, "field": f"{prefix}{e['field']}" if e.get("field") else e.get("field")}
+        for e in error.errors
+    ]
+    if error.errors and error.errors[0]["field"]:
+        error.detail = f"{error.errors[0]['field']}: {error.detail}"
+    return error

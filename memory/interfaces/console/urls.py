@@ -1,0 +1,22 @@
+from django.urls import path
+
+from memory.interfaces.console import views
+
+app_name = "memory_console"
+
+urlpatterns = [
+    path("", views.agents_view, name="agents"),
+    path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
+    path("agents/<int:agent_id>", views.agent_memories_view, name="agent"),
+    path("agents/<int:agent_id>/<uuid:memory_id>", views.memory_view, name="memory"),
+    path(
+        "agents/<int:agent_id>/<uuid:memory_id>/delete",
+        views.memory_delete_view,
+        name="memory-delete",
+    ),
+    path(
+        "agents/<int:agent_id>/<uuid:memory_id>/correct",
+        views.memory_correct_view,
+        name="memory-correct",
+    ),
+]

@@ -1,0 +1,151 @@
+"""Console memory browser: pick an agent, list or search (the real hybrid search) its
+memories, open one, delete or correct it with a reason — through the memory services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.db.models import Count, Q
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from memory.procedural.evolver.models import EvolverReport
+from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.memories import agent_memories, agent_memory_get
+from memory.core.selectors.search import memory_search
+from memory.core.services.edit import memory_correct, memory_delete
+from persistence.console.access import ConsoleUser, console_view
+from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.errors import DomainError, NotFoundError
+
+PAGE = 50
+SEARCH_LIMIT = 20
+
+
+def _agent(user: ConsoleUser, agent_id: int) -> Agent:
+    agent = (
+        Agent.objects.select_related("company").filter(company=user.company, pk=agent_id).first()
+    )
+    if agent is None:
+        raise Http404("No such agent in this company.")
+    return agent
+
+
+@console_view
+def agents_view(request, user: ConsoleUser):
+    now = timezone.now()
+    agents = (
+        Agent.objects.filter(company=user.company)
+        .annotate(
+            live_memories=Count(
+                "memories",
+                filter=Q(memories__is_shared=False, memories__superseded_at__isnull=True)
+                & (Q(memories__expires_at__isnull=True) | Q(memories__expires_at__gt=now)),
+            )
+        )
+        .order_by("name")
+    )
+    return render(request, "console/memory/agents.html", {"section": "memories", "agents": agents})
+
+
+@console_view
+def agent_memories_view(request, user: ConsoleUser, agent_id: int):
+    agent = _agent(user, agent_id)
+    query_text = request.GET.get("q", "").strip()[:500]
+    hits, degraded, memories = None, [], None
+    if query_text:
+        result = memory_search(
+            agent=agent,
+            query=MemoryQuery(text=query_text, limit=SEARCH_LIMIT),
+            include_shared=False,
+        )
+        hits, degraded = result.hits, result.degraded
+    else:
+        memories = list(agent_memories(agent=agent)[:PAGE])
+    return render(
+        request,
+        "console/memory/list.html",
+        {
+            "section": "memories",
+            "agent": agent,
+            "q": query_text,
+            "hits": hits,
+            "degraded": degraded,
+            "memories": memories,
+        },
+    )
+
+
+def _detail(request, user: ConsoleUser, agent: Agent, memory_id, **extra):
+    try:
+        memory = agent_memory_get(agent=agent, memory_id=memory_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    context = {"section": "memories", "agent": agent, "memory": memory}
+    context.update(extra)
+    return render(request, "console/memory/detail.html", context, status=extra.get("status", 200))
+
+
+@console_view
+def memory_view(request, user: ConsoleUser, agent_id: int, memory_id):
+    return _detail(request, user, _agent(user, agent_id), memory_id)
+
+
+@require_POST
+@console_view
+def memory_delete_view(request, user: ConsoleUser, agent_id: int, memory_id):
+    agent = _agent(user, agent_id)
+    reason = request.POST.get("reason", "")
+    try:
+        memory_delete(agent=agent, memory_id=memory_id, principal=user.principal, reason=reason)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:
+        return _detail(request, user, agent, memory_id, delete_error=exc.detail, status=exc.status)
+    messages.success(request, "Memory deleted.")
+    return redirect("memory_console:agent", agent_id=agent.pk)
+
+
+@require_POST
+@console_view
+def memory_correct_view(request, user: ConsoleUser, agent_id: int, memory_id):
+    agent = _agent(user, agent_id)
+    content = request.POST.get("content", "")
+    reason = request.POST.get("reason", "")
+    try:
+        memory_correct(
+            agent=agent,
+            memory_id=memory_id,
+            content=content,
+            reason=reason,
+            principal=user.principal,
+        )
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except (DomainError, ValueError) as exc:
+        detail = getattr(exc, "detail", None) or "The corrected text is not valid."
+        return _detail(
+            request,
+            user,
+            agent,
+            memory_id,
+            correct_error=detail,
+            content=content,
+            correct_reason=reason,
+            status=getattr(exc, "status", 400),
+        )
+    messages.success(request, "Memory corrected.")
+    return redirect("memory_console:memory", agent_id=agent.pk, memory_id=memory_id)
+
+
+@console_view
+def evolver_runs_view(request, user: ConsoleUser):
+    runs = EvolverReport.objects.filter(company=user.company).order_by("-started_at")[:50]
+    config = company_config(user.company).memory.procedural.evolver
+    return render(
+        request,
+        "console/memory/evolver_runs.html",
+        {"section": "evolver", "runs": runs, "config": config},
+    )

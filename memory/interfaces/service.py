@@ -1,0 +1,252 @@
+"""MemoryService: the one entry point to agent memory for every interface.
+
+The REST views, the tool-call endpoint, the MCP server and the stdio server all hold a
+:class:`MemoryService` bound to the acting principal and call its methods; none of them
+reaches into ``memory.core.services`` / ``memory.core.selectors`` itself. The service
+
+* requires an agent principal (memory belongs to agents; 403 ``agents_only`` otherwise),
+* routes errors by type: every failure leaves as a :class:`synthorg.errors.DomainError`
+  (Django's ``ValidationError`` / ``ObjectDoesNotExist`` are translated here), which the
+  interfaces map to problem+json (REST) or a tool error (MCP),
+* owns the audit trail of its writes (through the services, in their transactions), and
+* guards destructive operations called as tools: the caller passes the
+  :class:`~synthorg.tools.Confirmation` the dispatcher built from a literal ``confirm: true``
+  and a non-blank ``reason``; the deletion is audited with the actor, the reason and the
+  interface it came through.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from django.core.exceptions import ObjectDoesNotExist
+from django.core.exceptions import ValidationError as DjangoValidationError
+
+from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
+from memory.core.errors import MemoryInputError, MemoryNotFoundError
+from memory.core.models.memory import Memory
+from memory.core.retrieval.query import MemoryQuery
+from memory.prompting.context import PreparedContext
+from memory.core.selectors.memories import agent_memory_count, agent_memory_get, shared_memory_get
+from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
+from memory.core.services import edit, shared, store
+from synthorg.errors import AccessDeniedError
+from synthorg.tools import Confirmation
+
+AGENTS_ONLY = "Only agents (API key) have memories; this endpoint needs an agent's key."
+NOT_FOUND = "No such memory."
+
+
+def _routed(method):
+    """Translate framework errors into the domain error tree (typed error routing)."""
+
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except ObjectDoesNotExist as exc:
+            raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from exc
+        except DjangoValidationError as exc:
+            message = "; ".join(exc.messages) or "invalid input"
+            raise MemoryInputError(message, code="validation_error") from exc
+
+    return wrapper
+
+
+@dataclass
+class ToolSearchResult:
+    """``search_memory`` as a tool: hits, and how the Search-and-Ask loop went."""
+
+    hits: list[SearchHit]
+    degraded: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    sufficient: bool | None = None
+    #: a running re-embedding job's progress (``degraded`` holds ``"reembedding"``)
+    reembedding: dict | None = None
+
+
+class MemoryService:
+    """Agent memory operations as ``principal`` (an agent's :class:`Principal`)."""
+
+    def __init__(self, principal) -> None:
+        agent = getattr(principal, "agent", None)
+        if agent is None:
+            raise AccessDeniedError(AGENTS_ONLY, code="agents_only")
+        self.principal = principal
+        self.agent = agent
+        self.company = agent.company
+
+    # --- private memories -------------------------------------------------------------
+
+    @_routed
+    def store(self, request: MemoryStoreRequest) -> StoreResult:
+        return store.memory_store(agent=self.agent, request=request, principal=self.principal)
+
+    @_routed
+    def store_batch(self, requests: Sequence[MemoryStoreRequest]) -> list[StoreResult]:
+        return store.memory_store_batch(
+            agent=self.agent, requests=requests, principal=self.principal
+        )
+
+    @_routed
+    def get(self, memory_id: UUID | str) -> Memory:
+        return agent_memory_get(agent=self.agent, memory_id=memory_id)
+
+    @_routed
+    def recall(self, memory_id: UUID | str) -> Memory:
+        """A memory the agent can read: its own, or the company's shared knowledge (what
+        ``search_memory`` returns, so every hit's id can be recalled)."""
+        try:
+            return agent_memory_get(agent=self.agent, memory_id=memory_id)
+        except MemoryNotFoundError:
+            try:
+                return shared_memory_get(company=self.company, memory_id=memory_id)
+            except MemoryNotFoundError:
+                raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from None
+
+    @_routed
+    def update(self, memory_id: UUID | str, request: MemoryUpdateRequest) -> Memory:
+        return edit.memory_update(
+            agent=self.agent, memory_id=memory_id, request=request, principal=self.principal
+        )
+
+    @_routed
+    def delete(self, memory_id: UUID | str, *, confirmation: Confirmation | None = None) -> None:
+        edit.memory_delete(
+            agent=self.agent,
+            memory_id=memory_id,
+            principal=self.principal,
+            **_guard(confirmation),
+        )
+
+    @_routed
+    def count(self, category: str | None = None) -> int:
+        return agent_memory_count(agent=self.agent, category=category)
+
+    @_routed
+    def session_end(self, session_id: str, *, confirmation: Confirmation | None = None) -> int:
+        return edit.memory_session_end(
+            agent=self.agent,
+            session_id=session_id,
+            principal=self.principal,
+            **_guard(confirmation),
+        )
+
+    # --- retrieval ----------------------------------------------------------------------
+
+    @_routed
+    def search(self, query: MemoryQuery, *, include_shared: bool | None = None) -> SearchResult:
+        return memory_search(agent=self.agent, query=query, include_shared=include_shared)
+
+    @_routed
+    def tool_search(self, query: MemoryQuery) -> ToolSearchResult:
+        """Hybrid search as the ``search_memory`` tool runs it: with the Search-and-Ask loop
+        when the company enables ``query_reformulation_enabled``."""
+        from memory.prompting.strategies import search_with_reformulation
+
+        return search_with_reformulation(agent=self.agent, query=query)
+
+    @_routed
+    def context(
+        self,
+        *,
+        query_text: str,
+        token_budget: int,
+        categories: Sequence[str] = (),
+        namespaces: Sequence[str] = (),
+        include_org: bool = True,
+    ) -> PreparedContext:
+        """The prompt context of the agent's configured strategy (``prepare_messages``)."""
+        return self.strategy().prepare_messages(
+            query_text=query_text,
+            token_budget=token_budget,
+            categories=categories,
+            namespaces=namespaces,
+            include_org=include_org,
+        )
+
+    def strategy(self):
+        from memory.prompting.strategies import strategy_for
+
+        return strategy_for(self.agent)
+
+    # --- shared knowledge ---------------------------------------------------------------
+
+    @_routed
+    def shared_publish(self, request: MemoryStoreRequest) -> StoreResult:
+        return shared.shared_publish(agent=self.agent, request=request, principal=self.principal)
+
+    @_routed
+    def shared_search(self, query: MemoryQuery, *, exclude_self: bool = False) -> SearchResult:
+        return shared_search(
+            company=self.company,
+            query=query,
+            exclude_agent=self.agent if exclude_self else None,
+        )
+
+    @_routed
+    def shared_retract(
+        self, memory_id: UUID | str, *, confirmation: Confirmation | None = None
+    ) -> None:
+        shared.shared_retract(
+            agent=self.agent,
+            memory_id=memory_id,
+            principal=self.principal,
+            **_guard(confirmation),
+        )
+
+    # --- self-editing blocks (core / archival / recall) -----------------------------------
+
+    @_routed
+    def core_read(self):
+        from memory.prompting.self_editing import core_block
+
+        return core_block(agent=self.agent)
+
+    @_routed
+    def core_write(self, *, content: str, replace_id=None, session_id=None, project_id=None):
+        from memory.prompting.self_editing import core_memory_write
+
+        return core_memory_write(
+            agent=self.agent,
+            principal=self.principal,
+            content=content,
+            replace_id=replace_id,
+            session_id=session_id,
+            project_id=project_id,
+        )
+
+    @_routed
+    def archival_search(self, *, query: str, limit: int | None = None) -> list[SearchHit]:
+        from memory.prompting.self_editing import archival_search
+
+        return archival_search(agent=self.agent, query=query, limit=limit)
+
+    @_routed
+    def archival_write(self, **fields) -> StoreResult:
+        from memory.prompting.self_editing import archival_write
+
+        return archival_write(agent=self.agent, principal=self.principal, **fields)
+
+    @_routed
+    def recall_read(self, *, query: str | None, limit: int, conversation_id: str | None = None):
+        from memory.prompting.self_editing import recall_read
+
+        return recall_read(
+            agent=self.agent, query=query, limit=limit, conversation_id=conversation_id
+        )
+
+    @_routed
+    def recall_write(self, **fields):
+        from memory.prompting.self_editing import recall_write
+
+        return recall_write(agent=self.agent, principal=self.principal, **fields)
+
+
+def _guard(confirmation: Confirmation | None) -> dict[str, str]:
+    if confirmation is None:
+        return {}
+    return {"reason": confirmation.reason, "via": confirmation.via}

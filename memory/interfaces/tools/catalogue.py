@@ -1,0 +1,347 @@
+"""Memory's tools: argument models (their JSON Schemas are what a model reads), handlers.
+
+Every handler builds a :class:`~memory.interfaces.service.MemoryService` for the calling principal and
+calls it; ``data`` is serialised with the REST API's own serializers, so a tool call and
+the matching REST call return the same objects. Registered in ``MemoryConfig.ready``; the
+tool-call endpoint and the MCP server serve them.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from memory.interfaces.api import serializers as s
+from memory.core.domain import (
+    MAX_TAGS,
+    MEMORY_CONTENT_MAX_CHARS,
+    MEMORY_CONTEXT_MAX_CHARS,
+    MemoryStoreRequest,
+    MemoryUpdateRequest,
+    parse_request,
+)
+from memory.core.retrieval.query import MemoryQuery
+from memory.interfaces.service import MemoryService
+from synthorg.tools import (
+    DestructiveArguments,
+    ToolArguments,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    json_ready,
+    register_tool,
+)
+
+Category = Literal["working", "episodic", "semantic", "procedural", "social"]
+EXCERPT = 400
+
+
+def hits_payload(hits, degraded, reembedding: dict | None = None) -> dict:
+    """The REST search response's shape (``reembedding``: a running job's progress)."""
+    payload = s.search_payload(hits, degraded, reembedding)
+    return json_ready(s.SearchResponseSerializer(payload).data)
+
+
+def hits_text(hits, *, empty: str) -> str:
+    if not hits:
+        return empty
+    lines = []
+    for hit in hits:
+        memory = hit.memory
+        text = memory.content if len(memory.content) <= EXCERPT else memory.content[:EXCERPT] + "…"
+        shared = ", shared" if hit.is_shared else ""
+        lines.append(
+            f"- [{memory.pk}] ({memory.category}{shared}, {memory.created_at:%Y-%m-%d}, "
+            f"score {hit.combined:.2f}) {text}"
+        )
+    return "\n".join(lines)
+
+
+def store_text(result, what: str = "Memory") -> str:
+    if not result.stored:
+        return "Not stored: this agent's memory level is 'none'."
+    if result.deduplicated:
+        return f"Already known: {what.lower()} {result.id} says the same; nothing new stored."
+    return f"{what} stored with id {result.id}."
+
+
+def service_for(ctx: ToolContext) -> MemoryService:
+    return MemoryService(ctx.principal)
+
+
+# --- arguments ------------------------------------------------------------------------
+
+
+class SearchMemoryArgs(ToolArguments):
+    query: str = Field(
+        min_length=1, max_length=4000, description="What to look for, in natural language."
+    )
+    limit: int = Field(default=5, ge=1, le=50, description="How many memories to return.")
+    categories: list[Category] | None = Field(
+        default=None, description="Only these memory categories (default: all)."
+    )
+
+
+class RecallMemoryArgs(ToolArguments):
+    id: UUID = Field(description="The id of a memory, as search_memory returned it.")
+
+
+class BindingArgs(ToolArguments):
+    session_id: str | None = Field(
+        default=None,
+        max_length=200,
+        description="Required when your memory level is 'session': the current session id.",
+    )
+    project_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="Required when your memory level is 'project': the open project's id.",
+    )
+
+
+class StoreMemoryArgs(BindingArgs):
+    content: str = Field(
+        min_length=1,
+        max_length=MEMORY_CONTENT_MAX_CHARS,
+        description="The fact, decision or lesson to remember, self-contained.",
+    )
+    category: Category = Field(
+        default="semantic",
+        description=(
+            "semantic: facts and knowledge; episodic: what happened; procedural: how to do "
+            "something; social: about people; working: short-lived notes."
+        ),
+    )
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+    context: str = Field(
+        default="",
+        max_length=MEMORY_CONTEXT_MAX_CHARS,
+        description="Optional: the message this memory answers (helps find it later).",
+    )
+
+
+class UpdateMemoryArgs(ToolArguments):
+    id: UUID = Field(description="The id of the memory to change.")
+    content: str | None = Field(
+        default=None, min_length=1, max_length=MEMORY_CONTENT_MAX_CHARS, description="New text."
+    )
+    tags: list[str] | None = Field(default=None, max_length=MAX_TAGS, description="New tags.")
+    category: Category | None = Field(default=None, description="New category.")
+
+
+class ForgetMemoryArgs(DestructiveArguments):
+    id: UUID = Field(description="The id of the memory to delete for good.")
+
+
+class ContextArgs(ToolArguments):
+    query: str = Field(
+        min_length=1, max_length=4000, description="What you are about to do or answer."
+    )
+    token_budget: int = Field(
+        default=800, ge=0, le=100_000, description="Tokens the returned messages may use."
+    )
+    include_org: bool = Field(
+        default=True, description="Include the company's core policies and relevant org facts."
+    )
+
+
+class PublishSharedArgs(ToolArguments):
+    content: str = Field(
+        min_length=1,
+        max_length=MEMORY_CONTENT_MAX_CHARS,
+        description="Knowledge every agent of the company should be able to find.",
+    )
+    category: Category = Field(default="semantic", description="The memory category.")
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+
+
+class SearchSharedArgs(ToolArguments):
+    query: str = Field(min_length=1, max_length=4000, description="What to look for.")
+    limit: int = Field(default=5, ge=1, le=50, description="How many entries to return.")
+    exclude_self: bool = Field(default=False, description="Leave out what you published.")
+
+
+class RetractSharedArgs(DestructiveArguments):
+    id: UUID = Field(description="The id of shared knowledge you published.")
+
+
+class EndSessionArgs(DestructiveArguments):
+    session_id: str = Field(
+        min_length=1, max_length=200, description="The session whose memories to purge."
+    )
+
+
+# --- handlers -------------------------------------------------------------------------
+
+
+def _query(args, *, limit: int, categories=None) -> MemoryQuery:
+    fields = {"text": args.query, "limit": limit}
+    if categories:
+        fields["categories"] = tuple(categories)
+    return parse_request(MemoryQuery, fields)
+
+
+def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
+    result = service_for(ctx).tool_search(
+        _query(args, limit=args.limit, categories=args.categories)
+    )
+    data = hits_payload(result.hits, result.degraded, result.reembedding)
+    data["queries"] = result.queries
+    return ToolResult(hits_text(result.hits, empty="No memories match."), data)
+
+
+def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
+    memory = service_for(ctx).recall(args.id)
+    data = json_ready(s.MemorySerializer(memory).data)
+    return ToolResult(
+        f"[{memory.pk}] ({memory.category}, {memory.created_at:%Y-%m-%d}) {memory.content}", data
+    )
+
+
+def _store_request(args, **extra) -> MemoryStoreRequest:
+    fields = {k: v for k, v in args.model_dump().items() if v is not None and v != ""}
+    return parse_request(MemoryStoreRequest, {**fields, **extra})
+
+
+def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
+    result = service_for(ctx).store(_store_request(args))
+    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
+
+
+def update_memory(ctx: ToolContext, args: UpdateMemoryArgs) -> ToolResult:
+    changes = args.model_dump(exclude={"id"}, exclude_none=True)
+    request = parse_request(MemoryUpdateRequest, changes)
+    memory = service_for(ctx).update(args.id, request)
+    return ToolResult(f"Memory {memory.pk} updated.", json_ready(s.MemorySerializer(memory).data))
+
+
+def forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> ToolResult:
+    service_for(ctx).delete(args.id, confirmation=ctx.confirmation)
+    return ToolResult(f"Memory {args.id} deleted.", {"id": str(args.id), "deleted": True})
+
+
+def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
+    service = service_for(ctx)
+    prepared = service.context(
+        query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
+    )
+    data = json_ready(s.MemoryContextSerializer(prepared).data)
+    data["strategy"] = service.strategy().strategy_name
+    text = "\n\n".join(message["content"] for message in prepared.messages)
+    return ToolResult(text or "No memory context for this query.", data)
+
+
+def publish_shared_knowledge(ctx: ToolContext, args: PublishSharedArgs) -> ToolResult:
+    result = service_for(ctx).shared_publish(_store_request(args))
+    return ToolResult(
+        store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
+    )
+
+
+def search_shared_knowledge(ctx: ToolContext, args: SearchSharedArgs) -> ToolResult:
+    result = service_for(ctx).shared_search(
+        _query(args, limit=args.limit), exclude_self=args.exclude_self
+    )
+    return ToolResult(
+        hits_text(result.hits, empty="No shared knowledge matches."),
+        hits_payload(result.hits, result.degraded, result.reembedding),
+    )
+
+
+def retract_shared_knowledge(ctx: ToolContext, args: RetractSharedArgs) -> ToolResult:
+    service_for(ctx).shared_retract(args.id, confirmation=ctx.confirmation)
+    return ToolResult(
+        f"Shared knowledge {args.id} retracted.", {"id": str(args.id), "retracted": True}
+    )
+
+
+def end_session(ctx: ToolContext, args: EndSessionArgs) -> ToolResult:
+    purged = service_for(ctx).session_end(args.session_id, confirmation=ctx.confirmation)
+    return ToolResult(
+        f"Session {args.session_id} ended; {purged} session memories purged.",
+        {"session_id": args.session_id, "memories_purged": purged},
+    )
+
+
+MEMORY_TOOLS = (
+    ToolSpec(
+        "search_memory",
+        "Search your long-term memory (and the company's shared knowledge) with hybrid "
+        "keyword + semantic search. Returns the best matches with their ids; use "
+        "recall_memory(id) to read one in full.",
+        SearchMemoryArgs,
+        search_memory,
+    ),
+    ToolSpec(
+        "recall_memory",
+        "Read one memory in full by its id (from search_memory): yours, or shared knowledge "
+        "of your company.",
+        RecallMemoryArgs,
+        recall_memory,
+    ),
+    ToolSpec(
+        "store_memory",
+        "Remember something for later: a fact, decision, lesson or event worth keeping. "
+        "Near-duplicates of what you already remember are not stored twice.",
+        StoreMemoryArgs,
+        store_memory,
+    ),
+    ToolSpec(
+        "update_memory",
+        "Change a memory you stored (its text, tags or category) when it is out of date.",
+        UpdateMemoryArgs,
+        update_memory,
+    ),
+    ToolSpec(
+        "forget_memory",
+        "Delete one of your memories for good (when it is wrong or must not be kept). "
+        "Requires confirm: true and a reason; the deletion is audited.",
+        ForgetMemoryArgs,
+        forget_memory,
+    ),
+    ToolSpec(
+        "get_memory_context",
+        "Get ready-to-use prompt messages with what you know that is relevant to a task: "
+        "company policies plus your most relevant memories, within a token budget.",
+        ContextArgs,
+        get_memory_context,
+    ),
+    ToolSpec(
+        "publish_shared_knowledge",
+        "Publish knowledge every agent of your company can find. Only you can retract it.",
+        PublishSharedArgs,
+        publish_shared_knowledge,
+        group="shared",
+    ),
+    ToolSpec(
+        "search_shared_knowledge",
+        "Search the knowledge the agents of your company have published.",
+        SearchSharedArgs,
+        search_shared_knowledge,
+        group="shared",
+    ),
+    ToolSpec(
+        "retract_shared_knowledge",
+        "Retract shared knowledge you published. Requires confirm: true and a reason.",
+        RetractSharedArgs,
+        retract_shared_knowledge,
+        group="shared",
+    ),
+    ToolSpec(
+        "end_session",
+        "End a session: purge your session-level memories of it. Requires confirm: true and "
+        "a reason.",
+        EndSessionArgs,
+        end_session,
+    ),
+)
+
+
+def register_memory_tools() -> None:
+    from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
+    from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
+
+    for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS, *PROCEDURAL_TOOLS):
+        register_tool(spec)

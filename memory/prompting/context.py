@@ -1,0 +1,234 @@
+"""Token-budgeted memory context for a prompt (the seeds' ``prepare_messages``).
+
+Pipeline: hybrid search (``memory_search`` with the company's retrieval config) → the
+non-inferable filter when ``non_inferable_only`` (fails closed: nothing is injected if it
+raises) → MMR when ``diversity_penalty_enabled`` (after the filter, so excluded memories do
+not act as anchors; the search over-fetches ``candidate_pool_multiplier``×) → truncate to
+``max_memories`` → greedy packing within the token budget (an entry that does not fit is
+skipped and packing continues) → chat messages, each entry fenced as untrusted content with
+the directive prepended only when at least one entry fits.
+
+``pinned`` texts (e.g. the org's core policies) are always included and never dropped: their
+tokens are taken off the budget before the ranked entries are packed (so they count against
+it, but are never the thing that gets dropped). ``extra_entries`` (e.g. the org's extended
+facts) are ranked together with the memories by score and fenced the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from django.utils import timezone
+
+from memory.core.models.memory import Memory
+from memory.procedural.rendering import render_discovery, render_full
+from memory.procedural.selectors import attach_lessons, lesson_of
+from memory.core.retrieval.diversity import mmr_rerank
+from memory.core.retrieval.filtering import TagBasedMemoryFilter, apply_filter
+from memory.core.retrieval.formatting import build_messages, format_entry
+from memory.core.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
+from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.search import memory_search
+from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory
+from synthorg.errors import InvalidInputError
+
+QUERY_TEXT_BLANK = "query_text must not be blank."
+TOKEN_BUDGET_NEGATIVE = "token_budget must be zero or a positive integer."
+DEGRADED_FILTER = "filter"
+CORE_POLICIES_HEADER = "## Company policies (always apply)"
+
+
+@dataclass(frozen=True)
+class ContextEntry:
+    """One ranked item that may go into the prompt (a memory or an extra entry)."""
+
+    key: str
+    content: str
+    score: float
+    kind: str = "memory"  # "memory" or the caller's kind for extra entries ("org_fact", ...)
+    label: str = ""  # trusted metadata shown in the fence's opening tag
+    tags: tuple[str, ...] = ()
+    memory: Memory | None = field(default=None, compare=False, repr=False)
+    # A shorter form used when this one does not fit (a lesson's discovery tier alone).
+    fallback: ContextEntry | None = field(default=None, compare=False, repr=False)
+    # For procedural lessons: "all" (three tiers) or "discovery"; "" otherwise.
+    tiers: str = ""
+
+    @property
+    def fenced(self) -> str:
+        return format_entry(self.content, label=self.label)
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.fenced)
+
+
+@dataclass
+class PreparedContext:
+    messages: list[dict]
+    included: list[ContextEntry]
+    dropped: list[ContextEntry]
+    tokens_used: int
+    token_budget: int
+    degraded: list[str] = field(default_factory=list)
+    #: the search's re-embedding progress while a job runs (see ``SearchResult``)
+    reembedding: dict | None = None
+
+
+def check_context_input(query_text: str, token_budget: int) -> None:
+    """What every strategy's ``prepare_messages`` requires of its arguments."""
+    if not isinstance(query_text, str) or not query_text.strip():
+        raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
+    if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
+        raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
+
+
+def memory_context(
+    *,
+    agent: Agent,
+    query_text: str,
+    token_budget: int,
+    categories: Sequence[MemoryCategory | str] = (),
+    namespaces: Sequence[str] = (),
+    pinned: Sequence[str] = (),
+    extra_entries: Sequence[ContextEntry] = (),
+    now: datetime | None = None,
+    embedder=None,
+) -> PreparedContext:
+    check_context_input(query_text, token_budget)
+    now = now or timezone.now()
+    config = company_config(agent.company).memory.retrieval
+    pinned = [text for text in pinned if text and text.strip()]
+    pinned_tokens = sum(estimate_tokens(text) for text in pinned)
+
+    pool = config.max_memories
+    if config.diversity_penalty_enabled:
+        pool *= config.candidate_pool_multiplier
+    query = MemoryQuery(
+        text=query_text,
+        categories=tuple(MemoryCategory(c) for c in categories),
+        namespaces=tuple(namespaces),
+        limit=pool,
+    )
+    result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
+    degraded = list(result.degraded)
+    attach_lessons([hit.memory for hit in result.hits])
+    entries = [_memory_entry(hit) for hit in result.hits]
+
+    if config.non_inferable_only:
+        entries, failed = apply_filter(TagBasedMemoryFilter(), entries, lambda e: e.tags)
+        if failed:
+            degraded.append(DEGRADED_FILTER)
+
+    ranked = sorted([*entries, *extra_entries], key=lambda e: -e.score)  # stable
+    if config.diversity_penalty_enabled:
+        ranked = mmr_rerank(
+            ranked,
+            score=lambda e: e.score,
+            text=lambda e: e.content,
+            diversity_lambda=config.diversity_lambda,
+        )
+    candidates: list[ContextEntry] = []
+    memories_taken = 0
+    for entry in ranked:  # at most max_memories memories; extra entries all compete
+        if entry.kind == "memory":
+            if memories_taken >= config.max_memories:
+                continue
+            memories_taken += 1
+        candidates.append(entry)
+
+    included, dropped, used = pack_greedy_with_fallback(
+        candidates,
+        cost=lambda e: e.tokens,
+        budget=max(0, token_budget - pinned_tokens),
+        fallback=lambda e: e.fallback,
+    )
+    messages = build_messages(
+        [entry.fenced for entry in included],
+        role=config.injection_point.value,
+        pinned=pinned,
+    )
+    return PreparedContext(
+        messages=messages,
+        included=included,
+        dropped=dropped,
+        tokens_used=used + pinned_tokens,
+        token_budget=token_budget,
+        degraded=degraded,
+        reembedding=result.reembedding,
+    )
+
+
+def agent_prompt_context(
+    *,
+    agent: Agent,
+    query_text: str,
+    token_budget: int,
+    categories: Sequence[MemoryCategory | str] = (),
+    namespaces: Sequence[str] = (),
+    include_org: bool = True,
+    now: datetime | None = None,
+    embedder=None,
+) -> PreparedContext:
+    """The whole context an agent splices into its prompt: org knowledge + its memories.
+
+    The company's core policies (config first, then human-written ``core_policy`` facts) are
+    pinned: always present, first, never dropped for budget. The org's extended facts most
+    relevant to ``query_text`` compete with the agent's memories for the rest of the budget
+    and are fenced the same way (they are written by agents and humans: untrusted text).
+    """
+    pinned: list[str] = []
+    extra: list[ContextEntry] = []
+    if include_org:
+        from orgmemory.selectors import org_prompt_context
+
+        org = org_prompt_context(company=agent.company, context=query_text)
+        if org.core_policies:
+            pinned = [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {p}" for p in org.core_policies)]
+        extra = [
+            ContextEntry(
+                key=f"fact:{fact.fact_id}",
+                content=fact.content,
+                score=fact.score,
+                kind="org_fact",
+                label=f"org {fact.category}",
+            )
+            for fact in org.facts
+        ]
+    return memory_context(
+        agent=agent,
+        query_text=query_text,
+        token_budget=token_budget,
+        categories=categories,
+        namespaces=namespaces,
+        pinned=pinned,
+        extra_entries=extra,
+        now=now,
+        embedder=embedder,
+    )
+
+
+def _memory_entry(hit) -> ContextEntry:
+    memory = hit.memory
+    label = f"{memory.category}, {memory.created_at:%Y-%m-%d}"
+    if hit.is_shared:
+        label += ", shared"
+    entry = ContextEntry(
+        key=str(memory.pk),
+        content=memory.content,
+        score=hit.combined,
+        kind="memory",
+        label=label,
+        tags=tuple(memory.tags),
+        memory=memory,
+    )
+    lesson = lesson_of(memory)
+    if lesson is None:
+        return entry
+    # Procedural lessons: all three tiers when they fit, else the discovery tier alone.
+    discovery = replace(entry, content=render_discovery(lesson), tiers="discovery")
+    return replace(entry, content=render_full(lesson), tiers="all", fallback=discovery)

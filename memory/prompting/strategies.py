@@ -1,0 +1,248 @@
+"""The memory injection strategies behind one protocol, chosen by ``memory.core.retrieval.strategy``.
+
+* ``context``: memories are retrieved for the query and packed into the prompt (the
+  pipeline in :mod:`memory.prompting.context`); no tools.
+* ``tool_based``: the prompt only announces the tools; the agent calls ``search_memory`` /
+  ``recall_memory`` (and ``store_memory`` / ``forget_memory`` when its memory level lets it
+  write) on demand. ``search_memory`` is the full hybrid pipeline, with the Search-and-Ask
+  loop when ``query_reformulation_enabled``.
+* ``self_editing``: the agent's core memory block is always in the prompt (within
+  ``memory.self_editing.core_token_budget``) and six tools read and edit core, archival and
+  recall memory.
+
+Company core policies are pinned first by every strategy (``include_org``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from memory.core.retrieval.formatting import build_messages
+from memory.core.retrieval.packing import estimate_tokens
+from memory.core.retrieval.query import MemoryQuery
+from memory.prompting.context import (
+    CORE_POLICIES_HEADER,
+    PreparedContext,
+    agent_prompt_context,
+    check_context_input,
+)
+from memory.core.selectors.search import memory_search
+from memory.prompting.search_and_ask import StepFailed, search_and_ask
+from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.company_config import InjectionStrategy
+from synthorg.enums import MemoryLevel
+from synthorg.errors import DomainError
+from synthorg.tools import registered_tools
+
+TOOL_BASED_INSTRUCTION = (
+    "You have long-term memory tools: call search_memory(query, limit) to look up what you "
+    "learned before, and recall_memory(id) to read one memory in full. Search before "
+    "assuming you do not know something about this organisation or its past work."
+)
+TOOL_BASED_WRITE_INSTRUCTION = (
+    " Call store_memory to remember something worth keeping, and forget_memory (with "
+    "confirm: true and a reason) to delete a memory that is wrong."
+)
+SELF_EDITING_INSTRUCTION = (
+    "You manage your own memory. Core memory (below) is always in your prompt: keep it "
+    "short and current with core_memory_read / core_memory_write. Archival memory holds "
+    "everything else you know: archival_memory_search / archival_memory_write. Recall memory "
+    "is your conversation history: recall_memory_read / recall_memory_write."
+)
+CORE_MEMORY_HEADER = "## Core memory (yours; keep it current)"
+
+SEARCH_TOOLS = ("search_memory", "recall_memory")
+WRITE_TOOLS = ("store_memory", "forget_memory")
+SELF_EDITING_TOOLS = (
+    "core_memory_read",
+    "core_memory_write",
+    "archival_memory_search",
+    "archival_memory_write",
+    "recall_memory_read",
+    "recall_memory_write",
+)
+
+
+class MemoryInjectionStrategy(Protocol):
+    """How memories reach an agent (the seeds' protocol; synchronous here)."""
+
+    @property
+    def strategy_name(self) -> str: ...
+
+    def prepare_messages(
+        self,
+        *,
+        query_text: str,
+        token_budget: int,
+        categories: Sequence[str] = (),
+        namespaces: Sequence[str] = (),
+        include_org: bool = True,
+    ) -> PreparedContext: ...
+
+    def get_tool_definitions(self) -> tuple[dict, ...]: ...
+
+
+def _core_policies(agent: Agent, include_org: bool) -> list[str]:
+    if not include_org:
+        return []
+    from orgmemory.selectors import policies
+
+    texts = [policy.content for policy in policies(company=agent.company)]
+    return [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {t}" for t in texts)] if texts else []
+
+
+def _definitions(names: Sequence[str]) -> tuple[dict, ...]:
+    return tuple(spec.openai_definition() for spec in registered_tools(names))
+
+
+class ContextInjectionStrategy:
+    strategy_name = InjectionStrategy.CONTEXT.value
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def prepare_messages(
+        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
+    ) -> PreparedContext:
+        return agent_prompt_context(
+            agent=self.agent,
+            query_text=query_text,
+            token_budget=token_budget,
+            categories=categories,
+            namespaces=namespaces,
+            include_org=include_org,
+        )
+
+    def get_tool_definitions(self) -> tuple[dict, ...]:
+        return ()
+
+
+class ToolBasedInjectionStrategy:
+    strategy_name = InjectionStrategy.TOOL_BASED.value
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    @property
+    def can_write(self) -> bool:
+        return self.agent.memory_level != MemoryLevel.NONE
+
+    def prepare_messages(
+        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
+    ) -> PreparedContext:
+        check_context_input(query_text, token_budget)
+        pinned = _core_policies(self.agent, include_org)
+        instruction = TOOL_BASED_INSTRUCTION + (TOOL_BASED_WRITE_INSTRUCTION * self.can_write)
+        messages = build_messages([], pinned=pinned)
+        messages.append({"role": "system", "content": instruction})
+        used = sum(estimate_tokens(text) for text in pinned)
+        return PreparedContext(messages, [], [], used, token_budget)
+
+    def get_tool_definitions(self) -> tuple[dict, ...]:
+        return _definitions(SEARCH_TOOLS + (WRITE_TOOLS if self.can_write else ()))
+
+
+class SelfEditingMemoryStrategy:
+    strategy_name = InjectionStrategy.SELF_EDITING.value
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def prepare_messages(
+        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
+    ) -> PreparedContext:
+        from memory.prompting.self_editing import core_block
+
+        check_context_input(query_text, token_budget)
+        pinned = _core_policies(self.agent, include_org)
+        pinned_tokens = sum(estimate_tokens(text) for text in pinned)
+        block = core_block(agent=self.agent, token_budget=max(0, token_budget - pinned_tokens))
+        messages = build_messages([entry.fenced for entry in block.included], pinned=pinned)
+        messages.append({"role": "system", "content": SELF_EDITING_INSTRUCTION})
+        return PreparedContext(
+            messages=messages,
+            included=block.included,
+            dropped=block.dropped,
+            tokens_used=pinned_tokens + block.tokens_used,
+            token_budget=token_budget,
+        )
+
+    def get_tool_definitions(self) -> tuple[dict, ...]:
+        return _definitions(SELF_EDITING_TOOLS)
+
+
+STRATEGIES = {
+    InjectionStrategy.CONTEXT: ContextInjectionStrategy,
+    InjectionStrategy.TOOL_BASED: ToolBasedInjectionStrategy,
+    InjectionStrategy.SELF_EDITING: SelfEditingMemoryStrategy,
+}
+
+
+def strategy_for(agent: Agent) -> MemoryInjectionStrategy:
+    """The strategy the agent's company configures (``memory.core.retrieval.strategy``)."""
+    strategy = company_config(agent.company).memory.retrieval.strategy
+    return STRATEGIES[strategy](agent)
+
+
+def search_with_reformulation(*, agent: Agent, query: MemoryQuery, provider=None):
+    """``search_memory`` as a tool: hybrid search, plus Search-and-Ask when configured.
+
+    Without an LLM the loop cannot run: one retrieval answers and ``degraded`` says
+    ``reformulation_unavailable``. ``provider`` is for callers that bring their own client.
+    """
+    from memory.core.llm import completion_provider_for
+    from memory.interfaces.service import ToolSearchResult
+    from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
+
+    config = company_config(agent.company).memory.retrieval
+    first = memory_search(agent=agent, query=query, config=config)
+    if not config.query_reformulation_enabled or query.text is None:
+        return ToolSearchResult(
+            first.hits, list(first.degraded), [query.text or ""], reembedding=first.reembedding
+        )
+    provider = provider or completion_provider_for(company=agent.company, agent=agent)
+    if provider is None:
+        return ToolSearchResult(
+            first.hits,
+            [*first.degraded, "reformulation_unavailable"],
+            [query.text],
+            reembedding=first.reembedding,
+        )
+    degraded = list(first.degraded)
+    rounds = iter([first])
+
+    def retrieve(text: str):
+        result = next(rounds, None)  # the first round is already done
+        if result is None:
+            try:
+                result = memory_search(
+                    agent=agent, query=query.model_copy(update={"text": text}), config=config
+                )
+            except DomainError as exc:  # a later round failing keeps the earlier results
+                raise StepFailed(str(exc)) from exc
+        degraded.extend(d for d in result.degraded if d not in degraded)
+        return result.hits
+
+    checker = LLMSufficiencyChecker(provider)
+    reformulator = LLMQueryReformulator(provider)
+    outcome = search_and_ask(
+        query.text,
+        retrieve=retrieve,
+        is_sufficient=lambda q, hits: checker(q, [hit.memory.content for hit in hits]),
+        reformulate=lambda q, tried, hits: reformulator(
+            q, tried, [hit.memory.content for hit in hits]
+        ),
+        key=lambda hit: hit.memory.pk,
+        score=lambda hit: hit.combined,
+        max_rounds=config.max_reformulation_rounds,
+        limit=query.limit,
+    )
+    return ToolSearchResult(
+        outcome.hits,
+        degraded + outcome.degraded,
+        outcome.queries,
+        outcome.sufficient,
+        reembedding=first.reembedding,
+    )

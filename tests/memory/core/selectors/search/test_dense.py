@@ -1,0 +1,194 @@
+"""The dense leg: same-embedder vectors only, the exact and HNSW paths."""
+
+from datetime import timedelta
+
+import pytest
+
+from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.search import dense as dense_module
+from memory.core.selectors.search import memory_search
+from tests.memory.factories import MemoryFactory
+from tests.memory.core.selectors.search.helpers import NOW, contents, search, store
+
+pytestmark = pytest.mark.django_db
+
+
+def test_vectors_of_another_embedder_are_never_compared(rrf_agent, keyword_embedder):
+    [mine] = store(rrf_agent, keyword_embedder, "deploy friday")
+    MemoryFactory(
+        agent=rrf_agent,
+        content="lunch menu",
+        created_at=NOW - timedelta(hours=1),
+        embedding=[1.0] + [0.0] * 383,  # identical to the query's vector, but another model
+        embedder_id="some-other-model",
+        embedding_status="ready",
+    )
+    result = search(rrf_agent, keyword_embedder, "deploy", limit=10)
+    assert contents(result) == ["deploy friday"]
+    assert result.hits[0].memory.pk == mine.pk
+
+
+def test_hnsw_path_with_exact_fallback(rrf_agent, keyword_embedder, monkeypatch):
+    store(rrf_agent, keyword_embedder, "deploy one", "deploy two friday", "lunch three")
+    monkeypatch.setattr(dense_module, "EXACT_SCAN_MAX_ROWS", 1)
+    deep = memory_search(
+        agent=rrf_agent, query=MemoryQuery(text="deploy"), embedder=keyword_embedder, now=NOW,
+        include_shared=False, leg_depth=50,
+    )  # fmt: skip
+    # 3 rows < depth 50: the HNSW walk cannot fill the page, so the exact scan answers.
+    assert deep.dense_paths == ["hnsw+exact"]
+    shallow = memory_search(
+        agent=rrf_agent, query=MemoryQuery(text="deploy", limit=2), embedder=keyword_embedder,
+        now=NOW, include_shared=False, leg_depth=2,
+    )  # fmt: skip
+    assert shallow.dense_paths == ["hnsw"]
+    assert [h.dense_rank for h in shallow.hits][:1] == [1]
+    assert contents(deep)[:2] == contents(shallow)
+
+
+def test_path_choice_by_table_and_part_size(monkeypatch):
+    for name, value in {
+        "EXACT_SCAN_MAX_ROWS": 5_000,
+        "HNSW_MIN_SHARE": 0.25,
+        "PART_EXACT_MAX_ROWS": 20_000,
+        "NARROW_PART_EXACT_MAX_ROWS": 0,
+    }.items():
+        monkeypatch.setattr(dense_module, name, value)
+    choose = dense_module.choose_paths
+    assert choose(5_000, [5_000, 10], depth=50) == ["exact", "exact"]
+    # above the table threshold: a large share or a large part walks HNSW, a small one scans
+    assert choose(10_000, [10_000, 2_000], depth=50) == ["hnsw", "exact"]
+    assert choose(200_000, [30_000, 20_000], depth=50) == ["hnsw", "exact"]
+    # until the index is built every part is scanned exactly
+    assert choose(10_000, [10_000, 2_000], depth=50, index_ready=lambda: False) == [
+        "exact",
+        "exact",
+    ]
+
+
+def test_a_part_no_walk_covers_is_scanned_exactly_up_to_the_narrow_limit():
+    """The product's rule, leg depth 50: a part needs a first walk of 6 × 50 / share; above
+    pgvector's 1000 (share < 30 %) it is scanned exactly up to 64k rows."""
+    choose = dense_module.choose_paths
+    # 1M rows: one agent of 400k (needs 750), the company's 50k shared rows (5 %: 6000)
+    assert choose(1_000_000, [400_000, 50_000], depth=50) == ["hnsw", "exact"]
+    # an agent of 100k needs 3000, but is too large to scan: it walks at the cap
+    assert choose(1_000_000, [100_000, 50_000], depth=50) == ["hnsw", "exact"]
+    assert choose(1_000_000, [10_000, 50_000], depth=50) == ["exact", "exact"]
+    assert choose(1_000_000, [64_000, 64_001], depth=50) == ["exact", "hnsw"]
+    # 30 % of 200k needs exactly 1000 at depth 50; a deeper leg needs 2000: scanned
+    assert choose(200_000, [60_000], depth=50) == ["hnsw"]
+    assert choose(200_000, [60_000], depth=100) == ["exact"]
+    # an empty part is never walked
+    assert choose(1_000_000, [400_000, 0], depth=50) == ["hnsw", "exact"]
+
+
+def settings(depth, table_rows, part_rows, paths, iterative=True):
+    return dense_module.hnsw_settings(
+        depth, iterative, table_rows=table_rows, part_rows=part_rows, paths=paths
+    )
+
+
+def walk(ef, max_scan=20_000):
+    return {
+        "hnsw.ef_search": str(ef),
+        "enable_sort": "off",
+        "hnsw.iterative_scan": "strict_order",
+        "hnsw.max_scan_tuples": str(max_scan),
+    }
+
+
+def test_the_walk_width_grows_with_one_over_the_walked_parts_share():
+    # 40 % of the table: 6 × 50 / 0.4 = 750 (the exact shared part does not count)
+    assert settings(50, 1_000_000, [400_000, 50_000], ["hnsw", "exact"]) == walk(750)
+    # 10 %: 3000, capped at pgvector's widest
+    assert settings(50, 1_000_000, [100_000, 50_000], ["hnsw", "exact"]) == walk(1000)
+    # 90 %: 333.3, rounded up
+    assert settings(50, 1_000_000, [900_000], ["hnsw"]) == walk(334)
+    # one setting per statement: the widest any walked part needs (375 and 750)
+    assert settings(50, 1_000_000, [800_000, 400_000], ["hnsw", "hnsw"]) == walk(750)
+    # a deeper leg walks wider
+    assert settings(100, 1_000_000, [900_000], ["hnsw"]) == walk(667)
+    assert settings(300, 1_000_000, [900_000], ["hnsw"]) == walk(1000)
+
+
+def test_the_iterative_resume_grows_with_one_over_the_smallest_walked_share():
+    # 2 % of 10M: the walk is capped at 1000; the resume may visit 4 × 50 / 0.02 = 10,000
+    # tuples, below the floor of 20,000
+    assert settings(50, 10_000_000, [200_000], ["hnsw"]) == walk(1000, 20_000)
+    # 0.2 % of 100M: 4 × 50 / 0.002 = 100,000 tuples
+    assert settings(50, 100_000_000, [200_000], ["hnsw"]) == walk(1000, 100_000)
+
+
+def test_without_iterative_scans_every_walk_is_the_widest():
+    assert settings(50, 1_000_000, [400_000], ["hnsw"], iterative=False) == {
+        "hnsw.ef_search": "1000",
+        "enable_sort": "off",
+    }
+
+
+def test_the_search_statement_carries_the_width_of_the_parts_share(
+    rrf_agent, keyword_embedder, monkeypatch
+):
+    """The settings the search sends follow the rows the planning round trip counted."""
+    from django.db import connection
+
+    from tests.persistence.factories import AgentFactory
+
+    other = AgentFactory(company=rrf_agent.company)
+    store(rrf_agent, keyword_embedder, *(f"deploy {i}" for i in range(6)))
+    store(other, keyword_embedder, "note one", "note two")
+    for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "NARROW_PART_EXACT_MAX_ROWS": 0}.items():
+        monkeypatch.setattr(dense_module, name, value)
+    monkeypatch.setattr(dense_module, "HNSW_MIN_SHARE", 0.0)
+    captured = []
+
+    def capture(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        result = memory_search(
+            agent=rrf_agent, query=MemoryQuery(text="deploy"), embedder=keyword_embedder,
+            now=NOW, include_shared=False, legs=("dense",),
+        )  # fmt: skip
+    assert result.dense_paths == ["hnsw+exact"]  # 6 rows < the leg depth of 50
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    assert script.startswith("SELECT set_config(%s, %s, true), ")
+    n_settings = script.split(";\n", 1)[0].count("%s") // 2
+    sent = dict(zip(params[: 2 * n_settings : 2], params[1 : 2 * n_settings : 2], strict=True))
+    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400
+    assert sent == walk(400)
+
+
+def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_agent, monkeypatch):
+    """The statement the search sends (settings script and all) walks the query embedder's
+    own HNSW index (memory.core.vector_indexes), not a scan."""
+    from django.db import connection, transaction
+
+    from memory.core.vector_indexes import index_name
+    from synthorg.embedding import default_embedder
+
+    embedder = default_embedder()
+    store(rrf_agent, embedder, "deploy on friday", "lunch menu", "database backups")
+    for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "HNSW_MIN_SHARE": 0.0}.items():
+        monkeypatch.setattr(dense_module, name, value)
+    captured = []
+
+    def capture(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        result = search(rrf_agent, embedder, "when do we deploy?")
+    # 3 rows < the leg depth; the empty shared part is no share any walk covers: exact
+    assert result.dense_paths == ["hnsw+exact", "exact"]
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    settings_sql, statement = script.split(";\n", 1)
+    n_settings = settings_sql.count("%s")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(settings_sql, params[:n_settings])
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + statement, params[n_settings:])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert f"Index Scan using {index_name(embedder.embedder_id, embedder.dims)}" in plan

@@ -1,0 +1,100 @@
+"""POST /memories/context: prompt-ready messages within a token budget."""
+
+import pytest
+
+from memory.core.models.memory import Memory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/memories/context"
+
+
+def store(caller, content, category="semantic"):
+    response = caller.client.post(
+        "/api/v1/memories", {"content": content, "category": category}, format="json"
+    )
+    assert response.status_code == 201, response.json()
+    return Memory.objects.get(pk=response.json()["id"])
+
+
+def context(caller, **body):
+    response = caller.client.post(URL, body, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()
+
+
+def test_context_messages_within_budget(caller, peer):
+    deploy = store(caller, "The billing service deploys every Friday at noon UTC.")
+    store(peer, "Peer private: billing deploys are frozen in December.")
+    body = context(caller, query="prepare the billing service deploy", token_budget=500)
+    assert [e["id"] for e in body["included"]] == [str(deploy.pk)]
+    assert body["dropped"] == [] and body["degraded"] == []
+    assert body["token_budget"] == 500
+    assert 0 < body["tokens_used"] <= 500
+    assert body["tokens_used"] == body["included"][0]["tokens"]
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "system"]
+    directive, memories = (m["content"] for m in body["messages"])
+    assert "not instructions" in directive
+    label = f"semantic, {deploy.created_at:%Y-%m-%d}"
+    assert f'<memory-entry meta="{label}">\n{deploy.content}\n</memory-entry>' in memories
+    assert "Peer private" not in memories
+
+
+def test_context_drops_what_does_not_fit(caller):
+    store(caller, "The billing service deploys every Friday at noon UTC.")
+    body = context(caller, query="billing deploy", token_budget=5)
+    assert body["messages"] == [] and body["included"] == [] and body["tokens_used"] == 0
+    assert len(body["dropped"]) == 1 and body["dropped"][0]["kind"] == "memory"
+
+
+def test_context_with_nothing_relevant(caller):
+    body = context(caller, query="billing deploy", token_budget=100)
+    assert body == {
+        "messages": [],
+        "included": [],
+        "dropped": [],
+        "tokens_used": 0,
+        "token_budget": 100,
+        "degraded": [],
+    }
+
+
+def test_context_filters_by_category(caller):
+    store(caller, "The billing service deploys every Friday.", category="semantic")
+    procedure = store(caller, "To deploy billing, run make release.", category="procedural")
+    body = context(caller, query="billing deploy", token_budget=500, categories=["procedural"])
+    assert [e["id"] for e in body["included"]] == [str(procedure.pk)]
+
+
+def test_context_degraded_when_the_embedder_fails(caller, failing_embedder):
+    memory = store(caller, "The billing service deploys every Friday at noon UTC.")
+    body = context(caller, query="billing deploys", token_budget=500)
+    assert body["degraded"] == ["dense"]
+    assert [e["id"] for e in body["included"]] == [str(memory.pk)]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"token_budget": 100}, "query"),
+        ({"query": "   ", "token_budget": 100}, "query"),
+        ({"query": "x"}, "token_budget"),
+        ({"query": "x", "token_budget": -1}, "token_budget"),
+        ({"query": "x", "token_budget": "lots"}, "token_budget"),
+        ({"query": "x", "token_budget": 10, "categories": ["gossip"]}, "categories.0"),
+        ({"query": "x", "token_budget": 10, "namespaces": [" "]}, "namespaces.0"),
+        ({"query": "x", "token_budget": 10, "pinned": ["p"]}, "pinned"),
+    ],
+)
+def test_context_rejects_invalid_input(caller, body, field):
+    response = caller.client.post(URL, body, format="json")
+    assert response.status_code == 400, response.json()
+    problem = response.json()
+    assert problem["code"] == "validation_error"
+    assert field in [e["field"] for e in problem["errors"]], problem
+
+
+def test_context_is_for_agents(human_client):
+    response = human_client.post(URL, {"query": "x", "token_budget": 10}, format="json")
+    assert response.status_code == 403
