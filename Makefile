@@ -40,9 +40,12 @@ browser:
 		(echo "installing chromium + chromium-driver for the browser tests" && \
 		apt-get update -q && apt-get install -y -q chromium chromium-driver)
 
+# ruff (lint + format) and the import contract (.importlinter: apps import downward,
+# memory/'s layers, no import circles; function-level imports count too).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 format: setup
 	$(BIN)/ruff format .

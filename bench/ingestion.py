@@ -141,11 +141,11 @@ def measure_flush(client, flushes: int, batch: int) -> dict:
 
 
 def measure_searchable(agent, client, probes: int) -> dict:
-    from memory.ingestion.models import Conversation
-    from memory.ingestion.services.extraction import conversations_extract_due
     from memory.core.models.memory import Memory
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
+    from memory.ingestion.models import Conversation
+    from memory.ingestion.services.extraction import conversations_extract_due
 
     # The throughput phase left conversations pending: drain them first (not measured).
     Conversation.objects.filter(external_id__startswith="tp-").update(extraction_due_at=None)

@@ -81,12 +81,12 @@ def echo_handler(request):
 
 
 def run(args) -> dict:
+    from memory.core.retrieval.query import MemoryQuery
+    from memory.core.selectors.search import memory_search
     from memory.ingestion.domain import MessageIn
     from memory.ingestion.models import Conversation, ExtractedFact, ExtractionRun
     from memory.ingestion.services.extraction import conversation_extract
     from memory.ingestion.services.messages import conversation_messages_append
-    from memory.core.retrieval.query import MemoryQuery
-    from memory.core.selectors.search import memory_search
     from persistence.models import Agent, Company
 
     data = json.loads(Path(args.data).read_text())

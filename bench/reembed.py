@@ -208,9 +208,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from memory.core.models.reembed import ReembedJob
-    from memory.core.services.reembed import reembed_job_run
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
+    from memory.core.services.reembed import reembed_job_run
     from persistence.selectors.embedder import company_embedder
     from persistence.services.companies import company_config_set
     from synthorg.embedding import MINILM_EMBEDDER_ID

@@ -3,7 +3,7 @@
 Org facts are embedded with the same embedder as the company's memories
 (:func:`persistence.selectors.embedder.company_embedder`: the local all-MiniLM-L6-v2 model,
 or the company's OpenAI-compatible override of any width), so one query vector serves both
-and an embedder change re-embeds both (``memory.core.services.reembed``). If the embedder cannot load or
+and an embedder change re-embeds both (the core's re-embedding job). If the embedder cannot load or
 fails, or ``settings.ORGMEMORY_EMBEDDINGS`` is ``False`` (tests that do not need it), facts
 are stored without a vector and retrieval uses BM25 alone: the dense leg is an improvement,
 never a requirement.

@@ -12,12 +12,15 @@ class PersistenceConfig(AppConfig):
         from persistence.api.authentication import principal_for_raw_key
         from persistence.content_kinds import CONTENT_KINDS
         from persistence.content_registry import register_content_kind
+        from persistence.health import cluster_health
+        from synthorg.health import register_health_check
         from synthorg.mcp.auth import register_key_resolver
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         for kind in CONTENT_KINDS:  # export/erasure of what agents said and held
             register_content_kind(kind)
         register_key_resolver(principal_for_raw_key)
+        register_health_check("q2_cluster", cluster_health)
 
         register_schedule(
             ScheduleSpec(

@@ -42,7 +42,9 @@ class ImportContext:
 
     company: Company
     agents: dict[str, Agent]
-    create_agents: bool = True
+    #: ``create_agent(company=..., name=...)``: makes a missing agent (None: never create).
+    #: The import service passes :func:`persistence.services.agents.agent_create`.
+    create_agent: Callable[..., Agent] | None = None
     remapped: dict[str, str] = field(default_factory=dict)  # old id -> new id
 
     def agent(self, name: str) -> Agent | None:
@@ -50,16 +52,15 @@ class ImportContext:
         from django.core.exceptions import ValidationError
 
         from persistence.models import Agent
-        from persistence.services.agents import agent_create
 
         if name in self.agents:
             return self.agents[name]
         if not name.strip() or len(name) > Agent._meta.get_field("name").max_length:
             return None
         found = Agent.objects.filter(company=self.company, name=name).first()
-        if found is None and self.create_agents:
+        if found is None and self.create_agent is not None:
             try:
-                found = agent_create(company=self.company, name=name)
+                found = self.create_agent(company=self.company, name=name)
             except ValidationError:
                 return None
         if found is not None:

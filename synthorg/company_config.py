@@ -3,7 +3,7 @@
 Frozen pydantic v2 models with the spec's defaults, bounds and cross-field validators
 (pure: no Django import). :func:`parse_company_config` is the only entry point; it raises
 :class:`CompanyConfigError` whose ``errors`` name each bad field by its dotted path
-(``memory.core.retrieval.relevance_weight``).
+(``memory.retrieval.relevance_weight``).
 
 Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
 names are still accepted so the spec's example files load, and are recorded but unused.

@@ -8,17 +8,13 @@ not run without a cluster) without the load balancer pulling a working node.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Callable
 
 from django.db import connection
 from django.http import JsonResponse
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 logger = logging.getLogger(__name__)
-
-HEARTBEAT_STALE_AFTER = timedelta(minutes=3)
-
 
 # The production requirement (README, "Production and scaling out").
 MIN_POSTGRES = (15, 0)
@@ -95,33 +91,25 @@ def _check_embedder() -> dict:
         return {"ok": False, "error": str(exc)[:300]}
 
 
-def _check_cluster() -> dict:
-    from persistence.models import ClusterHeartbeat
+#: Checks that need a database-backed component (apps register them in ``AppConfig.ready``):
+#: ``name -> check()``, each returning ``{"ok": bool, ...}``. They run only when the database
+#: is usable; otherwise each reports ``database unavailable``.
+_component_checks: dict[str, Callable[[], dict]] = {}
 
-    try:
-        beat = ClusterHeartbeat.objects.order_by("-beat_at").first()
-    except Exception as exc:
-        return {"ok": False, "error": str(exc).strip().splitlines()[0][:300]}
-    if beat is None:
-        return {"ok": False, "error": "no heartbeat recorded; is `manage.py qcluster` running?"}
-    age = timezone.now() - beat.beat_at
-    return {
-        "ok": age <= HEARTBEAT_STALE_AFTER,
-        "cluster": beat.cluster,
-        "last_heartbeat": beat.beat_at.isoformat(),
-        "age_seconds": int(age.total_seconds()),
-    }
+
+def register_health_check(name: str, check: Callable[[], dict]) -> None:
+    """Add ``check`` to ``/healthz`` under ``name`` (idempotent: the last one registered wins)."""
+    _component_checks[name] = check
 
 
 @require_GET
 def healthz(request):
     checks = _check_database()
     checks["embedder"] = _check_embedder()
-    checks["q2_cluster"] = (
-        _check_cluster()
-        if checks["database"]["ok"]
-        else {"ok": False, "error": "database unavailable"}
-    )
+    for name, check in _component_checks.items():
+        checks[name] = (
+            check() if checks["database"]["ok"] else {"ok": False, "error": "database unavailable"}
+        )
     usable = checks["database"]["ok"] and checks["vector"]["ok"]
     all_ok = all(check["ok"] for check in checks.values())
     status = "ok" if all_ok else ("degraded" if usable else "unavailable")

@@ -9,6 +9,7 @@ api_v1 = [
     path("", include("persistence.api.urls")),
     path("org/", include("orgmemory.api.urls")),
     path("", include("orgmemory.api.approval_urls")),
+    path("", include("memory.interfaces.tools.urls")),
     path("", include("memory.interfaces.api.urls")),
     path("", include("memory.interfaces.api.archive_urls")),
     path("", include("memory.interfaces.api.procedural.urls")),

@@ -1,4 +1,4 @@
-"""Per-company maintenance schedules: ``memory.core.consolidation.interval`` → a django-q2 schedule.
+"""Per-company maintenance schedules: ``memory.consolidation.interval`` → a django-q2 schedule.
 
 ``hourly``/``daily``/``weekly`` become a schedule of that type calling
 ``memory.core.tasks.run_company_maintenance(company_id)``; ``never`` has none. Created with the

@@ -1,9 +1,9 @@
 """django-q2 tasks of the core: thin interfaces that load by id and call one service."""
 
+from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
-from memory.core.models.reembed import ReembedJob
 from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
 from persistence.models import Agent, Company
 

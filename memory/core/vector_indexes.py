@@ -17,7 +17,8 @@ limit for ``vector``); the exact path always compares the stored full-precision 
 
 A new index is built ``CONCURRENTLY`` (writes go on meanwhile) as the schema owner
 (:func:`synthorg.db.roles.owner_execute`), outside any transaction: by the re-embedding job
-(``memory.core.services.reembed``) before it writes the first vector of a new embedder. Until it is valid
+(``memory.core.services.reembed``) before it writes the first vector of a new embedder.
+Until it is valid
 the dense leg's HNSW path has nothing to walk for that embedder and falls back to the exact
 scan, which needs no index. The catalog is the registry: no table records which indexes
 exist, :func:`vector_index_state` asks ``pg_index``.

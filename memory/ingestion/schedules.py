@@ -64,11 +64,11 @@ def _register_content_kinds() -> None:
 def register() -> None:
     from django_q.models import Schedule
 
+    from memory.core.services.edit import on_session_ended
     from memory.ingestion.services.messages import (
         conversations_purge_project,
         conversations_purge_session,
     )
-    from memory.core.services.edit import on_session_ended
     from persistence.services.companies import on_company_created
     from persistence.services.projects import on_project_closed
     from synthorg.schedules import register_schedule, register_schedule_provider

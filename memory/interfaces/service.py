@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from uuid import UUID
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -29,10 +28,11 @@ from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreRes
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
 from memory.core.models.memory import Memory
 from memory.core.retrieval.query import MemoryQuery
-from memory.prompting.context import PreparedContext
 from memory.core.selectors.memories import agent_memory_count, agent_memory_get, shared_memory_get
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
+from memory.prompting.context import PreparedContext
+from memory.prompting.strategies import ToolSearchResult
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
@@ -54,18 +54,6 @@ def _routed(method):
             raise MemoryInputError(message, code="validation_error") from exc
 
     return wrapper
-
-
-@dataclass
-class ToolSearchResult:
-    """``search_memory`` as a tool: hits, and how the Search-and-Ask loop went."""
-
-    hits: list[SearchHit]
-    degraded: list[str] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    sufficient: bool | None = None
-    #: a running re-embedding job's progress (``degraded`` holds ``"reembedding"``)
-    reembedding: dict | None = None
 
 
 class MemoryService:

@@ -17,3 +17,8 @@ class ProceduralConfig(AppConfig):
         from persistence.content_registry import register_content_kind
 
         register_content_kind(EXECUTION_REPORTS)
+
+        from memory.core.extensions import on_archive_restored
+        from memory.procedural.services.pruning import lesson_restore
+
+        on_archive_restored(lesson_restore)

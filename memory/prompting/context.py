@@ -23,14 +23,14 @@ from datetime import datetime
 from django.utils import timezone
 
 from memory.core.models.memory import Memory
-from memory.procedural.rendering import render_discovery, render_full
-from memory.procedural.selectors import attach_lessons, lesson_of
 from memory.core.retrieval.diversity import mmr_rerank
 from memory.core.retrieval.filtering import TagBasedMemoryFilter, apply_filter
 from memory.core.retrieval.formatting import build_messages, format_entry
 from memory.core.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
+from memory.procedural.rendering import render_discovery, render_full
+from memory.procedural.selectors import attach_lessons, lesson_of
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory

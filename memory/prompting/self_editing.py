@@ -25,11 +25,11 @@ from memory.core.errors import MemoryAccessError, MemoryInputError, MemoryNotFou
 from memory.core.models.memory import Memory
 from memory.core.retrieval.packing import pack_greedy
 from memory.core.retrieval.query import MemoryQuery
-from memory.prompting.context import ContextEntry
 from memory.core.selectors.memories import agent_memories
 from memory.core.selectors.search import SearchHit, memory_search
 from memory.core.services.edit import memory_update
 from memory.core.services.store import memory_store_batch
+from memory.prompting.context import ContextEntry
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record

@@ -1,4 +1,4 @@
-"""The memory injection strategies behind one protocol, chosen by ``memory.core.retrieval.strategy``.
+"""The memory injection strategies behind one protocol, chosen by ``memory.retrieval.strategy``.
 
 * ``context``: memories are retrieved for the query and packed into the prompt (the
   pipeline in :mod:`memory.prompting.context`); no tools.
@@ -16,18 +16,21 @@ Company core policies are pinned first by every strategy (``include_org``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory.core.llm import completion_provider_for
 from memory.core.retrieval.formatting import build_messages
 from memory.core.retrieval.packing import estimate_tokens
 from memory.core.retrieval.query import MemoryQuery
+from memory.core.selectors.search import SearchHit, memory_search
 from memory.prompting.context import (
     CORE_POLICIES_HEADER,
     PreparedContext,
     agent_prompt_context,
     check_context_input,
 )
-from memory.core.selectors.search import memory_search
+from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
 from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -63,6 +66,18 @@ SELF_EDITING_TOOLS = (
     "recall_memory_read",
     "recall_memory_write",
 )
+
+
+@dataclass
+class ToolSearchResult:
+    """``search_memory`` as a tool: hits, and how the Search-and-Ask loop went."""
+
+    hits: list[SearchHit]
+    degraded: list[str] = field(default_factory=list)
+    queries: list[str] = field(default_factory=list)
+    sufficient: bool | None = None
+    #: a running re-embedding job's progress (``degraded`` holds ``"reembedding"``)
+    reembedding: dict | None = None
 
 
 class MemoryInjectionStrategy(Protocol):
@@ -181,7 +196,7 @@ STRATEGIES = {
 
 
 def strategy_for(agent: Agent) -> MemoryInjectionStrategy:
-    """The strategy the agent's company configures (``memory.core.retrieval.strategy``)."""
+    """The strategy the agent's company configures (``memory.retrieval.strategy``)."""
     strategy = company_config(agent.company).memory.retrieval.strategy
     return STRATEGIES[strategy](agent)
 
@@ -192,9 +207,6 @@ def search_with_reformulation(*, agent: Agent, query: MemoryQuery, provider=None
     Without an LLM the loop cannot run: one retrieval answers and ``degraded`` says
     ``reformulation_unavailable``. ``provider`` is for callers that bring their own client.
     """
-    from memory.core.llm import completion_provider_for
-    from memory.interfaces.service import ToolSearchResult
-    from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
 
     config = company_config(agent.company).memory.retrieval
     first = memory_search(agent=agent, query=query, config=config)

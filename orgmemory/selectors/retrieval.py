@@ -14,7 +14,7 @@ PUBLISH log row (the one whose ``operation_id`` a result carries):
 * dense leg (when an embedder is available): cosine similarity of stored row vectors, an
   exact scan in SQL of the live facts' vectors (org memory is small; no HNSW needed),
   kept above a cosine floor: the company's
-  ``memory.core.retrieval.min_relevance`` under ``linear`` fusion (where it is a cosine
+  ``memory.retrieval.min_relevance`` under ``linear`` fusion (where it is a cosine
   threshold), the linear default 0.3 under ``rrf`` (where min_relevance thresholds the
   fused score instead);
 * fusion: reciprocal rank fusion (k = 60), normalised to 0..1 by the best achievable

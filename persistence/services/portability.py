@@ -23,6 +23,7 @@ from django.utils import timezone
 from persistence.access import CREATE, require_write
 from persistence.content_registry import ImportContext, ImportCounts, content_kind, content_kinds
 from persistence.models import Agent, Company
+from persistence.services.agents import agent_create
 from persistence.services.audit import audit_record
 from synthorg.errors import InvalidInputError
 
@@ -170,7 +171,9 @@ def _import(*, company, lines, principal, create_agents, via) -> dict[str, Impor
     if principal is not None:
         require_write(principal, "export", CREATE)
     rows = _parse(lines)
-    ctx = ImportContext(company=company, agents={}, create_agents=create_agents)
+    ctx = ImportContext(
+        company=company, agents={}, create_agent=agent_create if create_agents else None
+    )
     results: dict[str, ImportCounts] = {}
     for kind in content_kinds():
         if kind.name not in rows:

@@ -17,6 +17,9 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
+from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
+from memory.core.models.memory import Memory
+from memory.core.models.reembed import ReembedJob
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -24,9 +27,6 @@ from memory.ingestion.models import (
     ExtractionRun,
     JournalEntry,
 )
-from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
-from memory.core.models.memory import Memory
-from memory.core.models.reembed import ReembedJob
 from orgmemory.models import OperationLogEntry, OrgFact, WriteAccessRequest
 from orgmemory.services.facts import fact_publish
 from orgmemory.services.write_requests import write_request_file

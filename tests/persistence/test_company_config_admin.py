@@ -54,8 +54,8 @@ def test_load_company_config_names_each_bad_field_and_changes_nothing(yaml_file)
     with pytest.raises(CommandError) as caught:
         call_command("load_company_config", company.slug, str(yaml_file(INVALID)))
     message = str(caught.value)
-    assert "memory.core.retrieval.relevance_weight: relevance_weight + recency_weight" not in message
-    assert "memory.core.retrieval.max_memories: Input should be less than or equal to 100" in message
+    assert "memory.retrieval.relevance_weight: relevance_weight + recency_weight" not in message
+    assert "memory.retrieval.max_memories: Input should be less than or equal to 100" in message
     company.refresh_from_db()
     assert (company.config, company.config_revision) == before
 
@@ -105,7 +105,7 @@ def test_admin_refuses_invalid_config_naming_the_field(admin_client):
         },
     )
     assert response.status_code == 200  # the form is shown again with the error
-    assert "memory.core.retrieval.max_memories: Input should be less than or equal to 100" in (
+    assert "memory.retrieval.max_memories: Input should be less than or equal to 100" in (
         response.content.decode()
     )
     company.refresh_from_db()

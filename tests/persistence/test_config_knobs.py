@@ -128,7 +128,7 @@ def test_retention_days_disagreeing_with_the_consolidation_default_is_refused():
     with pytest.raises(InvalidInputError) as caught:
         company_config_set(company=company, data=data)
     assert caught.value.errors[0]["field"] == (
-        "memory.core.consolidation.retention.default_retention_days"
+        "memory.consolidation.retention.default_retention_days"
     )
 
 
@@ -143,7 +143,7 @@ def test_config_change_is_audited_with_the_changed_paths_only():
     assert second.details == {
         "revision": 3,
         "changed": [
-            "memory.core.consolidation.retention.default_retention_days",
+            "memory.consolidation.retention.default_retention_days",
             "memory.options.retention_days",
         ],
         "via": "",

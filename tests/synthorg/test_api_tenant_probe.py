@@ -31,9 +31,9 @@ from django.db import IntegrityError, models, transaction
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
-from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.procedural.models import ExecutionReport
 from orgmemory.models import WriteAccessRequest
 from persistence.models import AuditEntry

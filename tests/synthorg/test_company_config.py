@@ -170,7 +170,10 @@ def test_options_and_consolidation_may_not_disagree():
     assert errors_of(
         memory(options={"consolidation_interval": "hourly"}, consolidation={"interval": "daily"})
     ) == [
-        ("memory.core.consolidation.interval", "disagrees with options.consolidation_interval (hourly)")
+        (
+            "memory.consolidation.interval",
+            "disagrees with options.consolidation_interval (hourly)",
+        )
     ]
 
 
@@ -194,39 +197,54 @@ def test_options_and_consolidation_may_not_disagree():
         ),
         (
             retrieval(fusion_strategy="linear", relevance_weight=0.5),
-            "memory.core.retrieval.relevance_weight",
+            "memory.retrieval.relevance_weight",
         ),
-        (retrieval(relevance_weight=1.5, recency_weight=-0.5), "memory.core.retrieval.relevance_weight"),
-        (retrieval(max_memories=0), "memory.core.retrieval.max_memories"),
-        (retrieval(max_memories=101), "memory.core.retrieval.max_memories"),
-        (retrieval(min_relevance=1.1), "memory.core.retrieval.min_relevance"),
-        (retrieval(fusion_strategy="rrf", rrf_k=0, personal_boost=0), "memory.core.retrieval.rrf_k"),
-        (retrieval(fusion_strategy="rrf", rrf_k=1001, personal_boost=0), "memory.core.retrieval.rrf_k"),
-        (retrieval(fusion_strategy="linear", rrf_k=30), "memory.core.retrieval.rrf_k"),
-        (retrieval(fusion_strategy="rrf", personal_boost=0.2), "memory.core.retrieval.personal_boost"),
-        (retrieval(diversity_lambda=0.5), "memory.core.retrieval.diversity_lambda"),
-        (retrieval(candidate_pool_multiplier=5), "memory.core.retrieval.candidate_pool_multiplier"),
+        (
+            retrieval(relevance_weight=1.5, recency_weight=-0.5),
+            "memory.retrieval.relevance_weight",
+        ),
+        (retrieval(max_memories=0), "memory.retrieval.max_memories"),
+        (retrieval(max_memories=101), "memory.retrieval.max_memories"),
+        (retrieval(min_relevance=1.1), "memory.retrieval.min_relevance"),
+        (
+            retrieval(fusion_strategy="rrf", rrf_k=0, personal_boost=0),
+            "memory.retrieval.rrf_k",
+        ),
+        (
+            retrieval(fusion_strategy="rrf", rrf_k=1001, personal_boost=0),
+            "memory.retrieval.rrf_k",
+        ),
+        (retrieval(fusion_strategy="linear", rrf_k=30), "memory.retrieval.rrf_k"),
+        (
+            retrieval(fusion_strategy="rrf", personal_boost=0.2),
+            "memory.retrieval.personal_boost",
+        ),
+        (retrieval(diversity_lambda=0.5), "memory.retrieval.diversity_lambda"),
+        (retrieval(candidate_pool_multiplier=5), "memory.retrieval.candidate_pool_multiplier"),
         (
             retrieval(strategy="tool_based", diversity_penalty_enabled=True),
-            "memory.core.retrieval.diversity_penalty_enabled",
+            "memory.retrieval.diversity_penalty_enabled",
         ),
         (
             retrieval(query_reformulation_enabled=True),
-            "memory.core.retrieval.query_reformulation_enabled",
+            "memory.retrieval.query_reformulation_enabled",
         ),
-        (retrieval(max_reformulation_rounds=3), "memory.core.retrieval.max_reformulation_rounds"),
-        (retrieval(retriever="hierarchical"), "memory.core.retrieval.retriever"),
+        (retrieval(max_reformulation_rounds=3), "memory.retrieval.max_reformulation_rounds"),
+        (retrieval(retriever="hierarchical"), "memory.retrieval.retriever"),
         (
             retrieval(strategy="tool_based", retriever="hierarchical"),
-            "memory.core.retrieval.retriever",
+            "memory.retrieval.retriever",
         ),
-        (retrieval(reflective_retry_enabled=True), "memory.core.retrieval.reflective_retry_enabled"),
+        (
+            retrieval(reflective_retry_enabled=True),
+            "memory.retrieval.reflective_retry_enabled",
+        ),
         (
             retrieval(query_specific_rerank_enabled=True),
-            "memory.core.retrieval.query_specific_rerank_enabled",
+            "memory.retrieval.query_specific_rerank_enabled",
         ),
-        (retrieval(max_workers_per_query=2), "memory.core.retrieval.max_workers_per_query"),
-        (retrieval(max_retry_count=2), "memory.core.retrieval.max_retry_count"),
+        (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(max_retry_count=2), "memory.retrieval.max_retry_count"),
         (memory(self_editing={"core_token_budget": 10}), "memory.self_editing.core_token_budget"),
         (
             memory(self_editing={"archival_write_categories": ["semantic", "semantic"]}),
@@ -237,8 +255,8 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.self_editing.allow_core_writes",
         ),
         (memory(self_editing={"core_budget": 100}), "memory.self_editing.core_budget"),
-        (retrieval(rerank_cache_ttl_seconds=60), "memory.core.retrieval.rerank_cache_ttl_seconds"),
-        (retrieval(recency_decay_rate=float("nan")), "memory.core.retrieval.recency_decay_rate"),
+        (retrieval(rerank_cache_ttl_seconds=60), "memory.retrieval.rerank_cache_ttl_seconds"),
+        (retrieval(recency_decay_rate=float("nan")), "memory.retrieval.recency_decay_rate"),
         (memory(embedder={"model": "text-embedding-3-small"}), "memory.embedder.dims"),
         (memory(embedder={"dims": 384}), "memory.embedder.dims"),
         (memory(embedder={"base_url": "http://x/v1"}), "memory.embedder.model"),
@@ -259,7 +277,7 @@ def test_options_and_consolidation_may_not_disagree():
             memory(
                 consolidation={"retention": {"rules": [{"category": "dream", "retention_days": 3}]}}
             ),
-            "memory.core.consolidation.retention.rules.0.category",
+            "memory.consolidation.retention.rules.0.category",
         ),
         (
             memory(
@@ -272,22 +290,22 @@ def test_options_and_consolidation_may_not_disagree():
                     }
                 }
             ),
-            "memory.core.consolidation.retention.rules",
+            "memory.consolidation.retention.rules",
         ),
         (
             memory(consolidation={"archival": {"dual_mode": {"enabled": True}}}),
-            "memory.core.consolidation.archival.dual_mode.summarization_model",
+            "memory.consolidation.archival.dual_mode.summarization_model",
         ),
         (
             memory(consolidation={"archival": {"dual_mode": {"max_summary_tokens": 49}}}),
-            "memory.core.consolidation.archival.dual_mode.max_summary_tokens",
+            "memory.consolidation.archival.dual_mode.max_summary_tokens",
         ),
         (
             memory(consolidation={"archival": {"dual_mode": {"anchor_length": 501}}}),
-            "memory.core.consolidation.archival.dual_mode.anchor_length",
+            "memory.consolidation.archival.dual_mode.anchor_length",
         ),
-        (memory(consolidation={"strategy": "dual_mode"}), "memory.core.consolidation.strategy"),
-        (memory(consolidation={"strategy": "magic"}), "memory.core.consolidation.strategy"),
+        (memory(consolidation={"strategy": "dual_mode"}), "memory.consolidation.strategy"),
+        (memory(consolidation={"strategy": "magic"}), "memory.consolidation.strategy"),
         ({"org_memory": {"backend": "graph_rag"}}, "org_memory.backend"),
         ({"org_memory": {"core_policies": ["ok", " "]}}, "org_memory.core_policies.1"),
         (
@@ -318,7 +336,10 @@ def test_each_invalid_field_is_rejected_by_name(data, field):
 
 def test_error_message_is_readable():
     assert errors_of(retrieval(fusion_strategy="linear", relevance_weight=0.5)) == [
-        ("memory.core.retrieval.relevance_weight", "relevance_weight + recency_weight must sum to 1.0")
+        (
+            "memory.retrieval.relevance_weight",
+            "relevance_weight + recency_weight must sum to 1.0",
+        )
     ]
     with pytest.raises(CompanyConfigError, match=r"^memory\.retrieval\.relevance_weight: "):
         parse_company_config(retrieval(fusion_strategy="linear", relevance_weight=0.5))

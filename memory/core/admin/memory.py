@@ -58,4 +58,3 @@ class MemoryAdmin(ReadOnlyScopedAdmin):
     @admin.display(description="content")
     def short_content(self, obj: Memory) -> str:
         return obj.content if len(obj.content) <= 80 else obj.content[:79] + "…"
-

@@ -3,9 +3,9 @@
 Resolution order per category (first that is set wins), as the seed specifies:
 
 1. the agent's per-category rule (``Agent.retention_overrides.rules``)
-2. the company's per-category rule (``memory.core.consolidation.retention.rules``)
+2. the company's per-category rule (``memory.consolidation.retention.rules``)
 3. the agent's default (``Agent.retention_overrides.default_retention_days``)
-4. the company's default (``memory.core.consolidation.retention.default_retention_days``)
+4. the company's default (``memory.consolidation.retention.default_retention_days``)
 5. keep forever (``None``)
 """
 

@@ -1,6 +1,6 @@
 """Rows of the memory lifecycle: the archive (cold store) and the record of maintenance runs.
 
-Imported at the end of :mod:`memory.core.models.memory` so Django registers them with the memory app.
+Exported by :mod:`memory.core.models` so Django registers them with the memory app.
 """
 
 from __future__ import annotations

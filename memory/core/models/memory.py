@@ -146,4 +146,3 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}: {self.content[:60]}"
-

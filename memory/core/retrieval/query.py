@@ -19,7 +19,7 @@ class MemoryQuery(BaseModel):
 
     ``text`` absent (or blank) means a metadata-only listing, newest first. ``tags`` are ANDed;
     ``since`` is inclusive and ``until`` exclusive on ``created_at``. ``min_relevance`` (when
-    set) replaces the company's ``memory.core.retrieval.min_relevance`` for this query.
+    set) replaces the company's ``memory.retrieval.min_relevance`` for this query.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)

@@ -9,7 +9,11 @@ from django.db.models import F, QuerySet
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from memory.core.errors import MemoryNotFoundError
-from memory.core.models.maintenance import ARCHIVE_SEARCH_CONFIG, ArchivedMemory, archive_search_vector
+from memory.core.models.maintenance import (
+    ARCHIVE_SEARCH_CONFIG,
+    ArchivedMemory,
+    archive_search_vector,
+)
 from persistence.models import Agent
 from synthorg.enums import MemoryCategory
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
 from memory.core.domain import MemoryStoreRequest
 from memory.core.errors import MemoryNotFoundError
+from memory.core.extensions import archive_restore_handlers
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
@@ -148,10 +149,8 @@ def archive_restore(
         (result,) = memory_store_batch(
             agent=agent, requests=[request], embedder=embedder, now=now, deduplicate=False
         )
-        if locked.metadata.get("procedural"):  # a pruned lesson: its tiers come back too
-            from memory.procedural.services.pruning import lesson_restore
-
-            lesson_restore(memory_id=result.id, company=agent.company, metadata=locked.metadata)
+        for handler in archive_restore_handlers():  # e.g. a pruned lesson's tiers come back
+            handler(memory_id=result.id, company=agent.company, metadata=locked.metadata)
         locked.restored_at = now
         locked.restored_memory_id = result.id
         locked.save(update_fields=["restored_at", "restored_memory_id"])

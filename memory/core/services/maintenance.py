@@ -4,7 +4,7 @@
 :func:`run_maintenance` is the entry point the q2 tasks and the management command call.
 Each run of one agent is recorded as a :class:`MaintenanceRun` (counts per step, errors).
 
-* **Kill switch** — ``memory.core.consolidation.enabled: false`` pauses the whole cycle: nothing
+* **Kill switch** — ``memory.consolidation.enabled: false`` pauses the whole cycle: nothing
   is touched and the run is recorded as ``skipped``.
 * **Retention** — per category, the days resolved by :mod:`memory.core.consolidation.retention`
   (agent rule → company rule → agent default → company default → forever); each category
@@ -51,8 +51,8 @@ from memory.core.consolidation.strategies import (
     SimpleStrategy,
 )
 from memory.core.domain import MemoryStoreRequest
-from memory.core.models.maintenance import MaintenanceRun
 from memory.core.llm import completion_provider_for
+from memory.core.models.maintenance import MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.services.archive import archive_memories
 from memory.core.services.store import memory_store_batch

@@ -24,11 +24,11 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from memory.core.llm import completion_provider_for
+from memory.core.retrieval.packing import estimate_tokens
 from memory.ingestion.models import Conversation, ConversationMessage
 from memory.ingestion.prompts import PromptMessage, summary_messages
 from memory.ingestion.selectors import conversation_get
-from memory.core.llm import completion_provider_for
-from memory.core.retrieval.packing import estimate_tokens
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError

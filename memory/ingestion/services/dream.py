@@ -28,6 +28,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
+from memory.core.llm import completion_provider_for
+from memory.core.models.memory import Memory
+from memory.core.services.store import memory_store_batch
 from memory.ingestion.models import DreamRun, JournalEntry
 from memory.ingestion.prompts import (
     InvalidAnswerError,
@@ -38,9 +41,6 @@ from memory.ingestion.prompts import (
 from memory.ingestion.selectors import render_journal
 from memory.ingestion.services.growth import CORE_TAG
 from memory.ingestion.services.journal import journal_append_dream
-from memory.core.llm import completion_provider_for
-from memory.core.models.memory import Memory
-from memory.core.services.store import memory_store_batch
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel

@@ -36,6 +36,11 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
+from memory.core.llm import completion_provider_for
+from memory.core.models.memory import Memory
+from memory.core.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
+from memory.core.selectors.search import memory_search
+from memory.core.services.store import memory_store_batch
 from memory.ingestion.domain import ProposedFacts, parse_uuid
 from memory.ingestion.models import (
     Conversation,
@@ -53,11 +58,6 @@ from memory.ingestion.prompts import (
 )
 from memory.ingestion.services.growth import memories_trim_to_cap
 from memory.ingestion.services.journal import journal_append_extraction
-from memory.core.llm import completion_provider_for
-from memory.core.models.memory import Memory
-from memory.core.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
-from memory.core.selectors.search import memory_search
-from memory.core.services.store import memory_store_batch
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.errors import MemoryStoreConflictError, MemoryStoreError
+from memory.core.retrieval.packing import estimate_tokens
 from memory.ingestion.domain import (
     CONVERSATION_ID_MAX_CHARS,
     MAX_FLUSH_MESSAGES,
@@ -30,7 +31,6 @@ from memory.ingestion.domain import (
 )
 from memory.ingestion.models import Conversation, ConversationMessage
 from memory.ingestion.scheduling import arm_extraction
-from memory.core.retrieval.packing import estimate_tokens
 from persistence.models import Agent, Project
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record

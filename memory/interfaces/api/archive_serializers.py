@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.interfaces.api.serializers import CATEGORY_CHOICES
 from memory.core.models.maintenance import ArchivedMemory
+from memory.interfaces.api.serializers import CATEGORY_CHOICES
 
 
 class ArchiveSearchQuerySerializer(serializers.Serializer):

@@ -7,9 +7,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.interfaces.api import archive_serializers as s
 from memory.core.selectors.archive import ArchiveQuery, archive_search
 from memory.core.services.archive import archive_restore
+from memory.interfaces.api import archive_serializers as s
 from persistence.api.permissions import IsAgent, IsPrincipal
 
 PROBLEM = OpenApiResponse(description="problem+json (see `code`)")

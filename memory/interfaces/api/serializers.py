@@ -222,7 +222,7 @@ class MemorySearchSerializer(serializers.Serializer):
         max_value=1.0,
         required=False,
         allow_null=True,
-        help_text="Overrides the company's memory.core.retrieval.min_relevance for this query.",
+        help_text="Overrides the company's memory.retrieval.min_relevance for this query.",
     )
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
 

@@ -1,15 +1,12 @@
 from django.urls import path
 
 from memory.interfaces.api import views
-from memory.interfaces.tools import views as tool_views
 
 urlpatterns = [
     path("memories", views.MemoryCollectionView.as_view(), name="memory-list"),
     path("memories/count", views.MemoryCountView.as_view(), name="memory-count"),
     path("memories/search", views.MemorySearchView.as_view(), name="memory-search"),
     path("memories/context", views.MemoryContextView.as_view(), name="memory-context"),
-    path("memories/tools", tool_views.ToolListView.as_view(), name="memory-tools"),
-    path("memories/tools/call", tool_views.ToolCallView.as_view(), name="memory-tool-call"),
     path("memories/<uuid:pk>", views.MemoryDetailView.as_view(), name="memory-detail"),
     path("shared", views.SharedPublishView.as_view(), name="shared-publish"),
     path("shared/search", views.SharedSearchView.as_view(), name="shared-search"),

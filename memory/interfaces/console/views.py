@@ -10,11 +10,11 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
-from memory.procedural.evolver.models import EvolverReport
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import agent_memories, agent_memory_get
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
+from memory.procedural.evolver.models import EvolverReport
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config

@@ -1,19 +1,17 @@
 """Memory's tools: argument models (their JSON Schemas are what a model reads), handlers.
 
-Every handler builds a :class:`~memory.interfaces.service.MemoryService` for the calling principal and
-calls it; ``data`` is serialised with the REST API's own serializers, so a tool call and
-the matching REST call return the same objects. Registered in ``MemoryConfig.ready``; the
-tool-call endpoint and the MCP server serve them.
+Every handler builds a :class:`~memory.interfaces.service.MemoryService` for the calling
+principal and calls it; ``data`` is serialised with the REST API's own serializers, so a tool
+call and the matching REST call return the same objects. Registered in
+``MemoryInterfacesConfig.ready``; the tool-call endpoint and the MCP server serve them.
 """
 
 from __future__ import annotations
 
-from typing import Literal
 from uuid import UUID
 
 from pydantic import Field
 
-from memory.interfaces.api import serializers as s
 from memory.core.domain import (
     MAX_TAGS,
     MEMORY_CONTENT_MAX_CHARS,
@@ -23,7 +21,17 @@ from memory.core.domain import (
     parse_request,
 )
 from memory.core.retrieval.query import MemoryQuery
-from memory.interfaces.service import MemoryService
+from memory.interfaces.api import serializers as s
+from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
+from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
+from memory.interfaces.tools.toolkit import (
+    BindingArgs,
+    Category,
+    hits_payload,
+    hits_text,
+    service_for,
+    store_text,
+)
 from synthorg.tools import (
     DestructiveArguments,
     ToolArguments,
@@ -33,43 +41,6 @@ from synthorg.tools import (
     json_ready,
     register_tool,
 )
-
-Category = Literal["working", "episodic", "semantic", "procedural", "social"]
-EXCERPT = 400
-
-
-def hits_payload(hits, degraded, reembedding: dict | None = None) -> dict:
-    """The REST search response's shape (``reembedding``: a running job's progress)."""
-    payload = s.search_payload(hits, degraded, reembedding)
-    return json_ready(s.SearchResponseSerializer(payload).data)
-
-
-def hits_text(hits, *, empty: str) -> str:
-    if not hits:
-        return empty
-    lines = []
-    for hit in hits:
-        memory = hit.memory
-        text = memory.content if len(memory.content) <= EXCERPT else memory.content[:EXCERPT] + "…"
-        shared = ", shared" if hit.is_shared else ""
-        lines.append(
-            f"- [{memory.pk}] ({memory.category}{shared}, {memory.created_at:%Y-%m-%d}, "
-            f"score {hit.combined:.2f}) {text}"
-        )
-    return "\n".join(lines)
-
-
-def store_text(result, what: str = "Memory") -> str:
-    if not result.stored:
-        return "Not stored: this agent's memory level is 'none'."
-    if result.deduplicated:
-        return f"Already known: {what.lower()} {result.id} says the same; nothing new stored."
-    return f"{what} stored with id {result.id}."
-
-
-def service_for(ctx: ToolContext) -> MemoryService:
-    return MemoryService(ctx.principal)
-
 
 # --- arguments ------------------------------------------------------------------------
 
@@ -86,19 +57,6 @@ class SearchMemoryArgs(ToolArguments):
 
 class RecallMemoryArgs(ToolArguments):
     id: UUID = Field(description="The id of a memory, as search_memory returned it.")
-
-
-class BindingArgs(ToolArguments):
-    session_id: str | None = Field(
-        default=None,
-        max_length=200,
-        description="Required when your memory level is 'session': the current session id.",
-    )
-    project_id: int | None = Field(
-        default=None,
-        ge=1,
-        description="Required when your memory level is 'project': the open project's id.",
-    )
 
 
 class StoreMemoryArgs(BindingArgs):
@@ -340,8 +298,5 @@ MEMORY_TOOLS = (
 
 
 def register_memory_tools() -> None:
-    from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
-    from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
-
     for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS, *PROCEDURAL_TOOLS):
         register_tool(spec)

@@ -8,7 +8,7 @@ from uuid import UUID
 from pydantic import Field
 
 from memory.core.domain import MAX_TAGS, MEMORY_CONTENT_MAX_CHARS
-from memory.interfaces.tools.catalogue import (
+from memory.interfaces.tools.toolkit import (
     EXCERPT,
     BindingArgs,
     Category,

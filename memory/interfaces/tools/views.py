@@ -56,7 +56,7 @@ class ToolListView(AgentView, APIView):
         summary="Tool definitions for the caller's memory strategy",
         description=(
             "OpenAI function-calling definitions of the tools the company's "
-            "`memory.core.retrieval.strategy` gives the agent: none for `context`; `search_memory`, "
+            "`memory.retrieval.strategy` gives the agent: none for `context`; `search_memory`, "
             "`recall_memory` (+ `store_memory`, `forget_memory` unless the agent's memory "
             "level is `none`) for `tool_based`; the six core/archival/recall tools for "
             "`self_editing`."

@@ -1,4 +1,4 @@
-"""The evolver runs on each company's consolidation schedule (``memory.core.consolidation.interval``)
+"""The evolver runs on each company's consolidation schedule (``memory.consolidation.interval``)
 when ``memory.procedural.evolver.enabled`` is true."""
 
 from __future__ import annotations

@@ -19,12 +19,12 @@ from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest, normalise_tags
 from memory.core.models.memory import Memory
+from memory.core.retrieval.filtering import NON_INFERABLE_TAG
+from memory.core.services.store import memory_store, memory_store_batch
 from memory.procedural.domain import ProceduralMemoryProposal, skill_name
 from memory.procedural.models import ExecutionReport, ProceduralLesson
 from memory.procedural.propagation import Peer, propagation_targets
 from memory.procedural.skill_md import SkillPathError, render_skill_md, write_skill_md
-from memory.core.retrieval.filtering import NON_INFERABLE_TAG
-from memory.core.services.store import memory_store, memory_store_batch
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory

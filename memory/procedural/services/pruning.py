@@ -18,11 +18,11 @@ from django.utils import timezone
 from memory.core.consolidation.models import ArchivalMode
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
+from memory.core.selectors.memories import unexpired_q
+from memory.core.services.archive import archived_from_memory
 from memory.procedural.models import ProceduralLesson
 from memory.procedural.pruning import PruneCandidate, PruneDecision, decide_pruning
 from memory.procedural.selectors import attach_lessons, lesson_of
-from memory.core.selectors.memories import unexpired_q
-from memory.core.services.archive import archived_from_memory
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -152,7 +152,8 @@ def procedural_prune_company(
 
 def lesson_restore(*, memory_id, company: Company, metadata: dict) -> ProceduralLesson | None:
     """Give a memory restored from the archive back its lesson and skill-pool counters
-    (called by ``archive_restore``; a no-op for archive rows without procedural metadata)."""
+    (an ``on_archive_restored`` handler of the core; a no-op for archive rows without
+    procedural metadata)."""
     data = metadata.get("procedural")
     if not data:
         return None

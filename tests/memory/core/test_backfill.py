@@ -64,7 +64,9 @@ def test_vectors_of_the_previous_default_model_are_re_embedded_by_the_backfill()
 
     from synthorg.embedding import MINILM_EMBEDDER_ID
 
-    migration = importlib.import_module("memory.core.migrations.0008_reembed_previous_default_model")
+    migration = importlib.import_module(
+        "memory.core.migrations.0008_reembed_previous_default_model"
+    )
     agent = AgentFactory()
     old = MemoryFactory(
         agent=agent,

@@ -7,11 +7,11 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from memory.core.models.memory import Memory
 from memory.ingestion.models import DreamRun, JournalEntry
 from memory.ingestion.schedules import dream_schedule_name, dream_schedules
 from memory.ingestion.services.dream import agent_dream, current_core
 from memory.ingestion.services.extraction import conversation_extract
-from memory.core.models.memory import Memory
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush, reply
 

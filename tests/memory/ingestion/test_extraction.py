@@ -6,6 +6,8 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -15,8 +17,6 @@ from memory.ingestion.models import (
 )
 from memory.ingestion.services.extraction import conversation_extract, conversations_extract_due
 from memory.ingestion.tasks import extract_conversation
-from memory.core.models.maintenance import ArchivedMemory
-from memory.core.models.memory import Memory
 from persistence.models import CostRecord
 from tests.memory.factories import MemoryFactory
 from tests.memory.ingestion.conftest import configure, fact, flush, llm_settings, reply

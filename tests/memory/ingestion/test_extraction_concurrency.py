@@ -11,13 +11,13 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memory.core.models.memory import Memory
 from memory.ingestion.models import Conversation, ExtractionRun
 from memory.ingestion.services.extraction import conversation_extract
-from memory.core.models.memory import Memory
 from persistence.models import Company
 from synthorg.llm import OpenAICompatibleChatClient
-from tests.memory.ingestion.conftest import fact, flush
 from tests.memory.core.test_gate_concurrency import in_thread
+from tests.memory.ingestion.conftest import fact, flush
 from tests.persistence.factories import AgentFactory
 from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, chat_completion_payload
 

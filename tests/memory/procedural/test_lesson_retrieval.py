@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memory.core.models.memory import Memory
-from memory.procedural.models import ExecutionCapture
-from memory.procedural.tasks import capture_execution_report
 from memory.core.retrieval.formatting import format_entry
 from memory.core.retrieval.packing import estimate_tokens
+from memory.procedural.models import ExecutionCapture
+from memory.procedural.tasks import capture_execution_report
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ import uuid
 
 import pytest
 
-from memory.ingestion.models import Conversation
 from memory.core.models.memory import Memory
 from memory.core.retrieval.formatting import untrusted_content_directive
+from memory.ingestion.models import Conversation
 from memory.prompting.strategies import SELF_EDITING_INSTRUCTION, strategy_for
 from persistence.models import AuditEntry
 from persistence.services.companies import company_config_set

@@ -13,7 +13,7 @@ Sparse leg (:mod:`.sparse`)
     Okapi BM25 computed in one SQL statement over the scope (:mod:`synthorg.retrieval.bm25`).
 
 Fusion (:mod:`.fuse`)
-    Per the company's ``memory.core.retrieval`` config: ``rrf`` or ``linear``. If the query
+    Per the company's ``memory.retrieval`` config: ``rrf`` or ``linear``. If the query
     cannot be embedded, the sparse leg answers alone and ``degraded`` is ``["dense"]``.
 
 :mod:`.pipeline` wires them (:func:`memory_search`, :func:`shared_search`); a query without
@@ -21,7 +21,12 @@ text lists memories newest first (metadata filters only). :mod:`.hydrate` loads 
 """
 
 from memory.core.selectors.search.legs import DEGRADED_DENSE
-from memory.core.selectors.search.pipeline import LEG_ONLY_UNKNOWN, LEGS, memory_search, shared_search
+from memory.core.selectors.search.pipeline import (
+    LEG_ONLY_UNKNOWN,
+    LEGS,
+    memory_search,
+    shared_search,
+)
 from memory.core.selectors.search.results import SearchHit, SearchResult
 from memory.core.selectors.search.sparse import common_lexemes, query_lexemes
 

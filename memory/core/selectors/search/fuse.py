@@ -1,4 +1,4 @@
-"""Fusing the two legs into one ranking, per the company's ``memory.core.retrieval`` config.
+"""Fusing the two legs into one ranking, per the company's ``memory.retrieval`` config.
 
 ``rrf``: the two ranked lists fused by Reciprocal Rank Fusion (``rrf_k``), min-max
 normalised, ``min_relevance`` applied to the fused score. ``linear``: relevance is the

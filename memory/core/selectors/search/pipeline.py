@@ -14,9 +14,9 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from memory.core.selectors.reembed import DEGRADED_REEMBEDDING
 from memory.core.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.core.retrieval.ranking import recency_score
+from memory.core.selectors.reembed import DEGRADED_REEMBEDDING
 from memory.core.selectors.search.fuse import fuse
 from memory.core.selectors.search.hydrate import hydrate
 from memory.core.selectors.search.legs import run_legs

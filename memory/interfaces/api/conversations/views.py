@@ -19,15 +19,15 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.interfaces.api.views.common import PROBLEM, AgentView
 from memory.core.domain import parse_request
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
 from memory.ingestion import selectors
-from memory.interfaces.api.conversations import serializers as s
 from memory.ingestion.domain import MessageIn
 from memory.ingestion.selectors import conversation_messages, conversation_run_get
 from memory.ingestion.services.context import conversation_context
 from memory.ingestion.services.messages import check_conversation_id, conversation_messages_append
+from memory.interfaces.api.conversations import serializers as s
+from memory.interfaces.api.views.common import PROBLEM, AgentView
 
 NOT_FOUND = OpenApiResponse(description="problem+json: no such conversation of the caller")
 JOURNAL_NOT_FOUND = "The calling agent has no journal entry on this day."

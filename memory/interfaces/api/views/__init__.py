@@ -2,8 +2,16 @@
 serialize. The calling agent owns everything it stores; other agents' private memories and
 anything of another company answer 404."""
 
-from memory.interfaces.api.views.memories import MemoryCollectionView, MemoryCountView, MemoryDetailView
-from memory.interfaces.api.views.retrieval import MemoryContextView, MemorySearchView, SharedSearchView
+from memory.interfaces.api.views.memories import (
+    MemoryCollectionView,
+    MemoryCountView,
+    MemoryDetailView,
+)
+from memory.interfaces.api.views.retrieval import (
+    MemoryContextView,
+    MemorySearchView,
+    SharedSearchView,
+)
 from memory.interfaces.api.views.shared import SessionEndView, SharedDetailView, SharedPublishView
 
 __all__ = [

@@ -12,6 +12,9 @@ from rest_framework import generics, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.core.domain import MemoryUpdateRequest, parse_request
+from memory.core.models.memory import Memory
+from memory.core.selectors.memories import agent_memories
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.filters import MemoryFilter
 from memory.interfaces.api.views.common import (
@@ -24,10 +27,7 @@ from memory.interfaces.api.views.common import (
     prefixed_errors,
     store_request_from,
 )
-from memory.core.domain import MemoryUpdateRequest, parse_request
-from memory.core.models.memory import Memory
 from memory.procedural.selectors import attach_lessons
-from memory.core.selectors.memories import agent_memories
 from synthorg.errors import DomainError
 
 

@@ -9,6 +9,8 @@ from drf_spectacular.utils import (
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memory.core.domain import parse_request
+from memory.core.errors import MemoryInputError
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.views.common import (
     MEMORY_EXAMPLE,
@@ -16,8 +18,6 @@ from memory.interfaces.api.views.common import (
     QUERY_BLANK,
     AgentView,
 )
-from memory.core.domain import parse_request
-from memory.core.errors import MemoryInputError
 
 SEARCH_REQUEST_EXAMPLE = {
     "query": "when does billing deploy?",
@@ -39,7 +39,8 @@ SEARCH_RESPONSE_EXAMPLE = {
     ],
     "degraded": [],
 }
-#: While the company's vectors are re-embedded for a new embedder (``memory.core.services.reembed``).
+#: While the company's vectors are re-embedded for a new embedder
+#: (``memory.core.services.reembed``).
 SEARCH_REEMBEDDING_EXAMPLE = {
     **SEARCH_RESPONSE_EXAMPLE,
     "degraded": ["reembedding"],

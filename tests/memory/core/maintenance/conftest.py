@@ -15,7 +15,7 @@ def now():
 
 
 def configure(company, **consolidation):
-    """Set ``memory.core.consolidation`` of ``company`` (the rest of the config at defaults)."""
+    """Set ``memory.consolidation`` of ``company`` (the rest of the config at defaults)."""
     company_config_set(company=company, data={"memory": {"consolidation": consolidation}})
 
 

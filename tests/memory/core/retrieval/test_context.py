@@ -7,11 +7,11 @@ import pytest
 from memory.core.domain import MemoryStoreRequest
 from memory.core.retrieval.formatting import MEMORY_HEADER, untrusted_content_directive
 from memory.core.retrieval.packing import estimate_tokens
+from memory.core.services.store import memory_store_batch
 from memory.prompting.context import (
     ContextEntry,
     memory_context,
 )
-from memory.core.services.store import memory_store_batch
 from synthorg.errors import InvalidInputError
 from tests.persistence.factories import AgentFactory, CompanyFactory
 

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 from rest_framework import serializers
 
-from memory.interfaces.api import serializers as s
 from memory.core.models.memory import Memory
+from memory.interfaces.api import serializers as s
 from synthorg.api.serializers import SharedFieldsRepresentation
 from tests.memory.factories import MemoryFactory
 

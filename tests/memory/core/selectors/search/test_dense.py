@@ -7,8 +7,8 @@ import pytest
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import dense as dense_module
 from memory.core.selectors.search import memory_search
-from tests.memory.factories import MemoryFactory
 from tests.memory.core.selectors.search.helpers import NOW, contents, search, store
+from tests.memory.factories import MemoryFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,35 @@
+"""Where the core calls out to the capabilities above it.
+
+The core (``memory.core``) never imports procedural learning, ingestion, prompting or the
+interfaces — not even inside a function. Where a core operation must let a capability take
+part, it declares a hook here and the capability registers its handler in its
+``AppConfig.ready``, as :func:`persistence.services.projects.on_project_closed` and
+:func:`persistence.content_registry.register_content_kind` do one layer further down.
+
+Other extension points the core uses live with the thing they extend: schedules
+(:mod:`synthorg.schedules`), content kinds for export/import/erasure
+(:mod:`persistence.content_registry`), company-config changes
+(:mod:`persistence.services.companies`), MCP/REST tools (:mod:`synthorg.tools`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+#: ``handler(memory_id=..., company=..., metadata=...)``: runs inside the restore's
+#: transaction after the memory is back in the live set; ``metadata`` is the archive row's.
+ArchiveRestoreHandler = Callable[..., Any]
+
+_restore_handlers: list[ArchiveRestoreHandler] = []
+
+
+def on_archive_restored(handler: ArchiveRestoreHandler) -> None:
+    """Register ``handler`` (idempotent). Procedural learning gives a pruned lesson back
+    its tiers and counters this way."""
+    if handler not in _restore_handlers:
+        _restore_handlers.append(handler)
+
+
+def archive_restore_handlers() -> tuple[ArchiveRestoreHandler, ...]:
+    return tuple(_restore_handlers)
