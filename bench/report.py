@@ -165,8 +165,18 @@ def t_locomo_modes(_arg) -> str:
                 fmt(d.get("load_average", [None])[0]),
             ]
         )
-    head = ["mode", "any@1", "any@5", "any@10", "any@20", "all@10", "search p50 / p95 ms",
-            "ingest /s", "embedder", "load (1 min)"]
+    head = [
+        "mode",
+        "any@1",
+        "any@5",
+        "any@10",
+        "any@20",
+        "all@10",
+        "search p50 / p95 ms",
+        "ingest /s",
+        "embedder",
+        "load (1 min)",
+    ]
     q = load(names[0])["questions"]
     return table(head, rows) + f"\n\n{q} questions, with context. " + source(*names)
 
@@ -210,14 +220,22 @@ def t_mem0(_arg) -> str:
     d = load("compare_mem0.json")
     ours, mem0, r = d["synthorg"], d["mem0"], d["ratios"]
     rows = [
-        ["memories / questions", f"{ours['memories']} / {ours['questions']}",
-         f"{mem0['memories']} / {mem0['questions']}"],
+        [
+            "memories / questions",
+            f"{ours['memories']} / {ours['questions']}",
+            f"{mem0['memories']} / {mem0['questions']}",
+        ],
         ["ingest, memories/s", ours["ingest_per_s"], mem0["ingest_per_s"]],
-        ["ingest ÷ bare embedder "
-         f"({fmt(d['raw_embedder']['texts_per_s'])} texts/s)",
-         r["ingest_vs_raw_embedder"], r["mem0_ingest_vs_raw_embedder"]],
-        ["search p50 / p95 ms (query embedding included)", pq(ours["search_ms"]),
-         pq(mem0["search_ms"])],
+        [
+            f"ingest ÷ bare embedder ({fmt(d['raw_embedder']['texts_per_s'])} texts/s)",
+            r["ingest_vs_raw_embedder"],
+            r["mem0_ingest_vs_raw_embedder"],
+        ],
+        [
+            "search p50 / p95 ms (query embedding included)",
+            pq(ours["search_ms"]),
+            pq(mem0["search_ms"]),
+        ],
         ["recall_any@10", ours["recall_any@10"], mem0["recall_any@10"]],
         ["recall_all@10", ours["recall_all@10"], mem0["recall_all@10"]],
     ]
@@ -225,8 +243,7 @@ def t_mem0(_arg) -> str:
     out += (
         f"\n\nIngest ours ÷ Mem0: {fmt(r['ingest_vs_mem0'])}×; Mem0 search p95 ÷ ours: "
         f"{fmt(r['search_p95_mem0_over_ours'])}. Mem0's store: {mem0['vector_store']}. "
-        f"Load average {fmt(d['load_average'])} on {d['cpus']} CPUs. "
-        + source("compare_mem0.json")
+        f"Load average {fmt(d['load_average'])} on {d['cpus']} CPUs. " + source("compare_mem0.json")
     )
     return out
 
@@ -235,12 +252,24 @@ def t_embedder(_arg) -> str:
     use("embedder_speed.json")
     d = load("embedder_speed.json")
     rows = [
-        [f"`{k}` (`{v['embedder_id']}`)", v["cpu_ms_per_text_best"], v["texts_per_s_best"],
-         v["texts_per_s_median"], v["mean_cosine_to_fp32"], v["min_cosine_to_fp32"]]
+        [
+            f"`{k}` (`{v['embedder_id']}`)",
+            v["cpu_ms_per_text_best"],
+            v["texts_per_s_best"],
+            v["texts_per_s_median"],
+            v["mean_cosine_to_fp32"],
+            v["min_cosine_to_fp32"],
+        ]
         for k, v in d["variants"].items()
     ]
-    head = ["variant", "CPU ms / text (best)", "texts/s best", "median", "mean cosine to fp32",
-            "min"]
+    head = [
+        "variant",
+        "CPU ms / text (best)",
+        "texts/s best",
+        "median",
+        "mean cosine to fp32",
+        "min",
+    ]
     return (
         table(head, rows)
         + f"\n\n{d['texts']} LoCoMo texts with context, {d['intra_op_threads']} intra-op "
@@ -269,11 +298,21 @@ def _scale_runs(name: str) -> list[list]:
 
 def t_scale_search(_arg) -> str:
     rows = []
-    for n in ["scale_search_10k_stages.json", "scale_search_100k_10agents.json",
-              "scale_search.json"]:
+    for n in [
+        "scale_search_10k_stages.json",
+        "scale_search_100k_10agents.json",
+        "scale_search.json",
+    ]:
         rows += _scale_runs(n)
-    head = ["results", "memories", "agents", "dense paths", "search p50 / p95 ms",
-            "stage p50 ms", "dense recall@10 vs exact"]
+    head = [
+        "results",
+        "memories",
+        "agents",
+        "dense paths",
+        "search p50 / p95 ms",
+        "stage p50 ms",
+        "dense recall@10 vs exact",
+    ]
     return table(head, rows)
 
 
@@ -287,8 +326,10 @@ def t_stages_10k(_arg) -> str:
         out += "\n\nLevers on the same queries:\n\n" + table(
             ["lever", "p50 / p95 ms"], [[f"`{k}`", pq(v)] for k, v in levers.items()]
         )
-    return out + f"\n\nLoad average {fmt(d['load_average'])}. " + source(
-        "scale_search_10k_stages.json"
+    return (
+        out
+        + f"\n\nLoad average {fmt(d['load_average'])}. "
+        + source("scale_search_10k_stages.json")
     )
 
 
@@ -314,12 +355,23 @@ def t_storage_ab(_arg) -> str:
     for k, v in d["layouts"].items():
         st = v["stage_ms"]
         rows.append(
-            [f"`{k}`: {v['storage']}", fmt(v["toasted_values"]), pq(v["search_ms"]),
-             pq(v["exact_scan_ms"]), pq(v["exact_scan_buffers"]),
-             fmt({s: st[s]["p50"] for s in st})]
+            [
+                f"`{k}`: {v['storage']}",
+                fmt(v["toasted_values"]),
+                pq(v["search_ms"]),
+                pq(v["exact_scan_ms"]),
+                pq(v["exact_scan_buffers"]),
+                fmt({s: st[s]["p50"] for s in st}),
+            ]
         )
-    head = ["layout", "values in TOAST", "search p50 / p95 ms", "exact scan p50 / p95 ms",
-            "exact scan buffers", "stage p50 ms"]
+    head = [
+        "layout",
+        "values in TOAST",
+        "search p50 / p95 ms",
+        "exact scan p50 / p95 ms",
+        "exact scan buffers",
+        "stage p50 ms",
+    ]
     return (
         table(head, rows)
         + f"\n\n{d['conversation']}, {d['memories_per_layout']} memories per layout, "
@@ -337,15 +389,26 @@ def t_kernel_ab(_arg) -> str:
         blocks = {"": d} if "wall_ms" in d else {k: d[k] for k in ("bm25", "hybrid") if k in d}
         for label, b in blocks.items():
             for variant, w in b["wall_ms"].items():
-                diff = b.get("different_top10", b.get("searches_with_different_top10",
-                             b.get("queries_with_different_results")))
-                rows.append(
-                    [f"`{name}`" + (f" {label}" if label else ""), f"`{variant}`",
-                     f"{fmt(w.get('p50'))} / {fmt(w.get('p95'))} / {fmt(w.get('mean'))}",
-                     b.get("server_cpu_ms_mean", {}).get(variant), diff]
+                diff = b.get(
+                    "different_top10",
+                    b.get("searches_with_different_top10", b.get("queries_with_different_results")),
                 )
-    head = ["results", "variant", "wall p50 / p95 / mean ms", "server CPU ms (mean)",
-            "lists that differ"]
+                rows.append(
+                    [
+                        f"`{name}`" + (f" {label}" if label else ""),
+                        f"`{variant}`",
+                        f"{fmt(w.get('p50'))} / {fmt(w.get('p95'))} / {fmt(w.get('mean'))}",
+                        b.get("server_cpu_ms_mean", {}).get(variant),
+                        diff,
+                    ]
+                )
+    head = [
+        "results",
+        "variant",
+        "wall p50 / p95 / mean ms",
+        "server CPU ms (mean)",
+        "lists that differ",
+    ]
     return table(head, rows)
 
 
@@ -356,8 +419,12 @@ def t_orgmemory(_arg) -> str:
     for mode in ("bm25", "hybrid"):
         m = d[mode]
         rows.append(
-            [mode, m["live_facts_in_company"], pq(m["publish"], "p50_ms", "p95_ms"),
-             pq(m["query"], "p50_ms", "p95_ms")]
+            [
+                mode,
+                m["live_facts_in_company"],
+                pq(m["publish"], "p50_ms", "p95_ms"),
+                pq(m["query"], "p50_ms", "p95_ms"),
+            ]
         )
     return table(["mode", "live facts", "publish p50 / p95 ms", "query p50 / p95 ms"], rows) + (
         f"\n\n{d['queries']} queries. " + source("orgmemory_retrieval.json")
@@ -371,21 +438,35 @@ def t_scale_1m_summary(arg) -> str:
     mib = 1024 * 1024
     hnsw = sum(d["indexes"]["hnsw_seconds"].values())
     rows = [
-        ["memories / agents / shared rows",
-         f"{d['data']['memories']:,} / {d['data']['agents']} / {d['data']['shared_rows']:,}"],
+        [
+            "memories / agents / shared rows",
+            f"{d['data']['memories']:,} / {d['data']['agents']} / {d['data']['shared_rows']:,}",
+        ],
         ["agents per class", fmt(d["data"]["agents_per_class"])],
-        ["load", f"{fmt(d['load']['seconds'])} s, {d['load']['rows_per_second']:,} rows/s "
-                 f"({d['load']['method']})"],
-        ["indexes", f"{fmt(d['indexes']['seconds_total'])} s in all, HNSW {fmt(hnsw)} s "
-                    f"(maintenance_work_mem {d['indexes']['maintenance_work_mem']}, "
-                    f"{d['indexes']['max_parallel_maintenance_workers']} parallel worker(s) "
-                    f"+ leader); VACUUM ANALYZE {fmt(d['indexes']['vacuum_analyze_seconds'])} s"],
-        ["footprint", f"table + indexes {fp['table_total_bytes'] / mib:,.0f} MiB (heap "
-                      f"{fp['heap_bytes'] / mib:,.0f} MiB, indexes "
-                      f"{fp['indexes_bytes'] / mib:,.0f} MiB); database "
-                      f"{fp['database_bytes'] / mib:,.0f} MiB"],
-        ["server", f"PostgreSQL {d['server']['server_version']}, pgvector "
-                   f"{d['server']['pgvector']}, shared_buffers {d['server']['shared_buffers']}"],
+        [
+            "load",
+            f"{fmt(d['load']['seconds'])} s, {d['load']['rows_per_second']:,} rows/s "
+            f"({d['load']['method']})",
+        ],
+        [
+            "indexes",
+            f"{fmt(d['indexes']['seconds_total'])} s in all, HNSW {fmt(hnsw)} s "
+            f"(maintenance_work_mem {d['indexes']['maintenance_work_mem']}, "
+            f"{d['indexes']['max_parallel_maintenance_workers']} parallel worker(s) "
+            f"+ leader); VACUUM ANALYZE {fmt(d['indexes']['vacuum_analyze_seconds'])} s",
+        ],
+        [
+            "footprint",
+            f"table + indexes {fp['table_total_bytes'] / mib:,.0f} MiB (heap "
+            f"{fp['heap_bytes'] / mib:,.0f} MiB, indexes "
+            f"{fp['indexes_bytes'] / mib:,.0f} MiB); database "
+            f"{fp['database_bytes'] / mib:,.0f} MiB",
+        ],
+        [
+            "server",
+            f"PostgreSQL {d['server']['server_version']}, pgvector "
+            f"{d['server']['pgvector']}, shared_buffers {d['server']['shared_buffers']}",
+        ],
         ["engine constants", fmt(d.get("engine_constants", {}))],
         ["run", f"{d.get('started_at', '—')} → {d.get('written_at', '—')}"],
     ]
@@ -399,15 +480,27 @@ def t_scale_1m_classes(arg) -> str:
         client = s.get("client_cpu_ms_per_hybrid_search", {}).get("mean")
         pg = s.get("postgres_backend_cpu_ms_per_hybrid_search", {}).get("mean")
         rows.append(
-            [cls, s["agents_in_class"], s["queries"],
-             pq(s["search_ms_hybrid_including_query_embedding"]), pq(s["dense_only_search_ms"]),
-             fmt(s["dense_paths_per_part"]),
-             f"{fmt(s['dense_recall_at_10_vs_exact'])} ({fmt(s['dense_recall_at_10_min'])})",
-             f"{fmt(client)} + {fmt(pg)}"]
+            [
+                cls,
+                s["agents_in_class"],
+                s["queries"],
+                pq(s["search_ms_hybrid_including_query_embedding"]),
+                pq(s["dense_only_search_ms"]),
+                fmt(s["dense_paths_per_part"]),
+                f"{fmt(s['dense_recall_at_10_vs_exact'])} ({fmt(s['dense_recall_at_10_min'])})",
+                f"{fmt(client)} + {fmt(pg)}",
+            ]
         )
-    head = ["agent size", "agents", "queries", "hybrid p50 / p95 ms", "dense-only p50 / p95 ms",
-            "dense path (own / shared part)", "recall@10 vs exact (min)",
-            "CPU ms/search client + postgres (mean)"]
+    head = [
+        "agent size",
+        "agents",
+        "queries",
+        "hybrid p50 / p95 ms",
+        "dense-only p50 / p95 ms",
+        "dense path (own / shared part)",
+        "recall@10 vs exact (min)",
+        "CPU ms/search client + postgres (mean)",
+    ]
     return table(head, rows)
 
 
@@ -419,16 +512,23 @@ def t_scale_1m_baseline(arg) -> str:
         if not b:
             continue
         rows.append(
-            [cls,
-             f"{fmt(b['dense_recall_at_10_vs_exact'])} → **{fmt(s['dense_recall_at_10_vs_exact'])}**",
-             f"{b['queries_with_recall_below_0_9']} → {s['queries_with_recall_below_0_9']}",
-             f"{pq(b['dense_only_search_ms'])} → {pq(s['dense_only_search_ms'])}",
-             f"{fmt(b['postgres_backend_cpu_ms_per_dense_only_search']['mean'])} → "
-             f"{fmt(s['postgres_backend_cpu_ms_per_dense_only_search']['mean'])}"]
+            [
+                cls,
+                f"{fmt(b['dense_recall_at_10_vs_exact'])} → "
+                f"**{fmt(s['dense_recall_at_10_vs_exact'])}**",
+                f"{b['queries_with_recall_below_0_9']} → {s['queries_with_recall_below_0_9']}",
+                f"{pq(b['dense_only_search_ms'])} → {pq(s['dense_only_search_ms'])}",
+                f"{fmt(b['postgres_backend_cpu_ms_per_dense_only_search']['mean'])} → "
+                f"{fmt(s['postgres_backend_cpu_ms_per_dense_only_search']['mean'])}",
+            ]
         )
-    head = ["agent size", "recall@10 before → after", "queries < 0.9 before → after",
-            "dense-only p50 / p95 ms before → after",
-            "PostgreSQL CPU ms/search (mean) before → after"]
+    head = [
+        "agent size",
+        "recall@10 before → after",
+        "queries < 0.9 before → after",
+        "dense-only p50 / p95 ms before → after",
+        "PostgreSQL CPU ms/search (mean) before → after",
+    ]
     return table(head, rows) if rows else "*(no baseline in this run)*"
 
 
@@ -436,15 +536,28 @@ def t_scale_lever(arg) -> str:
     use(arg)
     d = load(arg)
     rows = [
-        [cls, s["dense_recall_at_10_vs_exact"], s["queries_with_recall_below_0_9"],
-         s["lever_first_walk_ef_search"], s["dense_recall_at_10_with_lever"],
-         s["queries_with_recall_below_0_9_with_lever"], fmt(s["dense_paths_per_part"]),
-         pq(s["search_ms_hybrid_including_query_embedding"])]
+        [
+            cls,
+            s["dense_recall_at_10_vs_exact"],
+            s["queries_with_recall_below_0_9"],
+            s["lever_first_walk_ef_search"],
+            s["dense_recall_at_10_with_lever"],
+            s["queries_with_recall_below_0_9_with_lever"],
+            fmt(s["dense_paths_per_part"]),
+            pq(s["search_ms_hybrid_including_query_embedding"]),
+        ]
         for cls, s in d["search"].items()
     ]
-    head = ["agent size", "recall@10", "queries < 0.9", "lever: first walk ef_search",
-            "recall@10 with lever", "queries < 0.9 with lever", "dense paths",
-            "hybrid p50 / p95 ms"]
+    head = [
+        "agent size",
+        "recall@10",
+        "queries < 0.9",
+        "lever: first walk ef_search",
+        "recall@10 with lever",
+        "queries < 0.9 with lever",
+        "dense paths",
+        "hybrid p50 / p95 ms",
+    ]
     return table(head, rows)
 
 
@@ -459,12 +572,25 @@ def t_dev_sweep(_arg) -> str:
         efs = efs or list(walks)
         top = walks[efs[-1]]
         rows.append(
-            [part, s["share_of_table"], *[walks[e]["recall_at_10_vs_exact"] for e in efs],
-             top["ms"]["p50"], s["exact"]["ms"]["p50"], s["rule_path"], s["rule_ef_search"]]
+            [
+                part,
+                s["share_of_table"],
+                *[walks[e]["recall_at_10_vs_exact"] for e in efs],
+                top["ms"]["p50"],
+                s["exact"]["ms"]["p50"],
+                s["rule_path"],
+                s["rule_ef_search"],
+            ]
         )
-    head = ["part", "share", *[f"recall@10, walk {e}" for e in efs or []],
-            f"walk p50 ms at {efs[-1] if efs else '—'}", "exact scan p50 ms", "rule path",
-            "rule ef_search"]
+    head = [
+        "part",
+        "share",
+        *[f"recall@10, walk {e}" for e in efs or []],
+        f"walk p50 ms at {efs[-1] if efs else '—'}",
+        "exact scan p50 ms",
+        "rule path",
+        "rule ef_search",
+    ]
     return table(head, rows) + "\n\n" + source(name)
 
 
@@ -474,21 +600,44 @@ def t_http(arg) -> str:
     rows = []
     for name, v in d["variants"].items():
         rows.append(
-            [f"`{name}`", v["req_per_s"], v["requests"], v["errors"],
-             f"{fmt(v['p50_ms'])} / {fmt(v['p95_ms'])} / {fmt(v['p99_ms'])}",
-             v["server_cpu_ms_per_request"], v["postgres_cpu_ms_per_request_lower_bound"],
-             v["load_generator_cpu_ms_per_request"], v["req_per_s_bound_by_total_cpu"],
-             v["other_processes_cpu_cores"]]
+            [
+                f"`{name}`",
+                v["req_per_s"],
+                v["requests"],
+                v["errors"],
+                f"{fmt(v['p50_ms'])} / {fmt(v['p95_ms'])} / {fmt(v['p99_ms'])}",
+                v["server_cpu_ms_per_request"],
+                v["postgres_cpu_ms_per_request_lower_bound"],
+                v["load_generator_cpu_ms_per_request"],
+                v["req_per_s_bound_by_total_cpu"],
+                v["other_processes_cpu_cores"],
+            ]
         )
-    head = ["variant", "req/s", "requests", "errors", "p50 / p95 / p99 ms",
-            "server CPU ms/req", "PostgreSQL ms/req (lower bound)", "load generator ms/req",
-            "req/s the total CPU allows", "other processes, cores"]
+    head = [
+        "variant",
+        "req/s",
+        "requests",
+        "errors",
+        "p50 / p95 / p99 ms",
+        "server CPU ms/req",
+        "PostgreSQL ms/req (lower bound)",
+        "load generator ms/req",
+        "req/s the total CPU allows",
+        "other processes, cores",
+    ]
     out = table(head, rows)
     kinds = []
     for name, v in d["variants"].items():
         for kind, k in v["by_kind"].items():
-            kinds.append([f"`{name}`", kind, k["requests"], k["errors"],
-                          f"{fmt(k['p50_ms'])} / {fmt(k['p95_ms'])}"])
+            kinds.append(
+                [
+                    f"`{name}`",
+                    kind,
+                    k["requests"],
+                    k["errors"],
+                    f"{fmt(k['p50_ms'])} / {fmt(k['p95_ms'])}",
+                ]
+            )
     out += "\n\n" + table(["variant", "kind", "requests", "errors", "p50 / p95 ms"], kinds)
     m = d["machine"]
     return out + (
@@ -506,14 +655,29 @@ def t_store(_arg) -> str:
         d = load(n)
         t = d["totals"]
         rows.append(
-            [f"`{d['embedder']}`", d["batch_size"], t["turns"], t["first_ingest_turns_per_second"],
-             t["raw_embedder_texts_per_second"], t["ingest_vs_raw_embedder"],
-             t["reingest_dedup_rate"], pq({"p50": t["batch_seconds_p50"],
-                                          "p95": t["batch_seconds_p95"]}),
-             fmt(d["load_average"][0])]
+            [
+                f"`{d['embedder']}`",
+                d["batch_size"],
+                t["turns"],
+                t["first_ingest_turns_per_second"],
+                t["raw_embedder_texts_per_second"],
+                t["ingest_vs_raw_embedder"],
+                t["reingest_dedup_rate"],
+                pq({"p50": t["batch_seconds_p50"], "p95": t["batch_seconds_p95"]}),
+                fmt(d["load_average"][0]),
+            ]
         )
-    head = ["embedder", "batch", "turns", "memories/s", "bare embedder texts/s",
-            "÷ embedder", "re-ingest dedup rate", "batch p50 / p95 s", "load"]
+    head = [
+        "embedder",
+        "batch",
+        "turns",
+        "memories/s",
+        "bare embedder texts/s",
+        "÷ embedder",
+        "re-ingest dedup rate",
+        "batch p50 / p95 s",
+        "load",
+    ]
     return table(head, rows) + "\n\n" + source("store_constant.json", "store_default.json")
 
 
@@ -530,8 +694,7 @@ def t_commands(_arg) -> str:
     for path in sorted(RESULTS.rglob("*.json")):
         name = path.relative_to(RESULTS).as_posix()
         rows.append([f"`{name}`", f"`{command_of(name)}`"])
-    return table(["results", "command (from the repo root, `.venv/bin/python` unless noted)"],
-                 rows)
+    return table(["results", "command (from the repo root, `.venv/bin/python` unless noted)"], rows)
 
 
 def t_unreported(_arg) -> str:
@@ -608,7 +771,8 @@ def main(argv: list[str] | None = None) -> int:
     generated = pages()
     if args.check:
         stale = [
-            n for n, text in generated.items()
+            n
+            for n, text in generated.items()
             if not (OUT / n).exists() or (OUT / n).read_text() != text
         ]
         for n in stale:
