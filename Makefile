@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots
+.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,13 @@ worker: setup
 
 test: setup browser
 	$(BIN)/python -m pytest
+
+# The documentation site: benchmark pages regenerated from bench/results/*.json, then a strict
+# build (a broken link or a page missing from the nav fails) into var/site/.
+docs: setup
+	$(BIN)/python -m pip install --quiet -r docs/requirements.txt
+	$(BIN)/python bench/report.py
+	$(BIN)/mkdocs build --strict --site-dir var/site
 
 # Refresh the console screenshots the README shows (the suite writes them under var/).
 screenshots: setup browser
