@@ -23,16 +23,32 @@ from uuid import UUID
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
 
 from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
-from memory.core.models.memory import Memory
+from memory.core.models import ArchivedMemory, Memory
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors.memories import agent_memory_count, agent_memory_get, shared_memory_get
+from memory.core.selectors.archive import ArchiveQuery, archive_search
+from memory.core.selectors.memories import (
+    agent_memories,
+    agent_memory_count,
+    agent_memory_get,
+    shared_memory_get,
+)
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
-from memory.prompting.context import PreparedContext
-from memory.prompting.strategies import ToolSearchResult
+from memory.core.services.archive import RestoreResult, archive_restore
+from memory.prompting import self_editing
+from memory.prompting.context import ContextRequest, PreparedContext
+from memory.prompting.strategies import (
+    MemoryInjectionStrategy,
+    ToolSearchResult,
+    search_with_reformulation,
+    strategy_for,
+)
+from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyMemoryConfig
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
@@ -66,6 +82,16 @@ class MemoryService:
         self.principal = principal
         self.agent = agent
         self.company = agent.company
+
+    @functools.cached_property
+    def config(self) -> CompanyMemoryConfig:
+        """The company's memory config, read once per call and handed down."""
+        return company_config(self.company).memory
+
+    @functools.cached_property
+    def strategy(self) -> MemoryInjectionStrategy:
+        """The injection strategy the company configures, looked up once."""
+        return strategy_for(self.agent, self.config)
 
     # --- private memories -------------------------------------------------------------
 
@@ -110,6 +136,11 @@ class MemoryService:
             **_guard(confirmation),
         )
 
+    def memories(self) -> QuerySet[Memory]:
+        """The agent's memories for listing, superseded ones included (the list endpoint
+        filters and pages them)."""
+        return agent_memories(agent=self.agent, include_superseded=True)
+
     @_routed
     def count(self, category: str | None = None) -> int:
         return agent_memory_count(agent=self.agent, category=category)
@@ -123,43 +154,39 @@ class MemoryService:
             **_guard(confirmation),
         )
 
+    # --- the archive (what maintenance moved out of the live set) ------------------------
+
+    @_routed
+    def archive_search(self, query: ArchiveQuery) -> list[ArchivedMemory]:
+        return archive_search(agent=self.agent, query=query)
+
+    @_routed
+    def archive_restore(self, archive_id: UUID | str) -> RestoreResult:
+        return archive_restore(agent=self.agent, archive_id=archive_id, principal=self.principal)
+
     # --- retrieval ----------------------------------------------------------------------
 
     @_routed
     def search(self, query: MemoryQuery, *, include_shared: bool | None = None) -> SearchResult:
-        return memory_search(agent=self.agent, query=query, include_shared=include_shared)
+        return memory_search(
+            agent=self.agent,
+            query=query,
+            include_shared=include_shared,
+            config=self.config.retrieval,
+        )
 
     @_routed
     def tool_search(self, query: MemoryQuery) -> ToolSearchResult:
         """Hybrid search as the ``search_memory`` tool runs it: with the Search-and-Ask loop
         when the company enables ``query_reformulation_enabled``."""
-        from memory.prompting.strategies import search_with_reformulation
-
-        return search_with_reformulation(agent=self.agent, query=query)
-
-    @_routed
-    def context(
-        self,
-        *,
-        query_text: str,
-        token_budget: int,
-        categories: Sequence[str] = (),
-        namespaces: Sequence[str] = (),
-        include_org: bool = True,
-    ) -> PreparedContext:
-        """The prompt context of the agent's configured strategy (``prepare_messages``)."""
-        return self.strategy().prepare_messages(
-            query_text=query_text,
-            token_budget=token_budget,
-            categories=categories,
-            namespaces=namespaces,
-            include_org=include_org,
+        return search_with_reformulation(
+            agent=self.agent, query=query, config=self.config.retrieval
         )
 
-    def strategy(self):
-        from memory.prompting.strategies import strategy_for
-
-        return strategy_for(self.agent)
+    @_routed
+    def context(self, request: ContextRequest) -> PreparedContext:
+        """The prompt context of the agent's configured strategy (``prepare_messages``)."""
+        return self.strategy.prepare_messages(request)
 
     # --- shared knowledge ---------------------------------------------------------------
 
@@ -173,6 +200,7 @@ class MemoryService:
             company=self.company,
             query=query,
             exclude_agent=self.agent if exclude_self else None,
+            config=self.config.retrieval,
         )
 
     @_routed
@@ -190,15 +218,11 @@ class MemoryService:
 
     @_routed
     def core_read(self):
-        from memory.prompting.self_editing import core_block
-
-        return core_block(agent=self.agent)
+        return self_editing.core_block(agent=self.agent)
 
     @_routed
     def core_write(self, *, content: str, replace_id=None, session_id=None, project_id=None):
-        from memory.prompting.self_editing import core_memory_write
-
-        return core_memory_write(
+        return self_editing.core_memory_write(
             agent=self.agent,
             principal=self.principal,
             content=content,
@@ -209,29 +233,21 @@ class MemoryService:
 
     @_routed
     def archival_search(self, *, query: str, limit: int | None = None) -> list[SearchHit]:
-        from memory.prompting.self_editing import archival_search
-
-        return archival_search(agent=self.agent, query=query, limit=limit)
+        return self_editing.archival_search(agent=self.agent, query=query, limit=limit)
 
     @_routed
     def archival_write(self, **fields) -> StoreResult:
-        from memory.prompting.self_editing import archival_write
-
-        return archival_write(agent=self.agent, principal=self.principal, **fields)
+        return self_editing.archival_write(agent=self.agent, principal=self.principal, **fields)
 
     @_routed
     def recall_read(self, *, query: str | None, limit: int, conversation_id: str | None = None):
-        from memory.prompting.self_editing import recall_read
-
-        return recall_read(
+        return self_editing.recall_read(
             agent=self.agent, query=query, limit=limit, conversation_id=conversation_id
         )
 
     @_routed
     def recall_write(self, **fields):
-        from memory.prompting.self_editing import recall_write
-
-        return recall_write(agent=self.agent, principal=self.principal, **fields)
+        return self_editing.recall_write(agent=self.agent, principal=self.principal, **fields)
 
 
 def _guard(confirmation: Confirmation | None) -> dict[str, str]:

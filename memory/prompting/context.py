@@ -22,6 +22,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from memory.core.domain import parse_request
 from memory.core.models.memory import Memory
 from memory.core.retrieval.diversity import mmr_rerank
 from memory.core.retrieval.filtering import TagBasedMemoryFilter, apply_filter
@@ -31,8 +32,9 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
+from orgmemory.selectors import org_prompt_context
 from persistence.models import Agent
-from persistence.selectors.config import company_config
+from synthorg.company_config import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory
 from synthorg.errors import InvalidInputError
 
@@ -80,40 +82,60 @@ class PreparedContext:
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
-    """What every strategy's ``prepare_messages`` requires of its arguments."""
+    """What every context request requires of its arguments."""
     if not isinstance(query_text, str) or not query_text.strip():
         raise InvalidInputError(QUERY_TEXT_BLANK, code="query_text_blank")
     if isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0:
         raise InvalidInputError(TOKEN_BUDGET_NEGATIVE, code="token_budget_invalid")
 
 
+@dataclass(frozen=True)
+class ContextRequest:
+    """One request for prompt context: validated once where it enters (:meth:`build`) and
+    handed down unchanged to the strategy, the org context and the search."""
+
+    #: the search's text, categories and namespaces (its ``limit`` is the config's pool)
+    query: MemoryQuery
+    token_budget: int
+    include_org: bool = True
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        query_text: str,
+        token_budget: int,
+        categories: Sequence[MemoryCategory | str] = (),
+        namespaces: Sequence[str] = (),
+        include_org: bool = True,
+    ) -> ContextRequest:
+        check_context_input(query_text, token_budget)
+        query = parse_request(
+            MemoryQuery,
+            {"text": query_text, "categories": tuple(categories), "namespaces": tuple(namespaces)},
+        )
+        return cls(query=query, token_budget=token_budget, include_org=include_org)
+
+
 def memory_context(
     *,
     agent: Agent,
-    query_text: str,
-    token_budget: int,
-    categories: Sequence[MemoryCategory | str] = (),
-    namespaces: Sequence[str] = (),
+    request: ContextRequest,
+    config: MemoryRetrievalConfig,
     pinned: Sequence[str] = (),
     extra_entries: Sequence[ContextEntry] = (),
     now: datetime | None = None,
     embedder=None,
 ) -> PreparedContext:
-    check_context_input(query_text, token_budget)
     now = now or timezone.now()
-    config = company_config(agent.company).memory.retrieval
+    token_budget = request.token_budget
     pinned = [text for text in pinned if text and text.strip()]
     pinned_tokens = sum(estimate_tokens(text) for text in pinned)
 
     pool = config.max_memories
     if config.diversity_penalty_enabled:
         pool *= config.candidate_pool_multiplier
-    query = MemoryQuery(
-        text=query_text,
-        categories=tuple(MemoryCategory(c) for c in categories),
-        namespaces=tuple(namespaces),
-        limit=pool,
-    )
+    query = request.query.model_copy(update={"limit": pool})  # validated by the request
     result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
     degraded = list(result.degraded)
     attach_lessons([hit.memory for hit in result.hits])
@@ -166,11 +188,8 @@ def memory_context(
 def agent_prompt_context(
     *,
     agent: Agent,
-    query_text: str,
-    token_budget: int,
-    categories: Sequence[MemoryCategory | str] = (),
-    namespaces: Sequence[str] = (),
-    include_org: bool = True,
+    request: ContextRequest,
+    config: MemoryRetrievalConfig,
     now: datetime | None = None,
     embedder=None,
 ) -> PreparedContext:
@@ -183,10 +202,8 @@ def agent_prompt_context(
     """
     pinned: list[str] = []
     extra: list[ContextEntry] = []
-    if include_org:
-        from orgmemory.selectors import org_prompt_context
-
-        org = org_prompt_context(company=agent.company, context=query_text)
+    if request.include_org:
+        org = org_prompt_context(company=agent.company, context=request.query.text)
         if org.core_policies:
             pinned = [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {p}" for p in org.core_policies)]
         extra = [
@@ -201,10 +218,8 @@ def agent_prompt_context(
         ]
     return memory_context(
         agent=agent,
-        query_text=query_text,
-        token_budget=token_budget,
-        categories=categories,
-        namespaces=namespaces,
+        request=request,
+        config=config,
         pinned=pinned,
         extra_entries=extra,
         now=now,

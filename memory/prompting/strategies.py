@@ -26,15 +26,16 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import SearchHit, memory_search
 from memory.prompting.context import (
     CORE_POLICIES_HEADER,
+    ContextRequest,
     PreparedContext,
     agent_prompt_context,
-    check_context_input,
 )
 from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
 from memory.prompting.search_and_ask import StepFailed, search_and_ask
+from memory.prompting.self_editing import core_block
+from orgmemory.selectors import policies
 from persistence.models import Agent
-from persistence.selectors.config import company_config
-from synthorg.company_config import InjectionStrategy
+from synthorg.company_config import CompanyMemoryConfig, InjectionStrategy, MemoryRetrievalConfig
 from synthorg.enums import MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.tools import registered_tools
@@ -86,15 +87,7 @@ class MemoryInjectionStrategy(Protocol):
     @property
     def strategy_name(self) -> str: ...
 
-    def prepare_messages(
-        self,
-        *,
-        query_text: str,
-        token_budget: int,
-        categories: Sequence[str] = (),
-        namespaces: Sequence[str] = (),
-        include_org: bool = True,
-    ) -> PreparedContext: ...
+    def prepare_messages(self, request: ContextRequest) -> PreparedContext: ...
 
     def get_tool_definitions(self) -> tuple[dict, ...]: ...
 
@@ -102,8 +95,6 @@ class MemoryInjectionStrategy(Protocol):
 def _core_policies(agent: Agent, include_org: bool) -> list[str]:
     if not include_org:
         return []
-    from orgmemory.selectors import policies
-
     texts = [policy.content for policy in policies(company=agent.company)]
     return [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {t}" for t in texts)] if texts else []
 
@@ -115,20 +106,12 @@ def _definitions(names: Sequence[str]) -> tuple[dict, ...]:
 class ContextInjectionStrategy:
     strategy_name = InjectionStrategy.CONTEXT.value
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
         self.agent = agent
+        self.config = config
 
-    def prepare_messages(
-        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
-    ) -> PreparedContext:
-        return agent_prompt_context(
-            agent=self.agent,
-            query_text=query_text,
-            token_budget=token_budget,
-            categories=categories,
-            namespaces=namespaces,
-            include_org=include_org,
-        )
+    def prepare_messages(self, request: ContextRequest) -> PreparedContext:
+        return agent_prompt_context(agent=self.agent, request=request, config=self.config.retrieval)
 
     def get_tool_definitions(self) -> tuple[dict, ...]:
         return ()
@@ -137,23 +120,21 @@ class ContextInjectionStrategy:
 class ToolBasedInjectionStrategy:
     strategy_name = InjectionStrategy.TOOL_BASED.value
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
         self.agent = agent
+        self.config = config
 
     @property
     def can_write(self) -> bool:
         return self.agent.memory_level != MemoryLevel.NONE
 
-    def prepare_messages(
-        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
-    ) -> PreparedContext:
-        check_context_input(query_text, token_budget)
-        pinned = _core_policies(self.agent, include_org)
+    def prepare_messages(self, request: ContextRequest) -> PreparedContext:
+        pinned = _core_policies(self.agent, request.include_org)
         instruction = TOOL_BASED_INSTRUCTION + (TOOL_BASED_WRITE_INSTRUCTION * self.can_write)
         messages = build_messages([], pinned=pinned)
         messages.append({"role": "system", "content": instruction})
         used = sum(estimate_tokens(text) for text in pinned)
-        return PreparedContext(messages, [], [], used, token_budget)
+        return PreparedContext(messages, [], [], used, request.token_budget)
 
     def get_tool_definitions(self) -> tuple[dict, ...]:
         return _definitions(SEARCH_TOOLS + (WRITE_TOOLS if self.can_write else ()))
@@ -162,16 +143,13 @@ class ToolBasedInjectionStrategy:
 class SelfEditingMemoryStrategy:
     strategy_name = InjectionStrategy.SELF_EDITING.value
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
         self.agent = agent
+        self.config = config
 
-    def prepare_messages(
-        self, *, query_text, token_budget, categories=(), namespaces=(), include_org=True
-    ) -> PreparedContext:
-        from memory.prompting.self_editing import core_block
-
-        check_context_input(query_text, token_budget)
-        pinned = _core_policies(self.agent, include_org)
+    def prepare_messages(self, request: ContextRequest) -> PreparedContext:
+        token_budget = request.token_budget
+        pinned = _core_policies(self.agent, request.include_org)
         pinned_tokens = sum(estimate_tokens(text) for text in pinned)
         block = core_block(agent=self.agent, token_budget=max(0, token_budget - pinned_tokens))
         messages = build_messages([entry.fenced for entry in block.included], pinned=pinned)
@@ -195,20 +173,20 @@ STRATEGIES = {
 }
 
 
-def strategy_for(agent: Agent) -> MemoryInjectionStrategy:
-    """The strategy the agent's company configures (``memory.retrieval.strategy``)."""
-    strategy = company_config(agent.company).memory.retrieval.strategy
-    return STRATEGIES[strategy](agent)
+def strategy_for(agent: Agent, config: CompanyMemoryConfig) -> MemoryInjectionStrategy:
+    """The strategy ``config`` (the agent's company's memory config) selects
+    (``memory.retrieval.strategy``)."""
+    return STRATEGIES[config.retrieval.strategy](agent, config)
 
 
-def search_with_reformulation(*, agent: Agent, query: MemoryQuery, provider=None):
+def search_with_reformulation(
+    *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider=None
+):
     """``search_memory`` as a tool: hybrid search, plus Search-and-Ask when configured.
 
     Without an LLM the loop cannot run: one retrieval answers and ``degraded`` says
     ``reformulation_unavailable``. ``provider`` is for callers that bring their own client.
     """
-
-    config = company_config(agent.company).memory.retrieval
     first = memory_search(agent=agent, query=query, config=config)
     if not config.query_reformulation_enabled or query.text is None:
         return ToolSearchResult(

@@ -7,22 +7,16 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.core.selectors.archive import ArchiveQuery, archive_search
-from memory.core.services.archive import archive_restore
+from memory.core.selectors.archive import ArchiveQuery
 from memory.interfaces.api import archive_serializers as s
-from persistence.api.permissions import IsAgent, IsPrincipal
+from memory.interfaces.api.views.common import PROBLEM, AgentView
 
-PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
 NOT_FOUND = OpenApiResponse(description="problem+json: no such archived memory of the caller")
 _LIST_PARAMS = {"namespace", "category", "tag"}
 
 
-class _AgentView(APIView):
-    permission_classes = [IsPrincipal, IsAgent]
-
-
 @extend_schema(tags=["archive"])
-class ArchiveSearchView(_AgentView):
+class ArchiveSearchView(AgentView, APIView):
     @extend_schema(
         summary="Search the caller's archived memories",
         description=(
@@ -60,14 +54,14 @@ class ArchiveSearchView(_AgentView):
             include_restored=data["include_restored"],
             limit=data["limit"],
         )
-        rows = archive_search(agent=request.user.agent, query=query)
+        rows = self.service.archive_search(query)
         return Response(
             {"count": len(rows), "results": s.ArchivedMemorySerializer(rows, many=True).data}
         )
 
 
 @extend_schema(tags=["archive"])
-class ArchiveRestoreView(_AgentView):
+class ArchiveRestoreView(AgentView, APIView):
     @extend_schema(
         summary="Restore an archived memory",
         description=(
@@ -83,7 +77,7 @@ class ArchiveRestoreView(_AgentView):
         },
     )
     def post(self, request, pk):
-        result = archive_restore(agent=request.user.agent, archive_id=pk, principal=request.user)
+        result = self.service.archive_restore(pk)
         return Response(
             {
                 "archive_id": result.archived.pk,

@@ -32,6 +32,7 @@ from memory.interfaces.tools.toolkit import (
     service_for,
     store_text,
 )
+from memory.prompting.context import ContextRequest
 from synthorg.tools import (
     DestructiveArguments,
     ToolArguments,
@@ -183,10 +184,12 @@ def forget_memory(ctx: ToolContext, args: ForgetMemoryArgs) -> ToolResult:
 def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     service = service_for(ctx)
     prepared = service.context(
-        query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
+        ContextRequest.build(
+            query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
+        )
     )
     data = json_ready(s.MemoryContextSerializer(prepared).data)
-    data["strategy"] = service.strategy().strategy_name
+    data["strategy"] = service.strategy.strategy_name
     text = "\n\n".join(message["content"] for message in prepared.messages)
     return ToolResult(text or "No memory context for this query.", data)
 

@@ -71,8 +71,7 @@ class ToolListView(AgentView, APIView):
         ],
     )
     def get(self, request):
-        service = self.service
-        strategy = service.strategy()
+        strategy = self.service.strategy
         return Response(
             {"strategy": strategy.strategy_name, "tools": list(strategy.get_tool_definitions())}
         )

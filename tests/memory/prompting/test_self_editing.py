@@ -7,8 +7,10 @@ import pytest
 from memory.core.models.memory import Memory
 from memory.core.retrieval.formatting import untrusted_content_directive
 from memory.ingestion.models import Conversation
+from memory.prompting.context import ContextRequest
 from memory.prompting.strategies import SELF_EDITING_INSTRUCTION, strategy_for
 from persistence.models import AuditEntry
+from persistence.selectors.config import company_config
 from persistence.services.companies import company_config_set
 
 pytestmark = pytest.mark.django_db
@@ -36,8 +38,8 @@ def test_core_memory_is_always_in_the_prompt(caller):
     memory = Memory.objects.get(pk=first)
     assert (memory.category, memory.tags, memory.source) == ("semantic", ["core"], "core_memory")
 
-    prepared = strategy_for(caller.agent).prepare_messages(
-        query_text="anything at all", token_budget=1000, include_org=False
+    prepared = strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+        ContextRequest.build(query_text="anything at all", token_budget=1000, include_org=False)
     )
     assert [e.key for e in prepared.included] == [first, second]
     assert prepared.messages[0] == {"role": "system", "content": untrusted_content_directive()}
@@ -67,8 +69,8 @@ def test_prompt_budget_drops_what_does_not_fit(caller):
     self_editing(caller.company, core_token_budget=200)
     old = call(caller, "core_memory_write", content="old " * 30)["data"]["id"]
     new = call(caller, "core_memory_write", content="new " * 30)["data"]["id"]
-    prepared = strategy_for(caller.agent).prepare_messages(
-        query_text="q", token_budget=60, include_org=False
+    prepared = strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+        ContextRequest.build(query_text="q", token_budget=60, include_org=False)
     )
     assert [e.key for e in prepared.included] == [new]  # the most recently written wins
     assert [e.key for e in prepared.dropped] == [old]

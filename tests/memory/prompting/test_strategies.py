@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.prompting.context import CORE_POLICIES_HEADER
+from memory.prompting.context import CORE_POLICIES_HEADER, ContextRequest
 from memory.prompting.strategies import (
     TOOL_BASED_INSTRUCTION,
     TOOL_BASED_WRITE_INSTRUCTION,
@@ -11,6 +11,7 @@ from memory.prompting.strategies import (
     ToolBasedInjectionStrategy,
     strategy_for,
 )
+from persistence.selectors.config import company_config
 from persistence.services.companies import company_config_set
 from synthorg.errors import InvalidInputError
 
@@ -37,7 +38,7 @@ def configure(company, strategy, policies=()):
 )
 def test_config_selects_the_strategy(caller, name, cls):
     configure(caller.company, name)
-    strategy = strategy_for(caller.agent)
+    strategy = strategy_for(caller.agent, company_config(caller.company).memory)
     assert type(strategy) is cls and strategy.strategy_name == name
 
 
@@ -46,15 +47,17 @@ def test_tool_based_prepares_policies_and_the_tool_instruction(caller):
     caller.client.post(
         "/api/v1/memories", {"content": "Deploys happen at noon.", "category": "semantic"}
     )
-    prepared = strategy_for(caller.agent).prepare_messages(query_text="deploy", token_budget=500)
+    prepared = strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+        ContextRequest.build(query_text="deploy", token_budget=500)
+    )
     assert prepared.messages == [
         {"role": "system", "content": CORE_POLICIES_HEADER + "\n- Never deploy on Fridays."},
         {"role": "system", "content": TOOL_BASED_INSTRUCTION + TOOL_BASED_WRITE_INSTRUCTION},
     ]
     assert prepared.included == [] and prepared.dropped == []
     caller.agent.memory_level = "none"
-    prepared = strategy_for(caller.agent).prepare_messages(
-        query_text="deploy", token_budget=500, include_org=False
+    prepared = strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+        ContextRequest.build(query_text="deploy", token_budget=500, include_org=False)
     )
     assert prepared.messages == [{"role": "system", "content": TOOL_BASED_INSTRUCTION}]
 
@@ -63,6 +66,10 @@ def test_tool_based_prepares_policies_and_the_tool_instruction(caller):
 def test_every_strategy_validates_its_input(caller, strategy):
     configure(caller.company, strategy)
     with pytest.raises(InvalidInputError):
-        strategy_for(caller.agent).prepare_messages(query_text=" ", token_budget=10)
+        strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+            ContextRequest.build(query_text=" ", token_budget=10)
+        )
     with pytest.raises(InvalidInputError):
-        strategy_for(caller.agent).prepare_messages(query_text="x", token_budget=-1)
+        strategy_for(caller.agent, company_config(caller.company).memory).prepare_messages(
+            ContextRequest.build(query_text="x", token_budget=-1)
+        )

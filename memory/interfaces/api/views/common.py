@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from django.utils.functional import cached_property
 from drf_spectacular.utils import (
     OpenApiResponse,
 )
 
 from memory.core.domain import MemoryStoreRequest, parse_request
+from memory.interfaces.service import MemoryService
 from persistence.api.permissions import IsAgent, IsPrincipal
 
 QUERY_BLANK = "query must not be blank."
@@ -63,11 +65,10 @@ class AgentView:
     def agent(self):
         return self.request.user.agent
 
-    @property
-    def service(self):
-        """The one entry point to memory, as the calling agent."""
-        from memory.interfaces.service import MemoryService
-
+    @cached_property
+    def service(self) -> MemoryService:
+        """The one entry point to memory, as the calling agent (one per request: the
+        company config and the strategy are read once)."""
         return MemoryService(self.request.user)
 
 

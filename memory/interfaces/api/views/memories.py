@@ -14,7 +14,6 @@ from rest_framework.views import APIView
 
 from memory.core.domain import MemoryUpdateRequest, parse_request
 from memory.core.models.memory import Memory
-from memory.core.selectors.memories import agent_memories
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.filters import MemoryFilter
 from memory.interfaces.api.views.common import (
@@ -38,7 +37,7 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
     filterset_class = MemoryFilter
 
     def get_queryset(self):
-        return agent_memories(agent=self.agent, include_superseded=True)
+        return self.service.memories()
 
     def paginate_queryset(self, queryset):
         page = super().paginate_queryset(queryset)

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from memory.core.domain import parse_request
 from memory.core.errors import MemoryInputError
+from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.views.common import (
     MEMORY_EXAMPLE,
@@ -18,6 +19,7 @@ from memory.interfaces.api.views.common import (
     QUERY_BLANK,
     AgentView,
 )
+from memory.prompting.context import ContextRequest
 
 SEARCH_REQUEST_EXAMPLE = {
     "query": "when does billing deploy?",
@@ -49,8 +51,6 @@ SEARCH_REEMBEDDING_EXAMPLE = {
 
 
 def _memory_query(data):
-    from memory.core.retrieval.query import MemoryQuery
-
     fields = {
         "text": data.get("query"),
         "namespaces": data.get("namespaces", ()),
@@ -173,38 +173,28 @@ class MemoryContextView(AgentView, APIView):
         ],
     )
     def post(self, request):
-        from memory.core.retrieval.query import MemoryQuery
-
         serializer = s.MemoryContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        # Validates categories/namespaces (and a blank query) with the search's own rules.
-        query = parse_request(
-            MemoryQuery,
-            {
-                "text": data["query"],
-                "categories": data.get("categories", ()),
-                "namespaces": data.get("namespaces", ()),
-            },
-        )
-        if query.text is None:
+        if not data["query"].strip():
             raise MemoryInputError(
                 QUERY_BLANK,
                 code="validation_error",
                 errors=[{"field": "query", "message": QUERY_BLANK, "code": "blank"}],
             )
-        service = self.service
-        prepared = service.context(
-            query_text=query.text,
+        # Built (and validated with the search's own rules) once; handed down as is.
+        context_request = ContextRequest.build(
+            query_text=data["query"],
             token_budget=data["token_budget"],
-            categories=query.categories,
-            namespaces=query.namespaces,
+            categories=data.get("categories", ()),
+            namespaces=data.get("namespaces", ()),
             include_org=data["include_org"],
         )
+        prepared = self.service.context(context_request)
         payload = dict(s.MemoryContextSerializer(prepared).data)
         if payload.get("reembedding") is None:
             payload.pop("reembedding", None)  # present only while a job runs
-        strategy = service.strategy()
+        strategy = self.service.strategy
         if strategy.strategy_name != "context":
             payload["strategy"] = strategy.strategy_name
             payload["tools"] = list(strategy.get_tool_definitions())

@@ -8,10 +8,8 @@ from memory.core.domain import MemoryStoreRequest
 from memory.core.retrieval.formatting import MEMORY_HEADER, untrusted_content_directive
 from memory.core.retrieval.packing import estimate_tokens
 from memory.core.services.store import memory_store_batch
-from memory.prompting.context import (
-    ContextEntry,
-    memory_context,
-)
+from memory.prompting.context import ContextEntry, ContextRequest, memory_context
+from persistence.selectors.config import company_config
 from synthorg.errors import InvalidInputError
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
@@ -46,7 +44,12 @@ def store(agent, embedder, *items):
 
 def context(agent, embedder, budget, **kw):
     return memory_context(
-        agent=agent, query_text="deploy", token_budget=budget, embedder=embedder, now=NOW, **kw
+        agent=agent,
+        request=ContextRequest.build(query_text="deploy", token_budget=budget),
+        config=company_config(agent.company).memory.retrieval,
+        embedder=embedder,
+        now=NOW,
+        **kw,
     )
 
 
@@ -163,7 +166,6 @@ def test_degraded_dense_is_reported(failing_embedder, keyword_embedder):
 
 
 @pytest.mark.parametrize(("text", "budget"), [("  ", 10), ("deploy", -1), ("deploy", True)])
-def test_bad_input(keyword_embedder, text, budget):
-    agent = agent_with()
+def test_bad_input(text, budget):
     with pytest.raises(InvalidInputError):
-        memory_context(agent=agent, query_text=text, token_budget=budget, embedder=keyword_embedder)
+        ContextRequest.build(query_text=text, token_budget=budget)
