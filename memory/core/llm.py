@@ -14,6 +14,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from persistence.models import Agent, Company
+from persistence.services.costs import cost_record_create
 from synthorg.llm import (
     Completion,
     CompletionProvider,
@@ -41,11 +42,6 @@ def cost_usage_recorder(*, company: Company, agent: Agent | None = None) -> Usag
     """A recorder writing one cost record per completion, attributed to ``company``/``agent``."""
 
     def record(completion: Completion) -> None:
-        try:
-            from persistence.services.costs import cost_record_create
-        except ImportError:  # the cost ledger ships with the operational-data app
-            logger.warning("no cost ledger available; LLM usage of %s not recorded", company)
-            return
         cost_record_create(
             company=company,
             agent=agent,

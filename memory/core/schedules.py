@@ -12,6 +12,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+from persistence.models import Company
+from persistence.selectors.config import company_config
 from synthorg.enums import ConsolidationInterval
 from synthorg.schedules import ScheduleSpec, schedule_upsert, sync_schedules
 
@@ -37,7 +39,6 @@ def interval_schedule_type(interval: ConsolidationInterval) -> str | None:
 
 def company_maintenance_spec(company) -> ScheduleSpec | None:
     """The company's maintenance schedule per its config (None for ``never``)."""
-    from persistence.selectors.config import company_config
 
     schedule_type = interval_schedule_type(company_config(company).memory.consolidation.interval)
     if schedule_type is None:
@@ -51,7 +52,6 @@ def company_maintenance_spec(company) -> ScheduleSpec | None:
 
 
 def maintenance_schedules() -> Iterator[ScheduleSpec]:
-    from persistence.models import Company
 
     for company in Company.objects.order_by("pk"):
         spec = company_maintenance_spec(company)

@@ -6,7 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from synthorg.schedules import ScheduleSpec
+from memory.core.schedules import interval_schedule_type
+from memory.core.services.edit import on_session_ended
+from memory.ingestion.portability import CONTENT_KINDS
+from memory.ingestion.services.messages import (
+    conversations_purge_project,
+    conversations_purge_session,
+)
+from persistence.content_registry import register_content_kind
+from persistence.models import Company
+from persistence.selectors.config import company_config
+from persistence.services.companies import on_company_created
+from persistence.services.projects import on_project_closed
+from synthorg.schedules import (
+    ScheduleSpec,
+    register_schedule,
+    register_schedule_provider,
+    schedule_upsert,
+)
 
 SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
 DREAM_TASK = "memory.ingestion.tasks.dream_company"
@@ -18,8 +35,6 @@ def dream_schedule_name(company_id: int) -> str:
 
 def company_dream_spec(company) -> ScheduleSpec | None:
     """The company's dream schedule per its config (None when disabled or ``never``)."""
-    from memory.core.schedules import interval_schedule_type
-    from persistence.selectors.config import company_config
 
     dream = company_config(company).memory.dream
     schedule_type = interval_schedule_type(dream.interval)
@@ -34,7 +49,6 @@ def company_dream_spec(company) -> ScheduleSpec | None:
 
 
 def dream_schedules() -> Iterator[ScheduleSpec]:
-    from persistence.models import Company
 
     for company in Company.objects.order_by("pk"):
         spec = company_dream_spec(company)
@@ -45,7 +59,6 @@ def dream_schedules() -> Iterator[ScheduleSpec]:
 def schedule_dream_for_new_company(company) -> None:
     """Company-creation hook (inside the creating transaction): the dream schedule exists as
     soon as the company does."""
-    from synthorg.schedules import schedule_upsert
 
     spec = company_dream_spec(company)
     if spec is not None:
@@ -54,8 +67,6 @@ def schedule_dream_for_new_company(company) -> None:
 
 def _register_content_kinds() -> None:
     """Export and erasure (``persistence.content_registry``) cover ingestion's tables."""
-    from memory.ingestion.portability import CONTENT_KINDS
-    from persistence.content_registry import register_content_kind
 
     for kind in CONTENT_KINDS:
         register_content_kind(kind)
@@ -63,15 +74,6 @@ def _register_content_kinds() -> None:
 
 def register() -> None:
     from django_q.models import Schedule
-
-    from memory.core.services.edit import on_session_ended
-    from memory.ingestion.services.messages import (
-        conversations_purge_project,
-        conversations_purge_session,
-    )
-    from persistence.services.companies import on_company_created
-    from persistence.services.projects import on_project_closed
-    from synthorg.schedules import register_schedule, register_schedule_provider
 
     on_project_closed(conversations_purge_project)
     on_session_ended(conversations_purge_session)

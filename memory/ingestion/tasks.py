@@ -4,14 +4,15 @@ service."""
 from __future__ import annotations
 
 from memory.ingestion.models import Conversation
+from memory.ingestion.services.context import conversation_summary_refresh
+from memory.ingestion.services.dream import agent_dream, company_dream
+from memory.ingestion.services.extraction import conversation_extract, conversations_extract_due
 from persistence.models import Agent, Company
 
 
 def extract_conversation(conversation_pk: int) -> str | None:
     """The debounced extraction of one conversation (armed by every flush), then the
     running-summary refresh of its context tier."""
-    from memory.ingestion.services.context import conversation_summary_refresh
-    from memory.ingestion.services.extraction import conversation_extract
 
     loaded = Conversation.objects.select_related("agent", "company")
     conversation = loaded.filter(pk=conversation_pk).first()
@@ -27,14 +28,12 @@ def extract_conversation(conversation_pk: int) -> str | None:
 def extract_due_conversations() -> int:
     """The sweep: extract every conversation whose extraction is due (lost schedules,
     retries after failures). Returns the number of runs made."""
-    from memory.ingestion.services.extraction import conversations_extract_due
 
     return conversations_extract_due()
 
 
 def dream_company(company_id: int) -> int:
     """Scheduled deep dream of every agent of one company; returns the runs recorded."""
-    from memory.ingestion.services.dream import company_dream
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:
@@ -43,7 +42,6 @@ def dream_company(company_id: int) -> int:
 
 
 def dream_agent(agent_id: int) -> str | None:
-    from memory.ingestion.services.dream import agent_dream
 
     agent = Agent.objects.select_related("company").filter(pk=agent_id).first()
     if agent is None:

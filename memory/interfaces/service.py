@@ -18,7 +18,9 @@ reaches into ``memory.core.services`` / ``memory.core.selectors`` itself. The se
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
 from uuid import UUID
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -39,6 +41,13 @@ from memory.core.selectors.memories import (
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
 from memory.core.services.archive import RestoreResult, archive_restore
+from memory.ingestion import selectors as ingestion_selectors
+from memory.ingestion.domain import FlushResult, MessageIn
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
+from memory.ingestion.services.context import conversation_context
+from memory.ingestion.services.messages import conversation_messages_append
+from memory.procedural.services.reports import SubmittedReport, execution_report_submit
+from memory.procedural.services.skill_pool import procedural_memory_applied
 from memory.prompting import self_editing
 from memory.prompting.context import ContextRequest, PreparedContext
 from memory.prompting.strategies import (
@@ -248,6 +257,68 @@ class MemoryService:
     @_routed
     def recall_write(self, **fields):
         return self_editing.recall_write(agent=self.agent, principal=self.principal, **fields)
+
+    # --- procedural learning (errors pass through: the services raise domain errors) -----
+
+    def report_execution(self, data: Mapping[str, Any]) -> SubmittedReport:
+        """Store an execution report; its lesson capture runs in the background."""
+        return execution_report_submit(agent=self.agent, data=data)
+
+    def lesson_applied(self, memory_id: UUID | str) -> Memory:
+        return procedural_memory_applied(agent=self.agent, memory_id=memory_id)
+
+    # --- conversations, journal, dream --------------------------------------------------
+
+    def conversation_append(
+        self,
+        conversation_id: str,
+        messages: Sequence[MessageIn],
+        *,
+        session_id: str | None = None,
+        project_id: int | None = None,
+    ) -> FlushResult:
+        """Flush messages of a conversation (stored now; extraction runs later)."""
+        return conversation_messages_append(
+            agent=self.agent,
+            conversation_id=conversation_id,
+            messages=messages,
+            session_id=session_id,
+            project_id=project_id,
+            principal=self.principal,
+        )
+
+    def conversations(self) -> QuerySet[Conversation]:
+        return ingestion_selectors.agent_conversations(agent=self.agent)
+
+    def conversation_messages(self, conversation_id: str, **filters) -> QuerySet:
+        """``filters``: ``query``, ``role``, ``after_seq``, ``before_seq``."""
+        return ingestion_selectors.conversation_messages(
+            agent=self.agent, conversation_id=conversation_id, **filters
+        )
+
+    def extraction_runs(self, conversation_id: str) -> QuerySet[ExtractionRun]:
+        return ingestion_selectors.conversation_runs(
+            agent=self.agent, conversation_id=conversation_id
+        )
+
+    def extraction_run(self, conversation_id: str, run_id) -> ExtractionRun:
+        return ingestion_selectors.conversation_run_get(
+            agent=self.agent, conversation_id=conversation_id, run_id=run_id
+        )
+
+    def conversation_context(self, conversation_id: str, *, token_budget: int):
+        return conversation_context(
+            agent=self.agent, conversation_id=conversation_id, token_budget=token_budget
+        )
+
+    def journal_days(self) -> list[tuple[date, int]]:
+        return ingestion_selectors.journal_days(agent=self.agent)
+
+    def journal_day(self, day: date) -> str | None:
+        return ingestion_selectors.journal_markdown(agent=self.agent, day=day)
+
+    def dream_runs(self) -> QuerySet[DreamRun]:
+        return ingestion_selectors.agent_dream_runs(agent=self.agent)
 
 
 def _guard(confirmation: Confirmation | None) -> dict[str, str]:

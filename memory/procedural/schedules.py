@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from persistence.models import Company
+from persistence.selectors.config import company_config
 from synthorg.schedules import ScheduleSpec
 
 TASK = "memory.procedural.tasks.run_procedural_maintenance"
@@ -20,9 +22,6 @@ def schedule_name(company_id: int) -> str:
 
 def procedural_schedules() -> Iterator[ScheduleSpec]:
     from django_q.models import Schedule
-
-    from persistence.models import Company
-    from persistence.selectors.config import company_config
 
     for company in Company.objects.order_by("pk"):
         procedural = company_config(company).memory.procedural

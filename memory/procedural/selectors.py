@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from memory.procedural.models import ExecutionReport
+from memory.core.models.memory import Memory
+from memory.procedural.models import ExecutionReport, ProceduralLesson
 from persistence.principal import Principal
 from synthorg.errors import NotFoundError
 
@@ -58,8 +59,6 @@ def recent_quality_scores(*, report: ExecutionReport, window: int) -> list[float
 def attach_lessons(memories) -> None:
     """Load the lessons of the PROCEDURAL memories among ``memories`` in one query and cache
     them on the rows (``memory.lesson``; ``None`` cached for one without a lesson)."""
-    from memory.core.models.memory import Memory
-    from memory.procedural.models import ProceduralLesson
 
     procedural = [m for m in memories if m.category == "procedural"]
     if not procedural:
@@ -91,8 +90,6 @@ def lesson_for(*, principal: Principal, memory_id):
     """The lesson of a memory the caller may read: an agent its own memories and the
     company's shared ones, a human member any memory of the company."""
     from django.db.models import Q
-
-    from memory.procedural.models import ProceduralLesson
 
     qs = ProceduralLesson.objects.filter(
         company=principal.company, memory__company=principal.company, memory_id=memory_id

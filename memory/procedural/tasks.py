@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from memory.procedural.models import ExecutionCapture
-from memory.procedural.services.capture import execution_report_capture
+from memory.procedural.services.capture import execution_captures_requeue, execution_report_capture
+from memory.procedural.services.pruning import procedural_prune_company
+from persistence.models import Company
 
 
 def capture_execution_report(report_id: str) -> str | None:
@@ -15,9 +17,6 @@ def capture_execution_report(report_id: str) -> str | None:
 
 def run_procedural_maintenance(company_id: int) -> dict | None:
     """Daily per company: prune lessons, re-queue captures a lost message left behind."""
-    from memory.procedural.services.capture import execution_captures_requeue
-    from memory.procedural.services.pruning import procedural_prune_company
-    from persistence.models import Company
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:

@@ -29,6 +29,9 @@ from memory.core.selectors.memories import agent_memories
 from memory.core.selectors.search import SearchHit, memory_search
 from memory.core.services.edit import memory_update
 from memory.core.services.store import memory_store_batch
+from memory.ingestion.domain import MessageIn
+from memory.ingestion.selectors import conversation_messages
+from memory.ingestion.services.messages import conversation_messages_append
 from memory.prompting.context import ContextEntry
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -211,8 +214,6 @@ def recall_write(
 ):
     """Append one turn to the agent's conversation (the ingestion app's flush service:
     stored at once, facts extracted from it later by the debounced extraction)."""
-    from memory.ingestion.domain import MessageIn
-    from memory.ingestion.services.messages import conversation_messages_append
 
     message = parse_request(MessageIn, {"role": role, "content": content})
     return conversation_messages_append(
@@ -230,7 +231,6 @@ def recall_read(
 ) -> list:
     """Conversation turns, newest first: all of the agent's conversations (or one), those
     matching ``query`` (full text, english stemming) when it is given."""
-    from memory.ingestion.selectors import conversation_messages
 
     messages = conversation_messages(
         agent=agent, conversation_id=conversation_id, query=(query or "").strip() or None

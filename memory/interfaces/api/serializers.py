@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from memory.core import domain
 from memory.core.models.memory import Memory
-from memory.procedural.selectors import lesson_of
+from memory.procedural.selectors import attach_lessons, lesson_of
 from synthorg.api.serializers import SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
@@ -274,7 +274,6 @@ class SearchResponseSerializer(SharedFieldsRepresentation, serializers.Serialize
 
 def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
     """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
-    from memory.procedural.selectors import attach_lessons
 
     attach_lessons([hit.memory for hit in hits])  # tiers of procedural hits, one query
     return {

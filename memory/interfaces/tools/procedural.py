@@ -4,6 +4,7 @@ learned (the procedural app's own submit service; the same answer as ``POST
 
 from __future__ import annotations
 
+from memory.interfaces.service import MemoryService
 from memory.procedural.domain import ExecutionReportInput
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec
@@ -16,12 +17,10 @@ class ReportExecutionArgs(ToolArguments, ExecutionReportInput):
 
 
 def report_execution(ctx: ToolContext, args: ReportExecutionArgs) -> ToolResult:
-    from memory.procedural.services.reports import execution_report_submit
-
     if not ctx.principal.is_agent:
         raise AccessDeniedError(AGENTS_ONLY, code="agents_only")
-    submitted = execution_report_submit(
-        agent=ctx.principal.agent, data=args.model_dump(exclude_defaults=True)
+    submitted = MemoryService(ctx.principal).report_execution(
+        args.model_dump(exclude_defaults=True)
     )
     return ToolResult(
         f"Execution report {submitted.report.pk} stored; lesson capture: {submitted.capture}.",

@@ -8,6 +8,8 @@ from uuid import UUID
 from pydantic import Field
 
 from memory.core.domain import MAX_TAGS, MEMORY_CONTENT_MAX_CHARS
+from memory.interfaces.api.conversations.serializers import ConversationMessageSerializer
+from memory.interfaces.api.serializers import MemorySerializer
 from memory.interfaces.tools.toolkit import (
     EXCERPT,
     BindingArgs,
@@ -100,7 +102,6 @@ def core_memory_read(ctx: ToolContext, args: CoreReadArgs) -> ToolResult:
 
 
 def core_memory_write(ctx: ToolContext, args: CoreWriteArgs) -> ToolResult:
-    from memory.interfaces.api.serializers import MemorySerializer
 
     memory = service_for(ctx).core_write(**args.model_dump())
     verb = "replaced" if args.replace_id else "added"
@@ -134,7 +135,6 @@ def _turns_text(messages) -> str:
 
 
 def recall_memory_read(ctx: ToolContext, args: RecallReadArgs) -> ToolResult:
-    from memory.interfaces.api.conversations.serializers import ConversationMessageSerializer
 
     messages = service_for(ctx).recall_read(
         query=args.query, limit=args.limit, conversation_id=args.conversation_id

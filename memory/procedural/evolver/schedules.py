@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from persistence.models import Company
+from persistence.selectors.config import company_config
 from synthorg.enums import ConsolidationInterval
 from synthorg.schedules import ScheduleSpec
 
@@ -17,9 +19,6 @@ def schedule_name(company_id: int) -> str:
 
 def evolver_schedules() -> Iterator[ScheduleSpec]:
     from django_q.models import Schedule
-
-    from persistence.models import Company
-    from persistence.selectors.config import company_config
 
     types = {
         ConsolidationInterval.HOURLY: Schedule.HOURLY,

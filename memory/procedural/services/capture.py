@@ -30,6 +30,7 @@ from memory.procedural.models import CaptureStatus, ExecutionCapture, ExecutionR
 from memory.procedural.proposer import failure_payload, propose, success_payload
 from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.lessons import procedural_lesson_store
+from memory.procedural.services.reports import enqueue_capture
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.errors import NotFoundError
@@ -196,7 +197,6 @@ def execution_captures_requeue(
 ) -> int:
     """Re-queue captures left ``queued``/``running`` for longer than ``stale_after`` (a lost
     broker message or a worker killed mid-run); returns how many were handed to q2 again."""
-    from memory.procedural.services.reports import enqueue_capture
 
     cutoff = (now or timezone.now()) - stale_after
     with transaction.atomic():

@@ -21,11 +21,8 @@ from rest_framework.views import APIView
 
 from memory.core.domain import parse_request
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
-from memory.ingestion import selectors
 from memory.ingestion.domain import MessageIn
-from memory.ingestion.selectors import conversation_messages, conversation_run_get
-from memory.ingestion.services.context import conversation_context
-from memory.ingestion.services.messages import check_conversation_id, conversation_messages_append
+from memory.ingestion.services.messages import check_conversation_id
 from memory.interfaces.api.conversations import serializers as s
 from memory.interfaces.api.views.common import PROBLEM, AgentView
 
@@ -95,7 +92,7 @@ class ConversationListView(AgentView, APIView):
     )
     def get(self, request):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
-        conversations = selectors.agent_conversations(agent=self.agent)
+        conversations = self.service.conversations()
         return _paginate(
             self, request, conversations, UpdatedPagination(), s.ConversationSerializer
         )
@@ -140,13 +137,11 @@ class ConversationMessagesView(AgentView, APIView):
             )
             for index, item in enumerate(data["messages"])
         ]
-        result = conversation_messages_append(
-            agent=self.agent,
-            conversation_id=conversation_id,
-            messages=messages,
+        result = self.service.conversation_append(
+            conversation_id,
+            messages,
             session_id=data.get("session_id"),
             project_id=data.get("project_id"),
-            principal=request.user,
         )
         return Response(
             s.FlushResultSerializer(result.model_dump()).data,
@@ -179,9 +174,8 @@ class ConversationMessagesView(AgentView, APIView):
         query = s.MessageListQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         data = query.validated_data
-        messages = conversation_messages(
-            agent=self.agent,
-            conversation_id=conversation_id,
+        messages = self.service.conversation_messages(
+            conversation_id,
             query=data.get("q"),
             role=data.get("role"),
             after_seq=data.get("after_seq"),
@@ -214,7 +208,7 @@ class ExtractionRunListView(AgentView, APIView):
     )
     def get(self, request, conversation_id):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
-        runs = selectors.conversation_runs(agent=self.agent, conversation_id=conversation_id)
+        runs = self.service.extraction_runs(conversation_id)
         return _paginate(self, request, runs, RecentPagination(), s.ExtractionRunSerializer)
 
 
@@ -230,7 +224,7 @@ class ExtractionRunDetailView(AgentView, APIView):
         responses={200: s.ExtractionRunDetailSerializer, 404: PROBLEM},
     )
     def get(self, request, conversation_id, run_id):
-        run = conversation_run_get(agent=self.agent, conversation_id=conversation_id, run_id=run_id)
+        run = self.service.extraction_run(conversation_id, run_id)
         return Response(s.ExtractionRunDetailSerializer(run).data)
 
 
@@ -253,10 +247,8 @@ class ConversationContextView(AgentView, APIView):
     def post(self, request, conversation_id):
         serializer = s.ContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = conversation_context(
-            agent=self.agent,
-            conversation_id=conversation_id,
-            token_budget=serializer.validated_data["token_budget"],
+        result = self.service.conversation_context(
+            conversation_id, token_budget=serializer.validated_data["token_budget"]
         )
         payload = {
             "conversation_id": result.conversation_id,
@@ -292,7 +284,7 @@ class JournalListView(AgentView, APIView):
         responses={200: s.JournalDaySerializer(many=True)},
     )
     def get(self, request):
-        days = selectors.journal_days(agent=self.agent)
+        days = self.service.journal_days()
         payload = [
             {"day": day, "entries": count, "url": f"/api/v1/journal/{day.isoformat()}"}
             for day, count in days
@@ -320,7 +312,7 @@ class JournalDayView(AgentView, APIView):
         },
     )
     def get(self, request, day):
-        markdown = selectors.journal_markdown(agent=self.agent, day=parse_day(day))
+        markdown = self.service.journal_day(parse_day(day))
         if markdown is None:
             raise MemoryNotFoundError(JOURNAL_NOT_FOUND, code="journal_not_found")
         response = HttpResponse(markdown, content_type="text/markdown; charset=utf-8")
@@ -345,5 +337,5 @@ class DreamRunListView(AgentView, APIView):
     )
     def get(self, request):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
-        runs = selectors.agent_dream_runs(agent=self.agent)
+        runs = self.service.dream_runs()
         return _paginate(self, request, runs, RecentPagination(), s.DreamRunSerializer)

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from memory.interfaces.api.procedural import serializers as s
 from memory.interfaces.api.procedural.filters import ExecutionReportFilter
+from memory.interfaces.service import MemoryService
 from memory.procedural.models import ExecutionReport
 from memory.procedural.selectors import (
     execution_report_get,
@@ -21,8 +22,6 @@ from memory.procedural.selectors import (
     lesson_for,
 )
 from memory.procedural.services.lessons import lesson_skill_md
-from memory.procedural.services.reports import execution_report_submit
-from memory.procedural.services.skill_pool import procedural_memory_applied
 from persistence.api.permissions import IsAgent, IsPrincipal
 from synthorg.api.pagination import StableCursorPagination
 from synthorg.errors import InvalidInputError
@@ -103,7 +102,7 @@ class ExecutionReportCollectionView(generics.ListAPIView):
     def post(self, request, *args, **kwargs):
         if not isinstance(request.data, dict):
             raise InvalidInputError(BODY_NOT_OBJECT, code="validation_error")
-        submitted = execution_report_submit(agent=request.user.agent, data=request.data)
+        submitted = MemoryService(request.user).report_execution(request.data)
         return Response(
             {"id": str(submitted.report.pk), "capture": submitted.capture},
             status=status.HTTP_202_ACCEPTED,
@@ -190,5 +189,5 @@ class LessonAppliedView(APIView):
                     for f in fields
                 ],
             )
-        memory = procedural_memory_applied(agent=request.user.agent, memory_id=pk)
+        memory = MemoryService(request.user).lesson_applied(pk)
         return Response(s.LessonAppliedSerializer(memory).data)

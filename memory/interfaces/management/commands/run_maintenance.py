@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.core.models.maintenance import MaintenanceRun
 from memory.core.services.maintenance import MaintenanceReport, run_maintenance
+from memory.procedural.services.pruning import procedural_prune_agent
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 
@@ -67,7 +68,6 @@ class Command(BaseCommand):
     def _prune_procedural(self, agent: Agent, *, index: int, total: int, dry_run: bool) -> None:
         """Procedural pruning (``memory.procedural.pruning``) runs whatever the consolidation
         kill switch says: it archives lessons, it does not consolidate."""
-        from memory.procedural.services.pruning import procedural_prune_agent
 
         if company_config(agent.company).memory.procedural.pruning.strategy == "none":
             return
