@@ -199,6 +199,10 @@ def test_operator_console_flow(live_server, browser):
     _wait(browser, ec.presence_of_element_located((By.LINK_TEXT, "planner"))).click()
     _wait(browser, ec.presence_of_element_located((By.ID, "q"))).send_keys("CFO phone number")
     browser.find_element(By.CSS_SELECTOR, "form.search button[type=submit]").click()
+    # the results page (its URL carries the query), not the list it replaces: a link found
+    # on the old page goes stale when the results arrive
+    _wait(browser, ec.url_contains("q=CFO"))
+    _wait(browser, lambda b: b.execute_script("return document.readyState") == "complete")
     link = _wait(browser, ec.presence_of_element_located((By.PARTIAL_LINK_TEXT, "CFO")))
     _shot(browser, "memory_search.png")
     link.click()
