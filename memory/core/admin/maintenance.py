@@ -8,11 +8,10 @@ from django.contrib import admin
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from persistence.admin_scoping import ReadOnlyScopedAdmin
 
-_ReadOnlyAdmin = ReadOnlyScopedAdmin  # scoped to the staff user's companies, view-only
 
 
 @admin.register(MaintenanceRun)
-class MaintenanceRunAdmin(_ReadOnlyAdmin):
+class MaintenanceRunAdmin(ReadOnlyScopedAdmin):
     list_display = (
         "started_at",
         "company",
@@ -41,7 +40,7 @@ class MaintenanceRunAdmin(_ReadOnlyAdmin):
 
 
 @admin.register(ArchivedMemory)
-class ArchivedMemoryAdmin(_ReadOnlyAdmin):
+class ArchivedMemoryAdmin(ReadOnlyScopedAdmin):
     list_display = (
         "short_content",
         "agent",
