@@ -25,7 +25,7 @@ from memory.core.extensions import archive_restore_handlers
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
-from memory.core.services.store import memory_store_batch
+from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
@@ -122,7 +122,12 @@ def archive_restore(
     embedder: Embedder | None = None,
     now: datetime | None = None,
 ) -> RestoreResult:
-    """Put one of ``agent``'s archived memories back into the hot store."""
+    """Put one of ``agent``'s archived memories back into the hot store.
+
+    The memory is embedded before the archive row is locked (a slow embedder holds up no
+    other restore); the store runs under the lock with those vectors and is audited once,
+    as ``memory.archive_restored``, in the same transaction.
+    """
     now = now or timezone.now()
     entry = archive_get(agent=agent, archive_id=archive_id)  # 404 for anyone else's
     if entry.restored_at is not None:
@@ -132,22 +137,22 @@ def archive_restore(
             RESTORE_NEEDS_PERSISTENT.format(level=agent.memory_level),
             code="restore_needs_persistent_level",
         )
-    request = MemoryStoreRequest(
-        content=entry.content,
-        category=entry.category,
-        namespace=entry.namespace,
-        context=entry.context,
-        source=entry.source,
-        confidence=entry.confidence,
-        tags=tuple(entry.tags),
-        created_at=min(entry.created_at, now),
+    embeddings = memory_store_embed(
+        agent=agent, requests=[_restore_request(entry, now=now)], embedder=embedder
     )
     with transaction.atomic():
         locked = ArchivedMemory.objects.select_for_update().get(pk=entry.pk)
         if locked.restored_at is not None:
             raise ConflictError(ALREADY_RESTORED, code="archive_already_restored")
+        # Built again from the locked row: should its text differ from what was embedded,
+        # the memory is stored pending rather than with another text's vector.
         (result,) = memory_store_batch(
-            agent=agent, requests=[request], embedder=embedder, now=now, deduplicate=False
+            agent=agent,
+            requests=[_restore_request(locked, now=now)],
+            now=now,
+            deduplicate=False,
+            embeddings=embeddings,
+            audit=False,  # recorded below as memory.archive_restored
         )
         for handler in archive_restore_handlers():  # e.g. a pruned lesson's tiers come back
             handler(memory_id=result.id, company=agent.company, metadata=locked.metadata)
@@ -168,6 +173,19 @@ def archive_restore(
             },
         )
     return RestoreResult(archived=locked, memory_id=result.id)
+
+
+def _restore_request(entry: ArchivedMemory, *, now: datetime) -> MemoryStoreRequest:
+    return MemoryStoreRequest(
+        content=entry.content,
+        category=entry.category,
+        namespace=entry.namespace,
+        context=entry.context,
+        source=entry.source,
+        confidence=entry.confidence,
+        tags=tuple(entry.tags),
+        created_at=min(entry.created_at, now),
+    )
 
 
 def to_entry(row: ArchivedMemory) -> ArchivalEntry:

@@ -1,13 +1,17 @@
-"""Changing and removing memories: update, delete, session end and project close.
+"""Changing and removing memories: update, correct, delete, session end and project close.
 
 Deletions are real deletions (retention of what an agent asked to forget is not ours to
-decide) and each writes an audit entry in the same transaction.
+decide). Every write here records an audit entry in the same transaction (never the
+content: the ledger is append-only and erasure must be able to forget content). Re-embedding
+runs before any row is locked.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.db import transaction
@@ -17,7 +21,7 @@ from memory.core.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest, embedd
 from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
-from memory.core.services.embeddings import embed_texts
+from memory.core.services.embeddings import Embedded, embed_texts
 from persistence.access import ROLE_RANK
 from persistence.models import Agent, Project
 from persistence.services.audit import audit_record
@@ -44,10 +48,55 @@ def memory_update(
 ) -> Memory:
     """Apply ``request`` to one of ``agent``'s private memories; re-embed when its text changes.
 
-    The embedder is called before the row is locked; if it fails the memory keeps its new
-    text with ``embedding_status="pending"`` (the old vector would describe the old text).
+    The embedder runs before the row is locked (a slow embedder holds up no other writer).
+    Under the lock the text is checked again: if a concurrent update changed it meanwhile,
+    the vector computed for the old text is not used and the memory is stored with
+    ``embedding_status="pending"`` (the backfill embeds it), as when the embedder fails.
+    The update is audited (``memory.updated``: the changed field names, never the content)
+    in the same transaction.
     """
     now = now or timezone.now()
+    prepared = _prepare_update(
+        agent=agent, memory_id=memory_id, request=request, embedder=embedder, now=now
+    )
+    with transaction.atomic():
+        memory, reembedded = _apply_update(prepared, now=now)
+        audit_record(
+            company=agent.company,
+            principal=principal,
+            actor_agent=None if principal is not None else agent,
+            action_type="memory.updated",
+            target_type="memory",
+            target_id=memory.pk,
+            details={
+                "agent_id": agent.pk,
+                "fields": sorted(prepared.changes),
+                "reembedded": reembedded,
+                "category": memory.category,
+            },
+        )
+    memory.refresh_from_db(fields=["search_vector", "doc_length"])
+    return memory
+
+
+@dataclass(frozen=True)
+class _PreparedUpdate:
+    """An update checked and embedded before any lock is taken."""
+
+    memory_id: UUID
+    changes: dict[str, Any]
+    text: str | None  # the embedded text, when the request changes the text
+    embedded: Embedded | None
+
+
+def _prepare_update(
+    *,
+    agent: Agent,
+    memory_id: UUID | str,
+    request: MemoryUpdateRequest,
+    embedder: Embedder | None,
+    now: datetime,
+) -> _PreparedUpdate:
     changes = request.changes()
     if not changes:
         raise MemoryStoreError(NOTHING_TO_UPDATE, code="empty_update")
@@ -59,34 +108,40 @@ def memory_update(
             errors=[{"field": "expires_at", "message": EXPIRES_IN_PAST, "code": "expires_in_past"}],
         )
     current = agent_memory_get(agent=agent, memory_id=memory_id, now=now)
-    content = changes.get("content", current.content)
-    context = changes.get("context", current.context)
-    text_changed = (content, context) != (current.content, current.context)
-    embedded = (
-        embed_texts(
-            company=agent.company, texts=[embedding_text(content, context)], embedder=embedder
-        )
-        if text_changed
-        else None
+    text = embedding_text(
+        changes.get("content", current.content), changes.get("context", current.context)
     )
-    with transaction.atomic():
-        memory = Memory.objects.select_for_update().get(pk=current.pk)
-        if memory.superseded_at is not None:
-            raise MemoryStoreConflictError(MEMORY_SUPERSEDED, code="memory_superseded")
-        for name, value in changes.items():
-            if name == "category":
-                value = value.value
-            elif name == "tags":
-                value = list(value)
-            setattr(memory, name, value)
-        if embedded is not None:
-            memory.embedding = embedded.vector(0)
-            memory.embedder_id = embedded.embedder_id if embedded.ok else ""
-            memory.embedding_status = embedded.status
-        memory.updated_at = now
-        memory.save()
-    memory.refresh_from_db(fields=["search_vector", "doc_length"])
-    return memory
+    if text == embedding_text(current.content, current.context):
+        return _PreparedUpdate(memory_id=current.pk, changes=changes, text=None, embedded=None)
+    embedded = embed_texts(company=agent.company, texts=[text], embedder=embedder)
+    return _PreparedUpdate(memory_id=current.pk, changes=changes, text=text, embedded=embedded)
+
+
+def _apply_update(prepared: _PreparedUpdate, *, now: datetime) -> tuple[Memory, bool]:
+    """Lock the row and apply the changes; returns the memory and whether its text changed."""
+    memory = Memory.objects.select_for_update().get(pk=prepared.memory_id)
+    if memory.superseded_at is not None:
+        raise MemoryStoreConflictError(MEMORY_SUPERSEDED, code="memory_superseded")
+    before = embedding_text(memory.content, memory.context)
+    for name, value in prepared.changes.items():
+        if name == "category":
+            value = value.value
+        elif name == "tags":
+            value = list(value)
+        setattr(memory, name, value)
+    text = embedding_text(memory.content, memory.context)
+    if text != before:
+        if prepared.embedded is not None and text == prepared.text:
+            memory.embedding = prepared.embedded.vector(0)
+            memory.embedder_id = prepared.embedded.embedder_id if prepared.embedded.ok else ""
+            memory.embedding_status = prepared.embedded.status
+        else:  # the text changed under us: never keep a vector of another text
+            memory.embedding = None
+            memory.embedder_id = ""
+            memory.embedding_status = Memory.EmbeddingStatus.PENDING
+    memory.updated_at = now
+    memory.save()
+    return memory, text != before
 
 
 @transaction.atomic
@@ -135,15 +190,17 @@ def memory_correct(
     text, never the text itself.
     """
     reason = _human_reason(agent=agent, principal=principal, reason=reason, required=True)
+    now = timezone.now()
+    prepared = _prepare_update(
+        agent=agent,
+        memory_id=memory_id,
+        request=MemoryUpdateRequest(content=content),
+        embedder=embedder,
+        now=now,
+    )
     with transaction.atomic():
-        before = agent_memory_get(agent=agent, memory_id=memory_id)
-        memory = memory_update(
-            agent=agent,
-            memory_id=memory_id,
-            request=MemoryUpdateRequest(content=content),
-            principal=principal,
-            embedder=embedder,
-        )
+        before = Memory.objects.select_for_update().get(pk=prepared.memory_id)
+        memory, _ = _apply_update(prepared, now=now)
         audit_record(
             company=agent.company,
             principal=principal,
@@ -157,6 +214,7 @@ def memory_correct(
                 "category": memory.category,
             },
         )
+    memory.refresh_from_db(fields=["search_vector", "doc_length"])
     return memory
 
 

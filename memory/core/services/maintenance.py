@@ -14,9 +14,10 @@ Each run of one agent is recorded as a :class:`MaintenanceRun` (counts per step,
 * **Consolidation** — the agent's live, private, persistent memories older than
   ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first) are planned
   by the configured strategy (``simple`` / ``dual_mode`` / ``llm``); each chunk is applied
-  in one transaction: the summary is stored through ``memory_store_batch`` (embedded,
-  searchable), the removed memories are archived whole when ``archival.enabled`` and deleted
-  from the hot store. A chunk whose rows changed meanwhile is skipped.
+  in one transaction: the summary, embedded before the chunk's rows are locked, is stored
+  through ``memory_store_batch`` (searchable; the run's audit entry lists it), the removed
+  memories are archived whole when ``archival.enabled`` and deleted from the hot store. A
+  chunk whose rows changed meanwhile is skipped.
 * **Max memories** — if the agent still holds more than ``max_memories_per_agent``
   memories, the oldest are deleted, ``batch_size`` per query.
 """
@@ -55,7 +56,7 @@ from memory.core.llm import completion_provider_for
 from memory.core.models.maintenance import MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.services.archive import archive_memories
-from memory.core.services.store import memory_store_batch
+from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -339,6 +340,18 @@ class MemoryConsolidationService:
         self, agent: Agent, group: GroupPlan, *, now: datetime, run: MaintenanceRun | None
     ) -> tuple[UUID, list[ArchivalIndexEntry]]:
         removed_ids = [e.id for e in group.removed]
+        request = MemoryStoreRequest(
+            content=group.summary,
+            category=group.category,
+            namespace=group.namespace,
+            source=SUMMARY_SOURCE,
+            confidence=group.kept.confidence,
+            tags=(SUMMARY_TAG, f"strategy:{self.config.strategy.value}"),
+            context=f"Summary of {len(removed_ids)} consolidated memories ({group.method}).",
+        )
+        # Embedded before the group's rows are locked: the agent's own updates of them must
+        # not wait for the embedder.
+        embeddings = memory_store_embed(agent=agent, requests=[request], embedder=self.embedder)
         with transaction.atomic():
             rows = list(
                 Memory.objects.select_for_update()
@@ -350,17 +363,13 @@ class MemoryConsolidationService:
                 expected[row.pk] != row.content for row in rows
             ):
                 raise _GroupChanged
-            request = MemoryStoreRequest(
-                content=group.summary,
-                category=group.category,
-                namespace=group.namespace,
-                source=SUMMARY_SOURCE,
-                confidence=group.kept.confidence,
-                tags=(SUMMARY_TAG, f"strategy:{self.config.strategy.value}"),
-                context=f"Summary of {len(rows)} consolidated memories ({group.method}).",
-            )
             (stored,) = memory_store_batch(
-                agent=agent, requests=[request], embedder=self.embedder, now=now, deduplicate=False
+                agent=agent,
+                requests=[request],
+                now=now,
+                deduplicate=False,
+                embeddings=embeddings,
+                audit=False,  # the run's memory.maintenance_run entry lists the summaries
             )
             index: list[ArchivalIndexEntry] = []
             if self.config.archival.enabled:

@@ -38,7 +38,9 @@ def shared_publish(
 ) -> StoreResult:
     """Publish ``request`` as company-wide shared knowledge (persistent, whatever the
     agent's own memory level). A near duplicate of the agent's earlier publication returns
-    that entry with ``deduplicated=True``."""
+    that entry with ``deduplicated=True``. The embedder runs before the store takes its
+    locks (see :func:`memory_store_batch`); the publication is audited in the same
+    transaction."""
     _require_enabled(agent)
     with transaction.atomic():
         result = memory_store_batch(
@@ -48,6 +50,7 @@ def shared_publish(
             embedder=embedder,
             now=now,
             shared=True,
+            audit=False,  # recorded below as memory.shared_published
         )[0]
         if not result.deduplicated:
             audit_record(

@@ -1,9 +1,9 @@
 """Storing memories: level binding, the write gate, batched embedding and supersession.
 
 ``memory_store_batch`` is the one write path (``memory_store`` is a batch of one; shared
-knowledge is published through it with ``shared=True``). A batch is one transaction and one
-embedder call. Which level a memory is written under is decided by the agent's
-``memory_level``:
+knowledge is published through it with ``shared=True``). A batch is one transaction, one
+embedder call and one audit entry. Which level a memory is written under is decided by the
+agent's ``memory_level``:
 
 * ``none`` — nothing is stored; every result says ``stored=False`` (not an error);
 * ``session`` — the request must carry a ``session_id``; purged when the session ends;
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
 
@@ -32,6 +32,7 @@ from memory.core.models.memory import Memory
 from memory.core.services.embeddings import embed_texts
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.models import Agent, Project
+from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
 
@@ -48,6 +49,45 @@ ALREADY_SUPERSEDED = "The memory is already superseded."
 SUPERSEDES_SHARED_MISMATCH = "Shared knowledge can only supersede shared knowledge, and vice versa."
 
 NOT_STORED = StoreResult(id=None, stored=False, deduplicated=False, embedding_status=None)
+
+#: The audit action of a store batch (shared knowledge: ``memory.shared_published``, recorded
+#: by :func:`memory.core.services.shared.shared_publish`).
+STORED_ACTION = "memory.stored"
+
+
+@dataclass(frozen=True)
+class StoreEmbeddings:
+    """Vectors computed ahead of a store, keyed by the text they embed
+    (:meth:`MemoryStoreRequest.embedding_text`). Empty when the embedder failed."""
+
+    embedder_id: str = ""
+    by_text: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def vector(self, request: MemoryStoreRequest) -> np.ndarray | None:
+        return self.by_text.get(request.embedding_text())
+
+
+def memory_store_embed(
+    *,
+    agent: Agent,
+    requests: Sequence[MemoryStoreRequest],
+    embedder: Embedder | None = None,
+) -> StoreEmbeddings:
+    """Embed ``requests`` in one embedder call, for a later :func:`memory_store_batch`.
+
+    A caller that must hold locks around the store (a restore, a consolidation) calls this
+    *before* taking them and passes the result as ``embeddings``: the embedder may be slow or
+    remote, and must not run while other writers wait. Vectors are keyed by text, so a
+    request whose text changed meanwhile simply finds none and is stored ``pending``.
+    """
+    texts = list(dict.fromkeys(r.embedding_text() for r in requests))
+    embedded = embed_texts(company=agent.company, texts=texts, embedder=embedder)
+    if embedded.vectors is None:
+        return StoreEmbeddings()
+    return StoreEmbeddings(
+        embedder_id=embedded.embedder_id,
+        by_text=dict(zip(texts, embedded.vectors, strict=True)),
+    )
 
 
 def memory_store(
@@ -80,6 +120,8 @@ def memory_store_batch(
     shared: bool = False,
     deduplicate: bool = True,
     persistent: bool = False,
+    embeddings: StoreEmbeddings | None = None,
+    audit: bool = True,
 ) -> list[StoreResult]:
     """Store up to 500 memories for ``agent`` in one transaction; results in request order.
 
@@ -88,6 +130,24 @@ def memory_store_batch(
     request of the same batch — stores nothing and returns that memory's id with
     ``deduplicated=True``. ``supersedes`` marks the named memories superseded by the result.
     If the embedder fails, rows are stored with ``embedding_status="pending"``.
+
+    All or nothing: a rejected request (unknown or closed project, a ``supersedes`` that cannot
+    be superseded) leaves nothing written. Inside the one transaction, in this order:
+
+    1. a first pass of the gate, which only reads, finds the duplicates, so that
+    2. the embedder embeds the other requests in one call — before any row or advisory lock
+       is taken, so a slow embedder holds up no other writer of the agent (unless
+       ``embeddings`` were computed ahead by :func:`memory_store_embed`);
+    3. the project and superseded rows are locked, and concurrent stores into the same
+       agent/namespace/category serialise on an advisory lock;
+    4. the gate runs again (the store may have changed since step 1), the rows are written,
+       supersessions applied, and — if anything was written and ``audit`` — one
+       ``memory.stored`` audit entry records ``principal``, the agent and the stored ids
+       (never the content: the ledger is append-only and erasure must forget content).
+
+    ``audit=False`` is for callers that record their own, more specific entry for the same
+    write in the same transaction (a shared publication, an archive restore). A caller that
+    already holds locks must pass ``embeddings`` computed before it took them.
     """
     if not requests:
         raise MemoryStoreError(BATCH_EMPTY, code="batch_empty")
@@ -101,42 +161,35 @@ def memory_store_batch(
     now = now or timezone.now()
     batch = len(requests) > 1
     _check_requests(requests, level=level, now=now, batch=batch)
-    terms = _terms([r.content for r in requests])
-    # A first, lock-free pass of the gate spares the embedder the duplicates; the embedder
-    # then runs before the transaction opens, so no locks are held during the call. The
-    # gate runs again under the lock (the store may have changed meanwhile).
-    duplicates: set[int] = set()
-    if deduplicate:
-        with transaction.atomic():
-            probe = [
-                _Slot(index=i, request=r, terms=t)
-                for i, (r, t) in enumerate(zip(requests, terms, strict=True))
-            ]
-            _gate(agent, probe, level=level, shared=shared, now=now)
-        duplicates = {slot.index for slot in probe if slot.deduplicated}
-    to_embed = [i for i in range(len(requests)) if i not in duplicates]
-    embedded = embed_texts(
-        company=agent.company,
-        texts=[requests[i].embedding_text() for i in to_embed],
-        embedder=embedder,
-    )
-    vectors = (
-        {i: embedded.vectors[position] for position, i in enumerate(to_embed)}
-        if embedded.vectors is not None
-        else {}
-    )
-    return _store(
-        agent=agent,
-        requests=requests,
-        terms=terms,
-        level=level,
-        vectors=vectors,
-        embedder_id=embedded.embedder_id,
-        now=now,
-        shared=shared,
-        deduplicate=deduplicate,
-        batch=batch,
-    )
+    with transaction.atomic():
+        terms = _terms([r.content for r in requests])
+        if embeddings is None:
+            duplicates: set[int] = set()
+            if deduplicate:
+                probe = [
+                    _Slot(index=i, request=r, terms=t)
+                    for i, (r, t) in enumerate(zip(requests, terms, strict=True))
+                ]
+                _gate(agent, probe, level=level, shared=shared, now=now)
+                duplicates = {slot.index for slot in probe if slot.deduplicated}
+            embeddings = memory_store_embed(
+                agent=agent,
+                requests=[r for i, r in enumerate(requests) if i not in duplicates],
+                embedder=embedder,
+            )
+        return _store(
+            agent=agent,
+            requests=requests,
+            terms=terms,
+            level=level,
+            embeddings=embeddings,
+            now=now,
+            shared=shared,
+            deduplicate=deduplicate,
+            batch=batch,
+            principal=principal,
+            audit=audit,
+        )
 
 
 def _field(index: int, name: str, batch: bool) -> str:
@@ -190,20 +243,21 @@ class _Slot:
         return (self.request.session_id or "", self.request.project_id)
 
 
-@transaction.atomic
 def _store(
     *,
     agent: Agent,
     requests: Sequence[MemoryStoreRequest],
     terms: Sequence[frozenset[str]],
     level: MemoryLevel,
-    vectors: dict[int, np.ndarray],
-    embedder_id: str,
+    embeddings: StoreEmbeddings,
     now: datetime,
     shared: bool,
     deduplicate: bool,
     batch: bool,
+    principal,
+    audit: bool,
 ) -> list[StoreResult]:
+    """Steps 3 and 4 of :func:`memory_store_batch` (inside its transaction)."""
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
     superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
     slots = [
@@ -220,8 +274,9 @@ def _store(
             continue
         request = slot.request
         # No vector: the embedder failed, or the first gate pass took this request for a
-        # duplicate of a memory that is gone now. The backfill task embeds it later.
-        vector = vectors.get(slot.index)
+        # duplicate of a memory that is gone now. The backfill task embeds it later (the
+        # embedder is never called under the locks taken above).
+        vector = embeddings.vector(request)
         row = Memory(
             company_id=agent.company_id,
             agent=agent,
@@ -240,7 +295,7 @@ def _store(
             updated_at=now,
             expires_at=request.expires_at,
             embedding=vector,
-            embedder_id=embedder_id if vector is not None else "",
+            embedder_id=embeddings.embedder_id if vector is not None else "",
             embedding_status=(
                 Memory.EmbeddingStatus.READY
                 if vector is not None
@@ -255,12 +310,24 @@ def _store(
         if slot.twin is not None:
             slot.result_id, slot.status = slots[slot.twin].result_id, slots[slot.twin].status
 
+    superseded_ids: list[UUID] = []
     for slot in slots:
         targets = [superseded[mid] for mid in slot.request.supersedes if mid != slot.result_id]
         if targets:
             Memory.objects.filter(pk__in=[m.pk for m in targets]).update(
                 superseded_at=now, superseded_by_id=slot.result_id, updated_at=now
             )
+            superseded_ids.extend(m.pk for m in targets)
+    if audit and (rows or superseded_ids):
+        _audit_batch(
+            agent,
+            principal=principal,
+            stored=[row.pk for row in rows],
+            deduplicated=sum(slot.deduplicated for slot in slots),
+            superseded=superseded_ids,
+            level=level,
+            shared=shared,
+        )
     return [
         StoreResult(
             id=slot.result_id,
@@ -270,6 +337,35 @@ def _store(
         )
         for slot in slots
     ]
+
+
+def _audit_batch(
+    agent: Agent,
+    *,
+    principal,
+    stored: list[UUID],
+    deduplicated: int,
+    superseded: list[UUID],
+    level: MemoryLevel,
+    shared: bool,
+) -> None:
+    """One entry per batch, however large (a LoCoMo ingest writes 500 memories a batch)."""
+    audit_record(
+        company=agent.company,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        action_type=STORED_ACTION,
+        target_type="agent",
+        target_id=agent.pk,
+        details={
+            "agent_id": agent.pk,
+            "memory_ids": [str(pk) for pk in stored],
+            "deduplicated": deduplicated,
+            "superseded_ids": [str(pk) for pk in superseded],
+            "level": level.value,
+            "is_shared": shared,
+        },
+    )
 
 
 #: The columns a store writes: all but the trigger-maintained search_vector and doc_length.

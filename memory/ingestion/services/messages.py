@@ -82,7 +82,7 @@ def conversation_messages_append(
     batches and never leave gaps). After the commit the debounced extraction is re-armed:
     due ``debounce_seconds`` after this flush, or at once when the unextracted messages
     exceed ``max_pending_tokens``. ``principal`` is accepted for interface symmetry; a flush
-    is not audited (like a memory store), purges are.
+    is not audited (the memories extracted from it are, per store batch), purges are.
     """
     check_conversation_id(conversation_id)
     if not messages:

@@ -1,9 +1,9 @@
 """Concurrent near-duplicate stores: the write gate lets exactly one through.
 
-The test's own connection sits in pytest-django's test transaction, which other connections
-cannot see; so setup, the racing stores and the cleanup all run on their own (autocommit)
-connections in threads. (A transactional test cannot be used: flushing would TRUNCATE the
-append-only audit table, which its trigger forbids.)"""
+The racing stores run on their own connections in threads; the test itself is a
+``transactional_db`` test (autocommit), so they see its setup. Stores write audit entries,
+so the post-test flush must empty append-only tables (``allow_flush_of_append_only_tables``).
+"""
 
 import threading
 
@@ -14,7 +14,7 @@ from django.db import connection
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models.memory import Memory
 from memory.core.services.store import memory_store
-from persistence.models import Company
+from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import AgentFactory
 
 
@@ -44,13 +44,9 @@ def in_thread(fn, *args):
     return out["value"]
 
 
-@pytest.mark.django_db
+@pytest.mark.usefixtures("allow_flush_of_append_only_tables")
 def test_racing_duplicates_store_once():
-    agent = in_thread(AgentFactory)
-    try:
-        _race(agent)
-    finally:
-        in_thread(lambda: Company.objects.filter(pk=agent.company_id).delete())
+    _race(AgentFactory())
 
 
 def _race(agent):
@@ -82,7 +78,7 @@ def _race(agent):
     for thread in pool:
         thread.join()
     assert errors == []
-    rows = in_thread(lambda: list(Memory.objects.filter(agent_id=agent.pk)))
+    rows = list(Memory.objects.filter(agent_id=agent.pk))
     assert len(rows) == 1
     assert sorted(r.deduplicated for r in results) == [False] + [True] * (threads - 1)
     assert {r.id for r in results} == {rows[0].id}

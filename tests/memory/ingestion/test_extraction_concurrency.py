@@ -1,8 +1,8 @@
 """Two workers extracting the same conversation at once: exactly one claims the messages.
 
-Real transactions: the test's own connection sits in pytest-django's test transaction, which
-other connections cannot see, so setup, the racing workers and the cleanup run on their own
-(autocommit) connections in threads, as in ``tests/memory/test_gate_concurrency.py``."""
+Real transactions: a ``transactional_db`` test (autocommit), the racing workers on their own
+connections in threads, as in ``tests/memory/core/test_gate_concurrency.py``; stores write
+audit entries, so the post-test flush empties append-only tables."""
 
 import threading
 from datetime import timedelta
@@ -14,22 +14,19 @@ from django.utils import timezone
 from memory.core.models.memory import Memory
 from memory.ingestion.models import Conversation, ExtractionRun
 from memory.ingestion.services.extraction import conversation_extract
-from persistence.models import Company
 from synthorg.llm import OpenAICompatibleChatClient
 from tests.memory.core.test_gate_concurrency import in_thread
 from tests.memory.ingestion.conftest import fact, flush
+from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import AgentFactory
 from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, chat_completion_payload
 
 
-@pytest.mark.django_db
+@pytest.mark.usefixtures("allow_flush_of_append_only_tables")
 def test_concurrent_workers_never_double_extract():
     agent = in_thread(AgentFactory)
-    try:
-        with FakeOpenAIServer() as server:
-            _race(agent, server)
-    finally:
-        in_thread(lambda: Company.objects.filter(pk=agent.company_id).delete())
+    with FakeOpenAIServer() as server:
+        _race(agent, server)
 
 
 def _race(agent, server):
