@@ -28,7 +28,7 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import agent_memories
 from memory.core.selectors.search import SearchHit, memory_search
 from memory.core.services.edit import memory_update
-from memory.core.services.store import memory_store_batch
+from memory.core.services.store import memory_store_batch, memory_store_embed
 from memory.ingestion.domain import MessageIn
 from memory.ingestion.selectors import conversation_messages
 from memory.ingestion.services.messages import conversation_messages_append
@@ -117,6 +117,14 @@ def core_memory_write(
     settings = _settings(agent)
     if not settings.core_writes_allowed(agent.name):
         raise MemoryAccessError(CORE_WRITES_DISABLED, code="core_writes_disabled")
+    request = embeddings = None
+    if replace_id is None:
+        request = _request(
+            content, MemoryCategory.SEMANTIC, (CORE_TAG,), CORE_SOURCE, session_id, project_id
+        )
+        # Embedded before the agent lock below: a slow embedder must not hold up the agent's
+        # other writers (every store of the agent waits on that lock).
+        embeddings = memory_store_embed(agent=agent, requests=[request])
     with transaction.atomic():
         # One writer per agent at a time, so two writes cannot both fit the last tokens.
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
@@ -142,18 +150,11 @@ def core_memory_write(
         else:
             result = memory_store_batch(
                 agent=agent,
-                requests=[
-                    _request(
-                        content,
-                        MemoryCategory.SEMANTIC,
-                        (CORE_TAG,),
-                        CORE_SOURCE,
-                        session_id,
-                        project_id,
-                    )
-                ],
+                requests=[request],
                 principal=principal,
                 deduplicate=False,
+                embeddings=embeddings,
+                audit=False,  # memory.core_written below is the record of this write
             )[0]
             if result.id is None:
                 raise MemoryInputError(
