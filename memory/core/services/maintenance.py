@@ -59,7 +59,7 @@ from memory.core.services.store import memory_store_batch
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.company_config import (
+from synthorg.company_config.memory import (
     AgentRetentionOverrides,
     ConsolidationConfig,
     ConsolidationStrategyType,
