@@ -15,7 +15,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.interfaces.api.views.common import PROBLEM, AgentView
+from memory.interfaces.api.views.common import AgentView
+from synthorg.api.schema import PROBLEM
 from synthorg.api.serializers import Serializer
 from synthorg.tools import tool_call
 
