@@ -9,7 +9,6 @@ from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from persistence.admin_scoping import ReadOnlyScopedAdmin
 
 
-
 @admin.register(MaintenanceRun)
 class MaintenanceRunAdmin(ReadOnlyScopedAdmin):
     list_display = (
