@@ -1,7 +1,7 @@
 """Who may write which org-fact category (pure: no Django import).
 
 The rules come from the company's ``org_memory.write_access`` config
-(:class:`synthorg.company_config.WriteAccessConfig`):
+(:class:`synthorg.company_config.org_memory.WriteAccessConfig`):
 
 * a category with no rule denies everyone (humans included);
 * a human may write when the rule has ``human_allowed``;
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orgmemory.domain import OrgFactAuthor
-from synthorg.company_config import CategoryWriteRule, WriteAccessConfig
+from synthorg.company_config.org_memory import CategoryWriteRule, WriteAccessConfig
 from synthorg.enums import OrgFactCategory
 from synthorg.errors import AccessDeniedError
 

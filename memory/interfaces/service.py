@@ -57,7 +57,7 @@ from memory.prompting.strategies import (
     strategy_for,
 )
 from persistence.selectors.config import company_config
-from synthorg.company_config import CompanyMemoryConfig
+from synthorg.company_config.memory import CompanyMemoryConfig
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 

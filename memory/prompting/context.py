@@ -34,7 +34,7 @@ from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
 from orgmemory.selectors import org_prompt_context
 from persistence.models import Agent
-from synthorg.company_config import MemoryRetrievalConfig
+from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory
 from synthorg.errors import InvalidInputError
 

@@ -35,7 +35,11 @@ from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from memory.prompting.self_editing import core_block
 from orgmemory.selectors import policies
 from persistence.models import Agent
-from synthorg.company_config import CompanyMemoryConfig, InjectionStrategy, MemoryRetrievalConfig
+from synthorg.company_config.memory import (
+    CompanyMemoryConfig,
+    InjectionStrategy,
+    MemoryRetrievalConfig,
+)
 from synthorg.enums import MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.tools import registered_tools

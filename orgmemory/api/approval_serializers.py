@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from orgmemory.approval_models import MAX_TTL, MIN_TTL, ApprovalItem
 from synthorg.api.fields import JSONObjectField
-from synthorg.api.serializers import ModelSerializer
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 
 class ApprovalItemSerializer(ModelSerializer):
@@ -55,7 +55,7 @@ def _bounded(value):
     return value
 
 
-class ApprovalRequestSerializer(serializers.Serializer):
+class ApprovalRequestSerializer(Serializer):
     action_type = serializers.CharField(max_length=100)
     title = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=10000, required=False, allow_blank=True)
@@ -73,15 +73,15 @@ class ApprovalRequestSerializer(serializers.Serializer):
     )
 
 
-class ApprovalRejectSerializer(serializers.Serializer):
+class ApprovalRejectSerializer(Serializer):
     reason = serializers.CharField(max_length=4000, allow_blank=True)
 
 
-class ApprovalApproveSerializer(serializers.Serializer):
+class ApprovalApproveSerializer(Serializer):
     pass
 
 
-class ApprovalListQuerySerializer(serializers.Serializer):
+class ApprovalListQuerySerializer(Serializer):
     status = serializers.ChoiceField(choices=ApprovalItem.Status.values, required=False)
     risk = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices, required=False)
     action_type = serializers.CharField(max_length=100, required=False)

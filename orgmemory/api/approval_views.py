@@ -33,9 +33,9 @@ from orgmemory.services.approvals import (
 from persistence.api.permissions import IsPrincipal
 from persistence.models import Task
 from synthorg.api.pagination import StableCursorPagination
+from synthorg.api.schema import PROBLEM
 from synthorg.errors import AccessDeniedError, NotFoundError
 
-PROBLEM = OpenApiResponse(description="application/problem+json")
 TAGS = ["approvals"]
 
 

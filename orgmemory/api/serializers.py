@@ -3,6 +3,7 @@ from rest_framework import serializers
 
 from orgmemory.domain import FACT_CONTENT_MAX_CHARS, MAX_TAGS
 from orgmemory.models import OperationLogEntry, WriteAccessRequest
+from synthorg.api.serializers import ModelSerializer, Serializer
 from synthorg.enums import OrgFactCategory
 
 # The model's (value, label) pairs, so every category enum in the schema is the same one.
@@ -22,14 +23,14 @@ class CategoryNameField(serializers.CharField):
         return value
 
 
-class AuthorSerializer(serializers.Serializer):
+class AuthorSerializer(Serializer):
     is_human = serializers.BooleanField()
     agent_id = serializers.CharField(allow_null=True)
     seniority = serializers.CharField(allow_null=True)
     autonomy_level = serializers.CharField(allow_null=True)
 
 
-class FactSerializer(serializers.Serializer):
+class FactSerializer(Serializer):
     """A fact as it stands now (or at ``as_of``)."""
 
     fact_id = serializers.UUIDField()
@@ -49,12 +50,12 @@ class ScoredFactSerializer(FactSerializer):
     score = serializers.FloatField(allow_null=True)
 
 
-class FactQueryResultSerializer(serializers.Serializer):
+class FactQueryResultSerializer(Serializer):
     as_of = serializers.DateTimeField(allow_null=True)
     results = ScoredFactSerializer(many=True)
 
 
-class PolicySerializer(serializers.Serializer):
+class PolicySerializer(Serializer):
     id = serializers.CharField()
     source = serializers.ChoiceField(choices=["config", "fact"])
     content = serializers.CharField()
@@ -73,7 +74,7 @@ class _TagsField(serializers.ListField):
         )
 
 
-class FactWriteSerializer(serializers.Serializer):
+class FactWriteSerializer(Serializer):
     content = serializers.CharField(max_length=FACT_CONTENT_MAX_CHARS)
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
     tags = _TagsField(
@@ -91,12 +92,12 @@ class FactWriteSerializer(serializers.Serializer):
     )
 
 
-class FactRetractSerializer(serializers.Serializer):
+class FactRetractSerializer(Serializer):
     expected_version = serializers.IntegerField(required=False, allow_null=True, min_value=1)
     reason = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
 
 
-class FactQuerySerializer(serializers.Serializer):
+class FactQuerySerializer(Serializer):
     context = serializers.CharField(
         required=False, allow_null=True, max_length=FACT_CONTENT_MAX_CHARS, default=None
     )
@@ -112,7 +113,7 @@ class FactQuerySerializer(serializers.Serializer):
     as_of = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class AsOfQuerySerializer(serializers.Serializer):
+class AsOfQuerySerializer(Serializer):
     as_of = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
@@ -120,7 +121,7 @@ class FactListQuerySerializer(AsOfQuerySerializer):
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
 
 
-class LogEntrySerializer(serializers.ModelSerializer):
+class LogEntrySerializer(ModelSerializer):
     author = serializers.SerializerMethodField()
     author_user = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
@@ -159,7 +160,7 @@ class LogEntrySerializer(serializers.ModelSerializer):
         ).data
 
 
-class WriteRequestSerializer(serializers.ModelSerializer):
+class WriteRequestSerializer(ModelSerializer):
     requester_id = serializers.IntegerField(read_only=True)
     requester_seniority = serializers.CharField(read_only=True)
     decided_by = serializers.SlugRelatedField(
@@ -193,10 +194,10 @@ class WriteRequestFileSerializer(FactWriteSerializer):
     expected_version = None
 
 
-class WriteRequestListQuerySerializer(serializers.Serializer):
+class WriteRequestListQuerySerializer(Serializer):
     status = serializers.ChoiceField(choices=WriteAccessRequest.Status.values, required=False)
 
 
-class WriteRequestDecideSerializer(serializers.Serializer):
+class WriteRequestDecideSerializer(Serializer):
     decision = serializers.ChoiceField(choices=["approve", "reject"])
     reason = serializers.CharField(required=False, allow_blank=True, max_length=4000, default="")

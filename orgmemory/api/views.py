@@ -31,6 +31,7 @@ from orgmemory.services.facts import fact_publish, fact_retract
 from orgmemory.services.write_requests import write_request_decide, write_request_file
 from persistence.api.permissions import IsAgent, IsHuman, IsPrincipal
 from persistence.principal import Principal
+from synthorg.api.schema import PROBLEM
 
 AS_OF = OpenApiParameter(
     "as_of",
@@ -38,7 +39,6 @@ AS_OF = OpenApiParameter(
     description="ISO-8601 time: answer as the org memory stood then.",
     required=False,
 )
-PROBLEM = OpenApiResponse(description="application/problem+json")
 DENIED = OpenApiResponse(
     description=(
         "problem+json, code `org_write_denied`, with `category`, `rule` (the write rule "

@@ -34,7 +34,7 @@ from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_oper
 from orgmemory.selectors.policies import policies
 from persistence.models import Company
 from persistence.selectors.config import company_config
-from synthorg.company_config import LINEAR_DEFAULTS, FusionStrategy
+from synthorg.company_config.memory import LINEAR_DEFAULTS, FusionStrategy
 from synthorg.enums import OrgFactCategory
 from synthorg.retrieval import bm25
 from synthorg.retrieval import lexemes as lexeme_sql

@@ -26,7 +26,7 @@ from persistence.models import (
 from persistence.models.costs import COST_DECIMAL_PLACES, COST_MAX_DIGITS
 from persistence.services.costs import MAX_TOKENS_PER_RECORD
 from synthorg.api.fields import YearMonthField
-from synthorg.api.serializers import ModelSerializer
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 
 class CompanyScopedSerializer(ModelSerializer):
@@ -168,7 +168,7 @@ class ParkedContextSerializer(CompanyScopedSerializer):
         read_only_fields = ("created_at", "resumed_at")
 
 
-class ParkedContextUpdateSerializer(serializers.Serializer):
+class ParkedContextUpdateSerializer(Serializer):
     resumed = serializers.BooleanField(help_text="Set true to resume the parked execution.")
 
     def validate_resumed(self, value):
@@ -305,7 +305,7 @@ class SettingSerializer(ModelSerializer):
         read_only_fields = fields
 
 
-class SettingValueSerializer(serializers.Serializer):
+class SettingValueSerializer(Serializer):
     value = serializers.JSONField()
 
 
@@ -320,7 +320,7 @@ class PresetSerializer(ModelSerializer):
 # Cost summary and budget -------------------------------------------------------------
 
 
-class CurrencyTotalSerializer(serializers.Serializer):
+class CurrencyTotalSerializer(Serializer):
     currency = serializers.CharField()
     cost = serializers.DecimalField(max_digits=40, decimal_places=COST_DECIMAL_PLACES)
     input_tokens = serializers.IntegerField()
@@ -328,13 +328,13 @@ class CurrencyTotalSerializer(serializers.Serializer):
     records = serializers.IntegerField()
 
 
-class CostGroupSerializer(serializers.Serializer):
+class CostGroupSerializer(Serializer):
     key = serializers.CharField(allow_null=True)
     label = serializers.CharField()
     totals = CurrencyTotalSerializer(many=True)
 
 
-class CostSummarySerializer(serializers.Serializer):
+class CostSummarySerializer(Serializer):
     group_by = serializers.CharField()
     # ``from``/``to`` are Python keywords: declared under those names below.
     totals = CurrencyTotalSerializer(many=True)
@@ -351,7 +351,7 @@ class CostSummarySerializer(serializers.Serializer):
         return fields
 
 
-class CostSummaryQuerySerializer(serializers.Serializer):
+class CostSummaryQuerySerializer(Serializer):
     group_by = serializers.ChoiceField(choices=["agent", "task", "model", "day"])
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
@@ -369,11 +369,11 @@ class CostSummaryQuerySerializer(serializers.Serializer):
             raise serializers.ValidationError(detail) from exc
 
 
-class BudgetQuerySerializer(serializers.Serializer):
+class BudgetQuerySerializer(Serializer):
     month = YearMonthField(required=False, help_text="YYYY-MM (default: this month)")
 
 
-class BudgetStatusSerializer(serializers.Serializer):
+class BudgetStatusSerializer(Serializer):
     month = serializers.CharField()
     configured = serializers.BooleanField()
     currency = serializers.CharField(allow_null=True)
@@ -390,6 +390,6 @@ class BudgetStatusSerializer(serializers.Serializer):
     other_currencies = CurrencyTotalSerializer(many=True)
 
 
-class MessageHistoryQuerySerializer(serializers.Serializer):
+class MessageHistoryQuerySerializer(Serializer):
     channel = serializers.CharField(max_length=200)
     limit = serializers.IntegerField(min_value=1, max_value=500, required=False)

@@ -16,6 +16,7 @@ from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.agents import agents_for_company
 from persistence.services.erasure import REASON_MAX_CHARS, agent_erase
 from persistence.services.portability import content_export, content_import
+from synthorg.api.serializers import Serializer
 
 UNKNOWN_FIELD = "Unknown field: {name}."
 IMPORT_MAX_BYTES = 50 * 1024 * 1024
@@ -38,7 +39,7 @@ class JSONLinesParser(BaseParser):
             raise ParseError(NOT_UTF8, code="parse_error") from exc
 
 
-class ImportCountsSerializer(serializers.Serializer):
+class ImportCountsSerializer(Serializer):
     created = serializers.IntegerField()
     skipped = serializers.IntegerField()
     remapped = serializers.IntegerField()
@@ -46,11 +47,11 @@ class ImportCountsSerializer(serializers.Serializer):
     pending = serializers.IntegerField()
 
 
-class ImportResultSerializer(serializers.Serializer):
+class ImportResultSerializer(Serializer):
     counts = serializers.DictField(child=ImportCountsSerializer())
 
 
-class ExportQuerySerializer(serializers.Serializer):
+class ExportQuerySerializer(Serializer):
     agent = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
 
     def to_internal_value(self, data):
@@ -67,7 +68,7 @@ class EraseSerializer(ExportQuerySerializer):
     reason = serializers.CharField(max_length=REASON_MAX_CHARS, allow_blank=True, default="")
 
 
-class ErasureReportSerializer(serializers.Serializer):
+class ErasureReportSerializer(Serializer):
     agent_id = serializers.IntegerField()
     counts = serializers.DictField(child=serializers.IntegerField())
     keys_revoked = serializers.IntegerField()

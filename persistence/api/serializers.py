@@ -1,15 +1,16 @@
 from rest_framework import serializers
 
 from persistence.models import Agent, Company
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 
-class CompanySerializer(serializers.ModelSerializer):
+class CompanySerializer(ModelSerializer):
     class Meta:
         model = Company
         fields = ("id", "name", "slug")
 
 
-class AgentSerializer(serializers.ModelSerializer):
+class AgentSerializer(ModelSerializer):
     class Meta:
         model = Agent
         fields = (
@@ -25,7 +26,7 @@ class AgentSerializer(serializers.ModelSerializer):
         )
 
 
-class PrincipalSerializer(serializers.Serializer):
+class PrincipalSerializer(Serializer):
     kind = serializers.ChoiceField(choices=["agent", "human"])
     company = CompanySerializer()
     agent = AgentSerializer(allow_null=True)

@@ -25,7 +25,8 @@ class Agent(models.Model):
     memory_level = models.CharField(
         max_length=16, choices=_choices(MemoryLevel), default=MemoryLevel.PERSISTENT
     )
-    # Per-agent retention overrides, validated by synthorg.company_config.AgentRetentionOverrides:
+    # Per-agent retention overrides, validated by
+    # synthorg.company_config.memory.AgentRetentionOverrides:
     # {"default_retention_days": int|null, "rules": [{"category": ..., "retention_days": int}]}
     retention_overrides = models.JSONField(default=dict, blank=True)
     is_active = models.BooleanField(default=True)

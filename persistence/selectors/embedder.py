@@ -23,7 +23,7 @@ from django.conf import settings
 
 from persistence.models import Company
 from persistence.selectors.config import company_config
-from synthorg.company_config import SECRET_ENV_PREFIX, EmbedderOverrideConfig
+from synthorg.company_config.memory import SECRET_ENV_PREFIX, EmbedderOverrideConfig
 from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
 from synthorg.errors import UnprocessableError
 

@@ -1,12 +1,18 @@
-"""OpenAPI post-processing: the schema says what the API enforces.
+"""What the OpenAPI schema shares across apps, and its post-processing.
 
-Request bodies reject keys they do not declare (:mod:`synthorg.api.serializers`), so every
-request component reachable from a request body gets ``additionalProperties: false``.
+:data:`PROBLEM` is the one documented error response: a problem+json body whose ``code``
+names the domain error (:mod:`synthorg.api.errors`). Request bodies reject keys they do not
+declare (:mod:`synthorg.api.serializers`), so :func:`forbid_unknown_request_fields` gives every
+request component reachable from a request body ``additionalProperties: false``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+
+PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
 
 REF_PREFIX = "#/components/schemas/"
 

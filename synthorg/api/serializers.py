@@ -1,19 +1,19 @@
-"""Rules every API serializer follows, installed once for all of them.
+"""The base classes every API serializer derives from.
 
-:func:`install` (called from ``SynthorgConfig.ready``) makes every DRF serializer — ours,
-other apps', nested ones — reject body fields it does not declare with a 400 naming each
-field (code ``unknown_field``), instead of silently dropping them (a typo such as ``tagz``
-used to publish a fact without tags into an append-only log). Query-string serializers
-(``data=request.query_params``) are exempt: pagination and filter parameters share the
-query string. A serializer that really accepts free-form keys sets
-``allow_unknown_fields = True``.
+:class:`Serializer` rejects body fields it does not declare with a 400 naming each field
+(code ``unknown_field``) instead of silently dropping them (a typo such as ``tagz`` used to
+publish a fact without tags into an append-only log). Query-string serializers
+(``data=request.query_params``) are exempt: pagination and filter parameters share the query
+string. A serializer that really accepts free-form keys sets ``allow_unknown_fields = True``.
+Nested serializers used as fields must derive from it too; a test walks every serializer in
+the project and holds that.
+
+:class:`ModelSerializer` is the same rule for model serializers; in addition a model
+``JSONField`` whose default is ``dict`` becomes a :class:`~synthorg.api.fields.JSONObjectField`
+(documented and validated as an object).
 
 :class:`SharedFieldsRepresentation` makes a response serializer build its fields once per
 process instead of once per use.
-
-:class:`ModelSerializer` is the base for model serializers: a model ``JSONField`` whose
-default is ``dict`` becomes a :class:`~synthorg.api.fields.JSONObjectField` (documented and
-validated as an object).
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ from rest_framework.relations import PKOnlyObject
 from synthorg.api.fields import JSONObjectField
 
 UNKNOWN_FIELD = "Unknown field: {field}."
-
-_installed = False
 
 
 def unknown_fields(serializer: serializers.Serializer, data) -> list[str]:
@@ -53,23 +51,20 @@ def reject_unknown_fields(serializer: serializers.Serializer, data) -> None:
         )
 
 
-def install() -> None:
-    """Make ``Serializer.to_internal_value`` reject unknown fields (idempotent)."""
-    global _installed
-    if _installed:
-        return
-    original = serializers.Serializer.to_internal_value
+# The base classes carry comments, not docstrings: drf-spectacular describes a component by
+# the first docstring in its class's MRO short of DRF's own classes, so a docstring here would
+# become the description of every serializer that has none.
+class Serializer(serializers.Serializer):
+    # Refuses body fields it does not declare (see the module docstring).
+    allow_unknown_fields = False
 
     def to_internal_value(self, data):
         reject_unknown_fields(self, data)
-        return original(self, data)
-
-    to_internal_value.__doc__ = original.__doc__
-    serializers.Serializer.to_internal_value = to_internal_value
-    _installed = True
+        return super().to_internal_value(data)
 
 
-class ModelSerializer(serializers.ModelSerializer):
+class ModelSerializer(Serializer, serializers.ModelSerializer):
+    # Serializer's rule for a model; a JSONField(default=dict) is a JSONObjectField.
     def build_standard_field(self, field_name, model_field):
         field_class, field_kwargs = super().build_standard_field(field_name, model_field)
         if isinstance(model_field, models.JSONField) and model_field.default is dict:

@@ -12,7 +12,7 @@ from orgmemory.write_access import (
     explain_write_access,
     require_write_access,
 )
-from synthorg.company_config import CategoryWriteRule, WriteAccessConfig
+from synthorg.company_config.org_memory import CategoryWriteRule, WriteAccessConfig
 from synthorg.enums import OrgFactCategory, SeniorityLevel
 
 DEFAULTS = WriteAccessConfig()

@@ -14,7 +14,7 @@ from persistence.models import AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create, agent_update
 from persistence.services.companies import company_config_set
-from synthorg.company_config import MAX_EMBEDDING_DIMS
+from synthorg.company_config.memory import MAX_EMBEDDING_DIMS
 from synthorg.errors import InvalidInputError
 from tests.memory.core.maintenance.conftest import seed
 from tests.persistence.factories import AgentFactory, CompanyFactory

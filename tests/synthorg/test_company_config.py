@@ -5,13 +5,8 @@ import textwrap
 import pytest
 import yaml
 
-from synthorg.company_config import (
-    AgentRetentionOverrides,
-    CompanyConfig,
-    CompanyConfigError,
-    FusionStrategy,
-    parse_company_config,
-)
+from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
+from synthorg.company_config.memory import AgentRetentionOverrides, FusionStrategy
 from synthorg.enums import ConsolidationInterval, MemoryLevel, OrgFactCategory, SeniorityLevel
 
 # The "Practical Example" of the memory configuration guide, verbatim.

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from synthorg.company_config import AgentRetentionOverrides, RetentionConfig
+from synthorg.company_config.memory import AgentRetentionOverrides, RetentionConfig
 from synthorg.enums import MemoryCategory
 
 

@@ -60,7 +60,7 @@ from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.company_config import (
+from synthorg.company_config.memory import (
     AgentRetentionOverrides,
     ConsolidationConfig,
     ConsolidationStrategyType,

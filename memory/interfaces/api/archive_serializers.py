@@ -6,9 +6,10 @@ from rest_framework import serializers
 
 from memory.core.models.maintenance import ArchivedMemory
 from memory.interfaces.api.serializers import CATEGORY_CHOICES
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 
-class ArchiveSearchQuerySerializer(serializers.Serializer):
+class ArchiveSearchQuerySerializer(Serializer):
     q = serializers.CharField(required=False, allow_blank=True, max_length=1000)
     namespace = serializers.ListField(child=serializers.CharField(max_length=100), required=False)
     category = serializers.ListField(
@@ -28,8 +29,11 @@ class ArchiveSearchQuerySerializer(serializers.Serializer):
         return attrs
 
 
-class ArchivedMemorySerializer(serializers.ModelSerializer):
+class ArchivedMemorySerializer(ModelSerializer):
     agent_id = serializers.IntegerField(read_only=True)
+    # Documented as any JSON, as it was before this serializer moved onto ModelSerializer
+    # (which would type it ``object``): the OpenAPI schema stays unchanged.
+    metadata = serializers.JSONField(read_only=True)
 
     class Meta:
         model = ArchivedMemory
@@ -55,12 +59,12 @@ class ArchivedMemorySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class ArchiveSearchResultSerializer(serializers.Serializer):
+class ArchiveSearchResultSerializer(Serializer):
     count = serializers.IntegerField()
     results = ArchivedMemorySerializer(many=True)
 
 
-class ArchiveRestoreResultSerializer(serializers.Serializer):
+class ArchiveRestoreResultSerializer(Serializer):
     archive_id = serializers.UUIDField()
     original_id = serializers.UUIDField()
     memory_id = serializers.UUIDField()

@@ -9,7 +9,8 @@ from rest_framework.views import APIView
 
 from memory.core.selectors.archive import ArchiveQuery
 from memory.interfaces.api import archive_serializers as s
-from memory.interfaces.api.views.common import PROBLEM, AgentView
+from memory.interfaces.api.views.common import AgentView
+from synthorg.api.schema import PROBLEM
 
 NOT_FOUND = OpenApiResponse(description="problem+json: no such archived memory of the caller")
 _LIST_PARAMS = {"namespace", "category", "tag"}

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from memory.core import domain
 from memory.core.models.memory import Memory
 from memory.procedural.selectors import attach_lessons, lesson_of
-from synthorg.api.serializers import SharedFieldsRepresentation
+from synthorg.api.serializers import ModelSerializer, Serializer, SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
 CATEGORY_CHOICES = Memory._meta.get_field("category").choices
@@ -27,7 +27,7 @@ def _tags_field(**kwargs):
     )
 
 
-class SharedPublishSerializer(serializers.Serializer):
+class SharedPublishSerializer(Serializer):
     content = serializers.CharField(
         max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
     )
@@ -68,13 +68,13 @@ class MemoryStoreSerializer(SharedPublishSerializer):
     )
 
 
-class MemoryBatchStoreSerializer(serializers.Serializer):
+class MemoryBatchStoreSerializer(Serializer):
     memories = serializers.ListField(
         child=MemoryStoreSerializer(), min_length=1, max_length=domain.MAX_BATCH
     )
 
 
-class StoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class StoreResultSerializer(SharedFieldsRepresentation, Serializer):
     id = serializers.UUIDField(allow_null=True)
     stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
     deduplicated = serializers.BooleanField(
@@ -87,13 +87,13 @@ class StoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
     )
 
 
-class BatchStoreResultSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class BatchStoreResultSerializer(SharedFieldsRepresentation, Serializer):
     results = StoreResultSerializer(many=True)
     created = serializers.IntegerField()
     deduplicated = serializers.IntegerField()
 
 
-class MemoryUpdateSerializer(serializers.Serializer):
+class MemoryUpdateSerializer(Serializer):
     content = serializers.CharField(
         max_length=domain.MEMORY_CONTENT_MAX_CHARS,
         trim_whitespace=False,
@@ -113,7 +113,7 @@ class MemoryUpdateSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class ProceduralTiersSerializer(serializers.Serializer):
+class ProceduralTiersSerializer(Serializer):
     """The activation and execution tiers of a procedural lesson (discovery is ``content``)."""
 
     skill_name = serializers.CharField()
@@ -126,7 +126,7 @@ class ProceduralTiersSerializer(serializers.Serializer):
     propagated_from = serializers.UUIDField(source="propagated_from_id", allow_null=True)
 
 
-class MemorySerializer(SharedFieldsRepresentation, serializers.ModelSerializer):
+class MemorySerializer(SharedFieldsRepresentation, ModelSerializer):
     agent_id = serializers.IntegerField(read_only=True)
     procedural = serializers.SerializerMethodField(
         help_text="A procedural lesson's activation and execution tiers; null otherwise."
@@ -176,21 +176,21 @@ class MemorySerializer(SharedFieldsRepresentation, serializers.ModelSerializer):
         return None if lesson is None else ProceduralTiersSerializer(lesson).data
 
 
-class MemoryCountQuerySerializer(serializers.Serializer):
+class MemoryCountQuerySerializer(Serializer):
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES, required=False)
 
 
-class MemoryCountSerializer(serializers.Serializer):
+class MemoryCountSerializer(Serializer):
     count = serializers.IntegerField()
     category = serializers.CharField(allow_null=True)
 
 
-class SessionEndSerializer(serializers.Serializer):
+class SessionEndSerializer(Serializer):
     session_id = serializers.CharField()
     memories_purged = serializers.IntegerField()
 
 
-class MemorySearchSerializer(serializers.Serializer):
+class MemorySearchSerializer(Serializer):
     query = serializers.CharField(
         max_length=4000,
         required=False,
@@ -241,7 +241,7 @@ class SharedSearchRequestSerializer(MemorySearchSerializer):
     )
 
 
-class SearchHitSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class SearchHitSerializer(SharedFieldsRepresentation, Serializer):
     memory = MemorySerializer()
     relevance = serializers.FloatField()
     recency = serializers.FloatField()
@@ -251,7 +251,7 @@ class SearchHitSerializer(SharedFieldsRepresentation, serializers.Serializer):
     is_shared = serializers.BooleanField()
 
 
-class ReembeddingSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class ReembeddingSerializer(SharedFieldsRepresentation, Serializer):
     job = serializers.IntegerField(help_text="The re-embedding job's id.")
     done = serializers.IntegerField(help_text="Rows (memories + org facts) re-embedded.")
     total = serializers.IntegerField(help_text="Rows the job re-embeds.")
@@ -266,7 +266,7 @@ DEGRADED_HELP = (
 REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
 
 
-class SearchResponseSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class SearchResponseSerializer(SharedFieldsRepresentation, Serializer):
     results = SearchHitSerializer(many=True)
     degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
     reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
@@ -294,7 +294,7 @@ def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
     }
 
 
-class MemoryContextRequestSerializer(serializers.Serializer):
+class MemoryContextRequestSerializer(Serializer):
     query = serializers.CharField(max_length=4000, help_text="What the agent is about to do.")
     token_budget = serializers.IntegerField(
         min_value=0, max_value=1_000_000, help_text="Tokens the memory messages may use."
@@ -316,12 +316,12 @@ class MemoryContextRequestSerializer(serializers.Serializer):
     )
 
 
-class ChatMessageSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class ChatMessageSerializer(SharedFieldsRepresentation, Serializer):
     role = serializers.CharField()
     content = serializers.CharField()
 
 
-class ContextEntrySerializer(SharedFieldsRepresentation, serializers.Serializer):
+class ContextEntrySerializer(SharedFieldsRepresentation, Serializer):
     id = serializers.CharField(source="key")
     kind = serializers.CharField()
     score = serializers.FloatField()
@@ -332,7 +332,7 @@ class ContextEntrySerializer(SharedFieldsRepresentation, serializers.Serializer)
     )
 
 
-class MemoryContextSerializer(SharedFieldsRepresentation, serializers.Serializer):
+class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
     messages = ChatMessageSerializer(many=True)
     included = ContextEntrySerializer(many=True)
     dropped = ContextEntrySerializer(many=True)

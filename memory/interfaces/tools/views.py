@@ -15,7 +15,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.interfaces.api.views.common import PROBLEM, AgentView
+from memory.interfaces.api.views.common import AgentView
+from synthorg.api.schema import PROBLEM
+from synthorg.api.serializers import Serializer
 from synthorg.tools import tool_call
 
 SEARCH_DEFINITION = {
@@ -33,19 +35,19 @@ SEARCH_DEFINITION = {
 }
 
 
-class ToolListSerializer(serializers.Serializer):
+class ToolListSerializer(Serializer):
     strategy = serializers.CharField()
     tools = serializers.ListField(child=serializers.DictField())
 
 
-class ToolCallRequestSerializer(serializers.Serializer):
+class ToolCallRequestSerializer(Serializer):
     name = serializers.CharField(max_length=100, help_text="The tool's name.")
     arguments = serializers.DictField(
         required=False, default=dict, help_text="The tool's arguments (a JSON object)."
     )
 
 
-class ToolCallResultSerializer(serializers.Serializer):
+class ToolCallResultSerializer(Serializer):
     content = serializers.CharField(help_text="The result as text, for the model.")
     data = serializers.JSONField(help_text="The result as structured data.")
 

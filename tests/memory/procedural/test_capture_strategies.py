@@ -7,7 +7,7 @@ from memory.procedural.capture import (
     initial_capture_status,
     nearest_rank_percentile,
 )
-from synthorg.company_config import CaptureConfig, ProceduralMemoryConfig
+from synthorg.company_config.procedural import CaptureConfig, ProceduralMemoryConfig
 
 
 def cfg(type_="hybrid", **kw):

@@ -10,7 +10,7 @@ from memory.procedural.pruning import (
     pareto_excess,
     pareto_frontiers,
 )
-from synthorg.company_config import ProceduralPruningConfig
+from synthorg.company_config.procedural import ProceduralPruningConfig
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from memory.core.retrieval.ranking import Candidate, rank_linear
 from memory.core.selectors.search.legs import DEGRADED_DENSE, Legs
-from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
+from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
 from synthorg.retrieval.fusion import rrf_fuse
 
 

@@ -24,7 +24,7 @@ from memory.core.selectors.search.results import SearchHit, SearchResult
 from memory.core.selectors.search.scope import Part, scope_filters, union_sql
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
-from synthorg.company_config import FusionStrategy, MemoryRetrievalConfig
+from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
 from synthorg.embedding import Embedder
 
 #: Each leg fetches this many candidates at least (fusion needs depth beyond ``limit``).

@@ -1,6 +1,6 @@
 """Request and response shapes of the conversation ingestion API.
 
-Unknown body fields are rejected for every serializer (``synthorg.api.serializers``); the
+Unknown body fields are rejected by the base serializers (``synthorg.api.serializers``); the
 query serializers here get ``query_params.dict()``, so unknown query parameters are
 rejected too (each list endpoint declares its pagination parameters).
 """
@@ -17,11 +17,12 @@ from memory.ingestion.models import (
     ExtractedFact,
     ExtractionRun,
 )
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 ROLE_CHOICES = [(r.value, r.value) for r in domain.MessageRole]
 
 
-class MessageInSerializer(serializers.Serializer):
+class MessageInSerializer(Serializer):
     role = serializers.ChoiceField(choices=ROLE_CHOICES)
     content = serializers.CharField(
         max_length=domain.MESSAGE_CONTENT_MAX_CHARS, trim_whitespace=False
@@ -37,7 +38,7 @@ class MessageInSerializer(serializers.Serializer):
         return value
 
 
-class FlushSerializer(serializers.Serializer):
+class FlushSerializer(Serializer):
     messages = MessageInSerializer(
         many=True, allow_empty=False, max_length=domain.MAX_FLUSH_MESSAGES
     )
@@ -55,7 +56,7 @@ class FlushSerializer(serializers.Serializer):
     )
 
 
-class FlushResultSerializer(serializers.Serializer):
+class FlushResultSerializer(Serializer):
     conversation_id = serializers.CharField()
     stored = serializers.BooleanField()
     accepted = serializers.IntegerField()
@@ -65,7 +66,7 @@ class FlushResultSerializer(serializers.Serializer):
     extraction_due_at = serializers.DateTimeField(allow_null=True)
 
 
-class ConversationSerializer(serializers.ModelSerializer):
+class ConversationSerializer(ModelSerializer):
     conversation_id = serializers.CharField(source="external_id")
     project_id = serializers.IntegerField(allow_null=True)
 
@@ -87,7 +88,7 @@ class ConversationSerializer(serializers.ModelSerializer):
         ]
 
 
-class ConversationMessageSerializer(serializers.ModelSerializer):
+class ConversationMessageSerializer(ModelSerializer):
     conversation_id = serializers.CharField(source="conversation.external_id")
 
     class Meta:
@@ -105,7 +106,7 @@ class ConversationMessageSerializer(serializers.ModelSerializer):
         ]
 
 
-class MessageListQuerySerializer(serializers.Serializer):
+class MessageListQuerySerializer(Serializer):
     q = serializers.CharField(required=False, max_length=1000)
     role = serializers.ChoiceField(choices=ROLE_CHOICES, required=False)
     after_seq = serializers.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
@@ -114,7 +115,7 @@ class MessageListQuerySerializer(serializers.Serializer):
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
 
-class ExtractionRunSerializer(serializers.ModelSerializer):
+class ExtractionRunSerializer(ModelSerializer):
     class Meta:
         model = ExtractionRun
         fields = [
@@ -139,7 +140,7 @@ class ExtractionRunSerializer(serializers.ModelSerializer):
         ]
 
 
-class ExtractedFactSerializer(serializers.ModelSerializer):
+class ExtractedFactSerializer(ModelSerializer):
     class Meta:
         model = ExtractedFact
         fields = [
@@ -163,21 +164,21 @@ class ExtractionRunDetailSerializer(ExtractionRunSerializer):
         fields = [*ExtractionRunSerializer.Meta.fields, "facts"]
 
 
-class PageQuerySerializer(serializers.Serializer):
+class PageQuerySerializer(Serializer):
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
 
 
-class ContextRequestSerializer(serializers.Serializer):
+class ContextRequestSerializer(Serializer):
     token_budget = serializers.IntegerField(min_value=1, max_value=1_000_000)
 
 
-class ContextMessageSerializer(serializers.Serializer):
+class ContextMessageSerializer(Serializer):
     role = serializers.CharField()
     content = serializers.CharField()
 
 
-class ContextResultSerializer(serializers.Serializer):
+class ContextResultSerializer(Serializer):
     conversation_id = serializers.CharField()
     summary = serializers.CharField(allow_blank=True)
     summary_through_seq = serializers.IntegerField()
@@ -190,13 +191,13 @@ class ContextResultSerializer(serializers.Serializer):
     chat = ContextMessageSerializer(many=True)
 
 
-class JournalDaySerializer(serializers.Serializer):
+class JournalDaySerializer(Serializer):
     day = serializers.DateField()
     entries = serializers.IntegerField()
     url = serializers.CharField()
 
 
-class DreamRunSerializer(serializers.ModelSerializer):
+class DreamRunSerializer(ModelSerializer):
     class Meta:
         model = DreamRun
         fields = [

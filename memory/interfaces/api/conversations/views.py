@@ -24,7 +24,8 @@ from memory.core.errors import MemoryInputError, MemoryNotFoundError
 from memory.ingestion.domain import MessageIn
 from memory.ingestion.services.messages import check_conversation_id
 from memory.interfaces.api.conversations import serializers as s
-from memory.interfaces.api.views.common import PROBLEM, AgentView
+from memory.interfaces.api.views.common import AgentView
+from synthorg.api.schema import PROBLEM
 
 NOT_FOUND = OpenApiResponse(description="problem+json: no such conversation of the caller")
 JOURNAL_NOT_FOUND = "The calling agent has no journal entry on this day."

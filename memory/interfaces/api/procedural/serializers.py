@@ -12,17 +12,17 @@ from rest_framework import serializers
 
 from memory.procedural import domain
 from memory.procedural.models import ExecutionCapture, ExecutionReport
-from synthorg.api.serializers import ModelSerializer
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 
-class ReportedErrorSerializer(serializers.Serializer):
+class ReportedErrorSerializer(Serializer):
     category = serializers.CharField(max_length=domain.ERROR_CATEGORY_MAX)
     message = serializers.CharField(
         max_length=domain.ERROR_MESSAGE_MAX, required=False, allow_blank=True
     )
 
 
-class ToolCallSerializer(serializers.Serializer):
+class ToolCallSerializer(Serializer):
     name = serializers.CharField(max_length=domain.TOOL_NAME_MAX)
     status = serializers.ChoiceField(choices=[s.value for s in domain.ToolCallStatus])
     error = serializers.CharField(
@@ -33,7 +33,7 @@ class ToolCallSerializer(serializers.Serializer):
     )
 
 
-class ExecutionReportSubmitSerializer(serializers.Serializer):
+class ExecutionReportSubmitSerializer(Serializer):
     task_id = serializers.IntegerField(
         min_value=1, required=False, allow_null=True, help_text="A task of your company."
     )
@@ -65,7 +65,7 @@ class ExecutionReportSubmitSerializer(serializers.Serializer):
     )
 
 
-class ExecutionReportAcceptedSerializer(serializers.Serializer):
+class ExecutionReportAcceptedSerializer(Serializer):
     id = serializers.UUIDField()
     capture = serializers.ChoiceField(
         choices=[
@@ -141,7 +141,7 @@ class ExecutionReportSerializer(ModelSerializer):
         return str(capture.memory_id) if capture and capture.memory_id else None
 
 
-class LessonAppliedSerializer(serializers.Serializer):
+class LessonAppliedSerializer(Serializer):
     id = serializers.UUIDField()
     application_count = serializers.IntegerField()
     last_applied_at = serializers.DateTimeField()

@@ -24,9 +24,9 @@ from memory.procedural.selectors import (
 from memory.procedural.services.lessons import lesson_skill_md
 from persistence.api.permissions import IsAgent, IsPrincipal
 from synthorg.api.pagination import StableCursorPagination
+from synthorg.api.schema import PROBLEM
 from synthorg.errors import InvalidInputError
 
-PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
 BODY_NOT_OBJECT = "The request body must be a JSON object."
 APPLIED_TAKES_NO_BODY = "This endpoint takes no request body."
 

@@ -12,7 +12,6 @@ from memory.interfaces.service import MemoryService
 from persistence.api.permissions import IsAgent, IsPrincipal
 
 QUERY_BLANK = "query must not be blank."
-PROBLEM = OpenApiResponse(description="problem+json (see `code`)")
 NOT_FOUND = OpenApiResponse(description="problem+json: no such memory visible to the caller")
 
 MEMORY_EXAMPLE = {

@@ -19,7 +19,6 @@ from memory.interfaces.api.filters import MemoryFilter
 from memory.interfaces.api.views.common import (
     MEMORY_EXAMPLE,
     NOT_FOUND,
-    PROBLEM,
     STORE_EXAMPLE,
     STORED,
     AgentView,
@@ -27,6 +26,7 @@ from memory.interfaces.api.views.common import (
     store_request_from,
 )
 from memory.procedural.selectors import attach_lessons
+from synthorg.api.schema import PROBLEM
 from synthorg.errors import DomainError
 
 

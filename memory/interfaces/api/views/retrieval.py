@@ -15,11 +15,11 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.views.common import (
     MEMORY_EXAMPLE,
-    PROBLEM,
     QUERY_BLANK,
     AgentView,
 )
 from memory.prompting.context import ContextRequest
+from synthorg.api.schema import PROBLEM
 
 SEARCH_REQUEST_EXAMPLE = {
     "query": "when does billing deploy?",

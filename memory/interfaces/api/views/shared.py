@@ -13,11 +13,11 @@ from rest_framework.views import APIView
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.views.common import (
     NOT_FOUND,
-    PROBLEM,
     STORED,
     AgentView,
     store_request_from,
 )
+from synthorg.api.schema import PROBLEM
 
 
 @extend_schema(tags=["shared knowledge"])

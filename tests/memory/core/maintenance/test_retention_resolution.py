@@ -8,7 +8,7 @@ from memory.core.consolidation.retention import (
     resolve_all,
     resolve_retention,
 )
-from synthorg.company_config import AgentRetentionOverrides, RetentionConfig, RetentionRule
+from synthorg.company_config.memory import AgentRetentionOverrides, RetentionConfig, RetentionRule
 from synthorg.enums import MemoryCategory
 
 EPISODIC, SEMANTIC, WORKING = (

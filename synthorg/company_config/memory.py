@@ -1,9 +1,6 @@
-"""Company configuration: the spec's ``memory:`` and ``org_memory:`` sections.
-
-Frozen pydantic v2 models with the spec's defaults, bounds and cross-field validators
-(pure: no Django import). :func:`parse_company_config` is the only entry point; it raises
-:class:`CompanyConfigError` whose ``errors`` name each bad field by its dotted path
-(``memory.retrieval.relevance_weight``).
+"""``memory:``: storage, options, embedder, retrieval, self-editing, consolidation, redaction,
+fine-tuning, and :class:`CompanyMemoryConfig`, which composes them with the procedural and
+ingestion sections.
 
 Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
 names are still accepted so the spec's example files load, and are recorded but unused.
@@ -16,65 +13,30 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StringConstraints,
-    ValidationError,
-    field_serializer,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from synthorg.enums import (
-    ConsolidationInterval,
-    MemoryCategory,
-    MemoryLevel,
-    OrgFactCategory,
-    SeniorityLevel,
+from synthorg.company_config.fields import (
+    FROZEN,
+    ConfigFieldError,
+    NotBlankStr,
+    reject_unsafe_path,
 )
+from synthorg.company_config.ingestion import (
+    ConversationContextConfig,
+    DreamConfig,
+    ExtractionConfig,
+)
+from synthorg.company_config.procedural import ProceduralMemoryConfig
+from synthorg.enums import ConsolidationInterval, MemoryCategory, MemoryLevel
 from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
-NotBlankStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
-_FROZEN = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
-_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|\\")
-
-
-class ConfigFieldError(ValueError):
-    """A cross-field rule broken by ``field`` (a name relative to the model that raised it)."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
-class CompanyConfigError(ValueError):
-    """The config is invalid; ``errors`` is a list of ``{field, message, code}``."""
-
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
-        self.errors = errors
-        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors))
-
-
-def _reject_unsafe_path(field: str, value: str | None) -> None:
-    if value is None:
-        return
-    if ".." in value.replace("\\", "/").split("/"):
-        raise ConfigFieldError(field, "must not contain '..' (parent-directory traversal)")
-    if _WINDOWS_PATH.search(value):
-        raise ConfigFieldError(field, "must be a POSIX path (no drive letters or backslashes)")
-
-
-# --- memory: storage / options / embedder ---------------------------------------------------
+# --- memory: storage / options / embedder / fine-tune / redaction ---------------------------
 
 
 class MemoryStorageConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     data_dir: NotBlankStr = "/data/memory"
     vector_store: Literal["pgvector", "qdrant", "qdrant-external"] = "pgvector"
@@ -82,12 +44,12 @@ class MemoryStorageConfig(BaseModel):
 
     @model_validator(mode="after")
     def _reject_traversal(self) -> MemoryStorageConfig:
-        _reject_unsafe_path("data_dir", self.data_dir)
+        reject_unsafe_path("data_dir", self.data_dir)
         return self
 
 
 class MemoryOptionsConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     retention_days: int | None = Field(default=None, ge=1)
     max_memories_per_agent: int = Field(default=10_000, ge=1)
@@ -113,7 +75,7 @@ class EmbedderOverrideConfig(BaseModel):
     ``SYNTHORG_SECRET_<NAME>`` may be named (see ``SECRET_ENV_PREFIX``).
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     provider: NotBlankStr | None = None
     model: NotBlankStr | None = None
@@ -152,7 +114,7 @@ class EmbedderOverrideConfig(BaseModel):
 
 
 class EmbeddingFineTuneConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     enabled: bool = False
     checkpoint_path: NotBlankStr | None = None
@@ -162,94 +124,17 @@ class EmbeddingFineTuneConfig(BaseModel):
     @model_validator(mode="after")
     def _validate(self) -> EmbeddingFineTuneConfig:
         for name in ("checkpoint_path", "training_data_dir"):
-            _reject_unsafe_path(name, getattr(self, name))
+            reject_unsafe_path(name, getattr(self, name))
         if self.enabled and (self.checkpoint_path is None or self.base_model is None):
             missing = "checkpoint_path" if self.checkpoint_path is None else "base_model"
             raise ConfigFieldError(missing, "is required when fine-tuning is enabled")
         return self
 
 
-class CaptureConfig(BaseModel):
-    """When an execution report becomes a proposer call (``capture: hybrid`` is shorthand)."""
-
-    model_config = _FROZEN
-
-    type: Literal["failure", "success", "hybrid"] = "failure"
-    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
-    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
-    # How many of the agent's most recent scored reports the percentile is taken over.
-    percentile_window: int = Field(default=50, ge=1, le=10_000)
-
-
-class ProceduralPruningConfig(BaseModel):
-    model_config = _FROZEN
-
-    strategy: Literal["none", "ttl", "pareto", "hybrid"] = "hybrid"
-    max_age_days: int = Field(default=90, ge=1)
-    max_entries: int = Field(default=100, ge=1)
-
-
-class ProceduralPropagationConfig(BaseModel):
-    model_config = _FROZEN
-
-    strategy: Literal["none", "role", "department"] = "none"
-    max_propagation_targets: int = Field(default=10, ge=0, le=1000)
-
-
-def _shorthand(field: str):
-    def expand(value: Any) -> Any:
-        return {field: value} if isinstance(value, str) else value
-
-    return expand
-
-
-class EvolverConfig(BaseModel):
-    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
-
-    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
-    is invalid, so no configuration can let the evolver write org memory itself.
-    """
-
-    model_config = _FROZEN
-
-    enabled: bool = False
-    requires_human_approval: Literal[True] = True
-    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
-    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
-    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
-    # No proposal is emitted while the company has this many live procedure facts.
-    max_org_entries: int = Field(default=10_000, ge=1)
-    window_days: int = Field(default=7, ge=1, le=365)
-
-
-class ProceduralMemoryConfig(BaseModel):
-    model_config = _FROZEN
-
-    enabled: bool = True
-    model: NotBlankStr = "example-small-001"
-    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=1500, ge=1, le=32_000)
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    skill_md_directory: NotBlankStr | None = None
-    capture: CaptureConfig = Field(default_factory=CaptureConfig)
-    pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
-    propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
-    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
-
-    _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
-    _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
-    _propagation_shorthand = field_validator("propagation", mode="before")(_shorthand("strategy"))
-
-    @model_validator(mode="after")
-    def _reject_traversal(self) -> ProceduralMemoryConfig:
-        _reject_unsafe_path("skill_md_directory", self.skill_md_directory)
-        return self
-
-
 class RedactionConfig(BaseModel):
     """Which secret patterns :mod:`synthorg.redaction` removes from text agents send."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     disabled_patterns: tuple[NotBlankStr, ...] = ()
     extra_patterns: dict[NotBlankStr, NotBlankStr] = Field(default_factory=dict)
@@ -306,7 +191,7 @@ class MemoryRetrievalConfig(BaseModel):
     (+ ``personal_boost``) and recency, so BM25 only contributes candidates there (and the
     relevance when the query cannot be embedded)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     strategy: InjectionStrategy = InjectionStrategy.CONTEXT
     relevance_weight: float = Field(default=0.7, ge=0.0, le=1.0)
@@ -424,7 +309,7 @@ class SelfEditingMemoryConfig(BaseModel):
     ``locked_agents`` list locks it for the named agents only).
     """
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     core_token_budget: int = Field(default=500, ge=50, le=8000)
     archival_search_limit: int = Field(default=10, ge=1, le=50)
@@ -458,7 +343,7 @@ class ConsolidationStrategyType(StrEnum):
 
 
 class RetentionRule(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     category: MemoryCategory
     retention_days: int = Field(ge=1)
@@ -474,7 +359,7 @@ def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule,
 
 
 class RetentionConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     rules: tuple[RetentionRule, ...] = ()
     default_retention_days: int | None = Field(default=None, ge=1)
@@ -491,7 +376,7 @@ class RetentionConfig(BaseModel):
 class AgentRetentionOverrides(BaseModel):
     """An agent's own retention settings (stored on ``Agent.retention_overrides``)."""
 
-    model_config = _FROZEN
+    model_config = FROZEN
 
     rules: tuple[RetentionRule, ...] = ()
     default_retention_days: int | None = Field(default=None, ge=1)
@@ -506,7 +391,7 @@ class AgentRetentionOverrides(BaseModel):
 
 
 class DualModeConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     enabled: bool = False
     dense_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
@@ -523,7 +408,7 @@ class DualModeConfig(BaseModel):
 
 
 class ArchivalConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     enabled: bool = False
     age_threshold_days: int = Field(default=90, ge=1)
@@ -531,7 +416,7 @@ class ArchivalConfig(BaseModel):
 
 
 class LLMConsolidationConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     group_threshold: int = Field(default=3, ge=2, le=100)
     temperature: float = Field(default=0.3, ge=0.0, le=2.0)
@@ -542,7 +427,7 @@ class LLMConsolidationConfig(BaseModel):
 
 
 class ConsolidationConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     enabled: bool = True
     interval: ConsolidationInterval = ConsolidationInterval.DAILY
@@ -562,50 +447,11 @@ class ConsolidationConfig(BaseModel):
         return self
 
 
-# --- memory: conversation ingestion (extraction, context tier, dream) ------------------------
-
-
-class ExtractionConfig(BaseModel):
-    """Debounced fact extraction from flushed conversations. On by default: with no LLM
-    configured each run is recorded as ``skipped_no_llm`` and retried once one is."""
-
-    model_config = _FROZEN
-
-    enabled: bool = True
-    model: NotBlankStr | None = None  # None: the deployment's SYNTHORG_LLM_MODEL
-    debounce_seconds: int = Field(default=30, ge=0, le=86_400)
-    max_pending_tokens: int = Field(default=4000, ge=50, le=1_000_000)
-    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    max_facts_per_run: int = Field(default=20, ge=1, le=200)
-    max_batch_tokens: int = Field(default=8000, ge=100, le=200_000)
-    relevant_memories: int = Field(default=10, ge=0, le=100)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    retry_backoff_seconds: int = Field(default=60, ge=1, le=86_400)
-
-
-class ConversationContextConfig(BaseModel):
-    """The context tier: a running summary plus the most recent messages."""
-
-    model_config = _FROZEN
-
-    summary_threshold_tokens: int = Field(default=2000, ge=50, le=1_000_000)
-    max_summary_tokens: int = Field(default=500, ge=50, le=8000)
-
-
-class DreamConfig(BaseModel):
-    """Deep dream: consolidate the journal into the agent's core summary memory."""
-
-    model_config = _FROZEN
-
-    enabled: bool = True
-    interval: ConsolidationInterval = ConsolidationInterval.DAILY
-    lookback_days: int = Field(default=7, ge=1, le=365)
-    max_core_tokens: int = Field(default=600, ge=50, le=8000)
-    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+# --- memory: the section --------------------------------------------------------------------
 
 
 class CompanyMemoryConfig(BaseModel):
-    model_config = _FROZEN
+    model_config = FROZEN
 
     backend: Literal["pgvector", "mem0"] = "pgvector"
     level: MemoryLevel = MemoryLevel.SESSION
@@ -682,114 +528,3 @@ class CompanyMemoryConfig(BaseModel):
             data = self.options.model_dump(exclude_unset=True) | options_update
             object.__setattr__(self, "options", MemoryOptionsConfig.model_validate(data))
         return self
-
-
-# --- org_memory ------------------------------------------------------------------------------
-
-
-class CategoryWriteRule(BaseModel):
-    model_config = _FROZEN
-
-    allowed_seniority: SeniorityLevel | None = None
-    human_allowed: bool = True
-
-
-def _default_write_rules() -> Mapping[OrgFactCategory, CategoryWriteRule]:
-    senior = CategoryWriteRule(allowed_seniority=SeniorityLevel.SENIOR, human_allowed=True)
-    return MappingProxyType(
-        {
-            OrgFactCategory.CORE_POLICY: CategoryWriteRule(
-                allowed_seniority=None, human_allowed=True
-            ),
-            OrgFactCategory.ADR: senior,
-            OrgFactCategory.PROCEDURE: senior,
-            OrgFactCategory.CONVENTION: senior,
-        }
-    )
-
-
-class WriteAccessConfig(BaseModel):
-    """Per-category write rules. A category with no rule denies everyone."""
-
-    model_config = _FROZEN
-
-    rules: Mapping[OrgFactCategory, CategoryWriteRule] = Field(default_factory=_default_write_rules)
-
-    @field_validator("rules", mode="after")
-    @classmethod
-    def _wrap_rules_readonly(
-        cls, value: Mapping[OrgFactCategory, CategoryWriteRule]
-    ) -> Mapping[OrgFactCategory, CategoryWriteRule]:
-        core = value.get(OrgFactCategory.CORE_POLICY)
-        if core is not None and core.allowed_seniority is not None:
-            raise ValueError("core_policy is human-only: allowed_seniority must be null")
-        return MappingProxyType(dict(value))
-
-    @field_serializer("rules")
-    def _serialize_rules(
-        self, value: Mapping[OrgFactCategory, CategoryWriteRule]
-    ) -> dict[str, CategoryWriteRule]:
-        return {str(category): rule for category, rule in value.items()}
-
-
-class ExtendedStoreConfig(BaseModel):
-    model_config = _FROZEN
-
-    backend: Literal["postgresql", "sqlite"] = "postgresql"
-    max_retrieved_per_query: int = Field(default=5, ge=1, le=100)
-
-
-class OrgMemoryConfig(BaseModel):
-    model_config = _FROZEN
-
-    backend: Literal["hybrid_prompt_retrieval"] = "hybrid_prompt_retrieval"
-    core_policies: tuple[NotBlankStr, ...] = ()
-    extended_store: ExtendedStoreConfig = Field(default_factory=ExtendedStoreConfig)
-    write_access: WriteAccessConfig = Field(default_factory=WriteAccessConfig)
-
-
-class CompanyConfig(BaseModel):
-    """A company's whole configuration: ``memory:`` and ``org_memory:``."""
-
-    model_config = _FROZEN
-
-    memory: CompanyMemoryConfig = Field(default_factory=CompanyMemoryConfig)
-    org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
-
-
-def _error_field(error: Mapping[str, Any]) -> str:
-    loc = [str(part) for part in error.get("loc", ())]
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, ConfigFieldError):
-        loc.append(cause.field)
-    return ".".join(loc)
-
-
-def _error_message(error: Mapping[str, Any]) -> str:
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, ConfigFieldError):
-        return cause.message
-    message = str(error.get("msg", "invalid"))
-    return message.removeprefix("Value error, ")
-
-
-def parse_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
-    """Validate ``data`` (``None`` or ``{}`` gives every default)."""
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise CompanyConfigError(
-            [{"field": "", "message": "the configuration must be a mapping", "code": "type"}]
-        )
-    try:
-        return CompanyConfig.model_validate(dict(data))
-    except ValidationError as exc:
-        errors = [
-            {
-                "field": _error_field(error),
-                "message": _error_message(error),
-                "code": str(error.get("type", "invalid")),
-            }
-            for error in exc.errors()
-        ]
-        raise CompanyConfigError(errors) from None

@@ -1,0 +1,81 @@
+"""Company configuration: the spec's ``memory:`` and ``org_memory:`` sections.
+
+Frozen pydantic v2 models with the spec's defaults, bounds and cross-field validators
+(pure: no Django import), one module per section: :mod:`.memory` (storage, retrieval,
+self-editing, consolidation, embedder, redaction, fine-tuning), :mod:`.procedural`,
+:mod:`.ingestion`, :mod:`.org_memory`; shared building blocks in :mod:`.fields`. Import a
+section's models from the module that defines it.
+
+The schema lives in the kernel on purpose: persistence validates a company's *whole* config
+on write (``company_config_set``, the admin form, ``load_company_config``) and may not import
+the apps (docs/decisions/0010-company-config-in-the-kernel.md).
+
+:func:`parse_company_config` is the only entry point; it raises :class:`CompanyConfigError`
+whose ``errors`` name each bad field by its dotted path (``memory.retrieval.relevance_weight``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from synthorg.company_config.fields import FROZEN, ConfigFieldError
+from synthorg.company_config.memory import CompanyMemoryConfig
+from synthorg.company_config.org_memory import OrgMemoryConfig
+
+
+class CompanyConfigError(ValueError):
+    """The config is invalid; ``errors`` is a list of ``{field, message, code}``."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors))
+
+
+class CompanyConfig(BaseModel):
+    """A company's whole configuration: ``memory:`` and ``org_memory:``."""
+
+    model_config = FROZEN
+
+    memory: CompanyMemoryConfig = Field(default_factory=CompanyMemoryConfig)
+    org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
+
+
+def _error_field(error: Mapping[str, Any]) -> str:
+    loc = [str(part) for part in error.get("loc", ())]
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigFieldError):
+        loc.append(cause.field)
+    return ".".join(loc)
+
+
+def _error_message(error: Mapping[str, Any]) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigFieldError):
+        return cause.message
+    message = str(error.get("msg", "invalid"))
+    return message.removeprefix("Value error, ")
+
+
+def parse_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
+    """Validate ``data`` (``None`` or ``{}`` gives every default)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise CompanyConfigError(
+            [{"field": "", "message": "the configuration must be a mapping", "code": "type"}]
+        )
+    try:
+        return CompanyConfig.model_validate(dict(data))
+    except ValidationError as exc:
+        errors = [
+            {
+                "field": _error_field(error),
+                "message": _error_message(error),
+                "code": str(error.get("type", "invalid")),
+            }
+            for error in exc.errors()
+        ]
+        raise CompanyConfigError(errors) from None

@@ -1,0 +1,36 @@
+"""Building blocks every section of the company config shares.
+
+``FROZEN`` is the model config of every section (immutable, no NaN/inf, unknown keys refused);
+``ConfigFieldError`` is how a cross-field validator names the field it refuses, which
+:func:`synthorg.company_config.parse_company_config` turns into a dotted path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import ConfigDict, StringConstraints
+
+NotBlankStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+FROZEN = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
+_WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|\\")
+
+
+class ConfigFieldError(ValueError):
+    """A cross-field rule broken by ``field`` (a name relative to the model that raised it)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def reject_unsafe_path(field: str, value: str | None) -> None:
+    if value is None:
+        return
+    if ".." in value.replace("\\", "/").split("/"):
+        raise ConfigFieldError(field, "must not contain '..' (parent-directory traversal)")
+    if _WINDOWS_PATH.search(value):
+        raise ConfigFieldError(field, "must be a POSIX path (no drive letters or backslashes)")

@@ -1,0 +1,47 @@
+"""``memory.extraction`` / ``memory.conversation`` / ``memory.dream``: conversation ingestion."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from synthorg.company_config.fields import FROZEN, NotBlankStr
+from synthorg.enums import ConsolidationInterval
+
+
+class ExtractionConfig(BaseModel):
+    """Debounced fact extraction from flushed conversations. On by default: with no LLM
+    configured each run is recorded as ``skipped_no_llm`` and retried once one is."""
+
+    model_config = FROZEN
+
+    enabled: bool = True
+    model: NotBlankStr | None = None  # None: the deployment's SYNTHORG_LLM_MODEL
+    debounce_seconds: int = Field(default=30, ge=0, le=86_400)
+    max_pending_tokens: int = Field(default=4000, ge=50, le=1_000_000)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_facts_per_run: int = Field(default=20, ge=1, le=200)
+    max_batch_tokens: int = Field(default=8000, ge=100, le=200_000)
+    relevant_memories: int = Field(default=10, ge=0, le=100)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    retry_backoff_seconds: int = Field(default=60, ge=1, le=86_400)
+
+
+class ConversationContextConfig(BaseModel):
+    """The context tier: a running summary plus the most recent messages."""
+
+    model_config = FROZEN
+
+    summary_threshold_tokens: int = Field(default=2000, ge=50, le=1_000_000)
+    max_summary_tokens: int = Field(default=500, ge=50, le=8000)
+
+
+class DreamConfig(BaseModel):
+    """Deep dream: consolidate the journal into the agent's core summary memory."""
+
+    model_config = FROZEN
+
+    enabled: bool = True
+    interval: ConsolidationInterval = ConsolidationInterval.DAILY
+    lookback_days: int = Field(default=7, ge=1, le=365)
+    max_core_tokens: int = Field(default=600, ge=50, le=8000)
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)

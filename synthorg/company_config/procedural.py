@@ -1,0 +1,86 @@
+"""``memory.procedural``: capture, pruning, propagation and the skill evolver's rails."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from synthorg.company_config.fields import FROZEN, NotBlankStr, reject_unsafe_path
+
+
+class CaptureConfig(BaseModel):
+    """When an execution report becomes a proposer call (``capture: hybrid`` is shorthand)."""
+
+    model_config = FROZEN
+
+    type: Literal["failure", "success", "hybrid"] = "failure"
+    min_quality_score: float = Field(default=8.0, ge=0.0, le=10.0)
+    success_quality_percentile: float = Field(default=75.0, ge=0.0, le=100.0)
+    # How many of the agent's most recent scored reports the percentile is taken over.
+    percentile_window: int = Field(default=50, ge=1, le=10_000)
+
+
+class ProceduralPruningConfig(BaseModel):
+    model_config = FROZEN
+
+    strategy: Literal["none", "ttl", "pareto", "hybrid"] = "hybrid"
+    max_age_days: int = Field(default=90, ge=1)
+    max_entries: int = Field(default=100, ge=1)
+
+
+class ProceduralPropagationConfig(BaseModel):
+    model_config = FROZEN
+
+    strategy: Literal["none", "role", "department"] = "none"
+    max_propagation_targets: int = Field(default=10, ge=0, le=1000)
+
+
+def _shorthand(field: str):
+    def expand(value: Any) -> Any:
+        return {field: value} if isinstance(value, str) else value
+
+    return expand
+
+
+class EvolverConfig(BaseModel):
+    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
+
+    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
+    is invalid, so no configuration can let the evolver write org memory itself.
+    """
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    requires_human_approval: Literal[True] = True
+    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
+    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
+    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
+    # No proposal is emitted while the company has this many live procedure facts.
+    max_org_entries: int = Field(default=10_000, ge=1)
+    window_days: int = Field(default=7, ge=1, le=365)
+
+
+class ProceduralMemoryConfig(BaseModel):
+    model_config = FROZEN
+
+    enabled: bool = True
+    model: NotBlankStr = "example-small-001"
+    temperature: float = Field(default=0.3, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=1500, ge=1, le=32_000)
+    min_confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    skill_md_directory: NotBlankStr | None = None
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
+    propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
+    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
+
+    _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
+    _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
+    _propagation_shorthand = field_validator("propagation", mode="before")(_shorthand("strategy"))
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> ProceduralMemoryConfig:
+        reject_unsafe_path("skill_md_directory", self.skill_md_directory)
+        return self
