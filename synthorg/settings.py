@@ -179,6 +179,9 @@ SYNTHORG_LLM = {
     # One completion as a whole (attempts, trickling reads, back-off), in seconds.
     "TOTAL_TIMEOUT": float(os.environ.get("SYNTHORG_LLM_TOTAL_TIMEOUT", "120")),
     "MAX_RETRIES": int(os.environ.get("SYNTHORG_LLM_MAX_RETRIES", "2")),
+    # Seconds all LLM calls inside one HTTP request (Search-and-Ask) may take together;
+    # past it the request answers with its plain search results (degraded).
+    "REQUEST_BUDGET": float(os.environ.get("SYNTHORG_LLM_REQUEST_BUDGET", "15")),
     # USD per million tokens, used to price the cost record of every call (0 when unset).
     "INPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_INPUT_COST_PER_MTOK", "0"),
     "OUTPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_OUTPUT_COST_PER_MTOK", "0"),

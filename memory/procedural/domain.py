@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -22,6 +21,8 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+
+from synthorg.llm.replies import ReplyFormatError, reply_json
 
 ERROR_CATEGORY_MAX = 100
 ERROR_MESSAGE_MAX = 4_000
@@ -187,21 +188,13 @@ class ProposalError(ValueError):
         self.reason = reason
 
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-
-
-def parse_proposal(text: str) -> ProceduralMemoryProposal:
-    """Parse the proposer's reply (a JSON object, optionally in a ```json fence)."""
-    import json
-
-    match = _FENCE.match(text)
-    body = match.group(1) if match else text.strip()
+def parse_proposal(text: str, *, truncated: bool = False) -> ProceduralMemoryProposal:
+    """Parse the proposer's reply: the first JSON object in it, wherever the model put it
+    (fence, prose, after a reasoning block; :func:`synthorg.llm.replies.reply_json`)."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        raise ProposalError("invalid JSON from proposer") from None
-    if not isinstance(data, Mapping):
-        raise ProposalError("proposer JSON is not an object")
+        data = reply_json(text, truncated=truncated, expect=dict)
+    except ReplyFormatError as exc:
+        raise ProposalError(f"invalid JSON from proposer: {exc}") from None
     try:
         return ProceduralMemoryProposal.model_validate(dict(data))
     except ValidationError as exc:

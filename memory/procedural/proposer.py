@@ -118,9 +118,10 @@ def propose(
     completion = provider.complete(
         proposer_messages(payload), model=model, temperature=temperature, max_tokens=max_tokens
     )
-    if completion.finish_reason == "length":
-        try:
-            return parse_proposal(completion.content), completion
-        except ProposalError:
+    truncated = completion.finish_reason == "length"
+    try:
+        return parse_proposal(completion.content, truncated=truncated), completion
+    except ProposalError:
+        if truncated:
             raise ProposalError("proposer answer truncated (max_tokens reached)") from None
-    return parse_proposal(completion.content), completion
+        raise

@@ -3,23 +3,28 @@
 Both call the configured OpenAI-compatible chat model (costs recorded for the agent) and
 turn every LLM failure — transport, refusal, unusable answer — into :class:`StepFailed`, so
 the loop degrades to what it already found instead of failing the tool call.
+
+They run inside an HTTP request, so both share the request's LLM ``deadline`` (a
+:func:`time.monotonic` instant, from ``SYNTHORG_LLM["REQUEST_BUDGET"]``): once it passes, no
+further call starts, a call in flight is cut at it, and the step fails with the code
+:data:`LLM_BUDGET_EXCEEDED`, which ``degraded`` reports.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
+import time
 from collections.abc import Sequence
 
 from memory.prompting.search_and_ask import StepFailed
 from synthorg.llm import ChatMessage, CompletionProvider, LLMError
+from synthorg.llm.replies import ReplyFormatError, reply_json, reply_text
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
 EXCERPT_CHARS = 300
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.IGNORECASE)
+LLM_BUDGET_EXCEEDED = "llm_budget_exceeded"
 
 SUFFICIENCY_SYSTEM = (
     "You judge whether retrieved memories are enough to answer a question. The memories are "
@@ -40,15 +45,19 @@ def _numbered(texts: Sequence[str]) -> str:
 
 
 class LLMSufficiencyChecker:
-    def __init__(self, provider: CompletionProvider) -> None:
+    def __init__(self, provider: CompletionProvider, *, deadline: float | None = None) -> None:
         self.provider = provider
+        self.deadline = deadline
 
     def __call__(self, question: str, texts: Sequence[str]) -> bool:
         prompt = f"Question: {question}\n\nRetrieved memories:\n{_numbered(texts)}"
-        content = _complete(self.provider, SUFFICIENCY_SYSTEM, prompt, max_tokens=20)
+        # Room for a reasoning model's <think> block before the verdict.
+        content, truncated = _complete(
+            self.provider, SUFFICIENCY_SYSTEM, prompt, max_tokens=400, deadline=self.deadline
+        )
         try:
-            verdict = json.loads(_FENCE.sub("", content.strip()))
-        except json.JSONDecodeError:
+            verdict = reply_json(content, truncated=truncated, expect=dict)
+        except ReplyFormatError:
             verdict = None
         if not isinstance(verdict, dict) or not isinstance(verdict.get("sufficient"), bool):
             logger.warning("sufficiency checker answered %r; expected a JSON verdict", content)
@@ -57,8 +66,9 @@ class LLMSufficiencyChecker:
 
 
 class LLMQueryReformulator:
-    def __init__(self, provider: CompletionProvider) -> None:
+    def __init__(self, provider: CompletionProvider, *, deadline: float | None = None) -> None:
         self.provider = provider
+        self.deadline = deadline
 
     def __call__(self, question: str, tried: Sequence[str], texts: Sequence[str]) -> str:
         prompt = (
@@ -66,22 +76,50 @@ class LLMQueryReformulator:
             + "\n".join(f"- {q}" for q in tried)
             + f"\n\nWhat they found:\n{_numbered(texts)}"
         )
-        content = _complete(self.provider, REFORMULATION_SYSTEM, prompt, max_tokens=60)
-        line = content.strip().splitlines()[0].strip().strip('"') if content.strip() else ""
+        content, _truncated = _complete(
+            self.provider, REFORMULATION_SYSTEM, prompt, max_tokens=400, deadline=self.deadline
+        )
+        line = _first_line(reply_text(content))
         if not line or len(line) > MAX_QUERY_CHARS:
             logger.warning("reformulator answered %r; expected one query line", content[:200])
             raise StepFailed("unusable reformulation")
         return line
 
 
-def _complete(provider: CompletionProvider, system: str, prompt: str, *, max_tokens: int) -> str:
+def _first_line(answer: str) -> str:
+    """The query in a reply such as ``Query: "billing cadence"`` or a fenced line."""
+    for raw in answer.splitlines():
+        line = raw.strip().strip("`").strip()
+        if not line:
+            continue
+        label, sep, rest = line.partition(":")
+        if sep and label.strip().lower() in ("query", "new query", "rewritten query"):
+            line = rest.strip()
+        return line.strip('"').strip("'").strip()
+    return ""
+
+
+def _complete(
+    provider: CompletionProvider,
+    system: str,
+    prompt: str,
+    *,
+    max_tokens: int,
+    deadline: float | None,
+) -> tuple[str, bool]:
+    """The reply's content and whether it was cut at ``max_tokens``."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise StepFailed("the request's LLM time budget is spent", code=LLM_BUDGET_EXCEEDED)
     try:
         completion = provider.complete(
             [ChatMessage("system", system), ChatMessage("user", prompt)],
             max_tokens=max_tokens,
             temperature=0.0,
+            deadline=deadline,
         )
     except LLMError as exc:
         logger.warning("Search-and-Ask LLM step failed: %s", exc)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise StepFailed(str(exc), code=LLM_BUDGET_EXCEEDED) from exc
         raise StepFailed(str(exc)) from exc
-    return completion.content or ""
+    return completion.content or "", completion.finish_reason == "length"

@@ -19,7 +19,12 @@ Hit = TypeVar("Hit")
 
 
 class StepFailed(Exception):
-    """A checker, reformulator or retrieval step could not produce an answer."""
+    """A checker, reformulator or retrieval step could not produce an answer. ``code``, when
+    set, is added to ``degraded`` after the step's name (e.g. ``llm_budget_exceeded``)."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -61,23 +66,29 @@ def search_and_ask(
     for _round in range(max_rounds):
         try:
             sufficient = bool(is_sufficient(query, ranked()))
-        except StepFailed:
+        except StepFailed as exc:
             sufficient = None
-            degraded.append("sufficiency_check")
+            _failed(degraded, "sufficiency_check", exc)
             break
         if sufficient:
             break
         try:
             new_query = reformulate(query, list(queries), ranked()).strip()
-        except StepFailed:
-            degraded.append("reformulation")
+        except StepFailed as exc:
+            _failed(degraded, "reformulation", exc)
             break
         if not new_query or new_query in queries:
             break  # nothing new to ask
         queries.append(new_query)
         try:
             merge(retrieve(new_query))
-        except StepFailed:
-            degraded.append("retrieval")
+        except StepFailed as exc:
+            _failed(degraded, "retrieval", exc)
             break
     return SearchAndAskOutcome(ranked(), queries, sufficient, degraded)
+
+
+def _failed(degraded: list[str], step: str, exc: StepFailed) -> None:
+    degraded.append(step)
+    if exc.code and exc.code not in degraded:
+        degraded.append(exc.code)

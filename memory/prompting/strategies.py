@@ -15,9 +15,12 @@ Company core policies are pinned first by every strategy (``include_org``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from django.conf import settings
 
 from memory.core.llm import completion_provider_for
 from memory.core.retrieval.formatting import build_messages
@@ -183,6 +186,16 @@ def strategy_for(agent: Agent, config: CompanyMemoryConfig) -> MemoryInjectionSt
     return STRATEGIES[config.retrieval.strategy](agent, config)
 
 
+DEFAULT_LLM_REQUEST_BUDGET = 15.0
+
+
+def llm_request_deadline() -> float:
+    """The :func:`time.monotonic` instant by which an HTTP request's LLM calls must be done."""
+    conf = getattr(settings, "SYNTHORG_LLM", None) or {}
+    budget = float(conf.get("REQUEST_BUDGET") or DEFAULT_LLM_REQUEST_BUDGET)
+    return time.monotonic() + budget
+
+
 def search_with_reformulation(
     *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider=None
 ):
@@ -190,7 +203,11 @@ def search_with_reformulation(
 
     Without an LLM the loop cannot run: one retrieval answers and ``degraded`` says
     ``reformulation_unavailable``. ``provider`` is for callers that bring their own client.
+    The loop's LLM calls share one budget, ``SYNTHORG_LLM["REQUEST_BUDGET"]`` seconds from
+    the start of the request (:func:`llm_request_deadline`); past it the results found so
+    far answer and ``degraded`` says ``llm_budget_exceeded``.
     """
+    deadline = llm_request_deadline()
     first = memory_search(agent=agent, query=query, config=config)
     if not config.query_reformulation_enabled or query.text is None:
         return ToolSearchResult(
@@ -219,8 +236,8 @@ def search_with_reformulation(
         degraded.extend(d for d in result.degraded if d not in degraded)
         return result.hits
 
-    checker = LLMSufficiencyChecker(provider)
-    reformulator = LLMQueryReformulator(provider)
+    checker = LLMSufficiencyChecker(provider, deadline=deadline)
+    reformulator = LLMQueryReformulator(provider, deadline=deadline)
     outcome = search_and_ask(
         query.text,
         retrieve=retrieve,

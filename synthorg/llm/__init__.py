@@ -1,8 +1,10 @@
 """LLM completions: the :class:`CompletionProvider` protocol and an OpenAI-compatible client.
 
 :func:`completion_provider_from_settings` builds the client from ``settings.SYNTHORG_LLM``
-(read at call time, never at import); with no base URL or model it raises
-:class:`LLMNotConfiguredError`, which LLM-dependent steps handle by degrading.
+(read at call time, never at import); with no base URL it raises
+:class:`LLMNotConfiguredError`, which LLM-dependent steps handle by degrading. Which model a
+call names is decided in one place, :func:`resolve_model`; replies are read by
+:mod:`synthorg.llm.replies`.
 The kernel never writes cost records itself: callers pass a ``usage_recorder``.
 """
 
@@ -12,6 +14,7 @@ from synthorg.llm.base import (
     ChatMessage,
     Completion,
     CompletionProvider,
+    LLMConfigurationError,
     LLMError,
     LLMNotConfiguredError,
     LLMRequestError,
@@ -21,11 +24,19 @@ from synthorg.llm.base import (
     UsageRecorder,
 )
 from synthorg.llm.openai_chat import OpenAICompatibleChatClient
+from synthorg.llm.resolution import (
+    PLACEHOLDER_MODELS,
+    configured_model,
+    is_placeholder,
+    resolve_model,
+)
 
 __all__ = [
+    "PLACEHOLDER_MODELS",
     "ChatMessage",
     "Completion",
     "CompletionProvider",
+    "LLMConfigurationError",
     "LLMError",
     "LLMNotConfiguredError",
     "LLMRequestError",
@@ -35,50 +46,25 @@ __all__ = [
     "TokenUsage",
     "UsageRecorder",
     "completion_provider_from_settings",
+    "configured_model",
+    "is_placeholder",
+    "resolve_model",
 ]
 
 NOT_CONFIGURED = (
-    "No LLM is configured: set SYNTHORG_LLM_BASE_URL and SYNTHORG_LLM_MODEL "
-    "(and SYNTHORG_LLM_API_KEY if the endpoint needs one)."
+    "No LLM is configured: set SYNTHORG_LLM_BASE_URL (and SYNTHORG_LLM_API_KEY if the "
+    "endpoint needs one; SYNTHORG_LLM_MODEL, or the first model it lists is used)."
 )
-NO_MODEL_FOUND = (
-    "SYNTHORG_LLM_MODEL is not set and {url}/models lists no model: set SYNTHORG_LLM_MODEL."
-)
-# base URL -> (model or None, monotonic time of the lookup); failures are retried later.
-_discovered: dict[str, tuple[str | None, float]] = {}
-_DISCOVERY_RETRY_SECONDS = 60.0
-
-
-def discover_model(base_url: str, *, api_key: str | None, timeout: float) -> str | None:
-    """The first model ``GET {base_url}/models`` lists (OpenAI, vLLM, Ollama, llama.cpp and
-    LiteLLM all serve it), so setting only ``SYNTHORG_LLM_BASE_URL`` is enough. Cached per
-    process; a failed lookup is retried after a minute."""
-    import time
-
-    import httpx
-
-    cached = _discovered.get(base_url)
-    now = time.monotonic()
-    if cached is not None and (cached[0] is not None or now - cached[1] < _DISCOVERY_RETRY_SECONDS):
-        return cached[0]
-    model = None
-    try:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        response = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
-        if response.status_code == 200:
-            data = response.json().get("data")
-            ids = [m.get("id") for m in data or [] if isinstance(m, dict)]
-            model = next((i for i in ids if isinstance(i, str) and i), None)
-    except (httpx.HTTPError, ValueError, AttributeError):
-        model = None
-    _discovered[base_url] = (model, now)
-    return model
 
 
 def completion_provider_from_settings(
     *, usage_recorder: UsageRecorder | None = None
 ) -> OpenAICompatibleChatClient:
-    """The configured chat client, or :class:`LLMNotConfiguredError`."""
+    """The configured chat client, or :class:`LLMNotConfiguredError` when no endpoint is set.
+
+    The model is resolved per call (:func:`resolve_model`): a call's own model, else
+    ``SYNTHORG_LLM_MODEL``, else the first one the endpoint lists — or
+    :class:`LLMConfigurationError` from :meth:`~OpenAICompatibleChatClient.complete`."""
     from django.conf import settings
 
     conf = getattr(settings, "SYNTHORG_LLM", None) or {}
@@ -86,17 +72,9 @@ def completion_provider_from_settings(
     model = (conf.get("MODEL") or "").strip()
     if not base_url:
         raise LLMNotConfiguredError(NOT_CONFIGURED)
-    if not model:
-        model = discover_model(
-            base_url,
-            api_key=conf.get("API_KEY") or None,
-            timeout=min(float(conf.get("TIMEOUT") or 30.0), 10.0),
-        )
-        if not model:
-            raise LLMNotConfiguredError(NO_MODEL_FOUND.format(url=base_url.rstrip("/")))
     return OpenAICompatibleChatClient(
         base_url,
-        model,
+        configured_model(model),
         api_key=conf.get("API_KEY") or None,
         timeout=float(conf.get("TIMEOUT") or 30.0),
         total_timeout=float(conf.get("TOTAL_TIMEOUT") or 120.0),

@@ -22,6 +22,14 @@ class LLMNotConfiguredError(LLMError):
     """No LLM endpoint is configured; callers degrade (truncation, extractive fallback)."""
 
 
+class LLMConfigurationError(LLMError):
+    """An endpoint is configured but no model can be named: nothing configured (or only the
+    seeds' placeholder) and ``GET {base}/models`` lists none. Retryable: it succeeds once the
+    operator sets a model or the server lists one."""
+
+    retryable = True
+
+
 class LLMTransientError(LLMError):
     """Rate limiting, a server error, a timeout or a dropped connection (after all retries)."""
 
@@ -70,7 +78,13 @@ logged and swallowed: accounting must never fail the call it accounts for."""
 
 @runtime_checkable
 class CompletionProvider(Protocol):
-    """Something that turns chat messages into one completion."""
+    """Something that turns chat messages into one completion.
+
+    ``model`` is what the caller's configuration names; ``None`` or a placeholder means the
+    endpoint's model (see :func:`synthorg.llm.resolution.resolve_model`). ``deadline`` is a
+    :func:`time.monotonic` instant no part of the call may outlast (e.g. an HTTP request's
+    LLM budget); it can only shorten the provider's own total timeout.
+    """
 
     @property
     def default_model(self) -> str: ...
@@ -83,4 +97,5 @@ class CompletionProvider(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         response_format: dict | None = None,
+        deadline: float | None = None,
     ) -> Completion: ...

@@ -29,6 +29,7 @@ from synthorg.llm.base import (
     TokenUsage,
     UsageRecorder,
 )
+from synthorg.llm.resolution import resolve_model
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ class OpenAICompatibleChatClient:
 
     Args:
         base_url: API root including any version prefix, e.g. ``https://api.openai.com/v1``.
-        model: default model; a call may name another.
+        model: default model; a call may name another. ``None`` (or a placeholder): the
+            first model ``GET {base_url}/models`` lists (see :func:`resolve_model`).
         api_key: sent as ``Authorization: Bearer``; omitted when empty.
         timeout: seconds for connecting and for each read/write, per attempt.
         total_timeout: seconds for one :meth:`complete` as a whole — every attempt, every
@@ -62,7 +64,7 @@ class OpenAICompatibleChatClient:
     def __init__(
         self,
         base_url: str,
-        model: str,
+        model: str | None,
         *,
         api_key: str | None = None,
         timeout: float = 30.0,
@@ -77,8 +79,6 @@ class OpenAICompatibleChatClient:
     ) -> None:
         if not base_url:
             raise ValueError("base_url is required")
-        if not model:
-            raise ValueError("model is required")
         if total_timeout is not None and total_timeout <= 0:
             raise ValueError(f"total_timeout must be positive, got {total_timeout}")
         self._total_timeout = total_timeout
@@ -110,7 +110,19 @@ class OpenAICompatibleChatClient:
 
     @property
     def default_model(self) -> str:
-        return self._model
+        """The model a call naming none gets (may look it up: :class:`LLMConfigurationError`)."""
+        return self._resolve(None, deadline=None)
+
+    def _resolve(self, model: str | None, *, deadline: float | None) -> str:
+        remaining = self._http.timeout if deadline is None else deadline - time.monotonic()
+        return resolve_model(
+            model,
+            default=self._model,
+            base_url=self._url.removesuffix("/chat/completions"),
+            api_key=self._http.api_key,
+            timeout=min(self._http.timeout, remaining),
+            transport=self._http.transport,
+        )
 
     def with_usage_recorder(self, recorder: UsageRecorder | None) -> OpenAICompatibleChatClient:
         """A client with the same endpoint settings whose usage goes to ``recorder``."""
@@ -140,14 +152,19 @@ class OpenAICompatibleChatClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         response_format: dict | None = None,
+        deadline: float | None = None,
     ) -> Completion:
         """One completion. ``response_format`` is sent as is (e.g. ``{"type": "json_schema",
         "json_schema": {...}}``); a provider that does not support it answers 400, which
-        surfaces as :class:`LLMRequestError` for the caller to retry without it."""
+        surfaces as :class:`LLMRequestError` for the caller to retry without it. ``deadline``
+        (a :func:`time.monotonic` instant) can only shorten ``total_timeout``."""
         if not messages:
             raise ValueError("messages must not be empty")
+        if self._total_timeout is not None:
+            own = time.monotonic() + self._total_timeout
+            deadline = own if deadline is None else min(deadline, own)
         body: dict[str, Any] = {
-            "model": model or self._model,
+            "model": self._resolve(model, deadline=deadline),
             "messages": [{"role": m.role, "content": m.content} for m in messages],
         }
         if max_tokens is not None:
@@ -156,7 +173,7 @@ class OpenAICompatibleChatClient:
             body["temperature"] = temperature
         if response_format is not None:
             body["response_format"] = response_format
-        payload = self._post_with_retries(body)
+        payload = self._post_with_retries(body, deadline=deadline)
         completion = self._parse(payload, requested_model=body["model"])
         if self._usage_recorder is not None:
             try:
@@ -165,11 +182,8 @@ class OpenAICompatibleChatClient:
                 logger.exception("LLM usage recorder failed; the completion is still returned")
         return completion
 
-    def _post_with_retries(self, body: dict[str, Any]) -> Any:
+    def _post_with_retries(self, body: dict[str, Any], *, deadline: float | None) -> Any:
         try:
-            deadline = (
-                None if self._total_timeout is None else time.monotonic() + self._total_timeout
-            )
             return self._http.post(body, describe=self._describe(body), deadline=deadline)
         except TransientHttpError as exc:
             raise LLMTransientError(str(exc)) from exc

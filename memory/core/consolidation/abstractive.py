@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from synthorg.llm import ChatMessage, CompletionProvider, LLMError, LLMNotConfiguredError
+from synthorg.llm.replies import reply_text
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class AbstractiveSummarizer:
                 raise
             logger.warning("abstractive summary fell back to truncation: %s", exc)
             return self._fallback(content, f"{type(exc).__name__}: {exc}")
-        text = completion.content.strip()
+        text = reply_text(completion.content)
         if not text:
             return self._fallback(content, "the LLM returned an empty summary")
         return Summary(text=text, method="llm")

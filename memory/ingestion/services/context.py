@@ -32,6 +32,7 @@ from memory.ingestion.selectors import conversation_get
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError
+from synthorg.llm.replies import reply_text
 
 logger = logging.getLogger(__name__)
 
@@ -174,7 +175,7 @@ def conversation_summary_refresh(
                 max_tokens=config.max_summary_tokens * 2,
                 temperature=0.2,
             )
-            summary = completion.content.strip() or None
+            summary = reply_text(completion.content) or None
         except LLMError as exc:
             logger.warning(
                 "summary of conversation %s: LLM failed (%s); truncating", conversation.pk, exc

@@ -135,7 +135,9 @@ def agent_dream(
             )
         except LLMRequestError:  # no structured outputs: ask again, validate anyway
             completion = provider.complete(prompt, temperature=config.temperature)
-        new_core, diary = parse_dream(completion.content)
+        new_core, diary = parse_dream(
+            completion.content, truncated=completion.finish_reason == "length"
+        )
     except (LLMError, InvalidAnswerError) as exc:
         logger.warning("dream of agent %s failed: %s", agent.pk, exc)
         return _record(run, DreamRun.Status.FAILED, error=str(exc)[:2000])

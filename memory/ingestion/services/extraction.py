@@ -267,7 +267,10 @@ def _ask(provider: CompletionProvider, claim: _Claim, messages, *, config):
     claim.run.model = completion.model
     claim.run.input_tokens = completion.usage.input_tokens
     claim.run.output_tokens = completion.usage.output_tokens
-    return parse_facts(completion.content), completion
+    return (
+        parse_facts(completion.content, truncated=completion.finish_reason == "length"),
+        completion,
+    )
 
 
 def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> list[PromptMemory]:

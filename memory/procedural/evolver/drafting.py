@@ -93,7 +93,7 @@ def draft(
     completion = provider.complete(
         messages, model=model, temperature=temperature, max_tokens=max_tokens
     )
-    proposal = parse_proposal(completion.content)
+    proposal = parse_proposal(completion.content, truncated=completion.finish_reason == "length")
     if proposal.scope is not ProceduralScope.ORG:
         proposal = proposal.model_copy(update={"scope": ProceduralScope.ORG})
     if not proposal.execution_steps:

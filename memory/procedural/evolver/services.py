@@ -229,6 +229,10 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
                 )
             except (LLMError, ProposalError) as exc:
                 report.drafts_failed += 1
+                # The reason is what a user needs ("model not found", "no model to ask"):
+                # keep it on the report, not only in the log.
+                reason = f"draft of {pattern.key} failed: {type(exc).__name__}: {exc}"
+                report.error = "\n".join(filter(None, [report.error, reason]))[:2000]
                 logger.warning("skill evolver draft for %s failed: %s", pattern.key, exc)
                 say(f"    draft failed: {exc}")
                 continue

@@ -38,8 +38,6 @@ from synthorg.llm import LLMError
 
 logger = logging.getLogger(__name__)
 
-# The spec's placeholder default model: send no model name, the server's default is used.
-SPEC_PLACEHOLDER_MODEL = "example-small-001"
 NO_LLM = "no LLM configured (set SYNTHORG_LLM_BASE_URL and SYNTHORG_LLM_MODEL)"
 REASON_MAX = 1000
 STALE_AFTER = timedelta(minutes=15)
@@ -141,12 +139,13 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
         return capture
     fields = _report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
-    model = None if procedural.model == SPEC_PLACEHOLDER_MODEL else procedural.model
     try:
+        # The client resolves the model (synthorg.llm.resolve_model): a placeholder such as
+        # the default ``example-small-001`` is never sent.
         proposal, completion = propose(
             provider,
             payload,
-            model=model,
+            model=procedural.model,
             temperature=procedural.temperature,
             max_tokens=procedural.max_tokens,
         )

@@ -1,0 +1,128 @@
+"""Which model an LLM call names: one rule for every call site (pure: no Django import).
+
+1. the model the caller's configuration names (a company config field such as
+   ``memory.procedural.model``), else the deployment's ``SYNTHORG_LLM_MODEL``;
+2. else the first model ``GET {base}/models`` lists (OpenAI, Ollama ``/v1``, vLLM, llama.cpp
+   server and LM Studio all serve it), so a base URL and a key are enough;
+3. else :class:`~synthorg.llm.base.LLMConfigurationError`, which each feature records on its
+   run or report (status and reason) instead of doing nothing.
+
+The spec's seeds carry placeholder model names (``example-small-001``: the default of
+``memory.procedural.model``, the examples' ``summarization_model``). A placeholder is never
+sent: like an empty setting it means "the server's model".
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import httpx
+
+from synthorg.llm.base import LLMConfigurationError
+
+PLACEHOLDER_MODELS = frozenset({"example-small-001"})
+
+NO_MODEL = (
+    "no model to ask: no model is configured (set SYNTHORG_LLM_MODEL or the feature's model "
+    "setting) and GET {url}/models {problem}"
+)
+DISCOVERY_RETRY_SECONDS = 60.0
+DISCOVERY_TIMEOUT_MAX = 10.0
+
+# base URL -> (first listed model or None, why none, monotonic time of the lookup).
+_discovered: dict[str, tuple[str | None, str, float]] = {}
+_lock = threading.Lock()
+
+
+def is_placeholder(name: str | None) -> bool:
+    """True for "no model named": empty, blank or one of the seeds' placeholder names."""
+    return name is None or not name.strip() or name.strip() in PLACEHOLDER_MODELS
+
+
+def configured_model(name: str | None) -> str | None:
+    """``name`` stripped, or ``None`` when it names no real model."""
+    return None if is_placeholder(name) else name.strip()  # type: ignore[union-attr]
+
+
+def first_listed_model(
+    base_url: str, *, api_key: str | None, timeout: float, transport=None
+) -> tuple[str | None, str]:
+    """The first model ``GET {base_url}/models`` lists and, when there is none, why.
+
+    Accepts the OpenAI shape (``{"data": [{"id": ...}]}``, also served by Ollama ``/v1``,
+    vLLM, llama.cpp and LM Studio) and llama.cpp's extra ``{"models": [{"model"|"name": ...}]}``.
+    Cached per base URL for the process; a lookup that found nothing is retried after
+    :data:`DISCOVERY_RETRY_SECONDS`.
+    """
+    now = time.monotonic()
+    with _lock:
+        cached = _discovered.get(base_url)
+    if cached is not None and (cached[0] is not None or now - cached[2] < DISCOVERY_RETRY_SECONDS):
+        return cached[0], cached[1]
+    model, problem = _lookup(base_url, api_key=api_key, timeout=timeout, transport=transport)
+    with _lock:
+        _discovered[base_url] = (model, problem, now)
+    return model, problem
+
+
+def forget_discovered_models() -> None:
+    """Drop the cache (tests; an operator changing the server's models takes ≤ 1 min anyway)."""
+    with _lock:
+        _discovered.clear()
+
+
+def _lookup(base_url: str, *, api_key, timeout: float, transport) -> tuple[str | None, str]:
+    url = base_url.rstrip("/") + "/models"
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    try:
+        with httpx.Client(transport=transport, timeout=timeout) as client:
+            response = client.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        return None, f"failed ({type(exc).__name__}: {str(exc) or 'no detail'})"
+    if response.status_code != 200:
+        return None, f"answered HTTP {response.status_code}"
+    try:
+        payload = response.json()
+    except ValueError:
+        return None, "answered a body that is not JSON"
+    if not isinstance(payload, dict):
+        return None, "answered JSON that is not an object"
+    for entry in payload.get("data") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"].strip():
+            return entry["id"].strip(), ""
+    for entry in payload.get("models") or []:
+        if isinstance(entry, dict):
+            name = entry.get("model") or entry.get("name")
+            if isinstance(name, str) and name.strip():
+                return name.strip(), ""
+    return None, "lists no model"
+
+
+def resolve_model(
+    requested: str | None,
+    *,
+    default: str | None,
+    base_url: str,
+    api_key: str | None,
+    timeout: float,
+    transport=None,
+) -> str:
+    """The model to send: ``requested`` (the feature's setting), else ``default`` (the
+    deployment's), else the first listed one; placeholders count as unset. Raises
+    :class:`LLMConfigurationError` naming what to set when there is none."""
+    for name in (requested, default):
+        chosen = configured_model(name)
+        if chosen is not None:
+            return chosen
+    model, problem = first_listed_model(
+        base_url,
+        api_key=api_key,
+        timeout=max(0.001, min(timeout, DISCOVERY_TIMEOUT_MAX)),
+        transport=transport,
+    )
+    if model is None:
+        raise LLMConfigurationError(NO_MODEL.format(url=base_url.rstrip("/"), problem=problem))
+    return model
