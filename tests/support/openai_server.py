@@ -41,13 +41,15 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class ScriptedResponse:
-    """What to answer. ``body`` (raw bytes) wins over ``json``; ``delay`` waits before answering."""
+    """What to answer. ``body`` (raw bytes) wins over ``json``; ``delay`` waits before answering;
+    ``trickle`` sends the body one byte every ``trickle`` seconds (a slow, never-idle stream)."""
 
     status: int = 200
     json: Any = None
     body: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    trickle: float = 0.0
 
 
 Handler = Callable[[RecordedRequest], ScriptedResponse]
@@ -282,7 +284,16 @@ def _make_request_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandl
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
-                self.wfile.write(payload)
+                if not response.trickle:
+                    self.wfile.write(payload)
+                    return
+                self.wfile.flush()
+                for i in range(len(payload)):
+                    if server.wait_unless_stopped(response.trickle):
+                        self.close_connection = True
+                        return
+                    self.wfile.write(payload[i : i + 1])
+                    self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (e.g. its timeout fired during a scripted delay)
 

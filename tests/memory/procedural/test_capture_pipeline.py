@@ -175,8 +175,15 @@ def _proposal(**changes):
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        ("Sure! Here is a lesson: be careful.", "invalid JSON from proposer"),
-        ("[1, 2]", "proposer JSON is not an object"),
+        (
+            "Sure! Here is a lesson: be careful.",
+            "invalid JSON from proposer: the reply contains no JSON object",
+        ),
+        ("[1, 2]", "invalid JSON from proposer: the reply contains no JSON object"),
+        (
+            "<think>The report shows a timeout.",
+            "invalid JSON from proposer: the reply is a reasoning block with no answer after it",
+        ),
         (
             _proposal(action="use \u0000 here"),
             "invalid proposal: action: must not contain NUL characters",
