@@ -60,6 +60,12 @@ class ProviderProfile:
     context_length: ScriptedResponse | None
     rate_limited: ScriptedResponse
     server_error: ScriptedResponse
+    reasoning: bool = False
+
+
+THINK = (
+    "<think>\nThe user wants an answer. Let me look at the evidence {not json} first.\n</think>\n\n"
+)
 
 
 # --- OpenAI (api.openai.com/v1) ------------------------------------------------------------
@@ -136,9 +142,7 @@ OLLAMA = ProviderProfile(
     },
     unknown_model=lambda model: ScriptedResponse(
         status=404,
-        json=_openai_error(
-            f'model "{model}" not found, try pulling it first', "api_error", None
-        ),
+        json=_openai_error(f'model "{model}" not found, try pulling it first', "api_error", None),
     ),
     response_formats=frozenset({"text", "json_object", "json_schema"}),
     refuse_format=lambda type_: ScriptedResponse(
@@ -194,11 +198,7 @@ VLLM = ProviderProfile(
         status=400,
         json=_vllm_error(400, f"Unsupported response_format type: {type_}", "BadRequestError"),
     ),
-    # A reasoning model served without --reasoning-parser: the thinking is in the content.
-    wrap=lambda answer: (
-        "<think>\nThe user wants JSON. Let me look at the evidence {not json} first.\n</think>"
-        f"\n\n{answer}"
-    ),
+    wrap=lambda answer: answer,
     context_length=ScriptedResponse(
         status=400,
         json=_vllm_error(
@@ -217,6 +217,8 @@ VLLM = ProviderProfile(
     server_error=ScriptedResponse(
         status=500, json=_vllm_error(500, "EngineCore encountered an issue.", "InternalServerError")
     ),
+    # A reasoning model (Qwen3) served without --reasoning-parser: the thinking is in content.
+    reasoning=True,
 )
 
 # --- llama.cpp (llama-server) --------------------------------------------------------------
@@ -249,11 +251,16 @@ LLAMACPP = ProviderProfile(
     response_formats=frozenset({"text", "json_object", "json_schema"}),
     refuse_format=lambda type_: ScriptedResponse(
         status=400,
-        json=_llamacpp_error(400, "response_format type must be one of \"text\", "
-                             "\"json_object\", \"json_schema\"", "invalid_request_error"),
+        json=_llamacpp_error(
+            400,
+            'response_format type must be one of "text", "json_object", "json_schema"',
+            "invalid_request_error",
+        ),
     ),
-    wrap=lambda answer: f"Sure! Based on the report, here is my answer: {answer}\n\nLet me know "
-    "if you need anything else.",
+    wrap=lambda answer: (
+        f"Sure! Based on the report, here is my answer: {answer}\n\nLet me know "
+        "if you need anything else."
+    ),
     context_length=ScriptedResponse(
         status=400,
         json=_llamacpp_error(
@@ -338,7 +345,6 @@ class Fault(StrEnum):
 WRAPS: dict[Fault, Callable[[str], str]] = {
     Fault.FENCED: lambda a: f"Here is the result:\n```json\n{a}\n```",
     Fault.PROSE: lambda a: f"After looking at this carefully, my answer is {a} — hope it helps.",
-    Fault.REASONING: lambda a: f"<think>Let me think step by step. {{draft}}</think>\n{a}",
 }
 
 
@@ -416,12 +422,16 @@ class LLMProviderStandIn:
             if fault is Fault.NO_STRUCTURED_OUTPUT or type_ not in profile.response_formats:
                 return profile.refuse_format(str(type_))
             content = answer  # constrained decoding: the bare answer
-        else:
+        elif answer.lstrip()[:1] in ("{", "["):
             content = WRAPS.get(fault, profile.wrap)(answer)  # type: ignore[arg-type]
+        else:
+            content = answer  # plain-text tasks (a summary, a query) come back as text
+        if response_format is None and (profile.reasoning or fault is Fault.REASONING):
+            content = THINK + content
         finish_reason = "stop"
         if fault is Fault.TRUNCATED:
             content, finish_reason = content[: max(1, len(content) // 2)], "length"
         payload = chat_completion_payload(content, model=model, finish_reason=finish_reason)
         if fault is Fault.TRICKLE:
-            return ScriptedResponse(body=json.dumps(payload).encode(), trickle=0.5)
+            return ScriptedResponse(body=json.dumps(payload).encode(), trickle=0.05)
         return ScriptedResponse(json=payload)
