@@ -52,10 +52,13 @@ _DISCOVERY_RETRY_SECONDS = 60.0
 def discover_model(base_url: str, *, api_key: str | None, timeout: float) -> str | None:
     """The first model ``GET {base_url}/models`` lists (OpenAI, vLLM, Ollama, llama.cpp and
     LiteLLM all serve it), so setting only ``SYNTHORG_LLM_BASE_URL`` is enough. Cached per
-    process; a failed lookup is retried after a minute."""
+    process; a failed lookup is retried after a minute. Goes through the outbound guard
+    with the operator's own URL trusted."""
     import time
 
     import httpx
+
+    from synthorg.outbound import guarded_client, policy_from_settings
 
     cached = _discovered.get(base_url)
     now = time.monotonic()
@@ -64,7 +67,10 @@ def discover_model(base_url: str, *, api_key: str | None, timeout: float) -> str
     model = None
     try:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        response = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+        with guarded_client(policy_from_settings().trusting(base_url)) as client:
+            response = client.get(
+                base_url.rstrip("/") + "/models", headers=headers, timeout=timeout
+            )
         if response.status_code == 200:
             data = response.json().get("data")
             ids = [m.get("id") for m in data or [] if isinstance(m, dict)]
@@ -78,8 +84,11 @@ def discover_model(base_url: str, *, api_key: str | None, timeout: float) -> str
 def completion_provider_from_settings(
     *, usage_recorder: UsageRecorder | None = None
 ) -> OpenAICompatibleChatClient:
-    """The configured chat client, or :class:`LLMNotConfiguredError`."""
+    """The configured chat client, or :class:`LLMNotConfiguredError`. The operator set
+    ``SYNTHORG_LLM_BASE_URL``, so its host counts as allow-listed by the outbound guard."""
     from django.conf import settings
+
+    from synthorg.outbound import policy_from_settings
 
     conf = getattr(settings, "SYNTHORG_LLM", None) or {}
     base_url = (conf.get("BASE_URL") or "").strip()
@@ -103,4 +112,5 @@ def completion_provider_from_settings(
         max_retries=int(conf.get("MAX_RETRIES", 2)),
         provider=conf.get("PROVIDER") or "openai-compatible",
         usage_recorder=usage_recorder,
+        policy=policy_from_settings().trusting(base_url),
     )

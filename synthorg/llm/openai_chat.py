@@ -29,6 +29,7 @@ from synthorg.llm.base import (
     TokenUsage,
     UsageRecorder,
 )
+from synthorg.outbound import OutboundPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ class OpenAICompatibleChatClient:
         provider: name recorded in :class:`Completion` (and so in cost records).
         usage_recorder: called with every successful :class:`Completion`.
         sleep: how to wait between attempts; tests pass a recorder instead of sleeping.
+        policy: outbound allow-list (:mod:`synthorg.outbound`); ``None`` reads the
+            operator's ``SYNTHORG_OUTBOUND_ALLOW`` at each connection.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class OpenAICompatibleChatClient:
         backoff_max: float = 8.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         if not base_url:
             raise ValueError("base_url is required")
@@ -96,6 +100,7 @@ class OpenAICompatibleChatClient:
             backoff_max=backoff_max,
             transport=transport,
             sleep=sleep,
+            policy=policy,
         )
 
     def __repr__(self) -> str:
@@ -127,6 +132,7 @@ class OpenAICompatibleChatClient:
             backoff_max=self._http.backoff_max,
             transport=self._http.transport,
             sleep=self._http.sleep,
+            policy=self._http.policy,
         )
 
     def close(self) -> None:
