@@ -197,7 +197,9 @@ def parse_allow_list(text: str) -> OutboundPolicy:
         if not entry:
             continue
         try:
-            networks.append(ipaddress.ip_network(entry.strip("[]"), strict=False))
+            networks.append(
+                ipaddress.ip_network(entry.replace("[", "").replace("]", ""), strict=False)
+            )
             continue
         except ValueError:
             pass
