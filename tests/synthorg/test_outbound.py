@@ -112,9 +112,11 @@ def test_a_name_that_resolves_to_loopback_is_refused_at_connect_time():
         port = server.base_url.split(":")[2].split("/")[0]
         url = f"http://rebound.example:{port}/v1/models"
         assert check_url(url, policy=OutboundPolicy()) == url
-        with guarded_client(OutboundPolicy(), resolver=resolver) as client:
-            with pytest.raises(OutboundRefused) as caught:
-                client.get(url)
+        with (
+            guarded_client(OutboundPolicy(), resolver=resolver) as client,
+            pytest.raises(OutboundRefused) as caught,
+        ):
+            client.get(url)
         assert server.requests == []
     assert resolved == ["rebound.example"]
     assert str(caught.value) == (
