@@ -241,6 +241,8 @@ def main() -> None:
 
         print("re-embedding job …", file=sys.stderr)
         with words_server(WIDE_DIMS) as server:
+            # The stand-in embedder runs on loopback: allow-list it as an operator would.
+            settings.SYNTHORG_OUTBOUND_ALLOW = "127.0.0.1"
             company_config_set(
                 company=company,
                 data={

@@ -26,7 +26,7 @@ from orgmemory.models import (
     WriteAccessRequest,
 )
 from orgmemory.services.facts import fact_publish, fact_retract
-from orgmemory.services.webhooks import webhook_configure
+from orgmemory.services.webhooks import webhook_configure, webhook_url_check
 from orgmemory.services.write_requests import APPROVE, REASON_REQUIRED, REJECT, write_request_decide
 from orgmemory.write_access import explain_write_access
 from persistence.admin import LedgerAdmin
@@ -424,10 +424,24 @@ class WebhookDeliveryAdmin(LedgerAdmin):
     list_filter = ("company", "status", "event")
 
 
+class ApprovalWebhookForm(forms.ModelForm):
+    class Meta:
+        model = ApprovalWebhook
+        fields = ("company", "url", "secret", "enabled")
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        try:
+            return webhook_url_check(url)
+        except DomainError as exc:
+            raise forms.ValidationError(exc.errors[0]["message"], code=exc.code) from None
+
+
 @admin.register(ApprovalWebhook)
 class ApprovalWebhookAdmin(CompanyScopedAdmin):
-    """Per-company webhook; saved through ``webhook_configure``."""
+    """Per-company webhook, set by company admins; saved through ``webhook_configure``."""
 
+    form = ApprovalWebhookForm
     list_display = ("company", "url", "enabled", "updated_at")
     fields = ("company", "url", "secret", "enabled")
 
@@ -437,8 +451,11 @@ class ApprovalWebhookAdmin(CompanyScopedAdmin):
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def save_model(self, request, obj, form, change):
-        _principal(request, obj.company)
         saved = webhook_configure(
-            company=obj.company, url=obj.url, secret=obj.secret, enabled=obj.enabled
+            company=obj.company,
+            url=obj.url,
+            secret=obj.secret,
+            enabled=obj.enabled,
+            principal=_principal(request, obj.company),
         )
         obj.pk = saved.pk

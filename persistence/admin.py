@@ -108,7 +108,10 @@ class CompanyAdminForm(forms.ModelForm):
     def clean_config_yaml(self):
         # Parses and validates only: nothing is written until the services run on save.
         try:
-            data, _ignored = company_config_from_yaml(self.cleaned_data["config_yaml"] or "")
+            data, _ignored = company_config_from_yaml(
+                self.cleaned_data["config_yaml"] or "",
+                slug=self.cleaned_data.get("slug") or self.instance.slug or None,
+            )
         except DomainError as exc:
             raise forms.ValidationError(_form_errors(exc)) from exc
         return data

@@ -7,7 +7,8 @@ once. A ``deadline`` bounds one call as a whole (every attempt, every read of a 
 response and every back-off wait), so a server that accepts and never answers costs at most
 the caller's budget, not retries × timeout. Failures are raised as the three
 :class:`HttpJsonError` kinds below, which each client translates into its own error type.
-Messages never contain credentials.
+Messages never contain credentials. Every connection passes the outbound guard
+(:mod:`synthorg.outbound`); a refused address is a :class:`RejectedHttpError` at once.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+
+from synthorg.outbound import GuardedTransport, OutboundPolicy, OutboundRefused
 
 BODY_EXCERPT_CHARS = 300
 
@@ -87,6 +90,7 @@ class RetryingJsonPoster:
         backoff_max: float = 8.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be at least 0, got {max_retries}")
@@ -101,6 +105,8 @@ class RetryingJsonPoster:
         self.backoff_max = backoff_max
         self.transport = transport
         self.sleep = sleep
+        #: outbound allow-list; ``None`` reads the operator's at each connection
+        self.policy = policy
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
@@ -131,6 +137,8 @@ class RetryingJsonPoster:
                 raise TransientHttpError(
                     f"{describe}: time budget exhausted while reading the response"
                 ) from exc
+            except OutboundRefused as exc:
+                raise RejectedHttpError(f"{describe} refused: {exc}") from exc
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
             else:
@@ -192,10 +200,14 @@ class RetryingJsonPoster:
                 headers = {"Accept": "application/json"}
                 if self.api_key:
                     headers["Authorization"] = f"Bearer {self.api_key}"
+                # An injected transport (tests, proxies) is used as given; otherwise every
+                # connection is checked, and environment proxies are not used (trust_env).
+                guarded = self.transport is None
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout),
                     headers=headers,
-                    transport=self.transport,
-                    verify=_shared_ssl_context(),
+                    transport=self.transport
+                    or GuardedTransport(self.policy, verify=_shared_ssl_context()),
+                    trust_env=not guarded,
                 )
             return self._client

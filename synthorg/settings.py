@@ -154,6 +154,22 @@ SYNTHORG_EMBEDDER_TIMEOUT = float(os.environ.get("SYNTHORG_EMBEDDER_TIMEOUT", "5
 SYNTHORG_EMBEDDER_BUDGET = float(os.environ.get("SYNTHORG_EMBEDDER_BUDGET", "8"))
 SYNTHORG_EMBEDDER_COOLDOWN = float(os.environ.get("SYNTHORG_EMBEDDER_COOLDOWN", "30"))
 
+# Outbound requests to tenant-configured URLs (webhooks, company embedders) may not reach
+# loopback, private, link-local, CGNAT or metadata addresses unless listed here: host names
+# and IP ranges, comma-separated ("10.0.0.0/8,embedder.internal"). See synthorg.outbound.
+SYNTHORG_OUTBOUND_ALLOW = os.environ.get("SYNTHORG_OUTBOUND_ALLOW", "")
+
+# Which company may use which SYNTHORG_SECRET_* variable as its embedder key, by company
+# slug: "SYNTHORG_SECRET_ACME_EMBED=acme,SYNTHORG_SECRET_X=slug2|slug3". An ungranted name is
+# refused when the config is written and when the key would be read.
+SYNTHORG_SECRET_GRANTS = os.environ.get("SYNTHORG_SECRET_GRANTS", "")
+
+# Files the server writes for a company (e.g. SKILL.md) live under <this>/<company slug>/;
+# path fields of the company config are names relative to that directory.
+SYNTHORG_TENANT_FILES_DIR = Path(
+    os.environ.get("SYNTHORG_TENANT_FILES_DIR") or BASE_DIR / "var" / "tenant-files"
+)
+
 Q_CLUSTER = {
     "name": "synthorg",
     "orm": "default",

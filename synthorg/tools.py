@@ -8,7 +8,10 @@ schedules); the kernel never imports an app.
 :func:`tool_call` is the one dispatcher: it validates the arguments (400
 ``invalid_tool_arguments`` naming each field), applies the destructive-operation guardrail
 (a literal ``confirm: true`` and a non-blank ``reason``) and runs the handler. Interfaces
-(REST, MCP, stdio) only translate its result or its :class:`DomainError`.
+(REST, MCP, stdio) only translate its result or its :class:`DomainError`. Arguments pass
+the same input-safety check as every REST body (:mod:`synthorg.api.input_safety`: NUL,
+lone surrogates, non-finite numbers, depth) before anything else, so an MCP call can no
+more reach PostgreSQL with text it cannot store than a REST call can.
 
 Pure module: no Django import.
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from synthorg.api.input_safety import UnsafeInputError, check_json_value
 from synthorg.errors import InvalidInputError, NotFoundError
 
 UNKNOWN_TOOL = "No tool named {name!r}."
@@ -159,6 +163,7 @@ def tool_call(
             code="invalid_tool_arguments",
             errors=[{"field": "arguments", "message": ARGUMENTS_NOT_OBJECT, "code": "type"}],
         )
+    check_arguments(arguments)
     parsed = parse_arguments(spec.arguments, arguments)
     confirmation = None
     if spec.destructive:
@@ -183,6 +188,19 @@ def require_confirmation(*, confirm: Any, reason: Any, via: str) -> Confirmation
             errors=[{"field": "reason", "message": REASON_REQUIRED, "code": "blank"}],
         )
     return Confirmation(reason=reason.strip(), via=via)
+
+
+def check_arguments(arguments: Mapping[str, Any]) -> None:
+    """400 (``invalid_characters``, ``json_too_deep``, ``number_out_of_range``) naming the
+    argument, for what no handler may see."""
+    try:
+        check_json_value(dict(arguments))
+    except UnsafeInputError as exc:
+        raise InvalidInputError(
+            f"{exc.field}: {exc.message}" if exc.field else exc.message,
+            code=exc.code,
+            errors=[{"field": exc.field, "message": exc.message, "code": exc.code}],
+        ) from None
 
 
 def parse_arguments(model: type[ToolArguments], arguments: Mapping[str, Any]) -> Any:

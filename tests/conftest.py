@@ -32,6 +32,16 @@ def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blo
         roles.use_app(owner_login)
 
 
+#: The tests' stand-in servers (webhook receivers, OpenAI-wire embedders and LLMs) listen on
+#: this address; it is allow-listed the way an operator would, the guard itself stays on.
+STAND_IN_HOST = "127.0.0.1"
+
+
+@pytest.fixture(autouse=True)
+def outbound_allows_the_stand_ins(settings):
+    settings.SYNTHORG_OUTBOUND_ALLOW = STAND_IN_HOST
+
+
 @dataclass
 class AgentCaller:
     agent: Agent

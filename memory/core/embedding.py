@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from persistence.selectors.embedder import (
     SECRET_NOT_ALLOWED,
+    cached_remote_embedder,
     company_embedder,
     company_embedder_key,
-    remote_embedder,
 )
 
 embedder_for = company_embedder
-_remote_embedder = remote_embedder
+_remote_embedder = cached_remote_embedder  # tests clear its cache
 
 __all__ = [
     "SECRET_NOT_ALLOWED",

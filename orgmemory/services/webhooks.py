@@ -9,6 +9,13 @@ A failed attempt (network error, non-2xx) is recorded and retried with backoff
 console shows it. The HTTP call holds no row lock and no transaction: an attempt is claimed with
 a lease, and a sweeper (every minute) retries deliveries whose enqueue was lost or whose worker
 died mid-call, so a slow endpoint ties up one worker for at most ``TOTAL_SECONDS``.
+
+Webhook URLs are set by company admins only and go through the outbound guard
+(:mod:`synthorg.outbound`): checked when configured and again, on every resolved address,
+when each attempt connects. A delivery records the status and the time of each attempt,
+never the answer's body or the connection error's text: every member sees the record, and
+a body or an error message would make the webhook a reader and port scanner of whatever
+network the server sits in (operators find the details in the worker's log).
 """
 
 from __future__ import annotations
@@ -27,9 +34,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from orgmemory.approval_models import ApprovalItem, ApprovalWebhook, WebhookDelivery
+from persistence.access import UPDATE, require_write
+from synthorg.errors import InvalidInputError
+from synthorg.outbound import OutboundRefused, UnsafeURLError, check_url, guarded_client
 
 if TYPE_CHECKING:
     from persistence.models import Company
+    from persistence.principal import Principal
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +50,12 @@ DELIVERY_HEADER = "X-SynthOrg-Delivery"
 MAX_ATTEMPTS = 5
 TIMEOUT_SECONDS = 5.0  # per phase (connect, write, each read)
 TOTAL_SECONDS = 10.0  # the whole answer; a slow-drip endpoint is cut off here
-MAX_RESPONSE_BYTES = 200  # kept in ``last_error`` for a failed attempt
+# What a failed attempt records (status and kind only: see the module docstring).
+FAILED_STATUS = "HTTP {status}"
+FAILED_TIMEOUT = "The endpoint did not answer in time."
+FAILED_CONNECT = "The endpoint could not be reached."
+FAILED_REFUSED = "The webhook URL is refused by the server's outbound policy."
+URL_REFUSED = "The webhook URL {reason}."
 #: a worker's lease on one attempt: longer than an attempt can take (3 phases + the body)
 CLAIM_LEASE = timedelta(seconds=60)
 SWEEP_GRACE = timedelta(seconds=60)
@@ -78,10 +94,27 @@ def item_payload(item: ApprovalItem, event: str) -> dict:
     }
 
 
+def webhook_url_check(url: str) -> str:
+    """``url`` if the outbound guard accepts it, else ``InvalidInputError`` naming ``url``."""
+    try:
+        return check_url(url)
+    except UnsafeURLError as exc:
+        message = URL_REFUSED.format(reason=exc)
+        raise InvalidInputError(
+            message,
+            code="outbound_url_refused",
+            errors=[{"field": "url", "message": str(exc), "code": "outbound_url_refused"}],
+        ) from None
+
+
 def webhook_configure(
-    *, company: Company, url: str, secret: str, enabled: bool = True
+    *, company: Company, url: str, secret: str, enabled: bool = True, principal: Principal | None
 ) -> ApprovalWebhook:
-    """Create or replace the company's webhook (admin and console call this)."""
+    """Create or replace the company's webhook. Company admins only (``principal``; ``None``
+    is the server itself, e.g. a management command); the URL must pass the outbound guard."""
+    if principal is not None:
+        require_write(principal, "approval_webhook", UPDATE)
+    webhook_url_check(url)
     webhook, _ = ApprovalWebhook.objects.update_or_create(
         company=company,
         defaults={"url": url, "secret": secret, "enabled": enabled, "updated_at": timezone.now()},
@@ -147,25 +180,29 @@ def _claim(delivery_id, now: datetime) -> WebhookDelivery | None:
 def _post(url: str, body: bytes, headers: dict, client: httpx.Client | None) -> tuple:
     """POST once within ``TIMEOUT_SECONDS`` per phase and ``TOTAL_SECONDS`` overall.
 
-    Returns ``(status, error)``; reads at most ``MAX_RESPONSE_BYTES`` of the answer.
+    Returns ``(status, error)``. The answer's body is never read: only its status counts.
     """
     deadline = time.monotonic() + TOTAL_SECONDS
     owned = client is None
-    client = client or httpx.Client(timeout=TIMEOUT_SECONDS)
+    client = client or guarded_client(timeout=TIMEOUT_SECONDS)
     try:
+        check_url(url)  # the policy may have changed since the URL was configured
         with client.stream("POST", url, content=body, headers=headers) as response:
-            received = b""
-            for chunk in response.iter_bytes():
-                received += chunk
-                if len(received) >= MAX_RESPONSE_BYTES or time.monotonic() > deadline:
-                    break
             status = response.status_code
+            if time.monotonic() > deadline:
+                return None, FAILED_TIMEOUT
             if not 200 <= status < 300:
-                text = received[:MAX_RESPONSE_BYTES].decode("utf-8", "replace")
-                return status, f"HTTP {status}: {text}"
+                return status, FAILED_STATUS.format(status=status)
             return status, ""
+    except (UnsafeURLError, OutboundRefused) as exc:
+        logger.warning("webhook to %s refused by the outbound policy: %s", url, exc)
+        return None, FAILED_REFUSED
+    except httpx.TimeoutException as exc:
+        logger.warning("webhook to %s timed out: %s", url, exc)
+        return None, FAILED_TIMEOUT
     except httpx.HTTPError as exc:
-        return None, f"{type(exc).__name__}: {exc}"[:500]
+        logger.warning("webhook to %s failed: %s: %s", url, type(exc).__name__, exc)
+        return None, FAILED_CONNECT
     finally:
         if owned:
             client.close()

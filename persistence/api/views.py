@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from persistence.api.serializers import AgentSerializer, PrincipalSerializer
 from persistence.models import Agent
 from persistence.selectors.agents import agents_for_company
-from persistence.selectors.config import company_config
+from persistence.selectors.config import company_config, company_config_for_agent
 
 
 @extend_schema(tags=["identity"])
@@ -53,8 +53,15 @@ class AgentDetailView(generics.RetrieveAPIView):
 class CompanyConfigView(APIView):
     @extend_schema(
         summary="The caller's effective company configuration",
-        description="The validated `memory` and `org_memory` config with all defaults applied.",
+        description=(
+            "The validated `memory` and `org_memory` config with all defaults applied. "
+            "An agent gets server secrets' names, the embedder's URL and server paths "
+            'as `"[redacted]"` (`null` when unset).'
+        ),
         responses={200: OpenApiResponse(description="The config as JSON.")},
     )
     def get(self, request):
-        return Response(company_config(request.user.company).model_dump(mode="json"))
+        company = request.user.company
+        if request.user.is_agent:
+            return Response(company_config_for_agent(company))
+        return Response(company_config(company).model_dump(mode="json"))

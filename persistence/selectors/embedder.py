@@ -26,6 +26,7 @@ from persistence.selectors.config import company_config
 from synthorg.company_config.memory import SECRET_ENV_PREFIX, EmbedderOverrideConfig
 from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
 from synthorg.errors import UnprocessableError
+from synthorg.tenancy import SECRET_NOT_GRANTED, secret_granted
 
 SECRET_NOT_ALLOWED = f"The embedder key must come from a {SECRET_ENV_PREFIX}* variable."
 
@@ -35,7 +36,7 @@ def company_embedder(company: Company) -> Embedder:
     override = company_config(company).memory.embedder
     if override is None or override.base_url is None:
         return default_embedder()
-    return remote_embedder(override)
+    return remote_embedder(override, company.slug)
 
 
 def company_embedder_key(company: Company) -> tuple[str, int]:
@@ -44,14 +45,25 @@ def company_embedder_key(company: Company) -> tuple[str, int]:
     return embedder.embedder_id, embedder.dims
 
 
-@functools.lru_cache(maxsize=64)
-def remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
-    api_key = None
+def remote_embedder(override: EmbedderOverrideConfig, slug: str) -> Embedder:
+    """The company's remote embedder. Its key is read only if the operator granted the
+    variable to the company (checked on every call: grants change without a config write);
+    its connections pass the outbound guard (``SYNTHORG_OUTBOUND_ALLOW``, read per connection)."""
     if override.api_key_env:
         # Parsing refuses other names; checked again here so no path reads a server secret.
         if not override.api_key_env.startswith(SECRET_ENV_PREFIX):
             raise UnprocessableError(SECRET_NOT_ALLOWED, code="secret_not_allowed")
-        api_key = os.environ.get(override.api_key_env)
+        if not secret_granted(override.api_key_env, slug):
+            raise UnprocessableError(
+                SECRET_NOT_GRANTED.format(name=override.api_key_env, slug=slug),
+                code="secret_not_granted",
+            )
+    return cached_remote_embedder(override)
+
+
+@functools.lru_cache(maxsize=64)
+def cached_remote_embedder(override: EmbedderOverrideConfig) -> Embedder:
+    api_key = os.environ.get(override.api_key_env) if override.api_key_env else None
     return OpenAICompatibleEmbedder(
         base_url=override.base_url,
         model=override.model,

@@ -14,8 +14,10 @@ from django.utils.text import slugify
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company, CompanyMembership
 from persistence.services.audit import audit_record
+from synthorg.api.input_safety import UnsafeInputError, check_json_value
 from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
 from synthorg.errors import ConflictError, InvalidInputError
+from synthorg.tenancy import tenant_config_errors
 
 COMPANY_EXISTS = "A company with this name or slug already exists."
 INVALID_CONFIG = "The company configuration is invalid: {error}"
@@ -24,13 +26,16 @@ CONFIG_NOT_MAPPING = "The configuration must be a YAML mapping (memory: / org_me
 CONFIG_SECTIONS = ("memory", "org_memory")
 
 
-def company_config_from_yaml(text: str) -> tuple[dict[str, Any], list[str]]:
+def company_config_from_yaml(
+    text: str, *, slug: str | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Parse and validate a company config document (YAML; empty means all defaults).
 
     Returns the ``memory``/``org_memory`` sections and the names of other top-level
     sections, which are ignored (a whole SynthOrg company file may carry more). Raises
     ``InvalidInputError`` (code ``invalid_company_config``) naming the field. The one parser
-    shared by the admin form and ``manage.py load_company_config``; it never writes.
+    shared by the admin form and ``manage.py load_company_config``; it never writes. With
+    the company's ``slug`` the server's rules (granted secrets, outbound URLs) are checked too.
     """
     try:
         data = yaml.safe_load(text) if text and text.strip() else {}
@@ -50,7 +55,7 @@ def company_config_from_yaml(text: str) -> tuple[dict[str, Any], list[str]]:
         )
     ignored = sorted(str(k) for k in data if k not in CONFIG_SECTIONS)
     sections = {k: data[k] for k in CONFIG_SECTIONS if k in data}
-    validate_company_config(sections)
+    validate_company_config(sections, slug=slug)
     return sections, ignored
 
 
@@ -69,14 +74,36 @@ def config_changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -
     return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
 
 
-def validate_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
-    """Parse ``data`` or raise ``InvalidInputError`` whose errors name each bad field."""
+def validate_company_config(
+    data: Mapping[str, Any] | None, *, slug: str | None = None
+) -> CompanyConfig:
+    """Parse ``data`` or raise ``InvalidInputError`` whose errors name each bad field.
+
+    With ``slug``, also what the server refuses for that company
+    (:func:`synthorg.tenancy.tenant_config_errors`: ungranted secrets, refused URLs).
+    """
     try:
-        return parse_company_config(data)
+        check_json_value(dict(data) if isinstance(data, Mapping) else None)
+    except UnsafeInputError as exc:
+        error = {"field": exc.field or "", "message": exc.message, "code": exc.code}
+        raise InvalidInputError(
+            INVALID_CONFIG.format(error=f"{error['field']}: {exc.message}"),
+            code="invalid_company_config",
+            errors=[error],
+        ) from None
+    try:
+        parsed = parse_company_config(data)
     except CompanyConfigError as exc:
         raise InvalidInputError(
             INVALID_CONFIG.format(error=exc), code="invalid_company_config", errors=exc.errors
         ) from exc
+    errors = tenant_config_errors(parsed, slug=slug) if slug is not None else []
+    if errors:
+        summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        raise InvalidInputError(
+            INVALID_CONFIG.format(error=summary), code="invalid_company_config", errors=errors
+        )
+    return parsed
 
 
 @transaction.atomic
@@ -84,7 +111,7 @@ def company_create(
     *, name: str, slug: str | None = None, config: Mapping[str, Any] | None = None
 ) -> Company:
     slug = slug or slugify(name)
-    parsed = validate_company_config(config)
+    parsed = validate_company_config(config, slug=slug)
     if Company.objects.filter(name=name).exists() or Company.objects.filter(slug=slug).exists():
         raise ConflictError(COMPANY_EXISTS, code="company_exists")
     company = Company.objects.create(name=name, slug=slug, config=parsed.model_dump(mode="json"))
@@ -104,7 +131,7 @@ def company_config_set(
     """
     if principal is not None:
         require_write(principal, "company", UPDATE)
-    parsed = validate_company_config(data)
+    parsed = validate_company_config(data, slug=company.slug)
     dumped = parsed.model_dump(mode="json")
     before = Company.objects.select_for_update().values_list("config", flat=True).get(pk=company.pk)
     # Compare normalised dumps, so defaults spelled out or left out are no change.

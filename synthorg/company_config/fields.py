@@ -27,9 +27,20 @@ class ConfigFieldError(ValueError):
         self.message = message
 
 
-def reject_unsafe_path(field: str, value: str | None) -> None:
+RELATIVE_ONLY = (
+    "must be a name relative to the company's directory on the server "
+    "(SYNTHORG_TENANT_FILES_DIR/<company slug>/); absolute paths are refused"
+)
+
+
+def reject_unsafe_path(field: str, value: str | None, *, server_path: bool = True) -> None:
+    """Refuse traversal and non-POSIX forms; a ``server_path`` (one the server opens) must
+    also be relative: it is resolved under the company's directory
+    (:func:`synthorg.tenancy.tenant_path`)."""
     if value is None:
         return
+    if server_path and value.startswith("/"):
+        raise ConfigFieldError(field, RELATIVE_ONLY)
     if ".." in value.replace("\\", "/").split("/"):
         raise ConfigFieldError(field, "must not contain '..' (parent-directory traversal)")
     if _WINDOWS_PATH.search(value):

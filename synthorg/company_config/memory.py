@@ -30,6 +30,7 @@ from synthorg.company_config.ingestion import (
 )
 from synthorg.company_config.procedural import ProceduralMemoryConfig
 from synthorg.enums import ConsolidationInterval, MemoryCategory, MemoryLevel
+from synthorg.outbound import ALLOWED_SCHEMES, SCHEME_REFUSED
 from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
 # --- memory: storage / options / embedder / fine-tune / redaction ---------------------------
@@ -44,7 +45,9 @@ class MemoryStorageConfig(BaseModel):
 
     @model_validator(mode="after")
     def _reject_traversal(self) -> MemoryStorageConfig:
-        reject_unsafe_path("data_dir", self.data_dir)
+        # Recorded for the spec's files, never opened by this server (storage is PostgreSQL),
+        # so the spec's absolute default stays valid.
+        reject_unsafe_path("data_dir", self.data_dir, server_path=False)
         return self
 
 
@@ -82,6 +85,17 @@ class EmbedderOverrideConfig(BaseModel):
     dims: int | None = Field(default=None, ge=8)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_only(cls, value: str | None) -> str | None:
+        # The address itself is checked against the operator's allow-list when the config is
+        # written (synthorg.tenancy) and on every connection (synthorg.outbound).
+        if value is not None:
+            scheme = value.split(":", 1)[0].lower() if ":" in value else ""
+            if scheme not in ALLOWED_SCHEMES:
+                raise ValueError(SCHEME_REFUSED.format(scheme=scheme or value))
+        return value
 
     @field_validator("api_key_env")
     @classmethod

@@ -16,6 +16,7 @@ import numpy as np
 
 from synthorg.embedding.base import EmbeddingError, l2_normalize_rows, validate_texts
 from synthorg.http_json import HttpJsonError, RetryingJsonPoster, TransientHttpError, excerpt
+from synthorg.outbound import OutboundPolicy
 
 DEFAULT_BATCH_SIZE = 64
 _RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -50,6 +51,8 @@ class OpenAICompatibleEmbedder:
         backoff_max: cap on any single delay.
         transport: httpx transport override (e.g. for proxies or mounts); normally ``None``.
         sleep: how to wait between attempts; tests pass a recorder instead of sleeping.
+        policy: outbound allow-list (:mod:`synthorg.outbound`); ``None`` reads the
+            operator's ``SYNTHORG_OUTBOUND_ALLOW`` at each connection.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class OpenAICompatibleEmbedder:
         backoff_max: float = 8.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         if not base_url:
             raise ValueError("base_url is required")
@@ -99,6 +103,7 @@ class OpenAICompatibleEmbedder:
             backoff_max=backoff_max,
             transport=transport,
             sleep=sleep,
+            policy=policy,
         )
 
     def __repr__(self) -> str:

@@ -64,8 +64,12 @@ def completion_provider_from_settings(
 
     The model is resolved per call (:func:`resolve_model`): a call's own model, else
     ``SYNTHORG_LLM_MODEL``, else the first one the endpoint lists — or
-    :class:`LLMConfigurationError` from :meth:`~OpenAICompatibleChatClient.complete`."""
+    :class:`LLMConfigurationError` from :meth:`~OpenAICompatibleChatClient.complete`.
+    The operator set ``SYNTHORG_LLM_BASE_URL``, so its host counts as allow-listed by the
+    outbound guard (for the completions and the ``/models`` lookup alike)."""
     from django.conf import settings
+
+    from synthorg.outbound import policy_from_settings
 
     conf = getattr(settings, "SYNTHORG_LLM", None) or {}
     base_url = (conf.get("BASE_URL") or "").strip()
@@ -81,4 +85,5 @@ def completion_provider_from_settings(
         max_retries=int(conf.get("MAX_RETRIES", 2)),
         provider=conf.get("PROVIDER") or "openai-compatible",
         usage_recorder=usage_recorder,
+        policy=policy_from_settings().trusting(base_url),
     )

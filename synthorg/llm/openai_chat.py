@@ -30,6 +30,7 @@ from synthorg.llm.base import (
     UsageRecorder,
 )
 from synthorg.llm.resolution import resolve_model
+from synthorg.outbound import GuardedTransport, OutboundPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class OpenAICompatibleChatClient:
         provider: name recorded in :class:`Completion` (and so in cost records).
         usage_recorder: called with every successful :class:`Completion`.
         sleep: how to wait between attempts; tests pass a recorder instead of sleeping.
+        policy: outbound allow-list (:mod:`synthorg.outbound`); ``None`` reads the
+            operator's ``SYNTHORG_OUTBOUND_ALLOW`` at each connection.
     """
 
     def __init__(
@@ -76,6 +79,7 @@ class OpenAICompatibleChatClient:
         backoff_max: float = 8.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        policy: OutboundPolicy | None = None,
     ) -> None:
         if not base_url:
             raise ValueError("base_url is required")
@@ -96,6 +100,7 @@ class OpenAICompatibleChatClient:
             backoff_max=backoff_max,
             transport=transport,
             sleep=sleep,
+            policy=policy,
         )
 
     def __repr__(self) -> str:
@@ -121,7 +126,8 @@ class OpenAICompatibleChatClient:
             base_url=self._url.removesuffix("/chat/completions"),
             api_key=self._http.api_key,
             timeout=min(self._http.timeout, remaining),
-            transport=self._http.transport,
+            # the same outbound guard as the completions (a test's transport replaces both)
+            transport=self._http.transport or GuardedTransport(self._http.policy),
         )
 
     def with_usage_recorder(self, recorder: UsageRecorder | None) -> OpenAICompatibleChatClient:
@@ -139,6 +145,7 @@ class OpenAICompatibleChatClient:
             backoff_max=self._http.backoff_max,
             transport=self._http.transport,
             sleep=self._http.sleep,
+            policy=self._http.policy,
         )
 
     def close(self) -> None:

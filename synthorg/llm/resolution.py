@@ -78,7 +78,8 @@ def _lookup(base_url: str, *, api_key, timeout: float, transport) -> tuple[str |
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     try:
-        with httpx.Client(transport=transport, timeout=timeout) as client:
+        # No environment proxies: the outbound guard must see the real address.
+        with httpx.Client(transport=transport, timeout=timeout, trust_env=False) as client:
             response = client.get(url, headers=headers)
     except httpx.HTTPError as exc:
         return None, f"failed ({type(exc).__name__}: {str(exc) or 'no detail'})"

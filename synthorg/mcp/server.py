@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -30,6 +31,8 @@ INSTRUCTIONS = (
     "and the organisation's policies and facts. Tools that delete data need confirm: true "
     "and a reason."
 )
+
+INTERNAL_ERROR = "The server failed to run the tool. Quote the correlation id when reporting it."
 
 PrincipalResolver = Callable[[Any], Any]
 """Given the SDK's request context, return the acting principal (or raise DomainError)."""
@@ -64,6 +67,19 @@ def _run_tool(principal_source, resolve: PrincipalResolver, name: str, arguments
         result = tool_call(principal=principal, name=name, arguments=arguments, via=via)
     except DomainError as error:
         return None, problem(error)
+    except Exception:
+        # A bug (or a database error) must not reach the client as a JSON-RPC error carrying
+        # its message (e.g. PostgreSQL's): log it and answer a tool error with an id.
+        correlation_id = uuid.uuid4().hex
+        logger.exception("tool %r failed (correlation id %s)", name, correlation_id)
+        return None, {
+            "status": 500,
+            "code": "internal_error",
+            "title": "Internal server error",
+            "detail": INTERNAL_ERROR,
+            "errors": [],
+            "correlation_id": correlation_id,
+        }
     finally:
         close_old_connections()
     return result, None

@@ -350,7 +350,9 @@ def test_inbox_lists_items_and_write_requests_pending_first(company, operator, c
 
 def test_webhook_delivery_rows_follow_the_items_events(company, operator):
     assert _item(company).webhook_deliveries.count() == 0  # no webhook configured
-    webhook_configure(company=company, url="http://127.0.0.1:9/hook", secret="s3cret")
+    webhook_configure(
+        company=company, url="http://127.0.0.1:9/hook", secret="s3cret", principal=None
+    )
     item = _item(company)
     approval_decide(
         company=company, actor=operator, item_id=item.pk, decision="reject", reason="no"

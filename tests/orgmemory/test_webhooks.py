@@ -76,7 +76,7 @@ def _item(company):
 def test_pending_and_decided_events_are_signed_and_delivered(
     company, receiver, django_capture_on_commit_callbacks
 ):
-    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     membership = MembershipFactory(company=company, role="operator", user__password=None)
     with django_capture_on_commit_callbacks(execute=True):
         item = _item(company)
@@ -110,7 +110,7 @@ def test_pending_and_decided_events_are_signed_and_delivered(
 
 
 def test_a_tampered_body_does_not_verify(company, receiver):
-    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     delivery = _item(company).webhook_deliveries.get()
     webhook_deliver(delivery_id=delivery.pk)
     headers, body = receiver.requests[0]
@@ -123,13 +123,13 @@ def test_a_tampered_body_does_not_verify(company, receiver):
 
 def test_failures_are_recorded_retried_then_given_up(company, receiver):
     receiver.status = 503
-    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     item = _item(company)
     delivery = item.webhook_deliveries.get()
     webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("pending", 1, 503)
-    assert delivery.last_error.startswith("HTTP 503")
+    assert delivery.last_error == "HTTP 503"  # the status, never the answer's body
     retry = Schedule.objects.get(func="orgmemory.tasks.deliver_webhook")
     assert retry.schedule_type == Schedule.ONCE
     assert abs((retry.next_run - delivery.last_attempt_at) - retry_delay(1)).total_seconds() < 1
@@ -143,14 +143,14 @@ def test_failures_are_recorded_retried_then_given_up(company, receiver):
 
 
 def test_a_dead_endpoint_never_blocks_the_request(company):
-    webhook_configure(company=company, url="http://127.0.0.1:9/hook", secret=SECRET)
+    webhook_configure(company=company, url="http://127.0.0.1:9/hook", secret=SECRET, principal=None)
     item = _item(company)
     assert item.status == "pending"
     delivery = item.webhook_deliveries.get()
     webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert delivery.status == "pending"
-    assert "ConnectError" in delivery.last_error
+    assert delivery.last_error == "The endpoint could not be reached."
     assert delivery.last_attempt_at <= timezone.now()
 
 
@@ -219,7 +219,7 @@ def test_the_http_call_holds_no_row_lock_and_no_transaction(company):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-        webhook_configure(company=company, url=url, secret=SECRET)
+        webhook_configure(company=company, url=url, secret=SECRET, principal=None)
         delivery = _item(company).webhook_deliveries.get()
         seen["id"] = delivery.pk
         webhook_deliver(delivery_id=delivery.pk)
@@ -240,7 +240,6 @@ def test_a_slow_drip_endpoint_is_cut_off_at_the_total_budget(company, monkeypatc
     from orgmemory.services import webhooks
 
     monkeypatch.setattr(webhooks, "TOTAL_SECONDS", 0.3)
-    monkeypatch.setattr(webhooks, "MAX_RESPONSE_BYTES", 10_000)
     stop = threading.Event()
     finished = []
 
@@ -267,7 +266,10 @@ def test_a_slow_drip_endpoint_is_cut_off_at_the_total_budget(company, monkeypatc
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         webhook_configure(
-            company=company, url=f"http://127.0.0.1:{server.server_address[1]}/", secret=SECRET
+            company=company,
+            url=f"http://127.0.0.1:{server.server_address[1]}/",
+            secret=SECRET,
+            principal=None,
         )
         delivery = _item(company).webhook_deliveries.get()
         webhook_deliver(delivery_id=delivery.pk)
@@ -285,7 +287,7 @@ def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver
 
     from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliver_due
 
-    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     now = timezone.now()
     lost, abandoned, leased, not_due, done = (
         _item(company).webhook_deliveries.get() for _ in range(5)
@@ -321,7 +323,7 @@ def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver
 def test_a_leased_delivery_is_not_attempted_twice(company, receiver):
     from datetime import timedelta
 
-    webhook_configure(company=company, url=receiver.url, secret=SECRET)
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     delivery = _item(company).webhook_deliveries.get()
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
         claimed_until=timezone.now() + timedelta(seconds=30)
@@ -330,3 +332,196 @@ def test_a_leased_delivery_is_not_attempted_twice(company, receiver):
     assert receiver.requests == []
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts) == ("pending", 0)
+
+
+# --- outbound safety (issue 22, findings 3) ------------------------------------------------
+
+SSRF_WEBHOOK_URLS = [
+    "http://127.0.0.1:8000/admin/",
+    "http://127.1/",
+    "http://0x7f000001/",
+    "http://2130706433/",
+    "http://0.0.0.0/",
+    "http://[::1]/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://metadata.google.internal/computeMetadata/v1/",
+    "http://10.0.0.1/",
+    "http://192.168.1.1/",
+    "http://172.16.0.1/",
+    "http://100.64.0.1/",
+    "http://localhost:5432/",
+    "file:///etc/passwd",
+    "gopher://127.0.0.1:6379/_INFO",
+]
+
+
+@pytest.mark.parametrize("url", SSRF_WEBHOOK_URLS)
+def test_an_internal_webhook_url_is_refused_when_configured(company, settings, url):
+    from orgmemory.models import ApprovalWebhook
+    from synthorg.errors import InvalidInputError
+
+    settings.SYNTHORG_OUTBOUND_ALLOW = ""
+    with pytest.raises(InvalidInputError) as caught:
+        webhook_configure(company=company, url=url, secret=SECRET, principal=None)
+    assert caught.value.code == "outbound_url_refused"
+    [error] = caught.value.errors
+    assert error["field"] == "url"
+    assert error["code"] == "outbound_url_refused"
+    assert "refused" in error["message"] or "must be an http" in error["message"]
+    assert not ApprovalWebhook.objects.filter(company=company).exists()
+
+
+def test_a_webhook_whose_name_now_resolves_inside_is_refused_at_delivery(
+    company, receiver, settings, monkeypatch
+):
+    """DNS rebinding: configured under a name, delivered to whatever the name resolves to
+    when the attempt connects — here 127.0.0.1, which is refused; nothing is sent."""
+    from synthorg import outbound
+
+    settings.SYNTHORG_OUTBOUND_ALLOW = ""
+    port = receiver.server.server_address[1]
+    webhook_configure(
+        company=company, url=f"http://hooks.example.com:{port}/hook", secret=SECRET, principal=None
+    )
+    monkeypatch.setattr(outbound, "system_resolver", lambda host, port: ["127.0.0.1"])
+    delivery = _item(company).webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert receiver.requests == []
+    assert (delivery.status, delivery.response_status, delivery.last_error) == (
+        "pending",
+        None,
+        "The webhook URL is refused by the server's outbound policy.",
+    )
+
+
+def test_no_answer_body_or_connection_error_reaches_members(company, settings):
+    """Finding 3: the first 200 bytes of each answer were shown to every member."""
+    from django.test import Client
+
+    from orgmemory.services.approvals import approval_request
+
+    class Leaky(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(500)
+            self.end_headers()
+            self.wfile.write(b"AKIA-INTERNAL-SECRET root:x:0:0")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Leaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        webhook_configure(company=company, url=url, secret=SECRET, principal=None)
+        item = approval_request(
+            company=company,
+            action_type="deploy:production",
+            title="Deploy",
+            risk_level="high",
+            source="api",
+            requested_by="bot",
+        )
+        delivery = item.webhook_deliveries.get()
+        webhook_deliver(delivery_id=delivery.pk)
+    finally:
+        server.shutdown()
+        server.server_close()
+    delivery.refresh_from_db()
+    assert (delivery.response_status, delivery.last_error) == (500, "HTTP 500")
+    viewer = MembershipFactory(company=company, role="viewer", user__password=None)
+    client = Client()
+    client.force_login(viewer.user)
+    for page in ("/console/inbox/", f"/console/inbox/items/{item.pk}"):
+        response = client.get(page)
+        assert response.status_code == 200
+        assert b"HTTP 500" in response.content
+        assert b"AKIA-INTERNAL-SECRET" not in response.content
+
+
+def test_old_deliveries_are_scrubbed_by_the_migration(company):
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module("orgmemory.migrations.0007_webhook_delivery_no_bodies")
+    webhook_configure(company=company, url="http://127.0.0.1:9/", secret=SECRET, principal=None)
+    first, second = _item(company), _item(company)
+    WebhookDelivery.objects.filter(item=first).update(
+        response_status=500, last_error="HTTP 500: AKIA-INTERNAL-SECRET"
+    )
+    WebhookDelivery.objects.filter(item=second).update(
+        last_error="ConnectError: [Errno 111] Connection refused"
+    )
+    migration.scrub(apps, None)
+    assert set(WebhookDelivery.objects.values_list("last_error", flat=True)) == {
+        "HTTP 500",
+        "The endpoint could not be reached.",
+    }
+
+
+@pytest.mark.parametrize("role", ["operator", "viewer"])
+def test_only_company_admins_set_the_webhook(company, role):
+    from orgmemory.models import ApprovalWebhook
+    from synthorg.errors import AccessDeniedError
+
+    membership = MembershipFactory(company=company, role=role)
+    principal = Principal(company=company, user=membership.user, role=role)
+    with pytest.raises(AccessDeniedError):
+        webhook_configure(
+            company=company, url="https://hooks.example.com/x", secret=SECRET, principal=principal
+        )
+    assert not ApprovalWebhook.objects.filter(company=company).exists()
+
+
+def test_an_operator_cannot_set_the_webhook_in_the_admin(company, client):
+    from django.contrib.auth.models import Permission
+
+    from orgmemory.models import ApprovalWebhook
+
+    membership = MembershipFactory(
+        company=company, role="operator", user__password=None, user__is_staff=True
+    )
+    membership.user.user_permissions.add(
+        *Permission.objects.filter(codename__endswith="approvalwebhook")
+    )
+    client.force_login(membership.user)
+    response = client.post(
+        "/admin/orgmemory/approvalwebhook/add/",
+        {
+            "company": company.pk,
+            "url": "https://hooks.example.com/x",
+            "secret": "s",
+            "enabled": "on",
+        },
+    )
+    assert response.status_code == 302
+    assert not ApprovalWebhook.objects.filter(company=company).exists()
+
+
+def test_the_admin_form_names_the_refused_url(company, client, settings):
+    from django.contrib.auth.models import Permission
+
+    from orgmemory.models import ApprovalWebhook
+
+    settings.SYNTHORG_OUTBOUND_ALLOW = ""
+    membership = MembershipFactory(
+        company=company, role="admin", user__password=None, user__is_staff=True
+    )
+    membership.user.user_permissions.add(
+        *Permission.objects.filter(codename__endswith="approvalwebhook")
+    )
+    client.force_login(membership.user)
+    response = client.post(
+        "/admin/orgmemory/approvalwebhook/add/",
+        {"company": company.pk, "url": "http://169.254.169.254/", "secret": "s", "enabled": "on"},
+    )
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["url"] == [
+        "'169.254.169.254' is refused: it is a link-local address (cloud metadata lives here). "
+        "The server operator may allow-list a host or range with SYNTHORG_OUTBOUND_ALLOW"
+    ]
+    assert not ApprovalWebhook.objects.filter(company=company).exists()

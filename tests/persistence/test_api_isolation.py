@@ -41,3 +41,44 @@ def test_company_config_is_the_callers(caller, outsider):
     theirs = outsider.client.get("/api/v1/company/config").json()
     assert mine["memory"]["level"] == "session"
     assert theirs["memory"]["level"] == "persistent"
+
+
+@pytest.mark.django_db
+def test_agents_never_read_secret_names_endpoints_or_server_paths(caller, human_client, settings):
+    """Finding 9 (part of 3): any agent read its company's embedder URL, secret name and
+    skill directory from /api/v1/company/config."""
+    from persistence.services.companies import company_config_set
+
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME={caller.company.slug}"
+    company_config_set(
+        company=caller.company,
+        data={
+            "memory": {
+                "embedder": {
+                    "model": "m",
+                    "dims": 384,
+                    "base_url": "https://embed.example.com/v1",
+                    "api_key_env": "SYNTHORG_SECRET_ACME",
+                },
+                "procedural": {"skill_md_directory": "skills"},
+                "storage": {"data_dir": "/data/memory"},
+            }
+        },
+    )
+    seen = caller.client.get("/api/v1/company/config").json()["memory"]
+    assert seen["embedder"] == {
+        "provider": None,
+        "model": "m",
+        "dims": 384,
+        "base_url": "[redacted]",
+        "api_key_env": "[redacted]",
+    }
+    assert seen["procedural"]["skill_md_directory"] == "[redacted]"
+    assert seen["storage"]["data_dir"] == "[redacted]"
+    assert seen["fine_tune"]["checkpoint_path"] is None  # unset stays null
+    body = caller.client.get("/api/v1/company/config").content
+    for secret in (b"SYNTHORG_SECRET_ACME", b"embed.example.com", b"skills", b"/data/memory"):
+        assert secret not in body
+    human = human_client.get("/api/v1/company/config").json()["memory"]  # members see it all
+    assert human["embedder"]["api_key_env"] == "SYNTHORG_SECRET_ACME"
+    assert human["procedural"]["skill_md_directory"] == "skills"

@@ -50,10 +50,67 @@ def test_api_key_env_outside_the_allow_list_is_refused_naming_the_field(name):
     assert not AuditEntry.objects.filter(action_type="company.config_changed").exists()
 
 
-def test_allow_listed_secret_env_is_accepted():
+def test_a_secret_granted_to_the_company_is_accepted(settings):
     company = CompanyFactory()
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_EMBEDDER={company.slug}"
     company_config_set(company=company, data=_embedder(api_key_env="SYNTHORG_SECRET_EMBEDDER"))
     assert company_config(company).memory.embedder.api_key_env == "SYNTHORG_SECRET_EMBEDDER"
+
+
+def test_another_companys_secret_is_refused_at_write_naming_the_field(settings):
+    """Finding 4: company C's admin named the secret granted to company A."""
+    owner, other = CompanyFactory(), CompanyFactory()
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={owner.slug}"
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=other, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
+    assert caught.value.code == "invalid_company_config"
+    assert caught.value.errors == [
+        {
+            "field": "memory.embedder.api_key_env",
+            "message": (
+                f"SYNTHORG_SECRET_ACME_EMBED is not granted to company {other.slug!r}: the "
+                "server operator grants secrets to companies with SYNTHORG_SECRET_GRANTS"
+            ),
+            "code": "secret_not_granted",
+        }
+    ]
+    other.refresh_from_db()
+    assert (other.config, other.config_revision) == ({}, 1)
+    assert not AuditEntry.objects.filter(action_type="company.config_changed").exists()
+
+
+def test_an_ungranted_secret_is_refused_at_use_and_never_sent(settings, monkeypatch):
+    """A grant withdrawn after the config was written: the key is not read, nothing sent."""
+    from persistence.selectors.embedder import cached_remote_embedder, company_embedder
+    from synthorg.errors import UnprocessableError
+
+    company = CompanyFactory()
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={company.slug}"
+    company_config_set(company=company, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
+    settings.SYNTHORG_SECRET_GRANTS = ""
+    monkeypatch.setenv("SYNTHORG_SECRET_ACME_EMBED", "sk-acme")
+    cached_remote_embedder.cache_clear()
+    with pytest.raises(UnprocessableError) as caught:
+        company_embedder(company)
+    assert caught.value.code == "secret_not_granted"
+    assert cached_remote_embedder.cache_info().currsize == 0  # no client holding the key
+
+
+def test_secret_grants_parse_and_refuse_malformed_entries():
+    from synthorg.tenancy import parse_secret_grants
+
+    assert parse_secret_grants("SYNTHORG_SECRET_A=acme, SYNTHORG_SECRET_B=x|y") == {
+        "SYNTHORG_SECRET_A": frozenset({"acme"}),
+        "SYNTHORG_SECRET_B": frozenset({"x", "y"}),
+    }
+    for bad in (
+        "DATABASE_URL=acme",
+        "SYNTHORG_SECRET_A",
+        "SYNTHORG_SECRET_A=",
+        "SYNTHORG_SECRET_A=a/b",
+    ):
+        with pytest.raises(ValueError, match="SYNTHORG_SECRET_GRANTS"):
+            parse_secret_grants(bad)
 
 
 def test_load_company_config_refuses_a_server_secret(tmp_path):

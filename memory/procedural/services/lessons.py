@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,6 +27,7 @@ from memory.procedural.skill_md import SkillPathError, render_skill_md, write_sk
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory
+from synthorg.tenancy import TenantPathError, tenant_path
 
 logger = logging.getLogger(__name__)
 
@@ -186,10 +186,10 @@ def _peer(agent: Agent) -> Peer:
     )
 
 
-def skill_md_directory(configured: str) -> Path:
-    """``skill_md_directory`` as a path; a relative one is taken from the project root."""
-    path = Path(configured)
-    return path if path.is_absolute() else Path(settings.BASE_DIR) / path
+def skill_md_directory(configured: str, company_slug: str) -> Path:
+    """``skill_md_directory`` resolved under the company's directory on the server
+    (``SYNTHORG_TENANT_FILES_DIR/<slug>/``); :class:`TenantPathError` if it would leave it."""
+    return tenant_path(company_slug, configured)
 
 
 def lesson_skill_md(lesson: ProceduralLesson) -> str:
@@ -213,13 +213,14 @@ def _materialise_skill_md(*, lesson: ProceduralLesson, agent: Agent, proposal) -
     if not configured:
         return
     text = lesson_skill_md(lesson)
-    directory = skill_md_directory(configured)
     slug = agent.company.slug
 
     def write() -> None:
+        directory = configured
         try:
+            directory = skill_md_directory(configured, slug)
             write_skill_md(directory, slug, lesson.skill_name, text)
-        except (OSError, SkillPathError):
+        except (OSError, SkillPathError, TenantPathError):
             logger.warning(
                 "could not write SKILL.md of lesson %s under %s",
                 lesson.pk,

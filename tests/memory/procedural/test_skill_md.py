@@ -109,8 +109,9 @@ def test_config_rejects_parent_traversal():
 
 
 @pytest.fixture
-def lesson(caller, llm_server, tmp_path, django_capture_on_commit_callbacks) -> Memory:
-    set_procedural(caller.company, skill_md_directory=str(tmp_path))
+def lesson(caller, llm_server, tmp_path, settings, django_capture_on_commit_callbacks) -> Memory:
+    settings.SYNTHORG_TENANT_FILES_DIR = tmp_path
+    set_procedural(caller.company, skill_md_directory="skills")
     report_id = caller.client.post("/api/v1/executions", FAILED_REPORT, format="json").json()["id"]
     with django_capture_on_commit_callbacks(execute=True):
         assert capture_execution_report(report_id) == "captured"
@@ -120,7 +121,8 @@ def lesson(caller, llm_server, tmp_path, django_capture_on_commit_callbacks) -> 
 @pytest.mark.django_db
 def test_accepted_lesson_is_written_and_downloadable(caller, lesson, tmp_path):
     skill = lesson.lesson.skill_name
-    path = tmp_path / caller.company.slug / skill / "SKILL.md"
+    slug = caller.company.slug
+    path = tmp_path / slug / "skills" / slug / skill / "SKILL.md"
     text = path.read_text()
     assert text.startswith(f'---\nname: "{skill}"\ndescription: "{PROPOSAL["discovery"]}"\n')
     assert f'  memory_id: "{lesson.pk}"\n' in text
@@ -170,16 +172,76 @@ def test_download_of_a_memory_that_is_not_a_lesson(caller):
 
 @pytest.mark.django_db
 def test_unwritable_directory_keeps_the_lesson(
-    caller, llm_server, tmp_path, caplog, django_capture_on_commit_callbacks
+    caller, llm_server, tmp_path, settings, caplog, django_capture_on_commit_callbacks
 ):
-    blocker = tmp_path / "file"
+    settings.SYNTHORG_TENANT_FILES_DIR = tmp_path
+    (tmp_path / caller.company.slug).mkdir()
+    blocker = tmp_path / caller.company.slug / "file"
     blocker.write_text("not a directory")
     company_config_set(
         company=caller.company,
-        data={"memory": {"procedural": {"skill_md_directory": str(blocker)}}},
+        data={"memory": {"procedural": {"skill_md_directory": "file"}}},
     )
     report_id = caller.client.post("/api/v1/executions", FAILED_REPORT, format="json").json()["id"]
     with django_capture_on_commit_callbacks(execute=True):
         assert capture_execution_report(report_id) == "captured"
     assert "could not write SKILL.md" in caplog.text
     assert Memory.objects.filter(category="procedural").count() == 1
+
+
+@pytest.mark.parametrize(
+    "directory",
+    ["/tmp/elsewhere", "/", "skills/../..", "../other-company", "/etc/cron.d"],
+)
+@pytest.mark.django_db
+def test_a_company_admin_cannot_name_a_directory_outside_its_own(caller, directory):
+    """Finding 5: an absolute skill_md_directory was accepted and written to."""
+    from synthorg.errors import InvalidInputError
+
+    before = (caller.company.config, caller.company.config_revision)
+    with pytest.raises(InvalidInputError) as info:
+        company_config_set(
+            company=caller.company,
+            data={"memory": {"procedural": {"skill_md_directory": directory}}},
+        )
+    [error] = info.value.errors
+    assert error["field"] == "memory.procedural.skill_md_directory"
+    caller.company.refresh_from_db()
+    assert (caller.company.config, caller.company.config_revision) == before
+
+
+@pytest.mark.django_db
+def test_stored_absolute_directories_are_dropped_by_the_migration(caller):
+    """A config stored before the rule still parses: the absolute directory is dropped."""
+    import importlib
+
+    from django.apps import apps
+
+    from persistence.models import Company
+    from persistence.selectors.config import company_config
+
+    migration = importlib.import_module("persistence.migrations.0007_company_config_relative_paths")
+    config = {"memory": {"procedural": {"skill_md_directory": "/etc/cron.d", "enabled": True}}}
+    Company.objects.filter(pk=caller.company.pk).update(config=config, config_revision=5)
+    migration.drop_absolute_paths(apps, None)
+    caller.company.refresh_from_db()
+    assert caller.company.config_revision == 6
+    assert company_config(caller.company).memory.procedural.skill_md_directory is None
+
+
+@pytest.mark.django_db
+def test_a_symlink_out_of_the_company_directory_is_refused(
+    caller, llm_server, tmp_path, settings, caplog, django_capture_on_commit_callbacks
+):
+    settings.SYNTHORG_TENANT_FILES_DIR = tmp_path / "tenants"
+    company_dir = tmp_path / "tenants" / caller.company.slug
+    company_dir.mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (company_dir / "skills").symlink_to(outside)
+    set_procedural(caller.company, skill_md_directory="skills")
+    report_id = caller.client.post("/api/v1/executions", FAILED_REPORT, format="json").json()["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        capture_execution_report(report_id)
+    assert list(outside.iterdir()) == []
+    assert "could not write SKILL.md" in caplog.text
