@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from memory.core.models.memory import Memory
@@ -238,10 +238,10 @@ def test_status_history_is_append_only(caller, no_llm):
         "UPDATE procedural_capturestatuschange SET status = 'failed'",
         "DELETE FROM procedural_capturestatuschange",
     ):
-        with pytest.raises(Exception) as error, transaction.atomic(), connection.cursor() as c:
+        with pytest.raises(DatabaseError) as error, transaction.atomic(), connection.cursor() as c:
             c.execute(sql)
         assert isinstance(error.value.__cause__, psycopg.errors.RaiseException)
         assert "append-only" in str(error.value)
-    with pytest.raises(Exception), transaction.atomic(), connection.cursor() as c:
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
         c.execute("TRUNCATE procedural_capturestatuschange CASCADE")  # no privilege, no trigger
     assert len(history(report_id)) == 3
