@@ -52,10 +52,11 @@ from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
+from persistence.access import ROLE_RANK
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import ConflictError, DomainError, NotFoundError
+from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
 from synthorg.llm import LLMError
 
 logger = logging.getLogger(__name__)
@@ -459,36 +460,53 @@ def _llm_configured(company_id: int) -> bool:
 
 
 CAPTURE_NOT_REQUEUEABLE = (
-    "This capture cannot be re-queued: it is queued or running, or its strategy does not "
-    "apply to the report."
+    "This capture cannot be re-queued: it is queued or running, or the company's capture "
+    "strategy does not apply to the report."
 )
+OPERATORS_ONLY = "Only operators and admins can re-queue a capture."
+REPORT_NOT_FOUND = "No execution report with this id in this company."
 
 
-def execution_capture_requeue(*, report: ExecutionReport, user, now: datetime | None = None):
-    """An operator re-queues one capture from the console: attempts start again at zero,
-    the capture task is enqueued after commit, and the request is audited."""
+def execution_capture_requeue(*, principal, report_id, now: datetime | None = None):
+    """An operator (or admin, owner) re-queues one capture of ``principal.company``:
+    attempts start again at zero, the history records who did it, the capture task is
+    enqueued after commit, and an ``execution_capture.requeued`` audit entry is written in
+    the same transaction. 403 for viewers and agents, 404 for another company's report, 409
+    for a capture that is queued/running or whose strategy does not apply."""
+    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
+        raise AccessDeniedError(OPERATORS_ONLY, code="capture_requeue_forbidden")
     now = now or timezone.now()
     with transaction.atomic():
-        current = ExecutionCapture.objects.get(report=report)
-        if current.status in (CaptureStatus.DISABLED, CaptureStatus.NOT_APPLICABLE):
+        current = (
+            ExecutionCapture.objects.select_for_update()
+            .filter(report_id=report_id, company=principal.company)
+            .first()
+        )
+        if current is None:
+            raise NotFoundError(REPORT_NOT_FOUND, code="execution_report_not_found")
+        if current.status in (
+            CaptureStatus.DISABLED,
+            CaptureStatus.NOT_APPLICABLE,
+            CaptureStatus.QUEUED,
+            CaptureStatus.RUNNING,
+        ):
             raise ConflictError(CAPTURE_NOT_REQUEUEABLE, code="capture_not_requeueable")
+        previous = (current.status, current.reason)
         capture = _requeue(
-            report.pk,
+            report_id,
             now=now,
             reason="re-queued by an operator",
-            actor=f"user:{user.pk}",
+            actor=f"user:{principal.user.pk}",
             reset=True,
         )
-        if capture is None:
-            raise ConflictError(CAPTURE_NOT_REQUEUEABLE, code="capture_not_requeueable")
         audit_record(
-            company=report.company,
-            actor_user=user,
+            company=principal.company,
+            principal=principal,
             action_type="execution_capture.requeued",
             target_type="execution_report",
-            target_id=report.pk,
-            details={"previous_status": current.status, "previous_reason": current.reason[:200]},
+            target_id=str(report_id),
+            details={"previous_status": previous[0], "previous_reason": previous[1][:200]},
         )
-        report_id = str(report.pk)
-        transaction.on_commit(lambda: enqueue_capture(report_id))
+        queued_id = str(report_id)
+        transaction.on_commit(lambda: enqueue_capture(queued_id))
     return capture
