@@ -281,6 +281,10 @@ class DreamRun(models.Model):
         SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
         FAILED = "failed", "Failed"
 
+    class Method(models.TextChoices):
+        LLM = "llm", "LLM"
+        EXTRACTIVE = "extractive", "Extractive"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dream_runs")

@@ -118,6 +118,9 @@ class Method(models.TextChoices):
     VERBATIM = "verbatim", "Verbatim"
 
 
+CAPTURE_METHOD_CHOICES = [(Method.LLM.value, "LLM"), (Method.RULE.value, "Rule")]
+
+
 class ExecutionCapture(models.Model):
     """What the capture pipeline did with one report (mutable; one row per report)."""
 

@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.procedural import domain
-from memory.procedural.models import ExecutionCapture, ExecutionReport
+from memory.procedural.models import CAPTURE_METHOD_CHOICES, ExecutionCapture, ExecutionReport
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 
@@ -141,7 +141,7 @@ class ExecutionReportSerializer(ModelSerializer):
         capture = self._capture(obj)
         return capture.strategy if capture else ""
 
-    @extend_schema_field(serializers.ChoiceField(choices=["", "llm", "rule"]))
+    @extend_schema_field(serializers.ChoiceField(choices=CAPTURE_METHOD_CHOICES, allow_blank=True))
     def get_capture_method(self, obj: ExecutionReport) -> str:
         """What wrote the lesson: ``llm``, ``rule`` (no LLM configured), or empty."""
         capture = self._capture(obj)
