@@ -145,6 +145,9 @@ SPECTACULAR_SETTINGS = {
         "OrgFactCategoryEnum": "synthorg.enums.ORG_FACT_CATEGORY_CHOICES",
         "ExtractionRunStatusEnum": "memory.ingestion.models.ExtractionRun.Status",
         "DreamRunStatusEnum": "memory.ingestion.models.DreamRun.Status",
+        "ExtractionRunMethodEnum": "memory.ingestion.models.ExtractionRun.Method",
+        "DreamRunMethodEnum": "memory.ingestion.models.DreamRun.Method",
+        "CaptureMethodEnum": "memory.procedural.models.CAPTURE_METHOD_CHOICES",
     },
 }
 

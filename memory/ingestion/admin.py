@@ -107,8 +107,9 @@ class ExtractionRunAdmin(_ScopedReadOnlyAdmin):
         "below_confidence",
         "ignored_supersedes",
         "model",
+        "method",
     )
-    list_filter = ("company", "status", "trigger")
+    list_filter = ("company", "status", "trigger", "method")
     list_select_related = ("agent", "conversation")
     date_hierarchy = "created_at"
     search_fields = ("id", "agent__name", "conversation__external_id")
@@ -157,9 +158,10 @@ class DreamRunAdmin(_ScopedReadOnlyAdmin):
         "journal_from",
         "journal_to",
         "journal_entries",
+        "method",
         "short_diary",
     )
-    list_filter = ("company", "status", "trigger")
+    list_filter = ("company", "status", "trigger", "method")
     list_select_related = ("agent", "company")
     date_hierarchy = "created_at"
     search_fields = ("diary", "agent__name")

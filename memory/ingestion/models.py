@@ -159,6 +159,10 @@ class ExtractionRun(models.Model):
         RETRY = "retry", "Retry"
         MANUAL = "manual", "Manual"
 
+    class Method(models.TextChoices):
+        LLM = "llm", "LLM"
+        VERBATIM = "verbatim", "Verbatim"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
@@ -177,6 +181,8 @@ class ExtractionRun(models.Model):
     below_confidence = models.PositiveIntegerField(default=0)
     ignored_supersedes = models.PositiveIntegerField(default=0)  # ids not the agent's own
     model = models.CharField(max_length=200, blank=True, default="")
+    # llm: facts extracted by the LLM; verbatim: no LLM, the turns themselves were stored.
+    method = models.CharField(max_length=16, blank=True, default="", choices=Method.choices)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
@@ -275,6 +281,10 @@ class DreamRun(models.Model):
         SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
         FAILED = "failed", "Failed"
 
+    class Method(models.TextChoices):
+        LLM = "llm", "LLM"
+        EXTRACTIVE = "extractive", "Extractive"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dream_runs")
@@ -288,6 +298,14 @@ class DreamRun(models.Model):
     core_memory_id = models.UUIDField(null=True, blank=True)
     diary = models.TextField(blank=True, default="")
     model = models.CharField(max_length=200, blank=True, default="")
+    # llm: the LLM rewrote the core; extractive: no LLM, the extractive strategy kept the
+    # journal's key facts and anchors verbatim.
+    method = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=[("llm", "LLM"), ("extractive", "Extractive")],
+    )
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField()
 

@@ -45,6 +45,7 @@ class ExecutionReportAdmin(ReadOnlyScopedAdmin):
         "error_category",
         "quality_score",
         "capture_status",
+        "capture_method",
         "produced_memory",
     )
     list_filter = ("outcome", CaptureStatusFilter, "company")
@@ -73,6 +74,9 @@ class ExecutionReportAdmin(ReadOnlyScopedAdmin):
         "created_at",
         "capture_status",
         "capture_reason",
+        "capture_method",
+        "capture_attempts",
+        "capture_history",
         "produced_memory",
     )
     fields = readonly_fields
@@ -87,6 +91,30 @@ class ExecutionReportAdmin(ReadOnlyScopedAdmin):
         capture = getattr(report, "capture", None)
         return capture.reason if capture and capture.reason else "—"
 
+    @admin.display(description="method")
+    def capture_method(self, report: ExecutionReport) -> str:
+        capture = getattr(report, "capture", None)
+        return capture.method if capture and capture.method else "—"
+
+    @admin.display(description="attempts (next)")
+    def capture_attempts(self, report: ExecutionReport) -> str:
+        capture = getattr(report, "capture", None)
+        if capture is None:
+            return "—"
+        return f"{capture.attempts} (next: {capture.next_attempt_at or '—'})"
+
+    @admin.display(description="status history")
+    def capture_history(self, report: ExecutionReport) -> str:
+        rows = report.capture_history.order_by("id")
+        return (
+            "\n".join(
+                f"{r.created_at:%Y-%m-%d %H:%M:%S} {r.status} {r.method or ''} "
+                f"#{r.attempt} {r.actor} {r.reason}".rstrip()
+                for r in rows
+            )
+            or "—"
+        )
+
     @admin.display(description="memory")
     def produced_memory(self, report: ExecutionReport) -> str:
         capture = getattr(report, "capture", None)
@@ -95,8 +123,16 @@ class ExecutionReportAdmin(ReadOnlyScopedAdmin):
 
 @admin.register(ProceduralLesson)
 class ProceduralLessonAdmin(ReadOnlyScopedAdmin):
-    list_display = ("created_at", "company", "skill_name", "agent", "origin", "discovery")
-    list_filter = ("origin", "company")
+    list_display = (
+        "created_at",
+        "company",
+        "skill_name",
+        "agent",
+        "origin",
+        "method",
+        "discovery",
+    )
+    list_filter = ("origin", "method", "company")
     list_select_related = ("company", "memory__agent")
     search_fields = ("skill_name", "discovery", "condition", "action")
     ordering = ("-created_at",)
@@ -114,6 +150,7 @@ class ProceduralLessonAdmin(ReadOnlyScopedAdmin):
         "source_report",
         "propagated_from",
         "proposer_model",
+        "method",
         "created_at",
     )
     fields = readonly_fields

@@ -8,10 +8,11 @@ class ProceduralConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory.procedural.schedules import procedural_schedules
+        from memory.procedural.schedules import procedural_schedules, register_retry_schedule
         from synthorg.schedules import register_schedule_provider
 
         register_schedule_provider(procedural_schedules)
+        register_retry_schedule()
 
         from memory.procedural.portability import EXECUTION_REPORTS
         from persistence.content_registry import register_content_kind

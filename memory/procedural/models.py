@@ -110,6 +110,17 @@ class CaptureStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class Method(models.TextChoices):
+    """What produced a result: the LLM, a deterministic rule, or the input kept verbatim."""
+
+    LLM = "llm", "LLM"
+    RULE = "rule", "Rule"
+    VERBATIM = "verbatim", "Verbatim"
+
+
+CAPTURE_METHOD_CHOICES = [(Method.LLM.value, "LLM"), (Method.RULE.value, "Rule")]
+
+
 class ExecutionCapture(models.Model):
     """What the capture pipeline did with one report (mutable; one row per report)."""
 
@@ -130,7 +141,12 @@ class ExecutionCapture(models.Model):
         related_name="+",
     )
     confidence = models.FloatField(null=True, blank=True)
+    # llm | rule: what wrote the lesson (empty until a lesson is written).
+    method = models.CharField(max_length=16, blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
+    # When the retry schedule runs this capture again (an LLM failure, or a rule lesson
+    # waiting for an LLM); null when nothing is pending.
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -141,9 +157,18 @@ class ExecutionCapture(models.Model):
                 condition=models.Q(status__in=[s.value for s in CaptureStatus]),
                 name="execution_capture_status_valid",
             ),
+            models.CheckConstraint(
+                condition=models.Q(method__in=["", "llm", "rule"]),
+                name="execution_capture_method_valid",
+            ),
         ]
         indexes = [
             models.Index(fields=["company", "status"], name="execcapture_company_status"),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(next_attempt_at__isnull=False),
+                name="execcapture_retry_due",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -155,6 +180,31 @@ class ExecutionCapture(models.Model):
         if self.status == self.Status.FAILED and self.reason:
             return f"failed: {self.reason}"
         return self.status
+
+
+class CaptureStatusChange(models.Model):
+    """One status transition of a capture. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the capture row holds the latest state, this the history."""
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    report = models.ForeignKey(
+        ExecutionReport, on_delete=models.PROTECT, related_name="capture_history"
+    )
+    status = models.CharField(max_length=24, choices=CaptureStatus.choices)
+    method = models.CharField(max_length=16, blank=True, default="")
+    reason = models.CharField(max_length=1000, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    # Who caused it: "" for the pipeline and its schedule, "user:<id>" for an operator.
+    actor = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("report", "id")
+        indexes = [models.Index(fields=["report", "id"], name="capturehist_report")]
+
+    def __str__(self) -> str:
+        return f"{self.report_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class ProceduralLesson(models.Model):
@@ -195,6 +245,7 @@ class ProceduralLesson(models.Model):
     rationale = models.TextField()
     execution_steps = models.JSONField(default=list)
     proposer_model = models.CharField(max_length=200, blank=True, default="")
+    method = models.CharField(max_length=16, default=Method.LLM)  # llm | rule
     created_at = models.DateTimeField()
 
     class Meta:
@@ -202,6 +253,10 @@ class ProceduralLesson(models.Model):
             models.CheckConstraint(
                 condition=models.Q(origin__in=["failure", "success", "propagated"]),
                 name="procedural_lesson_origin_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(method__in=["llm", "rule"]),
+                name="procedural_lesson_method_valid",
             ),
         ]
         indexes = [models.Index(fields=["company", "report"], name="lesson_company_report")]

@@ -14,6 +14,8 @@ from persistence.selectors.config import company_config
 from synthorg.schedules import ScheduleSpec
 
 TASK = "memory.procedural.tasks.run_procedural_maintenance"
+RETRY_TASK = "memory.procedural.tasks.retry_due_captures"
+RETRY_SCHEDULE = "procedural-capture-retry"
 
 
 def schedule_name(company_id: int) -> str:
@@ -32,3 +34,17 @@ def procedural_schedules() -> Iterator[ScheduleSpec]:
                 schedule_type=Schedule.DAILY,
                 kwargs={"company_id": company.pk},
             )
+
+
+def register_retry_schedule() -> None:
+    """The capture retry schedule (every minute, all companies): see
+    :func:`memory.procedural.services.capture.execution_captures_retry_due`."""
+    from django_q.models import Schedule
+
+    from synthorg.schedules import register_schedule
+
+    register_schedule(
+        ScheduleSpec(
+            name=RETRY_SCHEDULE, func=RETRY_TASK, schedule_type=Schedule.MINUTES, minutes=1
+        )
+    )

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from memory.procedural.models import ExecutionCapture
-from memory.procedural.services.capture import execution_captures_requeue, execution_report_capture
+from memory.procedural.services.capture import (
+    execution_captures_requeue,
+    execution_captures_retry_due,
+    execution_report_capture,
+)
 from memory.procedural.services.pruning import procedural_prune_company
 from persistence.models import Company
 
@@ -27,3 +31,9 @@ def run_procedural_maintenance(company_id: int) -> dict | None:
         "pruned": sum(r.pruned for r in results),
         "requeued": execution_captures_requeue(company=company),
     }
+
+
+def retry_due_captures() -> dict:
+    """Every minute: reclaim orphaned running captures, run the captures due for a retry."""
+    summary = execution_captures_retry_due()
+    return {"reclaimed": summary.reclaimed, "retried": summary.retried, "waiting": summary.waiting}

@@ -10,7 +10,7 @@ from synthorg.enums import ConsolidationInterval
 
 class ExtractionConfig(BaseModel):
     """Debounced fact extraction from flushed conversations. On by default: with no LLM
-    configured each run is recorded as ``skipped_no_llm`` and retried once one is."""
+    configured the turns themselves are stored as episodic memories (``method: verbatim``)."""
 
     model_config = FROZEN
 

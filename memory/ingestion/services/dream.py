@@ -10,8 +10,12 @@ of a company, run by the per-company q2 schedule and ``manage.py dream``):
 2. **Content-hash guard**: the SHA-256 of that journal equal to the last successful dream's,
    with the core still the one that dream wrote ⇒ ``unchanged``, no LLM call. No journal
    in the window ⇒ ``nothing_new``.
-3. No LLM ⇒ ``skipped_no_llm``; an LLM error or an answer that is not the JSON contract
-   ⇒ ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
+3. No LLM ⇒ **extractive** consolidation (``method`` ``extractive``): the previous core and
+   the journal go through the extractive strategy
+   (:class:`memory.core.consolidation.extractive.ExtractivePreserver`: verbatim key facts
+   plus start/mid/end anchors) and that text becomes the new core. With an LLM
+   (``method`` ``llm``), an LLM error or an answer that is not the JSON contract ⇒
+   ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
 4. Success, in one transaction: the new core summary is stored through the write gate
    (``memory_store_batch``: SEMANTIC, tag ``core``, ``supersedes`` the previous core — kept,
    marked superseded, restorable), the run records what changed and why, and a dream entry
@@ -27,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from memory.core.consolidation.extractive import ExtractivePreserver
 from memory.core.domain import MemoryStoreRequest
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
@@ -51,6 +56,7 @@ logger = logging.getLogger(__name__)
 NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
 NOT_PERSISTENT = "the agent's memory level is {level!r}; only persistent agents dream"
 CORE_MAX_CHARS = 20_000
+EXTRACTIVE_MAX_FACTS = 40
 
 
 def current_core(agent: Agent) -> Memory | None:
@@ -126,7 +132,10 @@ def agent_dream(
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
-        return _record(run, DreamRun.Status.SKIPPED_NO_LLM, error=NO_LLM)
+        new_core, diary = _extractive_dream(core_text, journal)
+        run.method = "extractive"
+        return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
+    run.method = "llm"
     prompt = dream_messages(core=core_text, journal=journal, max_tokens=config.max_core_tokens)
     try:
         try:
@@ -142,6 +151,21 @@ def agent_dream(
         logger.warning("dream of agent %s failed: %s", agent.pk, exc)
         return _record(run, DreamRun.Status.FAILED, error=str(exc)[:2000])
     run.model = completion.model
+    return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
+
+
+def _extractive_dream(core_text: str, journal: str) -> tuple[str, str]:
+    """The no-LLM dream: the extractive strategy over the previous core and the journal."""
+    preserver = ExtractivePreserver(max_facts=EXTRACTIVE_MAX_FACTS)
+    source = f"{core_text}\n\n{journal}".strip()
+    diary = (
+        "Extractive dream (no LLM configured): key facts and anchors of the previous core "
+        "and the journal, kept verbatim."
+    )
+    return preserver.extract(source), diary
+
+
+def _store_core(run: DreamRun, *, agent, core, new_core: str, diary: str, now) -> DreamRun:
     with transaction.atomic():
         [result] = memory_store_batch(
             agent=agent,

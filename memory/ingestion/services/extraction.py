@@ -11,10 +11,13 @@ call for one conversation:
    is taken over and the dead run marked ``failed``.
 2. **Extract** (no transaction, no lock): the new messages, the running summary and the
    agent's most relevant memories go to the LLM with the JSON contract, requested as
-   ``response_format: json_schema`` and validated in any case. No LLM ⇒ the run is
-   ``skipped_no_llm``; an LLM error or an invalid answer ⇒ ``failed``. Either way the
-   messages stay stored and searchable, ``extracted_through_seq`` does not move, and a
-   later run (the sweep, with backoff) retries the same range.
+   ``response_format: json_schema`` and validated in any case (``method`` ``llm``). An LLM
+   error or an invalid answer ⇒ ``failed``: the messages stay stored and searchable,
+   ``extracted_through_seq`` does not move, and a later run (the sweep, with backoff)
+   retries the same range. **No LLM configured** ⇒ the turns themselves become EPISODIC
+   memories through the same write gate (``method`` ``verbatim``, tag ``verbatim``), each
+   with the message it answers as its ``context`` (at most :data:`VERBATIM_CONTEXT_CHARS`
+   characters); system messages are not stored. The run ends ``succeeded``.
 3. **Apply** (one transaction): facts under ``min_confidence`` are dropped; the others go
    through ``memory_store_batch`` — the same write gate as a hand-written memory: ADD, NOOP
    (near duplicate) or SUPERSEDE. ``supersedes`` ids that are not the agent's own live
@@ -35,7 +38,7 @@ from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
-from memory.core.domain import MemoryStoreRequest
+from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
 from memory.core.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
@@ -69,6 +72,8 @@ CLAIM_LEASE = timedelta(minutes=10)
 MAX_BACKOFF = timedelta(hours=1)
 CLAIM_EXPIRED = "the worker holding the claim did not finish within the lease"
 NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
+VERBATIM_TAG = "verbatim"
+VERBATIM_CONTEXT_CHARS = 300
 
 
 @dataclass
@@ -115,13 +120,8 @@ def conversation_extract(
         return None
     run = claim.run
     if provider is None:
-        logger.warning(
-            "extraction of conversation %s skipped: %s; its messages stay stored and a later "
-            "run retries once an LLM is configured",
-            run.conversation_id,
-            NO_LLM,
-        )
-        return _finish_unsuccessful(claim, ExtractionRun.Status.SKIPPED_NO_LLM, NO_LLM, now=now)
+        return _extract_verbatim(claim, config=config)
+    run.method = ExtractionRun.Method.LLM
     messages = list(
         ConversationMessage.objects.filter(
             conversation_id=run.conversation_id, seq__gte=run.first_seq, seq__lte=run.last_seq
@@ -149,8 +149,8 @@ def conversation_extract(
 
 
 def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
-    """The sweep: run every conversation whose extraction is due. Without an LLM nothing
-    runs (no ``skipped_no_llm`` run per minute); pending messages wait for one."""
+    """The sweep: run every conversation whose extraction is due (without an LLM, the
+    verbatim path)."""
     now = now or timezone.now()
     due = list(
         Conversation.objects.filter(extraction_due_at__lte=now)
@@ -161,8 +161,6 @@ def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) 
     runs = 0
     for conversation in due:
         provider = completion_provider_for(company=conversation.company, agent=conversation.agent)
-        if provider is None:
-            continue
         if conversation_extract(conversation=conversation, provider=provider, now=now):
             runs += 1
     return runs
@@ -220,9 +218,8 @@ def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config,
         model=(config.model or "") if llm else "",
         created_at=now,
     )
-    if llm:
-        conversation.claim_run = run
-        conversation.claim_expires_at = now + CLAIM_LEASE
+    conversation.claim_run = run
+    conversation.claim_expires_at = now + CLAIM_LEASE
     conversation.save(update_fields=["claim_run", "claim_expires_at"])
     return _Claim(run=run, conversation=conversation)
 
@@ -383,32 +380,129 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
         run.status = ExtractionRun.Status.SUCCEEDED
         run.finished_at = now
         run.save()
-        pending = _pending_tokens(locked, after=run.last_seq)
-        locked.extracted_through_seq = run.last_seq
-        locked.pending_tokens = pending
-        locked.claim_run = None
-        locked.claim_expires_at = None
-        locked.consecutive_failures = 0
-        more = locked.message_count > run.last_seq
-        if more and (
-            locked.extraction_due_at is None
-            or pending >= config.max_pending_tokens
-            or locked.extraction_due_at <= now
-        ):
-            locked.extraction_due_at = now  # the rest of a capped batch: the sweep takes it
-        elif not more:
-            locked.extraction_due_at = None
-        locked.save(
-            update_fields=[
-                "extracted_through_seq",
-                "pending_tokens",
-                "claim_run",
-                "claim_expires_at",
-                "consecutive_failures",
-                "extraction_due_at",
-            ]
-        )
+        _advance(locked, run, config=config, now=now)
         journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
+    memories_trim_to_cap(agent=agent, now=now)
+    return run
+
+
+def _advance(locked: Conversation, run: ExtractionRun, *, config, now: datetime) -> None:
+    """Move the conversation past ``run``'s range and release the claim."""
+    pending = _pending_tokens(locked, after=run.last_seq)
+    locked.extracted_through_seq = run.last_seq
+    locked.pending_tokens = pending
+    locked.claim_run = None
+    locked.claim_expires_at = None
+    locked.consecutive_failures = 0
+    more = locked.message_count > run.last_seq
+    if more and (
+        locked.extraction_due_at is None
+        or pending >= config.max_pending_tokens
+        or locked.extraction_due_at <= now
+    ):
+        locked.extraction_due_at = now  # the rest of a capped batch: the sweep takes it
+    elif not more:
+        locked.extraction_due_at = None
+    locked.save(
+        update_fields=[
+            "extracted_through_seq",
+            "pending_tokens",
+            "claim_run",
+            "claim_expires_at",
+            "consecutive_failures",
+            "extraction_due_at",
+        ]
+    )
+
+
+def _verbatim_context(message, previous) -> str:
+    """The message ``message`` answers: the one just before it, from another speaker (a
+    system prompt is not something a turn answers)."""
+    if (
+        previous is None
+        or previous.role in (message.role, ConversationMessage.Role.SYSTEM)
+        or not previous.content.strip()
+    ):
+        return ""
+    speaker = previous.name or previous.role
+    text = " ".join(previous.content.split())
+    if len(text) > VERBATIM_CONTEXT_CHARS:
+        text = text[: VERBATIM_CONTEXT_CHARS - 1].rstrip() + "…"
+    return f"In reply to {speaker}: {text}"
+
+
+def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
+    """No LLM: store the range's turns as EPISODIC memories through the write gate."""
+    run = claim.run
+    conversation = claim.conversation
+    agent = conversation.agent
+    now = timezone.now()
+    window = list(
+        ConversationMessage.objects.filter(
+            conversation_id=run.conversation_id,
+            seq__gte=max(run.first_seq - 1, 1),
+            seq__lte=run.last_seq,
+        ).order_by("seq")
+    )
+    messages = [m for m in window if m.seq >= run.first_seq]
+    previous = {m.seq: p for p, m in zip([None, *window], window, strict=False)}
+    turns = [m for m in messages if m.role != ConversationMessage.Role.SYSTEM and m.content.strip()]
+    requests = [
+        MemoryStoreRequest(
+            content=m.content[:MEMORY_CONTENT_MAX_CHARS],
+            category=MemoryCategory.EPISODIC,
+            context=_verbatim_context(m, previous.get(m.seq)),
+            tags=(VERBATIM_TAG,),
+            source=f"extraction:{run.pk}",
+            session_id=conversation.session_id or None,
+            project_id=conversation.project_id,
+        )
+        for m in turns
+    ]
+    run.method = ExtractionRun.Method.VERBATIM
+    try:
+        with transaction.atomic():
+            results = (
+                memory_store_batch(agent=agent, requests=requests, now=now) if requests else []
+            )
+            locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
+            if locked.claim_run_id != run.pk:
+                raise _LostClaim()
+            rows = [
+                ExtractedFact(
+                    run=run,
+                    position=index,
+                    content=request.content,
+                    category=request.category.value,
+                    confidence=request.confidence,
+                    tags=list(request.tags),
+                    decision=ExtractedFact.Decision.NOOP
+                    if result.deduplicated
+                    else ExtractedFact.Decision.ADDED,
+                    memory_id=result.id,
+                    message_ids=[message.pk],
+                )
+                for index, (message, request, result) in enumerate(
+                    zip(turns, requests, results, strict=True)
+                )
+            ]
+            ExtractedFact.objects.bulk_create(rows)
+            run.facts_proposed = len(rows)
+            run.added = sum(1 for r in rows if r.decision == ExtractedFact.Decision.ADDED)
+            run.skipped = len(rows) - run.added
+            run.status = ExtractionRun.Status.SUCCEEDED
+            run.finished_at = now
+            run.save()
+            _advance(locked, run, config=config, now=now)
+            journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
+    except _LostClaim:
+        logger.warning("extraction run %s lost its claim (lease expired); rolled back", run.pk)
+        return None
+    except DomainError as exc:  # e.g. the project closed meanwhile
+        logger.warning("extraction run %s could not store its turns: %s", run.pk, exc)
+        return _finish_unsuccessful(
+            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
+        )
     memories_trim_to_cap(agent=agent, now=now)
     return run
 

@@ -7,6 +7,13 @@ app_name = "memory_console"
 urlpatterns = [
     path("", views.agents_view, name="agents"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
+    path("executions", views.executions_view, name="executions"),
+    path("executions/<uuid:report_id>", views.execution_view, name="execution"),
+    path(
+        "executions/<uuid:report_id>/requeue",
+        views.execution_requeue_view,
+        name="execution-requeue",
+    ),
     path("agents/<int:agent_id>", views.agent_memories_view, name="agent"),
     path("agents/<int:agent_id>/<uuid:memory_id>", views.memory_view, name="memory"),
     path(

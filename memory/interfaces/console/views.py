@@ -15,6 +15,8 @@ from memory.core.selectors.memories import agent_memories, agent_memory_get
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
 from memory.procedural.evolver.models import EvolverReport
+from memory.procedural.models import ExecutionReport
+from memory.procedural.services.capture import execution_capture_requeue
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -149,3 +151,54 @@ def evolver_runs_view(request, user: ConsoleUser):
         "console/memory/evolver_runs.html",
         {"section": "evolver", "runs": runs, "config": config},
     )
+
+
+@console_view
+def executions_view(request, user: ConsoleUser):
+    """The company's latest execution reports with their capture status and method."""
+    reports = (
+        ExecutionReport.objects.filter(company=user.company)
+        .select_related("agent", "capture")
+        .order_by("-created_at", "-id")[:PAGE]
+    )
+    return render(
+        request,
+        "console/memory/executions.html",
+        {"section": "executions", "reports": reports},
+    )
+
+
+def _execution(request, user: ConsoleUser, report_id, *, status=200, **extra):
+    report = (
+        ExecutionReport.objects.filter(company=user.company, pk=report_id)
+        .select_related("agent", "capture")
+        .first()
+    )
+    if report is None:
+        raise Http404("No such execution report in this company.")
+    context = {
+        "section": "executions",
+        "report": report,
+        "capture": getattr(report, "capture", None),
+        "history": report.capture_history.order_by("id"),
+    }
+    context.update(extra)
+    return render(request, "console/memory/execution.html", context, status=status)
+
+
+@console_view
+def execution_view(request, user: ConsoleUser, report_id):
+    return _execution(request, user, report_id)
+
+
+@require_POST
+@console_view
+def execution_requeue_view(request, user: ConsoleUser, report_id):
+    try:
+        execution_capture_requeue(principal=user.principal, report_id=report_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:
+        return _execution(request, user, report_id, status=exc.status, requeue_error=exc.detail)
+    messages.success(request, "Capture re-queued.")
+    return redirect("memory_console:execution", report_id=report_id)

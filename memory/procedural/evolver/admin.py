@@ -13,6 +13,7 @@ class EvolverReportAdmin(LedgerAdmin):
         "company",
         "trigger",
         "status",
+        "method",
         "reports_scanned",
         "patterns_found",
         "proposals_emitted",

@@ -35,6 +35,10 @@ class EvolverReport(models.Model):
     conflicts_escalated = models.PositiveIntegerField(default=0)
     verdicts = models.JSONField(default=dict, blank=True)  # {"FULL": n, "PARTIAL": n, ...}
     items = models.JSONField(default=list, blank=True)  # ids of the ApprovalItems emitted
+    # llm: drafts written by the LLM; rule: no LLM, drafted from the member lessons' text.
+    method = models.CharField(
+        max_length=16, blank=True, default="", choices=[("llm", "LLM"), ("rule", "Rule")]
+    )
     error = models.TextField(blank=True, default="")
 
     class Meta:

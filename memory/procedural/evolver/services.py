@@ -29,8 +29,9 @@ from memory.procedural.evolver.patterns import (
     eligible_patterns,
     group_trajectories,
 )
+from memory.procedural.evolver.rule_drafting import rule_draft
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
-from memory.procedural.models import ExecutionReport
+from memory.procedural.models import ExecutionReport, ProceduralLesson
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_request
 from persistence.models import Agent, Company
@@ -198,9 +199,8 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
         return _complete(report, company)
     provider = completion_provider_for(company=company)
     if provider is None:
-        logger.warning("skill evolver of %s: no LLM configured; cycle skipped", company.slug)
-        say("no LLM configured: skipped_no_llm")
-        return _finish(report, EvolverReport.Status.NO_LLM)
+        return _rule_cycle(company=company, report=report, plan=plan, say=say)
+    report.method = "llm"
     procedural = company_config(company).memory.procedural
     details = plan.details
     existing = _existing_skills(company)
@@ -251,7 +251,47 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
     return _complete(report, company)
 
 
-def _emit(company, pattern: Pattern, proposal, existing, agent_names, verdicts) -> ApprovalItem:
+def _rule_cycle(*, company: Company, report: EvolverReport, plan: CyclePlan, say: Progress):
+    """No LLM configured: draft each eligible pattern from its member lessons' own text
+    (:mod:`memory.procedural.evolver.rule_drafting`); the items carry ``method: rule``."""
+    logger.warning("skill evolver of %s: no LLM configured; drafting from lessons", company.slug)
+    report.method = "rule"
+    existing = _existing_skills(company)
+    agent_names = dict(Agent.objects.filter(company=company).values_list("pk", "name"))
+    verdicts: dict[str, int] = {}
+    for n, pattern in enumerate(plan.eligible, 1):
+        say(f"[{n}/{len(plan.eligible)}] drafting {pattern.key} from lessons (no LLM)")
+        lessons = list(
+            ProceduralLesson.objects.filter(
+                company=company,
+                report_id__in=pattern.report_ids,
+                origin__in=[ProceduralLesson.Origin.FAILURE, ProceduralLesson.Origin.SUCCESS],
+            )
+            .order_by("created_at", "memory_id")
+            .values("discovery", "condition", "action", "rationale", "execution_steps")
+        )
+        proposal = rule_draft(
+            pattern=pattern.key,
+            kind=pattern.kind,
+            agents=len(pattern.agent_ids),
+            confidence=pattern.confidence,
+            lessons=lessons,
+            reports=[plan.details[i] for i in pattern.report_ids if i in plan.details],
+        )
+        item = _emit(company, pattern, proposal, existing, agent_names, verdicts, method="rule")
+        report.items.append(str(item.pk))
+        if item.action_type == ACTION_CONFLICT:
+            report.conflicts_escalated += 1
+        else:
+            report.proposals_emitted += 1
+        say(f"    → {item.action_type} ({item.evidence['verdict']}) {item.pk}")
+    report.verdicts = verdicts
+    return _complete(report, company)
+
+
+def _emit(
+    company, pattern: Pattern, proposal, existing, agent_names, verdicts, method: str = "llm"
+) -> ApprovalItem:
     tiers = proposal.model_dump(mode="json")
     content = skill_text.render(tiers)
     tiers["content"] = content
@@ -277,8 +317,9 @@ def _emit(company, pattern: Pattern, proposal, existing, agent_names, verdicts) 
         "condition_jaccard": round(judgement.condition_jaccard, 4),
         "action_jaccard": round(judgement.action_jaccard, 4),
         "condition_coverage": round(judgement.condition_coverage, 4),
+        "method": method,
     }
-    metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org"}
+    metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org", "method": method}
     if judgement.verdict is Verdict.CONFLICT:
         evidence["existing"] = {"fact_id": other.ref, "content": other.content}
         evidence["proposed"] = content

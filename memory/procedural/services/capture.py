@@ -8,16 +8,29 @@ WARNING log, and nothing else breaks:
 ``not_applicable``          the strategy does not fire (with the reason, e.g. percentile)
 ``disabled``                procedural learning was switched off meanwhile
 ``skipped_memory_level``    the agent's memory level is ``none``
-``skipped_no_llm``          no LLM is configured
 ``failed``                  the LLM call failed, or its answer was not a valid proposal
 ``below_confidence``        the proposal's confidence is under ``min_confidence``
 ``captured``                a lesson was stored (or the agent already had it: deduplicated)
 ==========================  =============================================================
+
+``method`` says what wrote the lesson: ``llm`` (the proposer) or ``rule`` — with no LLM
+configured the lesson is composed from the report's fields
+(:mod:`memory.procedural.rule_lessons`). ``skipped_no_llm`` is no longer written (rows from
+before stay readable and are retried like rule captures).
+
+**Retry** (:func:`execution_captures_retry_due`, the ``procedural-capture-retry`` schedule,
+every minute): a capture that failed for an LLM reason gets ``next_attempt_at`` with a
+doubling back-off (:func:`retry_delay`, at most :data:`MAX_ATTEMPTS` runs); a rule capture is
+due at once but waits until an LLM is configured, then runs again and its LLM lesson
+supersedes the rule lesson (kept, marked superseded). ``running`` captures a dead worker left
+behind are reclaimed after :data:`RUNNING_TIMEOUT`. Every transition is a
+:class:`~memory.procedural.models.CaptureStatusChange` row (append-only).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -26,14 +39,24 @@ from django.utils import timezone
 from memory.core.llm import completion_provider_for
 from memory.procedural.capture import decide_capture
 from memory.procedural.domain import ProposalError
-from memory.procedural.models import CaptureStatus, ExecutionCapture, ExecutionReport
+from memory.procedural.models import (
+    CaptureStatus,
+    ExecutionCapture,
+    ExecutionReport,
+    Method,
+    ProceduralLesson,
+)
 from memory.procedural.proposer import failure_payload, propose, success_payload
+from memory.procedural.rule_lessons import rule_lesson
 from memory.procedural.selectors import recent_quality_scores
+from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
+from persistence.access import ROLE_RANK
 from persistence.models import Company
 from persistence.selectors.config import company_config
-from synthorg.errors import NotFoundError
+from persistence.services.audit import audit_record
+from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
 from synthorg.llm import LLMError
 
 logger = logging.getLogger(__name__)
@@ -41,17 +64,42 @@ logger = logging.getLogger(__name__)
 NO_LLM = "no LLM configured (set SYNTHORG_LLM_BASE_URL and SYNTHORG_LLM_MODEL)"
 REASON_MAX = 1000
 STALE_AFTER = timedelta(minutes=15)
+LLM_FAILURE = "llm_error"  # the prefix of a reason naming a failed LLM call (an outage)
+RETRY_BASE = timedelta(minutes=1)
+RETRY_MAX_DELAY = timedelta(hours=1)
+MAX_ATTEMPTS = 8
+RUNNING_TIMEOUT = timedelta(minutes=15)
+RETRY_BATCH = 50
+RECLAIMED = "reclaimed: the worker running this capture did not finish within {minutes} min"
+GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 
 
-def _finish(capture: ExecutionCapture, status: str, reason: str = "", **fields) -> None:
+def retry_delay(attempts: int) -> timedelta:
+    """The wait before run ``attempts + 1``: 1, 2, 4 … minutes, at most an hour."""
+    return min(RETRY_BASE * (2 ** max(attempts - 1, 0)), RETRY_MAX_DELAY)
+
+
+def _finish(
+    capture: ExecutionCapture, status: str, reason: str = "", *, retry: bool = False, **fields
+) -> None:
+    """Record the run's outcome. ``retry``: an LLM reason — schedule the next attempt with
+    back-off while attempts remain."""
     now = timezone.now()
+    capture.next_attempt_at = None
+    if retry:
+        if capture.attempts < MAX_ATTEMPTS:
+            capture.next_attempt_at = now + retry_delay(capture.attempts)
+        else:
+            reason += GAVE_UP.format(attempts=capture.attempts)
     capture.status = status
     capture.reason = reason[:REASON_MAX]
     capture.updated_at = now
     capture.completed_at = now
     for name, value in fields.items():
         setattr(capture, name, value)
-    capture.save()
+    with transaction.atomic():
+        capture.save()
+        capture_history_record(capture=capture, now=now)
 
 
 def _claim(report_id) -> ExecutionCapture | None:
@@ -71,8 +119,10 @@ def _claim(report_id) -> ExecutionCapture | None:
             return None
         capture.status = CaptureStatus.RUNNING
         capture.attempts += 1
+        capture.next_attempt_at = None
         capture.updated_at = timezone.now()
-        capture.save(update_fields=["status", "attempts", "updated_at"])
+        capture.save(update_fields=["status", "attempts", "next_attempt_at", "updated_at"])
+        capture_history_record(capture=capture, now=capture.updated_at, reason="")
         return capture
 
 
@@ -134,9 +184,7 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
         return capture
     provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
-        logger.warning("procedural capture of report %s skipped: %s", report.pk, NO_LLM)
-        _finish(capture, CaptureStatus.SKIPPED_NO_LLM, NO_LLM)
-        return capture
+        return _capture_by_rule(capture, procedural, now=now)
     fields = _report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
     try:
@@ -150,13 +198,13 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
             max_tokens=procedural.max_tokens,
         )
     except LLMError as exc:
-        reason = f"llm_error: {type(exc).__name__}: {exc}"
+        reason = f"{LLM_FAILURE}: {type(exc).__name__}: {exc}"
         logger.warning("procedural capture of report %s failed: %s", report.pk, reason)
-        _finish(capture, CaptureStatus.FAILED, reason)
+        _finish_llm_failure(capture, reason)
         return capture
     except ProposalError as exc:
         logger.warning("procedural capture of report %s failed: %s", report.pk, exc.reason)
-        _finish(capture, CaptureStatus.FAILED, exc.reason)
+        _finish_llm_failure(capture, exc.reason)
         return capture
     finally:
         close = getattr(provider, "close", None)
@@ -167,28 +215,114 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
             f"confidence {proposal.confidence:g} < min_confidence {procedural.min_confidence:g}"
         )
         logger.warning("procedural proposal for report %s dropped: %s", report.pk, reason)
-        _finish(capture, CaptureStatus.BELOW_CONFIDENCE, reason, confidence=proposal.confidence)
-        return capture
-    with transaction.atomic():
-        stored = procedural_lesson_store(
-            agent=agent,
-            report=report,
-            proposal=proposal,
-            origin=decision.path,
-            model=completion.model,
-            now=now,
+        if _holds_rule_lesson(capture):
+            # The rule lesson stays: a low-confidence LLM answer is no reason to drop it.
+            _finish(capture, CaptureStatus.CAPTURED, f"LLM proposal dropped: {reason}")
+            return capture
+        _finish(
+            capture,
+            CaptureStatus.BELOW_CONFIDENCE,
+            reason,
+            confidence=proposal.confidence,
+            method=Method.LLM,
         )
-        if stored.memory_id is None:
-            _finish(capture, CaptureStatus.SKIPPED_MEMORY_LEVEL, "the agent's memory level is none")
-        else:
-            _finish(
-                capture,
-                CaptureStatus.CAPTURED,
-                "deduplicated: the agent already holds this lesson" if stored.deduplicated else "",
-                memory_id=stored.memory_id,
-                confidence=proposal.confidence,
-            )
+        return capture
+    _store_lesson(
+        capture,
+        proposal=proposal,
+        method=Method.LLM,
+        model=completion.model,
+        supersedes=_rule_lesson_to_supersede(capture),
+        now=now,
+    )
     return capture
+
+
+def _store_lesson(capture, *, proposal, method: str, model: str, supersedes, now) -> None:
+    report = capture.report
+    try:
+        with transaction.atomic():
+            stored = procedural_lesson_store(
+                agent=report.agent,
+                report=report,
+                proposal=proposal,
+                origin=capture.strategy,
+                model=model,
+                method=method,
+                supersedes=supersedes,
+                now=now,
+            )
+            if stored.memory_id is None:
+                _finish(
+                    capture,
+                    CaptureStatus.SKIPPED_MEMORY_LEVEL,
+                    "the agent's memory level is none",
+                )
+            else:
+                _finish(
+                    capture,
+                    CaptureStatus.CAPTURED,
+                    "deduplicated: the agent already holds this lesson"
+                    if stored.deduplicated
+                    else "",
+                    memory_id=stored.memory_id,
+                    confidence=proposal.confidence,
+                    method=method,
+                    # A rule lesson waits for an LLM: due now, run once one is configured.
+                    next_attempt_at=(now or timezone.now()) if method == Method.RULE else None,
+                )
+    except DomainError as exc:  # e.g. the rule lesson was superseded meanwhile
+        logger.warning("lesson of report %s not stored: %s", report.pk, exc)
+        _finish(capture, CaptureStatus.FAILED, f"store failed: {exc}")
+
+
+def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> ExecutionCapture:
+    """No LLM configured: a rule lesson from the report's fields (method ``rule``)."""
+    if _holds_rule_lesson(capture):
+        # Already captured by rule; the LLM is gone again — nothing new to write.
+        _finish(capture, CaptureStatus.CAPTURED, NO_LLM, next_attempt_at=now or timezone.now())
+        return capture
+    proposal = rule_lesson(_report_fields(capture.report), path=capture.strategy)
+    if proposal.confidence < procedural.min_confidence:
+        reason = (
+            f"rule lesson confidence {proposal.confidence:g} < min_confidence "
+            f"{procedural.min_confidence:g}; waiting for an LLM"
+        )
+        _finish(
+            capture,
+            CaptureStatus.BELOW_CONFIDENCE,
+            reason,
+            confidence=proposal.confidence,
+            method=Method.RULE,
+            next_attempt_at=now or timezone.now(),
+        )
+        return capture
+    _store_lesson(capture, proposal=proposal, method=Method.RULE, model="", supersedes=(), now=now)
+    return capture
+
+
+def _holds_rule_lesson(capture: ExecutionCapture) -> bool:
+    return capture.method == Method.RULE and capture.memory_id is not None
+
+
+def _rule_lesson_to_supersede(capture: ExecutionCapture) -> tuple:
+    """The rule lesson this capture wrote, if still live and the agent's own (a deduplicated
+    rule capture points at another report's lesson: that one is replaced by its own run)."""
+    if not _holds_rule_lesson(capture):
+        return ()
+    live = ProceduralLesson.objects.filter(
+        memory_id=capture.memory_id,
+        report_id=capture.report_id,
+        method=Method.RULE,
+        memory__superseded_at__isnull=True,
+    ).exists()
+    return (capture.memory_id,) if live else ()
+
+
+def _finish_llm_failure(capture: ExecutionCapture, reason: str) -> None:
+    """An LLM reason: retried with back-off. A rule lesson already written stays captured."""
+    status = CaptureStatus.CAPTURED if _holds_rule_lesson(capture) else CaptureStatus.FAILED
+    _finish(capture, status, reason, retry=True)
 
 
 def execution_captures_requeue(
@@ -214,3 +348,164 @@ def execution_captures_requeue(
         for report_id in stale:
             transaction.on_commit(lambda report_id=str(report_id): enqueue_capture(report_id))
     return len(stale)
+
+
+@dataclass(frozen=True)
+class RetrySummary:
+    reclaimed: int  # running captures a dead worker left, marked failed and retried
+    retried: int  # captures run again
+    waiting: int  # due, but left for later: no LLM configured, or the LLM is down
+
+
+def execution_captures_reclaim(*, now: datetime | None = None) -> int:
+    """Mark captures ``running`` for longer than :data:`RUNNING_TIMEOUT` (their worker died)
+    ``failed`` and due now; returns how many."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        stale = list(
+            ExecutionCapture.objects.select_for_update(skip_locked=True)
+            .filter(status=CaptureStatus.RUNNING, updated_at__lt=now - RUNNING_TIMEOUT)
+            .order_by("updated_at")[:1000]
+        )
+        reason = RECLAIMED.format(minutes=int(RUNNING_TIMEOUT.total_seconds() // 60))
+        for capture in stale:
+            capture.status = CaptureStatus.FAILED
+            capture.reason = reason
+            capture.updated_at = capture.completed_at = now
+            capture.next_attempt_at = now
+            capture.save(
+                update_fields=["status", "reason", "updated_at", "completed_at", "next_attempt_at"]
+            )
+            capture_history_record(capture=capture, now=now)
+    if stale:
+        logger.warning("reclaimed %d orphaned running captures", len(stale))
+    return len(stale)
+
+
+def _requeue(report_id, *, now: datetime, reason: str, actor: str = "", reset: bool = False):
+    """Move one capture back to ``queued`` (under its row lock); ``None`` if it changed
+    meanwhile or is running."""
+    with transaction.atomic():
+        capture = (
+            ExecutionCapture.objects.select_for_update(skip_locked=True)
+            .filter(report_id=report_id)
+            .exclude(status__in=[CaptureStatus.QUEUED, CaptureStatus.RUNNING])
+            .first()
+        )
+        if capture is None:
+            return None
+        capture.status = CaptureStatus.QUEUED
+        capture.next_attempt_at = None
+        capture.updated_at = now
+        capture.completed_at = None
+        if reset:
+            capture.attempts = 0
+        capture.save(
+            update_fields=["status", "next_attempt_at", "updated_at", "completed_at", "attempts"]
+        )
+        capture_history_record(capture=capture, now=now, reason=reason, actor=actor)
+        return capture
+
+
+def execution_captures_retry_due(
+    *, now: datetime | None = None, limit: int = RETRY_BATCH
+) -> RetrySummary:
+    """The ``procedural-capture-retry`` schedule: reclaim orphaned ``running`` captures,
+    then run every capture whose ``next_attempt_at`` has come (oldest first, at most
+    ``limit``), in this worker.
+
+    A rule capture (``method`` ``rule``) is only run when an LLM is configured for its
+    company. Per company, the first run that fails because the LLM call failed (an outage)
+    stops that company's batch: the others keep their due time and are not charged an
+    attempt, so an outage costs one LLM call per company per run, not one per capture.
+    """
+    now = now or timezone.now()
+    reclaimed = execution_captures_reclaim(now=now)
+    due = list(
+        ExecutionCapture.objects.filter(next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "report_id")
+        .values_list("company_id", "report_id", "method")[:limit]
+    )
+    llm_configured: dict[int, bool] = {}
+    llm_down: set[int] = set()
+    retried = waiting = 0
+    for company_id, report_id, method in due:
+        if company_id in llm_down:
+            waiting += 1
+            continue
+        if method == Method.RULE:
+            if company_id not in llm_configured:
+                llm_configured[company_id] = _llm_configured(company_id)
+            if not llm_configured[company_id]:
+                waiting += 1
+                continue
+        if _requeue(report_id, now=now, reason="retry") is None:
+            continue
+        capture = execution_report_capture(report_id=report_id, now=now)
+        retried += 1
+        if capture.reason.startswith(LLM_FAILURE):
+            llm_down.add(company_id)
+    return RetrySummary(reclaimed=reclaimed, retried=retried, waiting=waiting)
+
+
+def _llm_configured(company_id: int) -> bool:
+    provider = completion_provider_for(company=Company.objects.get(pk=company_id))
+    if provider is None:
+        return False
+    close = getattr(provider, "close", None)
+    if close is not None:
+        close()
+    return True
+
+
+CAPTURE_NOT_REQUEUEABLE = (
+    "This capture cannot be re-queued: it is queued or running, or the company's capture "
+    "strategy does not apply to the report."
+)
+OPERATORS_ONLY = "Only operators and admins can re-queue a capture."
+REPORT_NOT_FOUND = "No execution report with this id in this company."
+
+
+def execution_capture_requeue(*, principal, report_id, now: datetime | None = None):
+    """An operator (or admin, owner) re-queues one capture of ``principal.company``:
+    attempts start again at zero, the history records who did it, the capture task is
+    enqueued after commit, and an ``execution_capture.requeued`` audit entry is written in
+    the same transaction. 403 for viewers and agents, 404 for another company's report, 409
+    for a capture that is queued/running or whose strategy does not apply."""
+    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
+        raise AccessDeniedError(OPERATORS_ONLY, code="capture_requeue_forbidden")
+    now = now or timezone.now()
+    with transaction.atomic():
+        current = (
+            ExecutionCapture.objects.select_for_update()
+            .filter(report_id=report_id, company=principal.company)
+            .first()
+        )
+        if current is None:
+            raise NotFoundError(REPORT_NOT_FOUND, code="execution_report_not_found")
+        if current.status in (
+            CaptureStatus.DISABLED,
+            CaptureStatus.NOT_APPLICABLE,
+            CaptureStatus.QUEUED,
+            CaptureStatus.RUNNING,
+        ):
+            raise ConflictError(CAPTURE_NOT_REQUEUEABLE, code="capture_not_requeueable")
+        previous = (current.status, current.reason)
+        capture = _requeue(
+            report_id,
+            now=now,
+            reason="re-queued by an operator",
+            actor=f"user:{principal.user.pk}",
+            reset=True,
+        )
+        audit_record(
+            company=principal.company,
+            principal=principal,
+            action_type="execution_capture.requeued",
+            target_type="execution_report",
+            target_id=str(report_id),
+            details={"previous_status": previous[0], "previous_reason": previous[1][:200]},
+        )
+        queued_id = str(report_id)
+        transaction.on_commit(lambda: enqueue_capture(queued_id))
+    return capture

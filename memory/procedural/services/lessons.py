@@ -69,6 +69,7 @@ def _create_lesson(
     model: str,
     now: datetime,
     propagated_from_id=None,
+    method: str = "llm",
 ) -> ProceduralLesson:
     Memory.objects.filter(pk=memory_id).update(scope=proposal.scope.value)
     return ProceduralLesson.objects.create(
@@ -84,6 +85,7 @@ def _create_lesson(
         rationale=proposal.rationale,
         execution_steps=list(proposal.execution_steps),
         proposer_model=model,
+        method=method,
         created_at=now,
     )
 
@@ -96,11 +98,17 @@ def procedural_lesson_store(
     proposal: ProceduralMemoryProposal,
     origin: str,
     model: str = "",
+    method: str = "llm",
+    supersedes: tuple = (),
     now: datetime | None = None,
 ) -> StoredLesson:
     """Store ``proposal`` as a PROCEDURAL memory of ``agent``, then propagate it to peers
     (company config ``memory.procedural.propagation``) and write its SKILL.md (when
-    ``skill_md_directory`` is set; a file-system error is logged, the lesson stays)."""
+    ``skill_md_directory`` is set; a file-system error is logged, the lesson stays).
+
+    ``method`` is ``llm`` or ``rule`` (:mod:`memory.procedural.rule_lessons`);
+    ``supersedes`` names memories the new lesson replaces through the write gate (an LLM
+    lesson replacing the rule lesson of the same report: kept, marked superseded)."""
     now = now or timezone.now()
     extra = [SUCCESS_DERIVED_TAG] if origin == ProceduralLesson.Origin.SUCCESS else []
     request = MemoryStoreRequest(
@@ -109,6 +117,7 @@ def procedural_lesson_store(
         source=f"execution-report:{report.pk}",
         confidence=proposal.confidence,
         tags=_lesson_tags(proposal, extra=extra),
+        supersedes=tuple(supersedes),
     )
     result = memory_store(agent=agent, request=request, now=now, persistent=True)
     if not result.stored:
@@ -124,6 +133,7 @@ def procedural_lesson_store(
         proposal=proposal,
         model=model,
         now=now,
+        method=method,
     )
     propagated = _propagate(agent=agent, report=report, proposal=proposal, lesson=lesson, now=now)
     _materialise_skill_md(lesson=lesson, agent=agent, proposal=proposal)
@@ -171,6 +181,7 @@ def _propagate(*, agent, report, proposal, lesson, now) -> tuple[int, ...]:
             model=lesson.proposer_model,
             now=now,
             propagated_from_id=lesson.memory_id,
+            method=lesson.method,
         )
         received.append(peer.id)
     return tuple(received)

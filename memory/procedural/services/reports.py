@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from memory.procedural.capture import initial_capture_status
 from memory.procedural.domain import ExecutionReportInput
 from memory.procedural.models import ExecutionCapture, ExecutionReport
+from memory.procedural.services.history import capture_history_record
 from persistence.models import Agent, Task
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -125,7 +126,7 @@ def execution_report_submit(
     status = initial_capture_status(
         config.procedural, outcome=report.outcome, quality_score=report.quality_score
     )
-    ExecutionCapture.objects.create(
+    capture = ExecutionCapture.objects.create(
         report=report,
         company=company,
         status=status,
@@ -133,6 +134,7 @@ def execution_report_submit(
         updated_at=created_at,
         completed_at=None if status == ExecutionCapture.Status.QUEUED else created_at,
     )
+    capture_history_record(capture=capture, now=created_at)
     audit_record(
         company=company,
         actor_agent=agent,

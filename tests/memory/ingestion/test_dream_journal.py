@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from memory.core.models.memory import Memory
-from memory.ingestion.models import DreamRun, JournalEntry
+from memory.ingestion.models import JournalEntry
 from memory.ingestion.schedules import dream_schedule_name, dream_schedules
 from memory.ingestion.services.dream import agent_dream, current_core
 from memory.ingestion.services.extraction import conversation_extract
@@ -148,13 +148,21 @@ def test_dream_writes_core_summary_then_guards_by_hash_then_supersedes(caller, l
     assert third.journal_entries == 2  # today is read again: one old and one new entry
 
 
-def test_dream_without_llm_is_skipped_and_recorded(caller, llm, settings):
-    extract(caller, llm, [fact("Billing deploys every Friday.")])
+def test_dream_without_llm_consolidates_extractively(caller, llm, settings):
+    extract(caller, llm, [fact("Billing deploys every Friday. Runbook: https://wiki.example/b")])
     settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
     run = agent_dream(agent=caller.agent)
-    assert (run.status, run.core_memory_id) == ("skipped_no_llm", None)
-    assert DreamRun.objects.filter(agent=caller.agent).count() == 1
-    assert current_core(caller.agent) is None
+    assert (run.status, run.method, run.model) == ("succeeded", "extractive", "")
+    core = current_core(caller.agent)
+    assert core.pk == run.core_memory_id and core.tags == ["core"]
+    lines = core.content.splitlines()
+    assert lines[0].startswith("[extractive] ") and "Key facts:" in lines
+    assert "- https://wiki.example/b" in lines  # a key fact kept verbatim
+    assert "Billing deploys every Friday." in core.content  # in the [full] anchor
+    assert run.diary.startswith("Extractive dream (no LLM configured)")
+    assert JournalEntry.objects.filter(agent=caller.agent, kind="dream").count() == 1
+    # the same journal again: unchanged, no second core
+    assert agent_dream(agent=caller.agent).status == "unchanged"
 
 
 def test_dream_bad_answer_fails_and_nothing_new_without_journal(caller, llm):

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
+from memory.ingestion.domain import MessageIn
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -16,6 +17,7 @@ from memory.ingestion.models import (
     JournalEntry,
 )
 from memory.ingestion.services.extraction import conversation_extract, conversations_extract_due
+from memory.ingestion.services.messages import conversation_messages_append
 from memory.ingestion.tasks import extract_conversation
 from persistence.models import CostRecord
 from tests.memory.factories import MemoryFactory
@@ -241,21 +243,97 @@ def test_structured_output_refused_is_asked_again_without_it(caller, llm):
     assert "response_format" not in second.json()
 
 
-def test_without_llm_the_run_is_skipped_and_retried_once_one_is_configured(caller, settings, llm):
+def test_without_llm_the_turns_become_verbatim_memories(caller, settings):
     settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
-    conversation = flush(caller.agent, [BILLING])
-    skipped = conversation_extract(conversation=conversation, force=True)
-    assert skipped.status == "skipped_no_llm"
-    assert ConversationMessage.objects.filter(conversation=conversation).count() == 1
-    later = timezone.now() + timedelta(hours=2)
-    assert conversations_extract_due(now=later) == 0  # the sweep waits for an LLM
-    assert ExtractionRun.objects.count() == 1
+    agent = caller.agent
+    conversation_messages_append(
+        agent=agent,
+        conversation_id="chat-1",
+        messages=[
+            MessageIn(role="system", content="You are a helpful assistant."),
+            MessageIn(role="user", content=BILLING),
+            MessageIn(
+                role="assistant", content="Noted: billing deploys on Fridays at noon.", name="Bot"
+            ),
+            MessageIn(role="user", content="x" * 400),
+            MessageIn(role="user", content="And Ana leads the billing team."),
+        ],
+    )
+    conversation = Conversation.objects.get(agent=agent, external_id="chat-1")
+    run = conversation_extract(conversation=conversation, force=True)
+    assert (run.status, run.method, run.added, run.skipped) == ("succeeded", "verbatim", 4, 0)
+    memories = list(
+        Memory.objects.filter(agent=agent)
+        .order_by("created_at", "content")
+        .values_list("content", "context", "category", "tags", "source")
+    )
+    source = f"extraction:{run.pk}"
+    assert sorted(memories) == sorted(
+        [
+            (BILLING, "", "episodic", ["verbatim"], source),
+            (
+                "Noted: billing deploys on Fridays at noon.",
+                f"In reply to user: {BILLING}",
+                "episodic",
+                ["verbatim"],
+                source,
+            ),
+            (
+                "x" * 400,
+                "In reply to Bot: Noted: billing deploys on Fridays at noon.",
+                "episodic",
+                ["verbatim"],
+                source,
+            ),
+            ("And Ana leads the billing team.", "", "episodic", ["verbatim"], source),
+        ]
+    )
+    facts = list(ExtractedFact.objects.filter(run=run).order_by("position"))
+    messages = dict(
+        ConversationMessage.objects.filter(conversation=conversation).values_list("seq", "pk")
+    )
+    assert [f.message_ids for f in facts] == [
+        [messages[2]],
+        [messages[3]],
+        [messages[4]],
+        [messages[5]],
+    ]
+    conversation.refresh_from_db()
+    assert (conversation.extracted_through_seq, conversation.extraction_due_at) == (5, None)
+    assert JournalEntry.objects.filter(run=run).exists()
+    # nothing pending: the sweep has nothing to do
+    assert conversations_extract_due(now=timezone.now() + timedelta(hours=1)) == 0
 
-    settings.SYNTHORG_LLM = llm_settings(llm)
+
+def test_verbatim_context_is_bounded_and_turns_go_through_the_gate(caller, settings):
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+    long_question = "why " * 200
+    conversation_messages_append(
+        agent=caller.agent,
+        conversation_id="chat-2",
+        messages=[
+            MessageIn(role="user", content=long_question),
+            MessageIn(role="assistant", content="Because billing moved to Fridays."),
+        ],
+    )
+    conversation = Conversation.objects.get(agent=caller.agent, external_id="chat-2")
+    conversations_extract_due(now=timezone.now() + timedelta(hours=1))
+    answer = Memory.objects.get(content="Because billing moved to Fridays.")
+    assert answer.context == "In reply to user: " + ("why " * 200).strip()[:299].rstrip() + "…"
+    # a repeated turn is a near duplicate: the gate stores it once
+    flush(
+        caller.agent, ["Because billing moved to Fridays."], conversation="chat-2", role="assistant"
+    )
+    run = conversation_extract(conversation=conversation, force=True)
+    assert (run.method, run.added, run.skipped) == ("verbatim", 0, 1)
+
+
+def test_with_an_llm_runs_record_method_llm(caller, llm):
+    conversation = flush(caller.agent, [BILLING])
     reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
-    assert conversations_extract_due(now=later) == 1
-    retry = ExtractionRun.objects.exclude(pk=skipped.pk).get()
-    assert (retry.status, retry.first_seq, retry.last_seq) == ("succeeded", 1, 1)
+    run = conversation_extract(conversation=conversation, force=True)
+    assert (run.status, run.method, run.added) == ("succeeded", "llm", 1)
+    assert not Memory.objects.filter(tags__contains=["verbatim"]).exists()
 
 
 def test_a_burst_of_twenty_flushes_makes_one_extraction(caller, llm):

@@ -136,17 +136,6 @@ def test_success_below_the_agents_percentile_is_not_applicable(caller, peer, llm
     assert len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS)) == calls_before
 
 
-def test_no_llm_configured_skips_with_a_warning(caller, settings, caplog):
-    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "BASE_URL": "", "MODEL": ""}
-    report_id = submit(caller)
-    with caplog.at_level(logging.WARNING, logger="memory.procedural.services.capture"):
-        assert capture_execution_report(report_id) == "skipped_no_llm"
-    assert "skipped" in caplog.text
-    assert capture_of(report_id).reason.startswith("no LLM configured")
-    assert not Memory.objects.exists()
-    assert ExecutionReport.objects.filter(pk=report_id).exists()
-
-
 @pytest.mark.parametrize(
     ("response", "reason_start"),
     [

@@ -132,6 +132,7 @@ class ExtractionRunSerializer(ModelSerializer):
             "below_confidence",
             "ignored_supersedes",
             "model",
+            "method",
             "input_tokens",
             "output_tokens",
             "error",
@@ -212,6 +213,7 @@ class DreamRunSerializer(ModelSerializer):
             "core_memory_id",
             "diary",
             "model",
+            "method",
             "error",
             "created_at",
         ]

@@ -194,8 +194,9 @@ class ExtractionRunListView(AgentView, APIView):
             "Newest first. Each run covers the message range `first_seq`..`last_seq` and "
             "counts facts `added`, `skipped` (near duplicates), `superseded` (older memories "
             "marked superseded), `below_confidence` and `ignored_supersedes` (ids that are not "
-            "the agent's own). `status`: `running`, `succeeded`, `skipped_no_llm`, `failed` "
-            "(a later run retries the same messages)."
+            "the agent's own). `status`: `running`, `succeeded`, `skipped_no_llm` (runs recorded "
+            "before the verbatim path), `failed` (a later run retries the same messages). "
+            "`method`: `llm` (facts extracted) or `verbatim` (no LLM: the turns were stored)."
         ),
         parameters=[
             OpenApiParameter("cursor", str, required=False),

@@ -11,7 +11,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.procedural import domain
-from memory.procedural.models import ExecutionCapture, ExecutionReport
+from memory.procedural.models import CAPTURE_METHOD_CHOICES, ExecutionCapture, ExecutionReport
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 
@@ -83,6 +83,9 @@ class ExecutionReportSerializer(ModelSerializer):
     capture_status = serializers.SerializerMethodField()
     capture_reason = serializers.SerializerMethodField()
     capture_strategy = serializers.SerializerMethodField()
+    capture_method = serializers.SerializerMethodField()
+    capture_attempts = serializers.SerializerMethodField()
+    capture_next_attempt_at = serializers.SerializerMethodField()
     memory_id = serializers.SerializerMethodField()
 
     class Meta:
@@ -107,6 +110,9 @@ class ExecutionReportSerializer(ModelSerializer):
             "capture_status",
             "capture_reason",
             "capture_strategy",
+            "capture_method",
+            "capture_attempts",
+            "capture_next_attempt_at",
             "memory_id",
         )
         read_only_fields = fields
@@ -134,6 +140,23 @@ class ExecutionReportSerializer(ModelSerializer):
     def get_capture_strategy(self, obj: ExecutionReport) -> str:
         capture = self._capture(obj)
         return capture.strategy if capture else ""
+
+    @extend_schema_field(serializers.ChoiceField(choices=CAPTURE_METHOD_CHOICES, allow_blank=True))
+    def get_capture_method(self, obj: ExecutionReport) -> str:
+        """What wrote the lesson: ``llm``, ``rule`` (no LLM configured), or empty."""
+        capture = self._capture(obj)
+        return capture.method if capture else ""
+
+    def get_capture_attempts(self, obj: ExecutionReport) -> int:
+        capture = self._capture(obj)
+        return capture.attempts if capture else 0
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_capture_next_attempt_at(self, obj: ExecutionReport) -> str | None:
+        capture = self._capture(obj)
+        if capture is None or capture.next_attempt_at is None:
+            return None
+        return serializers.DateTimeField().to_representation(capture.next_attempt_at)
 
     @extend_schema_field(serializers.UUIDField(allow_null=True))
     def get_memory_id(self, obj: ExecutionReport) -> str | None:

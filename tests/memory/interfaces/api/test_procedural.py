@@ -73,6 +73,9 @@ def test_detail_shows_capture_and_exact_payload(caller):
         "capture_status": "queued",
         "capture_reason": "",
         "capture_strategy": "",
+        "capture_method": "",
+        "capture_attempts": 0,
+        "capture_next_attempt_at": None,
         "memory_id": None,
     }
 

@@ -15,7 +15,9 @@ from memory.procedural.evolver.services import (
     ACTION_PROMOTION,
     skill_evolver_run,
 )
+from memory.procedural.models import ExecutionReport, ProceduralLesson
 from memory.procedural.services.reports import execution_report_submit
+from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem, OperationLogEntry, OrgFact
 from orgmemory.services.approvals import approval_decide
 from orgmemory.services.facts import fact_publish
@@ -148,12 +150,32 @@ def test_cycle_emits_one_promotion_and_writes_no_org_fact(company, llm, caplog):
     assert '"pattern": "failure:timeout"' in prompt
 
 
-def test_no_llm_skips_the_cycle(company, no_llm):
+def test_no_llm_drafts_from_the_member_lessons(company, no_llm):
+
     _enable(company, min_confidence_for_org_promotion=0.5)
     _fleet(company)
+    for report in ExecutionReport.objects.all():
+        assert capture_execution_report(str(report.pk)) == "captured"  # rule lessons
+    lesson = ProceduralLesson.objects.order_by("created_at").first()
+    assert lesson.method == "rule"
+
     report = skill_evolver_run(company=company)
-    assert report.status == "skipped_no_llm"
-    assert ApprovalItem.objects.count() == 0
+    assert (report.status, report.method, report.proposals_emitted) == ("completed", "rule", 1)
+    item = ApprovalItem.objects.get()
+    assert (item.action_type, item.status) == (ACTION_PROMOTION, "pending")
+    assert item.metadata["method"] == "rule" and item.evidence["method"] == "rule"
+    proposal = item.metadata["proposal"]
+    assert (proposal["discovery"], proposal["condition"], proposal["action"]) == (
+        lesson.discovery,
+        lesson.condition,
+        lesson.action,
+    )
+    assert proposal["execution_steps"] == lesson.execution_steps
+    assert proposal["rationale"] == (
+        f"{lesson.rationale} Drafted without an LLM from the agents' own lessons: "
+        "3 of 3 lessons for 3 reports of 3 agents (failure:timeout) say this."
+    )
+    assert proposal["scope"] == "org" and item.metadata["pattern"] == "failure:timeout"
 
 
 def test_approving_publishes_exactly_one_fact_and_consumes_once(company, llm):

@@ -1,0 +1,247 @@
+"""Captures without an LLM (rule lessons), their retry once an LLM answers, orphan reclaim,
+and the append-only status history."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from memory.core.models.memory import Memory
+from memory.procedural.models import (
+    CaptureStatusChange,
+    ExecutionCapture,
+    ProceduralLesson,
+)
+from memory.procedural.services.capture import (
+    MAX_ATTEMPTS,
+    execution_captures_retry_due,
+    retry_delay,
+)
+from memory.procedural.tasks import capture_execution_report
+from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
+from tests.support.openai_server import ScriptedResponse, chat_completion_payload, error_payload
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/executions"
+
+RULE_TIERS = {
+    "discovery": (
+        "A 'deploy' task failed with a 'timeout' error in `helm_upgrade`; 2 retries did not help."
+    ),
+    "condition": (
+        "When a 'deploy' task meets a 'timeout' error in `helm_upgrade` "
+        "(helm upgrade timed out after 300s)."
+    ),
+    "action": (
+        "Do not repeat what was tried (Retried twice with the same timeout.); "
+        "change `helm_upgrade`'s inputs or escalate."
+    ),
+    "rationale": (
+        "Rule-based lesson from one failed execution report (written without an LLM): "
+        "error category 'timeout', failing tool `helm_upgrade`, 2 retries."
+    ),
+    "execution_steps": [
+        "Before running `helm_upgrade` in a 'deploy' task, expect a 'timeout' error: "
+        "helm upgrade timed out after 300s",
+        "If it fails, do not retry unchanged: change the inputs or escalate.",
+        "Already tried without success: Retried twice with the same timeout.",
+    ],
+}
+
+
+def submit(caller, body=FAILED_REPORT) -> str:
+    response = caller.client.post(URL, body, format="json")
+    assert response.status_code == 202, response.json()
+    return response.json()["id"]
+
+
+def capture_of(report_id) -> ExecutionCapture:
+    return ExecutionCapture.objects.get(report_id=report_id)
+
+
+def history(report_id) -> list[tuple]:
+    return list(
+        CaptureStatusChange.objects.filter(report_id=report_id)
+        .order_by("id")
+        .values_list("status", "method", "attempt")
+    )
+
+
+@pytest.fixture
+def no_llm(settings):
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+
+
+def test_without_an_llm_the_report_becomes_a_rule_lesson(caller, no_llm):
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "captured"
+
+    capture = capture_of(report_id)
+    assert (capture.method, capture.strategy, capture.confidence) == ("rule", "failure", 0.6)
+    lesson = ProceduralLesson.objects.get(memory_id=capture.memory_id)
+    assert lesson.method == "rule" and lesson.proposer_model == ""
+    assert {
+        "discovery": lesson.discovery,
+        "condition": lesson.condition,
+        "action": lesson.action,
+        "rationale": lesson.rationale,
+        "execution_steps": lesson.execution_steps,
+    } == RULE_TIERS
+    memory = Memory.objects.get(pk=capture.memory_id)
+    assert memory.content == RULE_TIERS["discovery"]
+    assert memory.tags == ["non-inferable", "rule-based", "deploy", "timeout"]
+    # waiting for an LLM: due, but the schedule leaves it while none is configured
+    assert capture.next_attempt_at is not None
+    assert history(report_id) == [
+        ("queued", "", 0),
+        ("running", "", 1),
+        ("captured", "rule", 1),
+    ]
+    body = caller.client.get(f"{URL}/{report_id}").json()
+    assert (body["capture_status"], body["capture_method"]) == ("captured", "rule")
+
+
+def test_rule_lessons_are_deduplicated_like_any_lesson(caller, no_llm):
+    first, second = submit(caller), submit(caller)
+    capture_execution_report(first)
+    capture_execution_report(second)
+    assert capture_of(second).memory_id == capture_of(first).memory_id
+    assert capture_of(second).reason == "deduplicated: the agent already holds this lesson"
+    assert Memory.objects.count() == 1
+
+
+def test_a_rule_lesson_waits_for_an_llm_then_is_superseded(caller, settings, no_llm):
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    rule_memory = capture_of(report_id).memory_id
+    later = timezone.now() + timedelta(minutes=5)
+    summary = execution_captures_retry_due(now=later)
+    assert (summary.retried, summary.waiting) == (0, 1)
+
+    from tests.support.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        summary = execution_captures_retry_due(now=later)
+    assert (summary.retried, summary.waiting) == (1, 0)
+    capture = capture_of(report_id)
+    assert (capture.status, capture.method, capture.next_attempt_at) == ("captured", "llm", None)
+    assert capture.memory_id != rule_memory
+    old = Memory.objects.get(pk=rule_memory)  # kept, marked superseded, never deleted
+    assert old.superseded_by_id == capture.memory_id and old.superseded_at is not None
+    assert Memory.objects.get(pk=capture.memory_id).content == PROPOSAL["discovery"]
+    assert history(report_id)[-3:] == [
+        ("queued", "rule", 1),
+        ("running", "rule", 2),
+        ("captured", "llm", 2),
+    ]
+
+
+def test_failed_captures_are_retried_after_an_outage(caller, llm_server):
+    """An LLM outage (5xx): every failed capture produces a lesson once it recovers."""
+    reports = [
+        submit(caller, {**FAILED_REPORT, "task_type": f"deploy-{i}", "task_title": f"T{i}"})
+        for i in range(6)
+    ]
+    state = {"down": True}
+
+    def answer(request):
+        if state["down"]:
+            return ScriptedResponse(status=503, json=error_payload("down"))
+        report = json.loads(request.json()["messages"][1]["content"].split("\n", 1)[1])
+        kind = report["task_type"]
+        lesson = {**PROPOSAL, "discovery": f"Lesson {kind}: unrelated words {kind * 3}"}
+        return ScriptedResponse(json=chat_completion_payload(json.dumps(lesson)))
+
+    llm_server.set_handler(llm_server.CHAT_COMPLETIONS, answer)
+    for report_id in reports:
+        assert capture_execution_report(report_id) == "failed"
+    for report_id in reports:
+        capture = capture_of(report_id)
+        assert capture.reason.startswith("llm_error: LLMTransientError")
+        assert capture.next_attempt_at == capture.completed_at + retry_delay(1)
+
+    # Still down: one call for the company, the others wait uncharged.
+    calls = len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS))
+    soon = timezone.now() + timedelta(minutes=2)
+    summary = execution_captures_retry_due(now=soon)
+    assert (summary.retried, summary.waiting) == (1, 5)
+    assert len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS)) == calls + 1
+    assert sorted(capture_of(r).attempts for r in reports) == [1, 1, 1, 1, 1, 2]
+
+    state["down"] = False  # recovered
+    later = timezone.now() + timedelta(hours=2)
+    execution_captures_retry_due(now=later)
+    captures = [capture_of(r) for r in reports]
+    assert [(c.status, c.method) for c in captures] == [("captured", "llm")] * 6
+    assert all(c.next_attempt_at is None for c in captures)
+    assert len({c.memory_id for c in captures} - {None}) == 6  # six lessons
+
+
+def test_retries_are_bounded(caller, llm_server):
+    llm_server.set_handler(
+        llm_server.CHAT_COMPLETIONS,
+        lambda request: ScriptedResponse(status=500, json=error_payload("down")),
+    )
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    now = timezone.now()
+    for _ in range(MAX_ATTEMPTS + 2):
+        now += timedelta(hours=2)
+        execution_captures_retry_due(now=now)
+    capture = capture_of(report_id)
+    assert capture.attempts == MAX_ATTEMPTS and capture.next_attempt_at is None
+    assert capture.reason.endswith(
+        f"(gave up after {MAX_ATTEMPTS} attempts; an operator can re-queue it)"
+    )
+
+
+def test_retry_delay_doubles_up_to_an_hour():
+    assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 7, 8, 20)] == [
+        60,
+        120,
+        240,
+        3600,
+        3600,
+        3600,
+    ]
+
+
+def test_orphaned_running_captures_are_reclaimed(caller, llm_server):
+    report_id = submit(caller)
+    ExecutionCapture.objects.filter(report_id=report_id).update(
+        status="running", attempts=1, updated_at=timezone.now() - timedelta(minutes=16)
+    )
+    fresh = submit(caller, {**FAILED_REPORT, "task_type": "other"})
+    ExecutionCapture.objects.filter(report_id=fresh).update(
+        status="running", attempts=1, updated_at=timezone.now()
+    )
+    summary = execution_captures_retry_due()
+    assert (summary.reclaimed, summary.retried) == (1, 1)
+    assert capture_of(report_id).status == "captured"
+    assert capture_of(fresh).status == "running"  # within the timeout: left alone
+    statuses = [s for s, _, _ in history(report_id)]
+    assert statuses[-4:] == ["failed", "queued", "running", "captured"]
+    reclaimed = CaptureStatusChange.objects.filter(report_id=report_id, status="failed").get()
+    assert reclaimed.reason.startswith("reclaimed: the worker")
+
+
+def test_status_history_is_append_only(caller, no_llm):
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    for sql in (
+        "UPDATE procedural_capturestatuschange SET status = 'failed'",
+        "DELETE FROM procedural_capturestatuschange",
+    ):
+        with pytest.raises(DatabaseError) as error, transaction.atomic(), connection.cursor() as c:
+            c.execute(sql)
+        assert isinstance(error.value.__cause__, psycopg.errors.RaiseException)
+        assert "append-only" in str(error.value)
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
+        c.execute("TRUNCATE procedural_capturestatuschange CASCADE")  # no privilege, no trigger
+    assert len(history(report_id)) == 3
