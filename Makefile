@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
+.PHONY: setup run test lint format worker worker-llm bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,8 +24,13 @@ run: setup
 	$(BIN)/python manage.py bootstrap_demo
 	$(BIN)/python manage.py serve --port $(PORT)
 
+# The default q2 cluster, and the one that runs LLM work (docs/operating/background-work.md);
+# `make run` starts both.
 worker: setup
 	$(BIN)/python manage.py qcluster
+
+worker-llm: setup
+	Q_CLUSTER_NAME=llm $(BIN)/python manage.py qcluster
 
 test: setup browser
 	$(BIN)/python -m pytest

@@ -425,6 +425,10 @@ class WebhookDeliveryAdmin(LedgerAdmin):
 
 
 class ApprovalWebhookForm(forms.ModelForm):
+    url = forms.URLField(
+        assume_scheme="https", max_length=ApprovalWebhook._meta.get_field("url").max_length
+    )
+
     class Meta:
         model = ApprovalWebhook
         fields = ("company", "url", "secret", "enabled")
@@ -444,11 +448,6 @@ class ApprovalWebhookAdmin(CompanyScopedAdmin):
     form = ApprovalWebhookForm
     list_display = ("company", "url", "enabled", "updated_at")
     fields = ("company", "url", "secret", "enabled")
-
-    def formfield_for_dbfield(self, db_field, request, **kwargs):
-        if db_field.name == "url":
-            kwargs["assume_scheme"] = "https"
-        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def save_model(self, request, obj, form, change):
         saved = webhook_configure(

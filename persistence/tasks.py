@@ -3,5 +3,5 @@
 from persistence.services.system import cluster_heartbeat_record
 
 
-def record_cluster_heartbeat() -> str:
-    return cluster_heartbeat_record().isoformat()
+def record_cluster_heartbeat(cluster: str | None = None) -> str:
+    return cluster_heartbeat_record(cluster=cluster).isoformat()

@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 SCHEDULE_PREFIX = "synthorg:"
+#: The q2 cluster that runs LLM work (captures, extraction, dream, the evolver): its own
+#: workers and queue, so a hanging LLM endpoint holds none of the default cluster's workers
+#: (webhooks, maintenance, re-embedding). Run it with ``Q_CLUSTER_NAME=llm manage.py qcluster``
+#: (``manage.py serve`` starts both); settings ``Q_CLUSTER["ALT_CLUSTERS"]["llm"]``.
+LLM_CLUSTER = "llm"
 
 
 @dataclass(frozen=True)
@@ -23,6 +28,8 @@ class ScheduleSpec:
     minutes: int | None = None
     args: tuple = ()
     kwargs: dict = field(default_factory=dict)
+    #: the q2 cluster that runs it (None: the default cluster; :data:`LLM_CLUSTER`)
+    cluster: str | None = None
 
     @property
     def full_name(self) -> str:
@@ -65,6 +72,7 @@ def _schedule_values(spec: ScheduleSpec) -> dict:
         "args": repr(spec.args) if spec.args else None,
         "kwargs": repr(spec.kwargs) if spec.kwargs else None,
         "repeats": -1,
+        "cluster": spec.cluster,
     }
 
 

@@ -184,6 +184,17 @@ Q_CLUSTER = {
     "save_limit": 1000,
     "sync": _env_bool("Q_SYNC", False),
     "label": "Background tasks",
+    # LLM work runs on its own cluster and queue (synthorg.schedules.LLM_CLUSTER), started
+    # with Q_CLUSTER_NAME=llm: a hanging LLM endpoint cannot hold the default cluster's
+    # workers (webhooks, maintenance, re-embedding).
+    "ALT_CLUSTERS": {
+        "llm": {
+            "workers": int(os.environ.get("Q_LLM_WORKERS", "2")),
+            "timeout": int(os.environ.get("Q_LLM_TIMEOUT", "600")),
+            "retry": int(os.environ.get("Q_LLM_RETRY", "900")),
+            "label": "LLM tasks",
+        }
+    },
 }
 
 # The embedding model used when a company has no `memory.embedder` override.

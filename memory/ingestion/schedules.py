@@ -19,6 +19,7 @@ from persistence.selectors.config import company_config
 from persistence.services.companies import on_company_created
 from persistence.services.projects import on_project_closed
 from synthorg.schedules import (
+    LLM_CLUSTER,
     ScheduleSpec,
     register_schedule,
     register_schedule_provider,
@@ -45,6 +46,7 @@ def company_dream_spec(company) -> ScheduleSpec | None:
         func=DREAM_TASK,
         schedule_type=schedule_type,
         kwargs={"company_id": company.pk},
+        cluster=LLM_CLUSTER,
     )
 
 
@@ -85,6 +87,7 @@ def register() -> None:
             func=SWEEP_TASK,
             schedule_type=Schedule.MINUTES,
             minutes=1,
+            cluster=LLM_CLUSTER,
         )
     )
     register_schedule_provider(dream_schedules)

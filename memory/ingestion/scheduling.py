@@ -15,6 +15,8 @@ import logging
 
 from django.db import transaction
 
+from synthorg.schedules import LLM_CLUSTER
+
 EXTRACT_TASK = "memory.ingestion.tasks.extract_conversation"
 
 logger = logging.getLogger(__name__)
@@ -41,6 +43,7 @@ def arm_extraction(conversation, *, urgent: bool) -> None:
             kwargs=repr({"conversation_pk": conversation.pk}),
             schedule_type=Schedule.ONCE,
             repeats=-1,
+            cluster=LLM_CLUSTER,
             next_run=conversation.extraction_due_at,
         )
     if urgent:
@@ -52,6 +55,6 @@ def _enqueue_now(conversation_pk: int) -> None:
     try:
         from django_q.tasks import async_task
 
-        async_task(EXTRACT_TASK, conversation_pk=conversation_pk)
+        async_task(EXTRACT_TASK, conversation_pk=conversation_pk, cluster=LLM_CLUSTER)
     except Exception:  # the schedule (or the sweep) still fires it
         logger.exception("queueing the extraction of conversation %s failed", conversation_pk)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from persistence.models import Company
 from persistence.selectors.config import company_config
-from synthorg.schedules import ScheduleSpec
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
 
 TASK = "memory.procedural.tasks.run_procedural_maintenance"
 RETRY_TASK = "memory.procedural.tasks.retry_due_captures"
@@ -45,6 +45,10 @@ def register_retry_schedule() -> None:
 
     register_schedule(
         ScheduleSpec(
-            name=RETRY_SCHEDULE, func=RETRY_TASK, schedule_type=Schedule.MINUTES, minutes=1
+            name=RETRY_SCHEDULE,
+            func=RETRY_TASK,
+            schedule_type=Schedule.MINUTES,
+            minutes=1,
+            cluster=LLM_CLUSTER,  # retries call the LLM
         )
     )

@@ -80,8 +80,10 @@ def test_pending_and_decided_events_are_signed_and_delivered(
     membership = MembershipFactory(company=company, role="operator", user__password=None)
     with django_capture_on_commit_callbacks(execute=True):
         item = _item(company)
-    # enqueued on commit through the q2 ORM broker, not delivered inside the request
+    # enqueued on commit through the q2 ORM broker, not delivered inside the request, on the
+    # default cluster's queue (a hanging LLM holds only the LLM cluster's workers)
     assert OrmQ.objects.count() == 1
+    assert OrmQ.objects.get().key == "synthorg"
     assert receiver.requests == []
     with django_capture_on_commit_callbacks(execute=True):
         approval_decide(

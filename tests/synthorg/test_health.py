@@ -30,7 +30,7 @@ def test_healthz_reports_components(client):
 
 @pytest.mark.django_db
 def test_healthz_stale_heartbeat_is_degraded_but_200(client):
-    ClusterHeartbeat.objects.create(cluster="old", beat_at=timezone.now() - timedelta(hours=1))
+    ClusterHeartbeat.objects.create(cluster="synthorg", beat_at=timezone.now() - timedelta(hours=1))
     response = client.get("/healthz")
     assert response.status_code == 200
     assert response.json()["checks"]["q2_cluster"]["ok"] is False

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.enums import ConsolidationInterval
-from synthorg.schedules import ScheduleSpec
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
 
 TASK = "memory.procedural.evolver.tasks.run_company_evolver"
 
@@ -33,4 +33,5 @@ def evolver_schedules() -> Iterator[ScheduleSpec]:
                 func=TASK,
                 schedule_type=types[config.consolidation.interval],
                 kwargs={"company_id": company.pk},
+                cluster=LLM_CLUSTER,
             )

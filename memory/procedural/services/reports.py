@@ -26,6 +26,7 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import InvalidInputError, NotFoundError
 from synthorg.redaction import redactor_for
+from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +156,6 @@ def enqueue_capture(report_id: str) -> None:
     from django_q.tasks import async_task
 
     try:
-        async_task(CAPTURE_TASK, report_id, task_name=f"capture-{report_id}")
+        async_task(CAPTURE_TASK, report_id, task_name=f"capture-{report_id}", cluster=LLM_CLUSTER)
     except Exception:
         logger.warning("could not enqueue capture of report %s", report_id, exc_info=True)

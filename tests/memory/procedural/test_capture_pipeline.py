@@ -301,6 +301,7 @@ def test_submit_enqueues_the_capture_task_on_commit(caller, django_capture_on_co
         submit(caller)
     [queued] = OrmQ.objects.all()
     assert queued.func() == "memory.procedural.tasks.capture_execution_report"
+    assert queued.key == "llm"  # the LLM cluster's queue, not the default cluster's
     with django_capture_on_commit_callbacks(execute=True):
         submit(caller, {"outcome": "succeeded"})  # not applicable: nothing queued
     assert OrmQ.objects.count() == 1
