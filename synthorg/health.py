@@ -102,10 +102,35 @@ def register_health_check(name: str, check: Callable[[], dict]) -> None:
     _component_checks[name] = check
 
 
+NO_LLM = (
+    "no LLM configured (SYNTHORG_LLM_BASE_URL): lessons are rule-based, conversations are "
+    "remembered verbatim, dream is extractive, evolver drafts use the lessons' own text, and "
+    "Search-and-Ask is off"
+)
+
+
+def llm_summary() -> dict:
+    """Which LLM the server uses, without contacting it. ``/healthz`` is public: it names
+    neither the endpoint nor the key. ``model: null`` means the first model the endpoint
+    lists, looked up at first use."""
+    from django.conf import settings
+
+    conf = getattr(settings, "SYNTHORG_LLM", None) or {}
+    base_url = (conf.get("BASE_URL") or "").strip()
+    if not base_url:
+        return {"ok": True, "configured": False, "note": NO_LLM}
+    return {
+        "ok": True,
+        "configured": True,
+        "model": (conf.get("MODEL") or "").strip() or None,
+    }
+
+
 @require_GET
 def healthz(request):
     checks = _check_database()
     checks["embedder"] = _check_embedder()
+    checks["llm"] = llm_summary()
     for name, check in _component_checks.items():
         checks[name] = (
             check() if checks["database"]["ok"] else {"ok": False, "error": "database unavailable"}

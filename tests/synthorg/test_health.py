@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from persistence.models import ClusterHeartbeat
 from persistence.services.system import cluster_heartbeat_record
-from synthorg.health import versions_report
+from synthorg.health import NO_LLM, versions_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,3 +122,24 @@ def test_a_superuser_app_role_is_flagged():
     report = versions_report("18.6", "0.8.6", role="postgres", superuser=True)
     assert report["app_role"] == {"ok": False, "name": "postgres", "superuser": True}
     assert report["versions"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_healthz_says_which_llm_is_configured_or_what_runs_without_one(client, settings):
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "BASE_URL": "", "MODEL": ""}
+    assert client.get("/healthz").json()["checks"]["llm"] == {
+        "ok": True,
+        "configured": False,
+        "note": NO_LLM,
+    }
+    settings.SYNTHORG_LLM = {
+        **settings.SYNTHORG_LLM,
+        "BASE_URL": "http://llm.internal:8080/v1",
+        "API_KEY": "sk-secret",
+        "MODEL": "",
+    }
+    body = client.get("/healthz").json()
+    assert body["checks"]["llm"] == {"ok": True, "configured": True, "model": None}
+    assert "llm.internal" not in str(body) and "sk-secret" not in str(body)
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "MODEL": "qwen2.5-7b-instruct"}
+    assert client.get("/healthz").json()["checks"]["llm"]["model"] == "qwen2.5-7b-instruct"
