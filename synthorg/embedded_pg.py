@@ -139,9 +139,11 @@ def _is_postgres_process(pid: int) -> bool:
         pass  # alive, owned by another user (the server's system user)
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
+        # A killed postmaster is a zombie until its parent reaps it: dead already.
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return True  # no procfs: trust the pid
-    return name in {"postgres", "postmaster"}
+    return name in {"postgres", "postmaster"} and state != "Z"
 
 
 def _ready(pgdata: Path) -> bool:
