@@ -7,12 +7,12 @@ package, pinned in ``requirements.txt``) in the foreground with it:
   *worker* is replaced by gunicorn's own arbiter; a dead *master* by supervisord.
 - ``worker``: ``manage.py qcluster``. A dead q2 worker, monitor or pusher is replaced by q2's
   own sentinel; a dead ``qcluster`` process by supervisord.
-- ``recovery``: the event listener in this module (:func:`listen`). When a program's process
-  exits, whatever is left of its process group is killed before it counts as restarted: a
-  gunicorn master killed with ``kill -9`` leaves its uvicorn workers holding the port (they
-  do not watch their parent), and a killed ``qcluster`` leaves its sentinel and workers
-  running as a second cluster. supervisord starts every program in a process group of its
-  own (its pid), so the group of the dead pid is exactly those orphans.
+- ``recovery``: the event listener in this module (:func:`listen`). On every process-state
+  change of a program (and every 5 s) it kills what a dead program process left behind
+  (:func:`orphaned_groups`): a gunicorn master killed with ``kill -9`` leaves its uvicorn
+  workers holding the port (they do not watch their parent), and a killed ``qcluster``
+  leaves its sentinel and workers running as a second cluster. The events alone cannot
+  name them: a process that dies while still starting is reported without its pid.
 - The embedded PostgreSQL is not a program here: it is shared by every process of the
   checkout and restarted by the connection layer (``synthorg.db.embedded``) on the first
   connection after a crash.
@@ -31,11 +31,14 @@ answering and q2 cannot stop its own workers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
 import sys
 from pathlib import Path
+
+import psutil
 
 GRACE_SECONDS = 15
 START_SECONDS = 10
@@ -83,7 +86,7 @@ def render_config(*, programs: dict[str, list[str]], directory: Path, pidfile: P
         f"[eventlistener:{LISTENER}]",
         f"command={_quote([sys.executable, '-m', 'synthorg.supervision'])}",
         f"directory={directory_value}",
-        "events=PROCESS_STATE_EXITED,PROCESS_STATE_FATAL",
+        "events=PROCESS_STATE,TICK_5",
         "autorestart=true",
         "stderr_logfile=/dev/stderr",
         "stderr_logfile_maxbytes=0",
@@ -106,38 +109,67 @@ def write_config(*, var_dir: Path, name: str, programs: dict[str, list[str]]) ->
     return path
 
 
-def handle_event(event: str, fields: dict[str, str], *, supervisord_pid: int) -> str | None:
-    """Act on one process-state event; returns what was done (for the log) or None."""
-    name = fields.get("processname", "")
-    if name == LISTENER:
-        return None
-    if event == "PROCESS_STATE_EXITED":
-        pid = int(fields["pid"])
+MARKER_ENV = "SYNTHORG_SUPERVISION_ID"
+
+
+def orphaned_groups(supervisord: psutil.Process, marker: str) -> set[int]:
+    """Process groups left behind by a program process that died.
+
+    supervisord starts each program in a group of its own (the program's pid, in
+    supervisord's session). A process of this supervision (``marker`` in its environment)
+    in that session whose group is neither supervisord's nor a live program's belongs to a
+    program process that exited. The embedded postmaster, even when a program started it,
+    runs in a session of its own and is never one of them.
+    """
+    session = os.getsid(supervisord.pid)
+    live = {child.pid for child in supervisord.children()} | {os.getpgid(supervisord.pid)}
+    orphans = set()
+    for proc in psutil.process_iter():
         try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            return None  # the group died with its leader
-        return f"{name} (pid {pid}) exited; killed what was left of its process group"
-    if event == "PROCESS_STATE_FATAL":
-        os.kill(supervisord_pid, signal.SIGTERM)
-        return (
-            f"{name} could not be started ({START_RETRIES} attempts, each exiting within "
-            f"{START_SECONDS} s); stopping everything"
+            if proc.pid in (os.getpid(), supervisord.pid) or os.getsid(proc.pid) != session:
+                continue
+            group = os.getpgid(proc.pid)
+            if group in live or proc.environ().get(MARKER_ENV) != marker:
+                continue
+        except (psutil.Error, OSError):
+            continue
+        orphans.add(group)
+    return orphans
+
+
+def handle_event(
+    event: str, fields: dict[str, str], *, supervisord: psutil.Process, marker: str
+) -> list[str]:
+    """Act on one event; returns what was done (for the log)."""
+    done = []
+    for group in sorted(orphaned_groups(supervisord, marker)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+            done.append(f"killed process group {group}, left behind by a program that died")
+    if event == "PROCESS_STATE_FATAL" and fields.get("processname") != LISTENER:
+        supervisord.terminate()
+        done.append(
+            f"{fields.get('processname')} could not be started ({START_RETRIES} attempts, "
+            f"each exiting within {START_SECONDS} s); stopping everything"
         )
-    return None
+    return done
 
 
 def listen() -> None:
     """supervisord event listener (speaks the protocol on stdin/stdout, logs to stderr)."""
     from supervisor import childutils
 
-    supervisord_pid = os.getppid()
+    supervisord = psutil.Process(os.getppid())
+    marker = os.environ[MARKER_ENV]
     while True:
         headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
-        fields, _data = childutils.eventdata(payload + "\n")
-        done = handle_event(headers["eventname"], fields, supervisord_pid=supervisord_pid)
-        if done:
-            print(f"synthorg.supervision: {done}", file=sys.stderr, flush=True)
+        fields = {}
+        if headers["eventname"].startswith("PROCESS_STATE"):
+            fields, _data = childutils.eventdata(payload + "\n")
+        for line in handle_event(
+            headers["eventname"], fields, supervisord=supervisord, marker=marker
+        ):
+            print(f"synthorg.supervision: {line}", file=sys.stderr, flush=True)
         childutils.listener.ok(sys.stdout)
 
 

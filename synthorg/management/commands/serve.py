@@ -17,11 +17,12 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from synthorg.supervision import GRACE_SECONDS, write_config
+from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
 
 PR_SET_PDEATHSIG = 1
 
@@ -76,7 +77,11 @@ class Command(BaseCommand):
         )
         supervisord = subprocess.Popen(
             [sys.executable, "-m", "supervisor.supervisord", "-c", str(config)],
-            env={**os.environ, "WEB_THREADS": str(web_threads)},
+            env={
+                **os.environ,
+                "WEB_THREADS": str(web_threads),
+                MARKER_ENV: uuid.uuid4().hex,
+            },
             preexec_fn=_stop_with_parent if sys.platform.startswith("linux") else None,
         )
         self.stdout.write(
