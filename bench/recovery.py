@@ -334,6 +334,8 @@ def main() -> None:
         for thread in threads:
             thread.join(timeout=60)
         acked = list(load.acked)
+        # This process's own connection died with the postmaster: open a new one.
+        connections.close_all()
         present = set()
         for i in range(0, len(acked), 1000):
             present.update(
