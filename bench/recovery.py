@@ -300,7 +300,6 @@ def main() -> None:
         from django.db import connections
 
         from memory.core.models import Memory
-        from synthorg.database import current_embedded_server
 
         keys = seed(args.clients)
         with socket_free_port() as port:
@@ -346,7 +345,7 @@ def main() -> None:
             )
         lost = [memory_id for memory_id in acked if memory_id not in present]
         out = {
-            "command": "bench/recovery.py " + " ".join(sys.argv[1:]),
+            "command": " ".join(["bench/recovery.py", *sys.argv[1:]]),
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {
                 "cpu_count": os.cpu_count(),
@@ -374,11 +373,6 @@ def main() -> None:
         Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
         log(json.dumps(out["writes"]))
         log(f"wrote {args.out}")
-        connections.close_all()
-        server = current_embedded_server()
-        if server is not None:
-            with contextlib.suppress(Exception):
-                server.detach()
     finally:
         if serve is not None and serve.poll() is None:
             os.killpg(serve.pid, signal.SIGINT)
@@ -387,7 +381,16 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 os.killpg(serve.pid, signal.SIGKILL)
         serve_log.close()
+        from django.db import connections
+
+        from synthorg.database import current_embedded_server
         from synthorg.embedded_pg import EmbeddedServer
+
+        connections.close_all()
+        server = current_embedded_server()
+        if server is not None:  # its atexit detach would write beside the removed directory
+            with contextlib.suppress(Exception):
+                server.detach()
 
         with contextlib.suppress(Exception):
             EmbeddedServer(PGDATA).stop()
