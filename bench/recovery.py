@@ -12,8 +12,8 @@ company with ``--clients`` agents and API keys, and starts ``manage.py serve`` (
 client, bounded by ``--max-minutes`` overall) and record the id of every acknowledged
 (``201``) write. After ``--steady`` seconds of load, each fault in turn:
 
-- ``qcluster``: kill -9 of the ``manage.py qcluster`` process; a task queued right after
-  must run (``queued_task_ran_s``);
+- ``qcluster``: kill -9 of the ``manage.py qcluster`` process; a task queued once the dead
+  cluster's processes are gone must run (``queued_task_ran_s``, from the kill);
 - ``web_worker``: kill -9 of one uvicorn worker;
 - ``gunicorn_master``: kill -9 of the gunicorn master;
 - ``postmaster``: kill -9 of the embedded PostgreSQL postmaster.
@@ -212,14 +212,19 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     old = target_pid(fault, serve_pid)
     before = worker_pids(serve_pid)
     log(f"{fault}: kill -9 {old}")
+    with contextlib.suppress(psutil.Error):
+        old_tree = [psutil.Process(old), *psutil.Process(old).children(recursive=True)]
     t0 = time.monotonic()
     os.kill(old, signal.SIGKILL)
-    group = None
-    if fault == "qcluster":
-        group = f"recovery-{uuid.uuid4().hex}"
-        async_task("math.floor", 1.5, group=group)
     new = poll(lambda: replacement_pid(fault, serve_pid, old, before), window)
     replaced = time.monotonic() - t0 if new else None
+    group = None
+    if fault == "qcluster":
+        # Probe the new cluster once the dead one's sentinel and workers are gone: a task
+        # the dead cluster had already taken is redelivered only after Q_RETRY seconds.
+        psutil.wait_procs(old_tree, timeout=window)
+        group = f"recovery-{uuid.uuid4().hex}"
+        async_task("math.floor", 1.5, group=group)
     task_ran = None
     if group and poll(
         lambda: Task.objects.filter(group=group, success=True).exists(), window, 0.25
