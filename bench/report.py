@@ -681,6 +681,46 @@ def t_store(_arg) -> str:
     return table(head, rows) + "\n\n" + source("store_constant.json", "store_default.json")
 
 
+def t_recovery(_arg) -> str:
+    name = "recovery.json"
+    use(name)
+    d = load(name)
+    labels = {
+        "qcluster": "kill -9 `qcluster`",
+        "web_worker": "kill -9 a web worker",
+        "gunicorn_master": "kill -9 the gunicorn master",
+        "postmaster": "kill -9 the postmaster",
+    }
+    rows = [
+        [
+            labels.get(f["fault"], f["fault"]),
+            f["process_replaced_s"],
+            f["served_again_s"],
+            f.get("queued_task_ran_s"),
+            f["client_errors"],
+            f["client_error_kinds"] or "—",
+        ]
+        for f in d["faults"]
+    ]
+    head = [
+        "fault",
+        "replacement process after s",
+        "serving writes again after s",
+        "queued task ran after s",
+        "client errors",
+        "error kinds",
+    ]
+    w = d["writes"]
+    summary = (
+        f"Writes: {fmt(w['attempted'])} attempted, {fmt(w['acknowledged'])} acknowledged, "
+        f"{fmt(w['verified_present'])} of them found afterwards, **{fmt(w['lost'])} lost**; "
+        f"{d['config']['clients']} clients at ≤ {fmt(d['config']['rate_per_client'])} writes/s "
+        f"each, load average {fmt(d['machine']['load_average'][0])} on "
+        f"{d['machine']['cpu_count']} cores."
+    )
+    return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
+
+
 def t_fields(arg) -> str:
     """Every scalar of one results file, as a two-column table."""
     use(arg)
@@ -728,6 +768,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "dev_sweep": t_dev_sweep,
     "http": t_http,
     "store": t_store,
+    "recovery": t_recovery,
     "fields": t_fields,
     "commands": t_commands,
     "unreported": t_unreported,

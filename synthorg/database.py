@@ -53,13 +53,18 @@ def parse_database_url(url: str) -> dict:
 _embedded_server = None
 
 
+def current_embedded_server():
+    """The embedded server this process uses (None with ``DATABASE_URL`` or before first use)."""
+    return _embedded_server
+
+
 def embedded_server(base_dir: Path):
-    """The checkout's embedded server (``var/pgdata/``), started and attached on first use."""
+    """The checkout's embedded server, started and attached on first use."""
     global _embedded_server
     if _embedded_server is None:
-        from synthorg.embedded_pg import EmbeddedServer, EmbeddedServerError
+        from synthorg.embedded_pg import EmbeddedServer, EmbeddedServerError, configured_data_dir
 
-        server = EmbeddedServer(base_dir / "var" / "pgdata")
+        server = EmbeddedServer(configured_data_dir(base_dir))
         try:
             server.attach()
         except EmbeddedServerError as exc:
@@ -79,7 +84,8 @@ def embedded_database_settings(base_dir: Path) -> dict:
 
     server = embedded_server(base_dir)
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        # Django's PostgreSQL backend that restarts a crashed embedded server on connect.
+        "ENGINE": "synthorg.db.embedded",
         "NAME": DATABASE_NAME,
         "USER": APP_ROLE,
         "PASSWORD": "",

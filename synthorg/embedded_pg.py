@@ -22,10 +22,13 @@ import fcntl
 import importlib.metadata
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +40,12 @@ DATABASE_NAME = "synthorg"
 SYSTEM_USER = "synthorg_pg"
 SOCKET_PORT = 5432  # only names the socket file (.s.PGSQL.5432); no TCP listener
 START_TIMEOUT_S = 120
+# Restarting a crashed server (``EmbeddedServer.recover``): the first attempt is immediate,
+# then each failed one doubles the wait of this process up to the cap.
+RESTART_BACKOFF_FIRST_S = 1.0
+RESTART_BACKOFF_MAX_S = 30.0
+
+logger = logging.getLogger(__name__)
 
 
 class EmbeddedServerError(RuntimeError):
@@ -56,6 +65,12 @@ def install_dir() -> Path:
             "is not installed; run `make setup` or set DATABASE_URL."
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+
+
+def configured_data_dir(base_dir: Path) -> Path:
+    """``SYNTHORG_PGDATA`` (absolute, or relative to the checkout) or ``var/pgdata``."""
+    configured = os.environ.get("SYNTHORG_PGDATA", "").strip()
+    return base_dir / configured if configured else base_dir / "var" / "pgdata"
 
 
 def bin_path(name: str) -> Path:
@@ -124,9 +139,16 @@ def _is_postgres_process(pid: int) -> bool:
         pass  # alive, owned by another user (the server's system user)
     try:
         name = Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
+        # A killed postmaster is a zombie until its parent reaps it: dead already.
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return True  # no procfs: trust the pid
-    return name in {"postgres", "postmaster"}
+    return name in {"postgres", "postmaster"} and state != "Z"
+
+
+def _ready(pgdata: Path) -> bool:
+    info = read_postmaster(pgdata)
+    return info is not None and info.status == "ready"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -149,6 +171,9 @@ class EmbeddedServer:
         self.log_path = self.pgdata / "log"
         self.system_user = SYSTEM_USER if os.geteuid() == 0 else None
         self._attached_pid: int | None = None
+        self._recovery_lock = threading.Lock()
+        self._restart_backoff = 0.0
+        self._next_restart_at = 0.0
 
     # -- connection details ---------------------------------------------------------------
     def socket_dir(self) -> Path:
@@ -210,6 +235,59 @@ class EmbeddedServer:
             self._write_handles(pids)
             if not pids:
                 self.stop()
+
+    # -- crash recovery -------------------------------------------------------------------
+    def recover(self) -> bool:
+        """Restart the server if it died; True when the caller should connect again.
+
+        Called by the connection layer (``synthorg.db.embedded``) after a connection attempt
+        failed. False when the server is running (the failure has another cause) or this
+        process is backing off after a failed restart. One process restarts it (under the
+        same ``flock`` as attach/detach; the others find it ready once they get the lock),
+        one thread per process tries at a time, and a failed restart makes this process wait
+        1 s, 2 s, 4 s … at most ``RESTART_BACKOFF_MAX_S`` before its next attempt. A data
+        directory that has disappeared is never recreated here: a new, empty database under
+        a running service would hide the loss.
+        """
+        if _ready(self.pgdata):
+            return False
+        with self._recovery_lock:
+            if _ready(self.pgdata):
+                return True  # another thread of this process restarted it meanwhile
+            if time.monotonic() < self._next_restart_at:
+                return False
+            try:
+                with self._locked():
+                    if self.initdb_needed():
+                        raise EmbeddedServerError(
+                            f"{self.pgdata} holds no database any more (no PG_VERSION); "
+                            "not creating a new one under a running service"
+                        )
+                    restarted = not _ready(self.pgdata)
+                    info = self.ensure_running()
+            except Exception as exc:
+                self._restart_backoff = min(
+                    max(self._restart_backoff * 2, RESTART_BACKOFF_FIRST_S),
+                    RESTART_BACKOFF_MAX_S,
+                )
+                self._next_restart_at = time.monotonic() + self._restart_backoff
+                logger.error(
+                    "embedded PostgreSQL in %s is down and could not be restarted (next "
+                    "attempt from this process in %.0f s): %s",
+                    self.pgdata,
+                    self._restart_backoff,
+                    exc,
+                )
+                return False
+            self._restart_backoff = 0.0
+            self._next_restart_at = 0.0
+            if restarted:
+                logger.warning(
+                    "embedded PostgreSQL in %s was down; restarted it (pid %s)",
+                    self.pgdata,
+                    info.pid,
+                )
+            return True
 
     # -- lifecycle ------------------------------------------------------------------------
     def _run(self, args: list[str], timeout: float = START_TIMEOUT_S) -> str:
@@ -299,11 +377,20 @@ class EmbeddedServer:
                 ]
             )
         if info is None:
-            # A killed server leaves postmaster.pid behind; PostgreSQL checks it itself, but a
-            # pid reused by an unrelated process would make it refuse to start.
+            # A killed server leaves postmaster.pid behind. PostgreSQL checks it itself: a
+            # dead pid is stale, and the shared-memory key recorded in the file tells it
+            # whether backends of the killed server are still attached (it then refuses to
+            # start until they are gone, so two servers never write one data directory) —
+            # so the file stays. Only a pid reused by an unrelated process would make it
+            # refuse for good; that file is removed.
             with contextlib.suppress(FileNotFoundError):
                 stale = (self.pgdata / "postmaster.pid").read_text().splitlines()
-                if stale and stale[0].strip().isdigit() and not read_postmaster(self.pgdata):
+                if (
+                    stale
+                    and stale[0].strip().isdigit()
+                    and _pid_alive(int(stale[0]))
+                    and not read_postmaster(self.pgdata)
+                ):
                     (self.pgdata / "postmaster.pid").unlink()
         self._run(
             [
@@ -412,7 +499,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("action", choices=["status", "clean"])
     parser.add_argument("--yes", action="store_true", help="clean without asking")
     args = parser.parse_args(argv)
-    pgdata = Path(__file__).resolve().parent.parent / "var" / "pgdata"
+    pgdata = configured_data_dir(Path(__file__).resolve().parent.parent)
     if os.environ.get("DATABASE_URL", "").strip():
         print("DATABASE_URL is set: the embedded server is not in use; nothing to do.")
         return 0

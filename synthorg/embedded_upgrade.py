@@ -32,6 +32,7 @@ from synthorg.embedded_pg import (
     SUPERUSER,
     EmbeddedServer,
     bin_path,
+    configured_data_dir,
     server_major,
 )
 
@@ -75,7 +76,7 @@ def old_bin_dir(old_venv: Path, requirement: str) -> Path:
 
 def upgrade(base_dir: Path) -> int:
     var = base_dir / "var"
-    pgdata = var / "pgdata"
+    pgdata = configured_data_dir(base_dir)
     version_file = pgdata / "PG_VERSION"
     wanted = str(server_major())
     if not version_file.exists():
@@ -94,7 +95,7 @@ def upgrade(base_dir: Path) -> int:
             file=sys.stderr,
         )
         return 2
-    backup = var / f"pgdata-pg{found}"
+    backup = pgdata.with_name(f"{pgdata.name}-pg{found}")
     if backup.exists():
         print(f"{backup} already exists; move it away first.", file=sys.stderr)
         return 2

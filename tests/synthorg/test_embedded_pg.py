@@ -8,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 
@@ -125,11 +126,12 @@ def test_a_killed_server_is_restarted_on_the_next_attach(tmp_path):
         pid = read_postmaster(server.pgdata).pid
         os.kill(pid, signal.SIGKILL)
         for _ in range(100):
-            if read_postmaster(server.pgdata) is None:
+            if not psutil.pid_exists(pid):  # reaped, not only dead (a zombie holds the pid)
                 break
             import time
 
             time.sleep(0.1)
+        assert read_postmaster(server.pgdata) is None
         # postmaster.pid is left behind by the killed server.
         assert (server.pgdata / "postmaster.pid").exists()
         with server._locked():
@@ -177,3 +179,54 @@ def test_a_process_starting_on_a_pg16_directory_fails_with_the_message(tmp_path)
     assert done.returncode == 1
     assert "Run `make upgrade-db`" in done.stderr
     assert "holds a PostgreSQL 16 data directory" in done.stderr
+
+
+def _kill_and_reap(server) -> int:
+    pid = read_postmaster(server.pgdata).pid
+    os.kill(pid, signal.SIGKILL)
+    psutil.wait_procs([psutil.Process(pid)], timeout=60)
+    return pid
+
+
+def test_recover_restarts_a_killed_server_for_its_users(tmp_path):
+    """What the connection layer (synthorg.db.embedded) calls after a failed connect."""
+    import time
+
+    server = EmbeddedServer(tmp_path / "pgdata")
+    server.attach()
+    try:
+        assert server.recover() is False  # running: a failed connect has another cause
+        pid = _kill_and_reap(server)
+        with pytest.raises(psycopg.OperationalError):
+            query(server, APP_ROLE, "SELECT 1")
+        # The killed server's backends may still hold its shared memory for a moment:
+        # PostgreSQL then refuses to start and this process backs off; it gets there.
+        deadline = time.monotonic() + 90
+        while not server.recover() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        restarted = read_postmaster(server.pgdata)
+        assert restarted is not None and restarted.pid != pid
+        assert restarted.status == "ready"
+        assert query(server, APP_ROLE, "SELECT 1") == [(1,)]
+        assert server.recover() is False
+    finally:
+        server.detach()
+    assert read_postmaster(server.pgdata) is None
+
+
+def test_recover_never_creates_a_new_database_under_a_running_service(tmp_path):
+    import shutil
+
+    server = EmbeddedServer(tmp_path / "pgdata")
+    server.attach()
+    try:
+        _kill_and_reap(server)
+        shutil.rmtree(server.pgdata)
+        assert server.recover() is False
+        assert not (server.pgdata / "PG_VERSION").exists()
+        assert read_postmaster(server.pgdata) is None
+        # The failed attempt makes this process wait before the next one.
+        assert server.recover() is False
+        assert server._restart_backoff == 1.0
+    finally:
+        server.detach()

@@ -1,29 +1,36 @@
-"""Serve the web app (gunicorn) and the django-q2 cluster together; Ctrl-C stops both.
+"""Serve the web app (gunicorn) and the django-q2 cluster under supervisord; Ctrl-C stops all.
 
 The web app is ``synthorg.asgi:application`` on uvicorn workers: the MCP server at
 ``/mcp/`` and the Django app (in ``WEB_THREADS`` threads per worker) on one port.
 
-Each child runs in its own process group, and stopping signals the whole group: gunicorn's
-and q2's workers go with their parents even when a parent cannot stop them itself (q2 with
-the database down), and whatever is still alive after the grace period is killed.
+What restarts what (a dead q2 cluster, gunicorn master or worker) and with which back-off is
+``synthorg.supervision``; this command writes its supervisord configuration under
+``var/supervisor/`` and runs supervisord in the foreground. ``SIGINT``/``SIGTERM`` to this
+command stop supervisord, which stops every program's whole process group (``SIGKILL`` after
+the grace period). supervisord is also told to stop if this command is killed outright
+(``PR_SET_PDEATHSIG`` on Linux), so nothing outlives it.
 """
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import sys
-import time
+import uuid
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
-GRACE_SECONDS = 15
+from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
+
+PR_SET_PDEATHSIG = 1
 
 
-def signal_group(proc: subprocess.Popen, signum: int) -> None:
-    """Signal ``proc``'s process group (its pid: it was started in a new session)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signum)
+def _stop_with_parent() -> None:
+    """In the child before exec: receive SIGTERM when the parent (this command) dies."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class Command(BaseCommand):
@@ -62,16 +69,21 @@ class Command(BaseCommand):
             "--graceful-timeout",
             "5",
         ]
-        web_env = {**os.environ, "WEB_THREADS": str(web_threads)}
-        children = [("web", subprocess.Popen(web, env=web_env, start_new_session=True))]
+        programs = {"web": web}
         if not no_worker:
-            manage = os.path.join(os.getcwd(), "manage.py")
-            children.append(
-                (
-                    "worker",
-                    subprocess.Popen([sys.executable, manage, "qcluster"], start_new_session=True),
-                )
-            )
+            programs["worker"] = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+        config = write_config(
+            var_dir=settings.BASE_DIR / "var", name=f"serve-{port}", programs=programs
+        )
+        supervisord = subprocess.Popen(
+            [sys.executable, "-m", "supervisor.supervisord", "-c", str(config)],
+            env={
+                **os.environ,
+                "WEB_THREADS": str(web_threads),
+                MARKER_ENV: uuid.uuid4().hex,
+            },
+            preexec_fn=_stop_with_parent if sys.platform.startswith("linux") else None,
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Serving on http://{host}:{port}/ (admin at /admin/, API docs at "
@@ -82,29 +94,26 @@ class Command(BaseCommand):
 
         def stop(*_):
             nonlocal stopping
-            if stopping:
-                return
             stopping = True
-            for _name, proc in children:
-                signal_group(proc, signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                supervisord.send_signal(signal.SIGTERM)
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         try:
-            while not stopping and all(proc.poll() is None for _n, proc in children):
-                time.sleep(0.5)
+            supervisord.wait()
         finally:
-            interrupted = stopping
-            exited = [name for name, proc in children if proc.poll() is not None]
-            stop()
-            deadline = time.monotonic() + GRACE_SECONDS
-            for _name, proc in children:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            # Workers that outlived their parent (or a parent that ignored SIGTERM).
-            for _name, proc in children:
-                signal_group(proc, signal.SIGKILL)
-                proc.wait()
-        if exited and not interrupted:
-            self.stderr.write(f"{', '.join(exited)} exited; stopped the rest.")
+            if supervisord.poll() is None:
+                stop()
+                try:
+                    # supervisord stops the programs one after the other, each within the grace.
+                    supervisord.wait(timeout=GRACE_SECONDS * (len(programs) + 2))
+                except subprocess.TimeoutExpired:
+                    supervisord.kill()
+                    supervisord.wait()
+        if not stopping:
+            raise CommandError(
+                f"supervisord exited ({supervisord.returncode}) without being asked to; "
+                "see the log above."
+            )
         self.stdout.write("Stopped.")
