@@ -59,10 +59,22 @@ def programs(serve_pid: int, marker: str) -> list[psutil.Process]:
 
 
 def program_leader(serve_pid: int, marker: str) -> psutil.Process | None:
-    """The process supervisord started for a program (its parent is supervisord)."""
+    """The process supervisord started for a program (its parent is supervisord). For
+    ``qcluster``: the default cluster's, not the LLM cluster's (``Q_CLUSTER_NAME=llm``)."""
     for proc in programs(serve_pid, marker):
         with contextlib.suppress(psutil.Error):
-            if "supervisor.supervisord" in " ".join(proc.parent().cmdline()):
+            if "supervisor.supervisord" not in " ".join(proc.parent().cmdline()):
+                continue
+            if "Q_CLUSTER_NAME" not in proc.environ():
+                return proc
+    return None
+
+
+def llm_cluster(serve_pid: int) -> psutil.Process | None:
+    """A process of the LLM cluster (``Q_CLUSTER_NAME=llm manage.py qcluster``)."""
+    for proc in programs(serve_pid, "qcluster"):
+        with contextlib.suppress(psutil.Error):
+            if proc.environ().get("Q_CLUSTER_NAME") == "llm":
                 return proc
     return None
 
@@ -103,6 +115,7 @@ def serving(env: dict, *args: str):
 def test_database_url(django_db_setup, django_db_blocker):
     """``DATABASE_URL`` of the migrated test database (app role), straight to the server."""
     fields = connection.settings_dict
+    assert fields["NAME"].startswith("test_"), fields["NAME"]  # never the development database
     yield (
         f"postgresql://{fields['USER']}@/{fields['NAME']}"
         f"?host={fields['HOST']}&port={fields['PORT'] or 5432}"
@@ -129,6 +142,9 @@ def enqueue(django_db_blocker, group: str) -> None:
         async_task("math.floor", 2.5, group=group)
 
 
+# The test database (transactional: serve's processes must see what this test commits); a
+# test without the mark would hand serve the development database's name.
+@pytest.mark.django_db(transaction=True)
 def test_killed_qcluster_gunicorn_worker_and_master_are_replaced(
     test_database_url, django_db_blocker
 ):
@@ -140,6 +156,7 @@ def test_killed_qcluster_gunicorn_worker_and_master_are_replaced(
             # q2: the qcluster process dies; a new cluster runs a task queued afterwards,
             # and the dead cluster's sentinel and workers are gone (no second cluster).
             cluster = wait_for(lambda: program_leader(serve.pid, "qcluster"), "qcluster up")
+            wait_for(lambda: llm_cluster(serve.pid), "the LLM cluster up")
             old_cluster = [cluster, *cluster.children(recursive=True)]
             cluster.kill()
             wait_for(

@@ -94,6 +94,7 @@ def descendants(pid: int) -> list[psutil.Process]:
 def proxied_database_url(django_db_setup, django_db_blocker):
     """``DATABASE_URL`` of the migrated test database (app role) through a proxy."""
     fields = connection.settings_dict
+    assert fields["NAME"].startswith("test_"), fields["NAME"]  # never the development database
     proxy = SocketProxy(os.path.join(fields["HOST"], f".s.PGSQL.{fields['PORT'] or 5432}"))
     yield proxy, f"postgresql://{fields['USER']}@/{fields['NAME']}?host={proxy.dir}"
     proxy.pull_the_plug()
@@ -112,6 +113,8 @@ def proxied_database_url(django_db_setup, django_db_blocker):
         cursor.execute(f"SELECT pg_terminate_backend(pid) FROM ({others}) AS s")
 
 
+# The test database: a test without the mark would hand serve the development database.
+@pytest.mark.django_db(transaction=True)
 def test_ctrl_c_stops_web_and_q2_workers_even_with_the_database_down(proxied_database_url):
     proxy, url = proxied_database_url
     env = dict(os.environ, DATABASE_URL=url, Q_WORKERS="2")

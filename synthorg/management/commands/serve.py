@@ -14,6 +14,7 @@ the grace period). supervisord is also told to stop if this command is killed ou
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import uuid
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from synthorg.health import llm_summary
 from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
 
 PR_SET_PDEATHSIG = 1
@@ -71,7 +73,11 @@ class Command(BaseCommand):
         ]
         programs = {"web": web}
         if not no_worker:
-            programs["worker"] = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+            qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+            programs["worker"] = qcluster
+            # LLM work has a cluster of its own (synthorg.schedules.LLM_CLUSTER).
+            programs["worker-llm"] = [shutil.which("env") or "/usr/bin/env", "Q_CLUSTER_NAME=llm"]
+            programs["worker-llm"] += qcluster
         config = write_config(
             var_dir=settings.BASE_DIR / "var", name=f"serve-{port}", programs=programs
         )
@@ -90,6 +96,14 @@ class Command(BaseCommand):
                 f"/api/docs/, MCP at /mcp/); press Ctrl-C to stop."
             )
         )
+        llm = llm_summary()
+        if llm["configured"]:
+            model = llm["model"] or "the first model the endpoint lists"
+            self.stdout.write(f"LLM: {model} (SYNTHORG_LLM_BASE_URL)")
+        else:
+            self.stdout.write(
+                self.style.WARNING(f"LLM: none. {llm['note'][0].upper()}{llm['note'][1:]}.")
+            )
         stopping = False
 
         def stop(*_):
