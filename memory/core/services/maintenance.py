@@ -20,7 +20,7 @@ is a retention rule an operator wrote with ``action: delete``.
   rows per category per run, so a large backlog is worked off over several runs. Memories
   whose ``expires_at`` has passed are archived (same bound).
 * **Consolidation** (``archival.enabled``) — the agent's live, private, persistent memories
-  older than ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first)
+  (not its core memory) older than ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first)
   are planned by the configured strategy (``simple`` / ``dual_mode`` / ``llm``); each chunk
   is applied in one transaction: the summary, embedded before the chunk's rows are locked,
   is stored through ``memory_store_batch`` (searchable; the run's audit entry lists it) and
@@ -397,6 +397,7 @@ class MemoryConsolidationService:
                 superseded_at__isnull=True,
                 created_at__lt=cutoff,
             )
+            .exclude(tags__contains=[CORE_TAG])  # the core block is edited, not summarised
             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
             .order_by("created_at", "id")
             .only("id", "namespace", "category", "content", "created_at", "confidence")

@@ -33,11 +33,14 @@ def test_default_config_archives_consolidated_originals_restorable_by_original_i
     # The company has no config at all: the product defaults apply.
     assert company_config(caller.company).memory.consolidation == ConsolidationConfig()
     rows = seed(caller.agent, 5, now=now, age_days=100, template="Deploy note number %(i)d.")
+    core = seed(caller.agent, 3, now=now, age_days=100, category="semantic", tags=["core"])
 
     report = run_maintenance(agent=caller.agent, now=now)
 
     assert report.status == "succeeded", report.errors
-    live = Memory.objects.filter(agent=caller.agent)
+    # the core memory is never consolidated away
+    assert Memory.objects.filter(pk__in=[m.pk for m in core]).count() == 3
+    live = Memory.objects.filter(agent=caller.agent).exclude(tags__contains=["core"])
     summary = live.get(source="consolidation")
     kept = live.exclude(pk=summary.pk).get()
     removed = [m for m in rows if m.pk != kept.pk]
