@@ -20,9 +20,9 @@ is a retention rule an operator wrote with ``action: delete``.
   rows per category per run, so a large backlog is worked off over several runs. Memories
   whose ``expires_at`` has passed are archived (same bound).
 * **Consolidation** (``archival.enabled``) — the agent's live, private, persistent memories
-  (not its core memory) older than ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first)
-  are planned by the configured strategy (``simple`` / ``dual_mode`` / ``llm``); each chunk
-  is applied in one transaction: the summary, embedded before the chunk's rows are locked,
+  (not its core memory) older than ``archival.age_threshold_days`` (at most ``batch_size``
+  of them, oldest first) are planned by the configured strategy (``simple`` /
+  ``dual_mode`` / ``llm``); each chunk is applied in one transaction: the summary, embedded before the chunk's rows are locked,
   is stored through ``memory_store_batch`` (searchable; the run's audit entry lists it) and
   the removed memories are archived whole. A chunk whose rows changed meanwhile is skipped.
 * **Max memories** — if the agent still holds more than ``max_memories_per_agent``
@@ -588,9 +588,7 @@ class MemoryConsolidationService:
             report.errors.append(problem)
         steps_failed = 0
         try:
-            report.retention = self.cleanup_retention(
-                agent, now=now, overrides=overrides, run=run
-            )
+            report.retention = self.cleanup_retention(agent, now=now, overrides=overrides, run=run)
         except Exception as exc:
             logger.exception("retention step failed for agent %s", agent.pk)
             report.errors.append(f"retention failed: {exc}")

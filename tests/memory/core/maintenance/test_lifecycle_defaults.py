@@ -70,7 +70,7 @@ def test_default_config_archives_consolidated_originals_restorable_by_original_i
 
 
 def test_restore_by_original_id_is_scoped_to_the_agent(caller, peer, outsider, now):
-    (memory, *_rest) = seed(caller.agent, 4, now=now, age_days=100)
+    seed(caller.agent, 4, now=now, age_days=100)
     run_maintenance(agent=caller.agent, now=now)
     original = ArchivedMemory.objects.filter(agent=caller.agent).first().original_id
     for other in (peer, outsider):
