@@ -24,7 +24,8 @@ is a retention rule an operator wrote with ``action: delete``.
   of them, oldest first) are planned by the configured strategy (``simple`` /
   ``dual_mode`` / ``llm``); each chunk is applied in one transaction: the summary,
   embedded before the chunk's rows are locked, is stored through ``memory_store_batch``
-  (searchable; the run's audit entry lists it) and the removed memories are archived whole. A chunk whose rows changed meanwhile is skipped.
+  (searchable; the run's audit entry lists it) and the removed memories are archived
+  whole. A chunk whose rows changed meanwhile is skipped.
 * **Max memories** — if the agent still holds more than ``max_memories_per_agent``
   memories, the oldest are archived, ``batch_size`` per transaction; the agent's live core
   memory (tag ``core``) is never among them.
