@@ -721,6 +721,67 @@ def t_recovery(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
+def t_lifecycle(_arg) -> str:
+    """The simulated year: what the default lifecycle did, then live/archived/deleted over
+    time (every fourth week and the last day)."""
+    name = "lifecycle.json"
+    use(name)
+    d = load(name)
+    restore = d["restore_sample"]
+    summary = table(
+        [
+            "memories ever",
+            "live",
+            "archived",
+            "deleted",
+            "unrecoverable",
+            "core kept",
+            "consolidated",
+            "capped",
+            "shared retracted",
+            "restored by original id",
+        ],
+        [
+            [
+                d["memories_ever"],
+                d["live"],
+                d["archived"],
+                d["deleted"],
+                f"**{fmt(d['unrecoverable'])}**",
+                f"{fmt(d['core_memories_live'])} / {fmt(d['core_memories'])}",
+                d["consolidated"],
+                d["capped"],
+                d["shared_retracted"],
+                f"{fmt(restore['restored'])} / {fmt(restore['sampled'])}",
+            ]
+        ],
+    )
+    points = [p for p in d["timeline"] if p["day"] % 28 == 0 or p is d["timeline"][-1]]
+    timeline = table(
+        ["day", "written", "live", "archived", "deleted", "shared live", "core live"],
+        [
+            [
+                p["day"],
+                p["written"],
+                p["live"],
+                p["archived"],
+                p["deleted"],
+                p["shared_live"],
+                p["core_live"],
+            ]
+            for p in points
+        ],
+    )
+    config = ", ".join(f"`{k}` {fmt(v)}" for k, v in d["config"].items())
+    return (
+        f"{summary}\n\n{timeline}\n\n{d['days']} days, {d['agents']} agents "
+        f"({fmt(d['busy_writes_per_day'])} writes a day for the busiest, "
+        f"{fmt(d['writes_per_day'])} for the others), {fmt(d['maintenance_runs'])} maintenance "
+        f"runs ({fmt(d['maintenance_run_errors'])} errors) in {fmt(d['seconds'])} s; "
+        f"config: {config}. `{d['command']}`. " + source(name)
+    )
+
+
 def t_fields(arg) -> str:
     """Every scalar of one results file, as a two-column table."""
     use(arg)
@@ -769,6 +830,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "http": t_http,
     "store": t_store,
     "recovery": t_recovery,
+    "lifecycle": t_lifecycle,
     "fields": t_fields,
     "commands": t_commands,
     "unreported": t_unreported,

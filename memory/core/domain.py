@@ -26,6 +26,9 @@ from pydantic import (
 from memory.core.errors import MemoryInputError
 from synthorg.enums import MemoryCategory
 
+#: The tag of an agent's core memory (self-editing core blocks, the dream's core summary):
+#: the per-agent cap never removes a live core memory.
+CORE_TAG = "core"
 MEMORY_CONTENT_MAX_CHARS = 20_000  # mirrors memory.core.models.memory (kept Django-free here)
 MEMORY_CONTEXT_MAX_CHARS = 4_000
 NAMESPACE_MAX_CHARS = 100

@@ -20,7 +20,13 @@ from uuid import UUID
 
 from django.db import transaction
 
-from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult, parse_request
+from memory.core.domain import (
+    CORE_TAG,
+    MemoryStoreRequest,
+    MemoryUpdateRequest,
+    StoreResult,
+    parse_request,
+)
 from memory.core.errors import MemoryAccessError, MemoryInputError, MemoryNotFoundError
 from memory.core.models.memory import Memory
 from memory.core.retrieval.packing import pack_greedy
@@ -39,7 +45,6 @@ from persistence.services.audit import audit_record
 from synthorg.enums import MemoryCategory
 from synthorg.errors import UnprocessableError
 
-CORE_TAG = "core"
 RESERVED_TAGS = frozenset({CORE_TAG})
 CORE_SOURCE = "core_memory"
 DEFAULT_CONVERSATION = "main"

@@ -356,11 +356,25 @@ class ConsolidationStrategyType(StrEnum):
     LLM = "llm"
 
 
+class RetentionAction(StrEnum):
+    """What retention does to a memory past its retention days.
+
+    ``archive`` (the default) moves it, whole, into the archive: it leaves the live set but
+    stays restorable by id. ``delete`` removes it for good — from the live set *and* from
+    the archive — and is the only config that destroys memories; an operator must spell it
+    out on the rule (or as ``default_action`` next to ``default_retention_days``).
+    """
+
+    ARCHIVE = "archive"
+    DELETE = "delete"
+
+
 class RetentionRule(BaseModel):
     model_config = FROZEN
 
     category: MemoryCategory
     retention_days: int = Field(ge=1)
+    action: RetentionAction = RetentionAction.ARCHIVE
 
 
 def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule, ...]:
@@ -372,19 +386,32 @@ def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule,
     return rules
 
 
+def _default_action_needs_days(action: RetentionAction, default_retention_days: int | None) -> None:
+    if action is RetentionAction.DELETE and default_retention_days is None:
+        raise ConfigFieldError(
+            "default_action", "'delete' needs default_retention_days (the days to keep)"
+        )
+
+
 class RetentionConfig(BaseModel):
     model_config = FROZEN
 
     rules: tuple[RetentionRule, ...] = ()
     default_retention_days: int | None = Field(default=None, ge=1)
+    default_action: RetentionAction = RetentionAction.ARCHIVE
 
     @model_validator(mode="after")
-    def _validate_unique_categories(self) -> RetentionConfig:
+    def _validate_rules(self) -> RetentionConfig:
         _unique_categories(self.rules)
+        _default_action_needs_days(self.default_action, self.default_retention_days)
         return self
 
     def days_for(self, category: MemoryCategory) -> int | None:
-        return next((r.retention_days for r in self.rules if r.category == category), None)
+        rule = self.rule_for(category)
+        return rule.retention_days if rule else None
+
+    def rule_for(self, category: MemoryCategory) -> RetentionRule | None:
+        return next((r for r in self.rules if r.category == category), None)
 
 
 class AgentRetentionOverrides(BaseModel):
@@ -394,14 +421,20 @@ class AgentRetentionOverrides(BaseModel):
 
     rules: tuple[RetentionRule, ...] = ()
     default_retention_days: int | None = Field(default=None, ge=1)
+    default_action: RetentionAction = RetentionAction.ARCHIVE
 
     @model_validator(mode="after")
-    def _validate_unique_categories(self) -> AgentRetentionOverrides:
+    def _validate_rules(self) -> AgentRetentionOverrides:
         _unique_categories(self.rules)
+        _default_action_needs_days(self.default_action, self.default_retention_days)
         return self
 
     def days_for(self, category: MemoryCategory) -> int | None:
-        return next((r.retention_days for r in self.rules if r.category == category), None)
+        rule = self.rule_for(category)
+        return rule.retention_days if rule else None
+
+    def rule_for(self, category: MemoryCategory) -> RetentionRule | None:
+        return next((r for r in self.rules if r.category == category), None)
 
 
 class DualModeConfig(BaseModel):
@@ -422,9 +455,15 @@ class DualModeConfig(BaseModel):
 
 
 class ArchivalConfig(BaseModel):
+    """``enabled``: memories older than ``age_threshold_days`` are consolidated — summarised
+    in the live set, the originals moved whole into the archive (restorable by id). ``false``
+    leaves old memories live and whole. The spec's default is ``false``; ours is ``true``
+    (consolidation always archives, so it destroys nothing; see docs/architecture/lifecycle.md).
+    """
+
     model_config = FROZEN
 
-    enabled: bool = False
+    enabled: bool = True
     age_threshold_days: int = Field(default=90, ge=1)
     dual_mode: DualModeConfig = Field(default_factory=DualModeConfig)
 

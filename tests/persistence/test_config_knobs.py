@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from memory.core.models.maintenance import MaintenanceRun
+from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.services.maintenance import run_maintenance
 from persistence.models import AuditEntry, Company
@@ -158,7 +158,7 @@ def test_memory_level_is_the_default_level_of_new_agents():
     assert entry.details["memory_level"] == "none"
 
 
-def test_retention_days_option_deletes_old_memories():
+def test_retention_days_option_archives_old_memories():
     now = timezone.now()
     company = CompanyFactory()
     company_config_set(company=company, data={"memory": {"options": {"retention_days": 30}}})
@@ -171,7 +171,10 @@ def test_retention_days_option_deletes_old_memories():
     assert not Memory.objects.filter(pk__in=[m.pk for m in old]).exists()
     assert Memory.objects.filter(pk__in=[m.pk for m in fresh]).count() == 2
     run = MaintenanceRun.objects.get(agent=agent)
-    assert run.retention_deleted == 3
+    assert (run.retention_archived, run.retention_deleted, run.deleted) == (3, 0, 0)
+    assert set(ArchivedMemory.objects.filter(agent=agent).values_list("original_id", "mode")) == {
+        (m.pk, "retention") for m in old
+    }
 
 
 def test_retention_days_disagreeing_with_the_consolidation_default_is_refused():

@@ -18,12 +18,13 @@ class MaintenanceRunAdmin(ReadOnlyScopedAdmin):
         "status",
         "trigger",
         "strategy",
-        "retention_deleted",
-        "expired_deleted",
+        "retention_archived",
+        "expired_archived",
         "consolidated",
-        "summaries_created",
+        "enforced_archived",
+        "shared_retracted",
         "archived",
-        "enforced_deleted",
+        "deleted",
         "duration",
     )
     list_filter = ("status", "trigger", "strategy", "company")

@@ -14,7 +14,8 @@ _FROZEN = ConfigDict(frozen=True, allow_inf_nan=False, extra="forbid")
 
 
 class ArchivalMode(StrEnum):
-    """How the information of a consolidated entry is kept in the hot store's summary.
+    """Why an entry left the hot store and how its information is kept there (a
+    consolidated entry's summary mode, or none).
 
     The archive itself always keeps the entry's full original content.
     """
@@ -22,6 +23,10 @@ class ArchivalMode(StrEnum):
     ABSTRACTIVE = "abstractive"  # an LLM-written summary (sparse, conversational content)
     EXTRACTIVE = "extractive"  # verbatim facts, anchors or truncated excerpts (dense content)
     PRUNED = "pruned"  # removed by procedural pruning: no summary, restorable from the archive
+    # Removed by maintenance without a summary, restorable from the archive:
+    RETENTION = "retention"  # past its category's retention days (action ``archive``)
+    EXPIRED = "expired"  # past its ``expires_at``
+    CAPPED = "capped"  # the oldest beyond ``max_memories_per_agent``
 
 
 class ContentDensity(StrEnum):

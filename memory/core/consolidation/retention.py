@@ -7,6 +7,9 @@ Resolution order per category (first that is set wins), as the seed specifies:
 3. the agent's default (``Agent.retention_overrides.default_retention_days``)
 4. the company's default (``memory.consolidation.retention.default_retention_days``)
 5. keep forever (``None``)
+
+The action (``archive``, the default, or ``delete``) comes with the days: from the rule that
+set them, or the ``default_action`` next to the default that did.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from synthorg.company_config.memory import AgentRetentionOverrides, RetentionConfig
+from synthorg.company_config.memory import (
+    AgentRetentionOverrides,
+    RetentionAction,
+    RetentionConfig,
+)
 from synthorg.enums import MemoryCategory
 
 
@@ -32,6 +39,7 @@ class RetentionDecision:
     category: MemoryCategory
     days: int | None  # None: kept forever
     source: RetentionSource
+    action: RetentionAction = RetentionAction.ARCHIVE
 
 
 def resolve_retention(
@@ -41,15 +49,24 @@ def resolve_retention(
     agent: AgentRetentionOverrides | None = None,
 ) -> RetentionDecision:
     agent = agent or AgentRetentionOverrides()
+    agent_rule, company_rule = agent.rule_for(category), company.rule_for(category)
     chain = (
-        (agent.days_for(category), RetentionSource.AGENT_CATEGORY),
-        (company.days_for(category), RetentionSource.COMPANY_CATEGORY),
-        (agent.default_retention_days, RetentionSource.AGENT_DEFAULT),
-        (company.default_retention_days, RetentionSource.COMPANY_DEFAULT),
+        (
+            agent_rule and agent_rule.retention_days,
+            agent_rule and agent_rule.action,
+            RetentionSource.AGENT_CATEGORY,
+        ),
+        (
+            company_rule and company_rule.retention_days,
+            company_rule and company_rule.action,
+            RetentionSource.COMPANY_CATEGORY,
+        ),
+        (agent.default_retention_days, agent.default_action, RetentionSource.AGENT_DEFAULT),
+        (company.default_retention_days, company.default_action, RetentionSource.COMPANY_DEFAULT),
     )
-    for days, source in chain:
+    for days, action, source in chain:
         if days is not None:
-            return RetentionDecision(category, days, source)
+            return RetentionDecision(category, days, source, action)
     return RetentionDecision(category, None, RetentionSource.FOREVER)
 
 

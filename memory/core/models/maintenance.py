@@ -24,16 +24,22 @@ def archive_search_vector() -> SearchVector:
 
 
 class ArchivedMemory(models.Model):
-    """A memory moved out of the hot store by consolidation, kept whole and restorable.
+    """A memory moved out of the hot store, kept whole and restorable by id.
 
-    ``content`` is the original memory's full content; ``mode`` records how its information
-    was kept in the hot store's summary (``summary_memory_id``).
+    ``content`` is the original memory's full content; ``mode`` records why it left the hot
+    store and how its information was kept there: in consolidation's summary
+    (``summary_memory_id``; ``abstractive``/``extractive``), or not at all (``pruned`` by
+    procedural pruning, ``retention`` past its retention days, ``expired`` past its
+    ``expires_at``, ``capped`` by ``max_memories_per_agent``).
     """
 
     class Mode(models.TextChoices):
         ABSTRACTIVE = "abstractive", "Abstractive"
         EXTRACTIVE = "extractive", "Extractive"
         PRUNED = "pruned", "Pruned"  # procedural pruning (memory.procedural.pruning)
+        RETENTION = "retention", "Past retention"
+        EXPIRED = "expired", "Expired"
+        CAPPED = "capped", "Over the per-agent cap"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="archived_memories")
@@ -67,7 +73,16 @@ class ArchivedMemory(models.Model):
                 name="archived_memory_category_valid",
             ),
             models.CheckConstraint(
-                condition=models.Q(mode__in=["abstractive", "extractive", "pruned"]),
+                condition=models.Q(
+                    mode__in=[
+                        "abstractive",
+                        "extractive",
+                        "pruned",
+                        "retention",
+                        "expired",
+                        "capped",
+                    ]
+                ),
                 name="archived_memory_mode_valid",
             ),
             models.CheckConstraint(
@@ -116,12 +131,19 @@ class MaintenanceRun(models.Model):
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)
     scanned = models.PositiveIntegerField(default=0)
+    # Removed from the hot store, per step: archived (restorable by id) unless a retention
+    # rule with ``action: delete`` applied. ``archived`` is the run's total of archive rows
+    # written; ``deleted`` its total of rows destroyed (hot store and archive).
+    retention_archived = models.PositiveIntegerField(default=0)
     retention_deleted = models.PositiveIntegerField(default=0)
-    expired_deleted = models.PositiveIntegerField(default=0)
+    archive_deleted = models.PositiveIntegerField(default=0)
+    expired_archived = models.PositiveIntegerField(default=0)
     consolidated = models.PositiveIntegerField(default=0)
     summaries_created = models.PositiveIntegerField(default=0)
+    enforced_archived = models.PositiveIntegerField(default=0)
+    shared_retracted = models.PositiveIntegerField(default=0)
     archived = models.PositiveIntegerField(default=0)
-    enforced_deleted = models.PositiveIntegerField(default=0)
+    deleted = models.PositiveIntegerField(default=0)
     errors = models.JSONField(default=list, blank=True)
     details = models.JSONField(default=dict, blank=True)
 
@@ -147,7 +169,3 @@ class MaintenanceRun(models.Model):
 
     def __str__(self) -> str:
         return f"maintenance of {self.agent_id} at {self.started_at:%Y-%m-%d %H:%M} ({self.status})"
-
-    @property
-    def deleted_total(self) -> int:
-        return self.retention_deleted + self.expired_deleted + self.enforced_deleted

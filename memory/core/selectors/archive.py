@@ -5,7 +5,8 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import F, QuerySet
+from django.core.exceptions import ValidationError
+from django.db.models import F, Q, QuerySet
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from memory.core.errors import MemoryNotFoundError
@@ -70,10 +71,12 @@ def archive_search(*, agent: Agent, query: ArchiveQuery) -> list[ArchivedMemory]
 
 
 def archive_get(*, agent: Agent, archive_id: UUID | str) -> ArchivedMemory:
-    """One of the agent's archived memories; another agent's or company's is not found."""
+    """One of the agent's archived memories, by its archive id or by the original memory's
+    id (what the agent held before maintenance moved it); another agent's or company's is
+    not found. Both are UUIDs from one generator, so the two never name different rows."""
     try:
-        return agent_archive(agent=agent).get(pk=archive_id)
-    except (ArchivedMemory.DoesNotExist, ValueError):
+        return agent_archive(agent=agent).get(Q(pk=archive_id) | Q(original_id=archive_id))
+    except (ArchivedMemory.DoesNotExist, ValidationError, ValueError):
         raise MemoryNotFoundError(ARCHIVE_NOT_FOUND, code="archive_not_found") from None
 
 

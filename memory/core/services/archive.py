@@ -1,4 +1,9 @@
-"""Writes of the archive: moving consolidated memories into it and restoring them.
+"""Writes of the archive: moving memories into it and restoring them.
+
+Everything maintenance removes from the hot store — consolidated originals, memories past
+their retention (action ``archive``), expired ones, the oldest beyond the per-agent cap —
+leaves through :func:`memories_archive_out`: archived whole, shared entries retracted with
+an audit record, then deleted from the hot store, in the caller's transaction.
 
 :class:`PostgresArchivalStore` implements the seed's ``ArchivalStore`` protocol (archive,
 search, restore, count) over :class:`~memory.core.models.maintenance.ArchivedMemory`. A restore
@@ -20,19 +25,22 @@ from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
 from memory.core.domain import MemoryStoreRequest
-from memory.core.errors import MemoryNotFoundError
+from memory.core.errors import MemoryCapabilityError, MemoryNotFoundError
 from memory.core.extensions import archive_restore_handlers
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
+from memory.core.services.shared import SHARED_DISABLED, shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent
+from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
 from synthorg.errors import ConflictError, UnprocessableError
 
 ALREADY_RESTORED = "This archived memory has already been restored."
+RETRACTED_VIA_MAINTENANCE = "maintenance"
 RESTORE_NEEDS_PERSISTENT = (
     "The agent's memory level is {level!r}; archived memories can only be restored for agents "
     "whose memory level is 'persistent'."
@@ -49,6 +57,49 @@ class ArchivalStore(Protocol):
     def restore(self, agent_id: int, entry_id: UUID) -> ArchivalEntry | None: ...
 
     def count(self, agent_id: int) -> int: ...
+
+
+@dataclass(frozen=True)
+class ArchiveOutcome:
+    archived: list[ArchivedMemory]
+    shared_retracted: int
+
+
+def memories_archive_out(
+    *,
+    agent: Agent,
+    memories: Sequence[Memory],
+    mode: ArchivalMode,
+    reason: str,
+    run: MaintenanceRun | None = None,
+    summary_memory_id: UUID | None = None,
+    now: datetime | None = None,
+) -> ArchiveOutcome:
+    """Move ``memories`` (rows of ``agent`` the caller has locked) out of the hot store:
+    one archive row each (restorable by original id), a ``memory.shared_retracted`` audit
+    record for each shared entry (``via: maintenance``, ``reason``), then the delete — all
+    in the caller's transaction, so a failure leaves every row where it was."""
+    if not memories:
+        return ArchiveOutcome(archived=[], shared_retracted=0)
+    archived = archive_memories(
+        memories=memories,
+        modes=dict.fromkeys((m.pk for m in memories), mode),
+        summary_memory_id=summary_memory_id,
+        run=run,
+        now=now,
+    )
+    by_original = {a.original_id: a for a in archived}
+    shared = [m for m in memories if m.is_shared]
+    for memory in shared:
+        memory.company = agent.company  # no query per row for the audit's company
+        shared_retract_record(
+            memory=memory,
+            reason=reason,
+            via=RETRACTED_VIA_MAINTENANCE,
+            extra={"archive_id": str(by_original[memory.pk].pk), "mode": mode.value},
+        )
+    Memory.objects.filter(pk__in=[m.pk for m in memories]).delete()
+    return ArchiveOutcome(archived=archived, shared_retracted=len(shared))
 
 
 def archived_from_memory(
@@ -75,6 +126,7 @@ def archived_from_memory(
             "level": memory.level,
             "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
             "embedder_id": memory.embedder_id,
+            "shared": memory.is_shared,
         },
         created_at=memory.created_at,
         archived_at=max(archived_at, memory.created_at),
@@ -122,7 +174,8 @@ def archive_restore(
     embedder: Embedder | None = None,
     now: datetime | None = None,
 ) -> RestoreResult:
-    """Put one of ``agent``'s archived memories back into the hot store.
+    """Put one of ``agent``'s archived memories back into the hot store; ``archive_id`` is
+    the archive row's id or the memory's original id. A shared entry comes back shared.
 
     The memory is embedded before the archive row is locked (a slow embedder holds up no
     other restore); the store runs under the lock with those vectors and is audited once,
@@ -137,6 +190,9 @@ def archive_restore(
             RESTORE_NEEDS_PERSISTENT.format(level=agent.memory_level),
             code="restore_needs_persistent_level",
         )
+    shared = bool(entry.metadata.get("shared"))
+    if shared and not company_config(agent.company).memory.options.shared_knowledge_base:
+        raise MemoryCapabilityError(SHARED_DISABLED, code="shared_knowledge_disabled")
     embeddings = memory_store_embed(
         agent=agent, requests=[_restore_request(entry, now=now)], embedder=embedder
     )
@@ -152,6 +208,7 @@ def archive_restore(
             now=now,
             deduplicate=False,
             embeddings=embeddings,
+            shared=shared,  # a shared entry archived by maintenance is shared again
             audit=False,  # recorded below as memory.archive_restored
         )
         for handler in archive_restore_handlers():  # e.g. a pruned lesson's tiers come back
@@ -170,6 +227,7 @@ def archive_restore(
                 "agent_id": agent.pk,
                 "original_id": str(locked.original_id),
                 "memory_id": str(result.id),
+                **({"shared": True} if shared else {}),
             },
         )
     return RestoreResult(archived=locked, memory_id=result.id)

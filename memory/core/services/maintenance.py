@@ -6,20 +6,29 @@ Each run of one agent is recorded as a :class:`MaintenanceRun` (counts per step,
 
 * **Kill switch** — ``memory.consolidation.enabled: false`` pauses the whole cycle: nothing
   is touched and the run is recorded as ``skipped``.
-* **Retention** — per category, the days resolved by :mod:`memory.core.consolidation.retention`
-  (agent rule → company rule → agent default → company default → forever); each category
-  in its own savepoint, so one failing category does not stop the others; at most
-  ``batch_size`` rows per category per run, so a large backlog is worked off over several
-  runs. Memories whose ``expires_at`` has passed are removed too (same bound).
-* **Consolidation** — the agent's live, private, persistent memories older than
-  ``archival.age_threshold_days`` (at most ``batch_size`` of them, oldest first) are planned
-  by the configured strategy (``simple`` / ``dual_mode`` / ``llm``); each chunk is applied
-  in one transaction: the summary, embedded before the chunk's rows are locked, is stored
-  through ``memory_store_batch`` (searchable; the run's audit entry lists it), the removed
-  memories are archived whole when ``archival.enabled`` and deleted from the hot store. A
-  chunk whose rows changed meanwhile is skipped.
+Nothing is destroyed by default: every step *archives* what it removes from the hot store
+(:func:`~memory.core.services.archive.memories_archive_out`: whole, restorable by original id,
+shared entries retracted with a ``memory.shared_retracted`` audit record). The one exception
+is a retention rule an operator wrote with ``action: delete``.
+
+* **Retention** — per category, the days and action resolved by
+  :mod:`memory.core.consolidation.retention` (agent rule → company rule → agent default →
+  company default → forever); ``archive`` moves the memories past their days into the archive,
+  ``delete`` deletes them for good — and the category's archived rows past the same days —
+  with one ``memory.retention_deleted`` audit record listing the ids. Each category in its
+  own savepoint, so one failing category does not stop the others; at most ``batch_size``
+  rows per category per run, so a large backlog is worked off over several runs. Memories
+  whose ``expires_at`` has passed are archived (same bound).
+* **Consolidation** (``archival.enabled``) — the agent's live, private, persistent memories
+  (not its core memory) older than ``archival.age_threshold_days`` (at most ``batch_size``
+  of them, oldest first) are planned by the configured strategy (``simple`` /
+  ``dual_mode`` / ``llm``); each chunk is applied in one transaction: the summary,
+  embedded before the chunk's rows are locked, is stored through ``memory_store_batch``
+  (searchable; the run's audit entry lists it) and the removed memories are archived
+  whole. A chunk whose rows changed meanwhile is skipped.
 * **Max memories** — if the agent still holds more than ``max_memories_per_agent``
-  memories, the oldest are deleted, ``batch_size`` per query.
+  memories, the oldest are archived, ``batch_size`` per transaction; the agent's live core
+  memory (tag ``core``) is never among them.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from memory.core.consolidation.density import DensityClassifier
 from memory.core.consolidation.extractive import ExtractivePreserver
 from memory.core.consolidation.models import (
     ArchivalIndexEntry,
+    ArchivalMode,
     ConsolidationEntry,
     ConsolidationResult,
 )
@@ -51,19 +61,20 @@ from memory.core.consolidation.strategies import (
     LLMStrategy,
     SimpleStrategy,
 )
-from memory.core.domain import MemoryStoreRequest
+from memory.core.domain import CORE_TAG, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
-from memory.core.models.maintenance import MaintenanceRun
+from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
-from memory.core.services.archive import archive_memories
+from memory.core.services.archive import memories_archive_out
 from memory.core.services.store import memory_store_batch, memory_store_embed
-from persistence.models import Agent, Company
+from persistence.models import Agent, AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import (
     AgentRetentionOverrides,
     ConsolidationConfig,
     ConsolidationStrategyType,
+    RetentionAction,
 )
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -76,6 +87,11 @@ SUMMARY_SOURCE = "consolidation"
 SUMMARY_TAG = "consolidated"
 GROUP_CHANGED = "consolidation of {namespace}/{category} skipped: its memories changed meanwhile"
 INVALID_OVERRIDES = "the agent's retention_overrides are invalid and were ignored: {error}"
+ARCHIVAL_OFF = "consolidation skipped: archival.enabled is false (old memories stay live)"
+CONSOLIDATED_REASON = "consolidated into a summary"
+RETENTION_REASON = "past its retention of {days} days ({source})"
+EXPIRED_REASON = "past its expires_at"
+CAPPED_REASON = "over max_memories_per_agent ({limit})"
 NOT_PERSISTENT = "consolidation skipped: the agent's memory level is {level!r}, not 'persistent'"
 ALREADY_RUNNING = "another maintenance run of this agent is in progress"
 # pg advisory-lock namespace for "maintenance of agent <id>" (two-int form: class, agent id).
@@ -84,14 +100,25 @@ _LOCK_CLASS = 0x4D454D  # "MEM"
 
 @dataclass
 class RetentionOutcome:
+    archived_by_category: dict[str, int] = field(default_factory=dict)
     deleted_by_category: dict[str, int] = field(default_factory=dict)
-    expired_deleted: int = 0
-    decisions: dict[str, int | None] = field(default_factory=dict)
+    archive_deleted_by_category: dict[str, int] = field(default_factory=dict)
+    expired_archived: int = 0
+    shared_retracted: int = 0
+    decisions: dict[str, dict[str, int | str | None]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+
+    @property
+    def retention_archived(self) -> int:
+        return sum(self.archived_by_category.values())
 
     @property
     def retention_deleted(self) -> int:
         return sum(self.deleted_by_category.values())
+
+    @property
+    def archive_deleted(self) -> int:
+        return sum(self.archive_deleted_by_category.values())
 
 
 @dataclass
@@ -104,6 +131,12 @@ class ConsolidationOutcome:
 
 
 @dataclass
+class CapOutcome:
+    archived: int = 0
+    shared_retracted: int = 0
+
+
+@dataclass
 class MaintenanceReport:
     agent_id: int
     status: str
@@ -111,7 +144,7 @@ class MaintenanceReport:
     dry_run: bool = False
     retention: RetentionOutcome = field(default_factory=RetentionOutcome)
     consolidation: ConsolidationOutcome = field(default_factory=ConsolidationOutcome)
-    enforced_deleted: int = 0
+    cap: CapOutcome = field(default_factory=CapOutcome)
     memories_before: int = 0
     memories_after: int = 0
     errors: list[str] = field(default_factory=list)
@@ -119,26 +152,32 @@ class MaintenanceReport:
 
     @property
     def counts(self) -> dict[str, int]:
+        """The run's counts (the :class:`MaintenanceRun` columns of the same names)."""
         result = self.consolidation.result
+        retention = self.retention
         return {
-            "retention_deleted": self.retention.retention_deleted,
-            "expired_deleted": self.retention.expired_deleted,
+            "retention_archived": retention.retention_archived,
+            "retention_deleted": retention.retention_deleted,
+            "archive_deleted": retention.archive_deleted,
+            "expired_archived": retention.expired_archived,
             "consolidated": result.consolidated_count,
             "summaries_created": len(result.summary_ids),
-            "archived": result.archived_count,
-            "enforced_deleted": self.enforced_deleted,
+            "enforced_archived": self.cap.archived,
+            "shared_retracted": retention.shared_retracted + self.cap.shared_retracted,
+            "archived": (
+                retention.retention_archived
+                + retention.expired_archived
+                + result.archived_count
+                + self.cap.archived
+            ),
+            "deleted": retention.retention_deleted + retention.archive_deleted,
         }
 
     @property
     def processed(self) -> int:
-        """Memories removed from the hot store by this run (deleted or consolidated)."""
+        """Memories removed from the hot store (archived or deleted) or from the archive."""
         counts = self.counts
-        return (
-            counts["retention_deleted"]
-            + counts["expired_deleted"]
-            + counts["consolidated"]
-            + counts["enforced_deleted"]
-        )
+        return counts["archived"] + counts["deleted"]
 
 
 def agent_overrides(agent: Agent) -> tuple[AgentRetentionOverrides | None, str | None]:
@@ -149,7 +188,8 @@ def agent_overrides(agent: Agent) -> tuple[AgentRetentionOverrides | None, str |
 
 
 class RetentionEnforcer:
-    """Deletes an agent's memories past their category's retention, and expired ones."""
+    """Archives (or, under an explicit ``action: delete`` rule, deletes) an agent's memories
+    past their category's retention, and archives expired ones."""
 
     def __init__(self, *, config: ConsolidationConfig, batch_size: int = DEFAULT_BATCH_SIZE):
         self.config = config
@@ -161,48 +201,126 @@ class RetentionEnforcer:
         *,
         now: datetime,
         overrides: AgentRetentionOverrides | None = None,
+        run: MaintenanceRun | None = None,
     ) -> RetentionOutcome:
         outcome = RetentionOutcome()
         decisions = resolve_all(company=self.config.retention, agent=overrides)
         for category, decision in decisions.items():
-            outcome.decisions[category.value] = decision.days
+            outcome.decisions[category.value] = {
+                "days": decision.days,
+                "action": decision.action.value if decision.days is not None else None,
+                "source": decision.source.value,
+            }
             if decision.days is None:
                 continue
             try:
                 with transaction.atomic():
-                    deleted = self._delete_category(agent, decision, now=now)
+                    if decision.action is RetentionAction.DELETE:
+                        self._delete_category(agent, decision, now=now, run=run, outcome=outcome)
+                    else:
+                        self._archive_category(agent, decision, now=now, run=run, outcome=outcome)
             except Exception as exc:  # isolate the category; the others still run
                 logger.exception("retention of %s for agent %s failed", category, agent.pk)
                 outcome.errors.append(f"retention of {category.value} failed: {exc}")
-                continue
-            if deleted:
-                outcome.deleted_by_category[category.value] = deleted
         try:
             with transaction.atomic():
-                outcome.expired_deleted = self._delete_batch(
-                    Memory.objects.filter(agent=agent, expires_at__lte=now)
+                moved = memories_archive_out(
+                    agent=agent,
+                    memories=self._lock_batch(
+                        Memory.objects.filter(agent=agent, expires_at__lte=now)
+                    ),
+                    mode=ArchivalMode.EXPIRED,
+                    reason=EXPIRED_REASON,
+                    run=run,
+                    now=now,
                 )
+            outcome.expired_archived = len(moved.archived)
+            outcome.shared_retracted += moved.shared_retracted
         except Exception as exc:
-            logger.exception("removing expired memories of agent %s failed", agent.pk)
-            outcome.errors.append(f"removing expired memories failed: {exc}")
+            logger.exception("archiving expired memories of agent %s failed", agent.pk)
+            outcome.errors.append(f"archiving expired memories failed: {exc}")
         return outcome
 
-    def _delete_category(self, agent: Agent, decision: RetentionDecision, *, now: datetime) -> int:
+    def _past(self, agent: Agent, decision: RetentionDecision, *, now: datetime):
         cutoff = now - timedelta(days=decision.days)
-        return self._delete_batch(
-            Memory.objects.filter(
-                agent=agent, category=decision.category.value, created_at__lt=cutoff
-            )
+        return Memory.objects.filter(
+            agent=agent, category=decision.category.value, created_at__lt=cutoff
         )
 
-    def _delete_batch(self, rows) -> int:
-        ids = list(
-            rows.order_by("created_at", "id").values_list("id", flat=True)[: self.batch_size]
+    def _archive_category(
+        self,
+        agent: Agent,
+        decision: RetentionDecision,
+        *,
+        now: datetime,
+        run: MaintenanceRun | None,
+        outcome: RetentionOutcome,
+    ) -> None:
+        moved = memories_archive_out(
+            agent=agent,
+            memories=self._lock_batch(self._past(agent, decision, now=now)),
+            mode=ArchivalMode.RETENTION,
+            reason=RETENTION_REASON.format(days=decision.days, source=decision.source.value),
+            run=run,
+            now=now,
         )
-        if not ids:
-            return 0
-        Memory.objects.filter(id__in=ids).delete()
-        return len(ids)
+        if moved.archived:
+            outcome.archived_by_category[decision.category.value] = len(moved.archived)
+        outcome.shared_retracted += moved.shared_retracted
+
+    def _delete_category(
+        self,
+        agent: Agent,
+        decision: RetentionDecision,
+        *,
+        now: datetime,
+        run: MaintenanceRun | None,
+        outcome: RetentionOutcome,
+    ) -> None:
+        """The operator's explicit ``action: delete``: the live memories past the days and
+        the category's archived ones past the same days are deleted for good, audited once
+        (``memory.retention_deleted``, with every id) in the same transaction."""
+        category = decision.category.value
+        rows = self._lock_batch(self._past(agent, decision, now=now))
+        cutoff = now - timedelta(days=decision.days)
+        archive_ids = list(
+            ArchivedMemory.objects.select_for_update(skip_locked=True)
+            .filter(agent=agent, category=category, created_at__lt=cutoff)
+            .order_by("created_at", "id")
+            .values_list("id", flat=True)[: self.batch_size]
+        )
+        if not rows and not archive_ids:
+            return
+        shared = [str(m.pk) for m in rows if m.is_shared]
+        audit_record(
+            company=agent.company,
+            action_type="memory.retention_deleted",
+            target_type="agent",
+            target_id=agent.pk,
+            risk_level=AuditEntry.RiskLevel.MEDIUM,
+            details={
+                "category": category,
+                "retention_days": decision.days,
+                "rule": decision.source.value,
+                "run_id": run.pk if run is not None and run.pk else None,
+                "memory_ids": [str(m.pk) for m in rows],
+                "shared_memory_ids": shared,
+                "archive_ids": [str(i) for i in archive_ids],
+            },
+        )
+        Memory.objects.filter(pk__in=[m.pk for m in rows]).delete()
+        ArchivedMemory.objects.filter(pk__in=archive_ids).delete()
+        if rows:
+            outcome.deleted_by_category[category] = len(rows)
+        if archive_ids:
+            outcome.archive_deleted_by_category[category] = len(archive_ids)
+
+    def _lock_batch(self, rows) -> list[Memory]:
+        """The oldest ``batch_size`` of ``rows``, locked (rows another transaction holds are
+        left for the next run)."""
+        return list(
+            rows.select_for_update(skip_locked=True).order_by("created_at", "id")[: self.batch_size]
+        )
 
 
 def build_strategy(
@@ -260,10 +378,15 @@ class MemoryConsolidationService:
     # --- steps -------------------------------------------------------------------------
 
     def cleanup_retention(
-        self, agent: Agent, *, now: datetime, overrides: AgentRetentionOverrides | None = None
+        self,
+        agent: Agent,
+        *,
+        now: datetime,
+        overrides: AgentRetentionOverrides | None = None,
+        run: MaintenanceRun | None = None,
     ) -> RetentionOutcome:
         enforcer = RetentionEnforcer(config=self.config, batch_size=self.batch_size)
-        return enforcer.cleanup_expired(agent, now=now, overrides=overrides)
+        return enforcer.cleanup_expired(agent, now=now, overrides=overrides, run=run)
 
     def candidates(self, agent: Agent, *, now: datetime) -> list[Memory]:
         cutoff = now - timedelta(days=self.config.archival.age_threshold_days)
@@ -275,6 +398,7 @@ class MemoryConsolidationService:
                 superseded_at__isnull=True,
                 created_at__lt=cutoff,
             )
+            .exclude(tags__contains=[CORE_TAG])  # the core block is edited, not summarised
             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
             .order_by("created_at", "id")
             .only("id", "namespace", "category", "content", "created_at", "confidence")
@@ -285,6 +409,9 @@ class MemoryConsolidationService:
         self, agent: Agent, *, now: datetime, run: MaintenanceRun | None = None
     ) -> ConsolidationOutcome:
         outcome = ConsolidationOutcome()
+        if not self.config.archival.enabled:
+            outcome.skipped_reason = ARCHIVAL_OFF
+            return outcome
         if agent.memory_level != MemoryLevel.PERSISTENT:
             # Session/project memories have their own lifecycle (session end, project close).
             outcome.skipped_reason = NOT_PERSISTENT.format(level=agent.memory_level)
@@ -371,37 +498,51 @@ class MemoryConsolidationService:
                 embeddings=embeddings,
                 audit=False,  # the run's memory.maintenance_run entry lists the summaries
             )
-            index: list[ArchivalIndexEntry] = []
-            if self.config.archival.enabled:
-                archived = archive_memories(
-                    memories=rows,
-                    modes={e.id: group.mode for e in group.removed},
-                    summary_memory_id=stored.id,
-                    run=run if run is not None and run.pk else None,
-                    now=now,
-                )
-                index = [
-                    ArchivalIndexEntry(original_id=a.original_id, archival_id=a.pk, mode=a.mode)
-                    for a in archived
-                ]
-            Memory.objects.filter(id__in=removed_ids).delete()
+            moved = memories_archive_out(
+                agent=agent,
+                memories=rows,
+                mode=group.mode,
+                reason=CONSOLIDATED_REASON,
+                summary_memory_id=stored.id,
+                run=run,
+                now=now,
+            )
+            index = [
+                ArchivalIndexEntry(original_id=a.original_id, archival_id=a.pk, mode=a.mode)
+                for a in moved.archived
+            ]
         return stored.id, index
 
-    def enforce_max_memories(self, agent: Agent) -> int:
+    def enforce_max_memories(
+        self, agent: Agent, *, now: datetime, run: MaintenanceRun | None = None
+    ) -> CapOutcome:
+        """Archive the agent's oldest memories beyond ``max_memories_per_agent`` (shared
+        entries among them are retracted with an audit record); the live core memory stays."""
         limit = self.config.max_memories_per_agent
-        deleted = 0
+        outcome = CapOutcome()
         while True:
-            excess = Memory.objects.filter(agent=agent).count() - limit
-            if excess <= 0:
-                return deleted
             with transaction.atomic():
-                ids = list(
+                excess = Memory.objects.filter(agent=agent).count() - limit
+                if excess <= 0:
+                    return outcome
+                victims = list(
                     Memory.objects.filter(agent=agent)
-                    .order_by("created_at", "id")
-                    .values_list("id", flat=True)[: min(excess, self.batch_size)]
+                    .exclude(tags__contains=[CORE_TAG], superseded_at__isnull=True)
+                    .select_for_update(skip_locked=True)
+                    .order_by("created_at", "id")[: min(excess, self.batch_size)]
                 )
-                Memory.objects.filter(id__in=ids).delete()
-            deleted += len(ids)
+                if not victims:
+                    return outcome
+                moved = memories_archive_out(
+                    agent=agent,
+                    memories=victims,
+                    mode=ArchivalMode.CAPPED,
+                    reason=CAPPED_REASON.format(limit=limit),
+                    run=run,
+                    now=now,
+                )
+            outcome.archived += len(moved.archived)
+            outcome.shared_retracted += moved.shared_retracted
 
     # --- the cycle ---------------------------------------------------------------------
 
@@ -448,7 +589,7 @@ class MemoryConsolidationService:
             report.errors.append(problem)
         steps_failed = 0
         try:
-            report.retention = self.cleanup_retention(agent, now=now, overrides=overrides)
+            report.retention = self.cleanup_retention(agent, now=now, overrides=overrides, run=run)
         except Exception as exc:
             logger.exception("retention step failed for agent %s", agent.pk)
             report.errors.append(f"retention failed: {exc}")
@@ -460,7 +601,7 @@ class MemoryConsolidationService:
             report.errors.append(f"consolidation failed: {exc}")
             steps_failed += 1
         try:
-            report.enforced_deleted = self.enforce_max_memories(agent)
+            report.cap = self.enforce_max_memories(agent, now=now, run=run)
         except Exception as exc:
             logger.exception("max-memories step failed for agent %s", agent.pk)
             report.errors.append(f"max-memories enforcement failed: {exc}")
@@ -491,8 +632,10 @@ class MemoryConsolidationService:
             details={
                 "memories_before": report.memories_before,
                 "memories_after": report.memories_after,
-                "retention_days": report.retention.decisions,
+                "retention": report.retention.decisions,
+                "retention_archived_by_category": report.retention.archived_by_category,
                 "retention_deleted_by_category": report.retention.deleted_by_category,
+                "archive_deleted_by_category": report.retention.archive_deleted_by_category,
                 "summary_methods": report.consolidation.methods,
                 "consolidation_skipped": report.consolidation.skipped_reason,
                 "summary_ids": [str(i) for i in result.summary_ids],

@@ -9,6 +9,7 @@ from django.db import transaction
 
 from memory.core.domain import MemoryStoreRequest, StoreResult
 from memory.core.errors import MemoryAccessError, MemoryCapabilityError
+from memory.core.models.memory import Memory
 from memory.core.selectors.memories import shared_memory_get
 from memory.core.services.edit import guardrail_details
 from memory.core.services.store import memory_store_batch
@@ -74,10 +75,32 @@ def shared_retract(
     memory = shared_memory_get(company=agent.company, memory_id=memory_id)
     if memory.agent_id != agent.pk:
         raise MemoryAccessError(NOT_PUBLISHER, code="not_publisher")
+    shared_retract_record(
+        memory=memory,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        reason=reason,
+        via=via,
+    )
+    memory.delete()
+
+
+def shared_retract_record(
+    *,
+    memory: Memory,
+    principal=None,
+    actor_agent: Agent | None = None,
+    reason: str = "",
+    via: str = "",
+    extra: dict | None = None,
+) -> None:
+    """The audit record of a shared entry leaving the company's shared knowledge
+    (``memory.shared_retracted``), written in the caller's transaction: by the publisher's
+    retraction, and by maintenance when it archives a shared entry (``via`` says which)."""
     audit_record(
         company=memory.company,
         principal=principal,
-        actor_agent=None if principal is not None else agent,
+        actor_agent=actor_agent,
         action_type="memory.shared_retracted",
         target_type="memory",
         target_id=memory.pk,
@@ -85,6 +108,6 @@ def shared_retract(
             "namespace": memory.namespace,
             "category": memory.category,
             **guardrail_details(reason=reason, via=via),
+            **(extra or {}),
         },
     )
-    memory.delete()

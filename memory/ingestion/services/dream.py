@@ -32,7 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.consolidation.extractive import ExtractivePreserver
-from memory.core.domain import MemoryStoreRequest
+from memory.core.domain import CORE_TAG, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
 from memory.core.services.store import memory_store_batch
@@ -44,7 +44,6 @@ from memory.ingestion.prompts import (
     parse_dream,
 )
 from memory.ingestion.selectors import render_journal
-from memory.ingestion.services.growth import CORE_TAG
 from memory.ingestion.services.journal import journal_append_dream
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config

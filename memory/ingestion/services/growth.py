@@ -14,13 +14,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalMode
+from memory.core.domain import CORE_TAG
 from memory.core.models.memory import Memory
-from memory.core.services.archive import archive_memories
+from memory.core.services.archive import memories_archive_out
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 
-CORE_TAG = "core"
 TRIM_BATCH = 500
+TRIMMED_REASON = "over max_memories_per_agent ({limit}) after extraction"
 
 
 def memories_trim_to_cap(*, agent: Agent, now: datetime | None = None) -> int:
@@ -44,11 +45,11 @@ def memories_trim_to_cap(*, agent: Agent, now: datetime | None = None) -> int:
             )
             if not victims:
                 return moved
-            archive_memories(
+            outcome = memories_archive_out(
+                agent=agent,
                 memories=victims,
-                modes={m.pk: ArchivalMode.EXTRACTIVE for m in victims},
-                summary_memory_id=None,
+                mode=ArchivalMode.CAPPED,
+                reason=TRIMMED_REASON.format(limit=limit),
                 now=now,
             )
-            Memory.objects.filter(pk__in=[m.pk for m in victims]).delete()
-            moved += len(victims)
+        moved += len(outcome.archived)

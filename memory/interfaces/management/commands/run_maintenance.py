@@ -15,15 +15,20 @@ from memory.procedural.services.pruning import procedural_prune_agent
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 
+# (header, width, MaintenanceReport.counts key) of the count columns, in table order.
+COUNT_COLUMNS = (
+    ("retention", 10, "retention_archived"),
+    ("expired", 8, "expired_archived"),
+    ("consol.", 8, "consolidated"),
+    ("summaries", 10, "summaries_created"),
+    ("capped", 8, "enforced_archived"),
+    ("archived", 9, "archived"),
+    ("deleted", 8, "deleted"),
+)
 COLUMNS = (
     ("agent", 8),
     ("status", 10),
-    ("retained", 9),
-    ("expired", 8),
-    ("consol.", 8),
-    ("summaries", 10),
-    ("archived", 9),
-    ("enforced", 9),
+    *((header, width) for header, width, _ in COUNT_COLUMNS),
     ("errors", 7),
     ("seconds", 8),
 )
@@ -99,38 +104,22 @@ class Command(BaseCommand):
         header = "".join(name.rjust(width) for name, width in COLUMNS)
         self.stdout.write("")
         self.stdout.write(("DRY RUN — nothing was changed\n" if dry_run else "") + header)
-        totals = dict.fromkeys(("r", "x", "c", "s", "a", "e", "err"), 0)
+        totals = {key: 0 for _, _, key in COUNT_COLUMNS} | {"err": 0}
         seconds = 0.0
         for report in reports:
             counts = report.counts
             values = (
                 report.agent_id,
                 report.status,
-                counts["retention_deleted"],
-                counts["expired_deleted"],
-                counts["consolidated"],
-                counts["summaries_created"],
-                counts["archived"],
-                counts["enforced_deleted"],
+                *(counts[key] for _, _, key in COUNT_COLUMNS),
                 len(report.errors),
                 f"{report.seconds:.2f}",
             )
             self.stdout.write(
                 "".join(str(v).rjust(width) for v, (_, width) in zip(values, COLUMNS, strict=True))
             )
-            for key, name in zip(
-                totals,
-                (
-                    "retention_deleted",
-                    "expired_deleted",
-                    "consolidated",
-                    "summaries_created",
-                    "archived",
-                    "enforced_deleted",
-                ),
-                strict=False,
-            ):
-                totals[key] += counts[name]
+            for _, _, key in COUNT_COLUMNS:
+                totals[key] += counts[key]
             totals["err"] += len(report.errors)
             seconds += report.seconds
             for error in report.errors:

@@ -74,7 +74,12 @@ def test_q2_company_task_in_sync_mode_runs_maintenance(caller, now, settings):
 
     assert Memory.objects.filter(agent=caller.agent).count() == 2
     run = MaintenanceRun.objects.get(agent=caller.agent)
-    assert (run.trigger, run.status, run.retention_deleted) == ("schedule", "succeeded", 3)
+    assert (run.trigger, run.status, run.retention_archived, run.deleted) == (
+        "schedule",
+        "succeeded",
+        3,
+        0,
+    )
 
 
 def test_q2_agent_task_in_sync_mode_runs_maintenance(caller, peer, now, settings):
@@ -109,22 +114,23 @@ def test_management_command_prints_progress_and_a_summary(caller, peer, now, cap
     lines = out.splitlines()
     assert lines[0].startswith(f"[1/1] agent {caller.agent.pk} (")
     assert lines[0].split(" … ")[1].startswith("succeeded in ")
-    header = next(line for line in lines if "retained" in line)
+    header = next(line for line in lines if "retention" in line)
     assert header.split() == [
         "agent",
         "status",
-        "retained",
+        "retention",
         "expired",
         "consol.",
         "summaries",
+        "capped",
         "archived",
-        "enforced",
+        "deleted",
         "errors",
         "seconds",
     ]
     row = lines[lines.index(header) + 1].split()
-    assert row[:9] == [str(caller.agent.pk), "succeeded", "3", "0", "0", "0", "0", "0", "0"]
-    assert lines[-1].split()[:8] == ["total", "3", "0", "0", "0", "0", "0", "0"]
+    assert row[:10] == [str(caller.agent.pk), "succeeded", "3", "0", "0", "0", "0", "3", "0", "0"]
+    assert lines[-1].split()[:9] == ["total", "3", "0", "0", "0", "0", "3", "0", "0"]
     assert Memory.objects.filter(agent=caller.agent).count() == 0
     assert Memory.objects.filter(agent=peer.agent).count() == 1
     assert MaintenanceRun.objects.get().trigger == "command"

@@ -6,7 +6,11 @@ import pytest
 
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
-from memory.core.services.maintenance import run_company_maintenance, run_maintenance
+from memory.core.services.maintenance import (
+    ARCHIVAL_OFF,
+    run_company_maintenance,
+    run_maintenance,
+)
 from persistence.models import AuditEntry
 from tests.memory.core.maintenance.conftest import configure, seed
 from tests.persistence.factories import AgentFactory
@@ -55,12 +59,16 @@ def test_maintenance_run_counts_match_exactly(caller, peer, now):
 
     assert report.status == "succeeded", report.errors
     assert report.counts == {
-        "retention_deleted": 4,  # working older than 7 days
-        "expired_deleted": 1,
+        "retention_archived": 4,  # working older than 7 days
+        "retention_deleted": 0,
+        "archive_deleted": 0,
+        "expired_archived": 1,
         "consolidated": 4,  # 5 old episodic: the best is kept, 4 fold into a summary
         "summaries_created": 1,
-        "archived": 4,
-        "enforced_deleted": 2,  # 18 - 5 - 4 + 1 = 10 > 8: the two oldest go
+        "enforced_archived": 2,  # 18 - 5 - 4 + 1 = 10 > 8: the two oldest go
+        "shared_retracted": 1,  # one of them is the shared entry
+        "archived": 11,  # everything removed from the hot store is in the archive
+        "deleted": 0,
     }
     assert (report.memories_before, report.memories_after) == (18, 8)
 
@@ -86,8 +94,28 @@ def test_maintenance_run_counts_match_exactly(caller, peer, now):
     assert summary.content.splitlines()[0] == "Consolidated 4 memories:"
     assert all(m.content in summary.content for m in removed)
 
-    # the archive holds the removed memories whole, indexed by their original ids
-    archived = {a.original_id: a for a in ArchivedMemory.objects.filter(agent=agent)}
+    # every removed memory is archived, by why it left
+    modes = dict(ArchivedMemory.objects.filter(agent=agent).values_list("original_id", "mode"))
+    assert modes == {
+        **{m.pk: "retention" for m in rows["working_old"]},
+        rows["expired"][0].pk: "expired",
+        **{m.pk: "extractive" for m in removed},
+        **{pk: "capped" for pk in enforced},
+    }
+    # the shared entry left the company's shared knowledge with a retraction on record
+    retract = AuditEntry.objects.get(action_type="memory.shared_retracted")
+    assert (retract.target_id, retract.details["via"], retract.details["mode"]) == (
+        str(rows["shared_old"][0].pk),
+        "maintenance",
+        "capped",
+    )
+    assert retract.details["reason"] == "over max_memories_per_agent (8)"
+
+    # consolidation's archive rows hold the removed memories whole, indexed by original id
+    archived = {
+        a.original_id: a
+        for a in ArchivedMemory.objects.filter(agent=agent, summary_memory_id__isnull=False)
+    }
     assert set(archived) == {m.pk for m in removed}
     for memory in removed:
         entry = archived[memory.pk]
@@ -110,17 +138,25 @@ def test_maintenance_run_counts_match_exactly(caller, peer, now):
         agent.pk,
     )
     assert (
+        run.retention_archived,
         run.retention_deleted,
-        run.expired_deleted,
+        run.expired_archived,
         run.consolidated,
         run.summaries_created,
+        run.enforced_archived,
+        run.shared_retracted,
         run.archived,
-        run.enforced_deleted,
+        run.deleted,
         run.scanned,
-    ) == (4, 1, 4, 1, 4, 2, 7)  # scanned: 5 episodic + 2 semantic older than 30 days
+    ) == (4, 0, 1, 4, 1, 2, 1, 11, 0, 7)  # scanned: 5 episodic + 2 semantic older than 30 days
     assert run.finished_at >= run.started_at and run.errors == []
-    assert run.details["retention_deleted_by_category"] == {"working": 4}
-    assert run.details["retention_days"]["working"] == 7
+    assert run.details["retention_archived_by_category"] == {"working": 4}
+    assert run.details["retention"]["working"] == {
+        "days": 7,
+        "action": "archive",
+        "source": "company_category",
+    }
+    assert ArchivedMemory.objects.filter(agent=agent, maintenance_run=run).count() == 11
     assert len(run.details["archival_index"]) == 4
     audit = AuditEntry.objects.get(action_type="memory.maintenance_run")
     assert audit.details["run_id"] == run.pk and audit.details["consolidated"] == 4
@@ -154,25 +190,27 @@ def test_kill_switch_pauses_the_whole_cycle(caller, now):
     assert set(Memory.objects.filter(agent=caller.agent).values_list("pk", "content")) == before
     assert not ArchivedMemory.objects.exists()
     run = MaintenanceRun.objects.get(pk=report.run_id)
-    assert (run.status, run.consolidated, run.retention_deleted) == ("skipped", 0, 0)
+    assert (run.status, run.consolidated, run.archived, run.deleted) == ("skipped", 0, 0, 0)
     # a company-wide (scheduled) run of a paused company does nothing and records nothing
     assert run_company_maintenance(company=caller.company, now=now) == []
     assert MaintenanceRun.objects.count() == 1
 
 
-def test_archival_disabled_deletes_consolidated_memories(caller, now):
+def test_archival_disabled_leaves_old_memories_live_and_whole(caller, now):
     configure(
         caller.company,
         strategy="simple",
         archival={"enabled": False, "age_threshold_days": 30},
     )
-    seed(caller.agent, 4, now=now, age_days=40)
+    rows = seed(caller.agent, 4, now=now, age_days=40)
     report = run_maintenance(agent=caller.agent, now=now)
-    assert report.counts["consolidated"] == 3
-    assert report.counts["archived"] == 0
-    assert report.consolidation.result.archival_index == ()
+    assert report.status == "succeeded"
+    assert report.counts["consolidated"] == 0 and report.counts["archived"] == 0
+    assert report.consolidation.skipped_reason == ARCHIVAL_OFF
     assert not ArchivedMemory.objects.exists()
-    assert Memory.objects.filter(agent=caller.agent).count() == 2
+    assert set(Memory.objects.filter(agent=caller.agent).values_list("pk", "content")) == {
+        (m.pk, m.content) for m in rows
+    }
 
 
 def test_retention_chain_uses_agent_overrides(now):
@@ -189,31 +227,30 @@ def test_retention_chain_uses_agent_overrides(now):
             "default_retention_days": 100,
         },
     )
-    seed(agent, 2, now=now, age_days=5, category="episodic")  # agent rule 3 → deleted
-    seed(agent, 2, now=now, age_days=15, category="semantic")  # company rule 10 → deleted
+    seed(agent, 2, now=now, age_days=5, category="episodic")  # agent rule 3 → archived
+    seed(agent, 2, now=now, age_days=15, category="semantic")  # company rule 10 → archived
     seed(agent, 2, now=now, age_days=8, category="semantic")  # company rule 10 → kept
-    seed(agent, 2, now=now, age_days=25, category="social")  # agent default 20 → deleted
+    seed(agent, 2, now=now, age_days=25, category="social")  # agent default 20 → archived
     seed(agent, 2, now=now, age_days=15, category="social")  # agent default 20 → kept
     report = run_maintenance(agent=agent, now=now)
-    assert report.retention.deleted_by_category == {"episodic": 2, "semantic": 2, "social": 2}
-    assert report.retention.decisions == {
-        "working": 20,
-        "episodic": 3,
-        "semantic": 10,
-        "procedural": 20,
-        "social": 20,
-    }
+    assert report.retention.archived_by_category == {"episodic": 2, "semantic": 2, "social": 2}
+    assert report.retention.deleted_by_category == {}
+    days = {category: d["days"] for category, d in report.retention.decisions.items()}
+    assert days == {"working": 20, "episodic": 3, "semantic": 10, "procedural": 20, "social": 20}
+    assert {d["action"] for d in report.retention.decisions.values()} == {"archive"}
     assert Memory.objects.filter(agent=agent).count() == 4
+    assert ArchivedMemory.objects.filter(agent=agent, mode="retention").count() == 6
 
 
 def test_retention_works_off_a_backlog_in_bounded_batches(caller, now):
     configure(caller.company, retention={"default_retention_days": 1})
     seed(caller.agent, 5, now=now, age_days=3, category="working")
     first = run_maintenance(agent=caller.agent, now=now, batch_size=3)
-    assert first.counts["retention_deleted"] == 3
+    assert first.counts["retention_archived"] == 3
     second = run_maintenance(agent=caller.agent, now=now, batch_size=3)
-    assert second.counts["retention_deleted"] == 2
+    assert second.counts["retention_archived"] == 2
     assert not Memory.objects.filter(agent=caller.agent).exists()
+    assert ArchivedMemory.objects.filter(agent=caller.agent).count() == 5
 
 
 def test_invalid_agent_overrides_are_reported_and_ignored(now):
@@ -223,7 +260,7 @@ def test_invalid_agent_overrides_are_reported_and_ignored(now):
     report = run_maintenance(agent=agent, now=now)
     assert report.status == "partial"
     assert report.errors[0].startswith("the agent's retention_overrides are invalid")
-    assert report.counts["retention_deleted"] == 1  # the company default still applies
+    assert report.counts["retention_archived"] == 1  # the company default still applies
 
 
 def test_dry_run_changes_nothing(caller, now):
@@ -231,7 +268,7 @@ def test_dry_run_changes_nothing(caller, now):
     seed_scenario(caller.agent, now)
     report = run_maintenance(agent=caller.agent, now=now, dry_run=True)
     assert report.dry_run and report.run_id is None
-    assert report.counts["consolidated"] == 4 and report.counts["enforced_deleted"] == 2
+    assert report.counts["consolidated"] == 4 and report.counts["enforced_archived"] == 2
     assert Memory.objects.filter(agent=caller.agent).count() == 18
     assert not ArchivedMemory.objects.exists() and not MaintenanceRun.objects.exists()
 
@@ -306,7 +343,7 @@ def test_a_failing_category_does_not_stop_the_others(caller, now):
 def _assert_partial_maintenance(caller, now):
     report = run_maintenance(agent=caller.agent, now=now)
     assert report.status == "partial"
-    assert report.retention.deleted_by_category == {"working": 3}
+    assert report.retention.archived_by_category == {"working": 3}
     assert len(report.errors) == 1
     assert report.errors[0].startswith("retention of episodic failed: episodic deletes blocked")
     assert list(Memory.objects.filter(agent=caller.agent).values_list("category", flat=True)) == [
@@ -314,3 +351,7 @@ def _assert_partial_maintenance(caller, now):
         "episodic",
     ]
     assert MaintenanceRun.objects.get(pk=report.run_id).errors == report.errors
+    # the failed category's archive rows went with its savepoint: nothing half-moved
+    assert set(
+        ArchivedMemory.objects.filter(agent=caller.agent).values_list("category", flat=True)
+    ) == {"working"}
