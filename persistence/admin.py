@@ -8,6 +8,8 @@ and audit entries as the API).
 from __future__ import annotations
 
 import yaml
+from axes import admin as axes_admin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
@@ -686,3 +688,41 @@ class SuperuserGroupAdmin(GroupAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+
+# Login attempts (django-axes) ---------------------------------------------------------------
+# Usernames and addresses of every company's people: the server operator's, not a tenant's.
+
+
+class _SuperuserOnly:
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+admin.site.unregister(AccessAttempt)
+admin.site.unregister(AccessLog)
+admin.site.unregister(AccessFailureLog)
+
+
+@admin.register(AccessAttempt)
+class SuperuserAccessAttemptAdmin(_SuperuserOnly, axes_admin.AccessAttemptAdmin):
+    pass
+
+
+@admin.register(AccessLog)
+class SuperuserAccessLogAdmin(_SuperuserOnly, axes_admin.AccessLogAdmin):
+    pass
+
+
+@admin.register(AccessFailureLog)
+class SuperuserAccessFailureLogAdmin(_SuperuserOnly, axes_admin.AccessFailureLogAdmin):
+    pass

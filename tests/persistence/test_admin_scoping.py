@@ -8,6 +8,7 @@ side effects).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -218,7 +219,9 @@ def worlds():
     return _build("a"), _build("b")
 
 
-ADMINS = [m for m in admin.site._registry if m._meta.app_label not in ("auth", "django_q")]
+# Server-wide records: superusers only (auth, django_q, axes' login attempts).
+SERVER_WIDE = ("auth", "django_q", "axes")
+ADMINS = [m for m in admin.site._registry if m._meta.app_label not in SERVER_WIDE]
 ADMINS = [m for m in ADMINS if m is not ClusterHeartbeat]
 # The models the world above builds objects of (the behavioural tests run for these).
 BUILT = [
@@ -464,3 +467,47 @@ def test_staff_see_only_their_companies_people_and_cannot_manage_accounts(worlds
     a.user.refresh_from_db()
     assert a.user.is_superuser is False
     assert a.client.get("/admin/auth/group/").status_code == 403
+
+
+def _admin_pages(world) -> list[str]:
+    """Every admin page a staff user of ``world`` may open: index, app indexes, each
+    changelist (its filter sidebar included), add form and own object's change form."""
+    pages = ["/admin/"]
+    pages += sorted({f"/admin/{m._meta.app_label}/" for m in SCOPED_MODELS})
+    for model in SCOPED_MODELS:
+        pages += [_url(model), _url(model, world.objects[model])]
+        pages.append(f"{_url(model)}add/")
+    return pages
+
+
+def test_no_admin_page_names_another_company(worlds):
+    """The company filter, FK choices and forms list only the staff user's companies."""
+    a, b = worlds
+    opened = 0
+    for page in _admin_pages(a):
+        response = a.client.get(page)
+        if response.status_code == 403:  # an add form this model has none of
+            continue
+        assert response.status_code == 200, page
+        html = response.content.decode()
+        assert b.company.name not in html, page
+        assert b.company.slug not in html, page
+        opened += 1
+    assert opened > 3 * len(SCOPED_MODELS) // 2
+    # A member of two companies gets a company filter offering exactly those two.
+    other = CompanyFactory(name="Company c", slug="company-c")
+    MembershipFactory(company=other, user=a.user, role="admin")
+    AgentFactory(company=other, name="agent-c")
+    html = a.client.get(_url(Agent)).content.decode()
+    offered = sorted(re.findall(r"\?company__id__exact=(\d+)", html))
+    assert offered == sorted([str(a.company.pk), str(other.pk)])
+    assert b.company.name not in html
+
+
+def test_login_attempt_records_are_for_superusers_only(worlds):
+    """Axes' records name every company's people and addresses: staff of one company with
+    every model permission cannot open them."""
+    a, _ = worlds
+    assert a.client.get("/admin/axes/accessattempt/").status_code == 403
+    assert a.client.get("/admin/axes/accesslog/").status_code == 403
+    assert "/admin/axes/" not in a.client.get("/admin/").content.decode()
