@@ -15,7 +15,9 @@ import subprocess
 import sys
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+
+from synthorg.secret_key_guard import development_key_refusal
 
 GRACE_SECONDS = 15
 
@@ -44,6 +46,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Do not start qcluster.")
 
     def handle(self, *args, host, port, web_workers, web_threads, no_worker, **options):
+        refusal = development_key_refusal([host])
+        if refusal:
+            raise CommandError(refusal)
         web = [
             sys.executable,
             "-m",
