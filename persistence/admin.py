@@ -48,6 +48,7 @@ from persistence.services.agents import (
     agent_update,
     api_key_issue,
     api_key_revoke,
+    retention_overrides_checked,
 )
 from persistence.services.artifacts import (
     ARTIFACT_FIELDS,
@@ -161,11 +162,26 @@ class AgentAdminForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if not self.instance.pk and "memory_level" in self.fields:
-            # Empty = the company's memory.level (its default level for new agents).
+            # Empty = the company's memory.level (its default level for new agents); every
+            # level stays on offer (the model field has no blank choice to drop).
             field = self.fields["memory_level"]
             field.required = False
-            field.choices = [("", "— company default (memory.level) —"), *field.choices[1:]]
+            levels = [(value, label) for value, label in field.choices if value != ""]
+            field.choices = [("", "— company default (memory.level) —"), *levels]
             self.initial["memory_level"] = ""
+        if "retention_overrides" in self.fields:
+            self.fields["retention_overrides"].required = False
+            self.fields["retention_overrides"].help_text = (
+                'Empty means none. E.g. {"default_retention_days": 30, "rules": '
+                '[{"category": "episodic", "retention_days": 7}]}'
+            )
+
+    def clean_retention_overrides(self):
+        # Validates only (the service checks again when it writes): blank means {}.
+        try:
+            return retention_overrides_checked(self.cleaned_data.get("retention_overrides"))
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from exc
 
 
 @admin.register(Agent)

@@ -55,6 +55,7 @@ from persistence.models import (
     TaskMetric,
 )
 from persistence.principal import Principal
+from persistence.selectors.config import company_config
 from persistence.services.agents import api_key_issue
 from persistence.services.artifacts import artifact_create
 from persistence.services.costs import cost_record_create
@@ -511,3 +512,54 @@ def test_login_attempt_records_are_for_superusers_only(worlds):
     assert a.client.get("/admin/axes/accessattempt/").status_code == 403
     assert a.client.get("/admin/axes/accesslog/").status_code == 403
     assert "/admin/axes/" not in a.client.get("/admin/").content.decode()
+
+
+def _add_agent_form(company, **overrides) -> dict:
+    return {
+        "company": company.pk,
+        "name": "newcomer",
+        "role": "analyst",
+        "department": "research",
+        "seniority": "mid",
+        "autonomy_level": "semi",
+        "memory_level": "",
+        "retention_overrides": "",
+        "is_active": "on",
+        "api_keys-TOTAL_FORMS": "0",
+        "api_keys-INITIAL_FORMS": "0",
+        **overrides,
+    }
+
+
+def test_add_agent_offers_every_memory_level_and_the_company_default(worlds):
+    a, _ = worlds
+    html = a.client.get("/admin/persistence/agent/add/").content.decode()
+    select = html.split('name="memory_level"')[1].split("</select>")[0]
+    offered = re.findall(r'<option value="([^"]*)"', select)
+    assert offered == ["", "persistent", "project", "session", "none"]
+
+
+@pytest.mark.parametrize("level", ["", "persistent", "project", "session", "none"])
+def test_add_agent_with_blank_retention_overrides_creates_it(worlds, level):
+    """Blank overrides mean none; a blank level means the company's ``memory.level``."""
+    a, _ = worlds
+    form = _add_agent_form(a.company, memory_level=level)
+    response = a.client.post("/admin/persistence/agent/add/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    agent = Agent.objects.get(company=a.company, name="newcomer")
+    assert agent.retention_overrides == {}
+    assert agent.memory_level == (level or company_config(a.company).memory.level.value)
+    created = AuditEntry.objects.get(action_type="agent.created", target_id=str(agent.pk))
+    assert created.actor_user_id == a.user.pk
+
+
+def test_add_agent_with_invalid_retention_overrides_is_a_form_error(worlds):
+    a, _ = worlds
+    before = Agent.objects.count()
+    response = a.client.post(
+        "/admin/persistence/agent/add/",
+        _add_agent_form(a.company, retention_overrides='{"default_retention_days": "soon"}'),
+    )
+    assert response.status_code == 200
+    assert "default_retention_days" in response.content.decode()
+    assert Agent.objects.count() == before
