@@ -93,13 +93,17 @@ class CompanyAdminForm(forms.ModelForm):
     config_yaml = forms.CharField(
         label="Configuration (YAML)",
         required=False,
-        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "style": "font-family: monospace"}),
+        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "class": "config-yaml"}),
         help_text="The company's `memory:` and `org_memory:` sections. Empty means all defaults.",
     )
 
     class Meta:
         model = Company
         fields = ("name", "slug")
+
+    class Media:
+        # A class, not an inline style: the Content-Security-Policy forbids inline styles.
+        css = {"all": ("persistence/admin.css",)}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
