@@ -12,6 +12,7 @@ from tests.persistence.factories import UserFactory
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "pw-for-tests-123"
+LOCKED = "Account locked: too many login attempts. Please try again later."
 LOGINS = ["/admin/login/", "/console/login"]
 
 
@@ -37,7 +38,7 @@ def test_thirty_wrong_passwords_then_the_right_one_is_refused(olivia, url):
     right = _post(client, url, PASSWORD)
     assert right.status_code == 429
     assert "_auth_user_id" not in client.session
-    assert right.content.decode() == "Account locked: too many login attempts. Please try again later."
+    assert right.content.decode() == LOCKED
     attempt = AccessAttempt.objects.get(username="olivia")
     assert attempt.failures_since_start >= 5
     # Another address may still log in as olivia (the lock is per username and address).
@@ -66,7 +67,8 @@ def test_a_lock_from_one_form_holds_on_the_other(olivia):
 def test_the_limit_follows_the_setting(olivia, settings):
     settings.AXES_FAILURE_LIMIT = 2
     client = Client()
-    assert [_post(client, "/console/login", "nope").status_code for _ in range(3)] == [200, 429, 429]
+    answers = [_post(client, "/console/login", "nope").status_code for _ in range(3)]
+    assert answers == [200, 429, 429]
 
 
 def test_successful_logins_do_not_accumulate_failures(olivia):
