@@ -3,6 +3,7 @@ and the refusal to serve the development SECRET_KEY beyond loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import psutil
 import pytest
 from django.test import Client
 
@@ -212,8 +214,12 @@ def test_serve_on_all_interfaces_with_the_development_key_refuses_to_start():
     try:
         out, err = serve.communicate(timeout=120)
     finally:
-        if serve.poll() is None:  # the old behaviour: it served; stop its whole group
-            os.killpg(serve.pid, 9)
+        if serve.poll() is None:  # the old behaviour: it served; stop it and its children
+            children = psutil.Process(serve.pid).children(recursive=True)
+            for proc in [*children, psutil.Process(serve.pid)]:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    proc.kill()
+            psutil.wait_procs(children, timeout=10)
             serve.wait()
     assert serve.returncode == 1, out + err
     assert "Refusing to serve on 0.0.0.0 with the development SECRET_KEY" in err
