@@ -8,6 +8,8 @@ and audit entries as the API).
 from __future__ import annotations
 
 import yaml
+from axes import admin as axes_admin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
@@ -46,6 +48,7 @@ from persistence.services.agents import (
     agent_update,
     api_key_issue,
     api_key_revoke,
+    retention_overrides_checked,
 )
 from persistence.services.artifacts import (
     ARTIFACT_FIELDS,
@@ -90,13 +93,17 @@ class CompanyAdminForm(forms.ModelForm):
     config_yaml = forms.CharField(
         label="Configuration (YAML)",
         required=False,
-        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "style": "font-family: monospace"}),
+        widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "class": "config-yaml"}),
         help_text="The company's `memory:` and `org_memory:` sections. Empty means all defaults.",
     )
 
     class Meta:
         model = Company
         fields = ("name", "slug")
+
+    class Media:
+        # A class, not an inline style: the Content-Security-Policy forbids inline styles.
+        css = {"all": ("persistence/admin.css",)}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -162,11 +169,26 @@ class AgentAdminForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if not self.instance.pk and "memory_level" in self.fields:
-            # Empty = the company's memory.level (its default level for new agents).
+            # Empty = the company's memory.level (its default level for new agents); every
+            # level stays on offer (the model field has no blank choice to drop).
             field = self.fields["memory_level"]
             field.required = False
-            field.choices = [("", "— company default (memory.level) —"), *field.choices[1:]]
+            levels = [(value, label) for value, label in field.choices if value != ""]
+            field.choices = [("", "— company default (memory.level) —"), *levels]
             self.initial["memory_level"] = ""
+        if "retention_overrides" in self.fields:
+            self.fields["retention_overrides"].required = False
+            self.fields["retention_overrides"].help_text = (
+                'Empty means none. E.g. {"default_retention_days": 30, "rules": '
+                '[{"category": "episodic", "retention_days": 7}]}'
+            )
+
+    def clean_retention_overrides(self):
+        # Validates only (the service checks again when it writes): blank means {}.
+        try:
+            return retention_overrides_checked(self.cleaned_data.get("retention_overrides"))
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from exc
 
 
 @admin.register(Agent)
@@ -689,3 +711,41 @@ class SuperuserGroupAdmin(GroupAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+
+# Login attempts (django-axes) ---------------------------------------------------------------
+# Usernames and addresses of every company's people: the server operator's, not a tenant's.
+
+
+class _SuperuserOnly:
+    def has_module_permission(self, request):
+        return request.user.is_superuser
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+
+admin.site.unregister(AccessAttempt)
+admin.site.unregister(AccessLog)
+admin.site.unregister(AccessFailureLog)
+
+
+@admin.register(AccessAttempt)
+class SuperuserAccessAttemptAdmin(_SuperuserOnly, axes_admin.AccessAttemptAdmin):
+    pass
+
+
+@admin.register(AccessLog)
+class SuperuserAccessLogAdmin(_SuperuserOnly, axes_admin.AccessLogAdmin):
+    pass
+
+
+@admin.register(AccessFailureLog)
+class SuperuserAccessFailureLogAdmin(_SuperuserOnly, axes_admin.AccessFailureLogAdmin):
+    pass

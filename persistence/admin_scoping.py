@@ -126,6 +126,30 @@ class CompanyScopedAdmin(admin.ModelAdmin):
         kwargs["queryset"] = self.scoped_choices(request, model, queryset)
         return kwargs
 
+    def get_list_filter(self, request):
+        """Relation filters offer only values present in the staff user's own rows.
+
+        Django's ``RelatedFieldListFilter`` lists every row of the related model (every
+        company's name); ``RelatedOnlyFieldListFilter`` lists those the scoped queryset uses.
+        """
+        filters = super().get_list_filter(request)
+        if request.user.is_superuser:
+            return filters
+        return tuple(
+            (spec, admin.RelatedOnlyFieldListFilter)
+            if isinstance(spec, str) and self._is_relation_path(spec)
+            else spec
+            for spec in filters
+        )
+
+    def _is_relation_path(self, path: str) -> bool:
+        model, field = self.model, None
+        for part in path.split("__"):
+            field = model._meta.get_field(part)
+            if field.is_relation:
+                model = field.related_model
+        return field is not None and field.is_relation
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         kwargs = self._choices_kwargs(db_field, request, kwargs)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)

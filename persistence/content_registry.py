@@ -24,6 +24,9 @@ Rules a kind must keep:
   never deleted — the erasure reports the kind as *retained* instead. Append-only ledgers
   must therefore not hold memory content in the first place.
 * ``import_rows`` is idempotent: importing the same file twice adds nothing the second time.
+* A row keeps its exported id only when its ``id_signature`` (:func:`row_id_signature`,
+  written by ``export``) proves the id is the importing company's; ``import_rows`` never
+  decides anything by whether an id exists in another company.
 """
 
 from __future__ import annotations
@@ -32,8 +35,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.utils.crypto import constant_time_compare, salted_hmac
+
 if TYPE_CHECKING:
     from persistence.models import Agent, Company
+
+
+def row_id_signature(company: Company, row_id) -> str:
+    """An export's proof that ``row_id`` was this company's (HMAC with the server's key).
+
+    An import keeps a row's id only with this proof; any other id is minted anew for the
+    importing company, whether or not another company holds it, so an import's answer never
+    tells whether an id exists elsewhere. Rotating ``SECRET_KEY`` voids older proofs (the
+    rows are then imported under new ids).
+    """
+    return salted_hmac(
+        "synthorg.export.row-id", f"{company.pk}/{row_id}", algorithm="sha256"
+    ).hexdigest()
 
 
 @dataclass
@@ -46,6 +64,12 @@ class ImportContext:
     #: The import service passes :func:`persistence.services.agents.agent_create`.
     create_agent: Callable[..., Agent] | None = None
     remapped: dict[str, str] = field(default_factory=dict)  # old id -> new id
+
+    def owns(self, row_id, signature) -> bool:
+        """Whether the file proves ``row_id`` is this company's (:func:`row_id_signature`)."""
+        return isinstance(signature, str) and constant_time_compare(
+            signature, row_id_signature(self.company, row_id)
+        )
 
     def agent(self, name: str) -> Agent | None:
         """The company's agent called ``name`` (created if allowed), or ``None``."""

@@ -6,6 +6,7 @@ Everything deployment-specific comes from the environment (see README "Configura
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from synthorg.database import database_owner_settings, database_settings
@@ -21,10 +22,10 @@ def _env_bool(name: str, default: bool) -> bool:
 
 
 DEBUG = _env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (
-    # A fixed development key keeps `make run` zero-config; production must set its own.
-    "dev-insecure-synthorg-memory-key-set-DJANGO_SECRET_KEY-in-production"
-)
+# A fixed development key keeps `make run` zero-config; production must set its own: `serve`
+# refuses this key on a non-loopback bind unless DEBUG (synthorg.secret_key_guard).
+DEVELOPMENT_SECRET_KEY = "dev-insecure-synthorg-memory-key-set-DJANGO_SECRET_KEY-in-production"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or DEVELOPMENT_SECRET_KEY
 ALLOWED_HOSTS = [
     h.strip()
     for h in os.environ.get("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",")
@@ -47,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    "axes",  # login throttling (web hygiene block below)
     "synthorg",
     "persistence",
     "orgmemory",
@@ -59,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",  # Content-Security-Policy (web hygiene block below)
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # problem+json for every error under /api/, including 404/405/413/500 (synthorg.api)
     "synthorg.api.middleware.ApiProblemMiddleware",
@@ -68,6 +71,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a lockout into the lockout response.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "synthorg.urls"
@@ -110,6 +115,58 @@ STATIC_ROOT = BASE_DIR / "var" / "staticfiles"
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 LOGIN_URL = "admin:login"
+
+# --- Web hygiene (issue 22, item 9) -------------------------------------------------------------
+# Transport: off by default so `make run` works over plain http on 127.0.0.1; behind TLS set
+# SYNTHORG_SECURE_COOKIES=true and SYNTHORG_HSTS_SECONDS=31536000 (docs/operating/security.md).
+SESSION_COOKIE_SECURE = _env_bool("SYNTHORG_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SECURE_HSTS_SECONDS = int(os.environ.get("SYNTHORG_HSTS_SECONDS", "0"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("SYNTHORG_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_bool("SYNTHORG_HSTS_PRELOAD", False)
+SECURE_SSL_REDIRECT = _env_bool("SYNTHORG_SSL_REDIRECT", False)
+# Trust X-Forwarded-Proto only when a TLS-terminating proxy that sets it is in front (opt-in).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if _env_bool("SYNTHORG_TRUST_X_FORWARDED_PROTO", False)
+    else None
+)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+
+# Content-Security-Policy (django-csp): same-origin scripts and styles only, no inline code.
+# The console and admin pass it; /api/docs/ (Swagger UI) adds inline styles only
+# (synthorg/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'self'"],
+    }
+}
+
+# Login throttling (django-axes) for /admin/login/ and /console/login: after
+# SYNTHORG_LOGIN_FAILURE_LIMIT wrong passwords for one username from one IP, that pair is
+# locked out for SYNTHORG_LOGIN_COOLOFF_MINUTES (a correct password is refused meanwhile).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("SYNTHORG_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("SYNTHORG_LOGIN_COOLOFF_MINUTES", "15")))
+# The client address is REMOTE_ADDR (behind a proxy: the proxy's, so the lock is per username).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# --- end of web hygiene -------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

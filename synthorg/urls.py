@@ -1,6 +1,7 @@
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from synthorg.health import healthz
 from synthorg.landing import landing
@@ -18,12 +19,19 @@ api_v1 = [
 
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
 
+# Swagger UI under the site's Content-Security-Policy: the split view serves its start-up
+# script as a same-origin file (no inline script); the page and the UI itself set inline
+# styles, which this one page allows (settings.CONTENT_SECURITY_POLICY).
+api_docs = csp_update({"style-src": ["'unsafe-inline'"]})(
+    SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+)
+
 urlpatterns = [
     path("", landing, name="landing"),
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", api_docs, name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
     path("", include("persistence.dashboard.urls")),
     path("console/", include("persistence.console.urls")),

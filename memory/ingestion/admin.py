@@ -136,6 +136,9 @@ class JournalEntryAdmin(_ScopedReadOnlyAdmin):
         "day_markdown",
     )
 
+    class Media:
+        css = {"all": ("ingestion/admin.css",)}
+
     @admin.display(description="the whole day (YYYY-MM-DD.md)")
     def day_markdown(self, entry: JournalEntry):
         texts = (
@@ -144,7 +147,7 @@ class JournalEntryAdmin(_ScopedReadOnlyAdmin):
             .values_list("markdown", flat=True)
         )
         text = render_journal(agent_name=entry.agent.name, day=entry.day, entries=list(texts))
-        return format_html('<pre style="white-space: pre-wrap">{}</pre>', text)
+        return format_html('<pre class="journal-day">{}</pre>', text)
 
 
 @admin.register(DreamRun)

@@ -155,8 +155,9 @@ class ContentImportView(APIView):
         description=(
             "The body is a file produced by `GET /export` or `manage.py export_memories` "
             "(`Content-Type: application/x-ndjson`, at most 50 MB). One transaction, all or "
-            "nothing; idempotent (rows already present are skipped, ids taken by another "
-            "company remapped, vectors recomputed when the embedder differs); agents are "
+            "nothing; idempotent (rows already present are skipped; a row keeps its id only "
+            "when the export proves it is this company's, others get new ids, counted as "
+            "`remapped`; vectors recomputed when the embedder differs); agents are "
             "matched by name and created when missing. Humans with role admin or owner; "
             "audited (`content.imported`)."
         ),

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
 from persistence.access import CREATE, UPDATE, require_write
 from persistence.models import Agent, AgentApiKey, Company
@@ -15,11 +16,13 @@ from persistence.selectors.config import company_config
 from persistence.selectors.identity import hash_api_key
 from persistence.services._scope import apply_changes
 from persistence.services.audit import audit_record
+from synthorg.company_config.memory import AgentRetentionOverrides
 from synthorg.errors import ConflictError, InvalidInputError
 
 AGENT_NAME_TAKEN = "An agent named {name!r} already exists in this company."
 KEY_ALREADY_REVOKED = "This API key is already revoked."
 EXPIRY_IN_PAST = "expires_at must be in the future."
+INVALID_RETENTION_OVERRIDES = "retention_overrides: {problem}"
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,25 @@ AGENT_FIELDS = frozenset(AGENT_EDITABLE)
 AGENT_PRIVILEGE_FIELDS = ("seniority", "autonomy_level", "memory_level", "is_active")
 
 
+def retention_overrides_checked(value) -> dict:
+    """``value`` as stored on ``Agent.retention_overrides``: blank (``None``, ``{}``, ``""``)
+    means no overrides (``{}``); anything else must validate as
+    :class:`~synthorg.company_config.memory.AgentRetentionOverrides`."""
+    if value in (None, "", {}):
+        return {}
+    try:
+        AgentRetentionOverrides.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InvalidInputError(
+            INVALID_RETENTION_OVERRIDES.format(problem=problems),
+            code="invalid_retention_overrides",
+        ) from exc
+    return value
+
+
 @transaction.atomic
 def agent_create(
     *,
@@ -60,6 +82,8 @@ def agent_create(
         raise ConflictError(AGENT_NAME_TAKEN.format(name=name), code="agent_name_taken")
     if memory_level is None:
         memory_level = company_config(company).memory.level.value
+    if "retention_overrides" in fields:
+        fields["retention_overrides"] = retention_overrides_checked(fields["retention_overrides"])
     agent = Agent(company=company, name=name, memory_level=memory_level, **fields)
     agent.full_clean()
     agent.save()
@@ -87,6 +111,8 @@ def agent_update(*, agent: Agent, principal=None, **changes) -> Agent:
         .exists()
     ):
         raise ConflictError(AGENT_NAME_TAKEN.format(name=changes["name"]), code="agent_name_taken")
+    if "retention_overrides" in changes:
+        changes["retention_overrides"] = retention_overrides_checked(changes["retention_overrides"])
     before = {f: getattr(agent, f) for f in changes if f in AGENT_FIELDS}
     fields = apply_changes(agent, changes, AGENT_FIELDS)
     changed = {f: [before[f], getattr(agent, f)] for f in fields if before[f] != getattr(agent, f)}

@@ -8,6 +8,7 @@ side effects).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -54,6 +55,7 @@ from persistence.models import (
     TaskMetric,
 )
 from persistence.principal import Principal
+from persistence.selectors.config import company_config
 from persistence.services.agents import api_key_issue
 from persistence.services.artifacts import artifact_create
 from persistence.services.costs import cost_record_create
@@ -218,7 +220,9 @@ def worlds():
     return _build("a"), _build("b")
 
 
-ADMINS = [m for m in admin.site._registry if m._meta.app_label not in ("auth", "django_q")]
+# Server-wide records: superusers only (auth, django_q, axes' login attempts).
+SERVER_WIDE = ("auth", "django_q", "axes")
+ADMINS = [m for m in admin.site._registry if m._meta.app_label not in SERVER_WIDE]
 ADMINS = [m for m in ADMINS if m is not ClusterHeartbeat]
 # The models the world above builds objects of (the behavioural tests run for these).
 BUILT = [
@@ -464,3 +468,98 @@ def test_staff_see_only_their_companies_people_and_cannot_manage_accounts(worlds
     a.user.refresh_from_db()
     assert a.user.is_superuser is False
     assert a.client.get("/admin/auth/group/").status_code == 403
+
+
+def _admin_pages(world) -> list[str]:
+    """Every admin page a staff user of ``world`` may open: index, app indexes, each
+    changelist (its filter sidebar included), add form and own object's change form."""
+    pages = ["/admin/"]
+    pages += sorted({f"/admin/{m._meta.app_label}/" for m in SCOPED_MODELS})
+    for model in SCOPED_MODELS:
+        pages += [_url(model), _url(model, world.objects[model])]
+        pages.append(f"{_url(model)}add/")
+    return pages
+
+
+def test_no_admin_page_names_another_company(worlds):
+    """The company filter, FK choices and forms list only the staff user's companies."""
+    a, b = worlds
+    opened = 0
+    for page in _admin_pages(a):
+        response = a.client.get(page)
+        if response.status_code == 403:  # an add form this model has none of
+            continue
+        assert response.status_code == 200, page
+        html = response.content.decode()
+        assert b.company.name not in html, page
+        assert b.company.slug not in html, page
+        opened += 1
+    assert opened > 3 * len(SCOPED_MODELS) // 2
+    # A member of two companies gets a company filter offering exactly those two.
+    other = CompanyFactory(name="Company c", slug="company-c")
+    MembershipFactory(company=other, user=a.user, role="admin")
+    AgentFactory(company=other, name="agent-c")
+    html = a.client.get(_url(Agent)).content.decode()
+    offered = sorted(re.findall(r"\?company__id__exact=(\d+)", html))
+    assert offered == sorted([str(a.company.pk), str(other.pk)])
+    assert b.company.name not in html
+
+
+def test_login_attempt_records_are_for_superusers_only(worlds):
+    """Axes' records name every company's people and addresses: staff of one company with
+    every model permission cannot open them."""
+    a, _ = worlds
+    assert a.client.get("/admin/axes/accessattempt/").status_code == 403
+    assert a.client.get("/admin/axes/accesslog/").status_code == 403
+    assert "/admin/axes/" not in a.client.get("/admin/").content.decode()
+
+
+def _add_agent_form(company, **overrides) -> dict:
+    return {
+        "company": company.pk,
+        "name": "newcomer",
+        "role": "analyst",
+        "department": "research",
+        "seniority": "mid",
+        "autonomy_level": "semi",
+        "memory_level": "",
+        "retention_overrides": "",
+        "is_active": "on",
+        "api_keys-TOTAL_FORMS": "0",
+        "api_keys-INITIAL_FORMS": "0",
+        **overrides,
+    }
+
+
+def test_add_agent_offers_every_memory_level_and_the_company_default(worlds):
+    a, _ = worlds
+    html = a.client.get("/admin/persistence/agent/add/").content.decode()
+    select = html.split('name="memory_level"')[1].split("</select>")[0]
+    offered = re.findall(r'<option value="([^"]*)"', select)
+    assert offered == ["", "persistent", "project", "session", "none"]
+
+
+@pytest.mark.parametrize("level", ["", "persistent", "project", "session", "none"])
+def test_add_agent_with_blank_retention_overrides_creates_it(worlds, level):
+    """Blank overrides mean none; a blank level means the company's ``memory.level``."""
+    a, _ = worlds
+    form = _add_agent_form(a.company, memory_level=level)
+    response = a.client.post("/admin/persistence/agent/add/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    agent = Agent.objects.get(company=a.company, name="newcomer")
+    assert agent.retention_overrides == {}
+    assert agent.memory_level == (level or company_config(a.company).memory.level.value)
+    created = AuditEntry.objects.get(action_type="agent.created", target_id=str(agent.pk))
+    assert created.actor_user_id == a.user.pk
+
+
+def test_add_agent_with_invalid_retention_overrides_is_a_form_error(worlds):
+    a, _ = worlds
+    before = Agent.objects.count()
+    response = a.client.post(
+        "/admin/persistence/agent/add/",
+        _add_agent_form(a.company, retention_overrides='{"default_retention_days": "soon"}'),
+    )
+    assert response.status_code == 200
+    assert "default_retention_days" in response.content.decode()
+    assert Agent.objects.count() == before

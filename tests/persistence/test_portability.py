@@ -416,3 +416,55 @@ def test_a_row_repeated_in_one_file_is_imported_once(caller, stocked):
     results = content_import(company=target, lines=[header, memory_row, memory_row])
     assert (results["memory"].created, results["memory"].skipped) == (1, 1)
     assert Memory.objects.filter(company=target).count() == 1
+
+
+def _crafted_file(row_id: str, agent: str = "prober") -> str:
+    header = {"type": "synthorg_export", "version": 1, "company": "x", "agent": None}
+    row = {
+        "type": "memory",
+        "id": row_id,
+        "agent": agent,
+        "content": "probe",
+        "category": "semantic",
+        "created_at": "2026-01-02T03:04:05+00:00",
+        "updated_at": "2026-01-02T03:04:05+00:00",
+    }
+    return json.dumps(header) + "\n" + json.dumps(row) + "\n"
+
+
+def test_import_answers_the_same_whether_an_id_exists_in_another_company(caller, stocked):
+    """The counts (and the ids given) must not tell whether another company holds an id."""
+    foreign = stocked["private"][0]  # a memory of the caller's company
+    unused = str(uuid.uuid4())
+    answers, given = [], []
+    for row_id in (foreign, unused):
+        prober = CompanyFactory()
+        client = make_human_client(prober, "admin")
+        response = client.post(
+            "/api/v1/import", _crafted_file(row_id), content_type="application/x-ndjson"
+        )
+        assert response.status_code == 200, response.content
+        answers.append(response.json())
+        memory = Memory.objects.get(company=prober, content="probe")
+        given.append(str(memory.pk) == row_id)
+    assert answers[0] == answers[1]
+    assert answers[0]["counts"]["memory"] == {
+        "created": 1,
+        "skipped": 0,
+        "remapped": 1,
+        "embedded": 1,
+        "pending": 0,
+    }
+    assert given == [False, False]  # neither row kept the id it named
+    assert Memory.objects.get(pk=foreign).company == caller.company  # untouched
+
+
+def test_a_signature_of_another_company_does_not_keep_the_id(caller, stocked):
+    """A row copied from another company's export (signature and all) is remapped too."""
+    lines = list(content_export(company=caller.company, agent=caller.agent))
+    agent_erase(agent=caller.agent)  # the ids are free again
+    target = CompanyFactory()
+    results = content_import(company=target, lines=lines)
+    assert results["memory"].remapped == results["memory"].created == 2
+    kept = Memory.objects.filter(company=target, pk__in=stocked["private"]).count()
+    assert kept == 0

@@ -5,8 +5,10 @@ Rows are exported whole — ids, timestamps, level bindings, supersession, and t
 (base64 of its little-endian float32 values) with the ``embedder_id`` that produced it —
 so an import restores the records as they were. An import deliberately bypasses the write
 gate (it restores records, it does not learn new ones) and is idempotent by id: a row whose
-id already exists in the company is skipped; an id taken by another company's row gets a
-deterministic new id (remapped, and references to it follow).
+id already exists in the company is skipped; a row keeps its id only when the export proves
+it is the company's own (``id_signature``, an HMAC of company and id), and every other row
+gets a deterministic new id for this company (remapped, and references to it follow) —
+whether or not another company holds the old id, so the answer reveals nothing about it.
 A vector is reused only when the importing company's embedder has the same id; otherwise
 the text is re-embedded, and if the embedder fails the row is stored ``pending`` for the
 backfill, as any store would be.
@@ -30,7 +32,12 @@ from memory.core.embedding import embedder_for
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
 from memory.core.services.embeddings import embed_texts
-from persistence.content_registry import ContentKind, ImportContext, ImportCounts
+from persistence.content_registry import (
+    ContentKind,
+    ImportContext,
+    ImportCounts,
+    row_id_signature,
+)
 from persistence.models import Agent, Company, Project
 from persistence.services.projects import project_create
 from synthorg.errors import DomainError, InvalidInputError
@@ -105,7 +112,11 @@ def _export_memories(company: Company, agent: Agent | None, *, shared: bool) -> 
         .order_by("created_at", "id")
     )
     for row in rows.iterator(chunk_size=EXPORT_CHUNK):
-        record = {"id": str(row.pk), "agent": row.agent.name}
+        record = {
+            "id": str(row.pk),
+            "id_signature": row_id_signature(company, row.pk),
+            "agent": row.agent.name,
+        }
         record.update({f: _json(getattr(row, f)) for f in MEMORY_FIELDS})
         record["project"] = row.project.name if row.project_id else None
         record["superseded_by"] = _json(row.superseded_by_id)
@@ -124,7 +135,13 @@ def export_shared_knowledge(company: Company, agent: Agent | None) -> Iterator[d
 def export_archive(company: Company, agent: Agent | None) -> Iterator[dict]:
     rows = _scoped(ArchivedMemory.objects, company, agent).select_related("agent")
     for row in rows.order_by("archived_at", "id").iterator(chunk_size=EXPORT_CHUNK):
-        record = {"id": str(row.pk), "agent": row.agent.name, "original_id": str(row.original_id)}
+        record = {
+            "id": str(row.pk),
+            "id_signature": row_id_signature(company, row.pk),
+            "agent": row.agent.name,
+            "original_id": str(row.original_id),
+            "original_id_signature": row_id_signature(company, row.original_id),
+        }
         record.update({f: _json(getattr(row, f)) for f in ARCHIVE_FIELDS})
         record["summary_memory_id"] = _json(row.summary_memory_id)
         record["restored_memory_id"] = _json(row.restored_memory_id)
@@ -232,44 +249,46 @@ def _owners(model, ids) -> dict[uuid.UUID, int]:
     return owners
 
 
-def _target_ids(model, raw_ids, company: Company, ctx: ImportContext, counts: ImportCounts):
+def _remap(company: Company, raw: uuid.UUID) -> uuid.UUID:
+    """The id a row the company cannot prove its own gets: the same for the same file."""
+    return uuid.uuid5(REMAP_NAMESPACE, f"{company.pk}/{raw}")
+
+
+def _target_ids(model, rows, raw_ids, company: Company, ctx: ImportContext, counts: ImportCounts):
     """For each id of the file, the id to import it under, or ``None`` when the company
     already has it (or the file repeats it). Two queries per 500 rows, not one per row.
 
-    An id taken by another company's row is remapped deterministically (a UUID5 of the
-    company and the old id), so importing the same file twice finds the remapped row the
-    second time instead of creating it again.
+    A row keeps its id only when its ``id_signature`` proves the id is the company's own;
+    every other row is remapped to a deterministic id (:func:`_remap`), so importing the
+    same file twice finds the remapped row the second time. Whether the old id exists in
+    another company is never asked: the answer is the same either way.
     """
-    owners = _owners(model, raw_ids)
-    candidates = {
-        raw: uuid.uuid5(REMAP_NAMESPACE, f"{company.pk}/{raw}")
-        for raw in raw_ids
-        if owners.get(raw) not in (None, company.pk)
-    }
-    remapped_owners = _owners(model, candidates.values())
+    own = [ctx.owns(raw, row.get("id_signature")) for row, raw in zip(rows, raw_ids, strict=True)]
+    targets_wanted = [
+        raw if is_own else _remap(company, raw) for raw, is_own in zip(raw_ids, own, strict=True)
+    ]
+    owners = _owners(model, [*raw_ids, *targets_wanted])
     targets: list[uuid.UUID | None] = []
     seen: set[uuid.UUID] = set()
-    for raw in raw_ids:
-        owner = owners.get(raw)
-        if owner == company.pk or raw in seen:
-            counts.skipped += 1
+    for raw, is_own, wanted in zip(raw_ids, own, targets_wanted, strict=True):
+        if owners.get(raw) == company.pk or raw in seen:
+            counts.skipped += 1  # the company's own row, still there
             targets.append(None)
             continue
         seen.add(raw)
-        if owner is None:
-            targets.append(raw)
-            continue
-        new_id = candidates[raw]
-        if remapped_owners.get(new_id) == company.pk:
-            counts.skipped += 1
-            ctx.remapped[str(raw)] = str(new_id)
+        if not is_own:
+            ctx.remapped[str(raw)] = str(wanted)
+        if owners.get(wanted) == company.pk:
+            counts.skipped += 1  # imported before under this id
             targets.append(None)
             continue
-        if remapped_owners.get(new_id) is not None:  # never overwrite another company's row
-            new_id = uuid.uuid4()
-        ctx.remapped[str(raw)] = str(new_id)
-        counts.remapped += 1
-        targets.append(new_id)
+        if owners.get(wanted) is not None:
+            # Unreachable but for an HMAC or UUID5 collision: never overwrite another row.
+            wanted = uuid.uuid4()
+            ctx.remapped[str(raw)] = str(wanted)
+        if not is_own:
+            counts.remapped += 1
+        targets.append(wanted)
     return targets
 
 
@@ -289,7 +308,7 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
     projects: dict[str, Project] = {}
     new: list[tuple[Memory, dict]] = []
     raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
-    targets = _target_ids(Memory, raw_ids, company, ctx, counts)
+    targets = _target_ids(Memory, rows, raw_ids, company, ctx, counts)
     for row, raw_id, target in zip(rows, raw_ids, targets, strict=True):
         if target is None:
             continue
@@ -359,14 +378,24 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
     return counts
 
 
+def _original_id(row: dict, raw_id, company: Company, ctx: ImportContext) -> uuid.UUID:
+    """The archived row's ``original_id``: kept when proven the company's own, else the id
+    its memory got in this import (or would get: :func:`_remap`)."""
+    original = _uuid(row.get("original_id"), raw_id, "original_id")
+    if original is None:
+        return uuid.uuid4()
+    if ctx.owns(original, row.get("original_id_signature")):
+        return original
+    return uuid.UUID(ctx.remapped.get(str(original)) or str(_remap(company, original)))
+
+
 def import_archive(company: Company, rows: list[dict], ctx: ImportContext) -> ImportCounts:
     counts = ImportCounts()
     new = []
     raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
-    targets = _target_ids(ArchivedMemory, raw_ids, company, ctx, counts)
+    targets = _target_ids(ArchivedMemory, rows, raw_ids, company, ctx, counts)
     originals = [
-        _uuid(row.get("original_id"), raw_id, "original_id") or uuid.uuid4()
-        for row, raw_id in zip(rows, raw_ids, strict=True)
+        _original_id(row, raw_id, company, ctx) for row, raw_id in zip(rows, raw_ids, strict=True)
     ]
     taken: set[uuid.UUID] = set()
     for start in range(0, len(originals), EXPORT_CHUNK):

@@ -24,6 +24,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from synthorg.health import llm_summary
+from synthorg.secret_key_guard import development_key_refusal
 from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
 
 PR_SET_PDEATHSIG = 1
@@ -53,6 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Do not start qcluster.")
 
     def handle(self, *args, host, port, web_workers, web_threads, no_worker, **options):
+        refusal = development_key_refusal([host])
+        if refusal:
+            raise CommandError(refusal)
         web = [
             sys.executable,
             "-m",
