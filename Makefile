@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run test lint format worker worker-llm bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
+.PHONY: setup run demo test lint format worker worker-llm bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,16 @@ run: setup
 
 # The default q2 cluster, and the one that runs LLM work (docs/operating/background-work.md);
 # `make run` starts both.
+# A demo company whose learning is visible at once (memory/interfaces/management/commands/
+# seed_demo.py): lessons, an evolver approval item, a conversation remembered, a journal.
+demo: setup
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	$(BIN)/python manage.py sync_schedules
+	$(BIN)/python manage.py bootstrap_demo
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py serve --port $(PORT)
+
 worker: setup
 	$(BIN)/python manage.py qcluster
 
