@@ -422,3 +422,84 @@ def test_another_agents_private_ids_answer_404_or_403_never_data(world):
     assert probed > 20
     assert not leaks, f"{len(leaks)} of {probed} probes leaked:\n" + "\n".join(leaks[:40])
     assert _snapshot(rows) == before
+
+
+def _console_routes() -> list[tuple[str, dict[str, str]]]:
+    """Every console URL pattern as (route with ``<name>`` placeholders, name → converter)."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    found = []
+
+    def walk(patterns, prefix, converters):
+        for pattern in patterns:
+            route = prefix + str(pattern.pattern)
+            merged = {**converters, **getattr(pattern.pattern, "converters", {})}
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, route, merged)
+            elif isinstance(pattern, URLPattern) and route.startswith("console/"):
+                names = {
+                    name: type(converter).__name__.removesuffix("Converter").lower()
+                    for name, converter in merged.items()
+                }
+                found.append((route, names))
+
+    walk(get_resolver().url_patterns, "", {})
+    return found
+
+
+def test_the_console_and_the_django_q_admin_show_nothing_of_another_company(world):
+    """The probe's second half: the humans' pages. Every console page that takes an id is
+    requested with the victim's ids by a member of the prober's company, and the django_q
+    admin (which would list every company's schedules and tasks) by a non-superuser staff
+    user holding every django_q permission."""
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+    from django_q.models import Schedule
+
+    from persistence.models import CompanyMembership
+
+    rows = world["victim_rows"]
+    ints, uuids, texts = _identifiers(rows)
+    rng = random.Random(14)
+    routes = [(route, names) for route, names in _console_routes() if names]
+    assert len(routes) >= 3, routes
+    membership = CompanyMembership.objects.filter(company=world["prober"].company).first()
+    human = Client()
+    human.force_login(membership.user)
+    leaks, probed = [], 0
+    for route, names in routes:
+        for _ in range(SAMPLES_PER_PARAMETER):
+            url = "/" + route
+            for name, kind in names.items():
+                pool = uuids if kind == "uuid" else (ints if kind == "int" else texts)
+                value = str(rng.choice(pool)) if pool else "1"
+                url = url.replace(f"<{kind}:{name}>", value).replace(f"<{name}>", value)
+            response = human.get(url)
+            probed += 1
+            assert response.status_code < 500, (url, response.status_code)
+            if VICTIM in response.content.decode("utf-8", "replace"):
+                leaks.append(f"GET {url} → {response.status_code}")
+    assert probed >= 3 * SAMPLES_PER_PARAMETER
+    assert not leaks, "\n".join(leaks)
+
+    # The django_q admin: superusers only, whatever permissions a staff user holds.
+    Schedule.objects.create(name=f"{VICTIM}-schedule", func="math.floor", args="1")
+    staff = membership.user
+    staff.is_staff = True
+    staff.save(update_fields=["is_staff"])
+    staff.user_permissions.set(Permission.objects.filter(content_type__app_label="django_q"))
+    admin = Client()
+    admin.force_login(staff)
+    victim_schedule = Schedule.objects.get(name=f"{VICTIM}-schedule")
+    for url in (
+        "/admin/django_q/schedule/",
+        "/admin/django_q/schedule/add/",
+        f"/admin/django_q/schedule/{victim_schedule.pk}/change/",
+        "/admin/django_q/success/",
+        "/admin/django_q/failure/",
+        "/admin/django_q/ormq/",
+    ):
+        response = admin.get(url)
+        assert response.status_code == 403, (url, response.status_code)
+        assert VICTIM not in response.content.decode("utf-8", "replace")
+    assert "django_q" not in admin.get("/admin/").content.decode()
