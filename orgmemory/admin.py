@@ -18,12 +18,15 @@ from django.utils.html import format_html
 
 from orgmemory.domain import OrgFactAuthor
 from orgmemory.models import (
+    ApprovalDecision,
     ApprovalItem,
     ApprovalWebhook,
     OperationLogEntry,
     OrgFact,
     WebhookDelivery,
+    WebhookDeliveryAttempt,
     WriteAccessRequest,
+    WriteRequestDecision,
 )
 from orgmemory.services.facts import fact_publish, fact_retract
 from orgmemory.services.webhooks import webhook_configure, webhook_url_check
@@ -422,6 +425,30 @@ class ApprovalItemAdmin(LedgerAdmin):
 class WebhookDeliveryAdmin(LedgerAdmin):
     list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
     list_filter = ("company", "status", "event")
+
+
+# Append-only records (the database rejects UPDATE/DELETE): view-only, like every ledger.
+
+
+@admin.register(ApprovalDecision)
+class ApprovalDecisionAdmin(LedgerAdmin):
+    list_display = ("item", "decision", "actor_user", "reason", "created_at")
+    list_filter = ("company", "decision")
+    list_select_related = ("item", "actor_user")
+
+
+@admin.register(WebhookDeliveryAttempt)
+class WebhookDeliveryAttemptAdmin(LedgerAdmin):
+    list_display = ("delivery", "attempt", "status_code", "failure", "duration_ms", "created_at")
+    list_filter = ("company", "failure")
+    list_select_related = ("delivery",)
+
+
+@admin.register(WriteRequestDecision)
+class WriteRequestDecisionAdmin(LedgerAdmin):
+    list_display = ("request", "decision", "actor_user", "reason", "created_at")
+    list_filter = ("company", "decision")
+    list_select_related = ("request__requester", "actor_user")
 
 
 class ApprovalWebhookForm(forms.ModelForm):

@@ -7,6 +7,12 @@ service) can store an item the seed would reject.
 
 Webhooks notify a company's endpoint when an item becomes pending or is decided; each
 notification is a ``WebhookDelivery`` row, so failures stay visible in the console.
+
+The item and delivery rows are mutable queue/state rows (latest state only). Their history
+lives in append-only records (Postgres triggers reject UPDATE/DELETE/TRUNCATE, migration
+0008), written by the services in the same transaction as the change they record:
+``ApprovalDecision`` (each approve, reject or expiry) and ``WebhookDeliveryAttempt`` (each
+delivery attempt's outcome: status code or failure kind and duration, never a body).
 """
 
 from __future__ import annotations
@@ -224,3 +230,110 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.url} ({self.status})"
+
+
+class ApprovalDecision(models.Model):
+    """One decision on an approval item. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the item row holds the latest state, this the history."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+        EXPIRE = "expire", "Expire"
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    item = models.ForeignKey(ApprovalItem, on_delete=models.PROTECT, related_name="decisions")
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    # The human who decided; null for the system (an expiry).
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reason = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("item", "id")
+        indexes = [models.Index(fields=["item", "id"], name="approvaldecision_item")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision__in=["approve", "reject", "expire"]),
+                name="approvaldecision_decision_valid",
+            ),
+            # a human approves or rejects; only the system expires
+            models.CheckConstraint(
+                condition=(Q(decision__in=["approve", "reject"]) & Q(actor_user__isnull=False))
+                | (Q(decision="expire") & Q(actor_user__isnull=True)),
+                name="approvaldecision_actor_matches",
+            ),
+            models.CheckConstraint(
+                condition=(Q(decision="reject") & ~Q(reason__regex=r"^\s*$"))
+                | (~Q(decision="reject") & Q(reason="")),
+                name="approvaldecision_reason_iff_reject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_id}: {self.decision} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class WebhookDeliveryAttempt(models.Model):
+    """One attempt of one webhook delivery. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE). Records the answer's status code or the failure's kind and the
+    attempt's duration, never a response body or an error's text (see
+    ``orgmemory.services.webhooks``)."""
+
+    class Failure(models.TextChoices):
+        NONE = "", "None (delivered)"
+        HTTP_STATUS = "http_status", "Non-2xx status"
+        TIMEOUT = "timeout", "Timed out"
+        CONNECT = "connect", "Could not connect"
+        REFUSED = "refused", "Refused by the outbound policy"
+        WEBHOOK_DISABLED = "webhook_disabled", "Webhook removed or disabled"
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.PROTECT, related_name="attempt_history"
+    )
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    failure = models.CharField(max_length=16, choices=Failure.choices, blank=True, default="")
+    duration_ms = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("delivery", "attempt")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["delivery", "attempt"], name="webhookattempt_delivery_attempt_unique"
+            ),
+            models.CheckConstraint(condition=Q(attempt__gte=1), name="webhookattempt_attempt_pos"),
+            models.CheckConstraint(
+                condition=Q(
+                    failure__in=[
+                        "",
+                        "http_status",
+                        "timeout",
+                        "connect",
+                        "refused",
+                        "webhook_disabled",
+                    ]
+                ),
+                name="webhookattempt_failure_valid",
+            ),
+            # delivered: a 2xx status; a status failure: its non-2xx status
+            models.CheckConstraint(
+                condition=(Q(failure="") & Q(status_code__gte=200) & Q(status_code__lt=300))
+                | (Q(failure="http_status") & Q(status_code__isnull=False))
+                | (
+                    Q(failure__in=["timeout", "connect", "refused", "webhook_disabled"])
+                    & Q(status_code__isnull=True)
+                ),
+                name="webhookattempt_status_matches_failure",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        outcome = self.failure or f"HTTP {self.status_code}"
+        return f"{self.delivery_id} #{self.attempt}: {outcome}"

@@ -8,7 +8,10 @@
   ``orgmemory.services.facts`` in the same transaction as the log row it reflects.
 * :class:`FactVersionEmbedding` — the dense vector of one PUBLISH row. Kept apart from the
   log because it is derived data: it may be missing (embedder unavailable) and backfilled.
-* :class:`WriteAccessRequest` — a write an agent was denied, waiting for a human decision.
+* :class:`WriteAccessRequest` — a write an agent was denied, waiting for a human decision
+  (a mutable queue row: the latest state).
+* :class:`WriteRequestDecision` — each decision on a request, append-only (migration 0008),
+  written in the deciding transaction.
 """
 
 from __future__ import annotations
@@ -307,19 +310,69 @@ class WriteAccessRequest(models.Model):
         return f"{self.category} request by {self.requester.name} ({self.status})"
 
 
+class WriteRequestDecision(models.Model):
+    """One decision on a write-access request. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the request row holds the latest state, this the history."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    request = models.ForeignKey(
+        WriteAccessRequest, on_delete=models.PROTECT, related_name="decisions"
+    )
+    decision = models.CharField(max_length=8, choices=Decision.choices)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    reason = models.TextField(blank=True, default="")
+    # The fact version an approval published (null for a rejection).
+    published_operation = models.ForeignKey(
+        OperationLogEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("request", "id")
+        indexes = [models.Index(fields=["request", "id"], name="writereqdecision_request")]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(decision="approve") & models.Q(published_operation__isnull=False)
+                )
+                | (
+                    models.Q(decision="reject")
+                    & models.Q(published_operation__isnull=True)
+                    & ~models.Q(reason__regex=r"^\s*$")
+                ),
+                name="writereqdecision_consistent",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.request_id}: {self.decision} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
 # The approval queue lives in its own module; importing it here registers the models.
 from orgmemory.approval_models import (  # noqa: E402
+    ApprovalDecision,
     ApprovalItem,
     ApprovalWebhook,
     WebhookDelivery,
+    WebhookDeliveryAttempt,
 )
 
 __all__ = [
+    "ApprovalDecision",
     "ApprovalItem",
     "ApprovalWebhook",
     "FactVersionEmbedding",
     "OperationLogEntry",
     "OrgFact",
     "WebhookDelivery",
+    "WebhookDeliveryAttempt",
     "WriteAccessRequest",
+    "WriteRequestDecision",
 ]

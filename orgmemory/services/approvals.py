@@ -3,9 +3,10 @@
 Every interface (REST, console, admin, the skill evolver, q2) calls these. Deciding is one
 conditional ``UPDATE … WHERE status = 'pending' AND expires_at > now()``: of two humans
 deciding at once exactly one row update succeeds, the other gets a 409 and changes
-nothing. The decision, its audit entry, the webhook delivery row and — for action types
-with a registered *applier* (a skill promotion publishes an org fact) — the application
-itself commit in one transaction.
+nothing. The decision, its append-only ``ApprovalDecision`` record, its audit entry, the
+webhook delivery row and — for action types with a registered *applier* (a skill promotion
+publishes an org fact) — the application itself commit in one transaction. An expiry writes
+its ``ApprovalDecision`` (decision ``expire``, no user) the same way.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from orgmemory.approval_models import MAX_TTL, MIN_TTL, RISK_LEVELS, ApprovalItem
+from orgmemory.approval_models import (
+    MAX_TTL,
+    MIN_TTL,
+    RISK_LEVELS,
+    ApprovalDecision,
+    ApprovalItem,
+)
 from persistence.access import ROLE_RANK
 from persistence.models import AuditEntry
 from persistence.services.audit import audit_record
@@ -215,6 +222,14 @@ def approval_decide(
         item = ApprovalItem.objects.select_for_update().get(company=company, pk=item_id)
         if not updated:
             raise _undecidable(item)
+        ApprovalDecision.objects.create(
+            company=company,
+            item=item,
+            decision=decision,
+            actor_user=actor.user,
+            reason=item.decision_reason,
+            created_at=now,
+        )
         audit_record(
             company=company,
             action_type=ACTION_APPROVED if decision == APPROVE else ACTION_REJECTED,
@@ -308,6 +323,13 @@ def approval_expire_overdue(*, now: datetime | None = None) -> int:
         for item in items:
             item.status = ApprovalItem.Status.EXPIRED
             item.save(update_fields=["status"])
+            ApprovalDecision.objects.create(
+                company_id=item.company_id,
+                item=item,
+                decision=ApprovalDecision.Decision.EXPIRE,
+                actor_user=None,
+                created_at=now,
+            )
             audit_record(
                 company=item.company,
                 action_type=ACTION_EXPIRED,

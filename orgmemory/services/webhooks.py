@@ -16,6 +16,10 @@ when each attempt connects. A delivery records the status and the time of each a
 never the answer's body or the connection error's text: every member sees the record, and
 a body or an error message would make the webhook a reader and port scanner of whatever
 network the server sits in (operators find the details in the worker's log).
+
+The delivery row is a mutable queue row (its latest state). Each attempt's outcome is also
+written, in the same transaction as that state, to the append-only
+``WebhookDeliveryAttempt``: attempt number, status code or failure kind, duration in ms.
 """
 
 from __future__ import annotations
@@ -33,7 +37,12 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from orgmemory.approval_models import ApprovalItem, ApprovalWebhook, WebhookDelivery
+from orgmemory.approval_models import (
+    ApprovalItem,
+    ApprovalWebhook,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+)
 from persistence.access import UPDATE, require_write
 from synthorg.errors import InvalidInputError
 from synthorg.outbound import OutboundRefused, UnsafeURLError, check_url, guarded_client
@@ -55,7 +64,15 @@ FAILED_STATUS = "HTTP {status}"
 FAILED_TIMEOUT = "The endpoint did not answer in time."
 FAILED_CONNECT = "The endpoint could not be reached."
 FAILED_REFUSED = "The webhook URL is refused by the server's outbound policy."
+FAILED_DISABLED = "The company's webhook was removed or disabled."
 URL_REFUSED = "The webhook URL {reason}."
+_Failure = WebhookDeliveryAttempt.Failure
+_FAILURE_KINDS = {
+    FAILED_TIMEOUT: _Failure.TIMEOUT,
+    FAILED_CONNECT: _Failure.CONNECT,
+    FAILED_REFUSED: _Failure.REFUSED,
+    FAILED_DISABLED: _Failure.WEBHOOK_DISABLED,
+}
 #: a worker's lease on one attempt: longer than an attempt can take (3 phases + the body)
 CLAIM_LEASE = timedelta(seconds=60)
 SWEEP_GRACE = timedelta(seconds=60)
@@ -222,8 +239,9 @@ def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> Webho
         return None
     webhook = ApprovalWebhook.objects.filter(company_id=delivery.company_id).first()
     error, status = "", None
+    started = time.monotonic()
     if webhook is None or not webhook.enabled:
-        error = "The company's webhook was removed or disabled."
+        error = FAILED_DISABLED
     else:
         body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True).encode()
         headers = {
@@ -233,6 +251,7 @@ def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> Webho
             SIGNATURE_HEADER: sign(webhook.secret, body),
         }
         status, error = _post(delivery.url, body, headers, client)
+    duration_ms = round((time.monotonic() - started) * 1000)
     delivery.response_status = status
     delivery.last_error = error
     delivery.claimed_until = None
@@ -255,19 +274,38 @@ def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> Webho
             error,
             retry_at.isoformat(),
         )
-    delivery.save(
-        update_fields=[
-            "response_status",
-            "last_error",
-            "claimed_until",
-            "status",
-            "delivered_at",
-            "next_attempt_at",
-        ]
-    )
+    with transaction.atomic():
+        delivery.save(
+            update_fields=[
+                "response_status",
+                "last_error",
+                "claimed_until",
+                "status",
+                "delivered_at",
+                "next_attempt_at",
+            ]
+        )
+        WebhookDeliveryAttempt.objects.create(
+            company_id=delivery.company_id,
+            delivery=delivery,
+            attempt=delivery.attempts,
+            status_code=status,
+            failure=_failure_kind(status, error),
+            duration_ms=duration_ms,
+            created_at=now,
+        )
     if retry_at is not None:
         _enqueue(delivery.pk, at=retry_at)
     return delivery
+
+
+def _failure_kind(status: int | None, error: str) -> str:
+    """The attempt record's ``failure``: "" when delivered, else what kind of failure."""
+    if not error:
+        return _Failure.NONE
+    if error in _FAILURE_KINDS:
+        return _FAILURE_KINDS[error]
+    return _Failure.HTTP_STATUS
 
 
 def webhook_deliver_due(*, limit: int = SWEEP_BATCH, now: datetime | None = None) -> int:

@@ -1,7 +1,9 @@
 """Write-access requests: an agent files a denied write; a human approves or rejects it.
 
 Approval publishes the fact with the requesting agent as author and the approving human
-recorded (``approved_by``) in the same transaction as the decision and its audit entry.
+recorded (``approved_by``) in the same transaction as the decision, its append-only
+``WriteRequestDecision`` record and its audit entry. The request row is a mutable queue row
+(its latest state); the decision records are its history.
 Deciding a request that is no longer pending is a 409.
 """
 
@@ -14,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from orgmemory.domain import OrgFactAuthor
-from orgmemory.models import OrgFact, WriteAccessRequest
+from orgmemory.models import OrgFact, WriteAccessRequest, WriteRequestDecision
 from orgmemory.services.facts import (
     CATEGORY_IMMUTABLE,
     FACT_NOT_FOUND,
@@ -244,6 +246,15 @@ def _decide_locked(
             "decided_by",
             "decision_reason",
         ]
+    )
+    WriteRequestDecision.objects.create(
+        company=company,
+        request=request,
+        decision=decision,
+        actor_user=actor.user,
+        reason=reason,
+        published_operation=request.published_operation,
+        created_at=now,
     )
     audit_record(
         company=company,

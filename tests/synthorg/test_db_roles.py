@@ -31,6 +31,11 @@ APPEND_ONLY = [
     "persistence_lifecycleevent",
     "persistence_taskmetric",
     "persistence_collaborationmetric",
+    "orgmemory_approvaldecision",
+    "orgmemory_writerequestdecision",
+    "orgmemory_webhookdeliveryattempt",
+    "procedural_capturestatuschange",
+    "procedural_executionreport",
 ]
 
 
