@@ -1,8 +1,13 @@
-"""MemoryService: the one entry point to agent memory for every interface.
+"""MemoryService: the one entry point for agent-facing calls.
 
-The REST views, the tool-call endpoint, the MCP server and the stdio server all hold a
-:class:`MemoryService` bound to the acting principal and call its methods; none of them
-reaches into ``memory.core.services`` / ``memory.core.selectors`` itself. The service
+The agent-facing REST views (memories, archive, context, shared knowledge, execution
+reports, conversations, journal), the tool-call endpoint, the MCP server and the stdio
+server hold a :class:`MemoryService` bound to the acting principal and call its methods;
+none of them reaches into the services and selectors below itself. One service per request:
+it reads the company's memory config once and looks the injection strategy up once, and
+hands both down. Pages for humans (console, admin) and the read endpoints humans share with
+agents (execution report list/detail, ``skill.md``) call the same services and
+principal-aware selectors directly. The service
 
 * requires an agent principal (memory belongs to agents; 403 ``agents_only`` otherwise),
 * routes errors by type: every failure leaves as a :class:`synthorg.errors.DomainError`
