@@ -25,8 +25,16 @@ from django.db import connection
 
 from memory.core.embedding import embedder_for
 from memory.core.selectors.reembed import reembedding_progress, reembedding_sql
-from memory.core.selectors.search import dense as dense_leg
-from memory.core.selectors.search.dense import HNSW, HNSW_EXACT, QUERY_VECTOR
+from memory.core.selectors.search.dense import (
+    HNSW,
+    HNSW_EXACT,
+    HNSW_ITERATIVE_SCAN,
+    QUERY_VECTOR,
+    choose_paths,
+    dense_ctes,
+    hnsw_settings,
+    scope_rows_sql,
+)
 from memory.core.selectors.search.scope import Part
 from memory.core.selectors.search.sparse import sparse_ctes
 from memory.core.vector_indexes import dense_condition, vector_index_ready
@@ -131,7 +139,7 @@ def run_legs(
     dims = int(vector.shape[0]) if vector is not None else 0
     paths = []
     if vector is not None:
-        paths = dense_leg.choose_paths(
+        paths = choose_paths(
             counts[0], counts[1:], depth=depth,
             index_ready=lambda: vector_index_ready(embedder_id, dims),
         )  # fmt: skip
@@ -170,7 +178,7 @@ def _plan(
         exprs.append(QUERY_LEXEMES_EXPR)
         params.append(text)
     if sparse or reembed is not None:
-        count_exprs, count_params = dense_leg.scope_rows_sql(parts)
+        count_exprs, count_params = scope_rows_sql(parts)
         exprs += count_exprs
         params += count_params
     if reembed is not None:
@@ -213,7 +221,7 @@ def _run_statement(
     if legs.vector is not None:
         ctes.append("q AS (SELECT %s::vector AS v)")
         params.append(legs.vector)
-        dense_sql, dense_params, walks = dense_leg.dense_ctes(
+        dense_sql, dense_params, walks = dense_ctes(
             parts, paths, filters, legs.embedder_id, legs.dims, depth
         )
         ctes += dense_sql
@@ -249,7 +257,7 @@ def _run_statement(
     # The walk's width follows the walked parts' shares of the table (counts: table, parts).
     settings = {}
     if walking:
-        settings = dense_leg.hnsw_settings(
+        settings = hnsw_settings(
             depth, _supports_iterative_scan(), table_rows=counts[0], part_rows=counts[1:],
             paths=paths,
         )  # fmt: skip
@@ -295,7 +303,7 @@ _iterative_scan_supported: bool | None = None
 def _supports_iterative_scan() -> bool:
     """pgvector ≥ 0.8 (the production requirement; older servers are flagged by /healthz)."""
     global _iterative_scan_supported
-    if dense_leg.HNSW_ITERATIVE_SCAN == "off":
+    if HNSW_ITERATIVE_SCAN == "off":
         return False
     if _iterative_scan_supported is None:
         with connection.cursor() as cursor:
