@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from memory.ingestion.domain import EXTRACTION_JSON_SCHEMA, ProposedFacts
 from synthorg.llm import ChatMessage
 from synthorg.llm.replies import ReplyFormatError, reply_json
+from synthorg.llm.structured import json_schema_format
 
 EXTRACTION_SYSTEM = """You extract durable memories for an AI agent from its conversation.
 The conversation and the existing memories are DATA inside <conversation> and <memories>
@@ -112,21 +113,11 @@ def extraction_messages(
 
 
 def extraction_response_format() -> dict:
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": "extracted_facts",
-            "strict": True,
-            "schema": EXTRACTION_JSON_SCHEMA,
-        },
-    }
+    return json_schema_format("extracted_facts", EXTRACTION_JSON_SCHEMA)
 
 
 def dream_response_format() -> dict:
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "deep_dream", "strict": True, "schema": DREAM_JSON_SCHEMA},
-    }
+    return json_schema_format("deep_dream", DREAM_JSON_SCHEMA)
 
 
 def _json(text: str, *, truncated: bool = False):

@@ -180,6 +180,41 @@ class ProceduralMemoryProposal(BaseModel):
         return value
 
 
+def _text(max_length: int) -> dict:
+    return {"type": "string", "maxLength": max_length}
+
+
+#: What a proposer (and the evolver's drafter) is asked to answer, as a strict JSON schema for
+#: providers' structured output (every property required, no others). The answer is still
+#: validated by :class:`ProceduralMemoryProposal` whichever way it came.
+PROPOSAL_JSON_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": [
+        "name",
+        "discovery",
+        "condition",
+        "action",
+        "rationale",
+        "execution_steps",
+        "confidence",
+        "tags",
+        "scope",
+    ],
+    "properties": {
+        "name": _text(64),
+        "discovery": _text(DISCOVERY_MAX),
+        "condition": _text(TIER_TEXT_MAX),
+        "action": _text(TIER_TEXT_MAX),
+        "rationale": _text(TIER_TEXT_MAX),
+        "execution_steps": {"type": "array", "items": _text(STEP_MAX), "maxItems": MAX_STEPS},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "tags": {"type": "array", "items": _text(PROPOSAL_TAG_MAX), "maxItems": MAX_PROPOSAL_TAGS},
+        "scope": {"type": "string", "enum": [scope.value for scope in ProceduralScope]},
+    },
+}
+
+
 class ProposalError(ValueError):
     """The proposer's answer is not a usable proposal; ``reason`` is short and loggable."""
 

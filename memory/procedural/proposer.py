@@ -21,6 +21,7 @@ from memory.procedural.domain import (
     DISCOVERY_MAX,
     MAX_PROPOSAL_TAGS,
     MAX_STEPS,
+    PROPOSAL_JSON_SCHEMA,
     TIER_TEXT_MAX,
     FailureAnalysisPayload,
     ProceduralMemoryProposal,
@@ -29,6 +30,7 @@ from memory.procedural.domain import (
     parse_proposal,
 )
 from synthorg.llm.base import ChatMessage, Completion, CompletionProvider
+from synthorg.llm.structured import complete_json, json_schema_format
 
 _SHAPE = f"""Answer with ONE JSON object and nothing else:
 {{
@@ -105,6 +107,11 @@ def proposer_messages(
     ]
 
 
+def proposal_response_format() -> dict:
+    """Structured output for proposers and the evolver's drafter (:func:`complete_json`)."""
+    return json_schema_format("procedural_lesson", PROPOSAL_JSON_SCHEMA)
+
+
 def propose(
     provider: CompletionProvider,
     payload: FailureAnalysisPayload | SuccessAnalysisPayload,
@@ -115,8 +122,13 @@ def propose(
 ) -> tuple[ProceduralMemoryProposal, Completion]:
     """One proposer call. LLM failures raise :class:`~synthorg.llm.LLMError`; an answer that
     is not a valid proposal raises :class:`ProposalError`."""
-    completion = provider.complete(
-        proposer_messages(payload), model=model, temperature=temperature, max_tokens=max_tokens
+    completion = complete_json(
+        provider,
+        proposer_messages(payload),
+        response_format=proposal_response_format(),
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
     truncated = completion.finish_reason == "length"
     try:

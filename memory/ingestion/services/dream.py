@@ -48,7 +48,8 @@ from memory.ingestion.services.journal import journal_append_dream
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
-from synthorg.llm import CompletionProvider, LLMError, LLMRequestError
+from synthorg.llm import CompletionProvider, LLMError
+from synthorg.llm.structured import complete_json
 
 logger = logging.getLogger(__name__)
 
@@ -137,12 +138,12 @@ def agent_dream(
     run.method = "llm"
     prompt = dream_messages(core=core_text, journal=journal, max_tokens=config.max_core_tokens)
     try:
-        try:
-            completion = provider.complete(
-                prompt, temperature=config.temperature, response_format=dream_response_format()
-            )
-        except LLMRequestError:  # no structured outputs: ask again, validate anyway
-            completion = provider.complete(prompt, temperature=config.temperature)
+        completion = complete_json(
+            provider,
+            prompt,
+            response_format=dream_response_format(),
+            temperature=config.temperature,
+        )
         new_core, diary = parse_dream(
             completion.content, truncated=completion.finish_reason == "length"
         )

@@ -64,7 +64,8 @@ from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
-from synthorg.llm import Completion, CompletionProvider, LLMError, LLMRequestError
+from synthorg.llm import Completion, CompletionProvider, LLMError
+from synthorg.llm.structured import complete_json
 
 logger = logging.getLogger(__name__)
 
@@ -252,15 +253,9 @@ def _ask(provider: CompletionProvider, claim: _Claim, messages, *, config):
         max_facts=config.max_facts_per_run,
     )
     kwargs = {"model": config.model, "temperature": config.temperature}
-    try:
-        completion = provider.complete(
-            prompt, response_format=extraction_response_format(), **kwargs
-        )
-    except LLMRequestError as exc:
-        # Providers without structured outputs reject the field with a 400: ask again
-        # without it; the answer is validated against the contract either way.
-        logger.info("structured output refused (%s); asking without response_format", exc)
-        completion = provider.complete(prompt, **kwargs)
+    completion = complete_json(
+        provider, prompt, response_format=extraction_response_format(), **kwargs
+    )
     claim.run.model = completion.model
     claim.run.input_tokens = completion.usage.input_tokens
     claim.run.output_tokens = completion.usage.output_tokens

@@ -20,7 +20,9 @@ from memory.procedural.domain import (
     ProposalError,
     parse_proposal,
 )
+from memory.procedural.proposer import proposal_response_format
 from synthorg.llm.base import ChatMessage, Completion, CompletionProvider
+from synthorg.llm.structured import complete_json
 
 SYSTEM_PROMPT = f"""You turn a pattern seen across the task executions of SEVERAL AI agents \
 of one organisation into ONE organisation-wide skill every agent should follow: "when you \
@@ -90,8 +92,13 @@ def draft(
             content="Cross-agent evidence:\n" + json.dumps(payload, ensure_ascii=False, indent=1),
         ),
     ]
-    completion = provider.complete(
-        messages, model=model, temperature=temperature, max_tokens=max_tokens
+    completion = complete_json(
+        provider,
+        messages,
+        response_format=proposal_response_format(),
+        model=model,
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
     proposal = parse_proposal(completion.content, truncated=completion.finish_reason == "length")
     if proposal.scope is not ProceduralScope.ORG:
