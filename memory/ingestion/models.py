@@ -53,6 +53,15 @@ class Conversation(models.Model):
     summary = models.TextField(blank=True, default="")  # the running summary
     summary_through_seq = models.PositiveIntegerField(default=0)
     summary_updated_at = models.DateTimeField(null=True, blank=True)
+    # What wrote the running summary last: llm, or truncation (no LLM, or the LLM call failed:
+    # then summary_error says why; empty when the LLM wrote it).
+    summary_method = models.CharField(
+        max_length=16,
+        blank=True,
+        default="",
+        choices=[("llm", "LLM"), ("truncation", "Truncation")],
+    )
+    summary_error = models.TextField(blank=True, default="")
 
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -83,6 +92,10 @@ class Conversation(models.Model):
             models.CheckConstraint(
                 condition=models.Q(summary_through_seq__lte=models.F("message_count")),
                 name="ingestion_conversation_summary_le_count",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(summary_method__in=["", "llm", "truncation"]),
+                name="ingestion_conversation_summary_method_valid",
             ),
         ]
         indexes = [

@@ -157,7 +157,10 @@ def conversation_summary(llm, caller) -> Outcome:
     conversation = flush(caller.agent, [f"{words} ({i})" for i in range(4)])
     conversation_summary_refresh(conversation=conversation)
     conversation.refresh_from_db()
-    return Outcome("llm" if conversation.summary == SUMMARY else "truncation", "")
+    assert conversation.summary_method == (
+        "llm" if conversation.summary == SUMMARY else "truncation"
+    )
+    return Outcome(conversation.summary_method, conversation.summary_error)
 
 
 def search_and_ask(llm, caller) -> Outcome:
@@ -269,7 +272,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         # vLLM's profile thinks first: the cut lands in the <think> block, no summary left.
         "consolidation_llm": ("concatenation", ""),
         "consolidation_dual_mode": ("truncation", ""),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", "the LLM answered no summary text"),
         "search_and_ask": ("plain", "sufficiency_check"),
     },
     Fault.SERVER_ERROR: {
@@ -279,7 +282,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "dream": ("failed", "HTTP 5"),
         "consolidation_llm": ("concatenation", ""),
         "consolidation_dual_mode": ("truncation", ""),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", "LLMTransientError"),
         "search_and_ask": ("plain", "sufficiency_check"),
     },
     Fault.HANG: {
@@ -289,7 +292,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "dream": ("failed", "time budget exhausted"),
         "consolidation_llm": ("concatenation", ""),
         "consolidation_dual_mode": ("truncation", ""),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", "time budget exhausted"),
         "search_and_ask": ("plain", "sufficiency_check,llm_budget_exceeded"),
     },
     Fault.TRICKLE: {
@@ -299,7 +302,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "dream": ("failed", "time budget exhausted while reading the response"),
         "consolidation_llm": ("concatenation", ""),
         "consolidation_dual_mode": ("truncation", ""),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", "time budget exhausted while reading"),
         "search_and_ask": ("plain", "sufficiency_check,llm_budget_exceeded"),
     },
     Fault.CONTEXT_LENGTH: {
@@ -309,7 +312,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "dream": ("failed", "maximum context length"),
         "consolidation_llm": ("none", "maximum context length"),
         "consolidation_dual_mode": ("none", "maximum context length"),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", "maximum context length"),
         "search_and_ask": ("plain", "sufficiency_check"),
     },
     Fault.NO_MODELS: {
@@ -319,7 +322,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "dream": ("failed", NO_MODEL),
         "consolidation_llm": ("concatenation", ""),
         "consolidation_dual_mode": ("truncation", ""),
-        "conversation_summary": ("truncation", ""),
+        "conversation_summary": ("truncation", NO_MODEL),
         "search_and_ask": ("plain", "sufficiency_check"),
     },
 }

@@ -38,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 EXCERPT_CHARS = 160
 SUMMARY_HEADING = "Summary of the earlier conversation:"
+NO_LLM_SUMMARY = "no LLM configured: old messages folded as one-line excerpts"
+EMPTY_SUMMARY = "the LLM answered no summary text: old messages folded as one-line excerpts"
+REASON_MAX = 1000
 
 
 def excerpt_line(message) -> str:
@@ -163,7 +166,7 @@ def conversation_summary_refresh(
         return False
     if provider is None:
         provider = completion_provider_for(company=conversation.company, agent=conversation.agent)
-    summary = None
+    summary, error = None, NO_LLM_SUMMARY
     if provider is not None:
         try:
             completion = provider.complete(
@@ -176,11 +179,17 @@ def conversation_summary_refresh(
                 temperature=0.2,
             )
             summary = reply_text(completion.content) or None
+            if summary is None:
+                error = EMPTY_SUMMARY
         except LLMError as exc:
             logger.warning(
                 "summary of conversation %s: LLM failed (%s); truncating", conversation.pk, exc
             )
-    if summary is None:
+            error = f"{type(exc).__name__}: {exc}"[:REASON_MAX]
+    method = "llm" if summary is not None else "truncation"
+    if summary is not None:
+        error = ""
+    else:
         lines = [conversation.summary] if conversation.summary else []
         lines += [excerpt_line(m) for m in folded]
         summary = "\n".join(lines)
@@ -189,8 +198,15 @@ def conversation_summary_refresh(
     with transaction.atomic():
         updated = Conversation.objects.filter(
             pk=conversation.pk, summary_through_seq=conversation.summary_through_seq
-        ).update(summary=summary, summary_through_seq=through, summary_updated_at=now)
+        ).update(
+            summary=summary,
+            summary_through_seq=through,
+            summary_updated_at=now,
+            summary_method=method,
+            summary_error=error,
+        )
     if updated:
         conversation.summary, conversation.summary_through_seq = summary, through
         conversation.summary_updated_at = now
+        conversation.summary_method, conversation.summary_error = method, error
     return bool(updated)

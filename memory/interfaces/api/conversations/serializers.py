@@ -82,6 +82,8 @@ class ConversationSerializer(ModelSerializer):
             "pending_tokens",
             "extraction_due_at",
             "summary_through_seq",
+            "summary_method",
+            "summary_error",
             "created_at",
             "updated_at",
             "last_message_at",
