@@ -135,14 +135,24 @@ def procedural_lesson_store(
         now=now,
         method=method,
     )
-    propagated = _propagate(agent=agent, report=report, proposal=proposal, lesson=lesson, now=now)
+    propagated = _propagate(
+        agent=agent,
+        report=report,
+        proposal=proposal,
+        lesson=lesson,
+        now=now,
+        supersedes=tuple(supersedes),
+    )
     _materialise_skill_md(lesson=lesson, agent=agent, proposal=proposal)
     return StoredLesson(
         memory_id=result.id, deduplicated=False, lesson=lesson, propagated_to=propagated
     )
 
 
-def _propagate(*, agent, report, proposal, lesson, now) -> tuple[int, ...]:
+def _propagate(*, agent, report, proposal, lesson, now, supersedes=()) -> tuple[int, ...]:
+    """Copy the lesson to the peers the propagation strategy names. A peer's live copy of a
+    lesson this one ``supersedes`` (the rule lesson an LLM lesson replaces) is superseded by
+    its new copy, as the source's own is."""
     config = company_config(agent.company).memory.procedural.propagation
     if config.strategy == "none":
         return ()
@@ -158,6 +168,14 @@ def _propagate(*, agent, report, proposal, lesson, now) -> tuple[int, ...]:
     )
     by_id = {a.pk: a for a in candidates.filter(pk__in=[p.id for p in peers])}
     tags = _lesson_tags(proposal, extra=[PROPAGATED_TAG.format(agent_id=agent.pk)])
+    old_copies: dict[int, list] = {}
+    if supersedes:
+        for peer_id, memory_id in ProceduralLesson.objects.filter(
+            propagated_from_id__in=supersedes,
+            memory__agent_id__in=list(by_id),
+            memory__superseded_at__isnull=True,
+        ).values_list("memory__agent_id", "memory_id"):
+            old_copies.setdefault(peer_id, []).append(memory_id)
     received = []
     for peer in peers:
         request = MemoryStoreRequest(
@@ -166,6 +184,7 @@ def _propagate(*, agent, report, proposal, lesson, now) -> tuple[int, ...]:
             source=f"execution-report:{report.pk}",
             confidence=proposal.confidence,
             tags=tags,
+            supersedes=tuple(old_copies.get(peer.id, ())),
         )
         [result] = memory_store_batch(
             agent=by_id[peer.id], requests=[request], now=now, persistent=True

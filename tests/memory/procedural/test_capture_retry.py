@@ -245,3 +245,35 @@ def test_status_history_is_append_only(caller, no_llm):
     with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as c:
         c.execute("TRUNCATE procedural_capturestatuschange CASCADE")  # no privilege, no trigger
     assert len(history(report_id)) == 3
+
+
+def test_peers_copies_of_a_rule_lesson_are_superseded_with_it(caller, peer, settings, no_llm):
+    """Propagation copies the rule lesson to a same-role peer; when the LLM lesson replaces
+    it, the peer's copy is replaced by the LLM lesson's copy (kept, marked superseded)."""
+    from persistence.models import Agent
+    from tests.memory.procedural.conftest import set_procedural
+    from tests.support.openai_server import FakeOpenAIServer
+
+    Agent.objects.filter(pk__in=[caller.agent.pk, peer.agent.pk]).update(role="deployer")
+    set_procedural(caller.company, propagation={"strategy": "role"})
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    rule_copy = ProceduralLesson.objects.get(origin="propagated", memory__agent=peer.agent)
+    assert (rule_copy.method, rule_copy.propagated_from_id) == (
+        "rule",
+        capture_of(report_id).memory_id,
+    )
+
+    with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        execution_captures_retry_due(now=timezone.now() + timedelta(minutes=5))
+
+    llm_memory = capture_of(report_id).memory_id
+    llm_copy = ProceduralLesson.objects.get(
+        origin="propagated", memory__agent=peer.agent, memory__superseded_at__isnull=True
+    )
+    assert (llm_copy.method, llm_copy.propagated_from_id) == ("llm", llm_memory)
+    old = Memory.objects.get(pk=rule_copy.memory_id)
+    assert old.superseded_by_id == llm_copy.memory_id and old.superseded_at is not None
+    live = Memory.objects.filter(agent=peer.agent, superseded_at__isnull=True)
+    assert list(live.values_list("content", flat=True)) == [PROPOSAL["discovery"]]
