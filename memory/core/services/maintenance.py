@@ -15,7 +15,8 @@ is a retention rule an operator wrote with ``action: delete``.
   :mod:`memory.core.consolidation.retention` (agent rule → company rule → agent default →
   company default → forever); ``archive`` moves the memories past their days into the archive,
   ``delete`` deletes them for good — and the category's archived rows past the same days —
-  with one ``memory.retention_deleted`` audit record listing the ids. Each category in its
+  with one ``memory.retention_deleted`` audit record listing the ids. The agent's live core
+  memory (tag ``core``) is never touched by a rule. Each category in its
   own savepoint, so one failing category does not stop the others; at most ``batch_size``
   rows per category per run, so a large backlog is worked off over several runs. Memories
   whose ``expires_at`` has passed are archived (same bound).
@@ -242,10 +243,12 @@ class RetentionEnforcer:
         return outcome
 
     def _past(self, agent: Agent, decision: RetentionDecision, *, now: datetime):
+        """The category's memories past the rule's days — never the agent's live core memory
+        (tag ``core``): it is edited by the agent and the dream, not aged out by a rule."""
         cutoff = now - timedelta(days=decision.days)
         return Memory.objects.filter(
             agent=agent, category=decision.category.value, created_at__lt=cutoff
-        )
+        ).exclude(tags__contains=[CORE_TAG], superseded_at__isnull=True)
 
     def _archive_category(
         self,

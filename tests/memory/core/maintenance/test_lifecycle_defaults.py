@@ -234,3 +234,34 @@ def test_delete_needs_days_and_unknown_actions_are_refused(company):
         company_config_set(company=company, data=data)
     company.refresh_from_db()
     assert company.config == {}
+
+
+@pytest.mark.parametrize("action", ["archive", "delete"])
+def test_retention_rules_never_touch_the_live_core_memory(caller, now, action):
+    """An operator's rule on the core memory's category ages out the other memories only;
+    a superseded core version is an ordinary old row."""
+    configure(
+        caller.company,
+        retention={"rules": [{"category": "semantic", "retention_days": 7, "action": action}]},
+    )
+    [core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
+    [old_core] = seed(
+        caller.agent,
+        1,
+        now=now,
+        age_days=120,
+        category="semantic",
+        tags=["core"],
+        superseded_at=now - timedelta(days=100),
+    )
+    others = seed(caller.agent, 2, now=now, age_days=100, category="semantic")
+
+    report = run_maintenance(agent=caller.agent, now=now)
+
+    assert report.status == "succeeded", report.errors
+    assert list(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)) == [
+        core.pk
+    ]
+    gone = {old_core.pk, *(m.pk for m in others)}
+    archived = set(ArchivedMemory.objects.values_list("original_id", flat=True))
+    assert archived == (gone if action == "archive" else set())
