@@ -65,6 +65,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # problem+json for every error under /api/, including 404/405/413/500 (synthorg.api)
     "synthorg.api.middleware.ApiProblemMiddleware",
+    # a database that cannot be reached answers 503 + Retry-After, not 500 (synthorg.db)
+    "synthorg.db.unavailable.DatabaseUnavailableMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
