@@ -35,6 +35,7 @@ APPEND_ONLY = [
     "orgmemory_writerequestdecision",
     "orgmemory_webhookdeliveryattempt",
     "procedural_capturestatuschange",
+    "evolver_draftstatuschange",
     "procedural_executionreport",
 ]
 

@@ -7,6 +7,11 @@ app_name = "memory_console"
 urlpatterns = [
     path("", views.agents_view, name="agents"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
+    path(
+        "skill-evolver/drafts/<uuid:draft_id>/requeue",
+        views.evolver_draft_requeue_view,
+        name="evolver-draft-requeue",
+    ),
     path("executions", views.executions_view, name="executions"),
     path("executions/<uuid:report_id>", views.execution_view, name="execution"),
     path(

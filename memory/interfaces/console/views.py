@@ -14,7 +14,8 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import agent_memories, agent_memory_get
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
-from memory.procedural.evolver.models import EvolverReport
+from memory.procedural.evolver.draft_retry import evolver_draft_requeue
+from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
 from persistence.console.access import ConsoleUser, console_view
@@ -142,15 +143,43 @@ def memory_correct_view(request, user: ConsoleUser, agent_id: int, memory_id):
     return redirect("memory_console:memory", agent_id=agent.pk, memory_id=memory_id)
 
 
+def _evolver_runs(request, user: ConsoleUser, *, status=200, **extra):
+    """The latest runs, each with the draft failures it recorded (reason, attempts, next
+    retry, what became of them)."""
+    runs = list(EvolverReport.objects.filter(company=user.company).order_by("-started_at")[:50])
+    failures: dict = {}
+    for draft in (
+        DraftFailure.objects.filter(company=user.company, report__in=runs)
+        .select_related("item")
+        .order_by("created_at", "id")
+    ):
+        failures.setdefault(draft.report_id, []).append(draft)
+    for run in runs:
+        run.failed_drafts = failures.get(run.pk, [])
+    config = company_config(user.company).memory.procedural.evolver
+    context = {"section": "evolver", "runs": runs, "config": config}
+    context.update(extra)
+    return render(request, "console/memory/evolver_runs.html", context, status=status)
+
+
 @console_view
 def evolver_runs_view(request, user: ConsoleUser):
-    runs = EvolverReport.objects.filter(company=user.company).order_by("-started_at")[:50]
-    config = company_config(user.company).memory.procedural.evolver
-    return render(
-        request,
-        "console/memory/evolver_runs.html",
-        {"section": "evolver", "runs": runs, "config": config},
-    )
+    return _evolver_runs(request, user)
+
+
+@require_POST
+@console_view
+def evolver_draft_requeue_view(request, user: ConsoleUser, draft_id):
+    try:
+        evolver_draft_requeue(principal=user.principal, draft_id=draft_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:
+        return _evolver_runs(
+            request, user, status=exc.status, requeue_error=exc.detail, requeue_draft=draft_id
+        )
+    messages.success(request, "Draft re-queued: the LLM drafts it again within a minute.")
+    return redirect("memory_console:evolver-runs")
 
 
 @console_view

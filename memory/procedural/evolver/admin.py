@@ -1,7 +1,8 @@
 from django.contrib import admin
 
-from memory.procedural.evolver.models import EvolverReport
+from memory.procedural.evolver.models import DraftFailure, DraftStatusChange, EvolverReport
 from persistence.admin import LedgerAdmin
+from persistence.admin_scoping import ReadOnlyScopedAdmin
 
 
 @admin.register(EvolverReport)
@@ -20,3 +21,17 @@ class EvolverReportAdmin(LedgerAdmin):
         "conflicts_escalated",
     )
     list_filter = ("company", "status", "trigger")
+
+
+@admin.register(DraftFailure)
+class DraftFailureAdmin(ReadOnlyScopedAdmin):
+    """Written by the evolver and its retry schedule; operators re-queue from the console."""
+
+    list_display = ("created_at", "company", "pattern", "status", "attempts", "next_attempt_at")
+    list_filter = ("company", "status")
+
+
+@admin.register(DraftStatusChange)
+class DraftStatusChangeAdmin(LedgerAdmin):
+    list_display = ("created_at", "company", "draft", "status", "method", "attempt", "actor")
+    list_filter = ("company", "status")

@@ -8,7 +8,10 @@ class EvolverConfig(AppConfig):
 
     def ready(self) -> None:
         from memory.procedural.evolver.apply import conflict_apply, promotion_apply
-        from memory.procedural.evolver.schedules import evolver_schedules
+        from memory.procedural.evolver.schedules import (
+            evolver_schedules,
+            register_draft_retry_schedule,
+        )
         from memory.procedural.evolver.services import ACTION_CONFLICT, ACTION_PROMOTION
         from orgmemory.services.approvals import register_approval_applier
         from synthorg.schedules import register_schedule_provider
@@ -16,3 +19,4 @@ class EvolverConfig(AppConfig):
         register_approval_applier(ACTION_PROMOTION, promotion_apply)
         register_approval_applier(ACTION_CONFLICT, conflict_apply)
         register_schedule_provider(evolver_schedules)
+        register_draft_retry_schedule()

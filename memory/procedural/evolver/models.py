@@ -1,4 +1,12 @@
-"""One record per evolver cycle (``EvolverReport``), what the seed's eval loop consumes."""
+"""Evolver records.
+
+* :class:`EvolverReport` — one per evolver run (a cycle, or a run of the draft retry
+  schedule), what the seed's eval loop consumes.
+* :class:`DraftFailure` — one pattern whose LLM draft failed in a run: the retry schedule
+  drafts it again with back-off (mutable; at most one open record per company and pattern).
+* :class:`DraftStatusChange` — every status transition of a draft failure. **Append-only**
+  (a Postgres trigger rejects UPDATE/DELETE/TRUNCATE).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from orgmemory.models import ApprovalItem
 from persistence.models import Company
 
 
@@ -20,7 +29,7 @@ class EvolverReport(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="evolver_reports")
-    trigger = models.CharField(max_length=16)  # schedule | command
+    trigger = models.CharField(max_length=16)  # schedule | command | retry
     status = models.CharField(max_length=24, choices=Status.choices)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
@@ -30,6 +39,8 @@ class EvolverReport(models.Model):
     patterns_found = models.PositiveIntegerField(default=0)
     patterns_eligible = models.PositiveIntegerField(default=0)
     skipped_already_proposed = models.PositiveIntegerField(default=0)
+    # eligible patterns left to the draft retry schedule (their earlier draft failed)
+    skipped_awaiting_retry = models.PositiveIntegerField(default=0)
     drafts_failed = models.PositiveIntegerField(default=0)
     proposals_emitted = models.PositiveIntegerField(default=0)
     conflicts_escalated = models.PositiveIntegerField(default=0)
@@ -65,3 +76,101 @@ class EvolverReport(models.Model):
 
     def __str__(self) -> str:
         return f"evolver {self.company_id} {self.started_at:%Y-%m-%d %H:%M} {self.status}"
+
+
+class DraftStatus(models.TextChoices):
+    PENDING = "pending", "Pending"  # waiting for its next attempt (next_attempt_at)
+    RETRYING = "retrying", "Retrying"  # a retry run is drafting it now
+    DRAFTED = "drafted", "Drafted"  # an item was emitted (by the LLM, or by rule: no LLM)
+    GAVE_UP = "gave_up", "Gave up"  # the LLM failed every attempt; a rule item was emitted
+    SUPERSEDED = "superseded", "Superseded"  # no longer eligible, or proposed meanwhile
+
+
+OPEN_DRAFT_STATUSES = (DraftStatus.PENDING, DraftStatus.RETRYING)
+DRAFT_METHOD_CHOICES = [("llm", "LLM"), ("rule", "Rule")]
+
+
+class DraftFailure(models.Model):
+    """A pattern whose LLM draft failed, and what became of it (mutable).
+
+    ``report`` is the run that failed it first; ``reason`` the latest failure, as the user
+    needs it ("… HTTP 404: The model `x` does not exist", "invalid JSON from proposer: …").
+    ``item`` is the ApprovalItem finally emitted for it (``method`` says how it was drafted).
+    """
+
+    Status = DraftStatus
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    pattern = models.TextField()
+    report = models.ForeignKey(
+        EvolverReport, on_delete=models.PROTECT, related_name="draft_failures"
+    )
+    status = models.CharField(max_length=16, choices=DraftStatus.choices)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=1000)
+    method = models.CharField(max_length=16, blank=True, default="", choices=DRAFT_METHOD_CHOICES)
+    item = models.ForeignKey(
+        ApprovalItem, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("created_at", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=[s.value for s in DraftStatus]),
+                name="draft_failure_status_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(method__in=["", "llm", "rule"]), name="draft_failure_method_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="pending") | Q(next_attempt_at__isnull=False),
+                name="draft_failure_pending_is_due",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="drafted") | (Q(item__isnull=False) & ~Q(method="")),
+                name="draft_failure_drafted_has_item",
+            ),
+            models.UniqueConstraint(
+                fields=["company", "pattern"],
+                condition=Q(status__in=["pending", "retrying"]),
+                name="draft_failure_one_open_per_pattern",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(status="pending"),
+                name="draftfailure_retry_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pattern}: {self.status}"
+
+
+class DraftStatusChange(models.Model):
+    """One status transition of a draft failure. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the draft failure holds the latest state, this the history."""
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    draft = models.ForeignKey(DraftFailure, on_delete=models.PROTECT, related_name="history")
+    status = models.CharField(max_length=16, choices=DraftStatus.choices)
+    method = models.CharField(max_length=16, blank=True, default="")
+    reason = models.CharField(max_length=1000, blank=True, default="")
+    attempt = models.PositiveIntegerField(default=0)
+    # Who caused it: "" for the evolver and its schedule, "user:<id>" for an operator.
+    actor = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("draft", "id")
+        indexes = [models.Index(fields=["draft", "id"], name="drafthist_draft")]
+
+    def __str__(self) -> str:
+        return f"{self.draft_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"

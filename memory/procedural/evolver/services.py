@@ -7,7 +7,13 @@ memory to judge supersession and never writes it: publishing happens when a huma
 the seed's events (``SKILL_EVOLVER_CYCLE_START`` … ``SKILL_EVOLVER_CYCLE_COMPLETE``).
 
 A pattern already proposed is not proposed again while its item is pending, nor after a
-decision or expiry unless its evidence grew (more reports than the last item carried).
+decision or expiry unless its evidence grew (more reports than the last item carried). The
+check is repeated under a per-pattern lock right before an item is emitted, so a cycle and
+the draft retry schedule never emit the same pattern twice.
+
+A draft that fails (LLM error, unusable answer) is recorded as a
+:class:`~memory.procedural.evolver.models.DraftFailure`; cycles leave such a pattern to the
+retry schedule (:mod:`memory.procedural.evolver.draft_retry`) while it is open.
 """
 
 from __future__ import annotations
@@ -17,12 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.domain import ProposalError
 from memory.procedural.evolver import drafting, skill_text
-from memory.procedural.evolver.models import EvolverReport
+from memory.procedural.evolver.draft_failures import draft_failure_open, failure_reason
+from memory.procedural.evolver.models import OPEN_DRAFT_STATUSES, DraftFailure, EvolverReport
 from memory.procedural.evolver.patterns import (
     Pattern,
     Trajectory,
@@ -56,6 +64,7 @@ class CyclePlan:
     patterns: list[Pattern] = field(default_factory=list)
     eligible: list[Pattern] = field(default_factory=list)
     already_proposed: list[str] = field(default_factory=list)
+    awaiting_retry: list[str] = field(default_factory=list)  # an open DraftFailure holds them
     details: dict[str, dict] = field(default_factory=dict)  # report id -> its fields
 
 
@@ -91,12 +100,17 @@ def _trajectories(company: Company, since: datetime, until: datetime):
     return trajectories, details
 
 
-def _previously_proposed(company: Company, pattern: Pattern) -> bool:
+def previously_proposed(company: Company, pattern: Pattern, *, exclude_item=None) -> bool:
+    """A pending item for the pattern, or a decided/expired one carrying as many reports.
+    ``exclude_item``: an item not to count (a re-queued draft's own rule item)."""
     previous = ApprovalItem.objects.filter(
         company=company,
         action_type__in=[ACTION_PROMOTION, ACTION_CONFLICT],
         metadata__pattern=pattern.key,
-    ).values_list("status", "evidence__report_count")
+    )
+    if exclude_item is not None:
+        previous = previous.exclude(pk=exclude_item)
+    previous = previous.values_list("status", "evidence__report_count")
     for status, count in previous:
         if status == ApprovalItem.Status.PENDING:
             return True
@@ -105,9 +119,18 @@ def _previously_proposed(company: Company, pattern: Pattern) -> bool:
     return False
 
 
-def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
+@dataclass
+class Candidates:
+    """Every pattern of the window that passes the thresholds (no cap, no history check)."""
+
+    reports_scanned: int
+    patterns: list[Pattern]
+    eligible: list[Pattern]
+    details: dict[str, dict]
+
+
+def eligible_candidates(*, company: Company, now: datetime) -> Candidates:
     """Group the window's reports and apply the thresholds (reads only)."""
-    now = now or timezone.now()
     config = company_config(company).memory.procedural.evolver
     trajectories, details = _trajectories(company, now - timedelta(days=config.window_days), now)
     patterns = group_trajectories(trajectories)
@@ -117,16 +140,34 @@ def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
         min_confidence=config.min_confidence_for_org_promotion,
         max_proposals=len(patterns) or 1,
     )
-    plan = CyclePlan(reports_scanned=len(trajectories), patterns=patterns, details=details)
-    for pattern in eligible:
-        if _previously_proposed(company, pattern):
+    return Candidates(len(trajectories), patterns, eligible, details)
+
+
+def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
+    """What a cycle would draft: the eligible patterns not yet proposed and not waiting for
+    a draft retry, at most ``max_proposals_per_cycle`` (reads only)."""
+    now = now or timezone.now()
+    config = company_config(company).memory.procedural.evolver
+    found = eligible_candidates(company=company, now=now)
+    plan = CyclePlan(
+        reports_scanned=found.reports_scanned, patterns=found.patterns, details=found.details
+    )
+    awaiting = set(
+        DraftFailure.objects.filter(company=company, status__in=OPEN_DRAFT_STATUSES).values_list(
+            "pattern", flat=True
+        )
+    )
+    for pattern in found.eligible:
+        if pattern.key in awaiting:
+            plan.awaiting_retry.append(pattern.key)
+        elif previously_proposed(company, pattern):
             plan.already_proposed.append(pattern.key)
         elif len(plan.eligible) < config.max_proposals_per_cycle:
             plan.eligible.append(pattern)
     return plan
 
 
-def _existing_skills(company: Company) -> list[Skill]:
+def existing_skills(company: Company) -> list[Skill]:
     skills = []
     for fact in OrgFact.objects.filter(
         company=company, category=PROCEDURE, retracted_at__isnull=True
@@ -183,11 +224,15 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
     plan = plan_cycle(company=company, now=now)
     report.reports_scanned = plan.reports_scanned
     report.patterns_found = len(plan.patterns)
-    report.patterns_eligible = len(plan.eligible) + len(plan.already_proposed)
+    report.patterns_eligible = (
+        len(plan.eligible) + len(plan.already_proposed) + len(plan.awaiting_retry)
+    )
     report.skipped_already_proposed = len(plan.already_proposed)
+    report.skipped_awaiting_retry = len(plan.awaiting_retry)
     say(
         f"{plan.reports_scanned} reports, {len(plan.patterns)} patterns, "
-        f"{len(plan.eligible)} to draft ({len(plan.already_proposed)} already proposed)"
+        f"{len(plan.eligible)} to draft ({len(plan.already_proposed)} already proposed, "
+        f"{len(plan.awaiting_retry)} awaiting a draft retry)"
     )
     live_procedures = OrgFact.objects.filter(
         company=company, category=PROCEDURE, retracted_at__isnull=True
@@ -203,7 +248,7 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
     report.method = "llm"
     procedural = company_config(company).memory.procedural
     details = plan.details
-    existing = _existing_skills(company)
+    existing = existing_skills(company)
     agent_names = dict(Agent.objects.filter(company=company).values_list("pk", "name"))
     verdicts: dict[str, int] = {}
     try:
@@ -228,21 +273,12 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
                     max_tokens=procedural.max_tokens,
                 )
             except (LLMError, ProposalError) as exc:
-                report.drafts_failed += 1
-                # The reason is what a user needs ("model not found", "no model to ask"):
-                # keep it on the report, not only in the log.
-                reason = f"draft of {pattern.key} failed: {type(exc).__name__}: {exc}"
-                report.error = "\n".join(filter(None, [report.error, reason]))[:2000]
-                logger.warning("skill evolver draft for %s failed: %s", pattern.key, exc)
-                say(f"    draft failed: {exc}")
+                reason = failure_reason(exc)
+                draft_failed(report, pattern.key, reason)
+                say(f"    draft failed: {reason} (retried by the draft retry schedule)")
                 continue
-            item = _emit(company, pattern, proposal, existing, agent_names, verdicts)
-            report.items.append(str(item.pk))
-            if item.action_type == ACTION_CONFLICT:
-                report.conflicts_escalated += 1
-            else:
-                report.proposals_emitted += 1
-            say(f"    → {item.action_type} ({item.evidence['verdict']}) {item.pk}")
+            item = emit_once(company, pattern, proposal, existing, agent_names, verdicts)
+            count_item(report, item, say)
     finally:
         close = getattr(provider, "close", None)
         if close is not None:
@@ -256,41 +292,112 @@ def _rule_cycle(*, company: Company, report: EvolverReport, plan: CyclePlan, say
     (:mod:`memory.procedural.evolver.rule_drafting`); the items carry ``method: rule``."""
     logger.warning("skill evolver of %s: no LLM configured; drafting from lessons", company.slug)
     report.method = "rule"
-    existing = _existing_skills(company)
+    existing = existing_skills(company)
     agent_names = dict(Agent.objects.filter(company=company).values_list("pk", "name"))
     verdicts: dict[str, int] = {}
     for n, pattern in enumerate(plan.eligible, 1):
         say(f"[{n}/{len(plan.eligible)}] drafting {pattern.key} from lessons (no LLM)")
-        lessons = list(
-            ProceduralLesson.objects.filter(
-                company=company,
-                report_id__in=pattern.report_ids,
-                origin__in=[ProceduralLesson.Origin.FAILURE, ProceduralLesson.Origin.SUCCESS],
-            )
-            .order_by("created_at", "memory_id")
-            .values("discovery", "condition", "action", "rationale", "execution_steps")
-        )
-        proposal = rule_draft(
-            pattern=pattern.key,
-            kind=pattern.kind,
-            agents=len(pattern.agent_ids),
-            confidence=pattern.confidence,
-            lessons=lessons,
-            reports=[plan.details[i] for i in pattern.report_ids if i in plan.details],
-        )
-        item = _emit(company, pattern, proposal, existing, agent_names, verdicts, method="rule")
-        report.items.append(str(item.pk))
-        if item.action_type == ACTION_CONFLICT:
-            report.conflicts_escalated += 1
-        else:
-            report.proposals_emitted += 1
-        say(f"    → {item.action_type} ({item.evidence['verdict']}) {item.pk}")
+        proposal = rule_proposal(company, pattern, plan.details)
+        item = emit_once(company, pattern, proposal, existing, agent_names, verdicts, method="rule")
+        count_item(report, item, say)
     report.verdicts = verdicts
     return _complete(report, company)
 
 
+def rule_proposal(company: Company, pattern: Pattern, details: dict[str, dict]):
+    """The pattern drafted from its member lessons' own text (no LLM)."""
+    lessons = list(
+        ProceduralLesson.objects.filter(
+            company=company,
+            report_id__in=pattern.report_ids,
+            origin__in=[ProceduralLesson.Origin.FAILURE, ProceduralLesson.Origin.SUCCESS],
+        )
+        .order_by("created_at", "memory_id")
+        .values("discovery", "condition", "action", "rationale", "execution_steps")
+    )
+    return rule_draft(
+        pattern=pattern.key,
+        kind=pattern.kind,
+        agents=len(pattern.agent_ids),
+        confidence=pattern.confidence,
+        lessons=lessons,
+        reports=[details[i] for i in pattern.report_ids if i in details],
+    )
+
+
+def draft_failed(report: EvolverReport, pattern: str, reason: str) -> None:
+    """Count a failed draft on the run; its :class:`DraftFailure` is written with the run."""
+    report.drafts_failed += 1
+    # The reason is what a user needs ("model not found", "no model to ask"): keep it on
+    # the report and the draft failure, not only in the log.
+    line = f"draft of {pattern} failed: {reason}"
+    report.error = "\n".join(filter(None, [report.error, line]))[:2000]
+    logger.warning("skill evolver draft for %s failed: %s", pattern, reason)
+    _new_failures(report).append((pattern, reason))
+
+
+def _new_failures(report: EvolverReport) -> list[tuple[str, str]]:
+    if not hasattr(report, "_new_draft_failures"):
+        report._new_draft_failures = []  # type: ignore[attr-defined]
+    return report._new_draft_failures  # type: ignore[attr-defined]
+
+
+def count_item(report: EvolverReport, item: ApprovalItem | None, say: Progress) -> None:
+    if item is None:
+        say("    already proposed meanwhile: nothing emitted")
+        return
+    report.items.append(str(item.pk))
+    if item.action_type == ACTION_CONFLICT:
+        report.conflicts_escalated += 1
+    else:
+        report.proposals_emitted += 1
+    say(f"    → {item.action_type} ({item.evidence['verdict']}) {item.pk}")
+
+
+def emit_once(
+    company,
+    pattern: Pattern,
+    proposal,
+    existing,
+    agent_names,
+    verdicts,
+    method: str = "llm",
+    *,
+    exclude_item=None,
+    extra_evidence: dict | None = None,
+) -> ApprovalItem | None:
+    """Emit the pattern's item unless it was proposed meanwhile (``None`` then). The check
+    and the emission hold a transaction-level advisory lock on (company, pattern), so two
+    runs drafting the same pattern at once emit one item."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))",
+                [f"skill-evolver:{company.pk}:{pattern.key}"],
+            )
+        if previously_proposed(company, pattern, exclude_item=exclude_item):
+            return None
+        return _emit(
+            company,
+            pattern,
+            proposal,
+            existing,
+            agent_names,
+            verdicts,
+            method=method,
+            extra_evidence=extra_evidence,
+        )
+
+
 def _emit(
-    company, pattern: Pattern, proposal, existing, agent_names, verdicts, method: str = "llm"
+    company,
+    pattern: Pattern,
+    proposal,
+    existing,
+    agent_names,
+    verdicts,
+    method: str = "llm",
+    extra_evidence: dict | None = None,
 ) -> ApprovalItem:
     tiers = proposal.model_dump(mode="json")
     content = skill_text.render(tiers)
@@ -318,6 +425,7 @@ def _emit(
         "action_jaccard": round(judgement.action_jaccard, 4),
         "condition_coverage": round(judgement.condition_coverage, 4),
         "method": method,
+        **(extra_evidence or {}),
     }
     metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org", "method": method}
     if judgement.verdict is Verdict.CONFLICT:
@@ -386,7 +494,19 @@ def _complete(report: EvolverReport, company: Company) -> EvolverReport:
 
 
 def _finish(report: EvolverReport, status: str) -> EvolverReport:
+    """Save the run, and a :class:`DraftFailure` for each draft that failed in it."""
     report.status = status
     report.finished_at = max(timezone.now(), report.started_at)
-    report.save()
+    with transaction.atomic():
+        report.save()
+        for pattern, reason in _new_failures(report):
+            draft_failure_open(
+                report=report, pattern=pattern, reason=reason, now=report.finished_at
+            )
+        _new_failures(report).clear()
     return report
+
+
+def run_finish(report: EvolverReport, status: str) -> EvolverReport:
+    """Record a run that is not a cycle (the draft retry schedule's)."""
+    return _finish(report, status)

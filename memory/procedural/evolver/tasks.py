@@ -1,5 +1,6 @@
-"""q2 task: load the company, run one evolver cycle."""
+"""q2 tasks of the skill evolver: thin interfaces that load by id and call a service."""
 
+from memory.procedural.evolver.draft_retry import evolver_drafts_retry_due
 from memory.procedural.evolver.services import skill_evolver_run
 from persistence.models import Company
 
@@ -9,3 +10,9 @@ def run_company_evolver(company_id: int) -> str | None:
     if company is None:
         return None
     return skill_evolver_run(company=company, trigger="schedule").status
+
+
+def retry_due_drafts() -> dict:
+    """Every minute: reclaim orphaned draft retries, retry the failed drafts that are due."""
+    summary = evolver_drafts_retry_due()
+    return {"reclaimed": summary.reclaimed, "retried": summary.retried, "waiting": summary.waiting}
