@@ -9,6 +9,8 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from synthorg.database import database_owner_settings, database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -275,6 +277,13 @@ SYNTHORG_LLM = {
     "INPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_INPUT_COST_PER_MTOK", "0"),
     "OUTPUT_COST_PER_MTOK": os.environ.get("SYNTHORG_LLM_OUTPUT_COST_PER_MTOK", "0"),
 }
+
+# LLM tasks one company may run at once on the LLM cluster (PostgreSQL advisory-lock slots,
+# synthorg/llm/slots.py): a company whose model hangs holds at most this many LLM workers;
+# its further LLM work is deferred, not queued behind. Keep Q_LLM_WORKERS above it.
+SYNTHORG_LLM_COMPANY_CONCURRENCY = int(os.environ.get("SYNTHORG_LLM_COMPANY_CONCURRENCY", "1"))
+if not 1 <= SYNTHORG_LLM_COMPANY_CONCURRENCY <= 255:
+    raise ImproperlyConfigured("SYNTHORG_LLM_COMPANY_CONCURRENCY must be between 1 and 255")
 
 # Org facts are also embedded (for relevance ranking next to BM25) unless this is false.
 ORGMEMORY_EMBEDDINGS = _env_bool("SYNTHORG_ORGMEMORY_EMBEDDINGS", True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from memory.procedural.models import ExecutionCapture
 from memory.procedural.services.capture import (
     execution_captures_requeue,
+    execution_captures_retry_company,
     execution_captures_retry_due,
     execution_report_capture,
 )
@@ -33,7 +34,14 @@ def run_procedural_maintenance(company_id: int) -> dict | None:
     }
 
 
-def retry_due_captures() -> dict:
-    """Every minute: reclaim orphaned running captures, run the captures due for a retry."""
-    summary = execution_captures_retry_due()
-    return {"reclaimed": summary.reclaimed, "retried": summary.retried, "waiting": summary.waiting}
+def retry_due_captures(now=None) -> dict:
+    """Every minute: reclaim orphaned running captures, hand each company with captures due
+    for a retry its own :func:`retry_company_captures` task."""
+    dispatch = execution_captures_retry_due(now=now)
+    return {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
+
+
+def retry_company_captures(company_id: int, now=None) -> dict:
+    """One company's due captures, under one of its LLM slots (skipped when all are busy)."""
+    summary = execution_captures_retry_company(company_id=company_id, now=now)
+    return {"retried": summary.retried, "waiting": summary.waiting, "busy": summary.busy}

@@ -356,6 +356,9 @@ class LLMProviderStandIn:
         self.profile = profile
         self.answer = answer
         self.fault: Fault | None = None
+        #: Model names whose completions hang (accept, never answer) whatever ``fault`` is:
+        #: one company's model hanging while the others answer.
+        self.hanging_models: set[str] = set()
         self._rate_limited = False
         self._lock = threading.Lock()
         self.server = FakeOpenAIServer(models=profile.models)
@@ -404,7 +407,7 @@ class LLMProviderStandIn:
             if profile.unknown_model is not None:
                 return profile.unknown_model(str(model))
             model = served
-        if fault is Fault.HANG:
+        if fault is Fault.HANG or model in self.hanging_models:
             return ScriptedResponse(delay=3600)
         if fault is Fault.SERVER_ERROR:
             return profile.server_error

@@ -25,6 +25,14 @@ due at once but waits until an LLM is configured, then runs again and its LLM le
 supersedes the rule lesson (kept, marked superseded). ``running`` captures a dead worker left
 behind are reclaimed after :data:`RUNNING_TIMEOUT`. Every transition is a
 :class:`~memory.procedural.models.CaptureStatusChange` row (append-only).
+
+**Per-company LLM slots** (:mod:`synthorg.llm.slots`): the LLM call runs only while the
+company holds one of its ``SYNTHORG_LLM_COMPANY_CONCURRENCY`` slots. A capture that finds
+them all taken is *deferred*: back to ``queued`` with ``next_attempt_at`` in
+:data:`SLOT_DEFER`, the attempt not counted, a history row saying why — its worker is free
+at once. The retry schedule does not run captures itself: it hands each company with due
+captures its own task (:func:`execution_captures_retry_company`), so one company whose
+model hangs delays no other company's retries.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.capture import decide_capture
@@ -57,7 +66,9 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
-from synthorg.llm import LLMError
+from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
+from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
+from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +83,12 @@ RUNNING_TIMEOUT = timedelta(minutes=15)
 RETRY_BATCH = 50
 RECLAIMED = "reclaimed: the worker running this capture did not finish within {minutes} min"
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
+SLOT_DEFER = timedelta(seconds=15)
+DEFERRED = (
+    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
+    "retried at its next attempt"
+)
+RETRY_COMPANY_TASK = "memory.procedural.tasks.retry_company_captures"
 
 
 def retry_delay(attempts: int) -> timedelta:
@@ -188,15 +205,19 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     fields = _report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
     try:
-        # The client resolves the model (synthorg.llm.resolve_model): a placeholder such as
-        # the default ``example-small-001`` is never sent.
-        proposal, completion = propose(
-            provider,
-            payload,
-            model=procedural.model,
-            temperature=procedural.temperature,
-            max_tokens=procedural.max_tokens,
-        )
+        with company_llm_slot(agent.company_id) as slot:
+            if not slot:
+                _defer(capture)
+                return capture
+            # The client resolves the model (synthorg.llm.resolve_model): a placeholder
+            # such as the default ``example-small-001`` is never sent.
+            proposal, completion = propose(
+                provider,
+                payload,
+                model=procedural.model,
+                temperature=procedural.temperature,
+                max_tokens=procedural.max_tokens,
+            )
     except LLMError as exc:
         reason = f"{LLM_FAILURE}: {type(exc).__name__}: {exc}"
         logger.warning("procedural capture of report %s failed: %s", report.pk, reason)
@@ -301,6 +322,31 @@ def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> Execution
     return capture
 
 
+def _defer(capture: ExecutionCapture) -> None:
+    """Every LLM slot of the company is taken: back to ``queued``, due in
+    :data:`SLOT_DEFER`, this run not counted as an attempt."""
+    now = timezone.now()
+    capture.status = CaptureStatus.QUEUED
+    capture.attempts = max(capture.attempts - 1, 0)
+    capture.reason = DEFERRED.format(limit=company_llm_concurrency())
+    capture.next_attempt_at = now + SLOT_DEFER
+    capture.updated_at = now
+    capture.completed_at = None
+    logger.info("procedural capture of report %s deferred: LLM slots busy", capture.report_id)
+    with transaction.atomic():
+        capture.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "reason",
+                "next_attempt_at",
+                "updated_at",
+                "completed_at",
+            ]
+        )
+        capture_history_record(capture=capture, now=now)
+
+
 def _holds_rule_lesson(capture: ExecutionCapture) -> bool:
     return capture.method == Method.RULE and capture.memory_id is not None
 
@@ -354,7 +400,14 @@ def execution_captures_requeue(
 class RetrySummary:
     reclaimed: int  # running captures a dead worker left, marked failed and retried
     retried: int  # captures run again
-    waiting: int  # due, but left for later: no LLM configured, or the LLM is down
+    waiting: int  # due, but left for later: no LLM configured, the LLM is down, slots busy
+    busy: bool = False  # the company's LLM slots were all taken: nothing was run
+
+
+@dataclass(frozen=True)
+class RetryDispatch:
+    reclaimed: int
+    companies: tuple[int, ...]  # the companies handed a retry task
 
 
 def execution_captures_reclaim(*, now: datetime | None = None) -> int:
@@ -407,50 +460,76 @@ def _requeue(report_id, *, now: datetime, reason: str, actor: str = "", reset: b
         return capture
 
 
-def execution_captures_retry_due(
-    *, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> RetrySummary:
-    """The ``procedural-capture-retry`` schedule: reclaim orphaned ``running`` captures,
-    then run every capture whose ``next_attempt_at`` has come (oldest first, at most
-    ``limit``), in this worker.
+def _due(now: datetime):
+    due = ExecutionCapture.objects.filter(next_attempt_at__lte=now)
+    if not _llm_configured_anywhere():
+        # A rule capture waits for an LLM: nothing to run while none is configured.
+        due = due.exclude(method=Method.RULE)
+    return due
 
-    A rule capture (``method`` ``rule``) is only run when an LLM is configured for its
-    company. Per company, the first run that fails because the LLM call failed (an outage)
-    stops that company's batch: the others keep their due time and are not charged an
-    attempt, so an outage costs one LLM call per company per run, not one per capture.
-    """
+
+def execution_captures_retry_due(*, now: datetime | None = None) -> RetryDispatch:
+    """The ``procedural-capture-retry`` schedule (every minute): reclaim orphaned
+    ``running`` captures, then hand every company with due captures its own task on the LLM
+    cluster (:func:`execution_captures_retry_company`). Nothing runs here, so a company
+    whose LLM hangs holds up only its own task. ``now`` (tests) is passed on."""
+    explicit = now
     now = now or timezone.now()
     reclaimed = execution_captures_reclaim(now=now)
-    due = list(
-        ExecutionCapture.objects.filter(next_attempt_at__lte=now)
-        .order_by("next_attempt_at", "report_id")
-        .values_list("company_id", "report_id", "method")[:limit]
+    companies = tuple(
+        _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
     )
-    llm_configured: dict[int, bool] = {}
-    llm_down: set[int] = set()
+    for company_id in companies:
+        kwargs = {"now": explicit} if explicit is not None else {}
+        async_task(RETRY_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
+    return RetryDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def execution_captures_retry_company(
+    *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
+) -> RetrySummary:
+    """Run one company's captures whose ``next_attempt_at`` has come (oldest first, at most
+    ``limit``) while holding one of its LLM slots; with every slot taken, run nothing
+    (``busy``: the next minute's task tries again).
+
+    A rule capture (``method`` ``rule``) is not due while no LLM is configured. The first
+    run that fails because the LLM call failed (an outage) stops the batch: the others keep
+    their due time and are not charged an attempt, so an outage costs one LLM call per
+    company per run, not one per capture.
+    """
+    now = now or timezone.now()
+    due = list(
+        _due(now)
+        .filter(company_id=company_id)
+        .order_by("next_attempt_at", "report_id")
+        .values_list("report_id", "status")[:limit]
+    )
+    if not due:
+        return RetrySummary(reclaimed=0, retried=0, waiting=0)
     retried = waiting = 0
-    for company_id, report_id, method in due:
-        if company_id in llm_down:
-            waiting += 1
-            continue
-        if method == Method.RULE:
-            if company_id not in llm_configured:
-                llm_configured[company_id] = _llm_configured(company_id)
-            if not llm_configured[company_id]:
-                waiting += 1
+    with company_llm_slot(company_id) as slot:
+        if not slot:
+            logger.info("capture retry of company %s skipped: LLM slots busy", company_id)
+            return RetrySummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
+        for index, (report_id, status) in enumerate(due):
+            # A deferred capture is already queued; any other is moved back to queued.
+            if (
+                status != CaptureStatus.QUEUED
+                and _requeue(report_id, now=now, reason="retry") is None
+            ):
                 continue
-        if _requeue(report_id, now=now, reason="retry") is None:
-            continue
-        capture = execution_report_capture(report_id=report_id, now=now)
-        retried += 1
-        if capture.reason.startswith(LLM_FAILURE):
-            llm_down.add(company_id)
-    return RetrySummary(reclaimed=reclaimed, retried=retried, waiting=waiting)
+            capture = execution_report_capture(report_id=report_id, now=now)
+            retried += 1
+            if capture.reason.startswith(LLM_FAILURE):
+                waiting += len(due) - index - 1
+                break
+    return RetrySummary(reclaimed=0, retried=retried, waiting=waiting)
 
 
-def _llm_configured(company_id: int) -> bool:
-    provider = completion_provider_for(company=Company.objects.get(pk=company_id))
-    if provider is None:
+def _llm_configured_anywhere() -> bool:
+    try:
+        provider = completion_provider_from_settings()
+    except LLMNotConfiguredError:
         return False
     close = getattr(provider, "close", None)
     if close is not None:

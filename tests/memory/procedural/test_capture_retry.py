@@ -19,7 +19,8 @@ from memory.procedural.models import (
 )
 from memory.procedural.services.capture import (
     MAX_ATTEMPTS,
-    execution_captures_retry_due,
+    execution_captures_reclaim,
+    execution_captures_retry_company,
     retry_delay,
 )
 from memory.procedural.tasks import capture_execution_report
@@ -72,6 +73,12 @@ def history(report_id) -> list[tuple]:
     )
 
 
+def retry(company, now=None):
+    """What the retry schedule does for ``company``: reclaim, then its own retry task."""
+    execution_captures_reclaim(now=now)
+    return execution_captures_retry_company(company_id=company.pk, now=now)
+
+
 @pytest.fixture
 def no_llm(settings):
     settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
@@ -120,14 +127,14 @@ def test_a_rule_lesson_waits_for_an_llm_then_is_superseded(caller, settings, no_
     capture_execution_report(report_id)
     rule_memory = capture_of(report_id).memory_id
     later = timezone.now() + timedelta(minutes=5)
-    summary = execution_captures_retry_due(now=later)
-    assert (summary.retried, summary.waiting) == (0, 1)
+    summary = retry(caller.agent.company, now=later)
+    assert (summary.retried, summary.waiting) == (0, 0)  # not due while no LLM is configured
 
     from tests.support.openai_server import FakeOpenAIServer
 
     with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:
         settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
-        summary = execution_captures_retry_due(now=later)
+        summary = retry(caller.agent.company, now=later)
     assert (summary.retried, summary.waiting) == (1, 0)
     capture = capture_of(report_id)
     assert (capture.status, capture.method, capture.next_attempt_at) == ("captured", "llm", None)
@@ -169,14 +176,14 @@ def test_failed_captures_are_retried_after_an_outage(caller, llm_server):
     # Still down: one call for the company, the others wait uncharged.
     calls = len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS))
     soon = timezone.now() + timedelta(minutes=2)
-    summary = execution_captures_retry_due(now=soon)
+    summary = retry(caller.agent.company, now=soon)
     assert (summary.retried, summary.waiting) == (1, 5)
     assert len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS)) == calls + 1
     assert sorted(capture_of(r).attempts for r in reports) == [1, 1, 1, 1, 1, 2]
 
     state["down"] = False  # recovered
     later = timezone.now() + timedelta(hours=2)
-    execution_captures_retry_due(now=later)
+    retry(caller.agent.company, now=later)
     captures = [capture_of(r) for r in reports]
     assert [(c.status, c.method) for c in captures] == [("captured", "llm")] * 6
     assert all(c.next_attempt_at is None for c in captures)
@@ -193,7 +200,7 @@ def test_retries_are_bounded(caller, llm_server):
     now = timezone.now()
     for _ in range(MAX_ATTEMPTS + 2):
         now += timedelta(hours=2)
-        execution_captures_retry_due(now=now)
+        retry(caller.agent.company, now=now)
     capture = capture_of(report_id)
     assert capture.attempts == MAX_ATTEMPTS and capture.next_attempt_at is None
     assert capture.reason.endswith(
@@ -221,8 +228,9 @@ def test_orphaned_running_captures_are_reclaimed(caller, llm_server):
     ExecutionCapture.objects.filter(report_id=fresh).update(
         status="running", attempts=1, updated_at=timezone.now()
     )
-    summary = execution_captures_retry_due()
-    assert (summary.reclaimed, summary.retried) == (1, 1)
+    assert execution_captures_reclaim() == 1
+    summary = execution_captures_retry_company(company_id=caller.agent.company.pk)
+    assert summary.retried == 1
     assert capture_of(report_id).status == "captured"
     assert capture_of(fresh).status == "running"  # within the timeout: left alone
     statuses = [s for s, _, _ in history(report_id)]

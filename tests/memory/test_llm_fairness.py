@@ -1,0 +1,218 @@
+"""One company's model hangs: the other companies' LLM work still runs.
+
+The LLM base URL is server-wide, the model per company (``memory.procedural.model``), so the
+stand-in hangs for company A's model only and answers company B's. Real transactions
+(``transactional_db``), real threads standing in for the LLM cluster's workers (two, like
+``Q_LLM_WORKERS``) pulling the real q2 task functions from one queue, and the real stand-in
+server; nothing of ours is mocked. A's hanging call stays open until the stand-in stops, so
+"B finished while A hangs" is a fact about state, not about time.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from django_q.models import OrmQ
+
+from memory.procedural.models import CaptureStatusChange, ExecutionCapture
+from memory.procedural.services.capture import (
+    DEFERRED,
+    SLOT_DEFER,
+    execution_captures_retry_company,
+    execution_captures_retry_due,
+)
+from memory.procedural.tasks import capture_execution_report
+from persistence.services.companies import company_config_set
+from synthorg.llm.slots import company_llm_slot, slot_key
+from tests.conftest import make_agent_caller
+from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
+from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
+from tests.persistence.factories import CompanyFactory
+from tests.support.llm_provider import PROFILES, LLMProviderStandIn
+
+LLM_WORKERS = 2
+PROFILE = replace(PROFILES["openai"], models=("model-a", "model-b"))
+DEFERRED_REASON = DEFERRED.format(limit=1)
+
+pytestmark = pytest.mark.usefixtures("allow_flush_of_append_only_tables")
+
+
+def company_using(model: str):
+    company = CompanyFactory()
+    company_config_set(company=company, data={"memory": {"procedural": {"model": model}}})
+    return company
+
+
+def submit(caller, n: int) -> str:
+    body = {**FAILED_REPORT, "task_type": f"deploy-{n}", "task_title": f"Deploy {n}"}
+    response = caller.client.post("/api/v1/executions", body, format="json")
+    assert response.status_code == 202, response.json()
+    return response.json()["id"]
+
+
+@pytest.fixture
+def stand_in(settings):
+    with LLMProviderStandIn(PROFILE, answer=json.dumps(PROPOSAL)) as llm:
+        # Per-attempt and total timeouts far beyond the test: A's call ends when the
+        # stand-in stops, never by itself.
+        settings.SYNTHORG_LLM = llm.settings(TIMEOUT=300, TOTAL_TIMEOUT=300, MAX_RETRIES=0)
+        llm.hanging_models = {"model-a"}
+        yield llm
+
+
+class Workers:
+    """``LLM_WORKERS`` threads running task calls from one queue, each on its own DB
+    connection, reporting every finished task on ``done``."""
+
+    def __init__(self, count: int) -> None:
+        self.tasks: queue.Queue = queue.Queue()
+        self.done: queue.Queue = queue.Queue()
+        self.threads = [threading.Thread(target=self._work) for _ in range(count)]
+
+    def _work(self) -> None:
+        try:
+            while (item := self.tasks.get()) is not None:
+                key, fn, args = item
+                try:
+                    self.done.put((key, fn(*args)))
+                except Exception as exc:  # surfaced by the test
+                    self.done.put((key, exc))
+        finally:
+            connection.close()
+
+    def __enter__(self) -> Workers:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        for _ in self.threads:
+            self.tasks.put(None)
+
+    def join(self) -> None:
+        for thread in self.threads:
+            thread.join(timeout=60)
+            assert not thread.is_alive()
+
+    def finished(self, count: int) -> dict:
+        # The timeout only keeps a broken run from hanging CI; nothing is asserted on time.
+        return dict(self.done.get(timeout=60) for _ in range(count))
+
+
+def test_b_captures_while_a_model_hangs_on_the_llm_workers(stand_in):
+    company_a, company_b = company_using("model-a"), company_using("model-b")
+    a_caller, b_caller = make_agent_caller(company=company_a), make_agent_caller(company=company_b)
+    a_reports = [submit(a_caller, n) for n in range(3)]
+    b_reports = [submit(b_caller, n) for n in range(3)]
+
+    with Workers(LLM_WORKERS) as workers:
+        # Worst case for B: all of A's captures are queued in front of B's.
+        for report_id in a_reports + b_reports:
+            workers.tasks.put((report_id, capture_execution_report, (report_id,)))
+        finished = workers.finished(len(a_reports) + len(b_reports) - 1)
+
+        # One of A's captures (whichever worker took its slot first) still hangs on one
+        # worker; everything else is done.
+        (hanging,) = set(a_reports) - set(finished)
+        assert set(finished) == set(a_reports + b_reports) - {hanging}
+        assert ExecutionCapture.objects.get(report_id=hanging).status == "running"
+        assert [finished[r] for r in b_reports] == ["captured"] * 3
+        b = ExecutionCapture.objects.filter(report_id__in=b_reports)
+        assert {(c.status, c.method, c.attempts) for c in b} == {("captured", "llm", 1)}
+        # A's other captures did not wait for a slot: deferred, not charged an attempt.
+        for report_id in set(a_reports) - {hanging}:
+            capture = ExecutionCapture.objects.get(report_id=report_id)
+            assert (capture.status, capture.attempts, capture.reason) == (
+                "queued",
+                0,
+                DEFERRED_REASON,
+            )
+            assert capture.next_attempt_at > capture.updated_at
+            assert capture.next_attempt_at - capture.updated_at == SLOT_DEFER
+            assert list(
+                CaptureStatusChange.objects.filter(report_id=report_id)
+                .order_by("id")
+                .values_list("status", "attempt", "reason")
+            ) == [("queued", 0, ""), ("running", 1, ""), ("queued", 0, DEFERRED_REASON)]
+        models = [r.json()["model"] for r in stand_in.chat_requests]
+        assert sorted(models) == ["model-a"] + ["model-b"] * 3
+
+        stand_in.server.stop()  # A's hanging call ends
+        assert workers.finished(1)[hanging] == "failed"
+    workers.join()
+    capture = ExecutionCapture.objects.get(report_id=hanging)
+    assert capture.status == "failed" and capture.reason.startswith("llm_error: ")
+
+
+def test_the_retry_schedule_gives_each_company_its_own_task():
+    company_a, company_b = CompanyFactory(), CompanyFactory()
+    a_caller, b_caller = make_agent_caller(company=company_a), make_agent_caller(company=company_b)
+    due = timezone.now() - timedelta(seconds=1)
+    for n, caller in enumerate((a_caller, a_caller, b_caller)):
+        report_id = submit(caller, n)
+        ExecutionCapture.objects.filter(report_id=report_id).update(
+            status="failed", reason="llm_error: down", next_attempt_at=due
+        )
+    OrmQ.objects.all().delete()  # the submits' own capture tasks
+
+    dispatch = execution_captures_retry_due()
+
+    assert dispatch.companies == tuple(sorted([company_a.pk, company_b.pk]))
+    queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
+    assert queued == [
+        ("llm", "memory.procedural.tasks.retry_company_captures", (company_id,))
+        for company_id in dispatch.companies
+    ]
+    # Nothing ran in the dispatching task.
+    assert set(ExecutionCapture.objects.values_list("status", flat=True)) == {"failed"}
+
+
+def test_a_company_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
+    stand_in.hanging_models = set()
+    company = company_using("model-b")
+    caller = make_agent_caller(company=company)
+    report_id = submit(caller, 1)
+    ExecutionCapture.objects.filter(report_id=report_id).update(
+        status="failed", reason="llm_error: down", attempts=1, next_attempt_at=timezone.now()
+    )
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():  # another worker (own connection) runs company's LLM work
+        try:
+            with company_llm_slot(company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        summary = execution_captures_retry_company(company_id=company.pk)
+        assert (summary.busy, summary.retried, summary.waiting) == (True, 0, 1)
+        capture = ExecutionCapture.objects.get(report_id=report_id)
+        assert (capture.status, capture.attempts) == ("failed", 1)
+        assert stand_in.chat_requests == []
+    finally:
+        release.set()
+        holder.join(timeout=60)
+
+    summary = execution_captures_retry_company(company_id=company.pk)
+    assert (summary.busy, summary.retried) == (False, 1)
+    capture = ExecutionCapture.objects.get(report_id=report_id)
+    assert (capture.status, capture.method, capture.attempts) == ("captured", "llm", 2)
+
+
+def test_slot_keys_are_distinct_per_company_and_slot():
+    keys = {slot_key(company, slot) for company in (1, 2, 2**39) for slot in (0, 1, 254)}
+    assert len(keys) == 9
+    assert all(0 < key < 2**63 for key in keys)
