@@ -274,7 +274,7 @@ def test_peers_copies_of_a_rule_lesson_are_superseded_with_it(caller, peer, sett
 
     with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:
         settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
-        execution_captures_retry_due(now=timezone.now() + timedelta(minutes=5))
+        retry(caller.company, now=timezone.now() + timedelta(minutes=5))
 
     llm_memory = capture_of(report_id).memory_id
     llm_copy = ProceduralLesson.objects.get(
