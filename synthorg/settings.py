@@ -193,6 +193,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Durable, searchable memory for fleets of AI agents.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs page are public (AllowAny) and need no principal: without this
+    # a signed-in person with several memberships and no X-Company got 403 from them.
+    "SERVE_AUTHENTICATION": [],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
