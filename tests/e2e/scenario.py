@@ -196,6 +196,13 @@ def wait_for_runs(
     return wait_for(poll, what, DEADLINE_S)
 
 
+def conversation(agent: httpx.Client, name: str = "onboarding") -> dict:
+    [found] = [
+        c for c in ok(agent.get("/conversations"))["results"] if c["conversation_id"] == name
+    ]
+    return found
+
+
 def search_contents(agent: httpx.Client, query: str) -> list[str]:
     hits = ok(agent.post("/memories/search", json={"query": query}))
     return [hit["memory"]["content"] for hit in hits["results"]]
