@@ -50,6 +50,7 @@ class ConversationAdmin(_ScopedReadOnlyAdmin):
         "level",
         "message_count",
         "extracted_through_seq",
+        "verbatim_through_seq",
         "pending_tokens",
         "extraction_due_at",
         "updated_at",

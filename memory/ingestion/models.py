@@ -41,6 +41,9 @@ class Conversation(models.Model):
 
     message_count = models.PositiveIntegerField(default=0)  # == the last seq
     extracted_through_seq = models.PositiveIntegerField(default=0)
+    # The last seq whose turns are stored as verbatim memories: with no LLM, or meanwhile
+    # when an LLM run failed (the range stays pending for the LLM, which adds facts on top).
+    verbatim_through_seq = models.PositiveIntegerField(default=0)
     pending_tokens = models.PositiveIntegerField(default=0)  # of messages not yet extracted
     # When the debounced extraction should fire (null: nothing pending).
     extraction_due_at = models.DateTimeField(null=True, blank=True)
@@ -88,6 +91,10 @@ class Conversation(models.Model):
             models.CheckConstraint(
                 condition=models.Q(extracted_through_seq__lte=models.F("message_count")),
                 name="ingestion_conversation_extracted_le_count",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(verbatim_through_seq__lte=models.F("message_count")),
+                name="ingestion_conversation_verbatim_le_count",
             ),
             models.CheckConstraint(
                 condition=models.Q(summary_through_seq__lte=models.F("message_count")),
@@ -171,6 +178,8 @@ class ExtractionRun(models.Model):
         PENDING_TOKENS = "pending_tokens", "Pending tokens"
         RETRY = "retry", "Retry"
         MANUAL = "manual", "Manual"
+        # an LLM run of this range failed: its turns were stored verbatim meanwhile
+        LLM_FAILED = "llm_failed", "LLM failed (turns stored verbatim)"
 
     class Method(models.TextChoices):
         LLM = "llm", "LLM"
@@ -194,7 +203,8 @@ class ExtractionRun(models.Model):
     below_confidence = models.PositiveIntegerField(default=0)
     ignored_supersedes = models.PositiveIntegerField(default=0)  # ids not the agent's own
     model = models.CharField(max_length=200, blank=True, default="")
-    # llm: facts extracted by the LLM; verbatim: no LLM, the turns themselves were stored.
+    # llm: facts extracted by the LLM; verbatim: the turns themselves were stored (no LLM,
+    # or the LLM run of the range failed: trigger ``llm_failed``).
     method = models.CharField(max_length=16, blank=True, default="", choices=Method.choices)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)

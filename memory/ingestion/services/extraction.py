@@ -134,9 +134,11 @@ def conversation_extract(
         logger.warning(
             "extraction run %s of conversation %s failed: %s", run.pk, run.conversation_id, exc
         )
-        return _finish_unsuccessful(
+        failed = _finish_unsuccessful(
             claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
         )
+        _store_verbatim_meanwhile(failed)
+        return failed
     try:
         return _apply(claim, facts, completion, messages, config=config)
     except _LostClaim:
@@ -426,20 +428,17 @@ def _verbatim_context(message, previous) -> str:
     return f"In reply to {speaker}: {text}"
 
 
-def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
-    """No LLM: store the range's turns as EPISODIC memories through the write gate."""
-    run = claim.run
-    conversation = claim.conversation
-    agent = conversation.agent
-    now = timezone.now()
+def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_seq: int):
+    """The turns ``first_seq .. run.last_seq`` as EPISODIC memory requests (system messages
+    and blank turns are not stored), with the messages they come from."""
     window = list(
         ConversationMessage.objects.filter(
-            conversation_id=run.conversation_id,
-            seq__gte=max(run.first_seq - 1, 1),
+            conversation_id=conversation.pk,
+            seq__gte=max(first_seq - 1, 1),
             seq__lte=run.last_seq,
         ).order_by("seq")
     )
-    messages = [m for m in window if m.seq >= run.first_seq]
+    messages = [m for m in window if m.seq >= first_seq]
     previous = {m.seq: p for p, m in zip([None, *window], window, strict=False)}
     turns = [m for m in messages if m.role != ConversationMessage.Role.SYSTEM and m.content.strip()]
     requests = [
@@ -454,40 +453,59 @@ def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
         )
         for m in turns
     ]
+    return turns, requests
+
+
+def _store_verbatim(run: ExtractionRun, agent, turns, requests, *, now: datetime) -> list:
+    """Store ``requests`` through the write gate and record them as ``run``'s facts; sets the
+    run's counts and marks it ``succeeded`` by ``verbatim`` (the caller saves it)."""
+    results = memory_store_batch(agent=agent, requests=requests, now=now) if requests else []
+    rows = [
+        ExtractedFact(
+            run=run,
+            position=index,
+            content=request.content,
+            category=request.category.value,
+            confidence=request.confidence,
+            tags=list(request.tags),
+            decision=ExtractedFact.Decision.NOOP
+            if result.deduplicated
+            else ExtractedFact.Decision.ADDED,
+            memory_id=result.id,
+            message_ids=[message.pk],
+        )
+        for index, (message, request, result) in enumerate(
+            zip(turns, requests, results, strict=True)
+        )
+    ]
+    ExtractedFact.objects.bulk_create(rows)
+    run.method = ExtractionRun.Method.VERBATIM
+    run.facts_proposed = len(rows)
+    run.added = sum(1 for r in rows if r.decision == ExtractedFact.Decision.ADDED)
+    run.skipped = len(rows) - run.added
+    run.status = ExtractionRun.Status.SUCCEEDED
+    run.finished_at = now
+    return rows
+
+
+def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
+    """No LLM: store the range's turns as EPISODIC memories through the write gate."""
+    run = claim.run
+    conversation = claim.conversation
+    agent = conversation.agent
+    now = timezone.now()
+    turns, requests = _verbatim_requests(run, conversation, first_seq=run.first_seq)
     run.method = ExtractionRun.Method.VERBATIM
     try:
         with transaction.atomic():
-            results = (
-                memory_store_batch(agent=agent, requests=requests, now=now) if requests else []
-            )
+            # memories first, then the conversation's row lock (the order _apply takes)
+            rows = _store_verbatim(run, agent, turns, requests, now=now)
             locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
             if locked.claim_run_id != run.pk:
                 raise _LostClaim()
-            rows = [
-                ExtractedFact(
-                    run=run,
-                    position=index,
-                    content=request.content,
-                    category=request.category.value,
-                    confidence=request.confidence,
-                    tags=list(request.tags),
-                    decision=ExtractedFact.Decision.NOOP
-                    if result.deduplicated
-                    else ExtractedFact.Decision.ADDED,
-                    memory_id=result.id,
-                    message_ids=[message.pk],
-                )
-                for index, (message, request, result) in enumerate(
-                    zip(turns, requests, results, strict=True)
-                )
-            ]
-            ExtractedFact.objects.bulk_create(rows)
-            run.facts_proposed = len(rows)
-            run.added = sum(1 for r in rows if r.decision == ExtractedFact.Decision.ADDED)
-            run.skipped = len(rows) - run.added
-            run.status = ExtractionRun.Status.SUCCEEDED
-            run.finished_at = now
             run.save()
+            locked.verbatim_through_seq = max(locked.verbatim_through_seq, run.last_seq)
+            locked.save(update_fields=["verbatim_through_seq"])
             _advance(locked, run, config=config, now=now)
             journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
     except _LostClaim:
@@ -499,6 +517,51 @@ def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
             claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
         )
     memories_trim_to_cap(agent=agent, now=now)
+    return run
+
+
+def _store_verbatim_meanwhile(failed: ExtractionRun) -> ExtractionRun | None:
+    """The LLM run ``failed``: store its range's turns verbatim now (those not stored yet),
+    as a run of its own (trigger ``llm_failed``), so the conversation is remembered during
+    an outage. The range stays pending for the LLM (``extracted_through_seq`` and the
+    retry's due time are not touched): once it answers, its facts are added on top."""
+    now = timezone.now()
+    conversation = (
+        Conversation.objects.select_related("agent").filter(pk=failed.conversation_id).first()
+    )
+    if conversation is None:  # purged meanwhile
+        return None
+    first = max(failed.first_seq, conversation.verbatim_through_seq + 1)
+    if first > failed.last_seq:
+        return None  # an earlier failed run already stored these turns
+    try:
+        with transaction.atomic():
+            run = ExtractionRun.objects.create(
+                company_id=conversation.company_id,
+                agent_id=conversation.agent_id,
+                conversation=conversation,
+                trigger=ExtractionRun.Trigger.LLM_FAILED,
+                first_seq=first,
+                last_seq=failed.last_seq,
+                message_count=failed.last_seq - first + 1,
+                created_at=now,
+            )
+            turns, requests = _verbatim_requests(run, conversation, first_seq=first)
+            # memories first, then the conversation's row lock (the order _apply takes)
+            rows = _store_verbatim(run, conversation.agent, turns, requests, now=now)
+            locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+            if locked is None or locked.verbatim_through_seq >= first:
+                raise _LostClaim()  # purged, or another worker stored these turns meanwhile
+            run.save()
+            locked.verbatim_through_seq = failed.last_seq
+            locked.save(update_fields=["verbatim_through_seq"])
+            journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
+    except _LostClaim:
+        return None
+    except DomainError as exc:  # e.g. the project closed meanwhile
+        logger.warning("turns of failed run %s not stored verbatim: %s", failed.pk, exc)
+        return None
+    memories_trim_to_cap(agent=conversation.agent, now=now)
     return run
 
 

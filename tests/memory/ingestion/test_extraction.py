@@ -196,9 +196,13 @@ def test_invalid_answer_fails_the_run_keeps_messages_and_a_later_run_retries(cal
     failed = conversation_extract(conversation=conversation, force=True)
     assert failed.status == "failed"
     assert failed.error.startswith("the answer")
-    assert not Memory.objects.filter(agent=caller.agent).exists()
+    # meanwhile the turns are memories (verbatim); the range stays pending for the LLM
+    assert sorted(live(caller.agent).values_list("content", "tags")) == [
+        (BILLING, ["verbatim"]),
+        ("second", ["verbatim"]),
+    ]
     conversation.refresh_from_db()
-    assert conversation.extracted_through_seq == 0
+    assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (0, 2)
     assert conversation.consecutive_failures == 1
     assert conversation.extraction_due_at > failed.finished_at  # backoff
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 2
@@ -206,14 +210,18 @@ def test_invalid_answer_fails_the_run_keeps_messages_and_a_later_run_retries(cal
     reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
     later = timezone.now() + timedelta(hours=2)
     assert conversations_extract_due(now=later) == 1
-    retry = ExtractionRun.objects.exclude(pk=failed.pk).get()
+    retry = ExtractionRun.objects.exclude(pk=failed.pk).get(method="llm")
     assert (retry.status, retry.trigger, retry.first_seq, retry.last_seq) == (
         "succeeded",
         "retry",
         1,
         2,
     )
-    assert live(caller.agent).count() == 1
+    assert sorted(live(caller.agent).values_list("content", flat=True)) == [
+        BILLING,
+        "Billing deploys on Fridays.",
+        "second",
+    ]
 
 
 def test_llm_error_fails_the_run(caller, llm):
@@ -223,6 +231,85 @@ def test_llm_error_fails_the_run(caller, llm):
     assert run.status == "failed"
     assert "503" in run.error
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 1
+
+
+def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on_top(caller, llm):
+    """Regression: during an LLM outage a flushed conversation was no memory at all until
+    the LLM answered again (the failed run stored nothing)."""
+    down = ScriptedResponse(status=503, json=error_payload("down"))
+    conversation = flush(
+        caller.agent,
+        ["Can you deploy billing today?", "Staging uses the eu-1 cluster."],
+        role="user",
+    )
+    llm.enqueue(llm.CHAT_COMPLETIONS, down)
+    failed = conversation_extract(conversation=conversation, force=True)
+    assert (failed.status, failed.method, failed.trigger) == ("failed", "llm", "manual")
+    assert "503" in failed.error
+    meanwhile = ExtractionRun.objects.get(trigger="llm_failed")
+    assert (meanwhile.status, meanwhile.method, meanwhile.first_seq, meanwhile.last_seq) == (
+        "succeeded",
+        "verbatim",
+        1,
+        2,
+    )
+    assert (meanwhile.facts_proposed, meanwhile.added, meanwhile.skipped) == (2, 2, 0)
+    verbatim = {m.content: m for m in live(caller.agent)}
+    assert set(verbatim) == {"Can you deploy billing today?", "Staging uses the eu-1 cluster."}
+    assert {(m.category, tuple(m.tags), m.source) for m in verbatim.values()} == {
+        ("episodic", ("verbatim",), f"extraction:{meanwhile.pk}")
+    }
+    assert list(
+        ExtractedFact.objects.filter(run=meanwhile).values_list("memory_id", flat=True)
+    ) == [
+        verbatim["Can you deploy billing today?"].pk,
+        verbatim["Staging uses the eu-1 cluster."].pk,
+    ]
+    assert JournalEntry.objects.filter(agent=caller.agent).count() == 1
+    conversation.refresh_from_db()
+    assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (0, 2)
+    assert conversation.consecutive_failures == 1
+    assert conversation.extraction_due_at > failed.finished_at  # the LLM retry is due later
+
+    # the retry fails too: the turns are not stored a second time
+    llm.enqueue(llm.CHAT_COMPLETIONS, down)
+    assert conversations_extract_due(now=timezone.now() + timedelta(hours=2)) == 1
+    assert ExtractionRun.objects.filter(status="failed").count() == 2
+    assert ExtractionRun.objects.filter(trigger="llm_failed").count() == 1
+    assert live(caller.agent).count() == 2
+
+    # more messages arrive, the LLM is still down: only the new turn is stored verbatim
+    conversation_messages_append(
+        agent=caller.agent,
+        conversation_id="chat-1",
+        messages=[MessageIn(role="assistant", content="Deploying billing to eu-1 now.")],
+    )
+    llm.enqueue(llm.CHAT_COMPLETIONS, down)
+    conversation_extract(conversation=Conversation.objects.get(pk=conversation.pk), force=True)
+    latest = ExtractionRun.objects.filter(trigger="llm_failed").order_by("-last_seq").first()
+    assert (latest.first_seq, latest.last_seq, latest.added) == (3, 3, 1)
+
+    # the LLM answers: its facts are added on top, the verbatim memories stay
+    reply(llm, {"facts": [fact("Staging runs on the eu-1 cluster.")]})
+    recovered = conversation_extract(
+        conversation=Conversation.objects.get(pk=conversation.pk), force=True
+    )
+    assert (recovered.status, recovered.method, recovered.first_seq, recovered.last_seq) == (
+        "succeeded",
+        "llm",
+        1,
+        3,
+    )
+    assert recovered.added == 1
+    assert sorted(live(caller.agent).values_list("content", flat=True)) == [
+        "Can you deploy billing today?",
+        "Deploying billing to eu-1 now.",
+        "Staging runs on the eu-1 cluster.",
+        "Staging uses the eu-1 cluster.",
+    ]
+    conversation.refresh_from_db()
+    assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (3, 3)
+    assert (conversation.consecutive_failures, conversation.extraction_due_at) == (0, None)
 
 
 def test_structured_output_refused_is_asked_again_without_it(caller, llm):

@@ -79,6 +79,7 @@ class ConversationSerializer(ModelSerializer):
             "project_id",
             "message_count",
             "extracted_through_seq",
+            "verbatim_through_seq",
             "pending_tokens",
             "extraction_due_at",
             "summary_through_seq",

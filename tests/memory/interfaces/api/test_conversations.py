@@ -216,13 +216,21 @@ def test_conversations_are_listed_most_recent_first(caller, peer):
     assert [c["conversation_id"] for c in results] == ["newer", "older"]
     assert {
         k: results[1][k]
-        for k in ("level", "session_id", "project_id", "message_count", "extracted_through_seq")
+        for k in (
+            "level",
+            "session_id",
+            "project_id",
+            "message_count",
+            "extracted_through_seq",
+            "verbatim_through_seq",
+        )
     } == {
         "level": "persistent",
         "session_id": "",
         "project_id": None,
         "message_count": 2,
         "extracted_through_seq": 0,
+        "verbatim_through_seq": 0,
     }
 
 
