@@ -180,6 +180,8 @@ class ExtractionRun(models.Model):
         MANUAL = "manual", "Manual"
         # an LLM run of this range failed: its turns were stored verbatim meanwhile
         LLM_FAILED = "llm_failed", "LLM failed (turns stored verbatim)"
+        # the turns stored verbatim before the LLM run adds its facts (store_turns)
+        TURNS = "turns", "Turns stored verbatim"
 
     class Method(models.TextChoices):
         LLM = "llm", "LLM"

@@ -9,12 +9,15 @@ from synthorg.enums import ConsolidationInterval
 
 
 class ExtractionConfig(BaseModel):
-    """Debounced fact extraction from flushed conversations. On by default: with no LLM
-    configured the turns themselves are stored as episodic memories (``method: verbatim``)."""
+    """Debounced fact extraction from flushed conversations. On by default: the turns
+    themselves are stored as episodic memories (``method: verbatim``) and, with an LLM, the
+    facts it extracts are added on top. ``store_turns: false`` keeps only the LLM's facts
+    while it answers (the turns are still stored without an LLM or while it fails)."""
 
     model_config = FROZEN
 
     enabled: bool = True
+    store_turns: bool = True
     model: NotBlankStr | None = None  # None: the deployment's SYNTHORG_LLM_MODEL
     debounce_seconds: int = Field(default=30, ge=0, le=86_400)
     max_pending_tokens: int = Field(default=4000, ge=50, le=1_000_000)

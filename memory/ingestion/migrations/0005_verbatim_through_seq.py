@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='extractionrun',
             name='trigger',
-            field=models.CharField(choices=[('debounce', 'Debounce'), ('pending_tokens', 'Pending tokens'), ('retry', 'Retry'), ('manual', 'Manual'), ('llm_failed', 'LLM failed (turns stored verbatim)')], max_length=16),
+            field=models.CharField(choices=[('debounce', 'Debounce'), ('pending_tokens', 'Pending tokens'), ('retry', 'Retry'), ('manual', 'Manual'), ('llm_failed', 'LLM failed (turns stored verbatim)'), ('turns', 'Turns stored verbatim')], max_length=16),
         ),
         migrations.AddConstraint(
             model_name='conversation',

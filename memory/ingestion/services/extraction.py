@@ -9,7 +9,12 @@ call for one conversation:
    until ``claim_expires_at``. A second worker finds the claim and does nothing, so two
    workers never extract the same messages. A claim whose lease ran out (a worker died)
    is taken over and the dead run marked ``failed``.
-2. **Extract** (no transaction, no lock): the new messages, the running summary and the
+2. **Turns** (``store_turns``, the default): the range's turns are stored as EPISODIC
+   memories first (a ``verbatim`` run, trigger ``turns``; ``verbatim_through_seq`` keeps a
+   turn from being stored twice), so the conversation is remembered whatever the LLM does;
+   the LLM's facts are added on top. With ``store_turns: false`` the turns are stored only
+   when the LLM run fails (trigger ``llm_failed``).
+   **Extract** (no transaction, no lock): the new messages, the running summary and the
    agent's most relevant memories go to the LLM with the JSON contract, requested as
    ``response_format: json_schema`` and validated in any case (``method`` ``llm``). An LLM
    error or an invalid answer ⇒ ``failed``: the messages stay stored and searchable,
@@ -122,6 +127,9 @@ def conversation_extract(
     run = claim.run
     if provider is None:
         return _extract_verbatim(claim, config=config)
+    if config.store_turns:
+        # the turns first, so they are remembered whatever the LLM does; its facts on top
+        _store_turns(run, trigger=ExtractionRun.Trigger.TURNS)
     run.method = ExtractionRun.Method.LLM
     messages = list(
         ConversationMessage.objects.filter(
@@ -137,7 +145,7 @@ def conversation_extract(
         failed = _finish_unsuccessful(
             claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
         )
-        _store_verbatim_meanwhile(failed)
+        _store_turns(failed, trigger=ExtractionRun.Trigger.LLM_FAILED)
         return failed
     try:
         return _apply(claim, facts, completion, messages, config=config)
@@ -272,9 +280,11 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
         return []
     text = " ".join(m.content for m in messages)[-TEXT_MAX_CHARS:]
     try:
+        # the turns stored verbatim are the conversation itself, not what is already known
+        # about it: shown to the LLM they would make it propose nothing new
         result = memory_search(
             agent=conversation.agent,
-            query=MemoryQuery(text=text, limit=limit, min_relevance=0.0),
+            query=MemoryQuery(text=text, limit=limit * 3, min_relevance=0.0),
             include_shared=False,
         )
     except Exception:  # ranking context is an aid; extraction proceeds without it
@@ -285,7 +295,8 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
             id=str(hit.memory.pk), category=hit.memory.category, content=hit.memory.content[:1000]
         )
         for hit in result.hits
-    ]
+        if VERBATIM_TAG not in hit.memory.tags
+    ][:limit]
 
 
 # --- 3. apply ------------------------------------------------------------------------------
@@ -520,11 +531,13 @@ def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
     return run
 
 
-def _store_verbatim_meanwhile(failed: ExtractionRun) -> ExtractionRun | None:
-    """The LLM run ``failed``: store its range's turns verbatim now (those not stored yet),
-    as a run of its own (trigger ``llm_failed``), so the conversation is remembered during
-    an outage. The range stays pending for the LLM (``extracted_through_seq`` and the
-    retry's due time are not touched): once it answers, its facts are added on top."""
+def _store_turns(source: ExtractionRun, *, trigger: str) -> ExtractionRun | None:
+    """Store the turns of the LLM run ``source``'s range verbatim (those not stored yet) as a
+    run of their own: before the LLM is asked (trigger ``turns``, ``store_turns``), or after
+    it failed (trigger ``llm_failed``), so the conversation is remembered during an outage.
+    The range's LLM progress is not touched (``extracted_through_seq``, the retry's due
+    time): the LLM's facts are added on top once it answers."""
+    failed = source
     now = timezone.now()
     conversation = (
         Conversation.objects.select_related("agent").filter(pk=failed.conversation_id).first()
@@ -540,7 +553,7 @@ def _store_verbatim_meanwhile(failed: ExtractionRun) -> ExtractionRun | None:
                 company_id=conversation.company_id,
                 agent_id=conversation.agent_id,
                 conversation=conversation,
-                trigger=ExtractionRun.Trigger.LLM_FAILED,
+                trigger=trigger,
                 first_seq=first,
                 last_seq=failed.last_seq,
                 message_count=failed.last_seq - first + 1,
@@ -559,7 +572,7 @@ def _store_verbatim_meanwhile(failed: ExtractionRun) -> ExtractionRun | None:
     except _LostClaim:
         return None
     except DomainError as exc:  # e.g. the project closed meanwhile
-        logger.warning("turns of failed run %s not stored verbatim: %s", failed.pk, exc)
+        logger.warning("turns of run %s not stored verbatim: %s", failed.pk, exc)
         return None
     memories_trim_to_cap(agent=conversation.agent, now=now)
     return run

@@ -68,3 +68,13 @@ def flush(agent, texts, *, conversation="chat-1", role="user", **binding) -> Con
 
 def configure(company, **memory):
     company_config_set(company=company, data={"memory": memory})
+
+
+@pytest.fixture(autouse=True)
+def _facts_only_with_an_llm(request):
+    """Tests with the ``llm`` server are about the LLM's facts: their company keeps only
+    those (``store_turns: false``). The default — the turns stored first, the facts on top —
+    has tests of its own (``test_extraction.py``, ``store_turns``); a test that calls
+    :func:`configure` itself sets ``store_turns`` there."""
+    if "llm" in request.fixturenames and "company" in request.fixturenames:
+        configure(request.getfixturevalue("company"), extraction={"store_turns": False})

@@ -161,7 +161,7 @@ def test_supersede_only_the_agents_own_memories(caller, peer, outsider, llm):
 
 
 def test_facts_below_min_confidence_are_dropped(caller, llm):
-    configure(caller.company, extraction={"min_confidence": 0.7})
+    configure(caller.company, extraction={"min_confidence": 0.7, "store_turns": False})
     conversation = flush(caller.agent, [BILLING])
     reply(
         llm,
@@ -310,6 +310,59 @@ def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (3, 3)
     assert (conversation.consecutive_failures, conversation.extraction_due_at) == (0, None)
+
+
+def test_by_default_the_turns_are_stored_first_and_the_llms_facts_on_top(caller, llm):
+    """``store_turns`` (the default): the turns are remembered whatever the LLM does, and the
+    LLM is shown what was already known — never the turns it is extracting from."""
+    configure(caller.company, extraction={})  # the defaults (the fixture keeps facts only)
+    reply(llm, {"facts": [fact("Staging runs on the eu-1 cluster.")]})
+    conversation = flush(
+        caller.agent,
+        ["Can you deploy billing today?", "Staging uses the eu-1 cluster."],
+        role="user",
+    )
+    run = conversation_extract(conversation=conversation, force=True)
+
+    assert (run.status, run.method, run.first_seq, run.last_seq, run.added) == (
+        "succeeded",
+        "llm",
+        1,
+        2,
+        1,
+    )
+    turns = ExtractionRun.objects.get(trigger="turns")
+    assert (turns.status, turns.method, turns.first_seq, turns.last_seq, turns.added) == (
+        "succeeded",
+        "verbatim",
+        1,
+        2,
+        2,
+    )
+    memories = {m.content: (m.category, tuple(m.tags), m.source) for m in live(caller.agent)}
+    assert memories == {
+        "Can you deploy billing today?": ("episodic", ("verbatim",), f"extraction:{turns.pk}"),
+        "Staging uses the eu-1 cluster.": ("episodic", ("verbatim",), f"extraction:{turns.pk}"),
+        "Staging runs on the eu-1 cluster.": ("semantic", (), f"extraction:{run.pk}"),
+    }
+    (request,) = llm.requests_to(llm.CHAT_COMPLETIONS)
+    prompt = request.json()["messages"][1]["content"]
+    known = prompt.split("<memories>", 1)[1].split("</memories>", 1)[0]
+    assert known.strip() == "(none)"  # the stored turns are not "already known" facts
+    conversation.refresh_from_db()
+    assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (2, 2)
+
+    # the next run stores only the new turn
+    conversation_messages_append(
+        agent=caller.agent,
+        conversation_id="chat-1",
+        messages=[MessageIn(role="assistant", content="Deploying billing to eu-1 now.")],
+    )
+    reply(llm, {"facts": []})
+    conversation_extract(conversation=Conversation.objects.get(pk=conversation.pk), force=True)
+    latest = ExtractionRun.objects.filter(trigger="turns").order_by("-last_seq").first()
+    assert (latest.first_seq, latest.last_seq, latest.added) == (3, 3, 1)
+    assert live(caller.agent).count() == 4
 
 
 def test_structured_output_refused_is_asked_again_without_it(caller, llm):
@@ -492,7 +545,9 @@ def test_relevant_memories_are_the_agents_own(caller, peer, llm):
 
 
 def test_growth_is_bounded_through_the_archive(caller, llm):
-    configure(caller.company, options={"max_memories_per_agent": 2})
+    configure(
+        caller.company, options={"max_memories_per_agent": 2}, extraction={"store_turns": False}
+    )
     weak = MemoryFactory(
         agent=caller.agent,
         company=caller.company,

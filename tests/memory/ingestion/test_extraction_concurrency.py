@@ -71,9 +71,9 @@ def _race(agent, server):
     def state():
         conv = Conversation.objects.get(pk=conversation.pk)
         return (
-            list(
+            sorted(
                 ExtractionRun.objects.filter(conversation=conv).values_list(
-                    "status", "first_seq", "last_seq"
+                    "method", "status", "first_seq", "last_seq"
                 )
             ),
             conv.extracted_through_seq,
@@ -81,4 +81,6 @@ def _race(agent, server):
             Memory.objects.filter(agent=agent).count(),
         )
 
-    assert in_thread(state) == ([("succeeded", 1, 5)], 5, None, 1)
+    # the five turns stored once (store_turns, the default), the LLM's one fact on top
+    runs = [("llm", "succeeded", 1, 5), ("verbatim", "succeeded", 1, 5)]
+    assert in_thread(state) == (runs, 5, None, 6)
