@@ -140,6 +140,9 @@ class ApprovalItem(models.Model):
             models.Index(
                 fields=["company", "action_type", "-created_at"], name="approval_action_type"
             ),
+            # the inbox's default order (closest to expiry first), per status and over all
+            models.Index(fields=["company", "status", "expires_at"], name="approval_status_expiry"),
+            models.Index(fields=["company", "expires_at"], name="approval_company_expiry"),
         ]
 
     def __str__(self) -> str:

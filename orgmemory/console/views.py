@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from orgmemory import inbox, selectors
-from orgmemory.inbox import KIND_APPROVAL, KIND_WRITE_REQUEST, RISKS, STATUSES
+from orgmemory.console.forms import InboxFilterForm
 from orgmemory.services.approvals import (
     APPROVE,
     DECIDERS_ONLY,
@@ -25,40 +25,36 @@ from orgmemory.services.write_requests import write_request_decide
 from persistence.console.access import ConsoleUser, console_view
 from synthorg.errors import AccessDeniedError, DomainError, NotFoundError
 
-KINDS = {KIND_APPROVAL: "Approval items", KIND_WRITE_REQUEST: "Org write requests"}
-
-
-def _choice(request, name: str, allowed) -> str:
-    value = request.GET.get(name, "")
-    return value if value in allowed else ""
-
 
 @console_view
 def inbox_view(request, user: ConsoleUser):
-    status = request.GET.get("status", "pending")
-    status = status if status in (*STATUSES, "all") else "pending"
-    kind = _choice(request, "kind", KINDS)
-    risk = _choice(request, "risk", RISKS)
-    box = inbox.pending_decisions(
-        company=user.company,
-        status=None if status == "all" else status,
-        risk_level=risk or None,
-        kind=kind or None,
-        action_type=request.GET.get("action_type") or None,
+    """One page of the inbox; a bad filter value is a form error (400), not a 500."""
+    data = request.GET.copy()
+    data.setdefault("status", "pending")
+    form = InboxFilterForm(
+        data, action_types=inbox.action_types(company=user.company), company=user.company
     )
-    action_type = request.GET.get("action_type", "")
+    box, status = None, 200
+    if form.is_valid():
+        box = inbox.inbox_page(
+            company=user.company, filters=form.filters(), page=form.page_number()
+        )
+    else:
+        status = 400
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(
         request,
         "console/approvals/inbox.html",
         {
             "section": "inbox",
             "inbox": box,
-            "filters": {"status": status, "kind": kind, "risk": risk, "action_type": action_type},
-            "statuses": STATUSES,
-            "risks": RISKS,
-            "kinds": KINDS,
+            "form": form,
+            "counts": inbox.status_counts(company=user.company),
+            "query": query.urlencode(),
             "webhook_failures": inbox.webhook_failures(company=user.company),
         },
+        status=status,
     )
 
 
