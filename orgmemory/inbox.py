@@ -236,17 +236,21 @@ def _item_rows(items: QuerySet[ApprovalItem], now: datetime) -> QuerySet:
         default=F("status"),
         output_field=CharField(),
     )
-    return items.annotate(
-        kind=Value(KIND_APPROVAL, output_field=CharField()),
-        sid=Cast("id", output_field=CharField()),
-        action=F("action_type"),
-        heading=F("title"),
-        risk=F("risk_level"),
-        risk_rank=_RISK_RANK,
-        state=state,
-        requester_label=F("requested_by"),
-        decider=F("decided_by__username"),
-    ).values_list(*_COLUMNS)
+    return (
+        items.order_by()
+        .annotate(
+            kind=Value(KIND_APPROVAL, output_field=CharField()),
+            sid=Cast("id", output_field=CharField()),
+            action=F("action_type"),
+            heading=F("title"),
+            risk=F("risk_level"),
+            risk_rank=_RISK_RANK,
+            state=state,
+            requester_label=F("requested_by"),
+            decider=F("decided_by__username"),
+        )
+        .values_list(*_COLUMNS)
+    )
 
 
 def _requests(company: Company, f: InboxFilters) -> QuerySet[WriteAccessRequest] | None:
@@ -270,24 +274,28 @@ def _requests(company: Company, f: InboxFilters) -> QuerySet[WriteAccessRequest]
 
 
 def _request_rows(requests: QuerySet[WriteAccessRequest]) -> QuerySet:
-    return requests.annotate(
-        kind=Value(KIND_WRITE_REQUEST, output_field=CharField()),
-        sid=Cast("id", output_field=CharField()),
-        action=Value(WRITE_REQUEST_ACTION, output_field=CharField()),
-        heading=Concat(
-            Value("Write "),
-            F("category"),
-            Value(": "),
-            Substr("content", 1, 80),
-            output_field=CharField(),
-        ),
-        risk=Value(WRITE_REQUEST_RISK, output_field=CharField()),
-        risk_rank=Value(RISKS.index(WRITE_REQUEST_RISK), output_field=IntegerField()),
-        state=F("status"),
-        requester_label=F("requester__name"),
-        expires_at=Value(None, output_field=DateTimeField()),
-        decider=F("decided_by__username"),
-    ).values_list(*_COLUMNS)
+    return (
+        requests.order_by()
+        .annotate(
+            kind=Value(KIND_WRITE_REQUEST, output_field=CharField()),
+            sid=Cast("id", output_field=CharField()),
+            action=Value(WRITE_REQUEST_ACTION, output_field=CharField()),
+            heading=Concat(
+                Value("Write "),
+                F("category"),
+                Value(": "),
+                Substr("content", 1, 80),
+                output_field=CharField(),
+            ),
+            risk=Value(WRITE_REQUEST_RISK, output_field=CharField()),
+            risk_rank=Value(RISKS.index(WRITE_REQUEST_RISK), output_field=IntegerField()),
+            state=F("status"),
+            requester_label=F("requester__name"),
+            expires_at=Value(None, output_field=DateTimeField()),
+            decider=F("decided_by__username"),
+        )
+        .values_list(*_COLUMNS)
+    )
 
 
 def _ordering(sort: str) -> list:

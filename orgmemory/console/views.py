@@ -15,6 +15,8 @@ from django.views.decorators.http import require_POST
 
 from orgmemory import inbox, selectors
 from orgmemory.console.forms import InboxFilterForm
+from orgmemory.console.verdicts import VERDICTS
+from orgmemory.evidence_links import report_links
 from orgmemory.services.approvals import (
     APPROVE,
     DECIDERS_ONLY,
@@ -75,7 +77,36 @@ def _item_context(request, user: ConsoleUser, item_id):
         "evidence_json": json.dumps(evidence, indent=2, sort_keys=True, default=str),
         "metadata_json": json.dumps(item.metadata, indent=2, sort_keys=True, default=str),
         "deliveries": item.webhook_deliveries.order_by("-created_at")[:10],
+        "decisions": item.decisions.select_related("actor_user").order_by("id"),
+        "verdict": VERDICTS.get(str(evidence.get("verdict", ""))),
+        "editable_tiers": ("discovery", "condition", "action", "rationale"),
+        "edit_values": proposal if isinstance(proposal, dict) else None,
+        "report_links": report_links(
+            company=user.company, report_ids=_report_ids(evidence.get("report_ids"))
+        ),
     }
+
+
+def _report_ids(value) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+EDIT_PREFIX = "edit_"
+
+
+def _posted_edits(post) -> dict:
+    """The proposal tiers the approve form sent (``edit_<tier>``; steps one per line)."""
+    edits: dict = {}
+    for key in post:
+        if not key.startswith(EDIT_PREFIX):
+            continue
+        name = key.removeprefix(EDIT_PREFIX)
+        value = post.get(key, "")
+        if name == "execution_steps":
+            edits[name] = [line for line in value.splitlines() if line.strip()]
+        else:
+            edits[name] = value
+    return edits
 
 
 @console_view
@@ -88,6 +119,7 @@ def item_view(request, user: ConsoleUser, item_id):
 def item_decide(request, user: ConsoleUser, item_id):
     decision = request.POST.get("decision", "")
     reason = request.POST.get("reason", "")
+    edits = _posted_edits(request.POST)
     try:
         item = approval_decide(
             company=user.company,
@@ -95,12 +127,15 @@ def item_decide(request, user: ConsoleUser, item_id):
             item_id=item_id,
             decision=decision,
             reason=reason,
+            edits=edits or None,
         )
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
     except DomainError as exc:
         context = _item_context(request, user, item_id)
         context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
+        if edits and context["edit_values"] is not None:
+            context["edit_values"] = {**context["edit_values"], **edits}
         status = 409 if exc.status == 409 else exc.status
         return render(request, "console/approvals/item.html", context, status=status)
     verb = "Approved" if decision == APPROVE else "Rejected"
