@@ -81,10 +81,16 @@ def _item_context(request, user: ConsoleUser, item_id):
         "verdict": VERDICTS.get(str(evidence.get("verdict", ""))),
         "editable_tiers": ("discovery", "condition", "action", "rationale"),
         "edit_values": proposal if isinstance(proposal, dict) else None,
+        "steps_text": _steps_text(proposal),
         "report_links": report_links(
             company=user.company, report_ids=_report_ids(evidence.get("report_ids"))
         ),
     }
+
+
+def _steps_text(values) -> str:
+    steps = values.get("execution_steps") if isinstance(values, dict) else None
+    return "\n".join(str(s) for s in steps) if isinstance(steps, list) else ""
 
 
 def _report_ids(value) -> list[str]:
@@ -136,6 +142,7 @@ def item_decide(request, user: ConsoleUser, item_id):
         context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
         if edits and context["edit_values"] is not None:
             context["edit_values"] = {**context["edit_values"], **edits}
+            context["steps_text"] = _steps_text(context["edit_values"])
         status = 409 if exc.status == 409 else exc.status
         return render(request, "console/approvals/item.html", context, status=status)
     verb = "Approved" if decision == APPROVE else "Rejected"

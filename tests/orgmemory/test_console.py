@@ -49,6 +49,19 @@ def test_user_without_company_gets_403_page(db):
     assert b"not a member of any company" in response.content
 
 
+def test_superuser_without_a_membership_gets_an_explanation_not_a_403(db):
+    from tests.persistence.factories import UserFactory
+
+    client = Client()
+    client.force_login(UserFactory(password=None, is_superuser=True, is_staff=True))
+    response = client.get("/console/inbox/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert 'id="superuser-no-membership"' in html
+    assert 'href="/admin/persistence/companymembership/add/"' in html
+    assert 'class="decision"' not in html
+
+
 def test_inbox_lists_pending_first_with_counts_and_filters(company):
     client = _client(company, "operator")
     low = _item(company, title="Rotate keys", risk_level="low")
