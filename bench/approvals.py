@@ -3,13 +3,15 @@
 Loads N approval items (default 100 000; 10 % pending, the rest decided or expired, 5 %
 noise in a second company) into a throw-away database, then measures (median of repeats):
 
-* the console inbox (``GET /console/inbox/``, pending filter) and its selector;
+* the console inbox (``GET /console/inbox/``, pending filter) and its selector; the inbox's
+  first page, a filtered page and page 5 as p50/p95 over ``--page-samples`` requests;
 * ``GET /api/v1/approvals`` first page and page 101 (cursor; the last page if fewer);
 * ``approval_decide`` one at a time (each an audited, conditional UPDATE);
 * races: two threads, each on its own connection, decide the same R items at once — the
   number of winners must equal R and the losers all get 409.
 
     .venv/bin/python bench/approvals.py [--items 100000] [--repeats 5] [--races 100]
+        [--page-samples 40] [--out PATH]
 
 Writes ``bench/results/approvals.json``.
 """
@@ -100,6 +102,11 @@ def load(items: int):
     return company, user
 
 
+def p95(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return round(ordered[max(0, int(len(ordered) * 0.95 + 0.5) - 1)], 2)
+
+
 def timed(fn, repeats: int) -> tuple[float, int]:
     durations, queries = [], 0
     for _ in range(repeats):
@@ -109,6 +116,27 @@ def timed(fn, repeats: int) -> tuple[float, int]:
             durations.append((time.perf_counter() - start) * 1000)
         queries = len(captured.captured_queries)
     return round(statistics.median(durations), 2), queries
+
+
+def timed_p95(fn, repeats: int) -> dict:
+    """p50/p95 over ``repeats`` calls (after one warm-up call) and the queries of one call."""
+    fn()
+    durations, queries = [], 0
+    for _ in range(repeats):
+        with CaptureQueriesContext(connection) as captured:
+            start = time.perf_counter()
+            response = fn()
+            durations.append((time.perf_counter() - start) * 1000)
+        queries = len(captured.captured_queries)
+        status = getattr(response, "status_code", 200)
+        if status != 200:
+            raise RuntimeError(f"inbox answered {status}")
+    return {
+        "p50_ms": round(statistics.median(durations), 2),
+        "p95_ms": p95(durations),
+        "queries": queries,
+        "samples": repeats,
+    }
 
 
 def new_item(company, n):
@@ -179,6 +207,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--races", type=int, default=100)
+    parser.add_argument("--page-samples", type=int, default=40)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "approvals.json"))
     args = parser.parse_args()
 
@@ -200,10 +229,25 @@ def main() -> None:
         results: dict = {}
         log("measuring the inbox and the API list")
         results["inbox_selector_pending_ms"], _ = timed(
-            lambda: inbox.pending_decisions(company=company, status="pending"), args.repeats
+            lambda: inbox.inbox_page(company=company), args.repeats
         )
         results["console_inbox_page_ms"], results["console_inbox_page_queries"] = timed(
             lambda: client.get("/console/inbox/"), args.repeats
+        )
+        # The first page as an operator opens it, p95 over --page-samples requests, and the
+        # same with a filter (risk high, the created range of the last day) and a deep page.
+        results["inbox_first_page"] = timed_p95(
+            lambda: client.get("/console/inbox/"), args.page_samples
+        )
+        results["inbox_filtered_page"] = timed_p95(
+            lambda: client.get(
+                "/console/inbox/",
+                {"risk": "high", "created_after": (timezone.now() - timedelta(days=1)).date()},
+            ),
+            args.page_samples,
+        )
+        results["inbox_page_5"] = timed_p95(
+            lambda: client.get("/console/inbox/", {"page": 5}), args.page_samples
         )
         results["api_list_first_page_ms"], results["api_list_queries"] = timed(
             lambda: client.get("/api/v1/approvals"), args.repeats
@@ -225,7 +269,7 @@ def main() -> None:
             approval_decide(company=company, actor=principal, item_id=item.pk, decision="approve")
             singles.append((time.perf_counter() - start) * 1000)
         results["decide_ms_p50"] = round(statistics.median(singles), 2)
-        results["decide_ms_p95"] = round(sorted(singles)[int(len(singles) * 0.95) - 1], 2)
+        results["decide_ms_p95"] = p95(singles)
         log(f"racing two deciders on {args.races} items")
         second = get_user_model().objects.create(username="bench-operator-2")
         CompanyMembership.objects.create(user=second, company=company, role="operator")

@@ -140,6 +140,9 @@ class ApprovalItem(models.Model):
             models.Index(
                 fields=["company", "action_type", "-created_at"], name="approval_action_type"
             ),
+            # the inbox's default order (closest to expiry first), per status and over all
+            models.Index(fields=["company", "status", "expires_at"], name="approval_status_expiry"),
+            models.Index(fields=["company", "expires_at"], name="approval_company_expiry"),
         ]
 
     def __str__(self) -> str:
@@ -250,6 +253,8 @@ class ApprovalDecision(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     reason = models.TextField(blank=True, default="")
+    #: edit-then-approve: ``{"fields": {name: {"before", "after"}}, "diff": unified diff}``
+    edits = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -270,6 +275,11 @@ class ApprovalDecision(models.Model):
                 condition=(Q(decision="reject") & ~Q(reason__regex=r"^\s*$"))
                 | (~Q(decision="reject") & Q(reason="")),
                 name="approvaldecision_reason_iff_reject",
+            ),
+            # only an approval carries the approver's edits
+            models.CheckConstraint(
+                condition=Q(decision="approve") | Q(edits={}),
+                name="approvaldecision_edits_only_approve",
             ),
         ]
 

@@ -12,7 +12,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Count, QuerySet
+from django.db import connection
+from django.db.models import (
+    Case,
+    CharField,
+    DateTimeField,
+    F,
+    IntegerField,
+    Q,
+    QuerySet,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat, Substr
 from django.utils import timezone
 
 from orgmemory.approval_models import ApprovalItem, WebhookDelivery
@@ -51,12 +63,62 @@ class Decision:
         return self.status == "pending"
 
 
+#: the bounded counts stop here: "1000+" costs at most this many index entries to find
+COUNT_CAP = 1000
+PAGE_SIZE = 50
+SORT_EXPIRY = "expiry"
+SORT_NEWEST = "newest"
+SORT_OLDEST = "oldest"
+SORT_RISK = "risk"
+SORTS = (SORT_EXPIRY, SORT_RISK, SORT_NEWEST, SORT_OLDEST)
+
+
 @dataclass(frozen=True)
-class Inbox:
+class InboxFilters:
+    """What the operator narrowed the inbox to; every field is optional (None = any)."""
+
+    status: str | None = "pending"  # one of STATUSES, or None for every status
+    kind: str | None = None
+    risk_level: str | None = None
+    action_type: str | None = None
+    agent_id: int | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    expires_after: datetime | None = None
+    expires_before: datetime | None = None
+    sort: str = SORT_EXPIRY
+
+
+@dataclass(frozen=True)
+class BoundedCount:
+    """A count that stops at :data:`COUNT_CAP` + 1 rows: ``at_least`` says it was cut."""
+
+    value: int
+    at_least: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.value}+" if self.at_least else str(self.value)
+
+
+@dataclass(frozen=True)
+class InboxPage:
     decisions: list[Decision]
-    counts: dict[str, int]  # per status, over every kind and risk (before filters)
-    action_types: list[str]
-    truncated: bool = False  # a kind had more than ``limit`` matching rows
+    page: int
+    per_page: int
+    has_next: bool
+    total: BoundedCount  # rows matching the filters
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+    @property
+    def first_index(self) -> int:
+        return (self.page - 1) * self.per_page + 1 if self.decisions else 0
+
+    @property
+    def last_index(self) -> int:
+        return (self.page - 1) * self.per_page + len(self.decisions)
 
 
 def effective_status(item: ApprovalItem, now: datetime | None = None) -> str:
@@ -67,112 +129,250 @@ def effective_status(item: ApprovalItem, now: datetime | None = None) -> str:
     return item.status
 
 
-def _from_item(item: ApprovalItem, now: datetime) -> Decision:
-    return Decision(
-        kind=KIND_APPROVAL,
-        id=str(item.pk),
-        action_type=item.action_type,
-        title=item.title,
-        risk_level=item.risk_level,
-        status=effective_status(item, now),
-        requested_by=item.requested_by,
-        created_at=item.created_at,
-        expires_at=item.expires_at,
-        decided_at=item.decided_at,
-        decided_by=item.decided_by.get_username() if item.decided_by_id else None,
+def _bounded(queryset: QuerySet) -> BoundedCount:
+    """``count(*)`` over at most COUNT_CAP + 1 rows (a LIMIT inside the subquery)."""
+    n = queryset.order_by().values("pk")[: COUNT_CAP + 1].count()
+    return BoundedCount(min(n, COUNT_CAP), at_least=n > COUNT_CAP)
+
+
+def _add(a: BoundedCount, b: BoundedCount) -> BoundedCount:
+    return BoundedCount(a.value + b.value, at_least=a.at_least or b.at_least)
+
+
+def status_counts(*, company: Company, now: datetime | None = None) -> dict[str, BoundedCount]:
+    """Per effective status over every kind and risk, each a bounded count over a
+    (company, status, …) index."""
+    now = now or timezone.now()
+    items = ApprovalItem.objects.filter(company=company)
+    requests = WriteAccessRequest.objects.filter(company=company)
+    return {
+        "pending": _add(
+            _bounded(items.filter(status="pending", expires_at__gt=now)),
+            _bounded(requests.filter(status="pending")),
+        ),
+        "approved": _add(
+            _bounded(items.filter(status="approved")), _bounded(requests.filter(status="approved"))
+        ),
+        "rejected": _add(
+            _bounded(items.filter(status="rejected")), _bounded(requests.filter(status="rejected"))
+        ),
+        # an unswept pending item past its expiry is shown (and counted) as expired
+        "expired": _bounded(
+            items.filter(Q(status="expired") | Q(status="pending", expires_at__lte=now))
+        ),
+    }
+
+
+_ACTION_TYPES_SQL = """
+WITH RECURSIVE t(a) AS (
+    SELECT min(action_type) FROM orgmemory_approvalitem WHERE company_id = %s
+  UNION ALL
+    SELECT (SELECT min(action_type) FROM orgmemory_approvalitem
+            WHERE company_id = %s AND action_type > t.a)
+    FROM t WHERE t.a IS NOT NULL
+)
+SELECT a FROM t WHERE a IS NOT NULL
+"""
+
+
+def action_types(*, company: Company) -> list[str]:
+    """Every action type the company has items of (plus the write requests' own), found by
+    a skip scan over the (company, action_type, …) index: one probe per distinct type,
+    never a read of every item."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACTION_TYPES_SQL, [company.pk, company.pk])
+        found = {row[0] for row in cursor.fetchall()}
+    return sorted(found | {WRITE_REQUEST_ACTION})
+
+
+_RISK_RANK = Case(
+    *(When(risk_level=risk, then=Value(rank)) for rank, risk in enumerate(RISKS)),
+    output_field=IntegerField(),
+)
+_COLUMNS = (
+    "kind",
+    "sid",
+    "action",
+    "heading",
+    "risk",
+    "risk_rank",
+    "state",
+    "requester_label",
+    "created_at",
+    "expires_at",
+    "decided_at",
+    "decider",
+)
+
+
+def _items(company: Company, f: InboxFilters, now: datetime) -> QuerySet[ApprovalItem]:
+    items = ApprovalItem.objects.filter(company=company)
+    if f.status == "pending":
+        items = items.filter(status="pending", expires_at__gt=now)
+    elif f.status == "expired":
+        items = items.filter(Q(status="expired") | Q(status="pending", expires_at__lte=now))
+    elif f.status:
+        items = items.filter(status=f.status)
+    if f.risk_level:
+        items = items.filter(risk_level=f.risk_level)
+    if f.action_type:
+        items = items.filter(action_type=f.action_type)
+    if f.agent_id is not None:
+        items = items.filter(requester_agent_id=f.agent_id)
+    if f.created_after:
+        items = items.filter(created_at__gte=f.created_after)
+    if f.created_before:
+        items = items.filter(created_at__lt=f.created_before)
+    if f.expires_after:
+        items = items.filter(expires_at__gte=f.expires_after)
+    if f.expires_before:
+        items = items.filter(expires_at__lt=f.expires_before)
+    return items
+
+
+def _item_rows(items: QuerySet[ApprovalItem], now: datetime) -> QuerySet:
+    state = Case(
+        When(status="pending", expires_at__lte=now, then=Value("expired")),
+        default=F("status"),
+        output_field=CharField(),
+    )
+    return (
+        items.order_by()
+        .annotate(
+            kind=Value(KIND_APPROVAL, output_field=CharField()),
+            sid=Cast("id", output_field=CharField()),
+            action=F("action_type"),
+            heading=F("title"),
+            risk=F("risk_level"),
+            risk_rank=_RISK_RANK,
+            state=state,
+            requester_label=F("requested_by"),
+            decider=F("decided_by__username"),
+        )
+        .values_list(*_COLUMNS)
     )
 
 
-def _from_request(request: WriteAccessRequest) -> Decision:
-    return Decision(
-        kind=KIND_WRITE_REQUEST,
-        id=str(request.pk),
-        action_type=WRITE_REQUEST_ACTION,
-        title=f"Write {request.category}: {request.content[:80]}",
-        risk_level=WRITE_REQUEST_RISK,
-        status=request.status,
-        requested_by=request.requester.name,
-        created_at=request.created_at,
-        expires_at=None,
-        decided_at=request.decided_at,
-        decided_by=request.decided_by.get_username() if request.decided_by_id else None,
+def _requests(company: Company, f: InboxFilters) -> QuerySet[WriteAccessRequest] | None:
+    # A write request has a fixed risk and action, and never expires.
+    if f.risk_level and f.risk_level != WRITE_REQUEST_RISK:
+        return None
+    if f.action_type and f.action_type != WRITE_REQUEST_ACTION:
+        return None
+    if f.status == "expired" or f.expires_after or f.expires_before:
+        return None
+    requests = WriteAccessRequest.objects.filter(company=company)
+    if f.status:
+        requests = requests.filter(status=f.status)
+    if f.agent_id is not None:
+        requests = requests.filter(requester_id=f.agent_id)
+    if f.created_after:
+        requests = requests.filter(created_at__gte=f.created_after)
+    if f.created_before:
+        requests = requests.filter(created_at__lt=f.created_before)
+    return requests
+
+
+def _request_rows(requests: QuerySet[WriteAccessRequest]) -> QuerySet:
+    return (
+        requests.order_by()
+        .annotate(
+            kind=Value(KIND_WRITE_REQUEST, output_field=CharField()),
+            sid=Cast("id", output_field=CharField()),
+            action=Value(WRITE_REQUEST_ACTION, output_field=CharField()),
+            heading=Concat(
+                Value("Write "),
+                F("category"),
+                Value(": "),
+                Substr("content", 1, 80),
+                output_field=CharField(),
+            ),
+            risk=Value(WRITE_REQUEST_RISK, output_field=CharField()),
+            risk_rank=Value(RISKS.index(WRITE_REQUEST_RISK), output_field=IntegerField()),
+            state=F("status"),
+            requester_label=F("requester__name"),
+            expires_at=Value(None, output_field=DateTimeField()),
+            decider=F("decided_by__username"),
+        )
+        .values_list(*_COLUMNS)
     )
 
 
-def pending_decisions(
+def _ordering(sort: str) -> list:
+    expiry = F("expires_at").asc(nulls_last=True)
+    risk = F("risk_rank").desc()
+    if sort == SORT_RISK:
+        return [risk, expiry, F("created_at").asc(), F("sid").asc()]
+    if sort == SORT_NEWEST:
+        return [F("created_at").desc(), F("sid").desc()]
+    if sort == SORT_OLDEST:
+        return [F("created_at").asc(), F("sid").asc()]
+    # closest to expiry first (a write request never expires: last), then the riskiest
+    return [expiry, risk, F("created_at").asc(), F("sid").asc()]
+
+
+def inbox_page(
     *,
     company: Company,
-    status: str | None = None,
-    risk_level: str | None = None,
-    kind: str | None = None,
-    action_type: str | None = None,
-    limit: int = 200,
+    filters: InboxFilters = InboxFilters(),
+    page: int = 1,
+    per_page: int = PAGE_SIZE,
     now: datetime | None = None,
-) -> Inbox:
-    """Everything humans decide in ``company``: pending first (oldest first, so the item
-    closest to expiry is on top), then decided ones newest first. ``limit`` per kind."""
+) -> InboxPage:
+    """One page of everything humans decide in ``company``, both kinds merged in SQL
+    (``UNION ALL`` ordered by :func:`_ordering`, offset pagination).
+
+    By default pending items closest to expiry come first and, at equal expiry, the riskiest;
+    write requests (which never expire) come last. Counts are bounded (:data:`COUNT_CAP`) so
+    a page costs the same at 100 000 items as at 100.
+    """
     now = now or timezone.now()
-    items = ApprovalItem.objects.filter(company=company).select_related("decided_by")
-    requests = WriteAccessRequest.objects.filter(company=company).select_related(
-        "requester", "decided_by"
-    )
-    # One GROUP BY over the (company, status, …) index, plus the few overdue pending rows.
-    by_status = dict(
-        items.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n")
-    )
-    overdue = items.filter(status="pending", expires_at__lte=now).order_by().count()
-    by_status["pending"] = by_status.get("pending", 0) - overdue
-    by_status["expired"] = by_status.get("expired", 0) + overdue
-    request_counts = dict(
-        requests.order_by().values_list("status").annotate(n=Count("pk")).values_list("status", "n")
-    )
-    counts = {s: by_status.get(s, 0) + request_counts.get(s, 0) for s in STATUSES}
-    # The action types currently waiting (a DISTINCT over every item would read them all).
-    action_types = sorted(
-        set(
-            items.filter(status="pending")
-            .order_by()
-            .values_list("action_type", flat=True)
-            .distinct()
-        )
-        | ({WRITE_REQUEST_ACTION} if request_counts.get("pending") else set())
-        | ({action_type} if action_type else set())
-    )
-    if status == "pending":
-        items = items.filter(status="pending", expires_at__gt=now)
-    elif status == "expired":
-        items = items.filter(status__in=["pending", "expired"], expires_at__lte=now)
-    elif status:
-        items = items.filter(status=status)
-    if status:
-        requests = requests.filter(status=status)
-    if risk_level:
-        items = items.filter(risk_level=risk_level)
-        if risk_level != WRITE_REQUEST_RISK:
-            requests = requests.none()
-    if action_type:
-        items = items.filter(action_type=action_type)
-        if action_type != WRITE_REQUEST_ACTION:
-            requests = requests.none()
+    page = max(1, page)
+    matching: list[QuerySet] = []
+    parts: list[QuerySet] = []
+    if filters.kind in (None, KIND_APPROVAL):
+        items = _items(company, filters, now)
+        matching.append(items)
+        parts.append(_item_rows(items, now))
+    if filters.kind in (None, KIND_WRITE_REQUEST):
+        requests = _requests(company, filters)
+        if requests is not None:
+            matching.append(requests)
+            parts.append(_request_rows(requests))
     decisions: list[Decision] = []
-    truncated = False
-    if kind in (None, "", KIND_APPROVAL):
-        rows = list(items.order_by("-created_at", "-id")[: limit + 1])
-        truncated |= len(rows) > limit
-        decisions += [_from_item(i, now) for i in rows[:limit]]
-    if kind in (None, "", KIND_WRITE_REQUEST):
-        rows = list(requests.order_by("-created_at", "-id")[: limit + 1])
-        truncated |= len(rows) > limit
-        decisions += [_from_request(r) for r in rows[:limit]]
-    decisions.sort(key=lambda d: d.created_at, reverse=True)
-    pending = [d for d in decisions if d.is_pending]
-    pending.sort(key=lambda d: d.created_at)
-    decisions = pending + [d for d in decisions if not d.is_pending]
-    return Inbox(
+    has_next = False
+    total = BoundedCount(0)
+    if parts:
+        combined = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+        offset = (page - 1) * per_page
+        rows = list(combined.order_by(*_ordering(filters.sort))[offset : offset + per_page + 1])
+        has_next = len(rows) > per_page
+        decisions = [_decision(row) for row in rows[:per_page]]
+        for queryset in matching:
+            total = _add(total, _bounded(queryset))
+    return InboxPage(
         decisions=decisions,
-        counts=counts,
-        action_types=action_types,
-        truncated=truncated,
+        page=page,
+        per_page=per_page,
+        has_next=has_next,
+        total=total,
+    )
+
+
+def _decision(row: tuple) -> Decision:
+    values = dict(zip(_COLUMNS, row, strict=True))
+    return Decision(
+        kind=values["kind"],
+        id=values["sid"],
+        action_type=values["action"],
+        title=values["heading"],
+        risk_level=values["risk"],
+        status=values["state"],
+        requested_by=values["requester_label"],
+        created_at=values["created_at"],
+        expires_at=values["expires_at"],
+        decided_at=values["decided_at"],
+        decided_by=values["decider"],
     )
 
 

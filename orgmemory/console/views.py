@@ -14,7 +14,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from orgmemory import inbox, selectors
-from orgmemory.inbox import KIND_APPROVAL, KIND_WRITE_REQUEST, RISKS, STATUSES
+from orgmemory.console.forms import InboxFilterForm
+from orgmemory.console.verdicts import VERDICTS
+from orgmemory.evidence_links import report_links
 from orgmemory.services.approvals import (
     APPROVE,
     DECIDERS_ONLY,
@@ -25,40 +27,36 @@ from orgmemory.services.write_requests import write_request_decide
 from persistence.console.access import ConsoleUser, console_view
 from synthorg.errors import AccessDeniedError, DomainError, NotFoundError
 
-KINDS = {KIND_APPROVAL: "Approval items", KIND_WRITE_REQUEST: "Org write requests"}
-
-
-def _choice(request, name: str, allowed) -> str:
-    value = request.GET.get(name, "")
-    return value if value in allowed else ""
-
 
 @console_view
 def inbox_view(request, user: ConsoleUser):
-    status = request.GET.get("status", "pending")
-    status = status if status in (*STATUSES, "all") else "pending"
-    kind = _choice(request, "kind", KINDS)
-    risk = _choice(request, "risk", RISKS)
-    box = inbox.pending_decisions(
-        company=user.company,
-        status=None if status == "all" else status,
-        risk_level=risk or None,
-        kind=kind or None,
-        action_type=request.GET.get("action_type") or None,
+    """One page of the inbox; a bad filter value is a form error (400), not a 500."""
+    data = request.GET.copy()
+    data.setdefault("status", "pending")
+    form = InboxFilterForm(
+        data, action_types=inbox.action_types(company=user.company), company=user.company
     )
-    action_type = request.GET.get("action_type", "")
+    box, status = None, 200
+    if form.is_valid():
+        box = inbox.inbox_page(
+            company=user.company, filters=form.filters(), page=form.page_number()
+        )
+    else:
+        status = 400
+    query = request.GET.copy()
+    query.pop("page", None)
     return render(
         request,
         "console/approvals/inbox.html",
         {
             "section": "inbox",
             "inbox": box,
-            "filters": {"status": status, "kind": kind, "risk": risk, "action_type": action_type},
-            "statuses": STATUSES,
-            "risks": RISKS,
-            "kinds": KINDS,
+            "form": form,
+            "counts": inbox.status_counts(company=user.company),
+            "query": query.urlencode(),
             "webhook_failures": inbox.webhook_failures(company=user.company),
         },
+        status=status,
     )
 
 
@@ -79,7 +77,42 @@ def _item_context(request, user: ConsoleUser, item_id):
         "evidence_json": json.dumps(evidence, indent=2, sort_keys=True, default=str),
         "metadata_json": json.dumps(item.metadata, indent=2, sort_keys=True, default=str),
         "deliveries": item.webhook_deliveries.order_by("-created_at")[:10],
+        "decisions": item.decisions.select_related("actor_user").order_by("id"),
+        "verdict": VERDICTS.get(str(evidence.get("verdict", ""))),
+        "editable_tiers": ("discovery", "condition", "action", "rationale"),
+        "edit_values": proposal if isinstance(proposal, dict) else None,
+        "steps_text": _steps_text(proposal),
+        "report_links": report_links(
+            company=user.company, report_ids=_report_ids(evidence.get("report_ids"))
+        ),
     }
+
+
+def _steps_text(values) -> str:
+    steps = values.get("execution_steps") if isinstance(values, dict) else None
+    return "\n".join(str(s) for s in steps) if isinstance(steps, list) else ""
+
+
+def _report_ids(value) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+EDIT_PREFIX = "edit_"
+
+
+def _posted_edits(post) -> dict:
+    """The proposal tiers the approve form sent (``edit_<tier>``; steps one per line)."""
+    edits: dict = {}
+    for key in post:
+        if not key.startswith(EDIT_PREFIX):
+            continue
+        name = key.removeprefix(EDIT_PREFIX)
+        value = post.get(key, "")
+        if name == "execution_steps":
+            edits[name] = [line for line in value.splitlines() if line.strip()]
+        else:
+            edits[name] = value
+    return edits
 
 
 @console_view
@@ -92,6 +125,7 @@ def item_view(request, user: ConsoleUser, item_id):
 def item_decide(request, user: ConsoleUser, item_id):
     decision = request.POST.get("decision", "")
     reason = request.POST.get("reason", "")
+    edits = _posted_edits(request.POST)
     try:
         item = approval_decide(
             company=user.company,
@@ -99,12 +133,16 @@ def item_decide(request, user: ConsoleUser, item_id):
             item_id=item_id,
             decision=decision,
             reason=reason,
+            edits=edits or None,
         )
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
     except DomainError as exc:
         context = _item_context(request, user, item_id)
         context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
+        if edits and context["edit_values"] is not None:
+            context["edit_values"] = {**context["edit_values"], **edits}
+            context["steps_text"] = _steps_text(context["edit_values"])
         status = 409 if exc.status == 409 else exc.status
         return render(request, "console/approvals/item.html", context, status=status)
     verb = "Approved" if decision == APPROVE else "Rejected"

@@ -11,6 +11,7 @@ its ``ApprovalDecision`` (decision ``expire``, no user) the same way.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -56,6 +57,21 @@ INVALID_RISK = "risk_level must be one of low, medium, high, critical."
 NOT_CONSUMABLE = "Only an approved item can be consumed; this one is {status}."
 ALREADY_CONSUMED = "This item was already consumed at {consumed_at}."
 NOT_YOUR_ITEM = "Only the agent that requested an item may consume it."
+NOT_EDITABLE = "Only a proposal (an item with proposal tiers) can be edited, and only to approve."
+UNKNOWN_EDIT = "{field} is not an editable part of this proposal."
+EDIT_BLANK = "{field} may not be blank."
+EDIT_TOO_LONG = "{field} may be at most {limit} characters."
+EDIT_STEPS = "execution_steps must be 1 to {limit} non-blank steps."
+
+#: the proposal tiers an approver may edit before approving, and their length limits
+EDITABLE_TIERS: dict[str, int] = {
+    "discovery": 600,
+    "condition": 2000,
+    "action": 2000,
+    "rationale": 2000,
+}
+MAX_STEPS = 20
+STEP_MAX_CHARS = 500
 
 ACTION_REQUESTED = "approval.requested"
 ACTION_APPROVED = "approval.approved"
@@ -185,9 +201,18 @@ def approval_decide(
     item_id,
     decision: str,
     reason: str = "",
+    edits: Mapping[str, Any] | None = None,
     now: datetime | None = None,
 ) -> ApprovalItem:
     """Approve or reject (with a reason) a pending, unexpired item; the first writer wins.
+
+    ``edits`` (edit-then-approve): new text for some of the proposal's tiers
+    (:data:`EDITABLE_TIERS`, ``execution_steps`` as a list). They replace the tiers in the
+    item's ``metadata["proposal"]`` before the applier runs, so what is published is the
+    edited text; the before/after and a unified diff go into the append-only
+    ``ApprovalDecision`` and the audit entry names the edited fields. Unchanged values are
+    not edits. Raises ``InvalidInputError`` (``approval_not_editable``,
+    ``invalid_edit``).
 
     Raises ``AccessDeniedError`` (agent, viewer), ``InvalidInputError`` (unknown decision,
     rejection without reason), ``NotFoundError`` and ``ConflictError`` (already decided:
@@ -204,7 +229,8 @@ def approval_decide(
             code="rejection_reason_required",
             errors=[{"field": "reason", "message": REASON_REQUIRED, "code": "blank"}],
         )
-    _item_or_404(company, item_id)
+    current = _item_or_404(company, item_id)
+    changes = _edits(current, edits, decision) if edits else {}
     now = now or timezone.now()
     status = ApprovalItem.Status.APPROVED if decision == APPROVE else ApprovalItem.Status.REJECTED
     with transaction.atomic():
@@ -222,12 +248,20 @@ def approval_decide(
         item = ApprovalItem.objects.select_for_update().get(company=company, pk=item_id)
         if not updated:
             raise _undecidable(item)
+        if changes:
+            proposal = dict(item.metadata["proposal"])
+            original = item.metadata.get("original_proposal", item.metadata["proposal"])
+            proposal.update({name: change["after"] for name, change in changes.items()})
+            proposal.pop("content", None)  # a rendering of the old tiers; the applier renders
+            item.metadata = {**item.metadata, "proposal": proposal, "original_proposal": original}
+            item.save(update_fields=["metadata"])
         ApprovalDecision.objects.create(
             company=company,
             item=item,
             decision=decision,
             actor_user=actor.user,
             reason=item.decision_reason,
+            edits={"fields": changes, "diff": _diff(changes)} if changes else {},
             created_at=now,
         )
         audit_record(
@@ -241,6 +275,7 @@ def approval_decide(
                 "decision": decision,
                 "reason": item.decision_reason,
                 "item_action_type": item.action_type,
+                **({"edited_fields": sorted(changes)} if changes else {}),
             },
         )
         applier = _appliers.get(item.action_type)
@@ -249,6 +284,64 @@ def approval_decide(
             item.refresh_from_db()
         _notify(item, f"approval.{item.status}")
     return item
+
+
+def _invalid_edit(field: str, message: str) -> InvalidInputError:
+    return InvalidInputError(
+        message,
+        code="invalid_edit",
+        errors=[{"field": field, "message": message, "code": "invalid"}],
+    )
+
+
+def _edits(item: ApprovalItem, edits: Mapping[str, Any], decision: str) -> dict[str, dict]:
+    """The changed tiers as ``{name: {"before", "after"}}`` (validated, normalised)."""
+    proposal = item.metadata.get("proposal") if isinstance(item.metadata, dict) else None
+    if decision != APPROVE or not isinstance(proposal, dict):
+        raise InvalidInputError(NOT_EDITABLE, code="approval_not_editable")
+    changes: dict[str, dict] = {}
+    for name, value in edits.items():
+        if name == "execution_steps":
+            steps = [str(s).strip() for s in value] if isinstance(value, list | tuple) else []
+            if not 1 <= len(steps) <= MAX_STEPS or not all(steps):
+                raise _invalid_edit(name, EDIT_STEPS.format(limit=MAX_STEPS))
+            if any(len(s) > STEP_MAX_CHARS for s in steps):
+                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=STEP_MAX_CHARS))
+            after: Any = steps
+        elif name in EDITABLE_TIERS and name in proposal:
+            after = str(value or "").strip()
+            if not after:
+                raise _invalid_edit(name, EDIT_BLANK.format(field=name))
+            if len(after) > EDITABLE_TIERS[name]:
+                limit = EDITABLE_TIERS[name]
+                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=limit))
+        else:
+            raise _invalid_edit(name, UNKNOWN_EDIT.format(field=name))
+        if name not in proposal:
+            raise _invalid_edit(name, UNKNOWN_EDIT.format(field=name))
+        if after != proposal[name]:
+            changes[name] = {"before": proposal[name], "after": after}
+    return changes
+
+
+def _lines(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [f"{n}. {step}" for n, step in enumerate(value, 1)]
+    return str(value).splitlines()
+
+
+def _diff(changes: Mapping[str, Mapping[str, Any]]) -> str:
+    """One unified diff over the edited tiers, each tier a file named after it."""
+    out: list[str] = []
+    for name in sorted(changes):
+        out += difflib.unified_diff(
+            _lines(changes[name]["before"]),
+            _lines(changes[name]["after"]),
+            fromfile=f"{name} (proposed)",
+            tofile=f"{name} (approved)",
+            lineterm="",
+        )
+    return "\n".join(out)
 
 
 def _undecidable(item: ApprovalItem) -> ConflictError:

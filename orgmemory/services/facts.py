@@ -33,7 +33,7 @@ from orgmemory.write_access import (
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import ConflictError, InvalidInputError, NotFoundError
+from synthorg.errors import AccessDeniedError, ConflictError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,6 +49,7 @@ VERSION_CONFLICT = "The fact is at version {current}, not the expected version {
 CONCURRENT_WRITE = "Another write to this fact committed first; retry with its new version."
 ACTOR_COMPANY_MISMATCH = "The actor does not belong to this company."
 INVALID_FACT = "The fact is invalid: {error}"
+APPROVER_HUMAN_ONLY = "Only a human approver can have the system apply an approved write."
 
 ACTION_PUBLISHED = "org_fact.published"
 ACTION_RETRACTED = "org_fact.retracted"
@@ -64,6 +65,8 @@ class AuthorRecord:
     user: object | None = None
     approved_by: object | None = None
     write_request: WriteAccessRequest | None = None
+    #: the approval item the system applies on behalf of ``approved_by``
+    approval_item_id: str | None = None
 
 
 def author_for(principal: Principal) -> OrgFactAuthor:
@@ -351,6 +354,74 @@ def fact_retract(
         raise
 
 
+def _approval_record(company: Company, approver: Principal, category, approval_item_id):
+    """The author record of a write the system applies because ``approver`` approved it.
+
+    The approval is the authorisation: the category's write rule is not asked whether the
+    approver could write it themselves (a rule that excludes humans must not block a human
+    from approving what the system proposed) — only whether the category has a rule at all
+    (no rule: nobody may write it, the system included).
+    """
+    _check_actor(company, approver)
+    if not approver.is_human:
+        raise AccessDeniedError(APPROVER_HUMAN_ONLY, code="approver_human_required")
+    config = company_config(company).org_memory.write_access
+    decision = explain_write_access(config, category, author_for(approver))
+    if decision.rule is None:
+        raise deny_write(
+            company=company,
+            principal=approver,
+            decision=decision,
+            operation="publish",
+            fact_id=None,
+        )
+    # The log's author columns know a human or an agent (approved_by is for agent-authored
+    # rows: orglog_approval_for_agents); the approver is the accountable human author, and
+    # the audit entry (actor: the system, on behalf of the approver) says how it got there.
+    return AuthorRecord(
+        author=OrgFactAuthor(is_human=True),
+        user=approver.user,
+        approval_item_id=str(approval_item_id),
+    )
+
+
+def fact_publish_approved(
+    *,
+    company: Company,
+    approver: Principal,
+    approval_item_id,
+    content: str,
+    category: str,
+    tags: list[str] | tuple[str, ...] | None = None,
+) -> OperationLogEntry:
+    """Publish a new fact as the system, on behalf of the human who approved
+    ``approval_item_id`` (an approval applier's write). See :func:`_approval_record`."""
+    payload = validate_write(content=content, category=category, tags=tags or ())
+    record = _approval_record(company, approver, payload.category, approval_item_id)
+    return publish_as(company=company, payload=payload, record=record)
+
+
+def fact_retract_approved(
+    *, company: Company, approver: Principal, approval_item_id, fact_id, reason: str
+) -> OperationLogEntry:
+    """Retract a fact as the system, on behalf of the approver of ``approval_item_id``."""
+    current = _fact_or_404(company, fact_id)
+    record = _approval_record(company, approver, current.category, approval_item_id)
+    try:
+        return _retract_locked(
+            company=company,
+            fact_id=current.fact_id,
+            record=record,
+            expected_version=None,
+            reason=reason,
+            actor=None,
+        )
+    except IntegrityError as exc:
+        if "orglog_fact_version" in str(exc):
+            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
+        raise
+
+
 @transaction.atomic
 def _retract_locked(
     *, company, fact_id, record: AuthorRecord, expected_version, reason: str, actor
@@ -432,5 +503,10 @@ def _audit_details(entry: OperationLogEntry, record: AuthorRecord) -> dict:
     }
     if record.approved_by is not None:
         details["approved_by"] = record.approved_by.pk
+    if record.write_request is not None:
         details["write_request"] = str(record.write_request.pk)
+    if record.approval_item_id is not None:
+        details["actor"] = "system"
+        details["on_behalf_of"] = record.user.get_username()
+        details["approval_item"] = record.approval_item_id
     return details

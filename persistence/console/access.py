@@ -1,7 +1,8 @@
 """Who is using the console: the logged-in user, the company they act in, their role.
 
 The company is the one picked with the switcher (kept in the session), else the user's
-first by name. A user without a membership sees a 403 page; another company's slug is 404.
+first by name. A user without a membership sees a 403 page (a superuser: a 200 page saying how
+to become a member); another company's slug is 404.
 """
 
 from __future__ import annotations
@@ -76,7 +77,14 @@ def console_view(view):
     def wrapper(request, *args, **kwargs):
         user = console_user(request)
         if user is None:
-            return render(request, "console/no_company.html", status=403)
+            # A superuser is not forbidden anything: they get the explanation with 200.
+            superuser = request.user.is_superuser
+            return render(
+                request,
+                "console/no_company.html",
+                {"superuser": superuser},
+                status=200 if superuser else 403,
+            )
         request.console = user
         return view(request, user, *args, **kwargs)
 

@@ -124,9 +124,9 @@ def test_operator_console_flow(live_server, browser):
     _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "table.stack")))
     assert browser.current_url == f"{base}/console/inbox/"
 
-    # the inbox: both pending, oldest first, counts
+    # the inbox: both pending, closest to expiry first (the deploy: 1 day; the promotion: 7)
     rows = browser.find_elements(By.CSS_SELECTOR, "tr.decision")
-    assert [r.get_attribute("data-id") for r in rows] == [str(promotion.pk), str(risky.pk)]
+    assert [r.get_attribute("data-id") for r in rows] == [str(risky.pk), str(promotion.pk)]
     assert "2 pending" in browser.find_element(By.CSS_SELECTOR, ".counts").text
     _shot(browser, "inbox.png")
     _shot(browser, "inbox_phone.png", width=390)

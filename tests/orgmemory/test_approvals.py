@@ -6,7 +6,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from orgmemory.inbox import pending_decisions
+from orgmemory.inbox import InboxFilters, inbox_page, status_counts
 from orgmemory.models import ApprovalItem, WebhookDelivery, WriteAccessRequest
 from orgmemory.services.approvals import (
     ACTION_APPROVED,
@@ -315,7 +315,7 @@ def test_applier_failure_rolls_the_decision_back(company, operator):
 # --- inbox and webhooks ----------------------------------------------------------------------
 
 
-def test_inbox_lists_items_and_write_requests_pending_first(company, operator, caller):
+def test_inbox_lists_items_and_write_requests_closest_to_expiry_first(company, operator, caller):
     from orgmemory.services.write_requests import write_request_file
 
     old = _item(company, title="old", now=timezone.now() - timedelta(hours=2))
@@ -332,18 +332,23 @@ def test_inbox_lists_items_and_write_requests_pending_first(company, operator, c
         justification="outage reviews",
     )
     _item(CompanyFactory(), title="foreign")
-    inbox = pending_decisions(company=company)
+    inbox = inbox_page(company=company, filters=InboxFilters(status=None))
     assert [(d.kind, d.status) for d in inbox.decisions] == [
         ("approval", "pending"),
-        ("write_request", "pending"),
         ("approval", "approved"),
+        ("write_request", "pending"),  # never expires: last
     ]
     assert inbox.decisions[0].id == str(old.pk)
-    assert inbox.decisions[1].id == str(request.pk)
-    assert inbox.counts == {"pending": 2, "approved": 1, "rejected": 0, "expired": 0}
-    only_requests = pending_decisions(company=company, kind="write_request")
+    assert inbox.decisions[2].id == str(request.pk)
+    assert {k: str(v) for k, v in status_counts(company=company).items()} == {
+        "pending": "2",
+        "approved": "1",
+        "rejected": "0",
+        "expired": "0",
+    }
+    only_requests = inbox_page(company=company, filters=InboxFilters(kind="write_request"))
     assert [d.id for d in only_requests.decisions] == [str(request.pk)]
-    high = pending_decisions(company=company, risk_level="high", status="pending")
+    high = inbox_page(company=company, filters=InboxFilters(risk_level="high"))
     assert [d.id for d in high.decisions] == [str(old.pk)]
     assert WriteAccessRequest.objects.get(pk=request.pk).status == "pending"
 

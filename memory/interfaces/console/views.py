@@ -210,6 +210,8 @@ def _execution(request, user: ConsoleUser, report_id, *, status=200, **extra):
         "report": report,
         "capture": getattr(report, "capture", None),
         "history": report.capture_history.order_by("id"),
+        "lessons": report.lessons.select_related("memory__agent").order_by("created_at"),
+        "tool_calls": report.tool_calls if isinstance(report.tool_calls, list) else [],
     }
     context.update(extra)
     return render(request, "console/memory/execution.html", context, status=status)

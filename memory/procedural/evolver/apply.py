@@ -2,8 +2,10 @@
 
 Runs inside the approval service's deciding transaction (registered as the applier of
 ``skill_evolver:org_promotion`` and ``skill_evolver:conflict``): publishes exactly one
-``procedure`` fact through the org-fact service, authored by the approving human and tagged
-``approval:<item id>``; retracts the entry it replaces (a FULL verdict's superseded skill, or
+``procedure`` fact through the org-fact service — as the system, on behalf of the approving
+human (the approval authorises it, so a ``procedure`` rule that excludes humans does not block
+it) — rendered from the proposal's tiers as the approver left them (edit-then-approve) and
+tagged ``approval:<item id>``; retracts the entry it replaces (a FULL verdict's superseded skill, or
 the existing skill of an approved conflict); then consumes the item. Any error rolls the
 approval back with it.
 """
@@ -16,7 +18,7 @@ from memory.procedural.evolver import skill_text
 from memory.procedural.evolver.services import PROCEDURE
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_consume
-from orgmemory.services.facts import fact_publish, fact_retract
+from orgmemory.services.facts import fact_publish_approved, fact_retract_approved
 from persistence.principal import Principal
 
 logger = logging.getLogger("memory.procedural.evolver")
@@ -39,10 +41,11 @@ def conflict_apply(item: ApprovalItem, actor: Principal) -> None:
 def _publish_replacing(item: ApprovalItem, actor: Principal, replaces: str | None) -> None:
     proposal = item.metadata["proposal"]
     evidence = item.evidence
-    entry = fact_publish(
+    entry = fact_publish_approved(
         company=item.company,
-        actor=actor,
-        content=proposal.get("content") or skill_text.render(proposal),
+        approver=actor,
+        approval_item_id=item.pk,
+        content=skill_text.render(proposal),
         category=PROCEDURE,
         tags=skill_text.tags(
             confidence=float(evidence.get("confidence", 0.0)),
@@ -55,9 +58,10 @@ def _publish_replacing(item: ApprovalItem, actor: Principal, replaces: str | Non
             company=item.company, fact_id=replaces, retracted_at__isnull=True
         ).exists()
         if live:
-            fact_retract(
+            fact_retract_approved(
                 company=item.company,
-                actor=actor,
+                approver=actor,
+                approval_item_id=item.pk,
                 fact_id=replaces,
                 reason=f"superseded by {entry.fact_id} (approval {item.pk})",
             )
