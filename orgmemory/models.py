@@ -130,6 +130,12 @@ class OperationLogEntry(models.Model):
                 condition=models.Q(approved_by__isnull=True) | models.Q(author_is_human=False),
                 name="orglog_approval_for_agents",
             ),
+            # Core policies are human-authored (migration 0009 adds it NOT VALID: rows
+            # written before the rule existed stay in the append-only log as they are).
+            models.CheckConstraint(
+                condition=~models.Q(category="core_policy") | models.Q(author_is_human=True),
+                name="orglog_core_policy_human",
+            ),
         ]
         indexes = [
             models.Index(fields=["company", "timestamp"], name="orglog_company_time"),

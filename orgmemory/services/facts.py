@@ -29,6 +29,7 @@ from orgmemory.write_access import (
     OrgMemoryAccessDeniedError,
     WriteAccessDecision,
     explain_write_access,
+    require_human_author_for_core_policy,
 )
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
@@ -210,7 +211,10 @@ def publish_as(
     """Append a PUBLISH row for an already-authorised write (used by approvals too).
 
     ``keep_tags``: a new version takes the current version's tags instead of the payload's.
+    Raises ``OrgMemoryAccessDeniedError`` (``core_policy_human_only``) when the author of a
+    core policy would not be a human, whoever approved it.
     """
+    require_human_author_for_core_policy(payload.category, record.author)
     embedded = embed_text(
         payload.content, company=company
     )  # outside the lock: model inference is slow-ish
