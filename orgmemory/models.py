@@ -163,6 +163,9 @@ class OrgFact(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     retracted_at = models.DateTimeField(null=True, blank=True)
+    # Where a core policy stands in the block agents receive (0 first); set by
+    # ``orgmemory.services.policies``. Null: after the positioned ones, oldest first.
+    position = models.PositiveIntegerField(null=True, blank=True)
     # Derived by the database from ``content`` (migration 0006), like the log's own: what
     # relevance ranking of the current facts reads, through a GIN index of the live ones.
     search_vector = SearchVectorField(null=True, editable=False)

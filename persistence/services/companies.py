@@ -170,7 +170,9 @@ def company_config_set(
         previous = parse_company_config(before)
     user = actor_user if actor_user is not None else getattr(principal, "user", None)
     for applier in _config_appliers:
-        parsed = applier(company=company, config=parsed, previous=previous, user=user)
+        parsed = applier(
+            company=company, config=parsed, previous=previous, principal=principal, user=user
+        )
     dumped = parsed.model_dump(mode="json")
     # Compare normalised dumps, so defaults spelled out or left out are no change.
     if previous is not None:
@@ -281,16 +283,39 @@ _config_appliers: list = []
 
 
 def register_config_applier(applier) -> None:
-    """Register ``applier(company=, config=, previous=, user=) -> CompanyConfig``.
+    """Register ``applier(company=, config=, previous=, principal=, user=) -> CompanyConfig``.
 
     Called by :func:`company_config_set` inside its transaction, before the config is
     stored: an app applies the part of the config it owns (org memory: ``core_policies``
     become versioned facts) and returns the config to store. ``previous`` is the stored
-    config (``None`` if it no longer parses); ``user`` the acting human, if any. Raising a
-    ``DomainError`` refuses the whole save.
+    config (``None`` if it no longer parses); ``principal`` / ``user`` the actor, if any.
+    Raising a ``DomainError`` refuses the whole save.
     """
     if applier not in _config_appliers:
         _config_appliers.append(applier)
+
+
+_config_presenters: list = []
+
+
+def register_config_presenter(presenter) -> None:
+    """Register ``presenter(company=, data=) -> dict``: what an editor of the config shows.
+
+    An app whose applier consumes part of the config fills that part back in from its own
+    state (org memory: the live core policies), so a save of what was shown changes nothing.
+    """
+    if presenter not in _config_presenters:
+        _config_presenters.append(presenter)
+
+
+def company_config_for_editing(company: Company) -> dict[str, Any]:
+    """The company's stored config (normalised) as the YAML editor and the form show it."""
+    data: dict[str, Any] = dict(company.config or {})
+    with contextlib.suppress(CompanyConfigError):
+        data = parse_company_config(data).model_dump(mode="json")
+    for presenter in _config_presenters:
+        data = presenter(company=company, data=data)
+    return data
 
 
 def on_company_created(hook) -> None:
