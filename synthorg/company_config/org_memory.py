@@ -153,5 +153,8 @@ class OrgMemoryConfig(BaseModel):
 
     backend: Literal["hybrid_prompt_retrieval"] = "hybrid_prompt_retrieval"
     core_policies: tuple[NotBlankStr, ...] = ()
+    # The core-policy block is pinned into every prompt and never dropped for budget: the
+    # Core policies page warns when it is longer than this many (estimated) tokens.
+    core_policies_token_warning: int = Field(default=500, ge=1, le=100_000)
     extended_store: ExtendedStoreConfig = Field(default_factory=ExtendedStoreConfig)
     write_access: WriteAccessConfig = Field(default_factory=WriteAccessConfig)
