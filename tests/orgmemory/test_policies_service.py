@@ -168,3 +168,30 @@ def test_stale_edit_and_stale_order_are_conflicts(company, human):
     assert texts(company) == ["One!", "Two"]
     policy_reorder(company=company, actor=human, fact_ids=[second.fact_id, first.fact_id])
     assert texts(company) == ["Two", "One!"]
+
+
+def test_load_company_config_with_a_user_versions_the_seed_file(company, human, tmp_path):
+    from django.core.management import call_command
+
+    seed = tmp_path / "company.yaml"
+    seed.write_text(
+        "org_memory:\n"
+        "  core_policies:\n"
+        '    - "All code must have 80%+ test coverage"\n'
+        '    - "PRs require 2 approvals"\n'
+        "  write_access:\n"
+        '    policies: ["human"]\n'
+        '    adrs: ["human", "senior", "lead", "c_suite"]\n'
+        '    procedures: ["human", "senior", "lead", "c_suite"]\n'
+    )
+    call_command("load_company_config", company.slug, str(seed), "--user", human.user.username)
+    assert [(p.source, p.content) for p in policies(company=company)] == [
+        ("fact", "All code must have 80%+ test coverage"),
+        ("fact", "PRs require 2 approvals"),
+    ]
+    company.refresh_from_db()
+    assert company.config["org_memory"]["core_policies"] == []
+    assert company.config["org_memory"]["write_access"]["rules"]["adr"] == {
+        "allowed_seniority": "senior",
+        "human_allowed": True,
+    }
