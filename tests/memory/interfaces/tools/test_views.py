@@ -244,7 +244,7 @@ def test_org_tools(caller):
 
     # Core policies are human-authored: never filed, with or without a justification.
     refused = call(caller, "propose_org_fact", 403, content="Be nice.", category="core_policy")
-    assert refused["code"] == "core_policy_human_only"
+    assert (refused["code"], refused["can_request"]) == ("org_write_denied", False)
     assert WriteAccessRequest.objects.count() == 1
     # No rule lets anyone write entity definitions: denied (and audited), not filed.
     denied = call(caller, "propose_org_fact", 403, content="A", category="entity_definition")
