@@ -250,7 +250,8 @@ def test_org_tools(caller):
     denied = call(caller, "propose_org_fact", 403, content="A", category="entity_definition")
     assert denied["code"] == "org_write_denied"
     assert WriteAccessRequest.objects.count() == 1
-    assert AuditEntry.objects.filter(action_type="org_fact.write_denied").count() == 1
+    # Both denials are audited: the core policy's and the entity definition's.
+    assert AuditEntry.objects.filter(action_type="org_fact.write_denied").count() == 2
 
 
 def test_humans_cannot_call_tools(human_client):
