@@ -8,10 +8,21 @@ class OrgMemoryConfig(AppConfig):
     def ready(self) -> None:
         from django_q.models import Schedule
 
+        from orgmemory.services.policies import (
+            core_policies_config_applier,
+            core_policies_for_editing,
+        )
         from orgmemory.tools import register_org_tools
+        from persistence.services.companies import (
+            register_config_applier,
+            register_config_presenter,
+        )
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         register_org_tools()
+        # A config save's core_policies list becomes versioned facts; editors show the live list.
+        register_config_applier(core_policies_config_applier)
+        register_config_presenter(core_policies_for_editing)
 
         register_schedule(
             ScheduleSpec(

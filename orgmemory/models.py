@@ -130,6 +130,12 @@ class OperationLogEntry(models.Model):
                 condition=models.Q(approved_by__isnull=True) | models.Q(author_is_human=False),
                 name="orglog_approval_for_agents",
             ),
+            # Core policies are human-authored (migration 0009 adds it NOT VALID: rows
+            # written before the rule existed stay in the append-only log as they are).
+            models.CheckConstraint(
+                condition=~models.Q(category="core_policy") | models.Q(author_is_human=True),
+                name="orglog_core_policy_human",
+            ),
         ]
         indexes = [
             models.Index(fields=["company", "timestamp"], name="orglog_company_time"),
@@ -157,6 +163,9 @@ class OrgFact(models.Model):
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
     retracted_at = models.DateTimeField(null=True, blank=True)
+    # Where a core policy stands in the block agents receive (0 first); set by
+    # ``orgmemory.services.policies``. Null: after the positioned ones, oldest first.
+    position = models.PositiveIntegerField(null=True, blank=True)
     # Derived by the database from ``content`` (migration 0006), like the log's own: what
     # relevance ranking of the current facts reads, through a GIN index of the live ones.
     search_vector = SearchVectorField(null=True, editable=False)

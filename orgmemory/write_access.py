@@ -29,6 +29,10 @@ SENIORITY_TOO_LOW = (
     "Category '{category}' needs seniority '{required}' or above; the author is '{actual}'."
 )
 WRITE_DENIED = "Write to org memory denied: {reason}"
+CORE_POLICY_HUMAN_AUTHORED = (
+    "Core policies are authored by humans only; an agent can neither write one nor have a "
+    "request to write one approved."
+)
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,15 @@ class WriteAccessDecision:
         """Whether a denied agent may file the write as a request for human approval.
 
         Only when a human could approve it: the category has a rule that lets humans write.
+        Never for ``core_policy``: an approved request records the agent as the author, and
+        core policies are human-authored (a human writes them on the Core policies page).
         """
-        return not self.allowed and self.rule is not None and self.rule.human_allowed
+        return (
+            not self.allowed
+            and self.category != OrgFactCategory.CORE_POLICY
+            and self.rule is not None
+            and self.rule.human_allowed
+        )
 
     def problem_extra(self, *, author_is_human: bool) -> dict[str, Any]:
         """The members a 403 carries: the rule that denied the write and what to do next."""
@@ -88,6 +99,20 @@ def check_write_access(
 
 class OrgMemoryAccessDeniedError(AccessDeniedError):
     code = "org_write_denied"
+
+
+def require_human_author_for_core_policy(category: OrgFactCategory, author: OrgFactAuthor) -> None:
+    """Raise ``core_policy_human_only`` when a non-human would become a core policy's author.
+
+    The rule table already denies agents; this holds for every path that publishes on an
+    agent's behalf (an approved write request), whatever the company's rules say.
+    """
+    if OrgFactCategory(category) == OrgFactCategory.CORE_POLICY and not author.is_human:
+        raise OrgMemoryAccessDeniedError(
+            CORE_POLICY_HUMAN_AUTHORED,
+            code="core_policy_human_only",
+            extra={"category": str(OrgFactCategory.CORE_POLICY), "can_request": False},
+        )
 
 
 def require_write_access(

@@ -65,6 +65,8 @@ HUMAN_WRITES: dict[str, dict[str, str]] = {
     "agent": {CREATE: ADMIN, UPDATE: ADMIN},
     "agent_api_key": {CREATE: ADMIN, UPDATE: ADMIN},
     "company": {UPDATE: ADMIN},
+    # core policies (org facts of category core_policy): pinned into every agent's prompt
+    "core_policy": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
     # where approval notifications are POSTed: an outbound request the server makes
     "approval_webhook": {CREATE: ADMIN, UPDATE: ADMIN},
     "membership": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},

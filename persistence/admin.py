@@ -57,6 +57,8 @@ from persistence.services.artifacts import (
     artifact_update,
 )
 from persistence.services.companies import (
+    CONFIG_REVISION_CONFLICT,
+    company_config_for_editing,
     company_config_from_yaml,
     company_config_set,
     company_create,
@@ -94,8 +96,14 @@ class CompanyAdminForm(forms.ModelForm):
         label="Configuration (YAML)",
         required=False,
         widget=forms.Textarea(attrs={"rows": 30, "cols": 100, "class": "config-yaml"}),
-        help_text="The company's `memory:` and `org_memory:` sections. Empty means all defaults.",
+        help_text=(
+            "The company's memory: and org_memory: sections. Empty means all defaults. "
+            "org_memory.core_policies is the live list agents receive; editing it versions "
+            "each change."
+        ),
     )
+    # The revision the editor loaded: a save from an older one is refused (409 in the API).
+    config_revision_loaded = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
     class Meta:
         model = Company
@@ -109,8 +117,21 @@ class CompanyAdminForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         if self.instance.pk:
             self.fields["config_yaml"].initial = yaml.safe_dump(
-                self.instance.config, sort_keys=False
+                company_config_for_editing(self.instance), sort_keys=False
             )
+            self.fields["config_revision_loaded"].initial = self.instance.config_revision
+
+    def clean_config_revision_loaded(self):
+        loaded = self.cleaned_data.get("config_revision_loaded")
+        if self.instance.pk and loaded is not None:
+            current = Company.objects.values_list("config_revision", flat=True).get(
+                pk=self.instance.pk
+            )
+            if loaded != current:
+                raise forms.ValidationError(
+                    CONFIG_REVISION_CONFLICT.format(current=current, expected=loaded)
+                )
+        return loaded
 
     def clean_config_yaml(self):
         # Parses and validates only: nothing is written until the services run on save.
@@ -147,7 +168,13 @@ class CompanyAdmin(CompanyScopedAdmin):
             return
         principal = admin_principal(request, obj)
         company = company_rename(company=obj, name=obj.name, slug=obj.slug, principal=principal)
-        company_config_set(company=company, data=data, principal=principal, via="admin")
+        company_config_set(
+            company=company,
+            data=data,
+            principal=principal,
+            via="admin",
+            expected_revision=form.cleaned_data.get("config_revision_loaded"),
+        )
 
 
 class AgentApiKeyInline(admin.TabularInline):

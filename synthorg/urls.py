@@ -36,5 +36,6 @@ urlpatterns = [
     path("", include("persistence.dashboard.urls")),
     path("console/", include("persistence.console.urls")),
     path("console/inbox/", include("orgmemory.console.urls")),
+    path("console/policies/", include("orgmemory.console.policies_urls")),
     path("console/memories/", include("memory.interfaces.console.urls")),
 ]

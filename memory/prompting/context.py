@@ -33,6 +33,7 @@ from memory.core.selectors.search import memory_search
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
 from orgmemory.selectors import org_prompt_context
+from orgmemory.selectors.policies import format_core_policy_block
 from persistence.models import Agent
 from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory
@@ -41,7 +42,6 @@ from synthorg.errors import InvalidInputError
 QUERY_TEXT_BLANK = "query_text must not be blank."
 TOKEN_BUDGET_NEGATIVE = "token_budget must be zero or a positive integer."
 DEGRADED_FILTER = "filter"
-CORE_POLICIES_HEADER = "## Company policies (always apply)"
 
 
 @dataclass(frozen=True)
@@ -204,8 +204,8 @@ def agent_prompt_context(
     extra: list[ContextEntry] = []
     if request.include_org:
         org = org_prompt_context(company=agent.company, context=request.query.text)
-        if org.core_policies:
-            pinned = [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {p}" for p in org.core_policies)]
+        block = format_core_policy_block(org.core_policies)
+        pinned = [block] if block else []
         extra = [
             ContextEntry(
                 key=f"fact:{fact.fact_id}",

@@ -28,7 +28,6 @@ from memory.core.retrieval.packing import estimate_tokens
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import SearchHit, memory_search
 from memory.prompting.context import (
-    CORE_POLICIES_HEADER,
     ContextRequest,
     PreparedContext,
     agent_prompt_context,
@@ -36,7 +35,7 @@ from memory.prompting.context import (
 from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
 from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from memory.prompting.self_editing import core_block
-from orgmemory.selectors import policies
+from orgmemory.selectors.policies import core_policy_block
 from persistence.models import Agent
 from synthorg.company_config.memory import (
     CompanyMemoryConfig,
@@ -102,8 +101,8 @@ class MemoryInjectionStrategy(Protocol):
 def _core_policies(agent: Agent, include_org: bool) -> list[str]:
     if not include_org:
         return []
-    texts = [policy.content for policy in policies(company=agent.company)]
-    return [CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {t}" for t in texts)] if texts else []
+    block = core_policy_block(company=agent.company)
+    return [block] if block else []
 
 
 def _definitions(names: Sequence[str]) -> tuple[dict, ...]:

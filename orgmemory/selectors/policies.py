@@ -1,7 +1,9 @@
-"""Core policies: the company config's ``org_memory.core_policies`` and core_policy facts.
+"""Core policies: core_policy facts (and a config list stored before they were versioned).
 
-Config core policies are not versioned (the company config has no history), so ``as_of``
-applies to core-policy *facts* only; config policies are always the current ones.
+A human's config save turns ``org_memory.core_policies`` into versioned facts
+(``orgmemory.services.policies``); a list stored without a human (``load_company_config``
+without ``--user``, an older config) stays in the config, unversioned, ahead of the facts
+until a human adopts it. ``as_of`` applies to the facts; their order is the current one.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from orgmemory.models import OrgFact
 from orgmemory.selectors.facts import live_facts
 from persistence.models import Company
 from persistence.selectors.config import company_config
@@ -29,12 +32,27 @@ class PolicyView:
 
 
 def policies(*, company: Company, as_of: datetime | None = None) -> list[PolicyView]:
-    """Core policies in their intrinsic order: config policies first (in config order),
-    then core_policy facts live at ``as_of`` (oldest first). Never filtered by relevance."""
+    """Core policies in their intrinsic order: unversioned config policies first (in config
+    order), then core_policy facts live at ``as_of`` by ``position`` (then oldest first).
+    Never filtered by relevance."""
     config_items = [
         PolicyView(id=f"config-{index}", source="config", content=text)
         for index, text in enumerate(company_config(company).org_memory.core_policies)
     ]
+    live = live_facts(company=company, categories={OrgFactCategory.CORE_POLICY}, as_of=as_of)
+    positions = dict(
+        OrgFact.objects.filter(
+            company=company, fact_id__in=[view.fact_id for view in live]
+        ).values_list("fact_id", "position")
+    )
+    live.sort(
+        key=lambda view: (
+            positions.get(view.fact_id) is None,
+            positions.get(view.fact_id) or 0,
+            view.created_at,
+            str(view.fact_id),
+        )
+    )
     fact_items = [
         PolicyView(
             id=str(view.fact_id),
@@ -44,8 +62,24 @@ def policies(*, company: Company, as_of: datetime | None = None) -> list[PolicyV
             version=view.version,
             created_at=view.created_at,
         )
-        for view in live_facts(
-            company=company, categories={OrgFactCategory.CORE_POLICY}, as_of=as_of
-        )
+        for view in live
     ]
     return config_items + fact_items
+
+
+CORE_POLICIES_HEADER = "## Company policies (always apply)"
+
+
+def format_core_policy_block(texts: list[str]) -> str | None:
+    """The system message every agent's context pins, or ``None`` without core policies.
+
+    The one formatter of the block: ``/memories/context`` (every injection strategy) and the
+    Core policies page show the same text.
+    """
+    if not texts:
+        return None
+    return CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {text}" for text in texts)
+
+
+def core_policy_block(*, company: Company) -> str | None:
+    return format_core_policy_block([policy.content for policy in policies(company=company)])

@@ -29,10 +29,13 @@ from orgmemory.write_access import (
     OrgMemoryAccessDeniedError,
     WriteAccessDecision,
     explain_write_access,
+    require_human_author_for_core_policy,
 )
+from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
+from synthorg.enums import OrgFactCategory
 from synthorg.errors import AccessDeniedError, ConflictError, InvalidInputError, NotFoundError
 
 if TYPE_CHECKING:
@@ -99,6 +102,13 @@ def validate_write(
         raise InvalidInputError(
             INVALID_FACT.format(error=first), code="invalid_fact", errors=errors
         ) from exc
+
+
+def _require_role_for_core_policy(actor: Principal, category: str, action: str) -> None:
+    """Core policies reach every agent's prompt: a human needs the admin role to change one
+    (``persistence.access``); agents are refused by the write rule."""
+    if category == OrgFactCategory.CORE_POLICY and actor.is_human:
+        require_write(actor, "core_policy", action)
 
 
 def _check_actor(company: Company, principal: Principal) -> None:
@@ -169,6 +179,7 @@ def fact_publish(
     """
     _check_actor(company, actor)
     payload = validate_write(content=content, category=category, tags=tags or ())
+    _require_role_for_core_policy(actor, payload.category, UPDATE if fact_id else CREATE)
     if fact_id is not None:
         current = _fact_or_404(company, fact_id)
         if current.category != payload.category:
@@ -213,7 +224,10 @@ def publish_as(
     """Append a PUBLISH row for an already-authorised write (used by approvals too).
 
     ``keep_tags``: a new version takes the current version's tags instead of the payload's.
+    Raises ``OrgMemoryAccessDeniedError`` (``core_policy_human_only``) when the author of a
+    core policy would not be a human, whoever approved it.
     """
+    require_human_author_for_core_policy(payload.category, record.author)
     embedded = embed_text(
         payload.content, company=company
     )  # outside the lock: model inference is slow-ish
@@ -290,6 +304,7 @@ def _publish_locked(
         timestamp=now,
         **_author_columns(record),
     )
+    previous_content = None if snapshot is None else snapshot.content
     if snapshot is not None:
         snapshot.content = payload.content
         snapshot.tags = list(payload.tags)
@@ -308,7 +323,7 @@ def _publish_locked(
         target_type="org_fact",
         target_id=str(fact_uuid),
         risk_level=AuditEntry.RiskLevel.MEDIUM,
-        details=_audit_details(entry, record),
+        details=_audit_details(entry, record, previous_content=previous_content),
     )
     return entry
 
@@ -327,6 +342,7 @@ def fact_retract(
     """
     _check_actor(company, actor)
     current = _fact_or_404(company, fact_id)
+    _require_role_for_core_policy(actor, current.category, DELETE)
     author = author_for(actor)
     config = company_config(company).org_memory.write_access
     decision = explain_write_access(config, current.category, author)
@@ -453,7 +469,10 @@ def _retract_locked(
         target_type="org_fact",
         target_id=str(snapshot.fact_id),
         risk_level=AuditEntry.RiskLevel.MEDIUM,
-        details={**_audit_details(entry, record), "reason": reason},
+        details={
+            **_audit_details(entry, record, previous_content=snapshot.content),
+            "reason": reason,
+        },
     )
     return entry
 
@@ -492,7 +511,11 @@ def _author_columns(record: AuthorRecord) -> dict:
     }
 
 
-def _audit_details(entry: OperationLogEntry, record: AuthorRecord) -> dict:
+def _audit_details(
+    entry: OperationLogEntry, record: AuthorRecord, *, previous_content: str | None = None
+) -> dict:
+    """What the audit entry of one log row says. A core policy's carries its old and new
+    text (``previous_content`` / ``content``): the block every agent receives changed."""
     details = {
         "operation_id": str(entry.operation_id),
         "operation": entry.operation_type,
@@ -501,6 +524,9 @@ def _audit_details(entry: OperationLogEntry, record: AuthorRecord) -> dict:
         "author_is_human": record.author.is_human,
         "author_seniority": record.author.seniority,
     }
+    if entry.category == OrgFactCategory.CORE_POLICY:
+        details["previous_content"] = previous_content
+        details["content"] = entry.content
     if record.approved_by is not None:
         details["approved_by"] = record.approved_by.pk
     if record.write_request is not None:

@@ -27,7 +27,11 @@ from orgmemory.services.facts import (
     publish_as,
     validate_write,
 )
-from orgmemory.write_access import OrgMemoryAccessDeniedError, explain_write_access
+from orgmemory.write_access import (
+    OrgMemoryAccessDeniedError,
+    explain_write_access,
+    require_human_author_for_core_policy,
+)
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -73,6 +77,7 @@ def write_request_file(
 ) -> WriteAccessRequest:
     """File a write the agent may not make itself, for a human to decide.
 
+    A core policy is never filed (``core_policy_human_only``): humans author them.
     Raises ``AccessDeniedError`` (a human caller), ``InvalidInputError`` (payload, blank
     justification, changed category), ``NotFoundError`` (no such fact),
     ``ConflictError`` (retracted fact), ``UnprocessableError`` (the agent may write it
@@ -83,6 +88,8 @@ def write_request_file(
     if actor.agent.company_id != company.pk:
         raise NotFoundError(REQUEST_NOT_FOUND, code="not_found")
     payload = validate_write(content=content, category=category, tags=tags)
+    author = author_for(actor)
+    require_human_author_for_core_policy(payload.category, author)
     justification = (justification or "").strip()
     if not justification:
         raise InvalidInputError(
@@ -103,7 +110,6 @@ def write_request_file(
         if fact.retracted_at is not None:
             raise ConflictError(FACT_RETRACTED, code="fact_retracted")
         fact_id = fact.fact_id
-    author = author_for(actor)
     decision = explain_write_access(
         company_config(company).org_memory.write_access, payload.category, author
     )

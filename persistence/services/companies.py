@@ -24,6 +24,10 @@ INVALID_CONFIG = "The company configuration is invalid: {error}"
 CONFIG_NOT_YAML = "The configuration is not valid YAML: {error}"
 CONFIG_NOT_MAPPING = "The configuration must be a YAML mapping (memory: / org_memory:)."
 CONFIG_SECTIONS = ("memory", "org_memory")
+CONFIG_REVISION_CONFLICT = (
+    "The configuration was changed by someone else (revision {current}, you edited "
+    "revision {expected}); reload it and apply your change again."
+)
 
 
 def company_config_from_yaml(
@@ -74,6 +78,15 @@ def config_changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -
     return sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
 
 
+def config_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``[{"field", "old", "new"}]`` for each dotted path that differs (absent: ``None``)."""
+    old, new = _flatten(before), _flatten(after)
+    return [
+        {"field": key, "old": old.get(key), "new": new.get(key)}
+        for key in config_changed_fields(before, after)
+    ]
+
+
 def validate_company_config(
     data: Mapping[str, Any] | None, *, slug: str | None = None
 ) -> CompanyConfig:
@@ -122,25 +135,53 @@ def company_create(
 
 @transaction.atomic
 def company_config_set(
-    *, company: Company, data: Mapping[str, Any] | None, principal=None, actor_user=None, via=""
+    *,
+    company: Company,
+    data: Mapping[str, Any] | None,
+    principal=None,
+    actor_user=None,
+    via="",
+    expected_revision: int | None = None,
 ) -> CompanyConfig:
     """Validate and store a company's whole config; bumps ``config_revision``.
 
-    Audited (``company.config_changed``) with the dotted paths that changed, never the
-    values: a config may name endpoints an auditor need not see in every listing.
+    ``expected_revision`` (the revision the editor loaded) turns a concurrent edit into a
+    ``ConflictError`` (``config_revision_conflict``) instead of a silent overwrite. The
+    registered config appliers (:func:`register_config_applier`) run first, in this
+    transaction. Audited (``company.config_changed``) with the dotted paths that changed
+    and each one's old and new value (``changes``).
     """
     if principal is not None:
         require_write(principal, "company", UPDATE)
     parsed = validate_company_config(data, slug=company.slug)
-    dumped = parsed.model_dump(mode="json")
-    before = Company.objects.select_for_update().values_list("config", flat=True).get(pk=company.pk)
-    # Compare normalised dumps, so defaults spelled out or left out are no change.
+    before, revision = (
+        Company.objects.select_for_update()
+        .values_list("config", "config_revision")
+        .get(pk=company.pk)
+    )
+    if expected_revision is not None and expected_revision != revision:
+        raise ConflictError(
+            CONFIG_REVISION_CONFLICT.format(current=revision, expected=expected_revision),
+            code="config_revision_conflict",
+            extra={"current_revision": revision},
+        )
+    previous = None
     with contextlib.suppress(CompanyConfigError):
-        before = parse_company_config(before).model_dump(mode="json")
+        previous = parse_company_config(before)
+    user = actor_user if actor_user is not None else getattr(principal, "user", None)
+    for applier in _config_appliers:
+        parsed = applier(
+            company=company, config=parsed, previous=previous, principal=principal, user=user
+        )
+    dumped = parsed.model_dump(mode="json")
+    # Compare normalised dumps, so defaults spelled out or left out are no change.
+    if previous is not None:
+        before = previous.model_dump(mode="json")
     Company.objects.filter(pk=company.pk).update(
         config=dumped, config_revision=F("config_revision") + 1
     )
     company.refresh_from_db(fields=["config", "config_revision", "updated_at"])
+    changes = config_diff(before or {}, dumped)
     audit_record(
         company=company,
         principal=principal,
@@ -151,7 +192,8 @@ def company_config_set(
         risk_level="medium",
         details={
             "revision": company.config_revision,
-            "changed": config_changed_fields(before or {}, dumped),
+            "changed": [change["field"] for change in changes],
+            "changes": changes,
             "via": via,
         },
     )
@@ -236,6 +278,44 @@ def on_company_config_change(hook) -> None:
 
 
 _company_created_hooks: list = []
+
+_config_appliers: list = []
+
+
+def register_config_applier(applier) -> None:
+    """Register ``applier(company=, config=, previous=, principal=, user=) -> CompanyConfig``.
+
+    Called by :func:`company_config_set` inside its transaction, before the config is
+    stored: an app applies the part of the config it owns (org memory: ``core_policies``
+    become versioned facts) and returns the config to store. ``previous`` is the stored
+    config (``None`` if it no longer parses); ``principal`` / ``user`` the actor, if any.
+    Raising a ``DomainError`` refuses the whole save.
+    """
+    if applier not in _config_appliers:
+        _config_appliers.append(applier)
+
+
+_config_presenters: list = []
+
+
+def register_config_presenter(presenter) -> None:
+    """Register ``presenter(company=, data=) -> dict``: what an editor of the config shows.
+
+    An app whose applier consumes part of the config fills that part back in from its own
+    state (org memory: the live core policies), so a save of what was shown changes nothing.
+    """
+    if presenter not in _config_presenters:
+        _config_presenters.append(presenter)
+
+
+def company_config_for_editing(company: Company) -> dict[str, Any]:
+    """The company's stored config (normalised) as the YAML editor and the form show it."""
+    data: dict[str, Any] = dict(company.config or {})
+    with contextlib.suppress(CompanyConfigError):
+        data = parse_company_config(data).model_dump(mode="json")
+    for presenter in _config_presenters:
+        data = presenter(company=company, data=data)
+    return data
 
 
 def on_company_created(hook) -> None:

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_serializer, field_validator
+from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 
-from synthorg.company_config.fields import FROZEN, NotBlankStr
+from synthorg.company_config.fields import FROZEN, ConfigFieldError, NotBlankStr
 from synthorg.enums import OrgFactCategory, SeniorityLevel
 
 
@@ -33,12 +33,96 @@ def _default_write_rules() -> Mapping[OrgFactCategory, CategoryWriteRule]:
     )
 
 
+# The seeds' spelling: ``write_access: {policies: ["human"], adrs: ["human", "senior", ...]}``.
+SEED_CATEGORY_KEYS: Mapping[str, OrgFactCategory] = MappingProxyType(
+    {
+        "policies": OrgFactCategory.CORE_POLICY,
+        "adrs": OrgFactCategory.ADR,
+        "procedures": OrgFactCategory.PROCEDURE,
+        "conventions": OrgFactCategory.CONVENTION,
+        "entity_definitions": OrgFactCategory.ENTITY_DEFINITION,
+    }
+)
+HUMAN_WRITER = "human"
+SEED_NOT_A_LIST = 'must be a list of writers: "human" and/or seniority levels'
+SEED_UNKNOWN_WRITER = 'unknown writer {writer!r}: use "human" or one of {levels}'
+SEED_GAP = (
+    "agents may write from a minimum seniority upward: list every level from {lowest} to "
+    "c_suite (missing: {missing})"
+)
+# The seeds' seniority vocabulary. This service adds principal, director and vp between
+# lead and c_suite; a seed list ("senior", "lead", "c_suite") names every seed level from
+# its minimum up, and the added levels in that range are included with them.
+SEED_LEVELS = (
+    SeniorityLevel.JUNIOR,
+    SeniorityLevel.MID,
+    SeniorityLevel.SENIOR,
+    SeniorityLevel.LEAD,
+    SeniorityLevel.C_SUITE,
+)
+SEED_TWICE = "category {category!r} is given both under rules and as {key!r}"
+SEED_POLICIES_HUMAN_ONLY = 'core policies are written by humans only: list only "human"'
+
+
+def _rule_from_writers(key: str, writers: object) -> CategoryWriteRule:
+    """``["human", "senior", "lead", ...]`` → the equivalent :class:`CategoryWriteRule`.
+
+    A rule grants agents a minimum seniority and everything above it, so a list with a gap
+    in the seeds' levels (``["senior", "c_suite"]``: lead missing) has no equivalent and is
+    refused rather than widened.
+    """
+    if not isinstance(writers, list | tuple) or not all(isinstance(w, str) for w in writers):
+        raise ConfigFieldError(key, SEED_NOT_A_LIST)
+    levels = list(SeniorityLevel)
+    seniorities = []
+    for writer in writers:
+        if writer == HUMAN_WRITER:
+            continue
+        if writer not in levels:
+            raise ConfigFieldError(
+                key,
+                SEED_UNKNOWN_WRITER.format(writer=writer, levels=", ".join(levels)),
+            )
+        seniorities.append(SeniorityLevel(writer))
+    lowest = min(seniorities, key=lambda level: level.rank) if seniorities else None
+    if lowest is not None:
+        missing = [
+            level for level in SEED_LEVELS if level.at_least(lowest) and level not in seniorities
+        ]
+        if missing:
+            raise ConfigFieldError(key, SEED_GAP.format(lowest=lowest, missing=", ".join(missing)))
+    return CategoryWriteRule(allowed_seniority=lowest, human_allowed=HUMAN_WRITER in writers)
+
+
 class WriteAccessConfig(BaseModel):
-    """Per-category write rules. A category with no rule denies everyone."""
+    """Per-category write rules. A category with no rule denies everyone.
+
+    Accepts ``rules`` and the seeds' per-category writer lists (``policies``, ``adrs``,
+    ``procedures``, ``conventions``, ``entity_definitions``); both are stored as ``rules``.
+    """
 
     model_config = FROZEN
 
     rules: Mapping[OrgFactCategory, CategoryWriteRule] = Field(default_factory=_default_write_rules)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_seed_writer_lists(cls, data: object) -> object:
+        if not isinstance(data, Mapping) or not any(key in data for key in SEED_CATEGORY_KEYS):
+            return data
+        data = dict(data)
+        rules = dict(data.get("rules") or {}) if "rules" in data else {}
+        for key, category in SEED_CATEGORY_KEYS.items():
+            if key not in data:
+                continue
+            if category in rules or str(category) in rules:
+                raise ConfigFieldError(key, SEED_TWICE.format(category=str(category), key=key))
+            rule = _rule_from_writers(key, data.pop(key))
+            if category == OrgFactCategory.CORE_POLICY and rule.allowed_seniority is not None:
+                raise ConfigFieldError(key, SEED_POLICIES_HUMAN_ONLY)
+            rules[str(category)] = rule
+        data["rules"] = rules
+        return data
 
     @field_validator("rules", mode="after")
     @classmethod
@@ -69,5 +153,8 @@ class OrgMemoryConfig(BaseModel):
 
     backend: Literal["hybrid_prompt_retrieval"] = "hybrid_prompt_retrieval"
     core_policies: tuple[NotBlankStr, ...] = ()
+    # The core-policy block is pinned into every prompt and never dropped for budget: the
+    # Core policies page warns when it is longer than this many (estimated) tokens.
+    core_policies_token_warning: int = Field(default=500, ge=1, le=100_000)
     extended_store: ExtendedStoreConfig = Field(default_factory=ExtendedStoreConfig)
     write_access: WriteAccessConfig = Field(default_factory=WriteAccessConfig)

@@ -42,7 +42,7 @@ def test_core_policy_is_human_only_for_every_seniority(seniority):
     decision = explain_write_access(DEFAULTS, OrgFactCategory.CORE_POLICY, agent(seniority))
     assert decision.allowed is False
     assert decision.reason == HUMAN_ONLY.format(category="core_policy")
-    assert decision.can_request is True
+    assert decision.can_request is False  # an approved request would make the agent its author
 
 
 @pytest.mark.parametrize("category", ["adr", "procedure", "convention"])

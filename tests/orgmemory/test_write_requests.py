@@ -174,3 +174,67 @@ def test_requests_are_isolated_between_companies(company, junior, outsider):
         )
     request.refresh_from_db()
     assert request.status == "pending"
+
+
+def test_an_agent_cannot_file_a_core_policy_request(company, junior):
+    with pytest.raises(OrgMemoryAccessDeniedError) as caught:
+        _file(company, junior, category="core_policy", content="Deploy only on Mondays.")
+    assert (caught.value.status, caught.value.code) == (403, "core_policy_human_only")
+    assert caught.value.extra == {"category": "core_policy", "can_request": False}
+    assert WriteAccessRequest.objects.count() == 0
+    assert not AuditEntry.objects.filter(action_type=ACTION_FILED).exists()
+
+
+def test_a_pending_core_policy_request_filed_earlier_cannot_be_approved(company, junior, human):
+    from django.utils import timezone
+
+    request = WriteAccessRequest.objects.create(  # as filed before the rule existed
+        company=company,
+        requester=junior.agent,
+        requester_seniority="junior",
+        category="core_policy",
+        content="Deploy only on Mondays.",
+        justification="Fewer incidents.",
+        created_at=timezone.now(),
+    )
+    with pytest.raises(OrgMemoryAccessDeniedError) as caught:
+        write_request_decide(
+            company=company, actor=human, request_id=request.pk, decision="approve"
+        )
+    assert caught.value.code == "core_policy_human_only"
+    request.refresh_from_db()
+    assert (request.status, request.published_operation_id) == ("pending", None)
+    assert OperationLogEntry.objects.count() == 0
+    assert OrgFact.objects.count() == 0
+    assert not AuditEntry.objects.filter(action_type=ACTION_APPROVED).exists()
+
+
+def test_the_log_refuses_an_agent_authored_core_policy(company, junior):
+    import uuid
+
+    from django.db import IntegrityError, transaction
+    from django.utils import timezone
+
+    now = timezone.now()
+    fact = OrgFact.objects.create(
+        fact_id=uuid.uuid4(),
+        company=company,
+        category="core_policy",
+        content="Deploy only on Mondays.",
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+    with pytest.raises(IntegrityError, match="orglog_core_policy_human"), transaction.atomic():
+        OperationLogEntry.objects.create(
+            company=company,
+            fact=fact,
+            version=1,
+            operation_type="PUBLISH",
+            content=fact.content,
+            category="core_policy",
+            author_is_human=False,
+            author_agent=junior.agent,
+            author_seniority="junior",
+            timestamp=now,
+        )

@@ -15,7 +15,7 @@ from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create, agent_update
 from persistence.services.companies import company_config_set
 from synthorg.company_config.memory import MAX_EMBEDDING_DIMS
-from synthorg.errors import InvalidInputError
+from synthorg.errors import ConflictError, InvalidInputError
 from tests.memory.core.maintenance.conftest import seed
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
@@ -192,22 +192,52 @@ def test_retention_days_disagreeing_with_the_consolidation_default_is_refused():
     )
 
 
-def test_config_change_is_audited_with_the_changed_paths_only():
+def test_config_change_is_audited_with_the_changed_paths_and_their_values():
     company = CompanyFactory()
     company_config_set(company=company, data={"memory": {"level": "persistent"}})
     company_config_set(
         company=company, data={"memory": {"level": "persistent", "options": {"retention_days": 9}}}
     )
     first, second = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
-    assert first.details == {"revision": 2, "changed": ["memory.level"], "via": ""}
+    assert first.details == {
+        "revision": 2,
+        "changed": ["memory.level"],
+        "changes": [{"field": "memory.level", "old": "session", "new": "persistent"}],
+        "via": "",
+    }
     assert second.details == {
         "revision": 3,
         "changed": [
             "memory.consolidation.retention.default_retention_days",
             "memory.options.retention_days",
         ],
+        "changes": [
+            {
+                "field": "memory.consolidation.retention.default_retention_days",
+                "old": None,
+                "new": 9,
+            },
+            {"field": "memory.options.retention_days", "old": None, "new": 9},
+        ],
         "via": "",
     }
+
+
+def test_a_save_from_a_stale_revision_is_refused_and_changes_nothing():
+    company = CompanyFactory()
+    company_config_set(company=company, data={"memory": {"level": "persistent"}})  # rev 2
+    with pytest.raises(ConflictError) as caught:
+        company_config_set(
+            company=company, data={"memory": {"level": "project"}}, expected_revision=1
+        )
+    assert (caught.value.status, caught.value.code) == (409, "config_revision_conflict")
+    assert caught.value.extra == {"current_revision": 2}
+    company.refresh_from_db()
+    assert (company.config_revision, company.config["memory"]["level"]) == (2, "persistent")
+    assert AuditEntry.objects.filter(action_type="company.config_changed").count() == 1
+    company_config_set(company=company, data={"memory": {"level": "project"}}, expected_revision=2)
+    company.refresh_from_db()
+    assert (company.config_revision, company.config["memory"]["level"]) == (3, "project")
 
 
 def test_seniority_and_level_changes_are_audited_other_no_ops_are_not():

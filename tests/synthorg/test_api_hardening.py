@@ -336,7 +336,7 @@ def test_a_bug_outside_the_api_is_left_to_django(caller, settings):
 def test_deciding_a_decided_write_request_keeps_status_409(caller, human_client):
     filed = caller.client.post(
         "/api/v1/org/write-requests",
-        {"content": "Use UUIDs", "category": "core_policy", "justification": "consistency"},
+        {"content": "Use UUIDs", "category": "adr", "justification": "consistency"},
         format="json",
     )
     assert filed.status_code == 201, filed.content

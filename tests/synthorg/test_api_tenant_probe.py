@@ -334,7 +334,7 @@ def _file_write_request(company, agent, seeder):
         company=company,
         actor=Principal.for_agent(agent),
         content=f"{seeder.marker} requested content",
-        category="core_policy",
+        category="adr",  # an agent below senior may request it
         tags=[seeder.marker],
         justification=f"{seeder.marker} justification",
     )

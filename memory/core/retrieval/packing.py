@@ -5,14 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from synthorg.retrieval.tokens import estimate_tokens
+
 T = TypeVar("T")
-
-
-def estimate_tokens(text: str) -> int:
-    """0 for empty text, else ``max(1, len(text) // 4)``."""
-    if not text:
-        return 0
-    return max(1, len(text) // 4)
+__all__ = ["estimate_tokens", "pack_greedy", "pack_greedy_with_fallback"]
 
 
 def pack_greedy(

@@ -1,6 +1,8 @@
 from pathlib import Path
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
 from persistence.models import Company
 from persistence.services.companies import (
@@ -18,8 +20,21 @@ class Command(BaseCommand):
         parser.add_argument("company", help="Company slug or name.")
         parser.add_argument("file", type=Path, help="YAML file with memory:/org_memory: sections.")
         parser.add_argument("--create", action="store_true", help="Create the company if missing.")
+        parser.add_argument(
+            "--user",
+            help=(
+                "Username of the human loading it: org_memory.core_policies then become "
+                "versioned core policies authored by this user (without it they are stored "
+                "unversioned, and refused if they contradict versioned ones)."
+            ),
+        )
 
-    def handle(self, *args, company, file, create, **options):
+    def handle(self, *args, company, file, create, user=None, **options):
+        actor_user = None
+        if user:
+            actor_user = get_user_model().objects.filter(username=user).first()
+            if actor_user is None:
+                raise CommandError(f"no user {user!r}")
         try:
             text = file.read_text(encoding="utf-8")
         except OSError as exc:
@@ -37,10 +52,20 @@ class Command(BaseCommand):
             if target is None:
                 if not create:
                     raise CommandError(f"no company {company!r} (use --create to create it)")
-                target = company_create(name=company, config=data)
+                with transaction.atomic():
+                    target = company_create(name=company, config=data)
+                    if actor_user is not None:  # its core policies become versioned facts
+                        company_config_set(
+                            company=target,
+                            data=data,
+                            actor_user=actor_user,
+                            via="load_company_config",
+                        )
                 self.stdout.write(self.style.SUCCESS(f"Created company {target.slug!r}."))
             else:
-                company_config_set(company=target, data=data, via="load_company_config")
+                company_config_set(
+                    company=target, data=data, actor_user=actor_user, via="load_company_config"
+                )
         except DomainError as exc:
             lines = [
                 f"  {e['field']}: {e['message']}" if e["field"] else f"  {e['message']}"

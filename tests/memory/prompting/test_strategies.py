@@ -2,7 +2,7 @@
 
 import pytest
 
-from memory.prompting.context import CORE_POLICIES_HEADER, ContextRequest
+from memory.prompting.context import ContextRequest
 from memory.prompting.strategies import (
     TOOL_BASED_INSTRUCTION,
     TOOL_BASED_WRITE_INSTRUCTION,
@@ -11,6 +11,7 @@ from memory.prompting.strategies import (
     ToolBasedInjectionStrategy,
     strategy_for,
 )
+from orgmemory.selectors.policies import CORE_POLICIES_HEADER
 from persistence.selectors.config import company_config
 from persistence.services.companies import company_config_set
 from synthorg.errors import InvalidInputError

@@ -89,7 +89,9 @@ def test_reads_are_isolated_between_companies(company, human, outsider):
     from tests.persistence.factories import MembershipFactory
 
     membership = MembershipFactory(company=outsider.company, user__password=None)
-    theirs = Principal.for_human(membership.user, outsider.company, "operator")
+    theirs = Principal.for_human(
+        membership.user, outsider.company, "admin"
+    )  # core policies need admin
     _publish(outsider.company, theirs, "Secret deploy procedure")
     _publish(outsider.company, theirs, "Their policy", category="core_policy")
     assert query_facts(company=company, query=OrgMemoryQuery(context="deploy")) == []

@@ -242,15 +242,16 @@ def test_org_tools(caller):
     call(caller, "retract_org_fact", fact_id=fact_id, confirm=True, reason="wrong database")
     assert OrgFact.objects.get(fact_id=fact_id).retracted_at is not None
 
-    # Needs a human's approval but gives no justification: nothing is filed.
-    unjustified = call(caller, "propose_org_fact", 400, content="Be nice.", category="core_policy")
-    assert unjustified["code"] == "justification_required"
+    # Core policies are human-authored: never filed, with or without a justification.
+    refused = call(caller, "propose_org_fact", 403, content="Be nice.", category="core_policy")
+    assert (refused["code"], refused["can_request"]) == ("org_write_denied", False)
     assert WriteAccessRequest.objects.count() == 1
     # No rule lets anyone write entity definitions: denied (and audited), not filed.
     denied = call(caller, "propose_org_fact", 403, content="A", category="entity_definition")
     assert denied["code"] == "org_write_denied"
     assert WriteAccessRequest.objects.count() == 1
-    assert AuditEntry.objects.filter(action_type="org_fact.write_denied").count() == 1
+    # Both denials are audited: the core policy's and the entity definition's.
+    assert AuditEntry.objects.filter(action_type="org_fact.write_denied").count() == 2
 
 
 def test_humans_cannot_call_tools(human_client):

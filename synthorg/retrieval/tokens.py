@@ -1,0 +1,10 @@
+"""The default token estimate (``len(text) // 4``): context packing and the core-policy block."""
+
+from __future__ import annotations
+
+
+def estimate_tokens(text: str) -> int:
+    """0 for empty text, else ``max(1, len(text) // 4)``."""
+    if not text:
+        return 0
+    return max(1, len(text) // 4)
