@@ -34,6 +34,7 @@ from rest_framework.test import APIClient
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
+from memory.procedural.evolver.models import DraftFailure
 from memory.procedural.models import ExecutionReport
 from orgmemory.models import WriteAccessRequest
 from persistence.models import AuditEntry
@@ -174,6 +175,9 @@ SEED_HINTS = {
     "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
     "JournalEntry": {"day": date(2026, 3, 1)},
+    # a pending draft failure is due for a retry; its history row names it
+    "DraftFailure": {"next_attempt_at": datetime(2026, 3, 1, tzinfo=UTC)},
+    "DraftStatusChange": {"draft": lambda seeder: seeder.row(DraftFailure)},
 }
 
 
