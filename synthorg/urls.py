@@ -38,4 +38,5 @@ urlpatterns = [
     path("console/inbox/", include("orgmemory.console.urls")),
     path("console/policies/", include("orgmemory.console.policies_urls")),
     path("console/memories/", include("memory.interfaces.console.urls")),
+    path("console/agents/", include("memory.interfaces.console.agents_urls")),
 ]
