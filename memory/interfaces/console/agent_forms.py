@@ -9,7 +9,9 @@ from django.utils import timezone
 
 from persistence.models import AgentApiKey
 
-KEY_NAME_REQUIRED = "Name the key after where it is used (e.g. 'ci-runner'), so it can be told apart."
+KEY_NAME_REQUIRED = (
+    "Name the key after where it is used (e.g. 'ci-runner'), so it can be told apart."
+)
 
 
 class KeyCreateForm(forms.Form):
