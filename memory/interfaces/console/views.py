@@ -14,6 +14,7 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import agent_memories, agent_memory_get
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
+from memory.interfaces.console.provenance import memory_corrections, memory_provenance
 from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
@@ -24,6 +25,7 @@ from persistence.selectors.config import company_config
 from synthorg.errors import DomainError, NotFoundError
 
 PAGE = 50
+ROLE_CANNOT_CHANGE = "Your role can read memories but not change them."
 SEARCH_LIMIT = 20
 
 
@@ -81,14 +83,24 @@ def agent_memories_view(request, user: ConsoleUser, agent_id: int):
     )
 
 
-def _detail(request, user: ConsoleUser, agent: Agent, memory_id, **extra):
+def _memory(agent: Agent, memory_id):
     try:
-        memory = agent_memory_get(agent=agent, memory_id=memory_id)
+        return agent_memory_get(agent=agent, memory_id=memory_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
-    context = {"section": "memories", "agent": agent, "memory": memory}
+
+
+def _detail(request, user: ConsoleUser, agent: Agent, memory_id, *, status=200, **extra):
+    memory = _memory(agent, memory_id)
+    context = {
+        "section": "memories",
+        "agent": agent,
+        "memory": memory,
+        "provenance": memory_provenance(memory),
+        "corrections": memory_corrections(memory),
+    }
     context.update(extra)
-    return render(request, "console/memory/detail.html", context, status=extra.get("status", 200))
+    return render(request, "console/memory/detail.html", context, status=status)
 
 
 @console_view
@@ -96,17 +108,36 @@ def memory_view(request, user: ConsoleUser, agent_id: int, memory_id):
     return _detail(request, user, _agent(user, agent_id), memory_id)
 
 
-@require_POST
+def _delete_confirm(request, agent: Agent, memory, *, status=200, **extra):
+    context = {"section": "memories", "agent": agent, "memory": memory}
+    context.update(extra)
+    return render(request, "console/memory/delete.html", context, status=status)
+
+
 @console_view
 def memory_delete_view(request, user: ConsoleUser, agent_id: int, memory_id):
+    """GET: the confirmation step (the memory, a required reason); POST: delete."""
     agent = _agent(user, agent_id)
+    memory = _memory(agent, memory_id)
+    if request.method != "POST":
+        if not user.can_decide:
+            return _detail(
+                request, user, agent, memory_id, delete_error=ROLE_CANNOT_CHANGE, status=403
+            )
+        return _delete_confirm(request, agent, memory)
     reason = request.POST.get("reason", "")
     try:
         memory_delete(agent=agent, memory_id=memory_id, principal=user.principal, reason=reason)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
     except DomainError as exc:
-        return _detail(request, user, agent, memory_id, delete_error=exc.detail, status=exc.status)
+        if exc.status == 403:
+            return _detail(
+                request, user, agent, memory_id, delete_error=exc.detail, status=exc.status
+            )
+        return _delete_confirm(
+            request, agent, memory, delete_error=exc.detail, reason=reason, status=exc.status
+        )
     messages.success(request, "Memory deleted.")
     return redirect("memory_console:agent", agent_id=agent.pk)
 

@@ -1,7 +1,7 @@
 """Console agents pages: profile, keys created with a name and an expiry (shown once), revoke
 after a confirmation; admins manage, operators and viewers read, other companies see 404."""
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
 from django.test import Client
