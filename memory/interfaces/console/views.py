@@ -3,6 +3,7 @@ memories, open one, delete or correct it with a reason — through the memory se
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404
@@ -11,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors.memories import agent_memories, agent_memory_get
+from memory.core.selectors.memories import agent_memories, agent_memory_get, shared_memories
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
 from memory.interfaces.console.provenance import memory_corrections, memory_provenance
@@ -22,9 +23,11 @@ from memory.procedural.services.capture import execution_capture_requeue
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory
 from synthorg.errors import DomainError, NotFoundError
 
 PAGE = 50
+MAX_PAGE = 10_000
 ROLE_CANNOT_CHANGE = "Your role can read memories but not change them."
 SEARCH_LIMIT = 20
 
@@ -53,6 +56,35 @@ def agents_view(request, user: ConsoleUser):
         .order_by("name")
     )
     return render(request, "console/memory/agents.html", {"section": "memories", "agents": agents})
+
+
+class SharedFilterForm(forms.Form):
+    category = forms.ChoiceField(
+        choices=[("", "all categories")] + [(c.value, c.value) for c in MemoryCategory],
+        required=False,
+    )
+    page = forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE)
+
+
+@console_view
+def shared_view(request, user: ConsoleUser):
+    """The company's live shared knowledge, newest first, a page at a time (read-only)."""
+    form = SharedFilterForm(request.GET)
+    context = {"section": "shared", "form": form, "entries": [], "page": 1}
+    if not form.is_valid():
+        return render(request, "console/memory/shared.html", context, status=400)
+    category = form.cleaned_data["category"]
+    page = form.cleaned_data["page"] or 1
+    query = shared_memories(company=user.company).select_related("agent")
+    if category:
+        query = query.filter(category=category)
+    start = (page - 1) * PAGE
+    # One row past the page tells whether there is a next one, without counting them all.
+    rows = list(query[start : start + PAGE + 1])
+    if page > 1 and not rows:
+        raise Http404("No such page.")
+    context.update(entries=rows[:PAGE], page=page, has_next=len(rows) > PAGE, category=category)
+    return render(request, "console/memory/shared.html", context)
 
 
 @console_view
