@@ -7,7 +7,7 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
-from persistence.models import AgentApiKey
+from persistence.models import Agent, AgentApiKey
 
 KEY_NAME_REQUIRED = (
     "Name the key after where it is used (e.g. 'ci-runner'), so it can be told apart."
@@ -40,3 +40,26 @@ class KeyCreateForm(forms.Form):
         return datetime.combine(
             day + timedelta(days=1), time.min, tzinfo=timezone.get_current_timezone()
         )
+
+
+def _model_choices(field: str) -> list[tuple[str, str]]:
+    return list(Agent._meta.get_field(field).choices)
+
+
+class AgentProfileForm(forms.Form):
+    """What an admin changes on the agent page; ``agent_update`` validates and audits it."""
+
+    role = forms.CharField(max_length=200, required=False)
+    department = forms.CharField(max_length=200, required=False)
+    seniority = forms.ChoiceField(choices=_model_choices("seniority"))
+    autonomy_level = forms.ChoiceField(choices=_model_choices("autonomy_level"), label="Autonomy")
+    memory_level = forms.ChoiceField(
+        choices=_model_choices("memory_level"),
+        help_text="persistent: kept; project: purged with the project; session: per session; "
+        "none: nothing is stored.",
+    )
+    is_active = forms.BooleanField(required=False, label="Active")
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> AgentProfileForm:
+        return cls(initial={name: getattr(agent, name) for name in cls.base_fields})

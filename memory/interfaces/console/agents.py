@@ -13,10 +13,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.selectors.memories import agent_memories
-from memory.interfaces.console.agent_forms import KeyCreateForm
+from memory.interfaces.console.agent_forms import AgentProfileForm, KeyCreateForm
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent, AgentApiKey
-from persistence.services.agents import api_key_issue, api_key_revoke
+from persistence.services.agents import agent_update, api_key_issue, api_key_revoke
 from synthorg.enums import MemoryCategory
 from synthorg.errors import AccessDeniedError, DomainError
 
@@ -76,6 +76,7 @@ def _agent_page(request, user: ConsoleUser, agent: Agent, *, status=200, **extra
         "lessons": lessons,
         "keys": keys,
         "form": extra.pop("form", None) or KeyCreateForm(),
+        "profile_form": extra.pop("profile_form", None) or AgentProfileForm.for_agent(agent),
     }
     context.update(extra)
     return render(request, "console/agents/agent.html", context, status=status)
@@ -84,6 +85,23 @@ def _agent_page(request, user: ConsoleUser, agent: Agent, *, status=200, **extra
 @console_view
 def agent_view(request, user: ConsoleUser, agent_id: int):
     return _agent_page(request, user, _agent(user, agent_id))
+
+
+@require_POST
+@console_view
+def agent_profile_view(request, user: ConsoleUser, agent_id: int):
+    """Change role, department, seniority, autonomy, memory level or activity (admins)."""
+    agent = _agent(user, agent_id)
+    form = AgentProfileForm(request.POST)
+    if not form.is_valid():
+        return _agent_page(request, user, agent, profile_form=form, status=400)
+    try:
+        agent_update(agent=agent, principal=user.principal, **form.cleaned_data)
+    except DomainError as exc:
+        form.add_error(None, exc.detail)
+        return _agent_page(request, user, agent, profile_form=form, status=exc.status)
+    messages.success(request, "Agent saved.")
+    return redirect("agents_console:agent", agent_id=agent.pk)
 
 
 @require_POST

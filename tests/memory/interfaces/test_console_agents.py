@@ -170,3 +170,70 @@ def test_an_expired_key_is_refused_with_its_own_code_and_shown_expired(company, 
     assert agent_for_api_key(issued.raw_key).error.code == "credentials_expired"
     page = _client(company, "viewer").get(f"/console/agents/{agent.pk}").content.decode()
     assert '<span class="badge">expired</span>' in page
+
+
+PROFILE = {
+    "role": "collector",
+    "department": "finance",
+    "seniority": "senior",
+    "autonomy_level": "semi",
+    "memory_level": "none",
+    "is_active": "on",
+}
+
+
+def test_admin_edits_the_profile_with_every_memory_level_on_offer(company, agent):
+    admin = _client(company, "admin")
+    html = admin.get(f"/console/agents/{agent.pk}").content.decode()
+    select = html[
+        html.index('name="memory_level"') : html.index(
+            "</select>", html.index('name="memory_level"')
+        )
+    ]
+    assert [
+        v for v in ("persistent", "project", "session", "none") if f'value="{v}"' in select
+    ] == [
+        "persistent",
+        "project",
+        "session",
+        "none",
+    ]
+    assert admin.post(f"/console/agents/{agent.pk}/profile", PROFILE).status_code == 302
+    agent.refresh_from_db()
+    assert (agent.role, agent.memory_level, agent.is_active) == ("collector", "none", True)
+    entry = AuditEntry.objects.get(action_type="agent.updated", target_id=str(agent.pk))
+    assert entry.details["changes"] == {
+        "role": ["biller", "collector"],
+        "memory_level": ["persistent", "none"],
+    }
+    assert entry.actor_user_id == admin.membership.user.pk
+
+
+@pytest.mark.parametrize("role", ["operator", "viewer"])
+def test_only_admins_edit_the_profile(company, agent, role):
+    client = _client(company, role)
+    assert 'id="save-profile"' not in client.get(f"/console/agents/{agent.pk}").content.decode()
+    assert client.post(f"/console/agents/{agent.pk}/profile", PROFILE).status_code == 403
+    agent.refresh_from_db()
+    assert (agent.role, agent.memory_level) == ("biller", "persistent")
+    assert not AuditEntry.objects.filter(action_type="agent.updated").exists()
+
+
+def test_a_bad_profile_value_is_a_form_error_and_changes_nothing(company, agent):
+    admin = _client(company, "admin")
+    response = admin.post(
+        f"/console/agents/{agent.pk}/profile", {**PROFILE, "memory_level": "forever"}
+    )
+    assert response.status_code == 400
+    assert "Select a valid choice. forever is not one of the available choices." in (
+        response.content.decode()
+    )
+    agent.refresh_from_db()
+    assert agent.memory_level == "persistent"
+    assert (
+        _client(CompanyFactory(), "owner")
+        .post(f"/console/agents/{agent.pk}/profile", PROFILE)
+        .status_code
+        == 404
+    )
+    assert not AuditEntry.objects.filter(action_type="agent.updated").exists()
