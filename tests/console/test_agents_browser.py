@@ -55,7 +55,8 @@ def test_admin_creates_a_key_shown_once_and_copies_it(live_server, browser):
     browser.find_element(By.ID, "copy-key").click()
     _wait(browser, ec.text_to_be_present_in_element((By.ID, "copy-status"), "Copied."))
     clipboard = browser.execute_async_script(
-        "const done = arguments[0]; navigator.clipboard.readText().then(done, e => done(String(e)));"
+        "const done = arguments[0];"
+        "navigator.clipboard.readText().then(done, (e) => done(String(e)));"
     )
     assert clipboard == raw
     assert _violations(browser) == []
