@@ -10,8 +10,10 @@ from django.utils import timezone
 from memory.core.domain import MemoryStoreRequest
 from memory.core.services.store import memory_store
 from persistence.models import AgentApiKey, AuditEntry
+from persistence.principal import Principal
 from persistence.selectors.identity import agent_for_api_key
-from persistence.services.agents import api_key_issue
+from persistence.services.agents import agent_update, api_key_issue, api_key_revoke
+from synthorg.errors import InvalidInputError
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db
@@ -237,3 +239,27 @@ def test_a_bad_profile_value_is_a_form_error_and_changes_nothing(company, agent)
         == 404
     )
     assert not AuditEntry.objects.filter(action_type="agent.updated").exists()
+
+
+def test_the_services_refuse_another_companys_agent_and_key(company, agent):
+    """Defence below the console's scoping: a principal acts only on its own company's agents."""
+    issued = api_key_issue(agent=agent, name="ci-runner")
+    outsider = MembershipFactory(company=CompanyFactory(), role="owner", user__password=None)
+    principal = Principal.for_human(outsider.user, outsider.company, "owner")
+    for call in (
+        lambda: api_key_issue(agent=agent, name="x", principal=principal),
+        lambda: api_key_revoke(key=issued.key, principal=principal),
+        lambda: agent_update(agent=agent, principal=principal, memory_level="none"),
+    ):
+        with pytest.raises(InvalidInputError) as refused:
+            call()
+        assert refused.value.code == "cross_company_reference"
+    assert list(AgentApiKey.objects.filter(agent=agent).values_list("pk", "revoked_at")) == [
+        (issued.key.pk, None)
+    ]
+    agent.refresh_from_db()
+    assert agent.memory_level == "persistent"
+    assert not AuditEntry.objects.filter(
+        action_type__in=["api_key.revoked", "agent.updated"]
+    ).exists()
+    assert AuditEntry.objects.filter(action_type="api_key.issued").count() == 1
