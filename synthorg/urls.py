@@ -37,5 +37,7 @@ urlpatterns = [
     path("console/", include("persistence.console.urls")),
     path("console/inbox/", include("orgmemory.console.urls")),
     path("console/policies/", include("orgmemory.console.policies_urls")),
+    path("console/facts/", include("orgmemory.console.facts_urls")),
     path("console/memories/", include("memory.interfaces.console.urls")),
+    path("console/agents/", include("memory.interfaces.console.agents_urls")),
 ]

@@ -43,6 +43,11 @@ class ConsoleUser:
         """Operators and above decide approvals and change memories; viewers only read."""
         return ROLE_RANK.get(self.role, -1) >= ROLE_RANK["operator"]
 
+    @property
+    def can_administer(self) -> bool:
+        """Admins and owners manage agents and their keys; operators and viewers read."""
+        return ROLE_RANK.get(self.role, -1) >= ROLE_RANK["admin"]
+
 
 def console_user(request) -> ConsoleUser | None:
     memberships = list(

@@ -76,6 +76,10 @@ class AuditEntry(models.Model):
             models.Index(
                 fields=["company", "actor_user", "-created_at", "-id"], name="audit_user_time"
             ),
+            # One object's history (a memory's corrections on its console page).
+            models.Index(
+                fields=["company", "target_type", "target_id", "created_at"], name="audit_target"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -14,7 +14,7 @@ from persistence.access import CREATE, UPDATE, require_write
 from persistence.models import Agent, AgentApiKey, Company
 from persistence.selectors.config import company_config
 from persistence.selectors.identity import hash_api_key
-from persistence.services._scope import apply_changes
+from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import AgentRetentionOverrides
 from synthorg.errors import ConflictError, InvalidInputError
@@ -104,6 +104,7 @@ def agent_update(*, agent: Agent, principal=None, **changes) -> Agent:
     """Change an agent; every changed field is audited with its old and new value."""
     if principal is not None:
         require_write(principal, "agent", UPDATE)
+        require_same_company(principal.company, agent=agent)
     agent = Agent.objects.select_for_update().get(pk=agent.pk)
     if "name" in changes and (
         Agent.objects.filter(company=agent.company_id, name=changes["name"])
@@ -144,6 +145,7 @@ def api_key_issue(
     """Create a key for ``agent``; the raw key is returned once and only its digest kept."""
     if principal is not None:
         require_write(principal, "agent_api_key", CREATE)
+        require_same_company(principal.company, agent=agent)
         actor_user = actor_user or principal.user
     if expires_at is not None and expires_at <= timezone.now():
         raise InvalidInputError(EXPIRY_IN_PAST, code="invalid_expiry")
@@ -172,6 +174,7 @@ def _iso(value: datetime | None) -> str | None:
 def api_key_revoke(*, key: AgentApiKey, actor_user=None, principal=None) -> AgentApiKey:
     if principal is not None:
         require_write(principal, "agent_api_key", UPDATE)
+        require_same_company(principal.company, agent=key.agent)
         actor_user = actor_user or principal.user
     key = AgentApiKey.objects.select_for_update().get(pk=key.pk)
     if key.revoked_at is not None:

@@ -15,7 +15,7 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from memory.core.models.memory import Memory
-from orgmemory.models import ApprovalItem, WriteAccessRequest
+from orgmemory.models import ApprovalItem, OrgFact, WriteAccessRequest
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 from tests.persistence.test_admin_scoping import SCOPED_MODELS, _build, _url
 
@@ -84,7 +84,13 @@ def test_console_admin_and_api_docs_pass_the_policy_in_chromium(live_server, bro
         f"/console/memories/agents/{agent.pk}",
         f"/console/memories/agents/{agent.pk}?q=memory",
         f"/console/memories/agents/{agent.pk}/{memory.pk}",
+        f"/console/memories/agents/{agent.pk}/{memory.pk}/delete",
+        "/console/memories/shared",
         "/console/memories/skill-evolver",
+        "/console/agents/",
+        f"/console/agents/{agent.pk}",
+        "/console/facts/",
+        f"/console/facts/{OrgFact.objects.filter(company=world.company).first().pk}",
         f"/console/inbox/write-requests/{world.objects[WriteAccessRequest].pk}",
         f"/dashboard/costs?company={world.company.slug}",
     ]

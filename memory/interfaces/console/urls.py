@@ -6,6 +6,7 @@ app_name = "memory_console"
 
 urlpatterns = [
     path("", views.agents_view, name="agents"),
+    path("shared", views.shared_view, name="shared"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
     path(
         "skill-evolver/drafts/<uuid:draft_id>/requeue",

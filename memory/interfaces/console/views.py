@@ -3,6 +3,7 @@ memories, open one, delete or correct it with a reason — through the memory se
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404
@@ -11,9 +12,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors.memories import agent_memories, agent_memory_get
+from memory.core.selectors.memories import agent_memories, agent_memory_get, shared_memories
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
+from memory.interfaces.console.provenance import memory_corrections, memory_provenance
 from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
@@ -21,9 +23,12 @@ from memory.procedural.services.capture import execution_capture_requeue
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory
 from synthorg.errors import DomainError, NotFoundError
 
 PAGE = 50
+MAX_PAGE = 10_000
+ROLE_CANNOT_CHANGE = "Your role can read memories but not change them."
 SEARCH_LIMIT = 20
 
 
@@ -51,6 +56,35 @@ def agents_view(request, user: ConsoleUser):
         .order_by("name")
     )
     return render(request, "console/memory/agents.html", {"section": "memories", "agents": agents})
+
+
+class SharedFilterForm(forms.Form):
+    category = forms.ChoiceField(
+        choices=[("", "all categories")] + [(c.value, c.value) for c in MemoryCategory],
+        required=False,
+    )
+    page = forms.IntegerField(required=False, min_value=1, max_value=MAX_PAGE)
+
+
+@console_view
+def shared_view(request, user: ConsoleUser):
+    """The company's live shared knowledge, newest first, a page at a time (read-only)."""
+    form = SharedFilterForm(request.GET)
+    context = {"section": "shared", "form": form, "entries": [], "page": 1}
+    if not form.is_valid():
+        return render(request, "console/memory/shared.html", context, status=400)
+    category = form.cleaned_data["category"]
+    page = form.cleaned_data["page"] or 1
+    query = shared_memories(company=user.company).select_related("agent")
+    if category:
+        query = query.filter(category=category)
+    start = (page - 1) * PAGE
+    # One row past the page tells whether there is a next one, without counting them all.
+    rows = list(query[start : start + PAGE + 1])
+    if page > 1 and not rows:
+        raise Http404("No such page.")
+    context.update(entries=rows[:PAGE], page=page, has_next=len(rows) > PAGE, category=category)
+    return render(request, "console/memory/shared.html", context)
 
 
 @console_view
@@ -81,14 +115,24 @@ def agent_memories_view(request, user: ConsoleUser, agent_id: int):
     )
 
 
-def _detail(request, user: ConsoleUser, agent: Agent, memory_id, **extra):
+def _memory(agent: Agent, memory_id):
     try:
-        memory = agent_memory_get(agent=agent, memory_id=memory_id)
+        return agent_memory_get(agent=agent, memory_id=memory_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
-    context = {"section": "memories", "agent": agent, "memory": memory}
+
+
+def _detail(request, user: ConsoleUser, agent: Agent, memory_id, *, status=200, **extra):
+    memory = _memory(agent, memory_id)
+    context = {
+        "section": "memories",
+        "agent": agent,
+        "memory": memory,
+        "provenance": memory_provenance(memory),
+        "corrections": memory_corrections(memory),
+    }
     context.update(extra)
-    return render(request, "console/memory/detail.html", context, status=extra.get("status", 200))
+    return render(request, "console/memory/detail.html", context, status=status)
 
 
 @console_view
@@ -96,17 +140,36 @@ def memory_view(request, user: ConsoleUser, agent_id: int, memory_id):
     return _detail(request, user, _agent(user, agent_id), memory_id)
 
 
-@require_POST
+def _delete_confirm(request, agent: Agent, memory, *, status=200, **extra):
+    context = {"section": "memories", "agent": agent, "memory": memory}
+    context.update(extra)
+    return render(request, "console/memory/delete.html", context, status=status)
+
+
 @console_view
 def memory_delete_view(request, user: ConsoleUser, agent_id: int, memory_id):
+    """GET: the confirmation step (the memory, a required reason); POST: delete."""
     agent = _agent(user, agent_id)
+    memory = _memory(agent, memory_id)
+    if request.method != "POST":
+        if not user.can_decide:
+            return _detail(
+                request, user, agent, memory_id, delete_error=ROLE_CANNOT_CHANGE, status=403
+            )
+        return _delete_confirm(request, agent, memory)
     reason = request.POST.get("reason", "")
     try:
         memory_delete(agent=agent, memory_id=memory_id, principal=user.principal, reason=reason)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
     except DomainError as exc:
-        return _detail(request, user, agent, memory_id, delete_error=exc.detail, status=exc.status)
+        if exc.status == 403:
+            return _detail(
+                request, user, agent, memory_id, delete_error=exc.detail, status=exc.status
+            )
+        return _delete_confirm(
+            request, agent, memory, delete_error=exc.detail, reason=reason, status=exc.status
+        )
     messages.success(request, "Memory deleted.")
     return redirect("memory_console:agent", agent_id=agent.pk)
 
