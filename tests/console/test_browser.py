@@ -206,10 +206,11 @@ def test_operator_console_flow(live_server, browser):
     link = _wait(browser, ec.presence_of_element_located((By.PARTIAL_LINK_TEXT, "CFO")))
     _shot(browser, "memory_search.png")
     link.click()
+    _wait(browser, ec.presence_of_element_located((By.ID, "delete-link"))).click()
     _wait(browser, ec.presence_of_element_located((By.ID, "delete-reason"))).send_keys(
         "Personal data"
     )
-    browser.find_element(By.ID, "delete-button").click()
+    browser.find_element(By.ID, "confirm-delete").click()
     _wait(browser, ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".messages"), "deleted"))
     assert not Memory.objects.filter(pk=memory_id).exists()
     assert Memory.objects.filter(agent=agents[0]).count() == 1
