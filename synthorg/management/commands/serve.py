@@ -101,7 +101,9 @@ class Command(BaseCommand):
             )
         )
         llm = llm_summary()
-        if llm["configured"]:
+        if llm.get("standin"):
+            self.stdout.write(self.style.WARNING(f"LLM: {llm['model']}, {llm['note']}."))
+        elif llm["configured"]:
             model = llm["model"] or "the first model the endpoint lists"
             self.stdout.write(f"LLM: {model} (SYNTHORG_LLM_BASE_URL)")
         else:
