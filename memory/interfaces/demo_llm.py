@@ -69,7 +69,7 @@ DIARY = (
 FACT_CONFIDENCE = 0.9
 MAX_BODY = 4 * 1024 * 1024
 
-NOT_LOOPBACK = "the demo stand-in model binds loopback addresses only (127.0.0.1, ::1), not {host!r}"
+NOT_LOOPBACK = "the demo stand-in binds loopback addresses only (127.0.0.1, ::1), not {host!r}"
 UNKNOWN_MODEL = "The model `{model}` does not exist. This server serves only `{id}` ({label})."
 UNKNOWN_TASK = (
     "`{id}` ({label}) answers only SynthOrg Memory's own prompts; this system message is "
@@ -141,13 +141,16 @@ def _draft(_system: str, user: str) -> str:
         "recovery": first("recovery_notes"),
     }
     rate = evidence.get("failure_rate" if kind == "failure" else "success_rate")
+    count = evidence.get("reports")
     proposal = rule_draft(
         pattern=pattern,
         kind=kind,
         agents=int(evidence.get("distinct_agents") or 0),
         confidence=min(1.0, max(0.0, float(rate))) if isinstance(rate, int | float) else 0.5,
         lessons=[],
-        reports=[report],
+        # the evidence stands for each of its reports
+        reports=[report] * (count if isinstance(count, int) and count > 0 else 1),
+        without_lessons=f"the {MODEL_ID} stand-in sees the evidence, not the lessons",
     )
     return _proposal_json(proposal)
 
@@ -358,7 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "synthorg-demo-standin"
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+    def log_message(self, format: str, *args: Any) -> None:
         logger.debug("demo stand-in: " + format, *args)
 
     def _send(self, status: int, payload: dict) -> None:

@@ -8,7 +8,9 @@ through the same services as the API and the workers (one write path).
 
 Without an LLM (``SYNTHORG_LLM_BASE_URL`` unset) every step takes its deterministic path:
 rule-based lessons, a rule draft for the evolver, conversation turns remembered verbatim,
-an extractive dream. With one, the same steps ask it. Idempotent: an existing demo company
+an extractive dream. With one, the same steps ask it — under ``make demo`` by default the
+local stand-in model (``manage.py demo_llm``, :mod:`memory.interfaces.demo_llm`), which is
+not a real model and says so. Idempotent: an existing demo company
 is left as it is and only the instructions are printed again.
 """
 
@@ -36,6 +38,7 @@ from persistence.models import Agent, Company
 from persistence.services.agents import agent_create, api_key_issue
 from persistence.services.companies import company_create, membership_set
 from synthorg.health import llm_summary
+from synthorg.llm.standin import DEMO_STANDIN_LABEL
 
 SLUG = "demo-fleet"
 NAME = "Demo Fleet"
@@ -163,11 +166,12 @@ class Command(BaseCommand):
     def _instructions(self, company, *, keys, password) -> None:
         llm = llm_summary()
         pending = ApprovalItem.objects.filter(company=company, status="pending").count()
-        mode = (
-            f"LLM: {llm['model'] or 'the first model the endpoint lists'}"
-            if llm["configured"]
-            else "LLM: none — deterministic learning (rule lessons, verbatim turns)"
-        )
+        if llm.get("standin"):
+            mode = f"LLM: {llm['model']}, {DEMO_STANDIN_LABEL} (its answers are the rule paths')"
+        elif llm["configured"]:
+            mode = f"LLM: {llm['model'] or 'the first model the endpoint lists'}"
+        else:
+            mode = "LLM: none — deterministic learning (rule lessons, verbatim turns)"
         lines = [
             "",
             f"{NAME}: 3 agents, {pending} approval item(s) pending. {mode}",
