@@ -125,10 +125,13 @@ def run(port: int, demo_llm: str, timeout: float, log: Path | None = None) -> di
                 except httpx.HTTPError:
                     pass
             password = output.first(PASSWORD)
-            if healthz_at is not None and password is not None:
-                if inbox_lists_the_item(base, password[1].group(1)):
-                    inbox_at = time.monotonic() - started
-                    break
+            if (
+                healthz_at is not None
+                and password is not None
+                and inbox_lists_the_item(base, password[1].group(1))
+            ):
+                inbox_at = time.monotonic() - started
+                break
             time.sleep(0.25)
     finally:
         group = [p for p in psutil.process_iter() if _in_session(p, demo.pid)]
