@@ -46,7 +46,7 @@ demo: setup
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py sync_schedules
 	$(BIN)/python manage.py bootstrap_demo
-	$(DEMO_UNDER) sh -c '$(BIN)/python manage.py seed_demo && exec $(BIN)/python manage.py serve --port $(PORT)'
+	$(DEMO_UNDER) sh -c '$(BIN)/python manage.py seed_demo --port $(PORT) && exec $(BIN)/python manage.py serve --port $(PORT)'
 
 worker: setup
 	$(BIN)/python manage.py qcluster

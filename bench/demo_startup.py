@@ -162,8 +162,8 @@ def run(port: int, demo_llm: str, timeout: float, log: Path | None = None) -> di
         except httpx.ConnectError:
             standin_stopped = True
     return {
-        "command": f"SYNTHORG_PGDATA=<empty tmp dir> DEMO_LLM={demo_llm} {' '.join(command)}",
-        "written_by": f".venv/bin/python bench/demo_startup.py --demo-llm {demo_llm}",
+        "command": f"bench/demo_startup.py --demo-llm {demo_llm}",
+        "measures": f"SYNTHORG_PGDATA=<empty tmp dir> DEMO_LLM={demo_llm} {' '.join(command)}",
         "demo_llm": demo_llm,
         "target_seconds": TARGET_SECONDS,
         "seconds_to_seeded": round(seeded[0], 1) if seeded else None,

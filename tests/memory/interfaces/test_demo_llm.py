@@ -255,7 +255,7 @@ def test_seed_demo_with_the_standin_learns_through_the_llm_paths(settings, capsy
             "MODEL": MODEL_ID,
             "API_KEY": "",
         }
-        call_command("seed_demo")
+        call_command("seed_demo", port=8391)
         company = Company.objects.get(slug="demo-fleet")
         lessons = ProceduralLesson.objects.filter(company=company)
         assert {(lesson.method, lesson.proposer_model) for lesson in lessons} == {("llm", MODEL_ID)}
@@ -275,6 +275,7 @@ def test_seed_demo_with_the_standin_learns_through_the_llm_paths(settings, capsy
         out = capsys.readouterr().out
         assert "1 approval item(s) pending" in out
         assert f"LLM: {MODEL_ID}, demo stand-in, not a real model" in out
+        assert "http://127.0.0.1:8391/api/v1/memories/context" in out
 
 
 def test_healthz_says_the_standin_is_not_a_real_model(settings):

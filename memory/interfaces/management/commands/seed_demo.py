@@ -16,6 +16,7 @@ is left as it is and only the instructions are printed again.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 
@@ -94,7 +95,16 @@ CONVERSATION = [
 class Command(BaseCommand):
     help = "Create the Demo Fleet company and run its learning once (idempotent)."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=int(os.environ.get("PORT", "8000")),
+            help="The port `serve` will use (only for the printed instructions).",
+        )
+
+    def handle(self, *args, port, **options):
+        self.port = port
         started = time.monotonic()
         company = Company.objects.filter(slug=SLUG).first()
         if company is not None:
@@ -167,7 +177,7 @@ class Command(BaseCommand):
         llm = llm_summary()
         pending = ApprovalItem.objects.filter(company=company, status="pending").count()
         if llm.get("standin"):
-            mode = f"LLM: {llm['model']}, {DEMO_STANDIN_LABEL} (its answers are the rule paths')"
+            mode = f"LLM: {llm['model']}, {DEMO_STANDIN_LABEL} (it answers with the rule paths)"
         elif llm["configured"]:
             mode = f"LLM: {llm['model'] or 'the first model the endpoint lists'}"
         else:
@@ -186,6 +196,6 @@ class Command(BaseCommand):
                 "  A lesson in the deployer's context:\n"
                 "    curl -s -H 'Authorization: Bearer <deployer key>' -H 'Content-Type: "
                 'application/json\' -d \'{"query": "deploy billing with helm", '
-                '"token_budget": 800}\' http://127.0.0.1:8000/api/v1/memories/context'
+                f'"token_budget": 800}}\' http://127.0.0.1:{self.port}/api/v1/memories/context'
             )
         self.stdout.write("\n".join(lines))
