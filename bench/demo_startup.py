@@ -102,6 +102,7 @@ def run(port: int, demo_llm: str, timeout: float, log: Path | None = None) -> di
     env = {**os.environ, "SYNTHORG_PGDATA": str(pgdata), "DEMO_LLM": demo_llm}
     env.pop("SYNTHORG_LLM_BASE_URL", None)
     command = ["make", "demo", f"PORT={port}"]
+    load_before = os.getloadavg()[0]
     started = time.monotonic()
     demo = subprocess.Popen(
         command,
@@ -175,6 +176,8 @@ def run(port: int, demo_llm: str, timeout: float, log: Path | None = None) -> di
         "make_exit_status_after_ctrl_c": demo.returncode,
         "processes_left_after_ctrl_c": left,
         "standin_stopped_with_make": standin_stopped,
+        # the machine is shared: other work's load slows the migrations most
+        "load_average_1min": {"start": round(load_before, 2), "end": round(os.getloadavg()[0], 2)},
         "cpu_count": os.cpu_count(),
         "machine": platform.machine(),
         "python": platform.python_version(),
