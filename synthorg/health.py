@@ -134,6 +134,18 @@ def llm_summary() -> dict:
     return {"ok": True, "configured": True, "model": model}
 
 
+def llm_banner() -> tuple[str, bool]:
+    """The startup banner's LLM line (``manage.py serve``) and whether it is a warning: no
+    LLM, or the demo's stand-in, which is never presented as a real model."""
+    llm = llm_summary()
+    if llm.get("standin"):
+        return f"LLM: {llm['model']}, {llm['note']}.", True
+    if llm["configured"]:
+        model = llm["model"] or "the first model the endpoint lists"
+        return f"LLM: {model} (SYNTHORG_LLM_BASE_URL)", False
+    return f"LLM: none. {llm['note'][0].upper()}{llm['note'][1:]}.", True
+
+
 @require_GET
 def healthz(request):
     checks = _check_database()

@@ -33,7 +33,7 @@ from memory.procedural.services.reports import execution_report_submit
 from orgmemory.models import ApprovalItem
 from persistence.models import Agent, Company
 from persistence.services.companies import company_config_set
-from synthorg.health import llm_summary
+from synthorg.health import llm_banner, llm_summary
 from synthorg.llm.resolution import forget_discovered_models
 from synthorg.llm.standin import DEMO_STANDIN_NOTE
 from tests.memory.core.maintenance.conftest import seed as seed_memories
@@ -293,4 +293,5 @@ def test_healthz_says_the_standin_is_not_a_real_model(settings):
     }
     assert llm_summary() == expected
     assert Client().get("/healthz").json()["checks"]["llm"] == expected
+    assert llm_banner() == (f"LLM: {MODEL_ID}, {DEMO_STANDIN_NOTE}.", True)
     assert DEMO_STANDIN_NOTE.startswith("demo stand-in, not a real model")
