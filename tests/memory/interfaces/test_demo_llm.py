@@ -9,7 +9,10 @@ not outlive the command it wraps.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -42,6 +45,8 @@ from tests.memory.procedural.conftest import FAILED_REPORT
 from tests.persistence.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)
@@ -295,3 +300,41 @@ def test_healthz_says_the_standin_is_not_a_real_model(settings):
     assert Client().get("/healthz").json()["checks"]["llm"] == expected
     assert llm_banner() == (f"LLM: {MODEL_ID}, {DEMO_STANDIN_NOTE}.", True)
     assert DEMO_STANDIN_NOTE.startswith("demo stand-in, not a real model")
+
+
+@pytest.mark.parametrize(
+    ("env", "under_standin"),
+    [
+        ({}, True),
+        ({"DEMO_LLM": "none"}, False),
+        ({"SYNTHORG_LLM_BASE_URL": "https://llm.example/v1"}, False),
+    ],
+)
+def test_make_demo_runs_seed_and_serve_under_the_standin_unless_told_otherwise(env, under_standin):
+    clean = {k: v for k, v in os.environ.items() if k not in ("DEMO_LLM", "SYNTHORG_LLM_BASE_URL")}
+    dry = subprocess.run(
+        ["make", "-n", "demo", "PORT=8391"],
+        cwd=ROOT,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    seed_and_serve = (
+        "sh -c '.venv/bin/python manage.py seed_demo --port 8391 && "
+        "exec .venv/bin/python manage.py serve --port 8391'"
+    )
+    expected = (
+        f".venv/bin/python manage.py demo_llm -- {seed_and_serve}"
+        if under_standin
+        else seed_and_serve
+    )
+    assert dry[-1] == expected
+
+
+def test_make_demo_refuses_an_unknown_demo_llm():
+    done = subprocess.run(
+        ["make", "demo", "DEMO_LLM=gpt"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    assert "DEMO_LLM must be standin (the default) or none, not 'gpt'" in done.stdout
