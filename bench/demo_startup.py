@@ -151,6 +151,7 @@ def run(port: int, demo_llm: str, timeout: float, log: Path | None = None) -> di
             capture_output=True,
         )
         shutil.rmtree(pgdata, ignore_errors=True)
+        pgdata.with_name(pgdata.name + ".lock").unlink(missing_ok=True)  # embedded_pg's lock
     if log is not None:
         log.write_text("".join(f"{at:7.1f}  {line}\n" for at, line in output.lines))
     seeded = output.first(r"approval item\(s\) pending")
