@@ -28,13 +28,25 @@ run: setup
 # `make run` starts both.
 # A demo company whose learning is visible at once (memory/interfaces/management/commands/
 # seed_demo.py): lessons, an evolver approval item, a conversation remembered, a journal.
+# seed_demo and serve run under the demo's stand-in model (manage.py demo_llm: a local
+# server on a free loopback port that is NOT a real model; it stops with them), unless
+# SYNTHORG_LLM_BASE_URL is set (your LLM is used) or DEMO_LLM=none (the deterministic paths).
+DEMO_LLM ?= standin
+ifneq ($(strip $(SYNTHORG_LLM_BASE_URL)),)
+DEMO_UNDER :=
+else ifeq ($(DEMO_LLM),standin)
+DEMO_UNDER := $(BIN)/python manage.py demo_llm --
+else
+DEMO_UNDER :=
+endif
 demo: setup
+	@case "$(DEMO_LLM)" in standin|none) ;; \
+		*) echo "DEMO_LLM must be standin (the default) or none, not '$(DEMO_LLM)'"; exit 2;; esac
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	$(BIN)/python manage.py sync_schedules
 	$(BIN)/python manage.py bootstrap_demo
-	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py serve --port $(PORT)
+	$(DEMO_UNDER) sh -c '$(BIN)/python manage.py seed_demo --port $(PORT) && exec $(BIN)/python manage.py serve --port $(PORT)'
 
 worker: setup
 	$(BIN)/python manage.py qcluster

@@ -14,6 +14,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from synthorg.llm.standin import DEMO_STANDIN_NOTE, is_demo_standin
+
 logger = logging.getLogger(__name__)
 
 # The production requirement (README, "Production and scaling out").
@@ -112,18 +114,36 @@ NO_LLM = (
 def llm_summary() -> dict:
     """Which LLM the server uses, without contacting it. ``/healthz`` is public: it names
     neither the endpoint nor the key. ``model: null`` means the first model the endpoint
-    lists, looked up at first use."""
+    lists, looked up at first use. The demo's stand-in (``make demo``) is labelled as such:
+    ``standin: true`` and a ``note`` saying it is not a real model."""
     from django.conf import settings
 
     conf = getattr(settings, "SYNTHORG_LLM", None) or {}
     base_url = (conf.get("BASE_URL") or "").strip()
     if not base_url:
         return {"ok": True, "configured": False, "note": NO_LLM}
-    return {
-        "ok": True,
-        "configured": True,
-        "model": (conf.get("MODEL") or "").strip() or None,
-    }
+    model = (conf.get("MODEL") or "").strip() or None
+    if is_demo_standin(model):
+        return {
+            "ok": True,
+            "configured": True,
+            "model": model,
+            "standin": True,
+            "note": DEMO_STANDIN_NOTE,
+        }
+    return {"ok": True, "configured": True, "model": model}
+
+
+def llm_banner() -> tuple[str, bool]:
+    """The startup banner's LLM line (``manage.py serve``) and whether it is a warning: no
+    LLM, or the demo's stand-in, which is never presented as a real model."""
+    llm = llm_summary()
+    if llm.get("standin"):
+        return f"LLM: {llm['model']}, {llm['note']}.", True
+    if llm["configured"]:
+        model = llm["model"] or "the first model the endpoint lists"
+        return f"LLM: {model} (SYNTHORG_LLM_BASE_URL)", False
+    return f"LLM: none. {llm['note'][0].upper()}{llm['note'][1:]}.", True
 
 
 @require_GET

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from persistence.models import ClusterHeartbeat
 from persistence.services.system import cluster_heartbeat_record
-from synthorg.health import NO_LLM, versions_report
+from synthorg.health import NO_LLM, llm_banner, versions_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,3 +143,16 @@ def test_healthz_says_which_llm_is_configured_or_what_runs_without_one(client, s
     assert "llm.internal" not in str(body) and "sk-secret" not in str(body)
     settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "MODEL": "qwen2.5-7b-instruct"}
     assert client.get("/healthz").json()["checks"]["llm"]["model"] == "qwen2.5-7b-instruct"
+
+
+def test_the_startup_banner_names_the_llm_or_says_what_none_disables(settings):
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "BASE_URL": "", "MODEL": ""}
+    line, warn = llm_banner()
+    assert warn and line.startswith("LLM: none. No LLM configured (SYNTHORG_LLM_BASE_URL)")
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "BASE_URL": "https://llm.example/v1"}
+    assert llm_banner() == (
+        "LLM: the first model the endpoint lists (SYNTHORG_LLM_BASE_URL)",
+        False,
+    )
+    settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "MODEL": "qwen2.5-7b-instruct"}
+    assert llm_banner() == ("LLM: qwen2.5-7b-instruct (SYNTHORG_LLM_BASE_URL)", False)

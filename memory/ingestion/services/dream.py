@@ -132,7 +132,7 @@ def agent_dream(
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
-        new_core, diary = _extractive_dream(core_text, journal)
+        new_core, diary = extractive_core(core_text, journal), EXTRACTIVE_DIARY
         run.method = "extractive"
         return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
     run.method = "llm"
@@ -154,15 +154,17 @@ def agent_dream(
     return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
 
 
-def _extractive_dream(core_text: str, journal: str) -> tuple[str, str]:
-    """The no-LLM dream: the extractive strategy over the previous core and the journal."""
+EXTRACTIVE_DIARY = (
+    "Extractive dream (no LLM configured): key facts and anchors of the previous core "
+    "and the journal, kept verbatim."
+)
+
+
+def extractive_core(core_text: str, journal: str) -> str:
+    """The no-LLM dream's new core: the extractive strategy over the previous core and the
+    journal (also what the demo's stand-in model answers, :mod:`memory.interfaces.demo_llm`)."""
     preserver = ExtractivePreserver(max_facts=EXTRACTIVE_MAX_FACTS)
-    source = f"{core_text}\n\n{journal}".strip()
-    diary = (
-        "Extractive dream (no LLM configured): key facts and anchors of the previous core "
-        "and the journal, kept verbatim."
-    )
-    return preserver.extract(source), diary
+    return preserver.extract(f"{core_text}\n\n{journal}".strip())
 
 
 def _store_core(run: DreamRun, *, agent, core, new_core: str, diary: str, now) -> DreamRun:

@@ -26,9 +26,11 @@ def rule_draft(
     confidence: float,
     lessons: Sequence[Mapping[str, Any]],
     reports: Sequence[Mapping[str, Any]],
+    without_lessons: str = "no lesson yet",
 ) -> ProceduralMemoryProposal:
     """``lessons``: dicts with discovery, condition, action, rationale, execution_steps (in
-    creation order); ``reports``: the member reports' fields (for the no-lesson case)."""
+    creation order); ``reports``: the member reports' fields (for the no-lesson case);
+    ``without_lessons``: why there are none, said in that case's rationale."""
     evidence = f"{len(reports)} reports of {agents} agents ({pattern})"
     if lessons:
         counts = Counter(lesson["discovery"] for lesson in lessons)
@@ -51,7 +53,7 @@ def rule_draft(
         )
     first = dict(reports[0]) if reports else {}
     lesson = rule_lesson(first, path="success" if kind == "success" else "failure")
-    rationale = f"{lesson.rationale} Drafted without an LLM for {evidence}; no lesson yet."
+    rationale = f"{lesson.rationale} Drafted without an LLM for {evidence}; {without_lessons}."
     return lesson.model_copy(
         update={
             "name": pattern.replace(":", "-")[:64],

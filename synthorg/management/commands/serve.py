@@ -23,7 +23,7 @@ import uuid
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from synthorg.health import llm_summary
+from synthorg.health import llm_banner
 from synthorg.secret_key_guard import development_key_refusal
 from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
 
@@ -100,14 +100,8 @@ class Command(BaseCommand):
                 f"/api/docs/, MCP at /mcp/); press Ctrl-C to stop."
             )
         )
-        llm = llm_summary()
-        if llm["configured"]:
-            model = llm["model"] or "the first model the endpoint lists"
-            self.stdout.write(f"LLM: {model} (SYNTHORG_LLM_BASE_URL)")
-        else:
-            self.stdout.write(
-                self.style.WARNING(f"LLM: none. {llm['note'][0].upper()}{llm['note'][1:]}.")
-            )
+        line, warn = llm_banner()
+        self.stdout.write(self.style.WARNING(line) if warn else line)
         stopping = False
 
         def stop(*_):

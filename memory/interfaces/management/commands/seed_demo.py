@@ -8,12 +8,15 @@ through the same services as the API and the workers (one write path).
 
 Without an LLM (``SYNTHORG_LLM_BASE_URL`` unset) every step takes its deterministic path:
 rule-based lessons, a rule draft for the evolver, conversation turns remembered verbatim,
-an extractive dream. With one, the same steps ask it. Idempotent: an existing demo company
+an extractive dream. With one, the same steps ask it — under ``make demo`` by default the
+local stand-in model (``manage.py demo_llm``, :mod:`memory.interfaces.demo_llm`), which is
+not a real model and says so. Idempotent: an existing demo company
 is left as it is and only the instructions are printed again.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 
@@ -36,6 +39,7 @@ from persistence.models import Agent, Company
 from persistence.services.agents import agent_create, api_key_issue
 from persistence.services.companies import company_create, membership_set
 from synthorg.health import llm_summary
+from synthorg.llm.standin import DEMO_STANDIN_LABEL
 
 SLUG = "demo-fleet"
 NAME = "Demo Fleet"
@@ -91,7 +95,16 @@ CONVERSATION = [
 class Command(BaseCommand):
     help = "Create the Demo Fleet company and run its learning once (idempotent)."
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=int(os.environ.get("PORT", "8000")),
+            help="The port `serve` will use (only for the printed instructions).",
+        )
+
+    def handle(self, *args, port, **options):
+        self.port = port
         started = time.monotonic()
         company = Company.objects.filter(slug=SLUG).first()
         if company is not None:
@@ -163,11 +176,12 @@ class Command(BaseCommand):
     def _instructions(self, company, *, keys, password) -> None:
         llm = llm_summary()
         pending = ApprovalItem.objects.filter(company=company, status="pending").count()
-        mode = (
-            f"LLM: {llm['model'] or 'the first model the endpoint lists'}"
-            if llm["configured"]
-            else "LLM: none — deterministic learning (rule lessons, verbatim turns)"
-        )
+        if llm.get("standin"):
+            mode = f"LLM: {llm['model']}, {DEMO_STANDIN_LABEL} (it answers with the rule paths)"
+        elif llm["configured"]:
+            mode = f"LLM: {llm['model'] or 'the first model the endpoint lists'}"
+        else:
+            mode = "LLM: none — deterministic learning (rule lessons, verbatim turns)"
         lines = [
             "",
             f"{NAME}: 3 agents, {pending} approval item(s) pending. {mode}",
@@ -182,6 +196,6 @@ class Command(BaseCommand):
                 "  A lesson in the deployer's context:\n"
                 "    curl -s -H 'Authorization: Bearer <deployer key>' -H 'Content-Type: "
                 'application/json\' -d \'{"query": "deploy billing with helm", '
-                '"token_budget": 800}\' http://127.0.0.1:8000/api/v1/memories/context'
+                f'"token_budget": 800}}\' http://127.0.0.1:{self.port}/api/v1/memories/context'
             )
         self.stdout.write("\n".join(lines))
