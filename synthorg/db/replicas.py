@@ -213,12 +213,30 @@ def statement_writes(sql: str) -> bool:
     return word in _WRITE_VERBS
 
 
+_unfenced: contextvars.ContextVar[bool] = contextvars.ContextVar("synthorg_unfenced", default=False)
+
+
+@contextlib.contextmanager
+def unfenced() -> Iterator[None]:
+    """Writes of this block do not fence the principal's reads.
+
+    For bookkeeping no read of the principal depends on (an API key's ``last_used_at``, stamped
+    on the first request of every minute): fencing it would hold every agent to the primary
+    for the window after each stamp.
+    """
+    token = _unfenced.set(True)
+    try:
+        yield
+    finally:
+        _unfenced.reset(token)
+
+
 class _WriteWatcher:
     def __init__(self) -> None:
         self.wrote = False
 
     def __call__(self, execute, sql, params, many, context):
-        if not self.wrote and statement_writes(sql):
+        if not self.wrote and not _unfenced.get() and statement_writes(sql):
             self.wrote = True
         return execute(sql, params, many, context)
 
