@@ -10,14 +10,9 @@ replication right for the test's role).
 from __future__ import annotations
 
 import copy
-import shutil
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 
-import psycopg
 import pytest
+from django.conf import settings as django_settings
 from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
@@ -28,23 +23,17 @@ from synthorg.database import current_embedded_server
 from synthorg.db import replicas
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory
+from tests.support.standby import (
+    STANDBY_PORT,
+    Standby,
+    StandbyUnavailable,
+    server_binaries,
+    wait_for,
+)
 
 ALIAS = "replica_1"
-REPLICA_PORT = 5433  # names the standby's socket file; it listens on no TCP port
-WAIT_S = 120
 
-
-def _binaries() -> Path | None:
-    from synthorg.embedded_pg import bin_path
-
-    try:
-        path = bin_path("pg_basebackup")
-    except Exception:
-        return None
-    return path.parent if path.exists() else None
-
-
-BIN = _binaries()
+BIN = server_binaries()
 pytestmark = [
     pytest.mark.skipif(BIN is None, reason="the embedded server's binaries have no pg_basebackup"),
     pytest.mark.django_db(transaction=True, databases=["default", ALIAS]),
@@ -62,98 +51,36 @@ def _primary_conninfo() -> str:
     )
 
 
-def _run(args: list[str], user: str | None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        args, capture_output=True, text=True, timeout=WAIT_S, user=user, cwd="/", check=False
-    )
-
-
-def _wait(condition, what: str):
-    """Poll ``condition`` until it holds (readiness, not a timing assertion)."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Standby:
-    def __init__(self, root: Path, user: str | None):
-        self.root, self.user = root, user
-        self.data = root / "data"
-
-    def pg_ctl(self, *args: str) -> None:
-        done = _run([str(BIN / "pg_ctl"), "-D", str(self.data), *args], self.user)
-        assert done.returncode == 0, done.stderr or done.stdout
-
-    def start(self) -> None:
-        self.pg_ctl(
-            "-l", str(self.root / "log"), "-w", "-t", str(WAIT_S), "-o",
-            f"-h '' -k {self.root} -p {REPLICA_PORT}", "start",
-        )  # fmt: skip
-
-    def stop(self) -> None:
-        self.pg_ctl("-w", "-m", "fast", "stop")
-
-    def superuser(self):
-        return psycopg.connect(
-            f"host={self.root} port={REPLICA_PORT} user=postgres dbname=postgres",
-            autocommit=True,
-        )
-
-
-def _streaming(standby: Standby) -> bool:
-    with psycopg.connect(_primary_conninfo(), autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"
-        ).fetchone()
-    return row[0] > 0
-
-
 @pytest.fixture(scope="module")
 def standby(django_db_setup, django_db_blocker):
     server = current_embedded_server()
-    user = server.system_user if server is not None else None
-    root = Path(tempfile.mkdtemp(prefix="sor-rep-"))  # short: the socket path must fit AF_UNIX
-    if user is not None:
-        shutil.chown(root, user, user)
-    standby = Standby(root, user)
-    backup = _run(
-        [str(BIN / "pg_basebackup"), "-D", str(standby.data), "-R", "-X", "stream",
-         "-c", "fast", "-d", _primary_conninfo()],
-        user,
-    )  # fmt: skip
-    if backup.returncode != 0:
-        shutil.rmtree(root, ignore_errors=True)
+    standby = Standby(
+        _primary_conninfo(), user=server.system_user if server else None, binaries=BIN
+    )
+    try:
+        standby.create()
+    except StandbyUnavailable as exc:
         if server is None:
-            pytest.skip(f"the external server refuses pg_basebackup: {backup.stderr.strip()}")
-        raise AssertionError(backup.stderr)
-    standby.start()
-    _wait(lambda: _streaming(standby), "the standby to stream")
+            pytest.skip(f"the external server refuses pg_basebackup: {exc}")
+        raise
     config = copy.deepcopy(connections["default"].settings_dict)
     config.update(
         ENGINE="django.db.backends.postgresql",
-        HOST=str(root),
-        PORT=str(REPLICA_PORT),
+        HOST=str(standby.socket_dir),
+        PORT=str(STANDBY_PORT),
         CONN_MAX_AGE=0,
         TEST={**config["TEST"], "MIRROR": "default"},  # never flushed: it follows the primary
     )
     connections.settings[ALIAS] = config
-    from django.conf import settings
-
-    settings.DATABASES[ALIAS] = config
+    django_settings.DATABASES[ALIAS] = config
     try:
         yield standby
     finally:
         connections[ALIAS].close()
-        settings.DATABASES.pop(ALIAS, None)
+        django_settings.DATABASES.pop(ALIAS, None)
         connections.settings.pop(ALIAS, None)
         replicas.reset_replica_states()
-        if (standby.data / "postmaster.pid").exists():
-            standby.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        standby.destroy()
 
 
 @pytest.fixture(autouse=True)
@@ -188,16 +115,7 @@ class StatementLog:
 
 
 def _replayed(standby: Standby) -> None:
-    """Wait until the standby has replayed everything the primary wrote so far."""
-    with psycopg.connect(_primary_conninfo(), autocommit=True) as conn:
-        target = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
-    with standby.superuser() as conn:
-        _wait(
-            lambda: conn.execute(
-                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [str(target)]
-            ).fetchone()[0],
-            "the standby to replay",
-        )
+    standby.wait_replayed()
 
 
 def _store(caller, content: str, *, fenced: bool = True) -> str:
@@ -250,7 +168,7 @@ def test_read_your_writes_on_a_paused_standby(standby):
     _replayed(standby)
     with standby.superuser() as conn:
         conn.execute("SELECT pg_wal_replay_pause()")
-        _wait(
+        wait_for(
             lambda: (
                 conn.execute("SELECT pg_get_wal_replay_pause_state()").fetchone()[0] == "paused"
             ),
@@ -289,7 +207,7 @@ def test_a_lagging_standby_is_skipped(standby, settings):
         conn.execute("SELECT pg_wal_replay_pause()")
     _store(reader, "Lag marker.", fenced=False)  # WAL the paused standby does not replay
     with standby.superuser() as conn:
-        _wait(
+        wait_for(
             lambda: conn.execute(
                 "SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()"
             ).fetchone()[0],
@@ -337,7 +255,6 @@ def test_a_stopped_standby_falls_back_to_the_primary(standby, settings):
         assert body["checks"]["database"] == {"ok": True}
     finally:
         standby.start()
-        _wait(lambda: _streaming(standby), "the standby to stream again")
         connections[ALIAS].close()
 
 
