@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 logger = logging.getLogger(__name__)
 
 EMBEDDED_DATABASE_NAME = "synthorg"
+REPLICA_ALIAS_PREFIX = "replica_"
 
 
 class DatabaseUnavailableError(RuntimeError):
@@ -131,3 +132,20 @@ def database_settings(base_dir: Path) -> dict:
     if test_name:
         config["TEST"] = {"NAME": test_name}
     return config
+
+
+def replica_database_settings(urls: str, conn_max_age: int) -> dict:
+    """Django ``DATABASES`` entries for ``DATABASE_REPLICA_URLS`` (empty when unset).
+
+    Each alias mirrors ``default`` in tests (no test database is created on a replica) and
+    gives up connecting after 3 s, so a dead host costs one short wait per recheck.
+    """
+    aliases = {}
+    for index, url in enumerate((u.strip() for u in urls.split(",") if u.strip()), start=1):
+        config = parse_database_url(url)
+        config["OPTIONS"].setdefault("connect_timeout", "3")
+        config["CONN_MAX_AGE"] = conn_max_age
+        config["CONN_HEALTH_CHECKS"] = True
+        config["TEST"] = {"MIRROR": "default"}
+        aliases[f"{REPLICA_ALIAS_PREFIX}{index}"] = config
+    return aliases

@@ -1,4 +1,4 @@
-"""``GET /healthz``: database, pgvector, embedder and worker-cluster status.
+"""``GET /healthz``: database, pgvector, embedder, worker-cluster and replica status.
 
 200 only when the database is usable; the other components are reported so an operator
 can see a degraded service (search falls back to BM25 without an embedder, schedules do
@@ -14,6 +14,7 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
+from synthorg.db.replicas import replica_aliases, replica_health
 from synthorg.llm.standin import DEMO_STANDIN_NOTE, is_demo_standin
 
 logger = logging.getLogger(__name__)
@@ -155,6 +156,8 @@ def healthz(request):
         checks[name] = (
             check() if checks["database"]["ok"] else {"ok": False, "error": "database unavailable"}
         )
+    if replica_aliases():
+        checks["replicas"] = replica_health()
     usable = checks["database"]["ok"] and checks["vector"]["ok"]
     all_ok = all(check["ok"] for check in checks.values())
     status = "ok" if all_ok else ("degraded" if usable else "unavailable")

@@ -11,7 +11,11 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
-from synthorg.database import database_owner_settings, database_settings
+from synthorg.database import (
+    database_owner_settings,
+    database_settings,
+    replica_database_settings,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -69,6 +73,8 @@ MIDDLEWARE = [
     "synthorg.api.middleware.ApiProblemMiddleware",
     # a database that cannot be reached answers 503 + Retry-After, not 500 (synthorg.db)
     "synthorg.db.unavailable.DatabaseUnavailableMiddleware",
+    # a request that wrote keeps its principal's reads off lagging replicas (synthorg.db)
+    "synthorg.db.replicas.ReadYourWritesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -99,6 +105,24 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_settings(BASE_DIR)}
+# Streaming replicas for the read paths that may lag (synthorg.db.replicas; docs/operating/
+# production.md "Read replicas"): one alias per URL in DATABASE_REPLICA_URLS.
+DATABASES.update(
+    replica_database_settings(
+        os.environ.get("DATABASE_REPLICA_URLS", ""),
+        DATABASES["default"]["CONN_MAX_AGE"],
+    )
+)
+DATABASE_ROUTERS = ["synthorg.db.replicas.ReplicaRouter"]
+# DATABASE_REPLICA_READ_YOUR_WRITES_SECONDS, _MAX_LAG_SECONDS, _RECHECK_SECONDS.
+SYNTHORG_REPLICAS = {
+    name: float(os.environ.get(f"DATABASE_REPLICA_{name}", default))
+    for name, default in (
+        ("READ_YOUR_WRITES_SECONDS", "5"),
+        ("MAX_LAG_SECONDS", "10"),
+        ("RECHECK_SECONDS", "5"),
+    )
+}
 # Login fields of the role that owns the schema: migrate/flush switch to it (synthorg.db.roles).
 DATABASE_OWNER = database_owner_settings(BASE_DIR)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

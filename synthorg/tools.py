@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from synthorg.api.input_safety import UnsafeInputError, check_json_value
+from synthorg.db.replicas import recording_writes
 from synthorg.errors import InvalidInputError, NotFoundError
 
 UNKNOWN_TOOL = "No tool named {name!r}."
@@ -170,7 +171,9 @@ def tool_call(
         confirmation = require_confirmation(
             confirm=arguments.get("confirm"), reason=parsed.reason, via=via
         )
-    return spec.handler(ToolContext(principal, via, confirmation), parsed)
+    # MCP and stdio calls do not pass through the request middleware: fence their writes here.
+    with recording_writes(lambda: getattr(principal, "pk", None)):
+        return spec.handler(ToolContext(principal, via, confirmation), parsed)
 
 
 def require_confirmation(*, confirm: Any, reason: Any, via: str) -> Confirmation:

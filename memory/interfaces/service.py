@@ -23,9 +23,9 @@ principal-aware selectors directly. The service
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
-from typing import Any
+from typing import Any, TypeVar
 from uuid import UUID
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -63,11 +63,14 @@ from memory.prompting.strategies import (
 )
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import CompanyMemoryConfig
+from synthorg.db.replicas import read_with_fallback
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
 AGENTS_ONLY = "Only agents (API key) have memories; this endpoint needs an agent's key."
 NOT_FOUND = "No such memory."
+
+T = TypeVar("T")
 
 
 def _routed(method):
@@ -106,6 +109,15 @@ class MemoryService:
     def strategy(self) -> MemoryInjectionStrategy:
         """The injection strategy the company configures, looked up once."""
         return strategy_for(self.agent, self.config)
+
+    def replica_read(self, read: Callable[[], T]) -> T:
+        """Run ``read`` (reads only) on a streaming replica when one may serve this agent.
+
+        Search, context and lists go through here (``synthorg.db.replicas``): on the primary
+        without replicas, inside a transaction, or while the agent's last write is not yet
+        replayed on any healthy replica; a replica failing mid-read is retried on the primary.
+        """
+        return read_with_fallback(self.principal.pk, read)
 
     # --- private memories -------------------------------------------------------------
 
@@ -182,25 +194,27 @@ class MemoryService:
 
     @_routed
     def search(self, query: MemoryQuery, *, include_shared: bool | None = None) -> SearchResult:
-        return memory_search(
-            agent=self.agent,
-            query=query,
-            include_shared=include_shared,
-            config=self.config.retrieval,
+        config = self.config.retrieval
+        return self.replica_read(
+            lambda: memory_search(
+                agent=self.agent, query=query, include_shared=include_shared, config=config
+            )
         )
 
     @_routed
     def tool_search(self, query: MemoryQuery) -> ToolSearchResult:
         """Hybrid search as the ``search_memory`` tool runs it: with the Search-and-Ask loop
         when the company enables ``query_reformulation_enabled``."""
-        return search_with_reformulation(
-            agent=self.agent, query=query, config=self.config.retrieval
+        config = self.config.retrieval
+        return self.replica_read(
+            lambda: search_with_reformulation(agent=self.agent, query=query, config=config)
         )
 
     @_routed
     def context(self, request: ContextRequest) -> PreparedContext:
         """The prompt context of the agent's configured strategy (``prepare_messages``)."""
-        return self.strategy.prepare_messages(request)
+        strategy = self.strategy
+        return self.replica_read(lambda: strategy.prepare_messages(request))
 
     # --- shared knowledge ---------------------------------------------------------------
 
@@ -210,11 +224,14 @@ class MemoryService:
 
     @_routed
     def shared_search(self, query: MemoryQuery, *, exclude_self: bool = False) -> SearchResult:
-        return shared_search(
-            company=self.company,
-            query=query,
-            exclude_agent=self.agent if exclude_self else None,
-            config=self.config.retrieval,
+        config = self.config.retrieval
+        return self.replica_read(
+            lambda: shared_search(
+                company=self.company,
+                query=query,
+                exclude_agent=self.agent if exclude_self else None,
+                config=config,
+            )
         )
 
     @_routed

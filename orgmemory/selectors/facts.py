@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import connection
 
 from orgmemory.domain import OrgFactAuthor
 from orgmemory.models import OperationLogEntry, OrgFact
 from persistence.models import Company
+from synthorg.db.replicas import read_connection
 from synthorg.errors import NotFoundError
 
 FACT_NOT_FOUND = "No org fact with this id exists in your company."
@@ -184,7 +184,7 @@ def live_operations(
     """
     if as_of is not None:
         sql, params = _as_of_operations_sql(company_id, as_of, categories)
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.fetchall()
     snapshots = OrgFact.objects.filter(company_id=company_id, retracted_at__isnull=True)
@@ -193,7 +193,7 @@ def live_operations(
     keys = list(snapshots.values_list("fact_id", "version"))
     if not keys:
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             "SELECT l.operation_id, l.doc_length, l.timestamp "
             "FROM unnest(%s::uuid[], %s::integer[]) AS c(fact_id, version) "

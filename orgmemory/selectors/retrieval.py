@@ -26,8 +26,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
-
 from orgmemory.domain import OrgMemoryQuery
 from orgmemory.embedding import embed_text
 from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_operations
@@ -35,6 +33,7 @@ from orgmemory.selectors.policies import policies
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import LINEAR_DEFAULTS, FusionStrategy
+from synthorg.db.replicas import read_connection
 from synthorg.enums import OrgFactCategory
 from synthorg.retrieval import bm25
 from synthorg.retrieval import lexemes as lexeme_sql
@@ -72,7 +71,7 @@ def _bm25(live: list[tuple], context: str, pool: int) -> list[tuple]:
     """
     if not live:
         return []
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         terms = lexeme_sql.query_lexemes(cursor, context)
     if not terms:
         return []
@@ -103,7 +102,7 @@ def _bm25(live: list[tuple], context: str, pool: int) -> list[tuple]:
         "avgdl": avgdl,
         "pool": pool,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
@@ -139,7 +138,7 @@ def _exact_dense(
         "dims": int(vector.shape[0]),
         "pool": pool,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(sql, params | source_params)
         return [(op, sim) for op, sim in cursor.fetchall() if sim >= min_similarity]
 
@@ -239,7 +238,7 @@ def _bm25_current(
     """The number of live facts in ``categories``, and ``(operation_id, score)`` of the
     ``pool`` best BM25 matches among them (nothing is read per live fact: the matches come
     from the GIN index, N and the length sum from the maintained totals)."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         terms = lexeme_sql.query_lexemes(cursor, context)
         if not terms:
             cursor.execute(
@@ -280,7 +279,7 @@ def _dense_current(
 
 def _recent_current(company_id: int, categories: list[str], limit: int) -> list:
     """Operation ids of the ``limit`` most recently written live facts, newest first."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT l.operation_id FROM orgmemory_orgfact f "
             f"JOIN {LOG_TABLE} l ON l.fact_id = f.fact_id AND l.version = f.version "

@@ -14,6 +14,7 @@ from django.utils import timezone
 from persistence.models import AgentApiKey, Company, CompanyMembership
 from persistence.principal import Principal
 from persistence.selectors.verified_keys import ROW_VERSIONS, row_versions_expression, verified_keys
+from synthorg.db.replicas import unfenced
 
 API_KEY_PATTERN = re.compile(
     r"^sok_(?P<prefix>[A-Za-z0-9]{8,16})_(?P<secret>[A-Za-z0-9_-]{20,128})$"
@@ -82,7 +83,8 @@ def agent_for_api_key(raw_key: str) -> KeyLookup:
 def _touch_last_used(key: AgentApiKey, now) -> bool:
     resolution = timedelta(seconds=settings.SYNTHORG_KEY_LAST_USED_RESOLUTION)
     if key.last_used_at is None or now - key.last_used_at >= resolution:
-        AgentApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        with unfenced():  # bookkeeping: the agent's reads need not wait for it on a replica
+            AgentApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
         return True
     return False

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.db import connection
-
 from memory.core.models.memory import Memory
+from synthorg.db.replicas import read_connection
 
 #: What a hit carries: every column but the vectors (loaded as deferred fields).
 _HYDRATED_FIELDS = tuple(
@@ -22,6 +21,7 @@ def hydrate(ids: Sequence) -> dict:
     queryset machinery: measured 1.2 ms instead of 2.5 ms for 10 rows)."""
     if not ids:
         return {}
+    connection = read_connection()  # a replica inside a replica read (synthorg.db.replicas)
     names = [f.attname for f in _HYDRATED_FIELDS]
     converters = [
         (i, f.get_db_converters(connection))

@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db import connection
 
 from memory.core.embedding import embedder_for
 from memory.core.selectors.reembed import reembedding_progress, reembedding_sql
@@ -39,6 +38,7 @@ from memory.core.selectors.search.scope import Part
 from memory.core.selectors.search.sparse import sparse_ctes
 from memory.core.vector_indexes import dense_condition, vector_index_ready
 from persistence.models import Company
+from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
 from synthorg.errors import DomainError
 from synthorg.retrieval.lexemes import QUERY_LEXEMES_EXPR
@@ -187,7 +187,7 @@ def _plan(
         params += job_params
     if not exprs:
         return [], [], None
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
@@ -268,14 +268,14 @@ def _run_statement(
         script_params += [value for item in settings.items() for value in item]
     script.append(sql)
     script_params += params
-    if settings and connection.in_atomic_block:
+    if settings and read_connection().in_atomic_block:
         # Inside an outer transaction the settings would outlive the statement: restore them.
         script.append(
             "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
         )
         script_params.append(list(settings))
     clock = time.perf_counter()
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(";\n".join(script), script_params)
         if settings:
             cursor.nextset()
@@ -306,7 +306,7 @@ def _supports_iterative_scan() -> bool:
     if HNSW_ITERATIVE_SCAN == "off":
         return False
     if _iterative_scan_supported is None:
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
         version = tuple(int(p) for p in row[0].split(".")[:2]) if row else (0, 0)

@@ -11,7 +11,6 @@ import time
 from collections.abc import Sequence
 from datetime import datetime
 
-from django.db import connection
 from django.utils import timezone
 
 from memory.core.retrieval.query import MAX_LIMIT, MemoryQuery
@@ -25,6 +24,7 @@ from memory.core.selectors.search.scope import Part, scope_filters, union_sql
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
+from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder
 
 #: Each leg fetches this many candidates at least (fusion needs depth beyond ``limit``).
@@ -178,7 +178,7 @@ def _listing(
     now: datetime,
 ) -> SearchResult:
     scope, scope_params = union_sql(parts)
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(
             f"SELECT m.id FROM memory_memory m WHERE ({scope}) AND {filters.sql} "
             "ORDER BY m.created_at DESC, m.id DESC LIMIT %s",

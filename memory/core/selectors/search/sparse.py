@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from django.db import connection
-
 from memory.core.selectors.search.scope import Part, union_sql
+from synthorg.db.replicas import read_connection
 from synthorg.retrieval import bm25
 from synthorg.retrieval import lexemes as lexeme_sql
 
@@ -102,7 +101,7 @@ _lexeme_stats: tuple[float, dict[str, float]] = (float("-inf"), {})
 
 def query_lexemes(text: str) -> list[str]:
     """The distinct english lexemes of ``text`` (what the sparse leg matches on)."""
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         return lexeme_sql.query_lexemes(cursor, text)
 
 
@@ -112,7 +111,7 @@ def common_lexemes(lexemes: Sequence[str], scope_share: float = 1.0) -> dict[str
     global _lexeme_stats
     read_at, shares = _lexeme_stats
     if time.monotonic() - read_at > LEXEME_STATS_TTL_S:
-        with connection.cursor() as cursor:
+        with read_connection().cursor() as cursor:
             # ANALYZE keeps the most common lexemes of a tsvector column with their share of
             # rows (most_common_elem_freqs ends with 3 summary numbers: skipped by zip).
             cursor.execute(

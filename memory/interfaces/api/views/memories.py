@@ -59,7 +59,10 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
         ],
     )
     def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
+        # A page of the list may come from a streaming replica (MemoryService.replica_read).
+        return self.service.replica_read(
+            lambda: super(MemoryCollectionView, self).get(request, *args, **kwargs)
+        )
 
     @extend_schema(
         summary="Store one memory, or a batch of up to 500",
