@@ -32,9 +32,7 @@ class RequestLogEntry(models.Model):
         ordering = ("-created_at", "-id")
         indexes = [
             models.Index(fields=["company", "-created_at", "-id"], name="requestlog_company_time"),
-            models.Index(
-                fields=["company", "agent", "-created_at"], name="requestlog_agent_time"
-            ),
+            models.Index(fields=["company", "agent", "-created_at"], name="requestlog_agent_time"),
         ]
         constraints = [
             models.CheckConstraint(
