@@ -48,7 +48,7 @@ def context_preview_view(request, user: ConsoleUser):
             .filter(company=user.company, pk=data["agent"])
             .first()
         )
-        if agent is None:  # the form's choices are this company's agents
+        if agent is None:
             raise Http404("No such agent in this company.")
         service = MemoryService(Principal.for_agent(agent), via="console")
         try:

@@ -20,9 +20,10 @@ def _agent_choices(company, empty: str | None):
 
 
 class ContextPreviewForm(forms.Form):
-    """What ``/memories/context`` takes, plus the agent it is asked for."""
+    """What ``/memories/context`` takes, plus the agent it is asked for (an id, not a
+    choice: another company's agent is a 404 like on every console page, not a form error)."""
 
-    agent = forms.TypedChoiceField(coerce=int)
+    agent = forms.IntegerField(min_value=1, widget=forms.Select)
     query = forms.CharField(label="Task", max_length=2000, strip=True)
     token_budget = forms.IntegerField(
         label="Token budget", min_value=0, max_value=MAX_BUDGET, initial=DEFAULT_BUDGET
@@ -33,7 +34,7 @@ class ContextPreviewForm(forms.Form):
 
     def __init__(self, data, *, company):
         super().__init__(data)
-        self.fields["agent"].choices = _agent_choices(company, empty=None)
+        self.fields["agent"].widget.choices = _agent_choices(company, empty=None)
 
 
 class RequestLogFilterForm(forms.Form):
