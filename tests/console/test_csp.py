@@ -85,6 +85,8 @@ def test_console_admin_and_api_docs_pass_the_policy_in_chromium(live_server, bro
         f"/console/memories/agents/{agent.pk}?q=memory",
         f"/console/memories/agents/{agent.pk}/{memory.pk}",
         "/console/memories/skill-evolver",
+        f"/console/memories/context-preview?agent={agent.pk}&query=memory&token_budget=500",
+        "/console/memories/requests",
         f"/console/inbox/write-requests/{world.objects[WriteAccessRequest].pk}",
         f"/dashboard/costs?company={world.company.slug}",
     ]

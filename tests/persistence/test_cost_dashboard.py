@@ -158,7 +158,7 @@ def test_axis_labels_fit_left_of_the_plot():
 
 def test_bar_values_fit_right_of_the_bars():
     width = 720
-    svg = bar_chart([Bar("a", Decimal("123456.78"))], title="a", unit=" USD", width=width)
+    svg = bar_chart([Bar("a", Decimal("1234567.89"))], title="a", unit=" USD", width=width)
     [(x, text)] = re.findall(r'<text class="value" x="([\d.]+)"[^>]*>([^<]*)</text>', svg)
-    assert text == "123,456.78 USD"
+    assert text == "1,234,567.89 USD"
     assert float(x) + CHAR_PX * len(text) <= width
