@@ -4,11 +4,13 @@ MemoryService (REST, tools, MCP); the preview's dry run records nothing; retenti
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models import RequestLogEntry
 from memory.core.retrieval.query import MemoryQuery
+from memory.core.services.request_log import request_log_record
 from memory.core.services.store import memory_store
 from memory.core.tasks import trim_request_logs
 from memory.interfaces.service import MemoryService
@@ -16,6 +18,7 @@ from memory.prompting.context import ContextRequest
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from persistence.services.companies import company_config_set
+from synthorg.company_config.memory import RequestLogConfig
 from synthorg.errors import DomainError
 from synthorg.schedules import declared_schedules
 from synthorg.tools import tool_call
@@ -154,3 +157,24 @@ def test_retention_is_a_declared_schedule():
         "I",
         15,
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_own_transaction_insert_does_not_change_the_sessions_durability():
+    agent = AgentFactory()
+    assert not connection.in_atomic_block
+    entry = request_log_record(
+        agent=agent,
+        config=RequestLogConfig(),
+        kind="context",
+        via="mcp",
+        query="billing",
+        result_count=2,
+        latency_ms=3.5,
+        degraded=["dense"],
+    )
+    row = RequestLogEntry.objects.values_list("kind", "via", "query", "result_count", "degraded")
+    assert list(row.filter(pk=entry.pk)) == [("context", "mcp", "billing", 2, ["dense"])]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
