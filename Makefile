@@ -64,9 +64,10 @@ docs: setup
 	$(BIN)/python bench/report.py
 	$(BIN)/mkdocs build --strict --site-dir var/site
 
-# Refresh the console screenshots the README shows (the suite writes them under var/).
+# Refresh the screenshots of every console page the docs show (the suite writes them under var/).
 screenshots: setup browser
-	SYNTHORG_SCREENSHOTS=bench/results/console $(BIN)/python -m pytest tests/console/test_browser.py -q
+	SYNTHORG_SCREENSHOTS=docs/images/console $(BIN)/python -m pytest -q -p no:cacheprovider \
+		tests/console/test_browser.py tests/console/test_screenshots.py
 
 # The console's browser tests drive Debian's chromium through chromium-driver (selenium).
 browser:

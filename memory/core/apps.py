@@ -25,6 +25,14 @@ class MemoryConfig(AppConfig):
                 minutes=5,
             )
         )
+        register_schedule(
+            ScheduleSpec(
+                name="memory-request-log-retention",
+                func="memory.core.tasks.trim_request_logs",
+                schedule_type=Schedule.MINUTES,
+                minutes=15,
+            )
+        )
 
 
 def _register_reembedding() -> None:

@@ -1,11 +1,14 @@
 """django-q2 tasks of the core: thin interfaces that load by id and call one service."""
 
+from memory.core.models import RequestLogEntry
 from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
 from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
+from memory.core.services.request_log import request_log_trim
 from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
 
 
 def backfill_pending_embeddings(limit: int = BACKFILL_BATCH) -> int:
@@ -57,3 +60,16 @@ def resume_reembed_jobs() -> int:
     for job_id in ids:
         enqueue_reembed_job(job_id)
     return len(ids)
+
+
+def trim_request_logs() -> dict[str, int]:
+    """Every company with log entries trimmed to its ``memory.request_log`` cap and age."""
+    expired = over_cap = 0
+    company_ids = RequestLogEntry.objects.order_by().values_list("company_id", flat=True).distinct()
+    for company in Company.objects.filter(pk__in=company_ids):
+        result = request_log_trim(
+            company=company, config=company_config(company).memory.request_log
+        )
+        expired += result.expired
+        over_cap += result.over_cap
+    return {"expired": expired, "over_cap": over_cap}

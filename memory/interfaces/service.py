@@ -17,12 +17,17 @@ principal-aware selectors directly. The service
 * guards destructive operations called as tools: the caller passes the
   :class:`~synthorg.tools.Confirmation` the dispatcher built from a literal ``confirm: true``
   and a non-blank ``reason``; the deletion is audited with the actor, the reason and the
-  interface it came through.
+  interface it came through, and
+* records every search and context call in the company's request log
+  (``memory.core.services.request_log``: one INSERT with the query, the result count, the
+  latency and the degraded legs) — the one place the REST, tool and MCP paths pass through.
+  A ``dry_run`` context (the console's preview) runs the same strategy and records nothing.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import Any, TypeVar
@@ -46,6 +51,7 @@ from memory.core.selectors.memories import (
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
 from memory.core.services.archive import RestoreResult, archive_restore
+from memory.core.services.request_log import request_log_record
 from memory.ingestion import selectors as ingestion_selectors
 from memory.ingestion.domain import FlushResult, MessageIn
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
@@ -63,7 +69,7 @@ from memory.prompting.strategies import (
 )
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import CompanyMemoryConfig
-from synthorg.db.replicas import read_with_fallback
+from synthorg.db.replicas import read_with_fallback, unfenced
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
@@ -92,13 +98,15 @@ def _routed(method):
 class MemoryService:
     """Agent memory operations as ``principal`` (an agent's :class:`Principal`)."""
 
-    def __init__(self, principal) -> None:
+    def __init__(self, principal, *, via: str = "rest") -> None:
         agent = getattr(principal, "agent", None)
         if agent is None:
             raise AccessDeniedError(AGENTS_ONLY, code="agents_only")
         self.principal = principal
         self.agent = agent
         self.company = agent.company
+        #: the interface the calls come through (``rest``, ``mcp``, ``stdio``), as logged
+        self.via = via
 
     @functools.cached_property
     def config(self) -> CompanyMemoryConfig:
@@ -192,29 +200,65 @@ class MemoryService:
 
     # --- retrieval ----------------------------------------------------------------------
 
+    def _log(self, kind: str, text: str, started: float, count: int, degraded) -> None:
+        # bookkeeping: the log row must not hold the agent's next reads to the primary
+        with unfenced():
+            self._record(kind, text, started, count, degraded)
+
+    def _record(self, kind: str, text: str, started: float, count: int, degraded) -> None:
+        request_log_record(
+            agent=self.agent,
+            config=self.config.request_log,
+            kind=kind,
+            via=self.via,
+            query=text,
+            result_count=count,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            degraded=degraded,
+        )
+
     @_routed
     def search(self, query: MemoryQuery, *, include_shared: bool | None = None) -> SearchResult:
+        started = time.perf_counter()
         config = self.config.retrieval
-        return self.replica_read(
+        result = self.replica_read(
             lambda: memory_search(
                 agent=self.agent, query=query, include_shared=include_shared, config=config
             )
         )
+        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        return result
 
     @_routed
     def tool_search(self, query: MemoryQuery) -> ToolSearchResult:
         """Hybrid search as the ``search_memory`` tool runs it: with the Search-and-Ask loop
         when the company enables ``query_reformulation_enabled``."""
+        started = time.perf_counter()
         config = self.config.retrieval
-        return self.replica_read(
+        result = self.replica_read(
             lambda: search_with_reformulation(agent=self.agent, query=query, config=config)
         )
+        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        return result
 
     @_routed
-    def context(self, request: ContextRequest) -> PreparedContext:
-        """The prompt context of the agent's configured strategy (``prepare_messages``)."""
+    def context(self, request: ContextRequest, *, dry_run: bool = False) -> PreparedContext:
+        """The prompt context of the agent's configured strategy (``prepare_messages``).
+
+        ``dry_run``: the same call with no side effect of its own (no request-log row), for
+        a human previewing what the agent would receive."""
+        started = time.perf_counter()
         strategy = self.strategy
-        return self.replica_read(lambda: strategy.prepare_messages(request))
+        prepared = self.replica_read(lambda: strategy.prepare_messages(request))
+        if not dry_run:
+            self._log(
+                "context",
+                request.query.text or "",
+                started,
+                len(prepared.included),
+                prepared.degraded,
+            )
+        return prepared
 
     # --- shared knowledge ---------------------------------------------------------------
 
@@ -224,8 +268,9 @@ class MemoryService:
 
     @_routed
     def shared_search(self, query: MemoryQuery, *, exclude_self: bool = False) -> SearchResult:
+        started = time.perf_counter()
         config = self.config.retrieval
-        return self.replica_read(
+        result = self.replica_read(
             lambda: shared_search(
                 company=self.company,
                 query=query,
@@ -233,6 +278,8 @@ class MemoryService:
                 config=config,
             )
         )
+        self._log("shared_search", query.text or "", started, len(result.hits), result.degraded)
+        return result
 
     @_routed
     def shared_retract(

@@ -18,13 +18,29 @@ class Bar:
     tooltip: str = ""
 
 
-def _fmt(value: Decimal) -> str:
-    """Money for a chart label: 2 decimals, or 4 significant decimals for small amounts."""
+def format_money(value: Decimal | int | float) -> str:
+    """An amount as people read it: 2 decimals from 1 up (``1,234.50``); below 1, enough
+    decimals for two significant digits, at least 2 (``0.50``, ``0.0021``, ``0.000042``), so
+    a small cost never reads as ``0.00``."""
+    value = value if isinstance(value, Decimal) else Decimal(str(value))
     if value == 0:
-        return "0"
+        return "0.00"
     if abs(value) >= 1:
         return f"{value:,.2f}"
-    return f"{value:.4f}".rstrip("0").rstrip(".")
+    decimals = max(2, -value.adjusted() + 1)
+    return f"{value:.{decimals}f}"
+
+
+#: Width of one character of the charts' 11 px labels (a generous average, digits included).
+CHAR_PX = 7
+
+
+def _fmt(value: Decimal) -> str:
+    return "0" if value == 0 else format_money(value)
+
+
+def _text_px(text: str) -> int:
+    return CHAR_PX * len(text)
 
 
 def _scale(values: Sequence[Decimal]) -> Decimal:
@@ -36,9 +52,11 @@ def column_chart(
     bars: Sequence[Bar], *, title: str, unit: str = "", width: int = 720, height: int = 240
 ) -> str:
     """Vertical bars, one per entry in order (e.g. one per day); labels thinned to fit."""
-    pad_left, pad_bottom, pad_top = 56, 36, 24
-    plot_w, plot_h = width - pad_left - 8, height - pad_bottom - pad_top
     top = _scale([b.value for b in bars])
+    top_label = _fmt(top) + unit
+    # The value axis's labels end 6 px left of the plot: room for the longest one.
+    pad_left, pad_bottom, pad_top = max(56, _text_px(top_label) + 12), 36, 24
+    plot_w, plot_h = width - pad_left - 8, height - pad_bottom - pad_top
     slot = plot_w / max(len(bars), 1)
     every = max(1, round(len(bars) / 10))
     parts = [
@@ -49,7 +67,7 @@ def column_chart(
         f'<line class="axis" x1="{pad_left}" y1="{pad_top + plot_h}" '
         f'x2="{width - 8}" y2="{pad_top + plot_h}"/>',
         f'<text class="tick" x="{pad_left - 6}" y="{pad_top + 4}" text-anchor="end">'
-        f"{escape(_fmt(top))}{escape(unit)}</text>",
+        f"{escape(top_label)}</text>",
         f'<text class="tick" x="{pad_left - 6}" y="{pad_top + plot_h}" text-anchor="end">0</text>',
     ]
     for i, bar in enumerate(bars):
@@ -74,10 +92,12 @@ def bar_chart(
     bars: Sequence[Bar], *, title: str, unit: str = "", width: int = 720, row: int = 26
 ) -> str:
     """Horizontal bars, one row per entry (e.g. one per agent), value printed at the end."""
-    label_w, value_w = 180, 110
+    top = _scale([b.value for b in bars])
+    # The value printed after each bar: room for the longest one (+6 px gap, +4 margin).
+    longest = max((_text_px(_fmt(b.value) + unit) for b in bars), default=0)
+    label_w, value_w = 180, max(110, longest + 10)
     height = max(len(bars), 1) * row + 16
     plot_w = width - label_w - value_w
-    top = _scale([b.value for b in bars])
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" '
         f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" '

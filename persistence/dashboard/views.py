@@ -1,33 +1,20 @@
-"""The human cost dashboard: cost per day and per agent, as server-side SVG charts."""
+"""The human cost dashboard: cost per day and per agent, as server-side SVG charts, inside
+the console (its layout, its company switcher, its access rules)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from persistence.dashboard.svg import Bar, bar_chart, column_chart
-from persistence.principal import Principal
+from persistence.console.access import ConsoleUser, console_user, console_view, select_company
+from persistence.dashboard.svg import Bar, bar_chart, column_chart, format_money
 from persistence.selectors.costs import budget_status, cost_summary
-from persistence.selectors.identity import human_companies, human_principal
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
-
-
-def _principal(request) -> Principal | None:
-    slug = request.GET.get("company")
-    if slug:
-        principal = human_principal(request.user, company_slug=slug)
-        if principal is None:
-            raise Http404("No such company among yours.")  # never reveals other companies
-        return principal
-    first = human_companies(request.user).order_by("name").first()  # the page's default
-    return None if first is None else human_principal(request.user, company=first)
 
 
 def _days(request) -> int:
@@ -45,13 +32,17 @@ def _currency_charts(day_summary, agent_summary, currency: str) -> dict:
         Bar(
             label=g.key[5:],  # MM-DD
             value=amount(g.totals),
-            tooltip=f"{g.key}: {amount(g.totals)} {currency}",
+            tooltip=f"{g.key}: {format_money(amount(g.totals))} {currency}",
         )
         for g in day_summary.groups
     ]
     agents = sorted(
         (
-            Bar(label=g.label, value=amount(g.totals), tooltip=f"{g.label}: {amount(g.totals)}")
+            Bar(
+                label=g.label,
+                value=amount(g.totals),
+                tooltip=f"{g.label}: {format_money(amount(g.totals))} {currency}",
+            )
             for g in agent_summary.groups
             if amount(g.totals)
         ),
@@ -67,16 +58,19 @@ def _currency_charts(day_summary, agent_summary, currency: str) -> dict:
         "per_agent_svg": mark_safe(  # svg.py escapes every text it embeds
             bar_chart(agents, title=f"Cost per agent ({currency})", unit=f" {currency}")
         ),
-        "agent_rows": agents,
+        "total_display": format_money(total.cost) if total else "0.00",
+        "agent_rows": [(bar.label, format_money(bar.value)) for bar in agents],
     }
 
 
-@login_required
-def cost_dashboard(request):
-    principal = _principal(request)
-    if principal is None:
-        return render(request, "persistence/cost_dashboard.html", {"company": None}, status=403)
-    company = principal.company
+@console_view
+def cost_dashboard(request, user: ConsoleUser):
+    slug = request.GET.get("company")
+    if slug and slug != user.company.slug:  # a link naming one of the user's companies
+        select_company(request, slug)  # 404 for a company that is not theirs
+        user = console_user(request)
+        request.console = user
+    company = user.company
     days = _days(request)
     today = timezone.now().astimezone(UTC).date()
     since = datetime.combine(today - timedelta(days=days - 1), datetime.min.time(), tzinfo=UTC)
@@ -89,12 +83,15 @@ def cost_dashboard(request):
         currencies.remove(budget.currency)
         currencies.insert(0, budget.currency)
     context = {
+        "section": "costs",
         "company": company,
-        "companies": list(human_companies(request.user).order_by("name")),
         "days": days,
         "since": since,
         "until": until - timedelta(days=1),
         "budget": budget,
+        "budget_spent": format_money(budget.spent) if budget.configured else "",
+        "budget_limit": format_money(budget.limit) if budget.configured else "",
+        "budget_remaining": format_money(budget.remaining) if budget.configured else "",
         "charts": [_currency_charts(per_day, per_agent, c) for c in currencies],
     }
     return render(request, "persistence/cost_dashboard.html", context)

@@ -503,6 +503,18 @@ class ConsolidationConfig(BaseModel):
 # --- memory: the section --------------------------------------------------------------------
 
 
+class RequestLogConfig(BaseModel):
+    """``memory.request_log``: the per-company log of agents' search and context calls
+    (shown in the console). ``enabled: false`` records nothing; the retention schedule keeps
+    at most ``max_entries`` rows per company and none older than ``max_age_days``."""
+
+    model_config = FROZEN
+
+    enabled: bool = True
+    max_entries: int = Field(default=10_000, ge=1, le=1_000_000)
+    max_age_days: int = Field(default=30, ge=1, le=3650)
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -520,6 +532,7 @@ class CompanyMemoryConfig(BaseModel):
     extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
     conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
     dream: DreamConfig = Field(default_factory=DreamConfig)
+    request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:

@@ -1,8 +1,8 @@
 """The operator console in a real headless Chromium: log in, open the inbox, approve one
 item, fail to reject without a reason, reject another with one, delete a memory — checking
 the database after each step. Screenshots land in ``$SYNTHORG_SCREENSHOTS`` (default
-``var/screenshots/console/``, untracked); ``make screenshots`` refreshes the ones the README
-shows in bench/results/console/."""
+``var/screenshots/console/``, untracked); ``make screenshots`` refreshes the ones the docs
+show in docs/images/console/ (with ``test_screenshots.py``, which shoots every page)."""
 
 from __future__ import annotations
 

@@ -91,6 +91,8 @@ def test_console_admin_and_api_docs_pass_the_policy_in_chromium(live_server, bro
         f"/console/agents/{agent.pk}",
         "/console/facts/",
         f"/console/facts/{OrgFact.objects.filter(company=world.company).first().pk}",
+        f"/console/memories/context-preview?agent={agent.pk}&query=memory&token_budget=500",
+        "/console/memories/requests",
         f"/console/inbox/write-requests/{world.objects[WriteAccessRequest].pk}",
         f"/dashboard/costs?company={world.company.slug}",
     ]
@@ -100,10 +102,11 @@ def test_console_admin_and_api_docs_pass_the_policy_in_chromium(live_server, bro
     for page in console:
         seen[page] = _open(browser, f"{base}{page}")
 
-    # The cost dashboard's company picker submits on change (a static script, no handler).
-    picker = browser.find_element(By.CSS_SELECTOR, "select[data-submit-on-change]")
-    picker.find_element(By.CSS_SELECTOR, "option[value='company-z']").click()
-    _wait(browser, lambda b: "company=company-z" in b.current_url)
+    # The cost dashboard lives in the console: its company switcher is the console's.
+    switch = browser.find_element(By.ID, "company-switch")
+    switch.find_element(By.CSS_SELECTOR, "option[value='company-z']").click()
+    browser.find_element(By.CSS_SELECTOR, "form.switcher button[type=submit]").click()
+    _wait(browser, lambda b: b.find_element(By.TAG_NAME, "h1").text == "Costs — Company z")
     seen["/dashboard/costs (picker)"] = _violations(browser)
 
     # The admin: index, every changelist and add form, the built objects' change forms.

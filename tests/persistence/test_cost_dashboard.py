@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from persistence.dashboard.svg import Bar, bar_chart, column_chart
+from persistence.dashboard.svg import CHAR_PX, Bar, bar_chart, column_chart, format_money
 from persistence.models import Setting
 from tests.persistence.factories import (
     AgentFactory,
@@ -76,13 +76,15 @@ def test_dashboard_renders_charts_with_data(client, dashboard_world):
     # 7 day columns per currency chart; alice and bob in the USD per-agent chart.
     usd_days = html[usd : html.index("</svg>", usd)]
     assert usd_days.count('<rect class="bar"') == 7
-    assert "alice: 1.2500000000" in html
-    assert "bob: 0.5000000000" in html
+    assert "alice: 1.25 USD" in html
+    assert "bob: 0.50 USD" in html
     assert "1.75</strong> of 2.00 USD" in html
     assert "warning" in html
     assert "mallory" not in html and "999" not in html and "Rival" not in html
     assert "cdn" not in html.lower()
-    assert "/static/persistence/dashboard.css" in html
+    assert "/static/console/console.css" in html  # the console's layout and header
+    assert '<header class="topbar">' in html
+    assert 'aria-current="page">Costs</a>' in html
 
 
 @pytest.mark.django_db
@@ -99,7 +101,7 @@ def test_dashboard_requires_login_and_membership(client, dashboard_world):
     _, other, membership = dashboard_world
     anonymous = client.get("/dashboard/costs")
     assert anonymous.status_code == 302
-    assert "/admin/login/" in anonymous["Location"]
+    assert anonymous["Location"].startswith("/console/login")
     client.force_login(membership.user)
     assert client.get("/dashboard/costs", {"company": other.slug}).status_code == 404
     loner = MembershipFactory(company=other).user
@@ -116,3 +118,47 @@ def test_dashboard_picks_company_by_membership(client, dashboard_world):
     html = client.get("/dashboard/costs", {"company": other.slug}).content.decode()
     assert "Costs — Rival" in html and "mallory" in html and "alice" not in html
     assert f'<option value="{company.slug}"' in html
+
+
+def test_money_keeps_small_amounts_readable():
+    assert [
+        format_money(Decimal(v))
+        for v in ["0", "0.0021", "0.00214567", "0.5", "0.000042", "1", "1234.567"]
+    ] == ["0.00", "0.0021", "0.0021", "0.50", "0.000042", "1.00", "1,234.57"]
+
+
+@pytest.mark.django_db
+def test_a_small_total_is_not_shown_as_zero(client):
+    company = CompanyFactory(name="Thrifty")
+    CostRecordFactory(
+        company=company,
+        agent=AgentFactory(company=company, name="frugal"),
+        cost="0.0021",
+        occurred_at=timezone.now(),
+    )
+    client.force_login(MembershipFactory(company=company, role="viewer").user)
+    html = client.get("/dashboard/costs").content.decode()
+    assert "USD: 0.0021 over 1 call</h2>" in html
+    assert '<td data-label="Cost" class="num">0.0021</td>' in html
+    assert "0.00 over" not in html
+
+
+def _ticks(svg):
+    return re.findall(r'<text class="tick" x="(\d+)"[^>]*>([^<]*)</text>', svg)
+
+
+def test_axis_labels_fit_left_of_the_plot():
+    svg = column_chart(
+        [Bar("01", Decimal("1234.56")), Bar("02", Decimal(3))], title="d", unit=" USD"
+    )
+    for x, text in _ticks(svg):
+        assert int(x) - CHAR_PX * len(text) >= 0, text
+    assert ("1,234.56 USD" in svg) and ("0</text>" in svg)
+
+
+def test_bar_values_fit_right_of_the_bars():
+    width = 720
+    svg = bar_chart([Bar("a", Decimal("1234567.89"))], title="a", unit=" USD", width=width)
+    [(x, text)] = re.findall(r'<text class="value" x="([\d.]+)"[^>]*>([^<]*)</text>', svg)
+    assert text == "1,234,567.89 USD"
+    assert float(x) + CHAR_PX * len(text) <= width

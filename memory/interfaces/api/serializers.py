@@ -348,3 +348,16 @@ class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
         required=False,
         help_text="The strategy's tool definitions (OpenAI function-calling format).",
     )
+
+
+def context_payload(prepared, strategy) -> dict:
+    """The body ``/memories/context`` answers (the console's preview shows the same): the
+    prepared context, ``reembedding`` only while a job runs, and the strategy and its tools
+    when the strategy is not ``context``."""
+    payload = dict(MemoryContextSerializer(prepared).data)
+    if payload.get("reembedding") is None:
+        payload.pop("reembedding", None)  # present only while a job runs
+    if strategy.strategy_name != "context":
+        payload["strategy"] = strategy.strategy_name
+        payload["tools"] = list(strategy.get_tool_definitions())
+    return payload

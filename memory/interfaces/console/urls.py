@@ -1,12 +1,14 @@
 from django.urls import path
 
-from memory.interfaces.console import views
+from memory.interfaces.console import activity, views
 
 app_name = "memory_console"
 
 urlpatterns = [
     path("", views.agents_view, name="agents"),
     path("shared", views.shared_view, name="shared"),
+    path("context-preview", activity.context_preview_view, name="context-preview"),
+    path("requests", activity.request_log_view, name="request-log"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
     path(
         "skill-evolver/drafts/<uuid:draft_id>/requeue",

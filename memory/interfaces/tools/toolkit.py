@@ -45,7 +45,7 @@ def store_text(result, what: str = "Memory") -> str:
 
 
 def service_for(ctx: ToolContext) -> MemoryService:
-    return MemoryService(ctx.principal)
+    return MemoryService(ctx.principal, via=ctx.via)
 
 
 class BindingArgs(ToolArguments):

@@ -191,11 +191,4 @@ class MemoryContextView(AgentView, APIView):
             include_org=data["include_org"],
         )
         prepared = self.service.context(context_request)
-        payload = dict(s.MemoryContextSerializer(prepared).data)
-        if payload.get("reembedding") is None:
-            payload.pop("reembedding", None)  # present only while a job runs
-        strategy = self.service.strategy
-        if strategy.strategy_name != "context":
-            payload["strategy"] = strategy.strategy_name
-            payload["tools"] = list(strategy.get_tool_definitions())
-        return Response(payload)
+        return Response(s.context_payload(prepared, self.service.strategy))
