@@ -11,6 +11,7 @@ from django.conf import settings as django_settings
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
+from memory.core.models.request_log import RequestLogEntry
 from synthorg.database import replica_database_settings
 from synthorg.db import replicas
 
@@ -133,6 +134,11 @@ def test_writes_fence_agents_and_humans_and_a_dead_replica_is_skipped(
     searched = peer.client.post("/api/v1/memories/search", {"query": "fenced"}, format="json")
     assert searched.status_code == 200
     assert replicas.read_alias(None) == "default"
+    # the search wrote its request-log row: bookkeeping, so the searcher is not fenced
+    assert RequestLogEntry.objects.filter(agent=peer.agent, kind="search").count() == 1
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"SELECT principal FROM {replicas.FENCE_TABLE} ORDER BY principal")
+        assert f"agent:{peer.agent.pk}" not in {row[0] for row in cursor.fetchall()}
     # … and /healthz names it as down, the service degraded but serving.
     body = client.get("/healthz").json()
     assert body["status"] == "degraded"
