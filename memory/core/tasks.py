@@ -2,6 +2,7 @@
 
 from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
+from memory.core.services.finetune import fine_tune_execute
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
 from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
@@ -57,3 +58,9 @@ def resume_reembed_jobs() -> int:
     for job_id in ids:
         enqueue_reembed_job(job_id)
     return len(ids)
+
+
+def run_fine_tune(run_id: str) -> str:
+    """Train a fine-tune run for up to its task budget (it queues its own continuation);
+    returns its status."""
+    return fine_tune_execute(run_id)

@@ -1,7 +1,16 @@
-"""The core's persisted state: memories, their archive, maintenance runs, re-embedding jobs."""
+"""The core's persisted state: memories, their archive, maintenance runs, re-embedding jobs,
+query-adapter fine-tune runs and their checkpoints."""
 
+from memory.core.models.finetune import AdapterCheckpoint, FineTuneRun
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.models.reembed import ReembedJob
 
-__all__ = ["ArchivedMemory", "MaintenanceRun", "Memory", "ReembedJob"]
+__all__ = [
+    "AdapterCheckpoint",
+    "ArchivedMemory",
+    "FineTuneRun",
+    "MaintenanceRun",
+    "Memory",
+    "ReembedJob",
+]

@@ -259,9 +259,7 @@ def test_retention_rules_never_touch_the_live_core_memory(caller, now, action):
     report = run_maintenance(agent=caller.agent, now=now)
 
     assert report.status == "succeeded", report.errors
-    assert list(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)) == [
-        core.pk
-    ]
+    assert list(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)) == [core.pk]
     gone = {old_core.pk, *(m.pk for m in others)}
     archived = set(ArchivedMemory.objects.values_list("original_id", flat=True))
     assert archived == (gone if action == "archive" else set())
