@@ -31,7 +31,7 @@ from uuid import UUID
 import numpy as np
 
 from memory.core.extensions import training_pair_sources
-from memory.core.models import AdapterCheckpoint, Memory
+from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
 from memory.core.retrieval.query_adapter import matrix_from_bytes, normalize_rows
 from persistence.models import Company
 from persistence.selectors.config import company_config
@@ -222,3 +222,22 @@ def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[st
         "AND a.is_active AND a.embedder_id = %s AND a.dims = %s)",
         [company_id, embedder_id, dims],
     )
+
+
+# --- listings ---------------------------------------------------------------------------------
+
+
+def fine_tune_runs(company: Company):
+    return FineTuneRun.objects.filter(company=company).defer("state").order_by("-created_at", "id")
+
+
+def fine_tune_run_get(company: Company, run_id):
+    return fine_tune_runs(company).filter(pk=run_id).first()
+
+
+def adapter_checkpoints(company: Company):
+    return AdapterCheckpoint.objects.filter(company=company).order_by("-created_at", "id")
+
+
+def active_adapter(company: Company) -> AdapterCheckpoint | None:
+    return AdapterCheckpoint.objects.filter(company=company, is_active=True).first()
