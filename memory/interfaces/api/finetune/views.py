@@ -21,7 +21,7 @@ from persistence.access import ADMIN, ROLE_RANK
 from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.config import company_config
 from synthorg.api.schema import PROBLEM
-from synthorg.errors import NotFoundError
+from synthorg.errors import InvalidInputError, NotFoundError
 from synthorg.tools import require_confirmation
 
 PAGE_MAX = 100
@@ -77,6 +77,7 @@ class PreflightView(FineTuneView):
 @extend_schema(tags=["fine-tune"])
 class RunCollectionView(FineTuneView):
     @extend_schema(
+        operation_id="fine_tune_runs_list",
         summary="Fine-tune runs, newest first",
         parameters=[
             OpenApiParameter("limit", int, description=f"At most {PAGE_MAX} (default 20)."),
@@ -108,8 +109,6 @@ class RunCollectionView(FineTuneView):
 
 
 def _int_param(request, name: str, default: int, low: int, high: int) -> int:
-    from synthorg.errors import InvalidInputError
-
     raw = request.query_params.get(name)
     if raw is None:
         return default
