@@ -135,8 +135,10 @@ class EmbeddingFineTuneConfig(BaseModel):
     adapter was trained on; ``checkpoint_path`` is the directory (under the company's
     server directory) adapter matrices are written to; ``training_data_dir``, when set,
     adds labelled pairs from its ``*.jsonl`` files (``{"query": ..., "memory_id": ...}``).
-    A run's adapter is activated only when its held-out nDCG@10 gain is at least
-    ``min_gain``.
+    ``evaluation_file``, when set, is a ``*.jsonl`` file there of the company's own dev
+    questions (``{"query": ..., "memory_ids": [...]}``). A run's adapter is activated only
+    when its nDCG@10 gain is at least ``min_gain`` on the held-out pairs and, when given,
+    on the dev questions.
     """
 
     model_config = FROZEN
@@ -145,6 +147,7 @@ class EmbeddingFineTuneConfig(BaseModel):
     checkpoint_path: NotBlankStr | None = None
     base_model: NotBlankStr | None = None
     training_data_dir: NotBlankStr | None = None
+    evaluation_file: NotBlankStr | None = None
     min_gain: float = Field(default=0.01, ge=0.0, le=1.0)
     epochs: int = Field(default=10, ge=1, le=200)
     max_training_seconds: int = Field(default=900, ge=1, le=86_400)
@@ -158,7 +161,7 @@ class EmbeddingFineTuneConfig(BaseModel):
 
     @model_validator(mode="after")
     def _validate(self) -> EmbeddingFineTuneConfig:
-        for name in ("checkpoint_path", "training_data_dir"):
+        for name in ("checkpoint_path", "training_data_dir", "evaluation_file"):
             reject_unsafe_path(name, getattr(self, name))
         if self.enabled and (self.checkpoint_path is None or self.base_model is None):
             missing = "checkpoint_path" if self.checkpoint_path is None else "base_model"

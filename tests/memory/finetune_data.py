@@ -37,18 +37,21 @@ def crafted(pairs: int, seed: int = 5) -> tuple[np.ndarray, np.ndarray]:
 
 
 class QueryEmbedder:
-    """Embeds ``"q:<n>"`` as the fixture's query ``n`` under the default embedder's id."""
+    """Embeds ``"q:<n>"`` as the fixture's query ``n`` (``"d:<n>"`` as document ``n``: a
+    query the base model already answers perfectly) under the default embedder's id."""
 
     embedder_id = MINILM_EMBEDDER_ID
     dims = DIMS
 
-    def __init__(self, queries: np.ndarray) -> None:
+    def __init__(self, queries: np.ndarray, docs: np.ndarray | None = None) -> None:
         self.queries = queries
+        self.docs = docs
         self.calls: list[list[str]] = []
 
     def embed(self, texts):
         self.calls.append(list(texts))
-        return np.vstack([self.queries[int(t.split(":")[1])] for t in texts])
+        table = {"q": self.queries, "d": self.docs}
+        return np.vstack([table[t.split(":")[0]][int(t.split(":")[1])] for t in texts])
 
     def embed_one(self, text):
         return self.embed([text])[0]

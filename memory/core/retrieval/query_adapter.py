@@ -307,6 +307,40 @@ def evaluate(
     )
 
 
+def evaluate_relevant(
+    *,
+    queries: np.ndarray,
+    relevant: list[np.ndarray],
+    docs: np.ndarray,
+    doc_groups: np.ndarray,
+    query_groups: np.ndarray,
+    matrix: np.ndarray | None = None,
+    k: int = 10,
+) -> Evaluation:
+    """Like :func:`evaluate` with several relevant documents per query (``relevant[i]``:
+    indices into ``docs``): recall@k = at least one in the top ``k``; nDCG@k = DCG of the
+    relevant documents in the top ``k`` over the ideal DCG."""
+    queries = np.asarray(queries, dtype=np.float32)
+    if matrix is not None and len(queries):
+        queries = normalize_rows(queries @ matrix.T)
+    if len(queries) == 0:
+        return Evaluation(recall_at_k=0.0, ndcg_at_k=0.0, queries=0, k=k)
+    hits = 0
+    total = 0.0
+    for row, query in enumerate(queries):
+        members = np.flatnonzero(doc_groups == query_groups[row])
+        scores = docs[members] @ query
+        top = members[np.argsort(-scores, kind="stable")[:k]]
+        wanted = set(int(i) for i in relevant[row])
+        gains = [1.0 / float(np.log2(rank + 2)) for rank, doc in enumerate(top) if doc in wanted]
+        ideal = sum(1.0 / float(np.log2(rank + 2)) for rank in range(min(k, len(wanted))))
+        hits += bool(gains)
+        total += sum(gains) / ideal if ideal else 0.0
+    return Evaluation(
+        recall_at_k=hits / len(queries), ndcg_at_k=total / len(queries), queries=len(queries), k=k
+    )
+
+
 def split_held_out(count: int, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Deterministic (train, held-out) index split; at least one pair on each side when
     ``count >= 2``."""

@@ -99,6 +99,50 @@ def labelled_pairs(
                     yield query, memory_id
 
 
+@dataclass
+class DevQuestions:
+    """The company's own dev questions (``evaluation_file``): redacted query texts and, per
+    query, the indices of its relevant memories in the pair set's document pool."""
+
+    queries: list[str]
+    relevant: list[np.ndarray]
+    skipped: int = 0
+
+
+def dev_questions(
+    company: Company, config: EmbeddingFineTuneConfig, doc_ids: list[UUID]
+) -> DevQuestions | None:
+    """``None`` when no ``evaluation_file`` is configured. A line whose memories are not in
+    the pool (another company's, no base vector, an agent without pairs) is skipped."""
+    if config.evaluation_file is None:
+        return None
+    path = tenant_path(company.slug, config.evaluation_file)
+    index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
+    redactor = redactor_for(company_config(company).memory.redaction)
+    found = DevQuestions(queries=[], relevant=[])
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line[:LABELLED_LINE_MAX_CHARS])
+            query = str(row["query"])
+            wanted = [index.get(UUID(str(m))) for m in row["memory_ids"]]
+        except (ValueError, KeyError, TypeError):
+            found.skipped += 1
+            continue
+        wanted = [i for i in wanted if i is not None]
+        if not query.strip() or not wanted:
+            found.skipped += 1
+            continue
+        found.queries.append(redactor.redact_value(query))
+        found.relevant.append(np.array(wanted, dtype=np.int64))
+    return found
+
+
 def pair_counts(company: Company, embedder_id: str) -> dict[str, int]:
     """How many pairs each source would give (no embedding, no file parsing beyond counting)."""
     counts = {"turn": sum(1 for _ in turn_pairs(company, embedder_id))}

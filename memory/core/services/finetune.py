@@ -39,7 +39,7 @@ from memory.core.embedding import embedder_for
 from memory.core.models import AdapterCheckpoint, FineTuneRun
 from memory.core.models.finetune import RESUMABLE
 from memory.core.retrieval import query_adapter as qa
-from memory.core.selectors.finetune import checkpoint_file, mine_pairs, pair_counts
+from memory.core.selectors.finetune import checkpoint_file, dev_questions, mine_pairs, pair_counts
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
 from persistence.principal import Principal
@@ -533,11 +533,37 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
     if state is None:
         state = qa.TrainingState.initial(run.dims)
     return _evaluate_and_finish(
-        run, pairs, queries, held, state, stopped_by, spent + outcome_seconds
+        run, pairs, queries, held, state, stopped_by, spent + outcome_seconds, embedder
     )
 
 
-def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds) -> str:
+def _dev_figures(run, pairs, state, embedder) -> dict | None:
+    """Before/after on the company's own dev questions (``evaluation_file``), if given; each
+    ranked among the memories of its first relevant memory's agent."""
+    dev = dev_questions(run.company, _config(run.company), pairs.doc_ids)
+    if dev is None:
+        return None
+    if not dev.queries:
+        # A configured dev set that yields nothing cannot show a gain: refuse, with the reason.
+        return {"questions": 0, "skipped": dev.skipped, "ndcg_gain": None}
+    queries = _embed(embedder, dev.queries)
+    groups = np.array([pairs.doc_groups[r[0]] for r in dev.relevant], dtype=np.int64)
+    kwargs = dict(
+        queries=queries, relevant=dev.relevant, docs=pairs.docs, doc_groups=pairs.doc_groups,
+        query_groups=groups, k=10,
+    )  # fmt: skip
+    before = qa.evaluate_relevant(**kwargs)
+    after = qa.evaluate_relevant(**kwargs, matrix=state.matrix)
+    return {
+        "questions": len(dev.queries),
+        "skipped": dev.skipped,
+        "before": before.as_dict(),
+        "after": after.as_dict(),
+        "ndcg_gain": round(after.ndcg_at_k - before.ndcg_at_k, 4),
+    }
+
+
+def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, embedder) -> str:
     params = run.params
     kwargs = dict(
         queries=queries[held], positives=pairs.positives[held], docs=pairs.docs,
@@ -547,6 +573,10 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds) 
     after = qa.evaluate(**kwargs, matrix=state.matrix)
     gain = after.ndcg_at_k - before.ndcg_at_k
     promote = gain >= params["min_gain"]
+    dev = _dev_figures(run, pairs, state, embedder)
+    if dev is not None:
+        gain_on_dev = dev["ndcg_gain"]
+        promote = promote and gain_on_dev is not None and gain_on_dev >= params["min_gain"]
     figures = {
         **run.figures,
         "pairs": pairs.counts,
@@ -563,6 +593,7 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds) 
         "stopped_by": stopped_by,
         "training_seconds": round(seconds, 3),
         "losses": [round(x, 5) for x in state.losses],
+        **({"dev": dev} if dev is not None else {}),
     }
     data = qa.matrix_to_bytes(state.matrix)
     path = None

@@ -133,3 +133,18 @@ def test_apply_adapter_and_serialisation():
     np.testing.assert_array_equal(matrix_from_bytes(matrix_to_bytes(matrix)), matrix)
     with pytest.raises(ValueError):
         TrainingParams(epochs=0)
+
+
+def test_evaluation_with_several_relevant_documents_on_hand_computed_ranks():
+    from memory.core.retrieval.query_adapter import evaluate_relevant
+
+    docs = np.eye(4, dtype=np.float32)
+    queries = np.array([[0.9, 0.5, 0.1, 0], [0, 0, 0.2, 1]], dtype=np.float32)
+    result = evaluate_relevant(
+        queries=queries, relevant=[np.array([1, 2]), np.array([0])], docs=docs,
+        doc_groups=np.zeros(4, dtype=int), query_groups=np.zeros(2, dtype=int), k=2,
+    )  # fmt: skip
+    # first: top 2 = [0, 1]; relevant 1 at rank 2 → (1/log2 3) / (1 + 1/log2 3); second: none
+    expected = (1 / np.log2(3)) / (1 + 1 / np.log2(3)) / 2
+    assert result.recall_at_k == 0.5
+    assert result.ndcg_at_k == pytest.approx(expected)

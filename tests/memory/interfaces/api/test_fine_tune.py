@@ -37,7 +37,7 @@ def setup(caller, tmp_path, settings):
     docs, queries = crafted(PAIRS)
     store_pairs(caller.agent, docs)
     enable(caller.company, tmp_path, settings)
-    return caller, admin_client(caller.company), QueryEmbedder(queries)
+    return caller, admin_client(caller.company), QueryEmbedder(queries, docs)
 
 
 def start(client) -> dict:
@@ -397,3 +397,38 @@ def test_labelled_pairs_from_training_data_dir(setup, tmp_path, settings):
     figures = FineTuneRun.objects.get(pk=run["id"]).figures
     assert figures["pairs"]["labelled"] == 3
     assert figures["skipped"] == {"labelled_unreadable": 1, "labelled_no_vector": 1}
+
+
+@pytest.mark.parametrize(
+    ("prefix", "status"),
+    [("q", "promoted"), ("d", "not_promoted")],
+)
+def test_dev_questions_gate_promotion(setup, tmp_path, settings, prefix, status):
+    """With ``evaluation_file``, the gain must also show on the company's own dev questions:
+    ``d:`` questions the base model already answers perfectly leave no gain to show, so an
+    adapter that helps the held-out pairs is still refused."""
+    import json
+
+    caller, client, embedder = setup
+    by_context = dict(caller.agent.memories.values_list("context", "id"))
+    lines = [
+        json.dumps({"query": f"{prefix}:{n}", "memory_ids": [str(by_context[f"q:{n}"])]})
+        for n in range(0, PAIRS, 4)
+    ]
+    lines.append(
+        json.dumps({"query": "q:1", "memory_ids": ["00000000-0000-0000-0000-000000000000"]})
+    )
+    (tmp_path / caller.company.slug).mkdir(exist_ok=True)
+    (tmp_path / caller.company.slug / "dev.jsonl").write_text("\n".join(lines))
+    enable(caller.company, tmp_path, settings, evaluation_file="dev.jsonl")
+    run = start(client)
+    assert fine_tune_execute(run["id"], embedder=embedder) == status
+    figures = FineTuneRun.objects.get(pk=run["id"]).figures
+    assert figures["ndcg_gain"] >= 0.05  # the held-out pairs gain either way
+    assert (figures["dev"]["questions"], figures["dev"]["skipped"]) == (PAIRS // 4, 1)
+    if status == "promoted":
+        assert figures["dev"]["ndcg_gain"] >= 0.05
+    else:
+        assert figures["dev"]["before"]["ndcg@10"] == 1.0
+        assert figures["dev"]["ndcg_gain"] < 0.05
+        assert not AdapterCheckpoint.objects.exists()
