@@ -17,6 +17,12 @@ turn's ``context``, as conversation ingestion stores them), then
    checkpoint, labelled ``forced``) so the figures say whether the margin rule refused
    something that would have helped.
 
+With ``--dev-share 0.5`` (the default), every other question of each conversation (the
+*gate* half) is given to the company as its ``memory.fine_tune.evaluation_file`` (query and
+evidence memory ids, in the throw-away tenant directory, deleted at the end), so promotion
+also needs the gain on those; recall is reported on all questions, the gate half and the
+*unseen* half (never shown to the run). ``--dev-share 0``: held-out pairs only.
+
 Usage::
 
     python bench/fine_tune.py --data ../shared/bench-data/locomo_dev.json \\
@@ -60,37 +66,79 @@ def parser() -> argparse.ArgumentParser:
         help="memory.fine_tune.max_training_seconds",
     )
     p.add_argument("--conversations", default="", help="only these sample ids (comma-separated)")
+    p.add_argument(
+        "--dev-share",
+        type=float,
+        default=0.5,
+        choices=[0.0, 0.5],
+        help="0.5: every other question is the company's evaluation_file; 0: none",
+    )
     return p
+
+
+def _scored_questions(conversations, ids_by_conv):
+    """(conversation, position among its scored questions, question, evidence memory ids)."""
+    for conv in conversations:
+        ids = ids_by_conv[conv.sample_id]
+        position = 0
+        for qa in conv.questions:
+            evidence = [ids.get(e) for e in qa.get("evidence") or []]
+            if not evidence:
+                continue
+            yield conv, position, qa, evidence
+            position += 1
 
 
 def _ask(agents, conversations, ids_by_conv) -> dict[str, Any]:
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
 
-    questions = hits_any = hits_all = 0
+    counts = {name: [0, 0, 0] for name in ("all", "gate", "unseen")}
     adapters: set[str] = set()
-    for conv in conversations:
-        agent, ids = agents[conv.sample_id], ids_by_conv[conv.sample_id]
-        for qa in conv.questions:
-            evidence = [ids.get(e) for e in qa.get("evidence") or []]
-            if not evidence:
-                continue
-            result = memory_search(
-                agent=agent, query=MemoryQuery(text=str(qa["question"]), limit=10)
-            )
-            if result.adapter:
-                adapters.add(result.adapter)
-            top = {hit.memory.pk for hit in result.hits[:10]}
-            wanted = {e for e in evidence if e is not None}
-            questions += 1
-            hits_any += bool(wanted & top)
-            hits_all += len(wanted) == len(evidence) and wanted <= top
-    return {
-        "questions": questions,
-        "recall_any@10": round(hits_any / questions, 4) if questions else 0.0,
-        "recall_all@10": round(hits_all / questions, 4) if questions else 0.0,
-        "adapter": sorted(adapters),
+    for conv, position, qa, evidence in _scored_questions(conversations, ids_by_conv):
+        agent = agents[conv.sample_id]
+        result = memory_search(agent=agent, query=MemoryQuery(text=str(qa["question"]), limit=10))
+        if result.adapter:
+            adapters.add(result.adapter)
+        top = {hit.memory.pk for hit in result.hits[:10]}
+        wanted = {e for e in evidence if e is not None}
+        found_any = bool(wanted & top)
+        found_all = len(wanted) == len(evidence) and wanted <= top
+        for name in ("all", "gate" if position % 2 == 0 else "unseen"):
+            counts[name][0] += 1
+            counts[name][1] += found_any
+            counts[name][2] += found_all
+
+    def ratio(n: int, d: int) -> float:
+        return round(n / d, 4) if d else 0.0
+
+    summary: dict[str, Any] = {
+        name: {
+            "questions": n,
+            "recall_any@10": ratio(hit_any, n),
+            "recall_all@10": ratio(hit_all, n),
+        }
+        for name, (n, hit_any, hit_all) in counts.items()
     }
+    summary["adapter"] = sorted(adapters)
+    return summary
+
+
+def _write_dev_file(directory: Path, conversations, ids_by_conv) -> int:
+    """The gate half of the questions as the company's evaluation_file."""
+    lines = [
+        json.dumps(
+            {
+                "query": str(qa["question"]),
+                "memory_ids": [str(e) for e in evidence if e is not None],
+            }
+        )
+        for conv, position, qa, evidence in _scored_questions(conversations, ids_by_conv)
+        if position % 2 == 0
+    ]
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "dev.jsonl").write_text("\n".join(lines) + "\n")
+    return len(lines)
 
 
 def _force_checkpoint(run, principal) -> str:
@@ -176,6 +224,16 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
     ingest_seconds = time.perf_counter() - started
     owner_execute("ANALYZE memory_memory")
     log(f"{Path(path).name}: {turns} turns in {len(conversations)} agents")
+    dev_questions = 0
+    if args.dev_share > 0:
+        from persistence.services.companies import company_config_set
+
+        dev_questions = _write_dev_file(tenant_dir / company.slug, conversations, ids_by_conv)
+        company_config_set(
+            company=company,
+            data={"memory": {"fine_tune": {**fine_tune, "evaluation_file": "dev.jsonl"}}},
+        )
+        company.refresh_from_db()
 
     before = _ask(agents, conversations, ids_by_conv)
     log(f"before: {before}")
@@ -205,6 +263,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
         "conversations": len(conversations),
         "turns": turns,
         "ingest_seconds": round(ingest_seconds, 1),
+        "dev_gate_questions": dev_questions,
         "run_status": run.status,
         "run_error": run.error,
         "params": run.params,
@@ -219,6 +278,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
             "stopped_by": figures.get("stopped_by"),
             "losses": figures.get("losses"),
         },
+        "dev_gate": figures.get("dev"),
         "run_seconds": round(seconds, 1),
         "training_seconds": figures.get("training_seconds"),
         "peak_traced_mb": round(peak / 2**20, 1),
