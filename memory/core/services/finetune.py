@@ -9,8 +9,8 @@
   worker that dies releases it, which is how a crash is told from a run in progress), mines
   the pairs, embeds the (redacted) queries with the base embedder, trains, saving the
   training state after every epoch, and stops when the epochs are done or the run's total
-  ``max_training_seconds`` is spent. A task works at most ``task_budget`` seconds and then
-  queues its continuation. The adapter is evaluated on the held-out pairs (recall@10,
+  ``max_training_seconds`` is spent. A task that has trained ``task_budget`` seconds stops
+  at the next saved epoch and queues its continuation. The adapter is evaluated on the held-out pairs (recall@10,
   nDCG@10 before and after); it is **promoted** (written as a checkpoint and made active, in
   one transaction) only when the nDCG@10 gain is at least ``min_gain``; otherwise the run
   ends ``not_promoted`` with the figures.
@@ -411,6 +411,13 @@ class _Stopped(Exception):
     """The run left ``running`` (cancelled) while this worker trained it."""
 
 
+class _Continue(Exception):
+    """The task's budget is spent after a saved epoch: a fresh task continues."""
+
+
+CONTINUE = "continue"
+
+
 def _embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
     chunks = [embedder.embed(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
     return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
@@ -425,16 +432,21 @@ def fine_tune_execute(
     on_epoch: Callable[[FineTuneRun], None] | None = None,
 ) -> str:
     """Work on the run (outside any transaction) until it ends or ``task_budget`` is spent;
-    returns its status, or ``"continue"`` when a continuation task was queued. An error
-    fails the run with the error recorded (resumable)."""
+    returns its status, or ``"continue"`` when a continuation task was queued (the budget is
+    checked after each saved epoch). An error fails the run with the error recorded
+    (resumable)."""
     if connection.in_atomic_block:
         raise RuntimeError("a fine-tune run executes outside transactions")
     if not _try_lock(run_id):
         return "locked"
     try:
-        return _execute_locked(run_id, task_budget, embedder, clock, on_epoch)
+        status = _execute_locked(run_id, task_budget, embedder, clock, on_epoch)
     finally:
         _unlock(run_id)
+    if status == CONTINUE:
+        # Queued only once the lock is free, so the continuation is not turned away.
+        enqueue_fine_tune(run_id)
+    return status
 
 
 def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
@@ -489,7 +501,6 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
     stopped_by = run.figures.get("stopped_by", "")
     outcome_seconds = 0.0
     if remaining > 0 and (state is None or state.epochs_done < params["epochs"]):
-        budget = min(remaining, task_budget)
         started = clock()
 
         def save(epoch_state: qa.TrainingState) -> None:
@@ -507,27 +518,26 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
             run.figures["training_seconds"] = round(seconds, 3)
             if on_epoch is not None:
                 on_epoch(run)
+            # The task's budget is checked at epoch boundaries, after the state is saved: a
+            # task always finishes at least one epoch, so a continuation always progresses.
+            if clock() - started >= task_budget and epoch_state.epochs_done < params["epochs"]:
+                raise _Continue
 
-        outcome = qa.train(
-            queries=queries[train_rows], positives=pairs.positives[train_rows],
-            negatives=negatives[train_rows], docs=pairs.docs,
-            params=qa.TrainingParams(
-                epochs=params["epochs"], learning_rate=params["learning_rate"],
-                temperature=params["temperature"], seed=params["seed"], max_seconds=budget,
-            ),
-            state=state, on_epoch=save, clock=clock,
-        )  # fmt: skip
+        try:
+            outcome = qa.train(
+                queries=queries[train_rows], positives=pairs.positives[train_rows],
+                negatives=negatives[train_rows], docs=pairs.docs,
+                params=qa.TrainingParams(
+                    epochs=params["epochs"], learning_rate=params["learning_rate"],
+                    temperature=params["temperature"], seed=params["seed"], max_seconds=remaining,
+                ),
+                state=state, on_epoch=save, clock=clock,
+            )  # fmt: skip
+        except _Continue:
+            return CONTINUE
         state = outcome.state
         outcome_seconds = outcome.seconds
-        if outcome.stopped_by == "time":
-            if spent + outcome_seconds < params["max_training_seconds"]:
-                # This task's budget is spent, the run's is not: continue in a fresh task
-                # from the last saved epoch.
-                enqueue_fine_tune(run.pk)
-                return "continue"
-            stopped_by = "time"
-        else:
-            stopped_by = "epochs"
+        stopped_by = outcome.stopped_by
     elif remaining <= 0:
         stopped_by = "time"
     if state is None:

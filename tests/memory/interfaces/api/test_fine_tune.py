@@ -432,3 +432,19 @@ def test_dev_questions_gate_promotion(setup, tmp_path, settings, prefix, status)
         assert figures["dev"]["before"]["ndcg@10"] == 1.0
         assert figures["dev"]["ndcg_gain"] < 0.05
         assert not AdapterCheckpoint.objects.exists()
+
+
+def test_a_spent_task_budget_queues_a_continuation_after_each_saved_epoch(setup):
+    from django_q.models import OrmQ
+
+    _caller, client, embedder = setup
+    run = start(client)
+    queued = OrmQ.objects.count()
+    assert fine_tune_execute(run["id"], embedder=embedder, task_budget=0) == "continue"
+    assert OrmQ.objects.count() == queued + 1  # queued after the lock was released
+    row = FineTuneRun.objects.get(pk=run["id"])
+    assert (row.status, row.epochs_done) == ("running", 1)
+    assert fine_tune_execute(run["id"], embedder=embedder, task_budget=0) == "continue"
+    assert FineTuneRun.objects.get(pk=run["id"]).epochs_done == 2
+    assert fine_tune_execute(run["id"], embedder=embedder) == "promoted"
+    assert FineTuneRun.objects.get(pk=run["id"]).epochs_done == 10
