@@ -448,3 +448,31 @@ def test_a_spent_task_budget_queues_a_continuation_after_each_saved_epoch(setup)
     assert FineTuneRun.objects.get(pk=run["id"]).epochs_done == 2
     assert fine_tune_execute(run["id"], embedder=embedder) == "promoted"
     assert FineTuneRun.objects.get(pk=run["id"]).epochs_done == 10
+
+
+def test_a_missing_checkpoint_file_degrades_search_to_the_base_vector(setup, tmp_path):
+    from memory.core.selectors import finetune as finetune_selectors
+
+    caller, client, embedder = setup
+    fine_tune_execute(start(client)["id"], embedder=embedder)
+    checkpoint = AdapterCheckpoint.objects.get()
+    finetune_selectors._matrices.clear()
+    (tmp_path / caller.company.slug / "adapters" / checkpoint.file_name).unlink()
+    response = caller.client.post("/api/v1/memories/search", {"query": "turn"}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["degraded"] == ["adapter"] and "adapter" not in body and body["results"]
+
+
+def test_an_embedder_too_wide_for_an_adapter_is_not_supported(setup, embedding_server):
+    from persistence.services.companies import company_config_set
+
+    caller, client, _embedder = setup
+    config = caller.company.config
+    config["memory"]["embedder"] = {
+        "model": "wide", "dims": 1536, "base_url": embedding_server.base_url,
+    }  # fmt: skip
+    company_config_set(company=caller.company, data=config)
+    response = client.post(f"{BASE}/preflight", {}, format="json")
+    assert (response.status_code, response.json()["code"]) == (501, "not_supported")
+    assert "1536" in response.json()["detail"]
