@@ -54,7 +54,9 @@ from bench.locomo import load_conversations, log, store_turns
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python bench/fine_tune.py", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--data", action="append", required=True, help="a LoCoMo-format file")
     p.add_argument("--out", default="bench/results/fine_tune.json")
     p.add_argument("--min-gain", type=float, default=None, help="memory.fine_tune.min_gain")
