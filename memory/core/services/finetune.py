@@ -10,10 +10,11 @@
   the pairs, embeds the (redacted) queries with the base embedder, trains, saving the
   training state after every epoch, and stops when the epochs are done or the run's total
   ``max_training_seconds`` is spent. A task that has trained ``task_budget`` seconds stops
-  at the next saved epoch and queues its continuation. The adapter is evaluated on the held-out pairs (recall@10,
-  nDCG@10 before and after); it is **promoted** (written as a checkpoint and made active, in
-  one transaction) only when the nDCG@10 gain is at least ``min_gain``; otherwise the run
-  ends ``not_promoted`` with the figures.
+  at the next saved epoch and queues its continuation. The adapter is evaluated on the
+  held-out pairs (recall@10, nDCG@10 before and after) and, when ``evaluation_file`` is set,
+  on the company's dev questions; it is **promoted** (written as a checkpoint and made
+  active, in one transaction) only when the nDCG@10 gain is at least ``min_gain`` on both;
+  otherwise the run ends ``not_promoted`` with the figures.
 * **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
   gone (its lock is free), from the last saved epoch, with the settings it was planned with.
 * **Cancel**, **rollback** (to any checkpoint of the company or to the base model) and
