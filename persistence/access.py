@@ -72,6 +72,8 @@ HUMAN_WRITES: dict[str, dict[str, str]] = {
     "membership": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
     "agent_content": {DELETE: ADMIN},  # erasure of an agent's memories (right to be forgotten)
     "export": {CREATE: ADMIN},  # data portability: export / import
+    # the company's query-adapter fine-tune: start, resume/cancel/rollback, delete
+    "fine_tune": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
 }
 
 AGENT_MAY_NOT = "Agents may not {action} {resource} records."

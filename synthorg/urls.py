@@ -15,6 +15,7 @@ api_v1 = [
     path("", include("memory.interfaces.api.archive_urls")),
     path("", include("memory.interfaces.api.procedural.urls")),
     path("", include("memory.interfaces.api.conversations.urls")),
+    path("", include("memory.interfaces.api.finetune.urls")),
 ]
 
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console

@@ -33,3 +33,21 @@ def on_archive_restored(handler: ArchiveRestoreHandler) -> None:
 
 def archive_restore_handlers() -> tuple[ArchiveRestoreHandler, ...]:
     return tuple(_restore_handlers)
+
+
+#: ``source(company, embedder_id)`` → iterable of ``(query text, memory id)``: pairs a
+#: capability mines from its own rows for the query-adapter fine-tune (no LLM). The memory
+#: must be the company's; the pair's positive is its stored vector.
+TrainingPairSource = Callable[..., Any]
+
+_pair_sources: dict[str, TrainingPairSource] = {}
+
+
+def register_training_pair_source(name: str, source: TrainingPairSource) -> None:
+    """Register ``source`` under ``name`` (its pairs are counted under that name).
+    Procedural learning registers a lesson's activation condition → the lesson this way."""
+    _pair_sources[name] = source
+
+
+def training_pair_sources() -> dict[str, TrainingPairSource]:
+    return dict(_pair_sources)

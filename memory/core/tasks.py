@@ -3,6 +3,7 @@
 from memory.core.models import RequestLogEntry
 from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
+from memory.core.services.finetune import fine_tune_execute
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
 from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
@@ -73,3 +74,9 @@ def trim_request_logs() -> dict[str, int]:
         expired += result.expired
         over_cap += result.over_cap
     return {"expired": expired, "over_cap": over_cap}
+
+
+def run_fine_tune(run_id: str) -> str:
+    """Train a fine-tune run for up to its task budget (it queues its own continuation);
+    returns its status."""
+    return fine_tune_execute(run_id)

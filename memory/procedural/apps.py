@@ -23,3 +23,8 @@ class ProceduralConfig(AppConfig):
         from memory.procedural.services.pruning import lesson_restore
 
         on_archive_restored(lesson_restore)
+
+        from memory.core.extensions import register_training_pair_source
+        from memory.procedural.selectors import lesson_training_pairs
+
+        register_training_pair_source("lesson", lesson_training_pairs)

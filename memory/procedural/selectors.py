@@ -102,3 +102,22 @@ def lesson_for(*, principal: Principal, memory_id):
     if lesson is None:
         raise NotFoundError(LESSON_NOT_FOUND, code="lesson_not_found")
     return lesson
+
+
+def lesson_training_pairs(company, embedder_id: str):
+    """Fine-tune pairs (``memory.core.extensions.register_training_pair_source``): a live
+    lesson's activation condition (the situation an agent is in when it needs the lesson)
+    → the lesson's memory, whose discovery text is what retrieval embeds."""
+    rows = (
+        ProceduralLesson.objects.filter(
+            company=company,
+            memory__superseded_at__isnull=True,
+            memory__embedder_id=embedder_id,
+            memory__embedding__isnull=False,
+        )
+        .order_by("created_at", "memory_id")
+        .values_list("condition", "memory_id")
+    )
+    for condition, memory_id in rows.iterator():
+        if condition.strip():
+            yield condition, memory_id

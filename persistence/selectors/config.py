@@ -44,6 +44,7 @@ AGENT_REDACTED_FIELDS = (
     ("memory", "storage", "data_dir"),
     ("memory", "fine_tune", "checkpoint_path"),
     ("memory", "fine_tune", "training_data_dir"),
+    ("memory", "fine_tune", "evaluation_file"),
 )
 
 

@@ -52,6 +52,7 @@ def test_no_app_module_imports_the_benchmark_package():
         ("retrieval.py", ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion"]),
         ("store.py", ["--data", "--embedder", "--batch", "--no-context", "--out"]),
         ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
+        ("fine_tune.py", ["--data", "--dev-share", "--min-gain", "--epochs", "--out"]),
         (
             "scale_1m.py",
             [

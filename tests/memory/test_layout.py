@@ -32,6 +32,8 @@ def test_the_core_keeps_the_memory_app_label_and_its_tables():
         "memory_archivedmemory",
         "memory_maintenancerun",
         "memory_reembedjob",
+        "memory_finetunerun",
+        "memory_adaptercheckpoint",
     }
     assert list(apps.get_app_config("memory_interfaces").get_models()) == []
 

@@ -263,6 +263,14 @@ def test_options_and_consolidation_may_not_disagree():
             memory(fine_tune={"checkpoint_path": "../ckpt"}),
             "memory.fine_tune.checkpoint_path",
         ),
+        (
+            memory(fine_tune={"evaluation_file": "../other-company/dev.jsonl"}),
+            "memory.fine_tune.evaluation_file",
+        ),
+        (memory(fine_tune={"min_pairs": 50, "max_pairs": 40}), "memory.fine_tune.max_pairs"),
+        (memory(fine_tune={"min_gain": -0.1}), "memory.fine_tune.min_gain"),
+        (memory(fine_tune={"held_out_share": 1.0}), "memory.fine_tune.held_out_share"),
+        (memory(fine_tune={"learning_rate": 0}), "memory.fine_tune.learning_rate"),
         (memory(procedural={"min_confidence": 2}), "memory.procedural.min_confidence"),
         (
             memory(procedural={"skill_md_directory": "a/../../b"}),

@@ -261,18 +261,27 @@ class ReembeddingSerializer(SharedFieldsRepresentation, Serializer):
 DEGRADED_HELP = (
     '`"dense"` when the query could not be embedded (sparse leg only); `"reembedding"` while '
     "the company's vectors are being re-embedded for a new embedder (the dense leg sees only "
-    "the rows already done, the sparse leg all of them; progress in `reembedding`)."
+    "the rows already done, the sparse leg all of them; progress in `reembedding`); "
+    '`"adapter"` when the company\'s active query adapter could not be loaded (the base query '
+    "vector ranked)."
 )
 REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
+ADAPTER_HELP = (
+    "Present when the company's fine-tuned query adapter (this checkpoint id) transformed the "
+    "query vector of the dense leg (docs/operating/fine-tune.md)."
+)
 
 
 class SearchResponseSerializer(SharedFieldsRepresentation, Serializer):
     results = SearchHitSerializer(many=True)
     degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
     reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
+    adapter = serializers.UUIDField(required=False, help_text=ADAPTER_HELP)
 
 
-def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
+def search_payload(
+    hits, degraded, reembedding: dict | None = None, adapter: str | None = None
+) -> dict:
     """What :class:`SearchResponseSerializer` serialises, from the pipeline's hits."""
 
     attach_lessons([hit.memory for hit in hits])  # tiers of procedural hits, one query
@@ -291,6 +300,7 @@ def search_payload(hits, degraded, reembedding: dict | None = None) -> dict:
         ],
         "degraded": list(degraded),
         **({"reembedding": reembedding} if reembedding else {}),
+        **({"adapter": adapter} if adapter else {}),
     }
 
 

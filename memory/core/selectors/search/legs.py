@@ -23,6 +23,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from memory.core.embedding import embedder_for
+from memory.core.retrieval.query_adapter import apply_adapter
+from memory.core.selectors.finetune import (
+    AdapterUnavailableError,
+    active_adapter_sql,
+    adapter_matrix,
+)
 from memory.core.selectors.reembed import reembedding_progress, reembedding_sql
 from memory.core.selectors.search.dense import (
     HNSW,
@@ -47,6 +53,8 @@ from synthorg.retrieval.vectors import vector_literal
 logger = logging.getLogger(__name__)
 
 DEGRADED_DENSE = "dense"
+#: The company's active query adapter could not be loaded: the base query vector was used.
+DEGRADED_ADAPTER = "adapter"
 #: Threads that embed queries while the request thread runs the planning round trip (a
 #: request waits for its own embedding; more threads only serve concurrent requests).
 EMBEDDING_THREADS = 4
@@ -95,6 +103,9 @@ class Legs:
     timings: dict[str, float] = field(default_factory=dict)
     #: the running re-embedding job's progress toward the query's embedder (None if none)
     reembedding: dict | None = None
+    #: the company's query adapter (checkpoint id) the dense leg's query vector went
+    #: through (None: the base embedder's vector)
+    adapter: str | None = None
 
 
 def run_legs(
@@ -108,7 +119,10 @@ def run_legs(
     use_dense: bool = True,
     use_sparse: bool = True,
     with_meta: bool = True,
+    use_adapter: bool = False,
 ) -> Legs:
+    """Both legs for ``text``. ``use_adapter`` (the company's ``memory.fine_tune.enabled``):
+    the query vector goes through the company's active adapter for its embedder, if any."""
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
@@ -127,7 +141,9 @@ def run_legs(
     # The planning round trip runs while the query is being embedded (onnxruntime and a
     # remote embedder's socket wait both release the GIL).
     reembed = (company.pk, embedder_id, embedder.dims) if embedding is not None else None
-    lexemes, counts, job = _plan(text, parts, sparse=use_sparse, reembed=reembed)
+    lexemes, counts, job, adapter_id = _plan(
+        text, parts, sparse=use_sparse, reembed=reembed, adapter=use_adapter
+    )
     timings["plan_ms"] = (time.perf_counter() - clock) * 1000
     if embedding is not None:
         try:
@@ -137,6 +153,14 @@ def run_legs(
             degraded.append(DEGRADED_DENSE)
     timings["embed_wait_ms"] = (time.perf_counter() - clock) * 1000 - timings["plan_ms"]
     dims = int(vector.shape[0]) if vector is not None else 0
+    adapter = None
+    if vector is not None and adapter_id is not None and reembed is not None and reembed[2] == dims:
+        try:
+            vector = apply_adapter(adapter_matrix(adapter_id), vector)
+            adapter = str(adapter_id)
+        except AdapterUnavailableError as exc:
+            logger.warning("query adapter skipped for company %s: %s", company.pk, exc)
+            degraded.append(DEGRADED_ADAPTER)
     paths = []
     if vector is not None:
         paths = choose_paths(
@@ -148,7 +172,7 @@ def run_legs(
     legs = Legs(
         dense=[], sparse=[], degraded=degraded, dense_paths=[], timings=timings,
         embedder_id=embedder_id if vector is not None else "", dims=dims,
-        vector=vector_literal(vector) if vector is not None else None,
+        vector=vector_literal(vector) if vector is not None else None, adapter=adapter,
     )  # fmt: skip
     if vector is not None and reembed is not None and reembed[2] == dims:
         legs.reembedding = reembedding_progress(job)
@@ -167,11 +191,12 @@ def _plan(
     *,
     sparse: bool,
     reembed: tuple[int, str, int] | None,
-) -> tuple[list[str], list[int], dict | None]:
+    adapter: bool = False,
+) -> tuple[list[str], list[int], dict | None, object | None]:
     """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
     the table and of each part (path choice; common lexemes); and, when the dense leg runs
     (``reembed``: company id, query embedder id, dims), the running re-embedding job toward
-    the query's embedder."""
+    the query's embedder and (``adapter``) the company's active query adapter for it."""
     exprs: list[str] = []
     params: list = []
     if sparse:
@@ -185,14 +210,20 @@ def _plan(
         job_expr, job_params = reembedding_sql(*reembed)
         exprs.append(job_expr)
         params += job_params
+    with_adapter = adapter and reembed is not None
+    if with_adapter:
+        adapter_expr, adapter_params = active_adapter_sql(*reembed)
+        exprs.append(adapter_expr)
+        params += adapter_params
     if not exprs:
-        return [], [], None
+        return [], [], None, None
     with read_connection().cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
+    adapter_id = row.pop() if with_adapter else None
     job = row.pop() if reembed is not None else None
-    return lexemes, [int(n) for n in row], job
+    return lexemes, [int(n) for n in row], job, adapter_id
 
 
 def _scope_share(counts: Sequence[int]) -> float:

@@ -54,6 +54,7 @@ def memory_search(
     if include_shared is None:
         include_shared = config.include_shared
     include_shared = include_shared and full_config.memory.options.shared_knowledge_base
+    use_adapter = full_config.memory.fine_tune.enabled
     parts = [
         Part(
             "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
@@ -71,6 +72,7 @@ def memory_search(
         now=now,
         leg_depth=leg_depth,
         legs=legs,
+        use_adapter=use_adapter,
     )
 
 
@@ -86,7 +88,8 @@ def shared_search(
     legs: Sequence[str] = LEGS,
 ) -> SearchResult:
     """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s)."""
-    config = config or company_config(company).memory.retrieval
+    full_config = company_config(company)
+    config = config or full_config.memory.retrieval
     if exclude_agent is not None:
         part = Part(
             "m.company_id = %s AND m.is_shared AND m.agent_id <> %s",
@@ -103,6 +106,7 @@ def shared_search(
         now=now,
         leg_depth=leg_depth,
         legs=legs,
+        use_adapter=full_config.memory.fine_tune.enabled,
     )
 
 
@@ -116,6 +120,7 @@ def _search(
     now: datetime | None,
     leg_depth: int | None,
     legs: Sequence[str] = LEGS,
+    use_adapter: bool = False,
 ) -> SearchResult:
     if not legs or not set(legs) <= set(LEGS):
         raise ValueError(LEG_ONLY_UNKNOWN)
@@ -128,7 +133,7 @@ def _search(
     ran = run_legs(
         company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
-        with_meta=config.fusion_strategy is FusionStrategy.LINEAR,
+        with_meta=config.fusion_strategy is FusionStrategy.LINEAR, use_adapter=use_adapter,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
     clock = time.perf_counter()
@@ -166,6 +171,7 @@ def _search(
         dense_paths=ran.dense_paths,
         timings=ran.timings,
         reembedding=reembedding,
+        adapter=ran.adapter,
     )
 
 

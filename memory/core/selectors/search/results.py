@@ -34,3 +34,5 @@ class SearchResult:
     #: while the company's vectors are being re-embedded for the query's embedder: the
     #: job's progress (``degraded`` then holds ``"reembedding"``)
     reembedding: dict | None = None
+    #: the company's query adapter (checkpoint id) that ranked the dense leg, if one did
+    adapter: str | None = None

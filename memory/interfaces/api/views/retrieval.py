@@ -93,7 +93,7 @@ class MemorySearchView(AgentView, APIView):
         )
         return Response(
             s.SearchResponseSerializer(
-                s.search_payload(result.hits, result.degraded, result.reembedding)
+                s.search_payload(result.hits, result.degraded, result.reembedding, result.adapter)
             ).data
         )
 
@@ -127,7 +127,7 @@ class SharedSearchView(AgentView, APIView):
         )
         return Response(
             s.SearchResponseSerializer(
-                s.search_payload(result.hits, result.degraded, result.reembedding)
+                s.search_payload(result.hits, result.degraded, result.reembedding, result.adapter)
             ).data
         )
 

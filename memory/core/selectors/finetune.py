@@ -1,0 +1,287 @@
+"""Reads for the query-adapter fine-tune: mining training pairs from a company's own rows,
+and the active adapter's matrix for search.
+
+**Pairs, without an LLM.** Each pair is a query text and one of the company's live memories
+(its stored base vector is the positive; documents are never re-embedded):
+
+* ``turn``: a memory stored verbatim from a conversation carries the message it answers as
+  its ``context``; that message is the query, the turn the answer;
+* sources capabilities register (:func:`memory.core.extensions.register_training_pair_source`;
+  procedural learning: a lesson's activation condition → the lesson);
+* ``labelled``: ``memory.fine_tune.training_data_dir``'s ``*.jsonl`` files, one
+  ``{"query": ..., "memory_id": ...}`` per line (a memory not the company's, or without a
+  vector of the base embedder, is skipped and counted).
+
+Query texts are redacted (``memory.redaction``) before they are embedded, as everywhere text
+leaves an agent's control. The document pool is every live memory with a vector of the base
+embedder of the agents the pairs touch; a memory's scope (its group) is its agent, so hard
+negatives come from the same agent's memories and evaluation ranks within that agent's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from uuid import UUID
+
+import numpy as np
+
+from memory.core.extensions import training_pair_sources
+from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
+from memory.core.retrieval.query_adapter import matrix_from_bytes, normalize_rows
+from persistence.models import Company
+from persistence.selectors.config import company_config
+from synthorg.company_config.memory import EmbeddingFineTuneConfig
+from synthorg.redaction import redactor_for
+from synthorg.tenancy import tenant_path
+
+LABELLED_LINE_MAX_CHARS = 20_000
+
+
+@dataclass
+class PairSet:
+    """Mined pairs: ``queries[i]`` (text) → ``docs[positives[i]]``; ``groups`` per document."""
+
+    queries: list[str]
+    positives: np.ndarray
+    doc_ids: list[UUID]
+    docs: np.ndarray
+    doc_groups: np.ndarray
+    counts: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    redactions: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def query_groups(self) -> np.ndarray:
+        return self.doc_groups[self.positives]
+
+
+def _live_vectors(company: Company, embedder_id: str):
+    return Memory.objects.filter(
+        company=company,
+        superseded_at__isnull=True,
+        embedder_id=embedder_id,
+        embedding__isnull=False,
+    )
+
+
+def turn_pairs(company: Company, embedder_id: str) -> Iterable[tuple[str, UUID]]:
+    rows = _live_vectors(company, embedder_id).exclude(context="").order_by("created_at", "id")
+    for memory_id, context in rows.values_list("id", "context").iterator():
+        if context.strip():
+            yield context, memory_id
+
+
+def labelled_pairs(
+    company: Company, config: EmbeddingFineTuneConfig, skipped: dict[str, int]
+) -> Iterable[tuple[str, UUID]]:
+    if config.training_data_dir is None:
+        return
+    directory = tenant_path(company.slug, config.training_data_dir)
+    if not directory.is_dir():
+        return
+    for path in sorted(directory.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line[:LABELLED_LINE_MAX_CHARS])
+                    query, memory_id = str(row["query"]), UUID(str(row["memory_id"]))
+                except (ValueError, KeyError, TypeError):
+                    skipped["labelled_unreadable"] = skipped.get("labelled_unreadable", 0) + 1
+                    continue
+                if query.strip():
+                    yield query, memory_id
+
+
+@dataclass
+class DevQuestions:
+    """The company's own dev questions (``evaluation_file``): redacted query texts and, per
+    query, the indices of its relevant memories in the pair set's document pool."""
+
+    queries: list[str]
+    relevant: list[np.ndarray]
+    skipped: int = 0
+
+
+def dev_questions(
+    company: Company, config: EmbeddingFineTuneConfig, doc_ids: list[UUID]
+) -> DevQuestions | None:
+    """``None`` when no ``evaluation_file`` is configured. A line whose memories are not in
+    the pool (another company's, no base vector, an agent without pairs) is skipped."""
+    if config.evaluation_file is None:
+        return None
+    path = tenant_path(company.slug, config.evaluation_file)
+    index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
+    redactor = redactor_for(company_config(company).memory.redaction)
+    found = DevQuestions(queries=[], relevant=[])
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line[:LABELLED_LINE_MAX_CHARS])
+            query = str(row["query"])
+            wanted = [index.get(UUID(str(m))) for m in row["memory_ids"]]
+        except (ValueError, KeyError, TypeError):
+            found.skipped += 1
+            continue
+        wanted = [i for i in wanted if i is not None]
+        if not query.strip() or not wanted:
+            found.skipped += 1
+            continue
+        found.queries.append(redactor.redact_value(query))
+        found.relevant.append(np.array(wanted, dtype=np.int64))
+    return found
+
+
+def pair_counts(company: Company, embedder_id: str) -> dict[str, int]:
+    """How many pairs each source would give (no embedding, no file parsing beyond counting)."""
+    counts = {"turn": sum(1 for _ in turn_pairs(company, embedder_id))}
+    for name, source in training_pair_sources().items():
+        counts[name] = sum(1 for _ in source(company, embedder_id))
+    config = company_config(company).memory.fine_tune
+    counts["labelled"] = sum(1 for _ in labelled_pairs(company, config, {}))
+    return counts
+
+
+def mine_pairs(
+    company: Company, embedder_id: str, config: EmbeddingFineTuneConfig, *, max_pairs: int
+) -> PairSet:
+    """The company's pairs (at most ``max_pairs``, taken evenly over the sources in a
+    deterministic order) and the document pool of the agents they touch. Query texts are
+    returned redacted; they are embedded by the caller."""
+    skipped: dict[str, int] = {}
+    sources: dict[str, Iterable[tuple[str, UUID]]] = {"turn": turn_pairs(company, embedder_id)}
+    for name, source in training_pair_sources().items():
+        sources[name] = source(company, embedder_id)
+    sources["labelled"] = labelled_pairs(company, config, skipped)
+    raw: dict[str, list[tuple[str, UUID]]] = {name: list(rows) for name, rows in sources.items()}
+
+    # Which memories are usable positives: the company's live rows with a base vector.
+    wanted = {memory_id for rows in raw.values() for _, memory_id in rows}
+    agent_of = dict(
+        _live_vectors(company, embedder_id).filter(id__in=wanted).values_list("id", "agent_id")
+    )
+    chosen: list[tuple[str, UUID, str]] = []
+    for name, rows in raw.items():
+        usable = [(q, m) for q, m in rows if m in agent_of]
+        if len(usable) < len(rows):
+            skipped[f"{name}_no_vector"] = len(rows) - len(usable)
+        chosen += [(q, m, name) for q, m in usable]
+    if len(chosen) > max_pairs:
+        keep = np.random.default_rng([config.seed, 104729]).choice(
+            len(chosen), max_pairs, replace=False
+        )
+        chosen = [chosen[i] for i in sorted(keep)]
+
+    agents = sorted({agent_of[m] for _, m, _ in chosen})
+    doc_ids: list[UUID] = []
+    vectors: list[np.ndarray] = []
+    groups: list[int] = []
+    pool = (
+        _live_vectors(company, embedder_id)
+        .filter(agent_id__in=agents)
+        .order_by("agent_id", "id")
+        .values_list("id", "agent_id", "embedding")
+    )
+    for memory_id, agent_id, embedding in pool.iterator(chunk_size=2000):
+        doc_ids.append(memory_id)
+        vectors.append(np.asarray(embedding, dtype=np.float32))
+        groups.append(agent_id)
+    index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
+    redactor = redactor_for(company_config(company).memory.redaction)
+    redactions: dict[str, int] = {}
+    queries = [redactor.redact_value(q, redactions) for q, _, _ in chosen]
+    counts: dict[str, int] = dict.fromkeys(raw, 0)
+    for _, _, name in chosen:
+        counts[name] += 1
+    docs = np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
+    return PairSet(
+        queries=queries,
+        positives=np.array([index[m] for _, m, _ in chosen], dtype=np.int64),
+        doc_ids=doc_ids,
+        docs=normalize_rows(docs) if len(vectors) else docs,
+        doc_groups=np.array(groups, dtype=np.int64),
+        counts=counts,
+        skipped=skipped,
+        redactions=redactions,
+    )
+
+
+# --- the active adapter, for search -----------------------------------------------------------
+
+#: checkpoint id → matrix. A checkpoint's matrix never changes once written, so the cache
+#: needs no invalidation; a deleted checkpoint is simply never asked for again.
+_matrices: dict[UUID, np.ndarray] = {}
+_matrices_lock = threading.Lock()
+MATRIX_CACHE_MAX = 64
+
+
+class AdapterUnavailableError(Exception):
+    """The active checkpoint's file is missing or does not match its recorded digest."""
+
+
+def checkpoint_file(company_slug: str, checkpoint: AdapterCheckpoint) -> Path:
+    return tenant_path(company_slug, checkpoint.directory) / checkpoint.file_name
+
+
+def adapter_matrix(checkpoint_id: UUID) -> np.ndarray:
+    """The checkpoint's matrix (cached per process). Raises :class:`AdapterUnavailableError`
+    when its file is gone or altered (the digest is checked on every load)."""
+    matrix = _matrices.get(checkpoint_id)
+    if matrix is not None:
+        return matrix
+    checkpoint = AdapterCheckpoint.objects.select_related("company").get(pk=checkpoint_id)
+    path = checkpoint_file(checkpoint.company.slug, checkpoint)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AdapterUnavailableError(f"adapter {checkpoint_id}: {exc.strerror}") from None
+    if hashlib.sha256(data).hexdigest() != checkpoint.sha256:
+        raise AdapterUnavailableError(f"adapter {checkpoint_id}: file does not match its digest")
+    matrix = matrix_from_bytes(data)
+    if matrix.shape != (checkpoint.dims, checkpoint.dims):
+        raise AdapterUnavailableError(f"adapter {checkpoint_id}: matrix is {matrix.shape}")
+    with _matrices_lock:
+        if len(_matrices) >= MATRIX_CACHE_MAX:
+            _matrices.pop(next(iter(_matrices)))
+        _matrices[checkpoint_id] = matrix
+    return matrix
+
+
+def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[str, list]:
+    """A scalar SQL expression: the company's active checkpoint id for this embedder and
+    width (NULL if none), for the search's planning round trip."""
+    return (
+        "(SELECT a.id FROM memory_adaptercheckpoint a WHERE a.company_id = %s "
+        "AND a.is_active AND a.embedder_id = %s AND a.dims = %s)",
+        [company_id, embedder_id, dims],
+    )
+
+
+# --- listings ---------------------------------------------------------------------------------
+
+
+def fine_tune_runs(company: Company):
+    return FineTuneRun.objects.filter(company=company).defer("state").order_by("-created_at", "id")
+
+
+def fine_tune_run_get(company: Company, run_id):
+    return fine_tune_runs(company).filter(pk=run_id).first()
+
+
+def adapter_checkpoints(company: Company):
+    return AdapterCheckpoint.objects.filter(company=company).order_by("-created_at", "id")
+
+
+def active_adapter(company: Company) -> AdapterCheckpoint | None:
+    return AdapterCheckpoint.objects.filter(company=company, is_active=True).first()

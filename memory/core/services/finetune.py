@@ -1,0 +1,655 @@
+"""The query-adapter fine-tune lifecycle: plan → preflight → start → (q2) train → evaluate
+→ promote or not → rollback / delete. The operator's guide is docs/operating/fine-tune.md.
+
+* **Start** (:func:`fine_tune_start`) refuses what preflight finds (``fine_tune_disabled``,
+  ``base_model_mismatch``, ``not_enough_pairs`` …) and creates a ``planned`` run holding the
+  ``memory.fine_tune`` settings; its task is queued on commit (the default q2 cluster: CPU,
+  no LLM).
+* **Execute** (:func:`fine_tune_execute`, the task body) holds the run's advisory lock (a
+  worker that dies releases it, which is how a crash is told from a run in progress), mines
+  the pairs, embeds the (redacted) queries with the base embedder, trains, saving the
+  training state after every epoch, and stops when the epochs are done or the run's total
+  ``max_training_seconds`` is spent. A task that has trained ``task_budget`` seconds stops
+  at the next saved epoch and queues its continuation. The adapter is evaluated on the
+  held-out pairs (recall@10, nDCG@10 before and after) and, when ``evaluation_file`` is set,
+  on the company's dev questions; it is **promoted** (written as a checkpoint and made
+  active, in one transaction) only when the nDCG@10 gain is at least ``min_gain`` on both;
+  otherwise the run ends ``not_promoted`` with the figures.
+* **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
+  gone (its lock is free), from the last saved epoch, with the settings it was planned with.
+* **Cancel**, **rollback** (to any checkpoint of the company or to the base model) and
+  **delete** (a checkpoint that is not active) take the guardrail triple (the acting human,
+  a literal ``confirm: true``, a non-blank reason) and are audited in their transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from django.db import connection, transaction
+from django.utils import timezone
+
+from memory.core.embedding import embedder_for
+from memory.core.models import AdapterCheckpoint, FineTuneRun
+from memory.core.models.finetune import RESUMABLE
+from memory.core.retrieval import query_adapter as qa
+from memory.core.selectors.finetune import checkpoint_file, dev_questions, mine_pairs, pair_counts
+from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.models import Company
+from persistence.principal import Principal
+from persistence.selectors.config import company_config
+from persistence.services.audit import audit_record
+from synthorg.company_config.memory import EmbeddingFineTuneConfig
+from synthorg.embedding import Embedder
+from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
+from synthorg.tenancy import TenantPathError, tenant_path
+from synthorg.tools import Confirmation
+
+logger = logging.getLogger(__name__)
+
+TASK = "memory.core.tasks.run_fine_tune"
+RESOURCE = "fine_tune"
+LINEAR_ADAPTER = FineTuneRun.Method.LINEAR_ADAPTER.value
+FULL_MODEL = "full_model"
+#: The widest embedder an adapter is trained for here: a d×d matrix and its Adam moments
+#: (3 · 4 · d² bytes: 12 MB at 1024) and O(d²) work per pair on 2 CPU cores.
+MAX_ADAPTER_DIMS = 1024
+#: Seconds one task trains before queueing its continuation (under the q2 timeout).
+TASK_TIME_BUDGET_S = 240.0
+EMBED_BATCH = 64
+_LOCK_NAMESPACE = 25_025
+
+FULL_MODEL_UNSUPPORTED = (
+    "A full fine-tune of the base model is an optional extra this installation does not "
+    "include; use method linear_adapter (a query-side adapter, no GPU needed)."
+)
+DIMS_UNSUPPORTED = (
+    "The company's embedder produces {dims}-dimensional vectors; query adapters are trained "
+    f"for embedders up to {MAX_ADAPTER_DIMS} dimensions on this server."
+)
+DISABLED = "Fine-tuning is disabled for this company (memory.fine_tune.enabled is false)."
+BASE_MISMATCH = (
+    "memory.fine_tune.base_model is {configured!r} but the company's embedder is {actual!r}: "
+    "an adapter maps one embedder's vectors; set base_model to the embedder id."
+)
+NOT_ENOUGH_PAIRS = "Found {found} training pairs; memory.fine_tune.min_pairs is {needed}."
+CHECKPOINT_DIR_UNUSABLE = "memory.fine_tune.checkpoint_path cannot be used: {reason}"
+IN_FLIGHT = "A fine-tune run is already planned or running for this company: {run}."
+NOT_RESUMABLE = "Run {run} is {status}; only failed, cancelled or crashed runs resume."
+STILL_RUNNING = "Run {run} is running on a worker; cancel it first."
+NOT_CANCELLABLE = "Run {run} is {status}; only planned or running runs can be cancelled."
+NO_SUCH_RUN = "No such fine-tune run."
+NO_SUCH_CHECKPOINT = "No such adapter checkpoint."
+CHECKPOINT_ACTIVE = "Checkpoint {checkpoint} is active; roll back to another or to the base first."
+CHECKPOINT_OTHER_EMBEDDER = (
+    "Checkpoint {checkpoint} maps {embedder!r} vectors; the company's embedder is {actual!r}."
+)
+CANCELLED_BY_REQUEST = "cancelled"
+
+
+@dataclass(frozen=True)
+class FineTunePlan:
+    method: str = LINEAR_ADAPTER
+
+
+@dataclass
+class Preflight:
+    ok: bool
+    embedder_id: str
+    dims: int
+    pairs: dict[str, int]
+    problems: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _config(company: Company) -> EmbeddingFineTuneConfig:
+    return company_config(company).memory.fine_tune
+
+
+def _check_method(plan: FineTunePlan, dims: int) -> None:
+    if plan.method == FULL_MODEL:
+        raise NotSupportedError(FULL_MODEL_UNSUPPORTED)
+    if plan.method != LINEAR_ADAPTER:
+        raise UnprocessableError(f"Unknown method {plan.method!r}.", code="unknown_method")
+    if dims > MAX_ADAPTER_DIMS:
+        raise NotSupportedError(DIMS_UNSUPPORTED.format(dims=dims))
+
+
+def checkpoint_directory(company: Company, config: EmbeddingFineTuneConfig):
+    """The resolved, created checkpoint directory (raises ``UnprocessableError``)."""
+    if config.checkpoint_path is None:
+        raise UnprocessableError(
+            CHECKPOINT_DIR_UNUSABLE.format(reason="not set"), code="checkpoint_path_unusable"
+        )
+    try:
+        directory = tenant_path(company.slug, config.checkpoint_path)
+        directory.mkdir(parents=True, exist_ok=True)
+    except (TenantPathError, OSError) as exc:
+        raise UnprocessableError(
+            CHECKPOINT_DIR_UNUSABLE.format(reason=str(exc)), code="checkpoint_path_unusable"
+        ) from None
+    if not os.access(directory, os.W_OK):
+        raise UnprocessableError(
+            CHECKPOINT_DIR_UNUSABLE.format(reason="not writable"), code="checkpoint_path_unusable"
+        )
+    return directory
+
+
+def fine_tune_preflight(*, company: Company, plan: FineTunePlan) -> Preflight:
+    """What a start would refuse, without starting anything (501 for an unsupported method
+    or embedder width). Creates the checkpoint directory when it can."""
+    embedder = embedder_for(company)
+    _check_method(plan, embedder.dims)
+    config = _config(company)
+    problems: list[dict] = []
+    if not config.enabled:
+        problems.append({"code": "fine_tune_disabled", "detail": DISABLED})
+    if config.base_model is not None and config.base_model != embedder.embedder_id:
+        problems.append(
+            {
+                "code": "base_model_mismatch",
+                "detail": BASE_MISMATCH.format(
+                    configured=config.base_model, actual=embedder.embedder_id
+                ),
+            }
+        )
+    try:
+        checkpoint_directory(company, config)
+    except UnprocessableError as exc:
+        problems.append({"code": exc.code, "detail": exc.detail})
+    pairs = pair_counts(company, embedder.embedder_id)
+    found = min(sum(pairs.values()), config.max_pairs)
+    if found < config.min_pairs:
+        problems.append(
+            {
+                "code": "not_enough_pairs",
+                "detail": NOT_ENOUGH_PAIRS.format(found=found, needed=config.min_pairs),
+            }
+        )
+    return Preflight(
+        ok=not problems,
+        embedder_id=embedder.embedder_id,
+        dims=embedder.dims,
+        pairs=pairs,
+        problems=problems,
+    )
+
+
+def _params_of(config: EmbeddingFineTuneConfig) -> dict:
+    return config.model_dump(
+        include={
+            "min_gain", "epochs", "max_training_seconds", "learning_rate", "temperature",
+            "hard_negatives", "held_out_share", "min_pairs", "max_pairs", "seed",
+        }
+    )  # fmt: skip
+
+
+@transaction.atomic
+def fine_tune_start(
+    *, company: Company, plan: FineTunePlan, principal: Principal, via: str = "api"
+) -> FineTuneRun:
+    require_write(principal, RESOURCE, CREATE)
+    preflight = fine_tune_preflight(company=company, plan=plan)
+    if not preflight.ok:
+        first = preflight.problems[0]
+        raise UnprocessableError(
+            first["detail"], code=first["code"], errors=preflight.problems,
+            extra={"pairs": preflight.pairs},
+        )  # fmt: skip
+    Company.objects.select_for_update().get(pk=company.pk)  # serialise starts per company
+    running = FineTuneRun.objects.filter(
+        company=company, status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
+    ).first()
+    if running is not None:
+        raise ConflictError(IN_FLIGHT.format(run=running.pk), code="fine_tune_in_flight")
+    config = _config(company)
+    now = timezone.now()
+    run = FineTuneRun.objects.create(
+        company=company, method=plan.method, embedder_id=preflight.embedder_id,
+        dims=preflight.dims, params=_params_of(config), epochs_total=config.epochs,
+        figures={"pairs_available": preflight.pairs}, requested_by=principal.user,
+        created_at=now, updated_at=now,
+    )  # fmt: skip
+    audit_record(
+        company=company, action_type="memory.fine_tune.started", principal=principal,
+        target_type="fine_tune_run", target_id=run.pk,
+        details={"method": plan.method, "embedder_id": run.embedder_id, "via": via},
+    )  # fmt: skip
+    run_id = run.pk
+    transaction.on_commit(lambda: enqueue_fine_tune(run_id))
+    return run
+
+
+def enqueue_fine_tune(run_id) -> None:
+    """Queue the run's task (``resume`` re-queues a run whose task was lost)."""
+    try:
+        from django_q.tasks import async_task
+
+        async_task(TASK, str(run_id), task_name=f"fine-tune-{run_id}-{uuid.uuid4().hex[:8]}")
+    except Exception:
+        logger.exception("queueing fine-tune run %s failed", run_id)
+
+
+def _get_run(company: Company, run_id) -> FineTuneRun:
+    run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
+    if run is None:
+        raise NotFoundError(NO_SUCH_RUN)
+    return run
+
+
+def _try_lock(run_id) -> bool:
+    key = uuid.UUID(str(run_id)).int & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, key])
+        return bool(cursor.fetchone()[0])
+
+
+def _unlock(run_id) -> None:
+    key = uuid.UUID(str(run_id)).int & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, key])
+
+
+def run_is_held(run_id) -> bool:
+    """Whether a worker holds the run's lock (a crashed worker's session released it)."""
+    if not _try_lock(run_id):
+        return True
+    _unlock(run_id)
+    return False
+
+
+@transaction.atomic
+def fine_tune_resume(
+    *, company: Company, run_id, principal: Principal, via: str = "api"
+) -> FineTuneRun:
+    require_write(principal, RESOURCE, UPDATE)
+    run = _get_run(company, run_id)
+    run = FineTuneRun.objects.select_for_update().get(pk=run.pk)
+    if run.status == FineTuneRun.Status.RUNNING:
+        if run_is_held(run.pk):
+            raise ConflictError(STILL_RUNNING.format(run=run.pk), code="fine_tune_running")
+    elif run.status not in RESUMABLE:
+        raise ConflictError(
+            NOT_RESUMABLE.format(run=run.pk, status=run.status), code="fine_tune_not_resumable"
+        )
+    other = (
+        FineTuneRun.objects.filter(company=company, status__in=["planned", "running"])
+        .exclude(pk=run.pk)
+        .first()
+    )
+    if other is not None:
+        raise ConflictError(IN_FLIGHT.format(run=other.pk), code="fine_tune_in_flight")
+    previous = run.status
+    run.status = FineTuneRun.Status.RUNNING
+    run.error = ""
+    run.finished_at = None
+    run.updated_at = timezone.now()
+    run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    audit_record(
+        company=company, action_type="memory.fine_tune.resumed", principal=principal,
+        target_type="fine_tune_run", target_id=run.pk,
+        details={"from_status": previous, "epochs_done": run.epochs_done, "via": via},
+    )  # fmt: skip
+    run_pk = run.pk
+    transaction.on_commit(lambda: enqueue_fine_tune(run_pk))
+    return run
+
+
+@transaction.atomic
+def fine_tune_cancel(
+    *, company: Company, run_id, principal: Principal, confirmation: Confirmation
+) -> FineTuneRun:
+    """Stop a planned or running run; the worker notices at its next epoch boundary (the
+    epoch in progress is not saved). Resumable later from the last saved epoch."""
+    require_write(principal, RESOURCE, UPDATE)
+    run = _get_run(company, run_id)
+    run = FineTuneRun.objects.select_for_update().get(pk=run.pk)
+    if run.status not in (FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING):
+        raise ConflictError(
+            NOT_CANCELLABLE.format(run=run.pk, status=run.status),
+            code="fine_tune_not_cancellable",
+        )
+    now = timezone.now()
+    previous = run.status
+    run.status = FineTuneRun.Status.CANCELLED
+    run.finished_at = now
+    run.updated_at = now
+    run.save(update_fields=["status", "finished_at", "updated_at"])
+    audit_record(
+        company=company, action_type="memory.fine_tune.cancelled", principal=principal,
+        target_type="fine_tune_run", target_id=run.pk,
+        details={"reason": confirmation.reason, "via": confirmation.via, "from_status": previous},
+    )  # fmt: skip
+    return run
+
+
+@transaction.atomic
+def adapter_rollback(
+    *, company: Company, checkpoint_id, principal: Principal, confirmation: Confirmation
+) -> AdapterCheckpoint | None:
+    """Make ``checkpoint_id`` the active adapter, or none (``None``: the base model), in one
+    transaction. Returns the now active checkpoint."""
+    require_write(principal, RESOURCE, UPDATE)
+    Company.objects.select_for_update().get(pk=company.pk)
+    target = None
+    if checkpoint_id is not None:
+        target = AdapterCheckpoint.objects.filter(company=company, pk=checkpoint_id).first()
+        if target is None:
+            raise NotFoundError(NO_SUCH_CHECKPOINT)
+        embedder = embedder_for(company)
+        if (target.embedder_id, target.dims) != (embedder.embedder_id, embedder.dims):
+            raise ConflictError(
+                CHECKPOINT_OTHER_EMBEDDER.format(
+                    checkpoint=target.pk, embedder=target.embedder_id, actual=embedder.embedder_id
+                ),
+                code="checkpoint_other_embedder",
+            )
+    previous = AdapterCheckpoint.objects.filter(company=company, is_active=True).first()
+    _activate(company, target)
+    audit_record(
+        company=company, action_type="memory.fine_tune.rolled_back", principal=principal,
+        target_type="adapter_checkpoint", target_id=target.pk if target else "base",
+        details={
+            "reason": confirmation.reason, "via": confirmation.via,
+            "previous": str(previous.pk) if previous else None,
+        },
+    )  # fmt: skip
+    return target
+
+
+def _activate(company: Company, target: AdapterCheckpoint | None) -> None:
+    now = timezone.now()
+    AdapterCheckpoint.objects.filter(company=company, is_active=True).update(is_active=False)
+    if target is not None:
+        AdapterCheckpoint.objects.filter(pk=target.pk).update(is_active=True, activated_at=now)
+        target.is_active, target.activated_at = True, now
+
+
+@transaction.atomic
+def adapter_checkpoint_delete(
+    *, company: Company, checkpoint_id, principal: Principal, confirmation: Confirmation
+) -> None:
+    """Delete an inactive checkpoint and, after commit, its file."""
+    require_write(principal, RESOURCE, DELETE)
+    checkpoint = (
+        AdapterCheckpoint.objects.select_for_update()
+        .filter(company=company, pk=checkpoint_id)
+        .first()
+    )
+    if checkpoint is None:
+        raise NotFoundError(NO_SUCH_CHECKPOINT)
+    if checkpoint.is_active:
+        raise ConflictError(
+            CHECKPOINT_ACTIVE.format(checkpoint=checkpoint.pk), code="checkpoint_active"
+        )
+    try:
+        path = checkpoint_file(company.slug, checkpoint)
+    except TenantPathError:
+        path = None
+    checkpoint.delete()
+    audit_record(
+        company=company, action_type="memory.fine_tune.checkpoint_deleted", principal=principal,
+        target_type="adapter_checkpoint", target_id=checkpoint_id,
+        details={"reason": confirmation.reason, "via": confirmation.via},
+    )  # fmt: skip
+    if path is not None:
+        transaction.on_commit(lambda: path.unlink(missing_ok=True))
+
+
+# --- the task body ----------------------------------------------------------------------------
+
+
+class _Stopped(Exception):
+    """The run left ``running`` (cancelled) while this worker trained it."""
+
+
+class _Continue(Exception):
+    """The task's budget is spent after a saved epoch: a fresh task continues."""
+
+
+CONTINUE = "continue"
+
+
+def _embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    chunks = [embedder.embed(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+    return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
+
+
+def fine_tune_execute(
+    run_id,
+    *,
+    task_budget: float = TASK_TIME_BUDGET_S,
+    embedder: Embedder | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_epoch: Callable[[FineTuneRun], None] | None = None,
+) -> str:
+    """Work on the run (outside any transaction) until it ends or ``task_budget`` is spent;
+    returns its status, or ``"continue"`` when a continuation task was queued (the budget is
+    checked after each saved epoch). An error fails the run with the error recorded
+    (resumable)."""
+    if connection.in_atomic_block:
+        raise RuntimeError("a fine-tune run executes outside transactions")
+    if not _try_lock(run_id):
+        return "locked"
+    try:
+        status = _execute_locked(run_id, task_budget, embedder, clock, on_epoch)
+    finally:
+        _unlock(run_id)
+    if status == CONTINUE:
+        # Queued only once the lock is free, so the continuation is not turned away.
+        enqueue_fine_tune(run_id)
+    return status
+
+
+def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
+    claimed = FineTuneRun.objects.filter(
+        pk=run_id, status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
+    ).update(status=FineTuneRun.Status.RUNNING, updated_at=timezone.now())
+    run = FineTuneRun.objects.select_related("company").get(pk=run_id)
+    if not claimed:
+        return run.status
+    if run.started_at is None:
+        FineTuneRun.objects.filter(pk=run_id).update(started_at=timezone.now())
+    try:
+        return _train_and_finish(run, task_budget, embedder, clock, on_epoch)
+    except _Stopped:
+        return FineTuneRun.objects.get(pk=run_id).status
+    except Exception as exc:
+        logger.exception("fine-tune run %s failed", run_id)
+        now = timezone.now()
+        FineTuneRun.objects.filter(pk=run_id, status=FineTuneRun.Status.RUNNING).update(
+            status=FineTuneRun.Status.FAILED,
+            error=f"{type(exc).__name__}: {exc}"[:2000],
+            finished_at=now,
+            updated_at=now,
+        )
+        return FineTuneRun.Status.FAILED
+
+
+def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) -> str:
+    company = run.company
+    params = run.params
+    embedder = embedder or embedder_for(company)
+    if (embedder.embedder_id, embedder.dims) != (run.embedder_id, run.dims):
+        raise RuntimeError(
+            f"the company's embedder is now {embedder.embedder_id!r} ({embedder.dims}), "
+            f"the run was planned for {run.embedder_id!r} ({run.dims})"
+        )
+    config = _config(company)
+    pairs = mine_pairs(company, run.embedder_id, config, max_pairs=params["max_pairs"])
+    if len(pairs.queries) < params["min_pairs"]:
+        raise RuntimeError(
+            NOT_ENOUGH_PAIRS.format(found=len(pairs.queries), needed=params["min_pairs"])
+        )
+    queries = _embed(embedder, pairs.queries)
+    train_rows, held = qa.split_held_out(len(queries), params["held_out_share"], params["seed"])
+    negatives = qa.mine_hard_negatives(
+        queries, pairs.positives, pairs.docs, pairs.doc_groups, pairs.query_groups,
+        params["hard_negatives"],
+    )  # fmt: skip
+    spent = float(run.figures.get("training_seconds", 0.0))
+    remaining = params["max_training_seconds"] - spent
+    state = qa.TrainingState.from_bytes(bytes(run.state)) if run.state else None
+    stopped_by = run.figures.get("stopped_by", "")
+    outcome_seconds = 0.0
+    if remaining > 0 and (state is None or state.epochs_done < params["epochs"]):
+        started = clock()
+
+        def save(epoch_state: qa.TrainingState) -> None:
+            seconds = spent + (clock() - started)
+            updated = FineTuneRun.objects.filter(
+                pk=run.pk, status=FineTuneRun.Status.RUNNING
+            ).update(
+                state=epoch_state.to_bytes(), epochs_done=epoch_state.epochs_done,
+                figures={**run.figures, "training_seconds": round(seconds, 3),
+                         "losses": [round(x, 5) for x in epoch_state.losses]},
+                updated_at=timezone.now(),
+            )  # fmt: skip
+            if not updated:
+                raise _Stopped
+            run.figures["training_seconds"] = round(seconds, 3)
+            if on_epoch is not None:
+                on_epoch(run)
+            # The task's budget is checked at epoch boundaries, after the state is saved: a
+            # task always finishes at least one epoch, so a continuation always progresses.
+            if clock() - started >= task_budget and epoch_state.epochs_done < params["epochs"]:
+                raise _Continue
+
+        try:
+            outcome = qa.train(
+                queries=queries[train_rows], positives=pairs.positives[train_rows],
+                negatives=negatives[train_rows], docs=pairs.docs,
+                params=qa.TrainingParams(
+                    epochs=params["epochs"], learning_rate=params["learning_rate"],
+                    temperature=params["temperature"], seed=params["seed"], max_seconds=remaining,
+                ),
+                state=state, on_epoch=save, clock=clock,
+            )  # fmt: skip
+        except _Continue:
+            return CONTINUE
+        state = outcome.state
+        outcome_seconds = outcome.seconds
+        stopped_by = outcome.stopped_by
+    elif remaining <= 0:
+        stopped_by = "time"
+    if state is None:
+        state = qa.TrainingState.initial(run.dims)
+    return _evaluate_and_finish(
+        run, pairs, queries, held, state, stopped_by, spent + outcome_seconds, embedder
+    )
+
+
+def _dev_figures(run, pairs, state, embedder) -> dict | None:
+    """Before/after on the company's own dev questions (``evaluation_file``), if given; each
+    ranked among the memories of its first relevant memory's agent."""
+    dev = dev_questions(run.company, _config(run.company), pairs.doc_ids)
+    if dev is None:
+        return None
+    if not dev.queries:
+        # A configured dev set that yields nothing cannot show a gain: refuse, with the reason.
+        return {"questions": 0, "skipped": dev.skipped, "ndcg_gain": None}
+    queries = _embed(embedder, dev.queries)
+    groups = np.array([pairs.doc_groups[r[0]] for r in dev.relevant], dtype=np.int64)
+    kwargs = dict(
+        queries=queries, relevant=dev.relevant, docs=pairs.docs, doc_groups=pairs.doc_groups,
+        query_groups=groups, k=10,
+    )  # fmt: skip
+    before = qa.evaluate_relevant(**kwargs)
+    after = qa.evaluate_relevant(**kwargs, matrix=state.matrix)
+    return {
+        "questions": len(dev.queries),
+        "skipped": dev.skipped,
+        "before": before.as_dict(),
+        "after": after.as_dict(),
+        "ndcg_gain": round(after.ndcg_at_k - before.ndcg_at_k, 4),
+    }
+
+
+def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, embedder) -> str:
+    params = run.params
+    kwargs = dict(
+        queries=queries[held], positives=pairs.positives[held], docs=pairs.docs,
+        doc_groups=pairs.doc_groups, query_groups=pairs.query_groups[held], k=10,
+    )  # fmt: skip
+    before = qa.evaluate(**kwargs)
+    after = qa.evaluate(**kwargs, matrix=state.matrix)
+    gain = after.ndcg_at_k - before.ndcg_at_k
+    promote = gain >= params["min_gain"]
+    dev = _dev_figures(run, pairs, state, embedder)
+    if dev is not None:
+        gain_on_dev = dev["ndcg_gain"]
+        promote = promote and gain_on_dev is not None and gain_on_dev >= params["min_gain"]
+    figures = {
+        **run.figures,
+        "pairs": pairs.counts,
+        "skipped": pairs.skipped,
+        "redactions": pairs.redactions,
+        "train_pairs": int(len(queries) - len(held)),
+        "held_out_pairs": len(held),
+        "documents": len(pairs.doc_ids),
+        "before": before.as_dict(),
+        "after": after.as_dict(),
+        "ndcg_gain": round(gain, 4),
+        "min_gain": params["min_gain"],
+        "epochs_done": state.epochs_done,
+        "stopped_by": stopped_by,
+        "training_seconds": round(seconds, 3),
+        "losses": [round(x, 5) for x in state.losses],
+        **({"dev": dev} if dev is not None else {}),
+    }
+    data = qa.matrix_to_bytes(state.matrix)
+    path = None
+    if promote:
+        config = _config(run.company)
+        directory = checkpoint_directory(run.company, config)
+        checkpoint_id = uuid.uuid4()
+        path = directory / f"{checkpoint_id}.npy"
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    try:
+        with transaction.atomic():
+            locked = FineTuneRun.objects.select_for_update().get(pk=run.pk)
+            if locked.status != FineTuneRun.Status.RUNNING:
+                raise _Stopped
+            now = timezone.now()
+            if promote:
+                checkpoint = AdapterCheckpoint.objects.create(
+                    id=checkpoint_id, company=run.company, run=locked,
+                    embedder_id=run.embedder_id, dims=run.dims,
+                    directory=config.checkpoint_path, file_name=path.name,
+                    sha256=hashlib.sha256(data).hexdigest(), figures=figures, created_at=now,
+                )  # fmt: skip
+                Company.objects.select_for_update().get(pk=run.company_id)
+                _activate(run.company, checkpoint)
+                figures["checkpoint"] = str(checkpoint.pk)
+            locked.status = (
+                FineTuneRun.Status.PROMOTED if promote else FineTuneRun.Status.NOT_PROMOTED
+            )
+            locked.figures = figures
+            locked.epochs_done = state.epochs_done
+            locked.finished_at = now
+            locked.updated_at = now
+            locked.save(
+                update_fields=["status", "figures", "epochs_done", "finished_at", "updated_at"]
+            )
+            audit_record(
+                company=run.company, action_type=f"memory.fine_tune.{locked.status}",
+                target_type="fine_tune_run", target_id=run.pk,
+                details={"ndcg_gain": figures["ndcg_gain"], "min_gain": params["min_gain"],
+                         "checkpoint": figures.get("checkpoint")},
+            )  # fmt: skip
+    except BaseException:
+        if path is not None:
+            path.unlink(missing_ok=True)
+        raise
+    return locked.status
