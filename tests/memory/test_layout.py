@@ -34,6 +34,7 @@ def test_the_core_keeps_the_memory_app_label_and_its_tables():
         "memory_reembedjob",
         "memory_finetunerun",
         "memory_adaptercheckpoint",
+        "memory_requestlogentry",
     }
     assert list(apps.get_app_config("memory_interfaces").get_models()) == []
 
