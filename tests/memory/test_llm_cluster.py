@@ -15,6 +15,7 @@ pytestmark = pytest.mark.django_db
 LLM_FUNCS = {
     "memory.procedural.evolver.tasks.run_company_evolver",
     "memory.procedural.tasks.retry_due_captures",
+    "memory.procedural.evolver.tasks.retry_due_drafts",
     "memory.ingestion.tasks.extract_due_conversations",
     "memory.ingestion.tasks.dream_company",
 }
