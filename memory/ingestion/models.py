@@ -306,7 +306,6 @@ class DreamRun(models.Model):
         NOTHING_NEW = "nothing_new", "Skipped (no journal since the last dream)"
         SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
         FAILED = "failed", "Failed"
-        DEFERRED = "deferred", "Deferred (the company's LLM slots were busy)"
 
     class Method(models.TextChoices):
         LLM = "llm", "LLM"

@@ -58,3 +58,29 @@ def _enqueue_now(conversation_pk: int) -> None:
         async_task(EXTRACT_TASK, conversation_pk=conversation_pk, cluster=LLM_CLUSTER)
     except Exception:  # the schedule (or the sweep) still fires it
         logger.exception("queueing the extraction of conversation %s failed", conversation_pk)
+
+
+DREAM_TASK = "memory.ingestion.tasks.dream_company"
+
+
+def dream_deferred_name(company_id: int) -> str:
+    # Not under synthorg.schedules.SCHEDULE_PREFIX: sync_schedules must leave it alone.
+    return f"ingestion-dream-deferred:company-{company_id}"
+
+
+def arm_deferred_dream(company_id: int, *, at) -> None:
+    """A scheduled dream found the company's LLM slots busy: run it again at ``at`` (one
+    q2 ``ONCE`` schedule per company, moved forward by every deferral)."""
+    from django_q.models import Schedule
+
+    name = dream_deferred_name(company_id)
+    if not Schedule.objects.filter(name=name).update(next_run=at):
+        Schedule.objects.create(
+            name=name,
+            func=DREAM_TASK,
+            kwargs=repr({"company_id": company_id}),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,
+            cluster=LLM_CLUSTER,
+            next_run=at,
+        )

@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from memory.ingestion.models import Conversation
 from memory.ingestion.services.context import conversation_summary_refresh
-from memory.ingestion.services.dream import agent_dream, company_dream
+from memory.ingestion.services.dream import agent_dream, company_dream_scheduled
 from memory.ingestion.services.extraction import (
     conversation_extract,
     conversations_extract_dispatch,
@@ -44,13 +44,15 @@ def extract_company_conversations(company_id: int, now=None) -> dict:
     return asdict(conversations_extract_due_company(company_id=company_id, now=now))
 
 
-def dream_company(company_id: int) -> int:
-    """Scheduled deep dream of every agent of one company; returns the runs recorded."""
+def dream_company(company_id: int) -> int | None:
+    """Scheduled deep dream of every agent of one company; returns the runs recorded
+    (``None``: the company's LLM slots were busy, the dream is re-armed a minute later)."""
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:
         return 0
-    return len(company_dream(company=company, trigger="schedule"))
+    runs = company_dream_scheduled(company=company)
+    return None if runs is None else len(runs)
 
 
 def dream_agent(agent_id: int) -> str | None:

@@ -19,11 +19,14 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.utils import timezone
-from django_q.models import OrmQ
+from django_q.models import OrmQ, Schedule
 
-from memory.ingestion.models import Conversation, ExtractionRun
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
+from memory.ingestion.scheduling import dream_deferred_name
 from memory.ingestion.services import extraction
+from memory.ingestion.services.dream import DREAM_DEFER
 from memory.ingestion.tasks import (
+    dream_company,
     extract_company_conversations,
     extract_conversation,
     extract_due_conversations,
@@ -370,3 +373,46 @@ def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):
     }
     second.refresh_from_db()
     assert (second.consecutive_failures, second.extracted_through_seq) == (0, 0)
+
+
+# --- dream ---------------------------------------------------------------------------------
+
+
+def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = CompanyFactory()
+    make_agent_caller(company=company, memory_level="persistent")
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():  # another worker (own connection) runs company's LLM work
+        try:
+            with company_llm_slot(company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        before = timezone.now()
+        assert dream_company(company.pk) is None  # nothing ran, the worker is free
+        assert not DreamRun.objects.exists()
+        [rearmed] = Schedule.objects.filter(name=dream_deferred_name(company.pk))
+        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
+            "memory.ingestion.tasks.dream_company",
+            repr({"company_id": company.pk}),
+            "llm",
+            Schedule.ONCE,
+        )
+        assert before + DREAM_DEFER <= rearmed.next_run <= timezone.now() + DREAM_DEFER
+        assert stand_in.chat_requests == []
+    finally:
+        release.set()
+        holder.join(timeout=60)
+
+    # The re-armed task (or the next tick) finds the slot free and dreams.
+    assert dream_company(company.pk) == 1
+    assert list(DreamRun.objects.values_list("status", flat=True)) == ["nothing_new"]
