@@ -15,7 +15,7 @@ import logging
 
 from django.db import transaction
 
-from synthorg.schedules import LLM_CLUSTER
+from synthorg.schedules import LLM_CLUSTER, schedule_once
 
 EXTRACT_TASK = "memory.ingestion.tasks.extract_conversation"
 
@@ -71,16 +71,10 @@ def dream_deferred_name(company_id: int) -> str:
 def arm_deferred_dream(company_id: int, *, at) -> None:
     """A scheduled dream found the company's LLM slots busy: run it again at ``at`` (one
     q2 ``ONCE`` schedule per company, moved forward by every deferral)."""
-    from django_q.models import Schedule
-
-    name = dream_deferred_name(company_id)
-    if not Schedule.objects.filter(name=name).update(next_run=at):
-        Schedule.objects.create(
-            name=name,
-            func=DREAM_TASK,
-            kwargs=repr({"company_id": company_id}),
-            schedule_type=Schedule.ONCE,
-            repeats=-1,
-            cluster=LLM_CLUSTER,
-            next_run=at,
-        )
+    schedule_once(
+        name=dream_deferred_name(company_id),
+        func=DREAM_TASK,
+        kwargs={"company_id": company_id},
+        at=at,
+        cluster=LLM_CLUSTER,
+    )

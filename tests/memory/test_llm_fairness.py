@@ -31,6 +31,14 @@ from memory.ingestion.tasks import (
     extract_conversation,
     extract_due_conversations,
 )
+from memory.procedural.evolver.models import DraftFailure, EvolverReport
+from memory.procedural.evolver.schedules import deferred_name as evolver_deferred_name
+from memory.procedural.evolver.services import EVOLVER_DEFER
+from memory.procedural.evolver.tasks import (
+    retry_company_drafts,
+    retry_due_drafts,
+    run_company_evolver,
+)
 from memory.procedural.models import CaptureStatusChange, ExecutionCapture
 from memory.procedural.services.capture import (
     DEFERRED,
@@ -416,3 +424,123 @@ def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
     # The re-armed task (or the next tick) finds the slot free and dreams.
     assert dream_company(company.pk) == 1
     assert list(DreamRun.objects.values_list("status", flat=True)) == ["nothing_new"]
+
+
+# --- skill evolver -------------------------------------------------------------------------
+
+
+class SlotHolder:
+    """Another worker (its own connection) holding one of ``company_id``'s LLM slots."""
+
+    def __init__(self, company_id: int) -> None:
+        self.company_id = company_id
+        self.held, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold)
+
+    def _hold(self) -> None:
+        try:
+            with company_llm_slot(self.company_id) as slot:
+                assert slot
+                self.held.set()
+                self.release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> SlotHolder:
+        self.thread.start()
+        assert self.held.wait(timeout=60)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release.set()
+        self.thread.join(timeout=60)
+
+
+def evolver_company():
+    company = CompanyFactory()
+    company_config_set(
+        company=company,
+        data={"memory": {"procedural": {"model": "model-b", "evolver": {"enabled": True}}}},
+    )
+    return company
+
+
+def pending_draft(company, *, due):
+    now = timezone.now()
+    report = EvolverReport.objects.create(
+        company=company,
+        trigger="schedule",
+        started_at=now,
+        finished_at=now,
+        window_start=now - timedelta(days=7),
+        window_end=now,
+        status="completed",
+    )
+    return DraftFailure.objects.create(
+        company=company,
+        pattern=f"deploy:timeout:{company.pk}",
+        report=report,
+        status="pending",
+        attempts=1,
+        next_attempt_at=due,
+        reason="llm_error: down",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def test_the_draft_retry_schedule_gives_each_company_its_own_task(stand_in):
+    company_a, company_b = evolver_company(), evolver_company()
+    due = timezone.now() - timedelta(seconds=1)
+    drafts = [pending_draft(company, due=due) for company in (company_a, company_b)]
+    OrmQ.objects.all().delete()
+
+    assert retry_due_drafts() == {
+        "reclaimed": 0,
+        "companies": sorted([company_a.pk, company_b.pk]),
+    }
+
+    queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
+    assert queued == [
+        ("llm", "memory.procedural.evolver.tasks.retry_company_drafts", (company_id,))
+        for company_id in sorted([company_a.pk, company_b.pk])
+    ]
+    # Nothing was drafted in the dispatching task.
+    for draft in drafts:
+        draft.refresh_from_db()
+        assert (draft.status, draft.attempts) == ("pending", 1)
+    assert stand_in.chat_requests == []
+
+
+def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
+    company = evolver_company()
+    draft = pending_draft(company, due=timezone.now() - timedelta(seconds=1))
+    with SlotHolder(company.pk):
+        assert retry_company_drafts(company.pk) == {"retried": 0, "waiting": 1, "busy": True}
+        draft.refresh_from_db()
+        assert (draft.status, draft.attempts) == ("pending", 1)  # not claimed, not charged
+
+    # Free again: the draft is retried (its pattern has no reports: no longer eligible).
+    assert retry_company_drafts(company.pk) == {"retried": 1, "waiting": 0, "busy": False}
+    draft.refresh_from_db()
+    assert (draft.status, draft.attempts) == ("superseded", 2)
+
+
+def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stand_in):
+    company = evolver_company()
+    with SlotHolder(company.pk):
+        before = timezone.now()
+        assert run_company_evolver(company.pk) == "deferred"  # nothing ran, the worker is free
+        assert not EvolverReport.objects.exists()
+        [rearmed] = Schedule.objects.filter(name=evolver_deferred_name(company.pk))
+        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
+            "memory.procedural.evolver.tasks.run_company_evolver",
+            repr({"company_id": company.pk}),
+            "llm",
+            Schedule.ONCE,
+        )
+        assert before + EVOLVER_DEFER <= rearmed.next_run <= timezone.now() + EVOLVER_DEFER
+
+    # The re-armed task (or the next tick) finds the slot free and runs the cycle.
+    assert run_company_evolver(company.pk) == "completed"
+    assert EvolverReport.objects.get().status == "completed"
