@@ -20,10 +20,11 @@ procedural model, **B** and **C** name ``model-b``; B and C have an approval web
    ``captured`` with method ``llm`` and the time from the 202 to the ``captured`` status row
    (p50/p95/max); (c) a Search-and-Ask request (``tool_based`` strategy) by A's agent: its
    latency against ``SYNTHORG_LLM_REQUEST_BUDGET`` and the ``degraded`` it answered with.
-2. **Outage** (every model answers 503): B and C post ``--reports`` failure reports each.
-   Each company's first capture fails (after the client's retries); the others find the
-   company's LLM slot busy meanwhile and are deferred (``queued``, uncharged). Once nothing
-   runs and every company has a failed capture, the stand-in recovers; the bench **advances
+2. **Outage** (every model answers 503): B and C post ``--reports`` failure reports each,
+   one per company at a time, the next once the previous capture failed (after the client's
+   retries), so each capture meets the outage (one posted while its company's slot is busy
+   would be deferred, ``queued`` and uncharged, instead). Then the stand-in recovers; the
+   bench **advances
    the clock** — it sets the failed and deferred captures' ``next_attempt_at`` and the
    ``procedural-capture-retry`` schedule's ``next_run`` to now instead of waiting out the
    back-off — and waits for the service's own retry to run: (d) the share of the failed
@@ -407,11 +408,23 @@ def outage_phase(llm, apis: dict[str, Api], args) -> dict:
     llm.fault = Fault.SERVER_ERROR
     log(f"outage: every model answers 503; B and C post {args.reports} failure reports each")
     accepted: dict[str, float] = {}
-    by_company: dict[str, list[str]] = {}
-    for label in ("b", "c"):
-        posted = post_reports(apis[label], f"{label}-outage", args.reports)
-        accepted.update(posted)
-        by_company[label] = list(posted)
+    by_company: dict[str, list[str]] = {"b": [], "c": []}
+    for n in range(args.reports):
+        # One report per company at a time, the next once it failed: each capture meets the
+        # outage itself (one posted while its company's slot is busy would be deferred).
+        round_ids = []
+        for label in by_company:
+            posted = post_reports(apis[label], f"{label}-outage-{n}", 1)
+            accepted.update(posted)
+            by_company[label] += list(posted)
+            round_ids += list(posted)
+        poll(
+            lambda ids=round_ids: all(
+                o["status"] == "failed" for o in capture_outcomes(dict.fromkeys(ids, 0)).values()
+            ),
+            args.phase_timeout,
+            0.5,
+        )
 
     def settled():
         # A company's first capture fails (after the client's retries); its others find the
