@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test lint format worker worker-llm bench bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
+.PHONY: setup run demo test lint format worker worker-llm bench bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,11 @@ bench: setup
 		--out bench/results/locomo_dev_hybrid.json
 	$(BIN)/python bench/retrieval.py --scale 10000 --agents 1 --queries 200 \
 		--out bench/results/scale_search_10k.json
+
+# One company's LLM model hangs, then every model is down and recovers, run from outside
+# against manage.py serve on a throw-away embedded PostgreSQL (about 3-5 min).
+bench-llm-faults: setup
+	$(BIN)/python bench/llm_faults.py --out bench/results/llm_faults.json
 
 # One company with 1M memories (load, index build, footprint, latency/recall per agent size,
 # the dense leg's previous rule on the same queries, PNG next to the JSON; about 30 min on

@@ -11,7 +11,8 @@ only the model's "thinking" is instant). Embeddings use the product's default lo
    conversations; no worker runs meanwhile. Reports messages/s and per-flush p50/p95.
 2. **Flush → searchable**: ``--probes`` times, one message carrying a unique fact is flushed
    (``debounce_seconds: 0``) while a worker thread runs the extraction sweep
-   (``conversations_extract_due``, what the q2 schedule calls) every 20 ms; the clock stops
+   (``conversations_extract_due``: each company's due conversations, what the sweep's
+   per-company q2 tasks run) every 20 ms; the clock stops
    when ``memory_search`` returns the extracted memory. p50/p95 are pipeline latency; a
    deployment adds its ``debounce_seconds`` (default 30) and its q2 polling delay.
 

@@ -721,6 +721,64 @@ def t_recovery(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
+def t_llm_faults(_arg) -> str:
+    """One company's model hanging, then an outage of every model: what the others saw."""
+    name = "llm_faults.json"
+    use(name)
+    d = load(name)
+    hang, outage, config = d["hang"], d["outage"], d["config"]
+    hooks, captures, ask = hang["webhooks_b_c"], hang["captures_b_c"], hang["search_and_ask_a"]
+    lat, cap = hooks["latency_s"], captures["to_captured_s"]
+    rows = [
+        [
+            "B's and C's approval webhooks, from the 201 to the receiver",
+            f"{hooks['delivered']} of {hooks['sent']} delivered",
+            f"p50 {fmt(lat['p50'])} · p95 **{fmt(lat['p95'])}** · max {fmt(lat['max'])}",
+            f"p95 < {fmt(hooks['target_p95_s'])} s",
+        ],
+        [
+            "B's and C's lesson captures, from the 202 to `captured`",
+            f"{captures['captured_llm']} of {captures['reports']} captured by the LLM",
+            f"p50 {fmt(cap['p50'])} · p95 **{fmt(cap['p95'])}** · max {fmt(cap['max'])}",
+            "all captured",
+        ],
+        [
+            "Search-and-Ask (`search_memory`, `tool_based`) by A's agent",
+            f"HTTP {ask['status']}, `degraded`: {', '.join(ask['degraded'] or []) or '—'}",
+            f"**{fmt(ask['latency_s'])}** (budget {fmt(ask['budget_s'])})",
+            "answers at the budget",
+        ],
+        [
+            "after an outage: the failed captures, once the LLM answers",
+            f"{outage['failed_captured_llm_after_recovery']} of "
+            f"{outage['failed_during_outage']} captured by the LLM "
+            f"({outage['deferred_during_outage']} deferred ones too: "
+            f"{outage['all_captured_llm_after_recovery']} of "
+            f"{outage['failed_during_outage'] + outage['deferred_during_outage']} in all)",
+            f"p95 {fmt(outage['from_recovery_to_captured_s']['p95'])} from the recovery",
+            "100 %",
+        ],
+    ]
+    clock = outage["clock_advanced"]
+    summary = (
+        f"While the hang lasted, A's own {hang['captures_a_while_hanging']['reports']} captures "
+        f"stood at {fmt(hang['captures_a_while_hanging']['statuses'])}. "
+        f"LLM cluster: {config['llm_cluster_workers']} workers, "
+        f"`SYNTHORG_LLM_COMPANY_CONCURRENCY` {config['llm_company_concurrency']}, "
+        f"LLM timeouts {fmt(config['llm_timeout_s'])} s per attempt and "
+        f"{fmt(config['llm_total_timeout_s'])} s per call; load average "
+        f"{fmt(d['machine']['load_average'][0])} on {d['machine']['cpu_count']} cores; "
+        f"{fmt(d['wall_s'])} s in all. {clock[0].upper()}{clock[1:]}."
+    )
+    return (
+        table(["what", "outcome", "seconds", "target"], rows)
+        + "\n\n"
+        + summary
+        + "\n\n"
+        + source(name)
+    )
+
+
 def t_lifecycle(_arg) -> str:
     """The simulated year: what the default lifecycle did, then live/archived/deleted over
     time (every fourth week and the last day)."""
@@ -830,6 +888,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "http": t_http,
     "store": t_store,
     "recovery": t_recovery,
+    "llm_faults": t_llm_faults,
     "lifecycle": t_lifecycle,
     "fields": t_fields,
     "commands": t_commands,

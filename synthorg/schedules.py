@@ -100,6 +100,26 @@ def schedule_upsert(spec: ScheduleSpec) -> str | None:
     return _apply(spec.full_name, spec, current)
 
 
+def schedule_once(*, name: str, func: str, kwargs: dict, at, cluster: str | None = None) -> None:
+    """Run ``func(**kwargs)`` once at ``at``: one q2 ``ONCE`` schedule per ``name``, moved to
+    ``at`` if it exists (q2 deletes it once fired). ``name`` must not start with
+    :data:`SCHEDULE_PREFIX`: :func:`sync_schedules` would delete it."""
+    from django_q.models import Schedule
+
+    if name.startswith(SCHEDULE_PREFIX):
+        raise ValueError(f"one-off schedule names may not start with {SCHEDULE_PREFIX!r}")
+    if not Schedule.objects.filter(name=name).update(next_run=at):
+        Schedule.objects.create(
+            name=name,
+            func=func,
+            kwargs=repr(kwargs),
+            schedule_type=Schedule.ONCE,
+            repeats=-1,
+            cluster=cluster,
+            next_run=at,
+        )
+
+
 def sync_schedules() -> SyncReport:
     from django.db import transaction
     from django_q.models import Schedule

@@ -172,6 +172,7 @@ class ExtractionRun(models.Model):
         SUCCEEDED = "succeeded", "Succeeded"
         SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
         FAILED = "failed", "Failed"
+        DEFERRED = "deferred", "Deferred (the company's LLM slots were busy)"
 
     class Trigger(models.TextChoices):
         DEBOUNCE = "debounce", "Debounce"

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from memory.core.schedules import interval_schedule_type
 from memory.core.services.edit import on_session_ended
 from memory.ingestion.portability import CONTENT_KINDS
+from memory.ingestion.scheduling import DREAM_TASK
 from memory.ingestion.services.messages import (
     conversations_purge_project,
     conversations_purge_session,
@@ -27,7 +28,6 @@ from synthorg.schedules import (
 )
 
 SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
-DREAM_TASK = "memory.ingestion.tasks.dream_company"
 
 
 def dream_schedule_name(company_id: int) -> str:

@@ -3,10 +3,16 @@ service."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from memory.ingestion.models import Conversation
 from memory.ingestion.services.context import conversation_summary_refresh
-from memory.ingestion.services.dream import agent_dream, company_dream
-from memory.ingestion.services.extraction import conversation_extract, conversations_extract_due
+from memory.ingestion.services.dream import agent_dream, company_dream_scheduled
+from memory.ingestion.services.extraction import (
+    conversation_extract,
+    conversations_extract_dispatch,
+    conversations_extract_due_company,
+)
 from persistence.models import Agent, Company
 
 
@@ -25,20 +31,28 @@ def extract_conversation(conversation_pk: int) -> str | None:
     return run.status if run is not None else None
 
 
-def extract_due_conversations() -> int:
-    """The sweep: extract every conversation whose extraction is due (lost schedules,
-    retries after failures). Returns the number of runs made."""
+def extract_due_conversations() -> tuple[int, ...]:
+    """The sweep (every minute): one :func:`extract_company_conversations` task per company
+    with due conversations (lost schedules, retries after failures). Returns the companies."""
 
-    return conversations_extract_due()
+    return conversations_extract_dispatch()
 
 
-def dream_company(company_id: int) -> int:
-    """Scheduled deep dream of every agent of one company; returns the runs recorded."""
+def extract_company_conversations(company_id: int, now=None) -> dict:
+    """One company's due conversations, under its LLM slot; returns what ran and waits."""
+
+    return asdict(conversations_extract_due_company(company_id=company_id, now=now))
+
+
+def dream_company(company_id: int) -> int | None:
+    """Scheduled deep dream of every agent of one company; returns the runs recorded
+    (``None``: the company's LLM slots were busy, the dream is re-armed a minute later)."""
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:
         return 0
-    return len(company_dream(company=company, trigger="schedule"))
+    runs = company_dream_scheduled(company=company)
+    return None if runs is None else len(runs)
 
 
 def dream_agent(agent_id: int) -> str | None:

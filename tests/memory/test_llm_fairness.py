@@ -19,8 +19,26 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.utils import timezone
-from django_q.models import OrmQ
+from django_q.models import OrmQ, Schedule
 
+from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
+from memory.ingestion.scheduling import dream_deferred_name
+from memory.ingestion.services import extraction
+from memory.ingestion.services.dream import DREAM_DEFER
+from memory.ingestion.tasks import (
+    dream_company,
+    extract_company_conversations,
+    extract_conversation,
+    extract_due_conversations,
+)
+from memory.procedural.evolver.models import DraftFailure, EvolverReport
+from memory.procedural.evolver.schedules import deferred_name as evolver_deferred_name
+from memory.procedural.evolver.services import EVOLVER_DEFER
+from memory.procedural.evolver.tasks import (
+    retry_company_drafts,
+    retry_due_drafts,
+    run_company_evolver,
+)
 from memory.procedural.models import CaptureStatusChange, ExecutionCapture
 from memory.procedural.services.capture import (
     DEFERRED,
@@ -32,10 +50,11 @@ from memory.procedural.tasks import capture_execution_report
 from persistence.services.companies import company_config_set
 from synthorg.llm.slots import company_llm_slot, slot_key
 from tests.conftest import make_agent_caller
+from tests.memory.ingestion.conftest import configure, fact, flush
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import CompanyFactory
-from tests.support.llm_provider import PROFILES, LLMProviderStandIn
+from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
 
 LLM_WORKERS = 2
 PROFILE = replace(PROFILES["openai"], models=("model-a", "model-b"))
@@ -216,3 +235,312 @@ def test_slot_keys_are_distinct_per_company_and_slot():
     keys = {slot_key(company, slot) for company in (1, 2, 2**39) for slot in (0, 1, 254)}
     assert len(keys) == 9
     assert all(0 < key < 2**63 for key in keys)
+
+
+# --- conversation extraction ---------------------------------------------------------------
+
+FACTS = {"facts": [fact("Billing deploys every Friday at noon UTC.")]}
+EXTRACTION_DEFERRED_REASON = extraction.DEFERRED.format(limit=1)
+
+
+def extracting_company(model: str):
+    company = CompanyFactory()
+    configure(company, extraction={"model": model, "store_turns": False})
+    return company
+
+
+def due_conversation(company, name: str):
+    """A conversation of a new agent of ``company`` whose extraction is due now."""
+    agent = make_agent_caller(company=company).agent
+    conversation = flush(
+        agent, [f"Ana said billing deploys on Fridays ({name})."], conversation=name
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(
+        extraction_due_at=timezone.now() - timedelta(seconds=1)
+    )
+    return conversation
+
+
+def test_b_extracts_while_a_model_hangs_on_the_llm_workers(stand_in):
+    stand_in.answer = json.dumps(FACTS)
+    company_a, company_b = extracting_company("model-a"), extracting_company("model-b")
+    a_convs = [due_conversation(company_a, f"a-{n}").pk for n in range(3)]
+    b_convs = [due_conversation(company_b, f"b-{n}").pk for n in range(3)]
+
+    with Workers(LLM_WORKERS) as workers:
+        # Worst case for B: all of A's extractions are queued in front of B's.
+        for pk in a_convs + b_convs:
+            workers.tasks.put((pk, extract_conversation, (pk,)))
+        finished = workers.finished(len(a_convs) + len(b_convs) - 1)
+
+        (hanging,) = set(a_convs) - set(finished)
+        assert set(finished) == set(a_convs + b_convs) - {hanging}
+        assert [finished[pk] for pk in b_convs] == ["succeeded"] * 3
+        b_runs = ExtractionRun.objects.filter(conversation_id__in=b_convs)
+        assert {(r.status, r.method, r.added) for r in b_runs} == {("succeeded", "llm", 1)}
+        assert b_runs.count() == 3
+        assert ExtractionRun.objects.get(conversation_id=hanging).status == "running"
+        # A's other extractions did not wait for a slot: a deferred run each, nothing
+        # claimed, no failure counted, still due for the next sweep.
+        for pk in set(a_convs) - {hanging}:
+            assert finished[pk] == "deferred"
+            [run] = ExtractionRun.objects.filter(conversation_id=pk)
+            assert (run.status, run.error, run.first_seq, run.last_seq) == (
+                "deferred",
+                EXTRACTION_DEFERRED_REASON,
+                1,
+                1,
+            )
+            conversation = Conversation.objects.get(pk=pk)
+            assert conversation.claim_run_id is None
+            assert conversation.consecutive_failures == 0
+            assert conversation.extracted_through_seq == 0
+            assert conversation.extraction_due_at <= timezone.now()
+        models = [r.json()["model"] for r in stand_in.chat_requests]
+        assert sorted(models) == ["model-a"] + ["model-b"] * 3
+        # Found busy again (the next sweep, another worker): no second row for one wait.
+        again = min(set(a_convs) - {hanging})
+        assert extract_conversation(again) is None
+        assert ExtractionRun.objects.filter(conversation_id=again).count() == 1
+
+        stand_in.server.stop()  # A's hanging call ends
+        assert workers.finished(1)[hanging] == "failed"
+    workers.join()
+
+
+def test_the_extraction_sweep_gives_each_company_its_own_task(stand_in):
+    company_a, company_b = extracting_company("model-a"), extracting_company("model-b")
+    for company, name in ((company_a, "a-1"), (company_a, "a-2"), (company_b, "b-1")):
+        due_conversation(company, name)
+    OrmQ.objects.all().delete()
+
+    dispatched = extract_due_conversations()
+
+    assert dispatched == tuple(sorted([company_a.pk, company_b.pk]))
+    queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
+    assert queued == [
+        ("llm", "memory.ingestion.tasks.extract_company_conversations", (company_id,))
+        for company_id in dispatched
+    ]
+    # Nothing ran in the sweep itself: no run, no LLM call.
+    assert not ExtractionRun.objects.exists()
+    assert stand_in.chat_requests == []
+
+
+def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand_in):
+    stand_in.hanging_models = set()
+    stand_in.answer = json.dumps(FACTS)
+    company = extracting_company("model-b")
+    conversation = due_conversation(company, "b-1")
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():  # another worker (own connection) runs company's LLM work
+        try:
+            with company_llm_slot(company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        assert extract_company_conversations(company.pk) == {
+            "runs": 0,
+            "waiting": 1,
+            "busy": True,
+        }
+        assert not ExtractionRun.objects.exists()
+        assert stand_in.chat_requests == []
+    finally:
+        release.set()
+        holder.join(timeout=60)
+
+    assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
+    run = ExtractionRun.objects.get(conversation=conversation)
+    assert (run.status, run.method, run.added) == ("succeeded", "llm", 1)
+
+
+def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):
+    stand_in.hanging_models = set()
+    stand_in.fault = Fault.SERVER_ERROR
+    company = extracting_company("model-b")
+    first, second = due_conversation(company, "b-1"), due_conversation(company, "b-2")
+    Conversation.objects.filter(pk=second.pk).update(extraction_due_at=timezone.now())
+
+    summary = extract_company_conversations(company.pk)
+
+    assert summary == {"runs": 1, "waiting": 1, "busy": False}
+    assert len(stand_in.chat_requests) == 1  # an outage costs one call per company per sweep
+    # the failed LLM run, and its turns stored verbatim meanwhile; nothing for the second
+    assert set(ExtractionRun.objects.values_list("conversation_id", "method", "status")) == {
+        (first.pk, "llm", "failed"),
+        (first.pk, "verbatim", "succeeded"),
+    }
+    second.refresh_from_db()
+    assert (second.consecutive_failures, second.extracted_through_seq) == (0, 0)
+
+
+# --- dream ---------------------------------------------------------------------------------
+
+
+def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = CompanyFactory()
+    make_agent_caller(company=company, memory_level="persistent")
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():  # another worker (own connection) runs company's LLM work
+        try:
+            with company_llm_slot(company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        before = timezone.now()
+        assert dream_company(company.pk) is None  # nothing ran, the worker is free
+        assert not DreamRun.objects.exists()
+        [rearmed] = Schedule.objects.filter(name=dream_deferred_name(company.pk))
+        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
+            "memory.ingestion.tasks.dream_company",
+            repr({"company_id": company.pk}),
+            "llm",
+            Schedule.ONCE,
+        )
+        assert before + DREAM_DEFER <= rearmed.next_run <= timezone.now() + DREAM_DEFER
+        assert stand_in.chat_requests == []
+    finally:
+        release.set()
+        holder.join(timeout=60)
+
+    # The re-armed task (or the next tick) finds the slot free and dreams.
+    assert dream_company(company.pk) == 1
+    assert list(DreamRun.objects.values_list("status", flat=True)) == ["nothing_new"]
+
+
+# --- skill evolver -------------------------------------------------------------------------
+
+
+class SlotHolder:
+    """Another worker (its own connection) holding one of ``company_id``'s LLM slots."""
+
+    def __init__(self, company_id: int) -> None:
+        self.company_id = company_id
+        self.held, self.release = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold)
+
+    def _hold(self) -> None:
+        try:
+            with company_llm_slot(self.company_id) as slot:
+                assert slot
+                self.held.set()
+                self.release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> SlotHolder:
+        self.thread.start()
+        assert self.held.wait(timeout=60)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.release.set()
+        self.thread.join(timeout=60)
+
+
+def evolver_company():
+    company = CompanyFactory()
+    company_config_set(
+        company=company,
+        data={"memory": {"procedural": {"model": "model-b", "evolver": {"enabled": True}}}},
+    )
+    return company
+
+
+def pending_draft(company, *, due):
+    now = timezone.now()
+    report = EvolverReport.objects.create(
+        company=company,
+        trigger="schedule",
+        started_at=now,
+        finished_at=now,
+        window_start=now - timedelta(days=7),
+        window_end=now,
+        status="completed",
+    )
+    return DraftFailure.objects.create(
+        company=company,
+        pattern=f"deploy:timeout:{company.pk}",
+        report=report,
+        status="pending",
+        attempts=1,
+        next_attempt_at=due,
+        reason="llm_error: down",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def test_the_draft_retry_schedule_gives_each_company_its_own_task(stand_in):
+    company_a, company_b = evolver_company(), evolver_company()
+    due = timezone.now() - timedelta(seconds=1)
+    drafts = [pending_draft(company, due=due) for company in (company_a, company_b)]
+    OrmQ.objects.all().delete()
+
+    assert retry_due_drafts() == {
+        "reclaimed": 0,
+        "companies": sorted([company_a.pk, company_b.pk]),
+    }
+
+    queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
+    assert queued == [
+        ("llm", "memory.procedural.evolver.tasks.retry_company_drafts", (company_id,))
+        for company_id in sorted([company_a.pk, company_b.pk])
+    ]
+    # Nothing was drafted in the dispatching task.
+    for draft in drafts:
+        draft.refresh_from_db()
+        assert (draft.status, draft.attempts) == ("pending", 1)
+    assert stand_in.chat_requests == []
+
+
+def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
+    company = evolver_company()
+    draft = pending_draft(company, due=timezone.now() - timedelta(seconds=1))
+    with SlotHolder(company.pk):
+        assert retry_company_drafts(company.pk) == {"retried": 0, "waiting": 1, "busy": True}
+        draft.refresh_from_db()
+        assert (draft.status, draft.attempts) == ("pending", 1)  # not claimed, not charged
+
+    # Free again: the draft is retried (its pattern has no reports: no longer eligible).
+    assert retry_company_drafts(company.pk) == {"retried": 1, "waiting": 0, "busy": False}
+    draft.refresh_from_db()
+    assert (draft.status, draft.attempts) == ("superseded", 2)
+
+
+def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stand_in):
+    company = evolver_company()
+    with SlotHolder(company.pk):
+        before = timezone.now()
+        assert run_company_evolver(company.pk) == "deferred"  # nothing ran, the worker is free
+        assert not EvolverReport.objects.exists()
+        [rearmed] = Schedule.objects.filter(name=evolver_deferred_name(company.pk))
+        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
+            "memory.procedural.evolver.tasks.run_company_evolver",
+            repr({"company_id": company.pk}),
+            "llm",
+            Schedule.ONCE,
+        )
+        assert before + EVOLVER_DEFER <= rearmed.next_run <= timezone.now() + EVOLVER_DEFER
+
+    # The re-armed task (or the next tick) finds the slot free and runs the cycle.
+    assert run_company_evolver(company.pk) == "completed"
+    assert EvolverReport.objects.get().status == "completed"

@@ -33,6 +33,7 @@ from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError
 from synthorg.llm.replies import reply_text
+from synthorg.llm.slots import company_llm_slot
 
 logger = logging.getLogger(__name__)
 
@@ -168,24 +169,30 @@ def conversation_summary_refresh(
         provider = completion_provider_for(company=conversation.company, agent=conversation.agent)
     summary, error = None, NO_LLM_SUMMARY
     if provider is not None:
-        try:
-            completion = provider.complete(
-                summary_messages(
-                    summary=conversation.summary,
-                    messages=[PromptMessage(m.seq, m.role, m.name, m.content) for m in folded],
-                    max_tokens=config.max_summary_tokens,
-                ),
-                max_tokens=config.max_summary_tokens * 2,
-                temperature=0.2,
-            )
-            summary = reply_text(completion.content) or None
-            if summary is None:
-                error = EMPTY_SUMMARY
-        except LLMError as exc:
-            logger.warning(
-                "summary of conversation %s: LLM failed (%s); truncating", conversation.pk, exc
-            )
-            error = f"{type(exc).__name__}: {exc}"[:REASON_MAX]
+        with company_llm_slot(conversation.company_id) as slot:
+            if not slot:
+                # Every LLM slot of the company is taken (synthorg.llm.slots): the summary
+                # stays as it is and the next refresh folds these messages.
+                logger.info("summary of conversation %s deferred: LLM slots busy", conversation.pk)
+                return False
+            try:
+                completion = provider.complete(
+                    summary_messages(
+                        summary=conversation.summary,
+                        messages=[PromptMessage(m.seq, m.role, m.name, m.content) for m in folded],
+                        max_tokens=config.max_summary_tokens,
+                    ),
+                    max_tokens=config.max_summary_tokens * 2,
+                    temperature=0.2,
+                )
+                summary = reply_text(completion.content) or None
+                if summary is None:
+                    error = EMPTY_SUMMARY
+            except LLMError as exc:
+                logger.warning(
+                    "summary of conversation %s: LLM failed (%s); truncating", conversation.pk, exc
+                )
+                error = f"{type(exc).__name__}: {exc}"[:REASON_MAX]
     method = "llm" if summary is not None else "truncation"
     if summary is not None:
         error = ""

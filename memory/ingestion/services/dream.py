@@ -43,12 +43,14 @@ from memory.ingestion.prompts import (
     dream_response_format,
     parse_dream,
 )
+from memory.ingestion.scheduling import arm_deferred_dream
 from memory.ingestion.selectors import render_journal
 from memory.ingestion.services.journal import journal_append_dream
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.llm import CompletionProvider, LLMError
+from synthorg.llm.slots import company_llm_slot
 from synthorg.llm.structured import complete_json
 
 logger = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
 NOT_PERSISTENT = "the agent's memory level is {level!r}; only persistent agents dream"
 CORE_MAX_CHARS = 20_000
 EXTRACTIVE_MAX_FACTS = 40
+DREAM_DEFER = timedelta(minutes=1)
 
 
 def current_core(agent: Agent) -> Memory | None:
@@ -199,6 +202,24 @@ def _record(run: DreamRun, status: str, *, error: str = "") -> DreamRun:
     if status in (DreamRun.Status.FAILED, DreamRun.Status.SKIPPED_NO_LLM):
         logger.warning("dream of agent %s: %s (%s)", run.agent_id, status, error)
     return run
+
+
+def company_dream_scheduled(*, company: Company, now=None) -> list[DreamRun] | None:
+    """The company's scheduled dream (on the LLM cluster). With an LLM configured it runs
+    while holding one of the company's LLM slots (:mod:`synthorg.llm.slots`); with every
+    slot taken it does not wait: nothing runs, the dream is re-armed
+    :data:`DREAM_DEFER` later (:func:`~memory.ingestion.scheduling.arm_deferred_dream`) and
+    ``None`` is returned, so the worker is free at once."""
+    now = now or timezone.now()
+    provider = completion_provider_for(company=company)
+    if provider is None:
+        return company_dream(company=company, trigger="schedule", now=now)
+    with company_llm_slot(company.pk) as slot:
+        if not slot:
+            logger.info("dream of company %s deferred: LLM slots busy", company.pk)
+            arm_deferred_dream(company.pk, at=now + DREAM_DEFER)
+            return None
+        return company_dream(company=company, trigger="schedule", now=now)
 
 
 def company_dream(*, company: Company, trigger: str = "schedule", now=None) -> list[DreamRun]:

@@ -42,6 +42,7 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
@@ -70,7 +71,9 @@ from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.llm import Completion, CompletionProvider, LLMError
+from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
+from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +83,11 @@ CLAIM_EXPIRED = "the worker holding the claim did not finish within the lease"
 NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
 VERBATIM_TAG = "verbatim"
 VERBATIM_CONTEXT_CHARS = 300
+DEFERRED = (
+    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
+    "the next sweep runs it"
+)
+EXTRACT_COMPANY_TASK = "memory.ingestion.tasks.extract_company_conversations"
 
 
 @dataclass
@@ -114,19 +122,22 @@ def conversation_extract(
         return None
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
-    claim = _claim(
-        conversation.pk,
-        trigger=trigger,
-        force=force,
-        now=now,
-        config=config,
-        llm=provider is not None,
-    )
-    if claim is None:
-        return None
-    run = claim.run
     if provider is None:
-        return _extract_verbatim(claim, config=config)
+        claim = _claim(conversation.pk, trigger=trigger, force=force, now=now, config=config)
+        return _extract_verbatim(claim, config=config) if claim is not None else None
+    with company_llm_slot(agent.company_id) as slot:
+        if not slot:
+            return _defer(conversation.pk, trigger=trigger, force=force, now=now, config=config)
+        claim = _claim(
+            conversation.pk, trigger=trigger, force=force, now=now, config=config, llm=True
+        )
+        if claim is None:
+            return None
+        return _extract_with_llm(claim, provider, config=config)
+
+
+def _extract_with_llm(claim: _Claim, provider: CompletionProvider, *, config) -> ExtractionRun:
+    run = claim.run
     if config.store_turns:
         # the turns first, so they are remembered whatever the LLM does; its facts on top
         _store_turns(run, trigger=ExtractionRun.Trigger.TURNS)
@@ -159,29 +170,155 @@ def conversation_extract(
         )
 
 
-def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
-    """The sweep: run every conversation whose extraction is due (without an LLM, the
-    verbatim path)."""
+def _due(now: datetime):
+    return Conversation.objects.filter(extraction_due_at__lte=now).filter(
+        extracted_through_seq__lt=F("message_count")
+    )
+
+
+def conversations_extract_dispatch(*, now: datetime | None = None) -> tuple[int, ...]:
+    """The ``ingestion-extraction-sweep`` schedule (every minute): hand every company with
+    due conversations its own task on the LLM cluster
+    (:func:`conversations_extract_due_company`). Nothing runs here, so a company whose LLM
+    hangs holds up only its own task. Returns the companies dispatched."""
+    explicit = now
+    now = now or timezone.now()
+    companies = tuple(
+        _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
+    )
+    for company_id in companies:
+        kwargs = {"now": explicit} if explicit is not None else {}
+        async_task(EXTRACT_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
+    return companies
+
+
+@dataclass(frozen=True)
+class DueRuns:
+    runs: int  # extraction runs made
+    waiting: int  # due conversations left for the next sweep (an LLM failure, busy slots)
+    busy: bool = False  # every LLM slot of the company was taken: nothing ran
+
+
+def conversations_extract_due_company(
+    *, company_id: int, now: datetime | None = None, limit: int = 100
+) -> DueRuns:
+    """Run one company's due conversations (oldest due first, at most ``limit``): lost
+    schedules, the rest of capped batches, retries after failures.
+
+    With an LLM configured this holds one of the company's LLM slots
+    (:mod:`synthorg.llm.slots`); with every slot taken nothing runs (``busy``: the next
+    sweep tries again, nothing is charged). The first run that fails (an LLM outage, a
+    hanging model cut by its timeout) stops the batch: the others keep their due time, so
+    an outage costs one LLM call per company per sweep, not one per conversation. Without
+    an LLM the turns are stored verbatim, no slot needed.
+    """
     now = now or timezone.now()
     due = list(
-        Conversation.objects.filter(extraction_due_at__lte=now)
-        .filter(extracted_through_seq__lt=F("message_count"))
+        _due(now)
+        .filter(company_id=company_id)
         .select_related("agent", "company")
-        .order_by("extraction_due_at")[:limit]
+        .order_by("extraction_due_at", "pk")[:limit]
     )
+    if not due:
+        return DueRuns(runs=0, waiting=0)
+    llm = completion_provider_for(company=due[0].company)
+    if llm is None:
+        runs = sum(1 for c in due if conversation_extract(conversation=c, provider=None, now=now))
+        return DueRuns(runs=runs, waiting=0)
     runs = 0
-    for conversation in due:
-        provider = completion_provider_for(company=conversation.company, agent=conversation.agent)
-        if conversation_extract(conversation=conversation, provider=provider, now=now):
+    with company_llm_slot(company_id) as slot:
+        if not slot:
+            logger.info("extraction sweep of company %s skipped: LLM slots busy", company_id)
+            return DueRuns(runs=0, waiting=len(due), busy=True)
+        for index, conversation in enumerate(due):
+            provider = completion_provider_for(
+                company=conversation.company, agent=conversation.agent
+            )
+            run = conversation_extract(conversation=conversation, provider=provider, now=now)
+            if run is None:
+                continue
             runs += 1
-    return runs
+            if run.status == ExtractionRun.Status.FAILED:
+                return DueRuns(runs=runs, waiting=len(due) - index - 1)
+    return DueRuns(runs=runs, waiting=0)
+
+
+def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
+    """Every company's due conversations, company by company, in this process (what the
+    per-company tasks of :func:`conversations_extract_dispatch` do; tests and benchmarks).
+    Returns the number of runs made."""
+    now = now or timezone.now()
+    companies = _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
+    return sum(
+        conversations_extract_due_company(company_id=company_id, now=now, limit=limit).runs
+        for company_id in list(companies)
+    )
+
+
+@transaction.atomic
+def _defer(conversation_pk: int, *, trigger, force: bool, now: datetime, config):
+    """Every LLM slot of the company is taken: record a ``deferred`` run (nothing claimed,
+    no failure counted) and leave the conversation due, so the next sweep runs it; the
+    worker is free at once. ``None`` when the conversation had nothing due anyway, or when
+    its latest run already records this range as deferred (one row per wait, not one per
+    worker or sweep that found the slots busy)."""
+    conversation = Conversation.objects.select_for_update().filter(pk=conversation_pk).first()
+    if conversation is None:
+        return None
+    claimed = (
+        conversation.claim_run_id is not None
+        and conversation.claim_expires_at is not None
+        and conversation.claim_expires_at > now
+    )
+    first = conversation.extracted_through_seq + 1
+    due = force or (
+        conversation.extraction_due_at is not None and conversation.extraction_due_at <= now
+    )
+    if claimed or first > conversation.message_count or not due:
+        return None
+    latest = (
+        ExtractionRun.objects.filter(conversation_id=conversation_pk)
+        .order_by("-created_at")
+        .values_list("status", "first_seq")
+        .first()
+    )
+    if latest == (ExtractionRun.Status.DEFERRED, first):
+        return None
+    last = _batch_end(conversation, first, config.max_batch_tokens)
+    logger.info("extraction of conversation %s deferred: LLM slots busy", conversation_pk)
+    return ExtractionRun.objects.create(
+        company_id=conversation.company_id,
+        agent_id=conversation.agent_id,
+        conversation=conversation,
+        trigger=_trigger(conversation, trigger, force=force, config=config),
+        status=ExtractionRun.Status.DEFERRED,
+        error=DEFERRED.format(limit=company_llm_concurrency()),
+        first_seq=first,
+        last_seq=last,
+        message_count=last - first + 1,
+        model=config.model or "",
+        created_at=now,
+        finished_at=now,
+    )
 
 
 # --- 1. claim ------------------------------------------------------------------------------
 
 
+def _trigger(conversation: Conversation, trigger, *, force: bool, config) -> str:
+    if trigger is not None:
+        return trigger
+    if force:
+        return ExtractionRun.Trigger.MANUAL
+    if conversation.consecutive_failures:
+        return ExtractionRun.Trigger.RETRY
+    if conversation.pending_tokens >= config.max_pending_tokens:
+        return ExtractionRun.Trigger.PENDING_TOKENS
+    return ExtractionRun.Trigger.DEBOUNCE
+
+
 @transaction.atomic
-def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config, llm: bool):
+def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config, llm: bool = False):
     conversation = (
         Conversation.objects.select_for_update()
         .select_related("agent", "company")
@@ -209,15 +346,7 @@ def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config,
     ):
         return None  # the debounce was pushed forward; the re-armed schedule fires later
     last = _batch_end(conversation, first, config.max_batch_tokens)
-    if trigger is None:
-        if force:
-            trigger = ExtractionRun.Trigger.MANUAL
-        elif conversation.consecutive_failures:
-            trigger = ExtractionRun.Trigger.RETRY
-        elif conversation.pending_tokens >= config.max_pending_tokens:
-            trigger = ExtractionRun.Trigger.PENDING_TOKENS
-        else:
-            trigger = ExtractionRun.Trigger.DEBOUNCE
+    trigger = _trigger(conversation, trigger, force=force, config=config)
     run = ExtractionRun.objects.create(
         company_id=conversation.company_id,
         agent_id=conversation.agent_id,

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.domain import ProposalError
@@ -39,6 +40,7 @@ from memory.procedural.evolver.models import (
     DraftStatus,
     EvolverReport,
 )
+from memory.procedural.evolver.schedules import RETRY_COMPANY_TASK
 from memory.procedural.evolver.services import (
     PROCEDURE,
     count_item,
@@ -56,6 +58,8 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
 from synthorg.llm import LLMError
+from synthorg.llm.slots import company_llm_slot
+from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger("memory.procedural.evolver")
 
@@ -76,7 +80,14 @@ RECLAIMED = "reclaimed: the worker retrying this draft did not finish within {mi
 class DraftRetrySummary:
     reclaimed: int  # retrying drafts a dead worker left, due again
     retried: int  # drafts attempted
-    waiting: int  # due, left for the next run (the company's LLM failed in this run)
+    waiting: int  # due, left for the next run (the company's LLM failed, or its slots busy)
+    busy: bool = False  # every LLM slot of the company was taken: nothing ran
+
+
+@dataclass(frozen=True)
+class DraftRetryDispatch:
+    reclaimed: int
+    companies: tuple[int, ...]  # each given its own retry task
 
 
 def evolver_drafts_reclaim(*, now: datetime) -> int:
@@ -116,27 +127,70 @@ def _claim(draft_id, *, now: datetime) -> DraftFailure | None:
         return draft
 
 
+def _due(now: datetime, limit: int, company_id: int | None = None) -> dict[int, list]:
+    due = DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
+    if company_id is not None:
+        due = due.filter(company_id=company_id)
+    by_company: dict[int, list] = {}
+    for company, draft_id in due.order_by("next_attempt_at", "id").values_list("company_id", "id")[
+        :limit
+    ]:
+        by_company.setdefault(company, []).append(draft_id)
+    return by_company
+
+
+def evolver_drafts_retry_dispatch(*, now: datetime | None = None) -> DraftRetryDispatch:
+    """The ``evolver-draft-retry`` schedule (every minute): reclaim orphaned drafts, then
+    hand every company with due drafts its own task on the LLM cluster
+    (:func:`evolver_drafts_retry_company`). Nothing is drafted here, so a company whose LLM
+    hangs holds up only its own task. ``now`` (tests) is passed on."""
+    explicit = now
+    now = now or timezone.now()
+    reclaimed = evolver_drafts_reclaim(now=now)
+    companies = tuple(
+        DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("company_id")
+        .values_list("company_id", flat=True)
+        .distinct()
+    )
+    for company_id in companies:
+        kwargs = {"now": explicit} if explicit is not None else {}
+        async_task(RETRY_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
+    return DraftRetryDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def evolver_drafts_retry_company(
+    *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
+) -> DraftRetrySummary:
+    """Retry one company's due drafts (oldest first, at most ``limit``) while holding one of
+    its LLM slots (:mod:`synthorg.llm.slots`); with every slot taken nothing is claimed or
+    charged (``busy``: the next minute's task tries again)."""
+    now = now or timezone.now()
+    draft_ids = _due(now, limit, company_id).get(company_id, [])
+    company = Company.objects.filter(pk=company_id).first()
+    if not draft_ids or company is None:
+        return DraftRetrySummary(reclaimed=0, retried=0, waiting=0)
+    with company_llm_slot(company_id) as slot:
+        if not slot:
+            logger.info("evolver draft retry of company %s skipped: LLM slots busy", company_id)
+            return DraftRetrySummary(reclaimed=0, retried=0, waiting=len(draft_ids), busy=True)
+        retried, waiting = _retry_company(company, draft_ids, now=now)
+    return DraftRetrySummary(reclaimed=0, retried=retried, waiting=waiting)
+
+
 def evolver_drafts_retry_due(
     *, now: datetime | None = None, limit: int = RETRY_BATCH
 ) -> DraftRetrySummary:
-    """The ``evolver-draft-retry`` schedule: reclaim orphaned drafts, then retry every due
-    draft (oldest first, at most ``limit``), company by company, in this worker."""
+    """Reclaim orphaned drafts, then retry every due draft (oldest first, at most
+    ``limit``), company by company, in this process (what the per-company tasks of
+    :func:`evolver_drafts_retry_dispatch` do; tests, ``manage.py`` use)."""
     now = now or timezone.now()
     reclaimed = evolver_drafts_reclaim(now=now)
-    due = list(
-        DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
-        .order_by("next_attempt_at", "id")
-        .values_list("company_id", "id")[:limit]
-    )
-    by_company: dict[int, list] = {}
-    for company_id, draft_id in due:
-        by_company.setdefault(company_id, []).append(draft_id)
     retried = waiting = 0
-    for company_id, draft_ids in by_company.items():
-        company = Company.objects.get(pk=company_id)
-        done, left = _retry_company(company, draft_ids, now=now)
-        retried += done
-        waiting += left
+    for company_id, draft_ids in _due(now, limit).items():
+        summary = evolver_drafts_retry_company(company_id=company_id, now=now, limit=len(draft_ids))
+        retried += summary.retried
+        waiting += summary.waiting
     return DraftRetrySummary(reclaimed=reclaimed, retried=retried, waiting=waiting)
 
 

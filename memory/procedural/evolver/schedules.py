@@ -8,15 +8,32 @@ from collections.abc import Iterator
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.enums import ConsolidationInterval
-from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, schedule_once
 
 TASK = "memory.procedural.evolver.tasks.run_company_evolver"
 RETRY_TASK = "memory.procedural.evolver.tasks.retry_due_drafts"
 RETRY_SCHEDULE = "evolver-draft-retry"
+RETRY_COMPANY_TASK = "memory.procedural.evolver.tasks.retry_company_drafts"
 
 
 def schedule_name(company_id: int) -> str:
     return f"skill-evolver:company-{company_id}"
+
+
+def deferred_name(company_id: int) -> str:
+    return f"skill-evolver-deferred:company-{company_id}"
+
+
+def arm_deferred_evolver(company_id: int, *, at) -> None:
+    """A scheduled evolver run found the company's LLM slots busy: run it again at ``at``
+    (one q2 ``ONCE`` schedule per company, moved forward by every deferral)."""
+    schedule_once(
+        name=deferred_name(company_id),
+        func=TASK,
+        kwargs={"company_id": company_id},
+        at=at,
+        cluster=LLM_CLUSTER,
+    )
 
 
 def evolver_schedules() -> Iterator[ScheduleSpec]:

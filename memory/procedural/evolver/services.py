@@ -38,6 +38,7 @@ from memory.procedural.evolver.patterns import (
     group_trajectories,
 )
 from memory.procedural.evolver.rule_drafting import rule_draft
+from memory.procedural.evolver.schedules import arm_deferred_evolver
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
 from memory.procedural.models import ExecutionReport, ProceduralLesson
 from orgmemory.models import ApprovalItem, OrgFact
@@ -45,6 +46,7 @@ from orgmemory.services.approvals import approval_request
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.llm import LLMError
+from synthorg.llm.slots import company_llm_slot
 
 logger = logging.getLogger("memory.procedural.evolver")
 
@@ -183,6 +185,29 @@ def existing_skills(company: Company) -> list[Skill]:
             )
         )
     return skills
+
+
+EVOLVER_DEFER = timedelta(minutes=1)
+
+
+def skill_evolver_run_scheduled(*, company: Company) -> EvolverReport | None:
+    """The company's scheduled cycle (on the LLM cluster). With an LLM configured it runs
+    while holding one of the company's LLM slots (:mod:`synthorg.llm.slots`); with every
+    slot taken it does not wait: nothing runs, the cycle is re-armed :data:`EVOLVER_DEFER`
+    later (:func:`~memory.procedural.evolver.schedules.arm_deferred_evolver`) and ``None``
+    is returned, so the worker is free at once."""
+    provider = completion_provider_for(company=company)
+    if provider is None:
+        return skill_evolver_run(company=company, trigger="schedule")
+    close = getattr(provider, "close", None)
+    if close is not None:
+        close()
+    with company_llm_slot(company.pk) as slot:
+        if not slot:
+            logger.info("SKILL_EVOLVER_DEFERRED company=%s (LLM slots busy)", company.slug)
+            arm_deferred_evolver(company.pk, at=timezone.now() + EVOLVER_DEFER)
+            return None
+        return skill_evolver_run(company=company, trigger="schedule")
 
 
 def skill_evolver_run(

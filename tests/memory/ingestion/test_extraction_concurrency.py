@@ -65,16 +65,20 @@ def _race(agent, server):
 
     assert errors == []
     runs = [r for r in results if r is not None]
-    assert len(runs) == 1
+    extracted = [r for r in runs if r.status != "deferred"]
+    assert len(extracted) == 1
+    # The others found the company's LLM slot taken (synthorg.llm.slots): at most one
+    # deferred row records that, whatever the number of workers.
+    assert len(runs) - len(extracted) <= 1
     assert len(server.requests_to(server.CHAT_COMPLETIONS)) == 1
 
     def state():
         conv = Conversation.objects.get(pk=conversation.pk)
         return (
             sorted(
-                ExtractionRun.objects.filter(conversation=conv).values_list(
-                    "method", "status", "first_seq", "last_seq"
-                )
+                ExtractionRun.objects.filter(conversation=conv)
+                .exclude(status="deferred")
+                .values_list("method", "status", "first_seq", "last_seq")
             ),
             conv.extracted_through_seq,
             conv.claim_run_id,

@@ -195,7 +195,9 @@ class ExtractionRunListView(AgentView, APIView):
             "counts facts `added`, `skipped` (near duplicates), `superseded` (older memories "
             "marked superseded), `below_confidence` and `ignored_supersedes` (ids that are not "
             "the agent's own). `status`: `running`, `succeeded`, `skipped_no_llm` (runs recorded "
-            "before the verbatim path), `failed` (a later run retries the same messages). "
+            "before the verbatim path), `failed` (a later run retries the same messages), "
+            "`deferred` (the company's LLM slots were busy; nothing extracted, the next sweep "
+            "runs it). "
             "`method`: `llm` (facts extracted) or `verbatim` (no LLM: the turns were stored)."
         ),
         parameters=[

@@ -21,7 +21,7 @@ from memory.procedural.evolver.draft_retry import (
 )
 from memory.procedural.evolver.models import DraftFailure, DraftStatusChange, EvolverReport
 from memory.procedural.evolver.services import ACTION_PROMOTION, skill_evolver_run
-from memory.procedural.evolver.tasks import retry_due_drafts
+from memory.procedural.evolver.tasks import retry_company_drafts, retry_due_drafts
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_decide
 from persistence.models import AuditEntry
@@ -285,7 +285,9 @@ def test_operator_requeues_a_gave_up_draft_after_rejecting_its_rule_item(company
     assert history(draft)[-1] == ("pending", "rule", 0, f"user:{operator.user.pk}")
 
     llm.fault = None
-    assert retry_due_drafts()["retried"] == 1
+    # the schedule's task hands the company its own task, which retries the draft
+    assert retry_due_drafts() == {"reclaimed": 0, "companies": [company.pk]}
+    assert retry_company_drafts(company.pk) == {"retried": 1, "waiting": 0, "busy": False}
     draft.refresh_from_db()
     assert (draft.status, draft.method, draft.attempts) == ("drafted", "llm", 1)
     assert ApprovalItem.objects.filter(status="pending").get().pk == draft.item_id
