@@ -54,8 +54,11 @@ worker: setup
 worker-llm: setup
 	Q_CLUSTER_NAME=llm $(BIN)/python manage.py qcluster
 
+# The suite on TEST_WORKERS pytest-xdist workers (each with its own test database on the one
+# embedded server); TEST_WORKERS=0 runs it in this process. See docs/architecture/testing.md.
+TEST_WORKERS ?= 2
 test: setup browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS)
 
 # The documentation site: benchmark pages regenerated from bench/results/*.json, then a strict
 # build (a broken link or a page missing from the nav fails) into var/site/.

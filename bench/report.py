@@ -54,6 +54,7 @@ COMMANDS = {
     "store_default.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
     "--embedder default --batch 100 --out bench/results/store_default.json",
     "orgmemory_retrieval.json": "bench/orgmemory_retrieval.py --facts 2000 --queries 200",
+    "suite_speed.json": "bench/suite_speed.py --paths tests/orgmemory tests/persistence",
     "procedural.json": "bench/procedural.py",
     "procedural_paced.json": "bench/procedural.py --reports 200 --rate 1 "
     "--output bench/results/procedural_paced.json",

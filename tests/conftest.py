@@ -1,5 +1,6 @@
 """Shared fixtures: companies, agents with API keys, and API clients authenticated as them."""
 
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -9,6 +10,49 @@ from persistence.models import Agent
 from persistence.services.agents import api_key_issue
 from synthorg.db import roles
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
+
+#: The suite's longest tests (real servers, Chromium, the fuzz, scratch databases), measured
+#: with ``--durations``. They start first within pytest-django's groups (non-transactional,
+#: transactional, no database), so with ``make test``'s xdist workers the short tests fill
+#: in around them instead of one worker finishing a long test alone at the end.
+LONG_RUNNING = (
+    "tests/e2e/",
+    "tests/synthorg/test_api_fuzz.py",
+    "tests/synthorg/test_recovery.py",
+    "tests/synthorg/test_serve.py",
+    "tests/synthorg/test_embedded_pg.py",
+    "tests/synthorg/test_api_tenant_probe.py",
+    "tests/console/",
+    "tests/bench/test_scratch_db.py",
+    "tests/persistence/test_admin_scoping.py::test_no_admin_page_names_another_company",
+)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(items):
+    """Long tests first; pytest-django's stable sort by group runs after and keeps this order
+    inside each group (a wrapper runs before every plain implementation)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_RUNNING))
+    return (yield)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tenant_files_of_this_run(tmp_path_factory):
+    """Company files (``SYNTHORG_TENANT_FILES_DIR``) go to a directory of this run, one per
+    xdist worker (its own ``tmp_path_factory`` base), never ``var/tenant-files/``: exported
+    too, so ``manage.py serve`` started by a test writes where the test reads."""
+    from django.conf import settings
+
+    path = tmp_path_factory.mktemp("tenant-files")
+    saved = (settings.SYNTHORG_TENANT_FILES_DIR, os.environ.get("SYNTHORG_TENANT_FILES_DIR"))
+    settings.SYNTHORG_TENANT_FILES_DIR = path
+    os.environ["SYNTHORG_TENANT_FILES_DIR"] = str(path)
+    yield path
+    settings.SYNTHORG_TENANT_FILES_DIR = saved[0]
+    if saved[1] is None:
+        os.environ.pop("SYNTHORG_TENANT_FILES_DIR", None)
+    else:
+        os.environ["SYNTHORG_TENANT_FILES_DIR"] = saved[1]
 
 
 @pytest.fixture(scope="session")
