@@ -13,6 +13,7 @@ A denied write is audited (verdict ``denied``) in its own transaction, then rais
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ FACT_RETRACTED = "The fact has been retracted; publish a new fact instead."
 CATEGORY_IMMUTABLE = "A fact keeps its category: it is '{current}', not '{requested}'."
 VERSION_CONFLICT = "The fact is at version {current}, not the expected version {expected}."
 CONCURRENT_WRITE = "Another write to this fact committed first; retry with its new version."
+
 ACTOR_COMPANY_MISMATCH = "The actor does not belong to this company."
 INVALID_FACT = "The fact is invalid: {error}"
 APPROVER_HUMAN_ONLY = "Only a human approver can have the system apply an approved write."
@@ -57,6 +59,18 @@ APPROVER_HUMAN_ONLY = "Only a human approver can have the system apply an approv
 ACTION_PUBLISHED = "org_fact.published"
 ACTION_RETRACTED = "org_fact.retracted"
 ACTION_WRITE_DENIED = "org_fact.write_denied"
+
+
+@contextmanager
+def _version_conflicts():
+    """A concurrent append of the same fact version (the log's unique version, or the fact's
+    primary key for a first version) surfaces as 409 ``fact_version_conflict``."""
+    try:
+        yield
+    except IntegrityError as exc:
+        if "orglog_fact_version" in str(exc) or "orgmemory_orgfact_pkey" in str(exc):
+            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
+        raise
 
 
 @dataclass(frozen=True)
@@ -231,7 +245,7 @@ def publish_as(
     embedded = embed_text(
         payload.content, company=company
     )  # outside the lock: model inference is slow-ish
-    try:
+    with _version_conflicts():
         return _publish_locked(
             company=company,
             payload=payload,
@@ -243,10 +257,6 @@ def publish_as(
             audit_user=audit_user,
             keep_tags=keep_tags,
         )
-    except IntegrityError as exc:
-        if "orglog_fact_version" in str(exc) or "orgmemory_orgfact_pkey" in str(exc):
-            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
-        raise
 
 
 @transaction.atomic
@@ -355,7 +365,7 @@ def fact_retract(
             fact_id=current.fact_id,
         )
     record = AuthorRecord(author=author, agent=actor.agent, user=actor.user)
-    try:
+    with _version_conflicts():
         return _retract_locked(
             company=company,
             fact_id=current.fact_id,
@@ -364,10 +374,6 @@ def fact_retract(
             reason=reason,
             actor=actor,
         )
-    except IntegrityError as exc:
-        if "orglog_fact_version" in str(exc):
-            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
-        raise
 
 
 def _approval_record(company: Company, approver: Principal, category, approval_item_id):
@@ -423,7 +429,7 @@ def fact_retract_approved(
     """Retract a fact as the system, on behalf of the approver of ``approval_item_id``."""
     current = _fact_or_404(company, fact_id)
     record = _approval_record(company, approver, current.category, approval_item_id)
-    try:
+    with _version_conflicts():
         return _retract_locked(
             company=company,
             fact_id=current.fact_id,
@@ -432,10 +438,6 @@ def fact_retract_approved(
             reason=reason,
             actor=None,
         )
-    except IntegrityError as exc:
-        if "orglog_fact_version" in str(exc):
-            raise ConflictError(CONCURRENT_WRITE, code="fact_version_conflict") from exc
-        raise
 
 
 @transaction.atomic
