@@ -17,6 +17,7 @@ may also name one of the prober's own rows, so there the marker check decides).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import uuid
@@ -178,6 +179,10 @@ SEED_HINTS = {
     # a pending draft failure is due for a retry; its history row names it
     "DraftFailure": {"next_attempt_at": datetime(2026, 3, 1, tzinfo=UTC)},
     "DraftStatusChange": {"draft": lambda seeder: seeder.row(DraftFailure)},
+    # a checkpoint names its file by digest (64 lowercase hex characters)
+    "AdapterCheckpoint": {
+        "sha256": lambda seeder: hashlib.sha256(seeder.marker.encode()).hexdigest()
+    },
 }
 
 

@@ -32,11 +32,11 @@ def query(server, user, sql, dbname=DATABASE_NAME):
         return cursor.fetchall() if cursor.description else None
 
 
-def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(tmp_path):
-    server = EmbeddedServer(tmp_path / "pgdata")
+def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(server_dir):
+    server = EmbeddedServer(server_dir / "pgdata")
     server.attach()
     try:
-        assert (tmp_path / "pgdata" / "PG_VERSION").read_text().strip() == "18"
+        assert (server_dir / "pgdata" / "PG_VERSION").read_text().strip() == "18"
         assert server_major() == 18
         assert query(server, SUPERUSER, "SHOW server_version_num")[0][0].startswith("18")
         # Only a unix socket inside the data directory: no TCP port to collide on.
@@ -79,7 +79,7 @@ def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(tmp
     assert read_postmaster(server.pgdata) is None
     assert json.loads(server.handles_path.read_text()) == []
 
-    again = EmbeddedServer(tmp_path / "pgdata")
+    again = EmbeddedServer(server_dir / "pgdata")
     again.attach()
     try:
         assert query(again, APP_ROLE, "SELECT count(*) FROM t") == [(1,)]
@@ -88,9 +88,9 @@ def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(tmp
     assert read_postmaster(again.pgdata) is None
 
 
-def test_a_client_killed_with_sigkill_leaves_a_server_that_still_stops(tmp_path):
+def test_a_client_killed_with_sigkill_leaves_a_server_that_still_stops(server_dir):
     """A dead pid in the handle file is pruned: the last live user still stops the server."""
-    pgdata = tmp_path / "pgdata"
+    pgdata = server_dir / "pgdata"
     script = textwrap.dedent(
         f"""
         import sys, time
@@ -106,7 +106,7 @@ def test_a_client_killed_with_sigkill_leaves_a_server_that_still_stops(tmp_path)
     )
     try:
         assert client.stdout.readline().strip() == "attached"
-        assert json.loads((tmp_path / "pgdata.handles").read_text()) == [client.pid]
+        assert json.loads((server_dir / "pgdata.handles").read_text()) == [client.pid]
     finally:
         os.kill(client.pid, signal.SIGKILL)
         client.wait(timeout=30)
@@ -119,8 +119,8 @@ def test_a_client_killed_with_sigkill_leaves_a_server_that_still_stops(tmp_path)
     assert read_postmaster(pgdata) is None
 
 
-def test_a_killed_server_is_restarted_on_the_next_attach(tmp_path):
-    server = EmbeddedServer(tmp_path / "pgdata")
+def test_a_killed_server_is_restarted_on_the_next_attach(server_dir):
+    server = EmbeddedServer(server_dir / "pgdata")
     server.attach()
     try:
         pid = read_postmaster(server.pgdata).pid
@@ -143,8 +143,8 @@ def test_a_killed_server_is_restarted_on_the_next_attach(tmp_path):
     assert read_postmaster(server.pgdata) is None
 
 
-def test_a_postgresql_16_data_directory_is_refused_with_the_remedy(tmp_path):
-    pgdata = tmp_path / "var" / "pgdata"
+def test_a_postgresql_16_data_directory_is_refused_with_the_remedy(server_dir):
+    pgdata = server_dir / "var" / "pgdata"
     pgdata.mkdir(parents=True)
     (pgdata / "PG_VERSION").write_text("16\n")
     expected = (
@@ -161,15 +161,15 @@ def test_a_postgresql_16_data_directory_is_refused_with_the_remedy(tmp_path):
     assert sorted(p.name for p in pgdata.iterdir()) == ["PG_VERSION"]
 
 
-def test_a_process_starting_on_a_pg16_directory_fails_with_the_message(tmp_path):
+def test_a_process_starting_on_a_pg16_directory_fails_with_the_message(server_dir):
     """Django's settings (any command, the app) turn it into DatabaseUnavailableError."""
-    pgdata = tmp_path / "var" / "pgdata"
+    pgdata = server_dir / "var" / "pgdata"
     pgdata.mkdir(parents=True)
     (pgdata / "PG_VERSION").write_text("16\n")
     script = (
         "import sys; from pathlib import Path; import synthorg.database as d\n"
         "try:\n"
-        f"    d.embedded_database_settings(Path({str(tmp_path)!r}))\n"
+        f"    d.embedded_database_settings(Path({str(server_dir)!r}))\n"
         "except d.DatabaseUnavailableError as exc:\n"
         "    sys.exit(f'error: database unavailable: {exc}')\n"
     )
@@ -188,11 +188,11 @@ def _kill_and_reap(server) -> int:
     return pid
 
 
-def test_recover_restarts_a_killed_server_for_its_users(tmp_path):
+def test_recover_restarts_a_killed_server_for_its_users(server_dir):
     """What the connection layer (synthorg.db.embedded) calls after a failed connect."""
     import time
 
-    server = EmbeddedServer(tmp_path / "pgdata")
+    server = EmbeddedServer(server_dir / "pgdata")
     server.attach()
     try:
         assert server.recover() is False  # running: a failed connect has another cause
@@ -214,10 +214,10 @@ def test_recover_restarts_a_killed_server_for_its_users(tmp_path):
     assert read_postmaster(server.pgdata) is None
 
 
-def test_recover_never_creates_a_new_database_under_a_running_service(tmp_path):
+def test_recover_never_creates_a_new_database_under_a_running_service(server_dir):
     import shutil
 
-    server = EmbeddedServer(tmp_path / "pgdata")
+    server = EmbeddedServer(server_dir / "pgdata")
     server.attach()
     try:
         _kill_and_reap(server)

@@ -198,10 +198,10 @@ def test_killed_qcluster_gunicorn_worker_and_master_are_replaced(
             Task.objects.filter(group__in=groups).delete()
 
 
-def test_killed_embedded_postmaster_is_restarted_without_a_human(tmp_path: Path):
+def test_killed_embedded_postmaster_is_restarted_without_a_human(server_dir: Path):
     """The test run's own server is shared with the whole suite, so this one kills the
     postmaster of a throw-away embedded data directory (``SYNTHORG_PGDATA``)."""
-    pgdata = tmp_path / "pgdata"
+    pgdata = server_dir / "pgdata"
     env = dict(os.environ, SYNTHORG_PGDATA=str(pgdata))
     for name in ("DATABASE_URL", "DATABASE_OWNER_URL", "SYNTHORG_TEST_DATABASE"):
         env.pop(name, None)

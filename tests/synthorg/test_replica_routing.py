@@ -7,13 +7,13 @@ The behaviour against a real streaming standby is in ``test_replicas.py``.
 from __future__ import annotations
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
 
 from memory.core.models.request_log import RequestLogEntry
 from synthorg.database import replica_database_settings
 from synthorg.db import replicas
+from tests.support.db_aliases import add_database_alias, remove_database_alias
 
 ALIAS = "replica_1"
 
@@ -95,13 +95,10 @@ def unreachable_replica():
         CONN_MAX_AGE=0,
         TEST={**config["TEST"], "MIRROR": "default"},
     )
-    connections.settings[ALIAS] = config
-    django_settings.DATABASES[ALIAS] = config
+    add_database_alias(ALIAS, config)
     replicas.reset_replica_states()
     yield
-    connections[ALIAS].close()
-    django_settings.DATABASES.pop(ALIAS, None)
-    connections.settings.pop(ALIAS, None)
+    remove_database_alias(ALIAS)
     replicas.reset_replica_states()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connections
 from django.test import override_settings
 from django.utils import timezone
@@ -23,6 +22,7 @@ from synthorg.database import current_embedded_server
 from synthorg.db import replicas
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory
+from tests.support.db_aliases import add_database_alias, remove_database_alias
 from tests.support.standby import (
     STANDBY_PORT,
     Standby,
@@ -71,14 +71,11 @@ def standby(django_db_setup, django_db_blocker):
         CONN_MAX_AGE=0,
         TEST={**config["TEST"], "MIRROR": "default"},  # never flushed: it follows the primary
     )
-    connections.settings[ALIAS] = config
-    django_settings.DATABASES[ALIAS] = config
+    add_database_alias(ALIAS, config)
     try:
         yield standby
     finally:
-        connections[ALIAS].close()
-        django_settings.DATABASES.pop(ALIAS, None)
-        connections.settings.pop(ALIAS, None)
+        remove_database_alias(ALIAS)
         replicas.reset_replica_states()
         standby.destroy()
 

@@ -314,9 +314,12 @@ def test_healthz_says_the_standin_is_not_a_real_model(settings):
     ],
 )
 def test_make_demo_runs_seed_and_serve_under_the_standin_unless_told_otherwise(env, under_standin):
-    clean = {k: v for k, v in os.environ.items() if k not in ("DEMO_LLM", "SYNTHORG_LLM_BASE_URL")}
+    # as a user's shell would run it: not as a sub-make of ``make test`` (MAKELEVEL/MAKEFLAGS
+    # would make it print "Entering/Leaving directory" lines)
+    ignored = ("DEMO_LLM", "SYNTHORG_LLM_BASE_URL", "MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+    clean = {k: v for k, v in os.environ.items() if k not in ignored}
     dry = subprocess.run(
-        ["make", "-n", "demo", "PORT=8391"],
+        ["make", "--no-print-directory", "-n", "demo", "PORT=8391"],
         cwd=ROOT,
         env={**clean, **env},
         capture_output=True,
