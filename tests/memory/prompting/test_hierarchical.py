@@ -166,9 +166,7 @@ def test_with_an_llm_the_judge_corrects_the_query_up_to_max_retry_count(caller, 
         {"sufficient": False, "corrected_query": "make release"},
         {"sufficient": False, "corrected_query": "never asked"},
     ]
-    with LLMProviderStandIn(
-        PROFILES["vllm"], answer=llm_answer(["procedural"], verdicts)
-    ) as llm:
+    with LLMProviderStandIn(PROFILES["vllm"], answer=llm_answer(["procedural"], verdicts)) as llm:
         settings.SYNTHORG_LLM = llm.settings()
         body = context(caller)
         requests = len(llm.chat_requests)
