@@ -263,10 +263,10 @@ DEGRADED_HELP = (
     "the company's vectors are being re-embedded for a new embedder (the dense leg sees only "
     "the rows already done, the sparse leg all of them; progress in `reembedding`); "
     '`"adapter"` when the company\'s active query adapter could not be loaded (the base query '
-    "vector ranked). Context and tool search also: `\"rerank\"` / `\"rerank_unavailable\"` "
-    "when the LLM re-ranking failed / has no LLM (the fused order is kept), `\"routing\"` / "
-    "`\"judgement\"` when the hierarchical supervisor's LLM step failed (its rule was used), "
-    "`\"llm_budget_exceeded\"` when the request's LLM time budget ran out."
+    'vector ranked). Context and tool search also: `"rerank"` / `"rerank_unavailable"` '
+    'when the LLM re-ranking failed / has no LLM (the fused order is kept), `"routing"` / '
+    '`"judgement"` when the hierarchical supervisor\'s LLM step failed (its rule was used), '
+    '`"llm_budget_exceeded"` when the request\'s LLM time budget ran out.'
 )
 REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
 ADAPTER_HELP = (
