@@ -225,14 +225,15 @@ def t_locomo_retrievers(_arg) -> str:
                 ra["20"],
                 d["recall_all"]["10"],
                 pq(d["search_ms"]),
-                fmt(d.get("trace_counts") or {}),
+                fmt(d.get("trace_counts") or "—"),
                 fmt(d.get("load_average", [None])[0]),
             ]
         )
     head = ["retrieval", "any@1", "any@5", "any@10", "any@20", "all@10", "p50 / p95 ms"]
     head += ["what ran (per question counts)", "load (1 min)"]
     q = load(names[0])["questions"] if names else 0
-    commands = "\n".join(f"    .venv/bin/python {command_of(n)}" for n in names)
+    # the recorded commands start with "python bench/…": run with the project's venv
+    commands = "\n".join(f"    .venv/bin/{command_of(n)}" for n in names)
     return (
         table(head, rows)
         + f"\n\n{q} questions (the first 30 of each conversation). "
