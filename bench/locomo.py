@@ -146,14 +146,22 @@ def run_locomo(
     retrieval: dict[str, Any],
     leg_depth: int | None = None,
     samples: bool = False,
+    question_limit: int | None = None,
+    llm: str = "none",
 ) -> dict[str, Any]:
     """``samples``: also return every search time and the ingest seconds (to pool runs).
+    ``question_limit``: ask at most that many questions per conversation. When ``retrieval``
+    selects the hierarchical retriever or the LLM re-ranking, every question goes through
+    the context strategy's retrieval (:func:`memory.prompting.context.retrieve_ranked`)
+    instead of ``memory_search``; ``llm`` says which LLM it may use ("none" or "standin",
+    see :mod:`bench.retrieval`).
 
     Writes companies, agents and memories: run it inside ``bench.scratch_db.scratch_database``
     (the scripts do), never on the user's database."""
     from memory.core.embedding import embedder_for
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
+    from memory.prompting.context import retrieve_ranked
     from persistence.selectors.config import company_config
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -174,6 +182,10 @@ def run_locomo(
     unanswerable = 0
     embedder_id = ""
     effective: dict[str, Any] = {}
+    pipeline = retrieval.get("retriever") == "hierarchical" or bool(
+        retrieval.get("query_specific_rerank_enabled")
+    )
+    traces: dict[str, int] = defaultdict(int)
     for conv in conversations:
         company = company_create(
             name=f"bench {conv.sample_id} {run_tag}",
@@ -207,23 +219,33 @@ def run_locomo(
             mode="json",
             include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
         )
-        for position, qa in enumerate(conv.questions, start=1):
-            if position % 25 == 0 or position == len(conv.questions):
-                progress(f"{conv.sample_id} search", position, len(conv.questions))
+        asked = conv.questions[:question_limit] if question_limit else conv.questions
+        for position, qa in enumerate(asked, start=1):
+            if position % 25 == 0 or position == len(asked):
+                progress(f"{conv.sample_id} search", position, len(asked))
             evidence = [ids.get(e) for e in qa.get("evidence") or []]
             if not evidence:
                 unanswerable += 1
                 continue
             started = time.perf_counter()
-            result = memory_search(
-                agent=agent,
-                query=MemoryQuery(text=str(qa["question"]), limit=max_k),
-                config=config,
-                legs=legs,
-                leg_depth=leg_depth,
-            )
+            query = MemoryQuery(text=str(qa["question"]), limit=max_k)
+            if pipeline:
+                hits, degraded, _reembedding, trace = retrieve_ranked(
+                    agent=agent, query=query, config=config
+                )
+                for flag in degraded:
+                    traces[f"degraded:{flag}"] += 1
+                for key in ("routing", "judgement", "rerank"):
+                    if trace and key in trace:
+                        traces[f"{key}:{trace[key]}"] += 1
+                if trace and trace.get("retries"):
+                    traces["retries"] += trace["retries"]
+            else:
+                hits = memory_search(
+                    agent=agent, query=query, config=config, legs=legs, leg_depth=leg_depth
+                ).hits
             search_ms.append((time.perf_counter() - started) * 1000)
-            ranked = [hit.memory.pk for hit in result.hits]
+            ranked = [hit.memory.pk for hit in hits]
             wanted = {e for e in evidence if e is not None}
             category = int(qa["category"])
             questions += 1
@@ -237,7 +259,7 @@ def run_locomo(
                 if k == 10:
                     by_category[category]["any"] += found_any
                     by_category[category]["all"] += found_all
-        log(f"{conv.sample_id}: {len(conv.questions)} questions asked")
+        log(f"{conv.sample_id}: {len(asked)} questions asked")
 
     def ratio(n: int) -> float:
         return round(n / questions, 4) if questions else 0.0
@@ -278,6 +300,10 @@ def run_locomo(
         "retrieval_config": retrieval,
         "effective_retrieval": effective,
         "leg_depth": leg_depth,
+        "question_limit": question_limit,
+        "llm": llm if pipeline else "none",
+        "pipeline": "retrieve_ranked" if pipeline else "memory_search",
+        "trace_counts": dict(sorted(traces.items())),
         "conversations": [c.sample_id for c in conversations],
         "data": Path(data).name,
         "load_average": [round(x, 2) for x in os.getloadavg()],

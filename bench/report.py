@@ -195,6 +195,55 @@ def t_locomo_categories(_arg) -> str:
     return table(["category", "questions", "hybrid any/all@10", "dense", "sparse"], rows)
 
 
+RETRIEVER_RUNS = (
+    ("locomo_dev_l30_flat.json", "flat (default)"),
+    ("locomo_dev_l30_hier_none.json", "hierarchical, no LLM"),
+    ("locomo_dev_l30_hier_retry2_none.json", "hierarchical + retry ≤ 2, no LLM"),
+    ("locomo_dev_l30_rerank_none.json", "flat + rerank, no LLM (degrades)"),
+    ("locomo_dev_l30_hier_standin.json", "hierarchical, stand-in LLM"),
+    ("locomo_dev_l30_rerank_standin.json", "flat + rerank, stand-in LLM"),
+    (
+        "locomo_dev_l30_hier_retry2_rerank_standin.json",
+        "hierarchical + retry ≤ 2 + rerank, stand-in",
+    ),
+)
+
+
+def t_locomo_retrievers(_arg) -> str:
+    names = [n for n, _ in RETRIEVER_RUNS if (RESULTS / n).exists()]
+    use(*names)
+    labels = dict(RETRIEVER_RUNS)
+    rows = []
+    for n in names:
+        d = load(n)
+        ra = d["recall_any"]
+        rows.append(
+            [
+                labels[n],
+                ra["1"],
+                ra["5"],
+                ra["10"],
+                ra["20"],
+                d["recall_all"]["10"],
+                pq(d["search_ms"]),
+                fmt(d.get("trace_counts") or "—"),
+                fmt(d.get("load_average", [None])[0]),
+            ]
+        )
+    head = ["retrieval", "any@1", "any@5", "any@10", "any@20", "all@10", "p50 / p95 ms"]
+    head += ["what ran (per question counts)", "load (1 min)"]
+    q = load(names[0])["questions"] if names else 0
+    # the recorded commands start with "python bench/…": run with the project's venv
+    commands = "\n".join(f"    .venv/bin/{command_of(n)}" for n in names)
+    return (
+        table(head, rows)
+        + f"\n\n{q} questions (the first 30 of each conversation). "
+        + source(*names)
+        + "\n\nCommands:\n\n"
+        + commands
+    )
+
+
 def t_locomo_levers(_arg) -> str:
     use("locomo_dev_levers.json")
     d = load("locomo_dev_levers.json")["levers"]
@@ -894,6 +943,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "fields": t_fields,
     "commands": t_commands,
     "unreported": t_unreported,
+    "locomo_retrievers": t_locomo_retrievers,
 }
 
 

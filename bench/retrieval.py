@@ -11,6 +11,13 @@ Three modes, each on throw-away databases (``bench/scratch_db.py``), never the u
         [--mode hybrid|dense|sparse] [--conversations conv-26,conv-30] [--fusion rrf|linear] \\
         [--rrf-k N] [--no-context] --out bench/results/locomo_dev_hybrid.json
 
+* ``--retriever hierarchical [--retry N]`` and/or ``--rerank``: the context strategy's
+  retrieval (the hierarchical supervisor, the LLM re-ranking) instead of the flat search,
+  with ``--llm none`` (the deterministic routing and judgement; the re-ranking degrades to
+  the fused order) or ``--llm standin`` (a local OpenAI-wire stand-in,
+  ``tests/support/llm_provider.py``, that routes to every worker, judges every result
+  sufficient and keeps the order it is shown: it measures the pipeline's cost, not a model's
+  quality); ``--limit N`` asks at most N questions per conversation.
 * ``--scale 10000,100000 [--agents 1,10] [--queries 200]``: search latency and filtered
   dense recall@10 against an exact scan on synthetic memories (``bench/scale_search.py``;
   one scratch database per size).
@@ -23,6 +30,7 @@ Progress goes to stderr; the JSON to ``--out`` (and stdout).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -60,6 +68,21 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--min-relevance", type=float, default=None)
     p.add_argument("--leg-depth", type=int, default=None)
+    p.add_argument("--retriever", choices=["flat", "hierarchical"], default="flat")
+    p.add_argument(
+        "--retry",
+        type=int,
+        default=0,
+        help="hierarchical: reflective_retry_enabled with this max_retry_count (1-3; 0 = off)",
+    )
+    p.add_argument("--rerank", action="store_true", help="query_specific_rerank_enabled")
+    p.add_argument(
+        "--llm",
+        choices=["none", "standin"],
+        default="none",
+        help="the LLM the hierarchical supervisor and the re-ranking may use",
+    )
+    p.add_argument("--limit", type=int, default=None, help="questions per conversation (max)")
     p.add_argument(
         "--scale",
         default="",
@@ -103,12 +126,20 @@ def run(args: argparse.Namespace) -> dict:
         retrieval["rrf_k"] = args.rrf_k
     if args.min_relevance is not None:
         retrieval["min_relevance"] = args.min_relevance
+    if args.retriever == "hierarchical":
+        retrieval["retriever"] = "hierarchical"
+        if args.retry:
+            retrieval |= {"reflective_retry_enabled": True, "max_retry_count": args.retry}
+    elif args.retry:
+        raise SystemExit("--retry needs --retriever hierarchical")
+    if args.rerank:
+        retrieval["query_specific_rerank_enabled"] = True
     ks = tuple(sorted({int(k) for k in args.k.split(",") if k}))
     if not ks or min(ks) < 1 or max(ks) > 1000:
         raise SystemExit("--k takes values between 1 and 1000")
     ids = {c.strip() for c in args.conversations.split(",") if c.strip()} or None
     try:
-        with scratch_database("retrieval"):
+        with scratch_database("retrieval"), llm_for(args.llm):
             return run_locomo(
                 data=args.data,
                 conversation_ids=ids,
@@ -117,9 +148,55 @@ def run(args: argparse.Namespace) -> dict:
                 with_context=not args.no_context,
                 retrieval=retrieval,
                 leg_depth=args.leg_depth,
+                question_limit=args.limit,
+                llm=args.llm,
             )
     except (OSError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def llm_for(kind: str):
+    """``SYNTHORG_LLM`` for the run: unset ("none") or the local stand-in ("standin")."""
+    from django.conf import settings
+
+    saved = getattr(settings, "SYNTHORG_LLM", None)
+    saved_allow = getattr(settings, "SYNTHORG_OUTBOUND_ALLOW", None)
+    if kind == "none":
+        settings.SYNTHORG_LLM = {**(saved or {}), "BASE_URL": ""}
+        try:
+            yield
+        finally:
+            settings.SYNTHORG_LLM = saved
+        return
+    from tests.support.llm_provider import PROFILES, LLMProviderStandIn
+
+    with LLMProviderStandIn(PROFILES["openai"], answer=standin_answer) as llm:
+        settings.SYNTHORG_LLM = {**(saved or {}), **llm.settings()}
+        settings.SYNTHORG_OUTBOUND_ALLOW = "127.0.0.1"
+        try:
+            yield
+        finally:
+            settings.SYNTHORG_LLM = saved
+            settings.SYNTHORG_OUTBOUND_ALLOW = saved_allow
+
+
+def standin_answer(body: dict) -> str:
+    """Deterministic answers to the retrieval prompts: every worker, always sufficient, the
+    order shown (so recall equals the no-LLM pipeline's and the figure is the LLM's cost)."""
+    import re
+
+    from memory.prompting.hierarchical import JUDGEMENT_SYSTEM, ROUTING_SYSTEM
+    from memory.prompting.rerank import RERANK_SYSTEM
+
+    system, prompt = body["messages"][0]["content"], body["messages"][1]["content"]
+    if system == ROUTING_SYSTEM:
+        return json.dumps({"workers": ["semantic", "episodic", "procedural"]})
+    if system == JUDGEMENT_SYSTEM:
+        return json.dumps({"sufficient": True, "corrected_query": ""})
+    if system == RERANK_SYSTEM:
+        return json.dumps({"order": [int(n) for n in re.findall(r"^(\d+)\. ", prompt, re.M)]})
+    raise ValueError(f"unexpected prompt {system[:60]!r}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -142,10 +142,13 @@ def _fresh_search_caches():
     """Test embedders reuse ids with different vectors, and tests ANALYZE tables of their
     own: no test sees another's cached query vectors or lexeme statistics."""
     from memory.core.selectors.search import sparse
+    from memory.prompting.rerank import rerank_cache
     from synthorg.embedding import query_embedding_cache
 
     query_embedding_cache.clear()
+    rerank_cache.clear()
     sparse._lexeme_stats = (float("-inf"), {})
     yield
     query_embedding_cache.clear()
+    rerank_cache.clear()
     sparse._lexeme_stats = (float("-inf"), {})

@@ -23,6 +23,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from memory.core.domain import parse_request
+from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
 from memory.core.retrieval.diversity import mmr_rerank
 from memory.core.retrieval.filtering import TagBasedMemoryFilter, apply_filter
@@ -32,6 +33,9 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
+from memory.prompting.hierarchical import hierarchical_search
+from memory.prompting.llm_checks import llm_request_deadline
+from memory.prompting.rerank import rerank
 from orgmemory.selectors import org_prompt_context
 from orgmemory.selectors.policies import format_core_policy_block
 from persistence.models import Agent
@@ -79,6 +83,9 @@ class PreparedContext:
     degraded: list[str] = field(default_factory=list)
     #: the search's re-embedding progress while a job runs (see ``SearchResult``)
     reembedding: dict | None = None
+    #: how the memories were retrieved when the company configures more than a flat search:
+    #: the hierarchical supervisor's trace and/or ``rerank`` ("llm" / "cache" / "")
+    retrieval: dict | None = None
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
@@ -126,6 +133,7 @@ def memory_context(
     extra_entries: Sequence[ContextEntry] = (),
     now: datetime | None = None,
     embedder=None,
+    provider=None,
 ) -> PreparedContext:
     now = now or timezone.now()
     token_budget = request.token_budget
@@ -136,10 +144,11 @@ def memory_context(
     if config.diversity_penalty_enabled:
         pool *= config.candidate_pool_multiplier
     query = request.query.model_copy(update={"limit": pool})  # validated by the request
-    result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
-    degraded = list(result.degraded)
-    attach_lessons([hit.memory for hit in result.hits])
-    entries = [_memory_entry(hit) for hit in result.hits]
+    hits, degraded, reembedding, retrieval = retrieve_ranked(
+        agent=agent, query=query, config=config, now=now, embedder=embedder, provider=provider
+    )
+    attach_lessons([hit.memory for hit in hits])
+    entries = [_memory_entry(hit) for hit in hits]
 
     if config.non_inferable_only:
         entries, failed = apply_filter(TagBasedMemoryFilter(), entries, lambda e: e.tags)
@@ -181,8 +190,70 @@ def memory_context(
         tokens_used=used + pinned_tokens,
         token_budget=token_budget,
         degraded=degraded,
-        reembedding=result.reembedding,
+        reembedding=reembedding,
+        retrieval=retrieval,
     )
+
+
+def retrieve_ranked(
+    *,
+    agent: Agent,
+    query: MemoryQuery,
+    config: MemoryRetrievalConfig,
+    now: datetime | None = None,
+    embedder=None,
+    provider=None,
+) -> tuple[list, list[str], dict | None, dict | None]:
+    """The ranked hits of the context strategy's retrieval: ``retriever`` flat (one hybrid
+    search) or hierarchical (:mod:`memory.prompting.hierarchical`), then the LLM re-ranking
+    when ``query_specific_rerank_enabled`` (:mod:`memory.prompting.rerank`). Returns hits,
+    degraded, re-embedding progress and the retrieval trace (``None`` for a plain flat
+    search). The LLM steps share one request budget; the client is built only when a step
+    needs one."""
+    hierarchical = config.retriever == "hierarchical"
+    needs_llm = config.query_specific_rerank_enabled or hierarchical
+    if needs_llm and provider is None:
+        provider = completion_provider_for(company=agent.company, agent=agent)
+    deadline = llm_request_deadline() if needs_llm else None
+    if hierarchical:
+        found = hierarchical_search(
+            agent=agent, query=query, config=config, provider=provider, deadline=deadline,
+            now=now, embedder=embedder,
+        )  # fmt: skip
+        hits, degraded, reembedding = found.hits, list(found.degraded), found.reembedding
+        retrieval: dict | None = dict(found.trace)
+    else:
+        result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
+        hits, degraded, reembedding = result.hits, list(result.degraded), result.reembedding
+        retrieval = None
+    if config.query_specific_rerank_enabled and query.text:
+        hits, source, rerank_degraded = rerank_hits(
+            hits, agent=agent, query_text=query.text, config=config, provider=provider,
+            deadline=deadline,
+        )  # fmt: skip
+        degraded += [d for d in rerank_degraded if d not in degraded]
+        retrieval = {"retriever": config.retriever, **(retrieval or {}), "rerank": source}
+    return hits, degraded, reembedding, retrieval
+
+
+def rerank_hits(hits, *, agent, query_text, config, provider, deadline):
+    """``hits`` re-ranked for ``query_text`` by the LLM (keeping the fused score values, so
+    they compete with org facts on the same scale): ``(hits, source, degraded)``."""
+    outcome = rerank(
+        hits,
+        company_id=agent.company_id,
+        query=query_text,
+        key=lambda hit: hit.memory.pk,
+        text=lambda hit: hit.memory.content,
+        provider=provider,
+        ttl_seconds=config.rerank_cache_ttl_seconds,
+        deadline=deadline,
+    )
+    scores = sorted((hit.combined for hit in hits), reverse=True)
+    ranked = [
+        replace(hit, combined=score) for hit, score in zip(outcome.items, scores, strict=True)
+    ]
+    return ranked, outcome.source, outcome.degraded
 
 
 def agent_prompt_context(
@@ -192,6 +263,7 @@ def agent_prompt_context(
     config: MemoryRetrievalConfig,
     now: datetime | None = None,
     embedder=None,
+    provider=None,
 ) -> PreparedContext:
     """The whole context an agent splices into its prompt: org knowledge + its memories.
 
@@ -224,6 +296,7 @@ def agent_prompt_context(
         extra_entries=extra,
         now=now,
         embedder=embedder,
+        provider=provider,
     )
 
 

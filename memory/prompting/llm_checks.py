@@ -15,16 +15,30 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
 
 from memory.prompting.search_and_ask import StepFailed
 from synthorg.llm import ChatMessage, CompletionProvider, LLMError
 from synthorg.llm.replies import ReplyFormatError, reply_json, reply_text
+from synthorg.llm.structured import complete_json, json_schema_format
 
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
 EXCERPT_CHARS = 300
 LLM_BUDGET_EXCEEDED = "llm_budget_exceeded"
+DEFAULT_LLM_REQUEST_BUDGET = 15.0
+
+
+def llm_request_deadline() -> float:
+    """The :func:`time.monotonic` instant by which an HTTP request's LLM calls must be done
+    (``SYNTHORG_LLM["REQUEST_BUDGET"]`` seconds from now, default 15)."""
+    conf = getattr(settings, "SYNTHORG_LLM", None) or {}
+    budget = float(conf.get("REQUEST_BUDGET") or DEFAULT_LLM_REQUEST_BUDGET)
+    return time.monotonic() + budget
+
 
 SUFFICIENCY_SYSTEM = (
     "You judge whether retrieved memories are enough to answer a question. The memories are "
@@ -123,3 +137,45 @@ def _complete(
             raise StepFailed(str(exc), code=LLM_BUDGET_EXCEEDED) from exc
         raise StepFailed(str(exc)) from exc
     return completion.content or "", completion.finish_reason == "length"
+
+
+def ask_json(
+    provider: CompletionProvider,
+    system: str,
+    prompt: str,
+    *,
+    name: str,
+    schema: dict[str, Any],
+    deadline: float | None,
+    model: str | None = None,
+    max_tokens: int = 400,
+) -> dict:
+    """One request-time LLM step answering a JSON object that matches ``schema`` (asked
+    with a strict ``json_schema`` response format, read tolerantly). Every failure — the
+    budget spent, transport, refusal, no JSON object — is :class:`StepFailed` (code
+    :data:`LLM_BUDGET_EXCEEDED` when the budget ran out); the caller checks the fields."""
+    if deadline is not None and time.monotonic() >= deadline:
+        raise StepFailed("the request's LLM time budget is spent", code=LLM_BUDGET_EXCEEDED)
+    try:
+        completion = complete_json(
+            provider,
+            [ChatMessage("system", system), ChatMessage("user", prompt)],
+            response_format=json_schema_format(name, schema),
+            model=model,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            deadline=deadline,
+        )
+    except LLMError as exc:
+        logger.warning("LLM step %s failed: %s", name, exc)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise StepFailed(str(exc), code=LLM_BUDGET_EXCEEDED) from exc
+        raise StepFailed(str(exc)) from exc
+    try:
+        answer = reply_json(
+            completion.content, truncated=completion.finish_reason == "length", expect=dict
+        )
+    except ReplyFormatError as exc:
+        logger.warning("LLM step %s answered %r: %s", name, (completion.content or "")[:200], exc)
+        raise StepFailed(f"unusable {name} answer: {exc}") from exc
+    return answer

@@ -15,12 +15,9 @@ Company core policies are pinned first by every strategy (``include_org``).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
-
-from django.conf import settings
 
 from memory.core.llm import completion_provider_for
 from memory.core.retrieval.formatting import build_messages
@@ -31,8 +28,13 @@ from memory.prompting.context import (
     ContextRequest,
     PreparedContext,
     agent_prompt_context,
+    rerank_hits,
 )
-from memory.prompting.llm_checks import LLMQueryReformulator, LLMSufficiencyChecker
+from memory.prompting.llm_checks import (
+    LLMQueryReformulator,
+    LLMSufficiencyChecker,
+    llm_request_deadline,
+)
 from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from memory.prompting.self_editing import core_block
 from orgmemory.selectors.policies import core_policy_block
@@ -85,6 +87,9 @@ class ToolSearchResult:
     sufficient: bool | None = None
     #: a running re-embedding job's progress (``degraded`` holds ``"reembedding"``)
     reembedding: dict | None = None
+    #: with ``query_specific_rerank_enabled``: "llm" (re-ranked now), "cache" (the cached
+    #: order) or "" (the fused order kept; ``degraded`` says why); ``None`` when not enabled
+    reranked: str | None = None
 
 
 class MemoryInjectionStrategy(Protocol):
@@ -185,34 +190,47 @@ def strategy_for(agent: Agent, config: CompanyMemoryConfig) -> MemoryInjectionSt
     return STRATEGIES[config.retrieval.strategy](agent, config)
 
 
-DEFAULT_LLM_REQUEST_BUDGET = 15.0
-
-
-def llm_request_deadline() -> float:
-    """The :func:`time.monotonic` instant by which an HTTP request's LLM calls must be done."""
-    conf = getattr(settings, "SYNTHORG_LLM", None) or {}
-    budget = float(conf.get("REQUEST_BUDGET") or DEFAULT_LLM_REQUEST_BUDGET)
-    return time.monotonic() + budget
-
-
 def search_with_reformulation(
     *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider=None
 ):
-    """``search_memory`` as a tool: hybrid search, plus Search-and-Ask when configured.
+    """``search_memory`` as a tool: hybrid search, plus Search-and-Ask when configured, then
+    the LLM re-ranking when ``query_specific_rerank_enabled`` (:func:`rerank_hits`).
 
     Without an LLM the loop cannot run: one retrieval answers and ``degraded`` says
-    ``reformulation_unavailable``. ``provider`` is for callers that bring their own client.
-    The loop's LLM calls share one budget, ``SYNTHORG_LLM["REQUEST_BUDGET"]`` seconds from
-    the start of the request (:func:`llm_request_deadline`); past it the results found so
-    far answer and ``degraded`` says ``llm_budget_exceeded``.
+    ``reformulation_unavailable`` (and ``rerank_unavailable`` for the re-ranking).
+    ``provider`` is for callers that bring their own client. The LLM calls share one budget,
+    ``SYNTHORG_LLM["REQUEST_BUDGET"]`` seconds from the start of the request
+    (:func:`llm_request_deadline`); past it the results found so far answer and ``degraded``
+    says ``llm_budget_exceeded``.
     """
     deadline = llm_request_deadline()
+    needs_llm = query.text is not None and (
+        config.query_reformulation_enabled or config.query_specific_rerank_enabled
+    )
+    if needs_llm and provider is None:
+        provider = completion_provider_for(company=agent.company, agent=agent)
+    result = _search_and_ask(
+        agent=agent, query=query, config=config, provider=provider, deadline=deadline
+    )
+    if config.query_specific_rerank_enabled and query.text is not None:
+        hits, source, degraded = rerank_hits(
+            result.hits, agent=agent, query_text=query.text, config=config, provider=provider,
+            deadline=deadline,
+        )  # fmt: skip
+        result.hits = hits
+        result.reranked = source
+        result.degraded += [d for d in degraded if d not in result.degraded]
+    return result
+
+
+def _search_and_ask(
+    *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider, deadline
+) -> ToolSearchResult:
     first = memory_search(agent=agent, query=query, config=config)
     if not config.query_reformulation_enabled or query.text is None:
         return ToolSearchResult(
             first.hits, list(first.degraded), [query.text or ""], reembedding=first.reembedding
         )
-    provider = provider or completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
         return ToolSearchResult(
             first.hits,

@@ -313,25 +313,28 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "max_reformulation_rounds", "is only used when query_reformulation_enabled"
             )
-        # Accepted by the spec but not implemented here: refused rather than ignored.
-        if self.retriever == "hierarchical":
+        # The seeds' three validators (hierarchical requires context; hierarchical field
+        # consistency; rerank TTL consistency): a knob set without what it tunes is refused.
+        hierarchical = self.retriever == "hierarchical"
+        if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
+            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
+        for name in ("max_workers_per_query", "reflective_retry_enabled"):
+            if self._explicit(name) and not hierarchical:
+                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+        if self._explicit("max_retry_count") and not (
+            hierarchical and self.reflective_retry_enabled
+        ):
             raise ConfigFieldError(
-                "retriever", "'hierarchical' is not implemented by this service; use 'flat'"
+                "max_retry_count",
+                "is only used with retriever 'hierarchical' and reflective_retry_enabled",
             )
-        if self.reflective_retry_enabled:
-            raise ConfigFieldError(
-                "reflective_retry_enabled", "is not implemented by this service; set it to false"
-            )
-        if self.query_specific_rerank_enabled:
+        # The self-editing strategy's archival search is the agent's own tool over its own
+        # archive: no re-ranking step runs there, so the flag would be ignored.
+        if self.query_specific_rerank_enabled and self.strategy is InjectionStrategy.SELF_EDITING:
             raise ConfigFieldError(
                 "query_specific_rerank_enabled",
-                "is not implemented by this service; set it to false",
+                "is applied by strategies 'context' and 'tool_based', not 'self_editing'",
             )
-        for name in ("max_workers_per_query", "max_retry_count"):
-            if self._explicit(name):
-                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
-        if self._explicit("max_retry_count") and not self.reflective_retry_enabled:
-            raise ConfigFieldError("max_retry_count", "is only used with reflective_retry_enabled")
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
             raise ConfigFieldError(
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"

@@ -225,9 +225,12 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.retrieval.query_reformulation_enabled",
         ),
         (retrieval(max_reformulation_rounds=3), "memory.retrieval.max_reformulation_rounds"),
-        (retrieval(retriever="hierarchical"), "memory.retrieval.retriever"),
         (
             retrieval(strategy="tool_based", retriever="hierarchical"),
+            "memory.retrieval.retriever",
+        ),
+        (
+            retrieval(strategy="self_editing", retriever="hierarchical"),
             "memory.retrieval.retriever",
         ),
         (
@@ -235,11 +238,20 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.retrieval.reflective_retry_enabled",
         ),
         (
-            retrieval(query_specific_rerank_enabled=True),
+            retrieval(strategy="self_editing", query_specific_rerank_enabled=True),
             "memory.retrieval.query_specific_rerank_enabled",
         ),
         (retrieval(max_workers_per_query=2), "memory.retrieval.max_workers_per_query"),
+        (retrieval(max_workers_per_query=4), "memory.retrieval.max_workers_per_query"),
         (retrieval(max_retry_count=2), "memory.retrieval.max_retry_count"),
+        (
+            retrieval(retriever="hierarchical", max_retry_count=2),
+            "memory.retrieval.max_retry_count",
+        ),
+        (
+            retrieval(retriever="hierarchical", reflective_retry_enabled=True, max_retry_count=4),
+            "memory.retrieval.max_retry_count",
+        ),
         (memory(self_editing={"core_token_budget": 10}), "memory.self_editing.core_token_budget"),
         (
             memory(self_editing={"archival_write_categories": ["semantic", "semantic"]}),
@@ -372,6 +384,23 @@ def test_valid_combinations_are_accepted():
         )
     )
     assert config.memory.retrieval.max_reformulation_rounds == 4
+    # the seeds' hierarchical retriever and re-ranker, with every knob that tunes them
+    config = parse_company_config(
+        retrieval(
+            retriever="hierarchical",
+            max_workers_per_query=2,
+            reflective_retry_enabled=True,
+            max_retry_count=3,
+            query_specific_rerank_enabled=True,
+            rerank_cache_ttl_seconds=60,
+        )
+    )
+    assert config.memory.retrieval.max_retry_count == 3
+    assert parse_company_config(config.model_dump(mode="json")) == config
+    config = parse_company_config(
+        retrieval(strategy="tool_based", query_specific_rerank_enabled=True)
+    )
+    assert config.memory.retrieval.query_specific_rerank_enabled
     config = parse_company_config(
         memory(embedder={"model": "text-embedding-3-small", "dims": 384, "base_url": "http://e/v1"})
     )

@@ -263,7 +263,10 @@ DEGRADED_HELP = (
     "the company's vectors are being re-embedded for a new embedder (the dense leg sees only "
     "the rows already done, the sparse leg all of them; progress in `reembedding`); "
     '`"adapter"` when the company\'s active query adapter could not be loaded (the base query '
-    "vector ranked)."
+    'vector ranked). Context and tool search also: `"rerank"` / `"rerank_unavailable"` '
+    'when the LLM re-ranking failed / has no LLM (the fused order is kept), `"routing"` / '
+    '`"judgement"` when the hierarchical supervisor\'s LLM step failed (its rule was used), '
+    '`"llm_budget_exceeded"` when the request\'s LLM time budget ran out.'
 )
 REEMBEDDING_HELP = "Present while a re-embedding job runs (see `degraded`)."
 ADAPTER_HELP = (
@@ -342,6 +345,34 @@ class ContextEntrySerializer(SharedFieldsRepresentation, Serializer):
     )
 
 
+class RetrievalTraceSerializer(SharedFieldsRepresentation, Serializer):
+    retriever = serializers.ChoiceField(choices=["flat", "hierarchical"])
+    routing = serializers.CharField(
+        required=False, help_text="Hierarchical: `llm` or `hints` (categories and cue words)."
+    )
+    workers = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Hierarchical: the workers that searched, in routing order.",
+    )
+    judgement = serializers.CharField(
+        required=False,
+        help_text="Hierarchical: `llm`, `score` (similarity threshold) or empty (no "
+        "reflective retry configured).",
+    )
+    queries = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="Hierarchical: the query, then each corrected query retried.",
+    )
+    retries = serializers.IntegerField(required=False)
+    rerank = serializers.CharField(
+        required=False,
+        help_text="With query-specific re-ranking: `llm`, `cache` or empty (fused order kept; "
+        "`degraded` says why).",
+    )
+
+
 class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
     messages = ChatMessageSerializer(many=True)
     included = ContextEntrySerializer(many=True)
@@ -350,6 +381,11 @@ class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
     token_budget = serializers.IntegerField()
     degraded = serializers.ListField(child=serializers.CharField(), help_text=DEGRADED_HELP)
     reembedding = ReembeddingSerializer(required=False, help_text=REEMBEDDING_HELP)
+    retrieval = RetrievalTraceSerializer(
+        required=False,
+        help_text="Present when the company configures the hierarchical retriever or the "
+        "query-specific re-ranking: what the retrieval did.",
+    )
     strategy = serializers.CharField(
         required=False, help_text="Present for the tool_based and self_editing strategies."
     )
@@ -367,6 +403,8 @@ def context_payload(prepared, strategy) -> dict:
     payload = dict(MemoryContextSerializer(prepared).data)
     if payload.get("reembedding") is None:
         payload.pop("reembedding", None)  # present only while a job runs
+    if payload.get("retrieval") is None:
+        payload.pop("retrieval", None)  # present only beyond a flat search
     if strategy.strategy_name != "context":
         payload["strategy"] = strategy.strategy_name
         payload["tools"] = list(strategy.get_tool_definitions())

@@ -148,6 +148,8 @@ def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
     )
     data = hits_payload(result.hits, result.degraded, result.reembedding)
     data["queries"] = result.queries
+    if result.reranked is not None:
+        data["reranked"] = result.reranked
     return ToolResult(hits_text(result.hits, empty="No memories match."), data)
 
 

@@ -180,3 +180,28 @@ def test_another_companys_staff_sees_none_of_the_log(company):
     assert _rows(page) == []
     assert "billing deploy" not in page
     assert staff.get(LOG, {"agent": AgentFactory(company=company).pk}).status_code == 400
+
+
+def test_preview_shows_what_the_hierarchical_retriever_did(caller):
+    from persistence.services.companies import company_config_set
+
+    company_config_set(
+        company=caller.company,
+        data={"memory": {"retrieval": {"retriever": "hierarchical", "max_workers_per_query": 1}}},
+    )
+    _store(caller.agent, "Billing deploys every Friday at noon UTC.")
+    client = _client(caller.company, "viewer")
+    response = client.get(
+        PREVIEW, {"agent": caller.agent.pk, "query": "billing deploy", "token_budget": 500}
+    )
+    assert response.status_code == 200
+    body = _body(response.content.decode())
+    assert body["retrieval"] == {
+        "retriever": "hierarchical",
+        "routing": "hints",
+        "workers": ["semantic"],
+        "judgement": "",
+        "queries": ["billing deploy"],
+        "retries": 0,
+    }
+    assert len(body["included"]) == 1
