@@ -28,3 +28,13 @@ class ProceduralConfig(AppConfig):
         from memory.procedural.selectors import lesson_training_pairs
 
         register_training_pair_source("lesson", lesson_training_pairs)
+
+        from memory.procedural.services.org_pool import org_pool_apply
+        from memory.procedural.services.org_pool_proposals import (
+            ACTION_ORG_POOL,
+            ACTION_ORG_POOL_CONFLICT,
+        )
+        from orgmemory.services.approvals import register_approval_applier
+
+        register_approval_applier(ACTION_ORG_POOL, org_pool_apply)
+        register_approval_applier(ACTION_ORG_POOL_CONFLICT, org_pool_apply)

@@ -246,6 +246,12 @@ class ProceduralLesson(models.Model):
     execution_steps = models.JSONField(default=list)
     proposer_model = models.CharField(max_length=200, blank=True, default="")
     method = models.CharField(max_length=16, default=Method.LLM)  # llm | rule
+    # The scope the proposer asked for; ``memory.scope`` is the one it was delivered at (the
+    # company's propagation strategy narrows it; ``org`` stays private until approved).
+    requested_scope = models.CharField(max_length=16, blank=True, default="")
+    # The approval item that proposed this lesson to the org skill pool (``requested_scope``
+    # org), or — on an org-pool entry — the item whose approval created it.
+    org_approval_item = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -253,6 +259,10 @@ class ProceduralLesson(models.Model):
             models.CheckConstraint(
                 condition=models.Q(origin__in=["failure", "success", "propagated"]),
                 name="procedural_lesson_origin_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(requested_scope__in=["", "agent", "role", "department", "org"]),
+                name="procedural_lesson_requested_scope_valid",
             ),
             models.CheckConstraint(
                 condition=models.Q(method__in=["llm", "rule"]),
