@@ -7,6 +7,7 @@ app_name = "memory_console"
 urlpatterns = [
     path("", views.agents_view, name="agents"),
     path("shared", views.shared_view, name="shared"),
+    path("shared/<uuid:memory_id>", views.shared_memory_view, name="shared-memory"),
     path("context-preview", activity.context_preview_view, name="context-preview"),
     path("requests", activity.request_log_view, name="request-log"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),

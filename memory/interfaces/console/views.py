@@ -12,7 +12,12 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors.memories import agent_memories, agent_memory_get, shared_memories
+from memory.core.selectors.memories import (
+    agent_memories,
+    agent_memory_get,
+    shared_memories,
+    shared_memory_get,
+)
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
 from memory.interfaces.console.provenance import memory_corrections, memory_provenance
@@ -138,6 +143,25 @@ def _detail(request, user: ConsoleUser, agent: Agent, memory_id, *, status=200, 
 @console_view
 def memory_view(request, user: ConsoleUser, agent_id: int, memory_id):
     return _detail(request, user, _agent(user, agent_id), memory_id)
+
+
+@console_view
+def shared_memory_view(request, user: ConsoleUser, memory_id):
+    """One shared entry (an org skill pool entry included; superseded ones too): read-only,
+    its publisher's agent page links back."""
+    try:
+        memory = shared_memory_get(company=user.company, memory_id=memory_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    context = {
+        "section": "shared",
+        "agent": memory.agent,
+        "memory": memory,
+        "shared": True,
+        "provenance": memory_provenance(memory),
+        "corrections": memory_corrections(memory),
+    }
+    return render(request, "console/memory/detail.html", context)
 
 
 def _delete_confirm(request, agent: Agent, memory, *, status=200, **extra):

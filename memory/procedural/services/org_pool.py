@@ -49,14 +49,14 @@ def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
     409 ``org_pool_source_gone`` / ``org_pool_duplicate`` roll the approval back."""
     now = timezone.now()
     source = (
-        Memory.objects.select_for_update()
-        .select_related("agent", "lesson")
+        Memory.objects.select_for_update(of=("self",))
+        .select_related("agent")
         .filter(company=item.company, pk=item.metadata["lesson_memory_id"])
         .first()
     )
-    if source is None:
+    source_lesson = ProceduralLesson.objects.filter(memory_id=getattr(source, "pk", None)).first()
+    if source is None or source_lesson is None:
         raise ConflictError(SOURCE_GONE, code="org_pool_source_gone")
-    source_lesson = source.lesson
     proposal = ProceduralMemoryProposal.model_validate(item.metadata["proposal"])
     request = MemoryStoreRequest(
         content=proposal.discovery,
