@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from memory.core.models.memory import Memory
-from memory.procedural.models import ExecutionReport, ProceduralLesson
+from memory.procedural.models import CompressedExperience, ExecutionReport, ProceduralLesson
 from persistence.principal import Principal
 from synthorg.errors import NotFoundError
 
@@ -162,3 +162,12 @@ def org_pool_entries(company) -> QuerySet[ProceduralLesson]:
         .select_related("memory")
         .order_by("created_at", "memory_id")
     )
+
+
+def compressed_experiences_visible_to(principal: Principal):
+    """Compressed experiences (newest first): an agent's own, or all the company's for a
+    human member."""
+    rows = CompressedExperience.objects.filter(company=principal.company)
+    if principal.is_agent:
+        rows = rows.filter(agent=principal.agent)
+    return rows

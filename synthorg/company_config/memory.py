@@ -505,6 +505,22 @@ class LLMConsolidationConfig(BaseModel):
     fallback_truncate_length: int = Field(default=200, ge=20, le=2000)
 
 
+class ExperienceCompressorConfig(BaseModel):
+    """``memory.consolidation.experience_compressor`` (seed 003, GEMS two-tier): execution
+    reports and their captures (Tier 1, raw traces) compressed into one strategic learning
+    each (Tier 2). ``model`` None: the company's resolved model. A compression whose
+    ``1 - compressed/raw`` length ratio is below ``min_compression_ratio`` is not kept (the
+    run records it as skipped). See docs/agents/procedural-learning.md."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    model: NotBlankStr | None = None
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, ge=16, le=8000)
+    min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -516,6 +532,9 @@ class ConsolidationConfig(BaseModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     archival: ArchivalConfig = Field(default_factory=ArchivalConfig)
     llm: LLMConsolidationConfig = Field(default_factory=LLMConsolidationConfig)
+    experience_compressor: ExperienceCompressorConfig = Field(
+        default_factory=ExperienceCompressorConfig
+    )
 
     @model_validator(mode="after")
     def _validate_strategy(self) -> ConsolidationConfig:
