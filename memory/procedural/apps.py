@@ -38,3 +38,8 @@ class ProceduralConfig(AppConfig):
 
         register_approval_applier(ACTION_ORG_POOL, org_pool_apply)
         register_approval_applier(ACTION_ORG_POOL_CONFLICT, org_pool_apply)
+
+        from memory.core.extensions import on_company_maintained
+        from memory.procedural.services.wiki import wiki_after_maintenance
+
+        on_company_maintained(wiki_after_maintenance)

@@ -521,6 +521,33 @@ class ExperienceCompressorConfig(BaseModel):
     min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
 
 
+class WikiExportConfig(BaseModel):
+    """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
+    experiences — ``raw/`` (Tier 1: execution reports and their captures), ``wiki/`` (Tier 2:
+    compressed experiences) and ``index.md`` — under ``export_root``, a relative directory
+    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<slug>/``;
+    absolute paths and ``..`` refused). ``trigger``: after each scheduled consolidation of the
+    company, or only when asked (REST). ``max_entries_per_view`` None: at most 1000."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    export_root: NotBlankStr = "wiki"
+    trigger: Literal["on_consolidation", "manual"] = "on_consolidation"
+    include_raw_tier: bool = True
+    include_compressed_tier: bool = True
+    max_entries_per_view: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> WikiExportConfig:
+        reject_unsafe_path("export_root", self.export_root)
+        if self.export_root.strip().strip("/") in ("", "."):
+            raise ConfigFieldError(
+                "export_root", "must name a directory inside the company's directory"
+            )
+        return self
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -535,6 +562,7 @@ class ConsolidationConfig(BaseModel):
     experience_compressor: ExperienceCompressorConfig = Field(
         default_factory=ExperienceCompressorConfig
     )
+    wiki_export: WikiExportConfig = Field(default_factory=WikiExportConfig)
 
     @model_validator(mode="after")
     def _validate_strategy(self) -> ConsolidationConfig:

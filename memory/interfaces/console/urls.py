@@ -17,6 +17,7 @@ urlpatterns = [
         name="evolver-draft-requeue",
     ),
     path("executions", views.executions_view, name="executions"),
+    path("wiki.zip", views.wiki_zip_view, name="wiki-zip"),
     path("executions/<uuid:report_id>", views.execution_view, name="execution"),
     path(
         "executions/<uuid:report_id>/requeue",

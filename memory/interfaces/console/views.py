@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
@@ -25,6 +25,7 @@ from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
+from memory.procedural.services.wiki import wiki_archive
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -247,6 +248,20 @@ def _evolver_runs(request, user: ConsoleUser, *, status=200, **extra):
     context = {"section": "evolver", "runs": runs, "config": config}
     context.update(extra)
     return render(request, "console/memory/evolver_runs.html", context, status=status)
+
+
+@console_view
+def wiki_zip_view(request, user: ConsoleUser):
+    """The company's current wiki export as a zip (any member; 404 before the first export)."""
+    try:
+        data = wiki_archive(user.company)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:  # the configured root leaves the company's directory
+        raise Http404(str(exc)) from exc
+    response = HttpResponse(data, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{user.company.slug}-wiki.zip"'
+    return response
 
 
 @console_view

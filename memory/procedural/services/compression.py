@@ -49,7 +49,7 @@ _FORMAT = json_schema_format(
         "properties": {"learning": {"type": "string", "maxLength": compression.LEARNING_MAX}},
     },
 )
-_REPORT_FIELDS = (
+REPORT_FIELDS = (
     "id",
     "agent_id",
     "task_title",
@@ -66,7 +66,7 @@ _REPORT_FIELDS = (
 )
 
 
-def _lessons(report_ids) -> dict:
+def author_lessons(report_ids) -> dict:
     """The author's own lesson of each report (not propagated copies or pool entries)."""
     rows = (
         ProceduralLesson.objects.filter(
@@ -100,9 +100,9 @@ def experience_compress_run(
     reports = list(
         ExecutionReport.objects.filter(company=company, compressed__isnull=True)
         .order_by("-created_at", "-id")
-        .values(*_REPORT_FIELDS)[:RUN_LIMIT]
+        .values(*REPORT_FIELDS)[:RUN_LIMIT]
     )
-    lessons = _lessons([r["id"] for r in reports])
+    lessons = author_lessons([r["id"] for r in reports])
     kept: list[CompressedExperience] = []
     try:
         for report in reports:

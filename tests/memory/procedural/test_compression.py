@@ -198,5 +198,3 @@ def test_config_shape_is_the_seeds():
     ):
         with pytest.raises(CompanyConfigError):
             parse_company_config({"memory": {"consolidation": {"experience_compressor": bad}}})
-    with pytest.raises(CompanyConfigError):  # not implemented: refused, not ignored
-        parse_company_config({"memory": {"consolidation": {"wiki_export": {"enabled": True}}}})

@@ -17,4 +17,6 @@ urlpatterns = [
         name="experience-compress",
     ),
     path("experiences", compression.CompressedExperienceListView.as_view(), name="experiences"),
+    path("experiences/wiki", compression.WikiExportView.as_view(), name="wiki-export"),
+    path("experiences/wiki.zip", compression.WikiArchiveView.as_view(), name="wiki-archive"),
 ]
