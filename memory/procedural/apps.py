@@ -14,10 +14,11 @@ class ProceduralConfig(AppConfig):
         register_schedule_provider(procedural_schedules)
         register_retry_schedule()
 
-        from memory.procedural.portability import EXECUTION_REPORTS
+        from memory.procedural.portability import COMPRESSED_EXPERIENCES, EXECUTION_REPORTS
         from persistence.content_registry import register_content_kind
 
         register_content_kind(EXECUTION_REPORTS)
+        register_content_kind(COMPRESSED_EXPERIENCES)
 
         from memory.core.extensions import on_archive_restored
         from memory.procedural.services.pruning import lesson_restore
