@@ -51,3 +51,21 @@ def register_training_pair_source(name: str, source: TrainingPairSource) -> None
 
 def training_pair_sources() -> dict[str, TrainingPairSource]:
     return dict(_pair_sources)
+
+
+#: ``handler(company=..., trigger=...)``: runs after a company's maintenance (consolidation)
+#: completed for real (never for a dry run or a company with consolidation off), outside its
+#: transactions. A handler's error is logged and never fails the maintenance.
+MaintenanceHandler = Callable[..., Any]
+
+_maintenance_handlers: list[MaintenanceHandler] = []
+
+
+def on_company_maintained(handler: MaintenanceHandler) -> None:
+    """Register ``handler`` (idempotent). Procedural learning exports the wiki this way."""
+    if handler not in _maintenance_handlers:
+        _maintenance_handlers.append(handler)
+
+
+def company_maintained_handlers() -> tuple[MaintenanceHandler, ...]:
+    return tuple(_maintenance_handlers)

@@ -14,10 +14,11 @@ class ProceduralConfig(AppConfig):
         register_schedule_provider(procedural_schedules)
         register_retry_schedule()
 
-        from memory.procedural.portability import EXECUTION_REPORTS
+        from memory.procedural.portability import COMPRESSED_EXPERIENCES, EXECUTION_REPORTS
         from persistence.content_registry import register_content_kind
 
         register_content_kind(EXECUTION_REPORTS)
+        register_content_kind(COMPRESSED_EXPERIENCES)
 
         from memory.core.extensions import on_archive_restored
         from memory.procedural.services.pruning import lesson_restore
@@ -28,3 +29,18 @@ class ProceduralConfig(AppConfig):
         from memory.procedural.selectors import lesson_training_pairs
 
         register_training_pair_source("lesson", lesson_training_pairs)
+
+        from memory.procedural.services.org_pool import org_pool_apply
+        from memory.procedural.services.org_pool_proposals import (
+            ACTION_ORG_POOL,
+            ACTION_ORG_POOL_CONFLICT,
+        )
+        from orgmemory.services.approvals import register_approval_applier
+
+        register_approval_applier(ACTION_ORG_POOL, org_pool_apply)
+        register_approval_applier(ACTION_ORG_POOL_CONFLICT, org_pool_apply)
+
+        from memory.core.extensions import on_company_maintained
+        from memory.procedural.services.wiki import wiki_after_maintenance
+
+        on_company_maintained(wiki_after_maintenance)

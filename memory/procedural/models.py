@@ -246,6 +246,12 @@ class ProceduralLesson(models.Model):
     execution_steps = models.JSONField(default=list)
     proposer_model = models.CharField(max_length=200, blank=True, default="")
     method = models.CharField(max_length=16, default=Method.LLM)  # llm | rule
+    # The scope the proposer asked for; ``memory.scope`` is the one it was delivered at (the
+    # company's propagation strategy narrows it; ``org`` stays private until approved).
+    requested_scope = models.CharField(max_length=16, blank=True, default="")
+    # The approval item that proposed this lesson to the org skill pool (``requested_scope``
+    # org), or — on an org-pool entry — the item whose approval created it.
+    org_approval_item = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField()
 
     class Meta:
@@ -253,6 +259,10 @@ class ProceduralLesson(models.Model):
             models.CheckConstraint(
                 condition=models.Q(origin__in=["failure", "success", "propagated"]),
                 name="procedural_lesson_origin_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(requested_scope__in=["", "agent", "role", "department", "org"]),
+                name="procedural_lesson_requested_scope_valid",
             ),
             models.CheckConstraint(
                 condition=models.Q(method__in=["llm", "rule"]),
@@ -263,3 +273,78 @@ class ProceduralLesson(models.Model):
 
     def __str__(self) -> str:
         return self.skill_name
+
+
+class CompressedExperience(models.Model):
+    """Tier 2 of the GEMS two-tier compressor: one strategic learning per execution report
+    (Tier 1: the report and its capture), kept only when ``compression_ratio`` reached the
+    company's ``min_compression_ratio``."""
+
+    class Method(models.TextChoices):
+        LLM = "llm", "LLM"
+        EXTRACTIVE = "extractive", "Extractive (no LLM)"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    report = models.OneToOneField(
+        ExecutionReport, on_delete=models.PROTECT, related_name="compressed"
+    )
+    content = models.TextField()
+    raw_chars = models.PositiveIntegerField()
+    compression_ratio = models.FloatField()
+    compressor_version = models.CharField(max_length=32)
+    method = models.CharField(max_length=16, choices=Method.choices)
+    model = models.CharField(max_length=200, blank=True, default="")
+    run = models.ForeignKey(
+        "CompressionRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-created_at", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(compression_ratio__gte=0.0)
+                & models.Q(compression_ratio__lte=1.0),
+                name="compressed_experience_ratio_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(method__in=["llm", "extractive"]),
+                name="compressed_experience_method_valid",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(content__regex=r"^\s*$"),
+                name="compressed_experience_content_not_blank",
+            ),
+        ]
+        indexes = [models.Index(fields=["company", "-created_at"], name="compressed_company_time")]
+
+    def __str__(self) -> str:
+        return self.content[:60]
+
+
+class CompressionRun(models.Model):
+    """One run of the experience compressor over a company's uncompressed reports: what was
+    kept, what fell below ``min_compression_ratio`` (``skipped``: report id → ratio) and what
+    failed (LLM errors: those reports stay uncompressed for the next run)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    trigger = models.CharField(max_length=16)  # manual
+    method = models.CharField(max_length=16)  # llm | extractive
+    min_compression_ratio = models.FloatField()
+    reports_seen = models.PositiveIntegerField(default=0)
+    compressed = models.PositiveIntegerField(default=0)
+    skipped_below_ratio = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    skipped = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-started_at", "id")
+
+    def __str__(self) -> str:
+        return f"compression run {self.started_at:%Y-%m-%d %H:%M}"

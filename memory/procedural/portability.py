@@ -1,16 +1,20 @@
-"""Execution reports in data portability and erasure (the content registry).
+"""Execution reports and compressed experiences in data portability and erasure (the
+content registry).
 
 Export includes an agent's reports (already redacted). Erasure *retains* them: the table is
 append-only (the registry detects the trigger and reports the kind as retained), which is
 why secrets and e-mail addresses are removed before a report is written. Reports are not
 imported: they are the trajectory record of the company that ran the tasks.
+
+Compressed experiences are exported with the agent's data and *erased* with it: a learning
+may be the text of the agent's lesson (the extractive path), which erasure deletes too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memory.procedural.models import ExecutionReport
+from memory.procedural.models import CompressedExperience, ExecutionReport
 from persistence.content_registry import ContentKind
 from persistence.models import Agent, Company
 
@@ -48,4 +52,37 @@ EXECUTION_REPORTS = ContentKind(
     erase=None,  # append-only: retained
     order=90,
     table=ExecutionReport._meta.db_table,
+)
+
+
+def export_compressed_experiences(company: Company, agent: Agent | None) -> Iterator[dict]:
+    qs = CompressedExperience.objects.filter(company=company).select_related("agent")
+    if agent is not None:
+        qs = qs.filter(agent=agent)
+    for row in qs.order_by("created_at", "id").iterator(chunk_size=500):
+        yield {
+            "id": str(row.pk),
+            "agent": row.agent.name,
+            "report_id": str(row.report_id),
+            "content": row.content,
+            "raw_chars": row.raw_chars,
+            "compression_ratio": row.compression_ratio,
+            "compressor_version": row.compressor_version,
+            "method": row.method,
+            "model": row.model,
+            "created_at": row.created_at.isoformat(),
+        }
+
+
+def erase_compressed_experiences(agent: Agent) -> int:
+    return CompressedExperience.objects.filter(agent=agent).delete()[0]
+
+
+COMPRESSED_EXPERIENCES = ContentKind(
+    name="compressed_experience",
+    label="compressed experiences",
+    export=export_compressed_experiences,
+    erase=erase_compressed_experiences,
+    order=95,
+    table=CompressedExperience._meta.db_table,
 )

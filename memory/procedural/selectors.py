@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from memory.core.models.memory import Memory
-from memory.procedural.models import ExecutionReport, ProceduralLesson
+from memory.procedural.models import CompressedExperience, ExecutionReport, ProceduralLesson
 from persistence.principal import Principal
 from synthorg.errors import NotFoundError
 
@@ -63,12 +63,37 @@ def attach_lessons(memories) -> None:
     procedural = [m for m in memories if m.category == "procedural"]
     if not procedural:
         return
+    ids = [m.pk for m in procedural]
     lessons = {
-        lesson.memory_id: lesson
-        for lesson in ProceduralLesson.objects.filter(memory_id__in=[m.pk for m in procedural])
+        lesson.memory_id: lesson for lesson in ProceduralLesson.objects.filter(memory_id__in=ids)
     }
+    replaced: dict = {}
+    if lessons:
+        for newer, older in (
+            Memory.objects.filter(superseded_by_id__in=list(lessons))
+            .order_by("superseded_at", "id")
+            .values_list("superseded_by_id", "id")
+        ):
+            replaced.setdefault(newer, []).append(older)
     for memory in procedural:
-        Memory.lesson.related.set_cached_value(memory, lessons.get(memory.pk))
+        lesson = lessons.get(memory.pk)
+        if lesson is not None:
+            lesson.supersedes_ids = replaced.get(memory.pk, [])
+        Memory.lesson.related.set_cached_value(memory, lesson)
+
+
+def lesson_supersedes(lesson: ProceduralLesson) -> list:
+    """Ids of the memories ``lesson``'s memory superseded (oldest supersession first); cached
+    by :func:`attach_lessons`."""
+    cached = getattr(lesson, "supersedes_ids", None)
+    if cached is None:
+        cached = list(
+            Memory.objects.filter(superseded_by_id=lesson.memory_id)
+            .order_by("superseded_at", "id")
+            .values_list("id", flat=True)
+        )
+        lesson.supersedes_ids = cached
+    return cached
 
 
 def lesson_of(memory):
@@ -121,3 +146,28 @@ def lesson_training_pairs(company, embedder_id: str):
     for condition, memory_id in rows.iterator():
         if condition.strip():
             yield condition, memory_id
+
+
+def org_pool_entries(company) -> QuerySet[ProceduralLesson]:
+    """The live entries of the company's org skill pool (shared PROCEDURAL memories of scope
+    ``org``, not superseded), oldest first."""
+    return (
+        ProceduralLesson.objects.filter(
+            company=company,
+            memory__company=company,
+            memory__scope="org",
+            memory__is_shared=True,
+            memory__superseded_at__isnull=True,
+        )
+        .select_related("memory")
+        .order_by("created_at", "memory_id")
+    )
+
+
+def compressed_experiences_visible_to(principal: Principal):
+    """Compressed experiences (newest first): an agent's own, or all the company's for a
+    human member."""
+    rows = CompressedExperience.objects.filter(company=principal.company)
+    if principal.is_agent:
+        rows = rows.filter(agent=principal.agent)
+    return rows

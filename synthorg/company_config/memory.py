@@ -508,6 +508,49 @@ class LLMConsolidationConfig(BaseModel):
     fallback_truncate_length: int = Field(default=200, ge=20, le=2000)
 
 
+class ExperienceCompressorConfig(BaseModel):
+    """``memory.consolidation.experience_compressor`` (seed 003, GEMS two-tier): execution
+    reports and their captures (Tier 1, raw traces) compressed into one strategic learning
+    each (Tier 2). ``model`` None: the company's resolved model. A compression whose
+    ``1 - compressed/raw`` length ratio is below ``min_compression_ratio`` is not kept (the
+    run records it as skipped). See docs/agents/procedural-learning.md."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    model: NotBlankStr | None = None
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, ge=16, le=8000)
+    min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
+
+
+class WikiExportConfig(BaseModel):
+    """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
+    experiences — ``raw/`` (Tier 1: execution reports and their captures), ``wiki/`` (Tier 2:
+    compressed experiences) and ``index.md`` — under ``export_root``, a relative directory
+    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<slug>/``;
+    absolute paths and ``..`` refused). ``trigger``: after each scheduled consolidation of the
+    company, or only when asked (REST). ``max_entries_per_view`` None: at most 1000."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    export_root: NotBlankStr = "wiki"
+    trigger: Literal["on_consolidation", "manual"] = "on_consolidation"
+    include_raw_tier: bool = True
+    include_compressed_tier: bool = True
+    max_entries_per_view: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> WikiExportConfig:
+        reject_unsafe_path("export_root", self.export_root)
+        if self.export_root.strip().strip("/") in ("", "."):
+            raise ConfigFieldError(
+                "export_root", "must name a directory inside the company's directory"
+            )
+        return self
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -519,6 +562,10 @@ class ConsolidationConfig(BaseModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     archival: ArchivalConfig = Field(default_factory=ArchivalConfig)
     llm: LLMConsolidationConfig = Field(default_factory=LLMConsolidationConfig)
+    experience_compressor: ExperienceCompressorConfig = Field(
+        default_factory=ExperienceCompressorConfig
+    )
+    wiki_export: WikiExportConfig = Field(default_factory=WikiExportConfig)
 
     @model_validator(mode="after")
     def _validate_strategy(self) -> ConsolidationConfig:

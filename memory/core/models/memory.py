@@ -107,6 +107,15 @@ class Memory(models.Model):
                 condition=~models.Q(namespace=""), name="memory_namespace_not_blank"
             ),
             models.CheckConstraint(
+                condition=models.Q(scope__in=["", "agent", "role", "department", "org"]),
+                name="memory_scope_valid",
+            ),
+            # The org skill pool holds only shared entries.
+            models.CheckConstraint(
+                condition=~models.Q(scope="org") | models.Q(is_shared=True),
+                name="memory_org_scope_is_shared",
+            ),
+            models.CheckConstraint(
                 condition=~models.Q(level="session") | ~models.Q(session_id=""),
                 name="memory_session_level_has_session",
             ),

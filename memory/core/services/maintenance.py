@@ -63,6 +63,7 @@ from memory.core.consolidation.strategies import (
     SimpleStrategy,
 )
 from memory.core.domain import CORE_TAG, MemoryStoreRequest
+from memory.core.extensions import company_maintained_handlers
 from memory.core.llm import completion_provider_for
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
@@ -722,4 +723,10 @@ def run_company_maintenance(
     reports = []
     for agent in Agent.objects.filter(company=company, is_active=True).order_by("pk"):
         reports.append(run_maintenance(agent=agent, trigger=trigger, dry_run=dry_run, now=now))
+    if not dry_run:
+        for handler in company_maintained_handlers():
+            try:
+                handler(company=company, trigger=trigger)
+            except Exception:  # a capability's follow-up never fails the maintenance
+                logger.exception("after-maintenance handler %r failed for %s", handler, company)
     return reports

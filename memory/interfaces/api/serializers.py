@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from memory.core import domain
 from memory.core.models.memory import Memory
-from memory.procedural.selectors import attach_lessons, lesson_of
+from memory.procedural.selectors import attach_lessons, lesson_of, lesson_supersedes
 from synthorg.api.serializers import ModelSerializer, Serializer, SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
@@ -121,9 +121,29 @@ class ProceduralTiersSerializer(Serializer):
     action = serializers.CharField()
     rationale = serializers.CharField()
     execution_steps = serializers.ListField(child=serializers.CharField())
-    origin = serializers.CharField(help_text="failure | success | propagated")
+    origin = serializers.CharField(
+        help_text="failure | success | propagated (an org-pool entry keeps its author's origin)"
+    )
     source_report_id = serializers.UUIDField(source="report_id", allow_null=True)
     propagated_from = serializers.UUIDField(source="propagated_from_id", allow_null=True)
+    requested_scope = serializers.CharField(
+        help_text="The scope the proposer asked for (agent | role | department | org; empty "
+        "for lessons stored before scopes); the memory's `scope` is the one it was delivered "
+        "at after the company's propagation strategy bounded it."
+    )
+    org_approval_item = serializers.UUIDField(
+        allow_null=True,
+        help_text="The approval item that proposed this lesson to the org skill pool, or (on "
+        "an org-pool entry) the item whose approval created it.",
+    )
+    supersedes = serializers.SerializerMethodField(
+        help_text="Ids of the memories this lesson superseded (its `superseded_by` is on the "
+        "memory)."
+    )
+
+    @extend_schema_field(serializers.ListField(child=serializers.UUIDField()))
+    def get_supersedes(self, lesson) -> list[str]:
+        return [str(memory_id) for memory_id in lesson_supersedes(lesson)]
 
 
 class MemorySerializer(SharedFieldsRepresentation, ModelSerializer):

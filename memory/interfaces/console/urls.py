@@ -7,6 +7,7 @@ app_name = "memory_console"
 urlpatterns = [
     path("", views.agents_view, name="agents"),
     path("shared", views.shared_view, name="shared"),
+    path("shared/<uuid:memory_id>", views.shared_memory_view, name="shared-memory"),
     path("context-preview", activity.context_preview_view, name="context-preview"),
     path("requests", activity.request_log_view, name="request-log"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
@@ -16,6 +17,7 @@ urlpatterns = [
         name="evolver-draft-requeue",
     ),
     path("executions", views.executions_view, name="executions"),
+    path("wiki.zip", views.wiki_zip_view, name="wiki-zip"),
     path("executions/<uuid:report_id>", views.execution_view, name="execution"),
     path(
         "executions/<uuid:report_id>/requeue",

@@ -6,13 +6,18 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.db.models import Count, Q
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors.memories import agent_memories, agent_memory_get, shared_memories
+from memory.core.selectors.memories import (
+    agent_memories,
+    agent_memory_get,
+    shared_memories,
+    shared_memory_get,
+)
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
 from memory.interfaces.console.provenance import memory_corrections, memory_provenance
@@ -20,6 +25,7 @@ from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
+from memory.procedural.services.wiki import wiki_archive
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -140,6 +146,25 @@ def memory_view(request, user: ConsoleUser, agent_id: int, memory_id):
     return _detail(request, user, _agent(user, agent_id), memory_id)
 
 
+@console_view
+def shared_memory_view(request, user: ConsoleUser, memory_id):
+    """One shared entry (an org skill pool entry included; superseded ones too): read-only,
+    its publisher's agent page links back."""
+    try:
+        memory = shared_memory_get(company=user.company, memory_id=memory_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    context = {
+        "section": "shared",
+        "agent": memory.agent,
+        "memory": memory,
+        "shared": True,
+        "provenance": memory_provenance(memory),
+        "corrections": memory_corrections(memory),
+    }
+    return render(request, "console/memory/detail.html", context)
+
+
 def _delete_confirm(request, agent: Agent, memory, *, status=200, **extra):
     context = {"section": "memories", "agent": agent, "memory": memory}
     context.update(extra)
@@ -223,6 +248,20 @@ def _evolver_runs(request, user: ConsoleUser, *, status=200, **extra):
     context = {"section": "evolver", "runs": runs, "config": config}
     context.update(extra)
     return render(request, "console/memory/evolver_runs.html", context, status=status)
+
+
+@console_view
+def wiki_zip_view(request, user: ConsoleUser):
+    """The company's current wiki export as a zip (any member; 404 before the first export)."""
+    try:
+        data = wiki_archive(user.company)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    except DomainError as exc:  # the configured root leaves the company's directory
+        raise Http404(str(exc)) from exc
+    response = HttpResponse(data, content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{user.company.slug}-wiki.zip"'
+    return response
 
 
 @console_view

@@ -47,7 +47,7 @@ from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.capture import decide_capture
-from memory.procedural.domain import ProposalError
+from memory.procedural.domain import ProceduralScope, ProposalError
 from memory.procedural.models import (
     CaptureStatus,
     ExecutionCapture,
@@ -55,6 +55,7 @@ from memory.procedural.models import (
     Method,
     ProceduralLesson,
 )
+from memory.procedural.propagation import strategy_scope
 from memory.procedural.proposer import failure_payload, propose, success_payload
 from memory.procedural.rule_lessons import rule_lesson
 from memory.procedural.selectors import recent_quality_scores
@@ -285,7 +286,7 @@ def _store_lesson(capture, *, proposal, method: str, model: str, supersedes, now
                     CaptureStatus.CAPTURED,
                     "deduplicated: the agent already holds this lesson"
                     if stored.deduplicated
-                    else "",
+                    else stored.scope_note,
                     memory_id=stored.memory_id,
                     confidence=proposal.confidence,
                     method=method,
@@ -304,6 +305,10 @@ def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> Execution
         _finish(capture, CaptureStatus.CAPTURED, NO_LLM, next_attempt_at=now or timezone.now())
         return capture
     proposal = rule_lesson(_report_fields(capture.report), path=capture.strategy)
+    # Nothing judged how far a rule lesson applies: it takes the widest peer scope the
+    # company's propagation strategy allows (never org: that is for a judged lesson).
+    scope = strategy_scope(procedural.propagation.strategy)
+    proposal = proposal.model_copy(update={"scope": ProceduralScope(scope)})
     if proposal.confidence < procedural.min_confidence:
         reason = (
             f"rule lesson confidence {proposal.confidence:g} < min_confidence "

@@ -22,7 +22,13 @@ from memory.core.retrieval.filtering import NON_INFERABLE_TAG
 from memory.core.services.store import memory_store, memory_store_batch
 from memory.procedural.domain import ProceduralMemoryProposal, skill_name
 from memory.procedural.models import ExecutionReport, ProceduralLesson
-from memory.procedural.propagation import Peer, propagation_targets
+from memory.procedural.propagation import (
+    Peer,
+    ScopeDecision,
+    propagation_targets,
+    scope_decision,
+)
+from memory.procedural.services.org_pool_proposals import org_pool_propose
 from memory.procedural.skill_md import SkillPathError, render_skill_md, write_skill_md
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -42,9 +48,11 @@ class StoredLesson:
     deduplicated: bool
     lesson: ProceduralLesson | None
     propagated_to: tuple[int, ...] = ()
+    scope_note: str = ""  # a narrowed scope or an org proposal, said in words
+    org_item: object | None = None  # the org skill pool proposal (an ApprovalItem)
 
 
-def _lesson_tags(proposal: ProceduralMemoryProposal, *, extra: list[str]) -> tuple[str, ...]:
+def lesson_tags(proposal: ProceduralMemoryProposal, *, extra: list[str]) -> tuple[str, ...]:
     tags = [NON_INFERABLE_TAG, *extra]
     for tag in proposal.tags:
         try:
@@ -59,7 +67,7 @@ def _unique_skill_name(proposal: ProceduralMemoryProposal, memory_id) -> str:
     return f"{base}-{str(memory_id)[:8]}"
 
 
-def _create_lesson(
+def lesson_row_create(
     *,
     memory_id,
     company,
@@ -68,10 +76,13 @@ def _create_lesson(
     proposal: ProceduralMemoryProposal,
     model: str,
     now: datetime,
+    scope: str,
+    requested_scope: str,
     propagated_from_id=None,
     method: str = "llm",
+    org_approval_item=None,
 ) -> ProceduralLesson:
-    Memory.objects.filter(pk=memory_id).update(scope=proposal.scope.value)
+    Memory.objects.filter(pk=memory_id).update(scope=scope)
     return ProceduralLesson.objects.create(
         memory_id=memory_id,
         company=company,
@@ -86,7 +97,20 @@ def _create_lesson(
         execution_steps=list(proposal.execution_steps),
         proposer_model=model,
         method=method,
+        requested_scope=requested_scope,
+        org_approval_item=org_approval_item,
         created_at=now,
+    )
+
+
+def lesson_scope(company, requested: str) -> ScopeDecision:
+    """How far a lesson of ``company`` asking for ``requested`` goes (see
+    :func:`~memory.procedural.propagation.scope_decision`)."""
+    config = company_config(company)
+    return scope_decision(
+        requested,
+        config.memory.procedural.propagation.strategy,
+        org_pool=config.memory.options.shared_knowledge_base,
     )
 
 
@@ -102,8 +126,10 @@ def procedural_lesson_store(
     supersedes: tuple = (),
     now: datetime | None = None,
 ) -> StoredLesson:
-    """Store ``proposal`` as a PROCEDURAL memory of ``agent``, then propagate it to peers
-    (company config ``memory.procedural.propagation``) and write its SKILL.md (when
+    """Store ``proposal`` as a PROCEDURAL memory of ``agent``, deliver it as far as its
+    ``scope`` and the company's propagation strategy allow (:func:`lesson_scope`: a copy for
+    each peer of the effective role/department; an ``org`` lesson also becomes a proposal to
+    the org skill pool, :func:`org_pool_propose`) and write its SKILL.md (when
     ``skill_md_directory`` is set; a file-system error is logged, the lesson stays).
 
     ``method`` is ``llm`` or ``rule`` (:mod:`memory.procedural.rule_lessons`);
@@ -116,7 +142,7 @@ def procedural_lesson_store(
         category=MemoryCategory.PROCEDURAL,
         source=f"execution-report:{report.pk}",
         confidence=proposal.confidence,
-        tags=_lesson_tags(proposal, extra=extra),
+        tags=lesson_tags(proposal, extra=extra),
         supersedes=tuple(supersedes),
     )
     result = memory_store(agent=agent, request=request, now=now, persistent=True)
@@ -125,7 +151,8 @@ def procedural_lesson_store(
     if result.deduplicated:
         # A recurring failure: the agent already holds this lesson. Keep the first one.
         return StoredLesson(memory_id=result.id, deduplicated=True, lesson=None)
-    lesson = _create_lesson(
+    decision = lesson_scope(agent.company, proposal.scope.value)
+    lesson = lesson_row_create(
         memory_id=result.id,
         company=agent.company,
         report=report,
@@ -134,40 +161,73 @@ def procedural_lesson_store(
         model=model,
         now=now,
         method=method,
+        scope=decision.effective,
+        requested_scope=decision.requested,
     )
     propagated = _propagate(
         agent=agent,
         report=report,
         proposal=proposal,
         lesson=lesson,
+        scope=decision.effective,
         now=now,
         supersedes=tuple(supersedes),
     )
+    item = None
+    if decision.org_proposal:
+        item = org_pool_propose(agent=agent, lesson=lesson, proposal=proposal, now=now)
     _materialise_skill_md(lesson=lesson, agent=agent, proposal=proposal)
     return StoredLesson(
-        memory_id=result.id, deduplicated=False, lesson=lesson, propagated_to=propagated
+        memory_id=result.id,
+        deduplicated=False,
+        lesson=lesson,
+        propagated_to=propagated,
+        scope_note=decision.note,
+        org_item=item,
     )
 
 
-def _propagate(*, agent, report, proposal, lesson, now, supersedes=()) -> tuple[int, ...]:
-    """Copy the lesson to the peers the propagation strategy names. A peer's live copy of a
-    lesson this one ``supersedes`` (the rule lesson an LLM lesson replaces) is superseded by
-    its new copy, as the source's own is."""
+def _propagate(*, agent, report, proposal, lesson, scope, now, supersedes=()) -> tuple[int, ...]:
+    """Copy the lesson to the peers of its effective ``scope`` (``role`` / ``department``;
+    ``agent``: nobody). A peer's live copy of a lesson this one ``supersedes`` (the rule
+    lesson an LLM lesson replaces) is superseded by its new copy, as the source's own is;
+    a copy the new lesson does not reach (its scope is narrower) is superseded by the new
+    lesson itself: kept and restorable, but out of retrieval like its source."""
+    received = _deliver(
+        agent=agent,
+        report=report,
+        proposal=proposal,
+        lesson=lesson,
+        scope=scope,
+        now=now,
+        supersedes=supersedes,
+    )
+    if supersedes:
+        stale = ProceduralLesson.objects.filter(
+            propagated_from_id__in=supersedes, memory__superseded_at__isnull=True
+        ).values_list("memory_id", flat=True)
+        Memory.objects.filter(pk__in=list(stale)).update(
+            superseded_at=now, superseded_by_id=lesson.memory_id, updated_at=now
+        )
+    return received
+
+
+def _deliver(*, agent, report, proposal, lesson, scope, now, supersedes) -> tuple[int, ...]:
     config = company_config(agent.company).memory.procedural.propagation
-    if config.strategy == "none":
+    if scope == "agent":
         return ()
-    field = config.strategy
+    field = scope
     candidates = Agent.objects.filter(company_id=agent.company_id, is_active=True).filter(
         **{field: getattr(agent, field)}
     )
     peers = propagation_targets(
-        config.strategy,
+        scope,
         source=_peer(agent),
         candidates=[_peer(a) for a in candidates.exclude(pk=agent.pk)],
         max_targets=config.max_propagation_targets,
     )
     by_id = {a.pk: a for a in candidates.filter(pk__in=[p.id for p in peers])}
-    tags = _lesson_tags(proposal, extra=[PROPAGATED_TAG.format(agent_id=agent.pk)])
+    tags = lesson_tags(proposal, extra=[PROPAGATED_TAG.format(agent_id=agent.pk)])
     old_copies: dict[int, list] = {}
     if supersedes:
         for peer_id, memory_id in ProceduralLesson.objects.filter(
@@ -191,7 +251,7 @@ def _propagate(*, agent, report, proposal, lesson, now, supersedes=()) -> tuple[
         )
         if not result.stored or result.deduplicated:
             continue
-        _create_lesson(
+        lesson_row_create(
             memory_id=result.id,
             company=agent.company,
             report=report,
@@ -201,6 +261,8 @@ def _propagate(*, agent, report, proposal, lesson, now, supersedes=()) -> tuple[
             now=now,
             propagated_from_id=lesson.memory_id,
             method=lesson.method,
+            scope=scope,
+            requested_scope=lesson.requested_scope,
         )
         received.append(peer.id)
     return tuple(received)

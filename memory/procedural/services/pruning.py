@@ -63,6 +63,10 @@ def _lesson_metadata(memory: Memory) -> dict:
             "rationale": lesson.rationale,
             "execution_steps": lesson.execution_steps,
             "proposer_model": lesson.proposer_model,
+            "requested_scope": lesson.requested_scope,
+            "org_approval_item": str(lesson.org_approval_item)
+            if lesson.org_approval_item
+            else None,
             "created_at": lesson.created_at.isoformat(),
         }
     return data
@@ -157,8 +161,13 @@ def lesson_restore(*, memory_id, company: Company, metadata: dict) -> Procedural
     data = metadata.get("procedural")
     if not data:
         return None
+    scope = data.get("scope") or ""
+    # Archived before scopes were delivered, a private lesson may carry the scope "org" its
+    # proposer asked for; only shared org-pool entries hold it now (memory_org_scope_is_shared).
+    if scope == "org" and not Memory.objects.filter(pk=memory_id, is_shared=True).exists():
+        scope = "agent"
     Memory.objects.filter(pk=memory_id).update(
-        scope=data.get("scope") or "",
+        scope=scope,
         application_count=data.get("application_count") or 0,
         last_applied_at=data.get("last_applied_at"),
     )
@@ -182,5 +191,7 @@ def lesson_restore(*, memory_id, company: Company, metadata: dict) -> Procedural
         rationale=lesson["rationale"],
         execution_steps=lesson["execution_steps"],
         proposer_model=lesson["proposer_model"],
+        requested_scope=lesson.get("requested_scope", data.get("scope") or ""),
+        org_approval_item=lesson.get("org_approval_item"),
         created_at=lesson["created_at"],
     )

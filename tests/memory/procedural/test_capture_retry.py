@@ -256,8 +256,9 @@ def test_status_history_is_append_only(caller, no_llm):
 
 
 def test_peers_copies_of_a_rule_lesson_are_superseded_with_it(caller, peer, settings, no_llm):
-    """Propagation copies the rule lesson to a same-role peer; when the LLM lesson replaces
-    it, the peer's copy is replaced by the LLM lesson's copy (kept, marked superseded)."""
+    """Propagation copies the rule lesson (scope: the strategy's bound, role) to a same-role
+    peer; when the role-scoped LLM lesson replaces it, the peer's copy is replaced by the LLM
+    lesson's copy (kept, marked superseded)."""
     from persistence.models import Agent
     from tests.memory.procedural.conftest import set_procedural
     from tests.support.openai_server import FakeOpenAIServer
@@ -272,7 +273,7 @@ def test_peers_copies_of_a_rule_lesson_are_superseded_with_it(caller, peer, sett
         capture_of(report_id).memory_id,
     )
 
-    with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:
+    with FakeOpenAIServer(chat_reply=json.dumps({**PROPOSAL, "scope": "role"})) as server:
         settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
         retry(caller.company, now=timezone.now() + timedelta(minutes=5))
 
@@ -285,3 +286,30 @@ def test_peers_copies_of_a_rule_lesson_are_superseded_with_it(caller, peer, sett
     assert old.superseded_by_id == llm_copy.memory_id and old.superseded_at is not None
     live = Memory.objects.filter(agent=peer.agent, superseded_at__isnull=True)
     assert list(live.values_list("content", flat=True)) == [PROPOSAL["discovery"]]
+
+
+def test_a_private_llm_lesson_retires_the_peers_copies_of_the_rule_lesson(
+    caller, peer, settings, no_llm
+):
+    """The LLM judged the lesson private (scope agent): the peer's copy of the rule lesson it
+    replaces is not re-delivered, so it is superseded by the author's LLM lesson (kept,
+    restorable, out of retrieval) instead of staying live as a stale rule lesson."""
+    from persistence.models import Agent
+    from tests.memory.procedural.conftest import set_procedural
+    from tests.support.openai_server import FakeOpenAIServer
+
+    Agent.objects.filter(pk__in=[caller.agent.pk, peer.agent.pk]).update(role="deployer")
+    set_procedural(caller.company, propagation={"strategy": "role"})
+    report_id = submit(caller)
+    capture_execution_report(report_id)
+    rule_copy = ProceduralLesson.objects.get(origin="propagated", memory__agent=peer.agent)
+
+    with FakeOpenAIServer(chat_reply=json.dumps(PROPOSAL)) as server:  # scope "agent"
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        retry(caller.company, now=timezone.now() + timedelta(minutes=5))
+
+    llm_memory = capture_of(report_id).memory_id
+    old = Memory.objects.get(pk=rule_copy.memory_id)
+    assert old.superseded_by_id == llm_memory and old.superseded_at is not None
+    assert not Memory.objects.filter(agent=peer.agent, superseded_at__isnull=True).exists()
+    assert Memory.objects.get(pk=llm_memory).scope == "agent"

@@ -34,6 +34,9 @@ def expected_tiers(lesson):
         "origin": "failure",
         "source_report_id": str(lesson.lesson.report_id),
         "propagated_from": None,
+        "requested_scope": "agent",
+        "org_approval_item": None,
+        "supersedes": [],
     }
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.interfaces.api.procedural import views
+from memory.interfaces.api.procedural import compression, views
 
 urlpatterns = [
     path("executions", views.ExecutionReportCollectionView.as_view(), name="execution-list"),
@@ -11,4 +11,12 @@ urlpatterns = [
     ),
     path("memories/<uuid:pk>/applied", views.LessonAppliedView.as_view(), name="lesson-applied"),
     path("memories/<uuid:pk>/skill.md", views.LessonSkillMdView.as_view(), name="lesson-skill-md"),
+    path(
+        "experiences/compress",
+        compression.CompressionRunView.as_view(),
+        name="experience-compress",
+    ),
+    path("experiences", compression.CompressedExperienceListView.as_view(), name="experiences"),
+    path("experiences/wiki", compression.WikiExportView.as_view(), name="wiki-export"),
+    path("experiences/wiki.zip", compression.WikiArchiveView.as_view(), name="wiki-archive"),
 ]

@@ -1,0 +1,113 @@
+"""Proposing a lesson to the org skill pool: the only thing an ``org``-scoped lesson does
+beyond its author's reach.
+
+An agent never writes the org pool. Its ``org`` lesson becomes an ApprovalItem in the human
+approval queue (the skill evolver's path): ``procedural_lesson:org_pool`` (risk medium), or
+``procedural_lesson:org_pool_conflict`` (risk high, both texts) when it contradicts a live
+pool entry. Supersession is judged as the evolver judges it
+(:mod:`memory.procedural.evolver.supersession`): a FULL match names the entry the lesson
+would replace once approved. :mod:`memory.procedural.services.org_pool` applies an approval.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from memory.procedural.domain import ProceduralMemoryProposal
+from memory.procedural.evolver import skill_text
+from memory.procedural.evolver.supersession import Skill, Verdict, judge
+from memory.procedural.models import ProceduralLesson
+from memory.procedural.selectors import org_pool_entries
+from orgmemory.models import ApprovalItem
+from orgmemory.services.approvals import approval_request
+from persistence.models import Agent
+
+ACTION_ORG_POOL = "procedural_lesson:org_pool"
+ACTION_ORG_POOL_CONFLICT = "procedural_lesson:org_pool_conflict"
+SOURCE = "procedural_learning"
+PROPOSAL_TTL = timedelta(days=7)
+
+
+def _skill(lesson: ProceduralLesson) -> Skill:
+    return Skill(
+        condition=lesson.condition,
+        action=lesson.action,
+        confidence=lesson.memory.confidence,
+        ref=str(lesson.memory_id),
+        content=lesson.memory.content,
+    )
+
+
+def org_pool_propose(
+    *,
+    agent: Agent,
+    lesson: ProceduralLesson,
+    proposal: ProceduralMemoryProposal,
+    now: datetime,
+) -> ApprovalItem:
+    """Queue ``lesson`` (the author's own, just stored) for a human decision on entering the
+    org skill pool; the item id is kept on the lesson (``org_approval_item``). Call inside
+    the storing transaction."""
+    judgement = judge(
+        Skill(condition=proposal.condition, action=proposal.action, confidence=proposal.confidence),
+        [_skill(entry) for entry in org_pool_entries(agent.company)],
+    )
+    tiers = proposal.model_dump(mode="json")
+    tiers["content"] = skill_text.render(tiers)
+    evidence = {
+        "lesson_memory_id": str(lesson.memory_id),
+        "report_ids": [str(lesson.report_id)] if lesson.report_id else [],
+        "agent_id": agent.pk,
+        "agents": [agent.name],
+        "confidence": proposal.confidence,
+        "requested_scope": "org",
+        "method": lesson.method,
+        "verdict": judgement.verdict.value,
+        "condition_jaccard": round(judgement.condition_jaccard, 4),
+        "action_jaccard": round(judgement.action_jaccard, 4),
+        "condition_coverage": round(judgement.condition_coverage, 4),
+    }
+    metadata = {"proposal": tiers, "lesson_memory_id": str(lesson.memory_id), "scope": "org"}
+    existing = judgement.existing
+    if judgement.verdict is Verdict.CONFLICT:
+        evidence["existing"] = {"memory_id": existing.ref, "content": existing.content}
+        item = approval_request(
+            company=agent.company,
+            action_type=ACTION_ORG_POOL_CONFLICT,
+            title=f"Conflicting org skill from {agent.name}: {proposal.discovery}"[:200],
+            description=(
+                "An agent proposed a lesson for the org skill pool whose action contradicts a "
+                "live pool entry for the same situation. Approve to add the proposed lesson "
+                "and supersede the existing entry; reject to keep the existing entry."
+            ),
+            risk_level=ApprovalItem.RiskLevel.HIGH,
+            source=SOURCE,
+            requester_agent=agent,
+            evidence=evidence,
+            metadata=metadata,
+            ttl=PROPOSAL_TTL,
+            now=now,
+        )
+    else:
+        if judgement.verdict is Verdict.FULL:
+            evidence["superseded"] = {"memory_id": existing.ref, "content": existing.content}
+        item = approval_request(
+            company=agent.company,
+            action_type=ACTION_ORG_POOL,
+            title=f"Org skill from {agent.name}: {proposal.discovery}"[:200],
+            description=(
+                f"{agent.name} proposed this lesson for the whole company "
+                f"(confidence {proposal.confidence:.2f}, verdict {judgement.verdict.value}). "
+                "Approve to add it to the org skill pool."
+            ),
+            risk_level=ApprovalItem.RiskLevel.MEDIUM,
+            source=SOURCE,
+            requester_agent=agent,
+            evidence=evidence,
+            metadata=metadata,
+            ttl=PROPOSAL_TTL,
+            now=now,
+        )
+    ProceduralLesson.objects.filter(pk=lesson.pk).update(org_approval_item=item.pk)
+    lesson.org_approval_item = item.pk
+    return item

@@ -1,0 +1,200 @@
+"""The GEMS two-tier experience compressor: raw traces (reports + captures) → strategic
+learnings, min_compression_ratio honoured, with the OpenAI-wire stand-in and with no LLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from memory.procedural import compression
+from memory.procedural.models import CompressedExperience, CompressionRun, ExecutionReport
+from memory.procedural.tasks import capture_execution_report
+from persistence.services.companies import company_config_set
+from synthorg.company_config import CompanyConfigError, parse_company_config
+from tests.memory.procedural.conftest import FAILED_REPORT
+from tests.persistence.factories import MembershipFactory
+from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, error_payload
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/experiences/compress"
+LEARNING = "Give billing helm upgrades a 900s timeout with --atomic before retrying."
+
+
+def _enable(company, **knobs) -> None:
+    company_config_set(
+        company=company,
+        data={"memory": {"consolidation": {"experience_compressor": {"enabled": True, **knobs}}}},
+    )
+
+
+def _human(company, role="operator"):
+    membership = MembershipFactory(company=company, role=role, user__password=None)
+    client = APIClient()
+    client.force_login(membership.user)
+    return client
+
+
+@pytest.fixture
+def no_llm(settings):
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+
+
+@pytest.fixture
+def compressor_llm(settings):
+    with FakeOpenAIServer(chat_reply=json.dumps({"learning": LEARNING})) as server:
+        settings.SYNTHORG_LLM = {
+            "BASE_URL": server.base_url,
+            "API_KEY": "k",
+            "MODEL": "fake-chat",
+            "MAX_RETRIES": 0,
+            "TIMEOUT": 5,
+        }
+        yield server
+
+
+def _report(caller, body=FAILED_REPORT) -> str:
+    response = caller.client.post("/api/v1/executions", body, format="json")
+    assert response.status_code == 202
+    return response.json()["id"]
+
+
+def test_pure_ratio_and_extractive_learning():
+    assert compression.compression_ratio("", "x") == 0.0
+    assert compression.compression_ratio("a" * 100, "b" * 25) == 0.75
+    assert compression.compression_ratio("a" * 10, "b" * 20) == 0.0
+    report = {
+        "task_type": "deploy",
+        "outcome": "failed",
+        "error_category": "timeout",
+        "tool_calls": [{"name": "helm_upgrade", "status": "failed"}, {"name": "kubectl"}],
+    }
+    assert compression.extractive_learning(report, None) == (
+        "A 'deploy' task can fail with timeout in helm_upgrade; plan for it before retrying."
+    )
+    assert compression.extractive_learning(report, {"discovery": " Use --atomic. "}) == (
+        "Use --atomic."
+    )
+    with pytest.raises(compression.CompressionError):
+        compression.parse_learning('{"learning": "  "}')
+    assert compression.parse_learning('```json\n{"learning": "Do X."}\n```') == "Do X."
+
+
+def test_disabled_by_default_409_and_nothing_written(company):
+    response = _human(company).post(URL)
+    assert response.status_code == 409
+    assert response.json()["code"] == "experience_compressor_disabled"
+    assert not CompressionRun.objects.exists()
+
+
+def test_agents_and_viewers_cannot_run_it(company, caller):
+    _enable(company)
+    assert caller.client.post(URL).status_code == 403
+    assert _human(company, "viewer").post(URL).status_code == 403
+    assert not CompressionRun.objects.exists()
+
+
+def test_with_the_stand_in_llm(company, caller, compressor_llm, settings):
+    _enable(company, model="compressor-model", temperature=0.1, max_tokens=123)
+    report_id = _report(caller)
+    response = _human(company).post(URL)
+    assert response.status_code == 201, response.json()
+    run = response.json()
+    assert (run["method"], run["reports_seen"], run["compressed"]) == ("llm", 1, 1)
+    assert (run["skipped_below_ratio"], run["failed"], run["skipped"]) == (0, 0, {})
+    experience = CompressedExperience.objects.get()
+    assert (experience.content, str(experience.report_id), experience.method) == (
+        LEARNING,
+        report_id,
+        "llm",
+    )
+    assert experience.compressor_version == compression.COMPRESSOR_VERSION
+    report = ExecutionReport.objects.values().get(pk=report_id)
+    raw = compression.raw_trace(report, None)
+    assert experience.raw_chars == len(raw)
+    assert experience.compression_ratio == compression.compression_ratio(raw, LEARNING)
+    [call] = compressor_llm.requests_to("/v1/chat/completions")
+    body = call.json()
+    assert (body["model"], body["temperature"], body["max_tokens"]) == (
+        "compressor-model",
+        0.1,
+        123,
+    )
+    assert "helm upgrade timed out after 300s" in body["messages"][1]["content"]
+    # A second run finds nothing left to compress.
+    again = _human(company).post(URL).json()
+    assert (again["reports_seen"], again["compressed"]) == (0, 0)
+    listed = caller.client.get("/api/v1/experiences").json()
+    assert [row["content"] for row in listed] == [LEARNING]
+
+
+def test_below_min_compression_ratio_is_skipped_and_recorded(company, caller, settings):
+    long_answer = "Retry. " * 400  # longer than the trace: ratio 0
+    with FakeOpenAIServer(chat_reply=json.dumps({"learning": long_answer})) as server:
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        _enable(company, min_compression_ratio=0.3)
+        report_id = _report(caller)
+        run = _human(company).post(URL).json()
+    assert (run["compressed"], run["skipped_below_ratio"]) == (0, 1)
+    assert run["skipped"] == {report_id: 0.0}
+    assert run["min_compression_ratio"] == 0.3
+    assert not CompressedExperience.objects.exists()
+
+
+def test_min_compression_ratio_zero_keeps_everything(company, caller, settings):
+    with FakeOpenAIServer(chat_reply=json.dumps({"learning": "Retry. " * 400})) as server:
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        _enable(company, min_compression_ratio=0.0)
+        _report(caller)
+        run = _human(company).post(URL).json()
+    assert (run["compressed"], run["skipped_below_ratio"]) == (1, 0)
+    assert CompressedExperience.objects.get().compression_ratio == 0.0
+
+
+def test_llm_error_leaves_the_report_for_the_next_run(company, caller, settings):
+    with FakeOpenAIServer() as server:
+        server.enqueue(
+            "/v1/chat/completions", ScriptedResponse(status=500, json=error_payload("down"))
+        )
+        settings.SYNTHORG_LLM = {"BASE_URL": server.base_url, "MODEL": "m", "MAX_RETRIES": 0}
+        _enable(company)
+        report_id = _report(caller)
+        run = _human(company).post(URL).json()
+        assert (run["method"], run["failed"], run["compressed"]) == ("llm", 1, 0)
+        assert list(run["errors"]) == [report_id]
+        assert not CompressedExperience.objects.exists()
+        server.chat_reply = json.dumps({"learning": LEARNING})
+        run = _human(company).post(URL).json()
+    assert (run["failed"], run["compressed"]) == (0, 1)
+
+
+def test_without_an_llm_the_learning_is_extractive(company, caller, no_llm):
+    _enable(company)
+    report_id = _report(caller)
+    capture_execution_report(report_id)  # no LLM: a rule lesson
+    run = _human(company).post(URL).json()
+    assert (run["method"], run["compressed"]) == ("extractive", 1)
+    experience = CompressedExperience.objects.get()
+    lesson = ExecutionReport.objects.get(pk=report_id).lessons.get()
+    assert experience.content == lesson.discovery  # the capture's lesson, already a summary
+    assert (experience.method, experience.model) == ("extractive", "")
+
+
+def test_config_shape_is_the_seeds():
+    config = parse_company_config({}).memory.consolidation.experience_compressor
+    assert config.model_dump() == {
+        "enabled": False,
+        "model": None,
+        "temperature": 0.2,
+        "max_tokens": 400,
+        "min_compression_ratio": 0.5,
+    }
+    for bad in (
+        {"min_compression_ratio": 1.5},
+        {"model": " "},
+        {"unknown": 1},
+    ):
+        with pytest.raises(CompanyConfigError):
+            parse_company_config({"memory": {"consolidation": {"experience_compressor": bad}}})

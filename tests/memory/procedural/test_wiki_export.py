@@ -1,0 +1,176 @@
+"""The wiki export: raw/, wiki/ and index.md under a server-owned directory, triggered
+manually (REST) or after consolidation, downloadable as a zip (REST and console)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from memory.core.services.maintenance import run_company_maintenance
+from memory.procedural.models import CompressedExperience, ExecutionReport
+from memory.procedural.services.compression import experience_compress_run
+from memory.procedural.tasks import capture_execution_report
+from persistence.models import AuditEntry
+from persistence.services.companies import company_config_set
+from synthorg.company_config import CompanyConfigError, parse_company_config
+from synthorg.tenancy import tenant_path
+from tests.memory.procedural.conftest import FAILED_REPORT
+from tests.persistence.factories import MembershipFactory
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/experiences/wiki"
+
+
+@pytest.fixture(autouse=True)
+def no_llm(settings):
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+
+
+def _configure(company, **wiki) -> None:
+    company_config_set(
+        company=company,
+        data={
+            "memory": {
+                "consolidation": {
+                    "experience_compressor": {"enabled": True},
+                    "wiki_export": {"enabled": True, **wiki},
+                }
+            }
+        },
+    )
+
+
+def _human(company, role="operator"):
+    membership = MembershipFactory(company=company, role=role, user__password=None)
+    client = APIClient()
+    client.force_login(membership.user)
+    return client
+
+
+def _experience(caller, title="Deploy billing service") -> CompressedExperience:
+    report_id = caller.client.post(
+        "/api/v1/executions", {**FAILED_REPORT, "task_title": title}, format="json"
+    ).json()["id"]
+    capture_execution_report(report_id)
+    experience_compress_run(company=caller.company)
+    return CompressedExperience.objects.get(report_id=report_id)
+
+
+def test_disabled_by_default(company):
+    response = _human(company).post(URL)
+    assert (response.status_code, response.json()["code"]) == (409, "wiki_export_disabled")
+    zipped = _human(company).get(f"{URL}.zip")
+    assert zipped.status_code == 404
+    assert zipped.json()["code"] == "no_wiki_export"
+
+
+def test_manual_export_writes_three_views_and_downloads_as_zip(company, caller):
+    _configure(company, trigger="manual")
+    experience = _experience(caller)
+    report = ExecutionReport.objects.get()
+
+    response = _human(company).post(URL)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["export_root"], body["raw_pages"], body["wiki_pages"]) == ("wiki", 1, 1)
+
+    root = tenant_path(company.slug, "wiki")
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "index.md",
+        "raw",
+        f"raw/{report.pk}.md",
+        "wiki",
+        f"wiki/{experience.pk}.md",
+    ]
+    raw = (root / "raw" / f"{report.pk}.md").read_text()
+    assert raw.startswith("# Deploy billing service\n- outcome: failed\n")
+    assert "helm upgrade timed out after 300s" in raw and "## Capture" in raw
+    page = (root / "wiki" / f"{experience.pk}.md").read_text()
+    assert page.startswith(experience.content + "\n\n---\nFrom [raw trace](../raw/")
+    index = (root / "index.md").read_text()
+    assert f"(wiki/{experience.pk}.md)" in index and f"(raw/{report.pk}.md)" in index
+    assert "## Strategic learnings (1)" in index and "## Raw traces (1)" in index
+    audit = AuditEntry.objects.get(action_type="wiki.exported")
+    assert audit.details == {"trigger": "manual", "raw_pages": 1, "wiki_pages": 1}
+
+    zipped = _human(company, "viewer").get(f"{URL}.zip")
+    assert zipped.status_code == 200 and zipped["Content-Type"] == "application/zip"
+    archive = zipfile.ZipFile(io.BytesIO(zipped.content))
+    assert sorted(archive.namelist()) == [
+        "index.md",
+        f"raw/{report.pk}.md",
+        f"wiki/{experience.pk}.md",
+    ]
+    assert archive.read("index.md").decode() == index
+    assert caller.client.get(f"{URL}.zip").status_code == 403  # agents: humans' download
+
+    membership = MembershipFactory(company=company, role="viewer", user__password=None)
+    console = Client()
+    console.force_login(membership.user)
+    page = console.get("/console/memories/executions").content.decode()
+    assert 'id="wiki-zip-link" href="/console/memories/wiki.zip"' in page
+    download = console.get("/console/memories/wiki.zip")
+    assert download.status_code == 200
+    assert zipfile.ZipFile(io.BytesIO(download.content)).read("index.md").decode() == index
+
+
+def test_views_can_be_left_out_capped_and_a_new_export_replaces_the_old(company, caller):
+    _configure(company, trigger="manual", max_entries_per_view=1)
+    _experience(caller, "first")
+    newest = _experience(caller, "second")
+    assert _human(company).post(URL).json()["raw_pages"] == 1  # the cap, newest first
+    root = tenant_path(company.slug, "wiki")
+    [raw_page] = list((root / "raw").iterdir())
+    assert raw_page.name == f"{newest.report_id}.md"
+
+    _configure(company, trigger="manual", include_raw_tier=False)
+    body = _human(company).post(URL).json()
+    assert (body["raw_pages"], body["wiki_pages"]) == (0, 2)
+    assert not (root / "raw").exists()  # the previous export's files went with it
+    page = (root / "wiki" / f"{newest.pk}.md").read_text()
+    assert f"From report {newest.report_id}" in page
+    assert [p.name for p in root.parent.iterdir() if p.name.startswith(".wiki.")] == []
+
+
+def test_exported_after_consolidation_only_when_triggered_so(company, caller):
+    _configure(company, trigger="manual")
+    _experience(caller)
+    run_company_maintenance(company=company)
+    root = tenant_path(company.slug, "wiki")
+    assert not root.exists()
+    _configure(company, trigger="on_consolidation")
+    run_company_maintenance(company=company)
+    assert (root / "index.md").is_file()
+    assert AuditEntry.objects.get(action_type="wiki.exported").details["trigger"] == (
+        "on_consolidation"
+    )
+
+
+def test_only_operators_export(company, caller):
+    _configure(company, trigger="manual")
+    assert caller.client.post(URL).status_code == 403
+    assert _human(company, "viewer").post(URL).status_code == 403
+    assert not tenant_path(company.slug, "wiki").exists()
+
+
+def test_export_root_must_stay_in_the_company_directory():
+    assert parse_company_config({}).memory.consolidation.wiki_export.model_dump() == {
+        "enabled": False,
+        "export_root": "wiki",
+        "trigger": "on_consolidation",
+        "include_raw_tier": True,
+        "include_compressed_tier": True,
+        "max_entries_per_view": None,
+    }
+    for root in ("/srv/wiki", "../other", "a/../../b", ".", "C:\\wiki"):
+        with pytest.raises(CompanyConfigError):
+            parse_company_config(
+                {"memory": {"consolidation": {"wiki_export": {"export_root": root}}}}
+            )
+    with pytest.raises(CompanyConfigError):
+        parse_company_config({"memory": {"consolidation": {"wiki_export": {"trigger": "hourly"}}}})
