@@ -541,6 +541,17 @@ class RequestLogConfig(BaseModel):
     max_age_days: int = Field(default=30, ge=1, le=3650)
 
 
+#: Seed 003's ``backend: composite`` (with its ``composite:`` routing section) is refused with
+#: this reason; the decision is docs/decisions/0011-composite-backend-refused.md.
+COMPOSITE_REFUSED = (
+    "the composite backend is not offered: it routes namespaces to different memory "
+    "backends, and this service has one engine (PostgreSQL + pgvector) that already serves "
+    "every namespace with the same search, isolation and lifecycle, so there is nothing to "
+    "route to; remove 'composite' and use backend 'pgvector' (namespaces keep working)"
+)
+COMPOSITE_REFUSED_CODE = "composite_backend_refused"
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -559,6 +570,20 @@ class CompanyMemoryConfig(BaseModel):
     conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
     dream: DreamConfig = Field(default_factory=DreamConfig)
     request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_composite(cls, data: Any) -> Any:
+        # Before field validation: otherwise 'composite' would be refused as an unknown
+        # literal / extra key, without saying why.
+        if isinstance(data, Mapping):
+            if data.get("backend") == "composite":
+                raise ConfigFieldError("backend", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
+            if "composite" in data:
+                raise ConfigFieldError(
+                    "composite", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE
+                )
+        return data
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:
