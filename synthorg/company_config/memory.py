@@ -580,9 +580,7 @@ class CompanyMemoryConfig(BaseModel):
             if data.get("backend") == "composite":
                 raise ConfigFieldError("backend", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
             if "composite" in data:
-                raise ConfigFieldError(
-                    "composite", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE
-                )
+                raise ConfigFieldError("composite", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
         return data
 
     @model_validator(mode="after")

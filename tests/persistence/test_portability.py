@@ -41,6 +41,7 @@ ERASED = {
     "journal entries": 0,
     "dream diary entries": 0,
     "conversations": 0,
+    "dream requests": 0,
 }
 
 

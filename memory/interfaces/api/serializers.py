@@ -74,6 +74,30 @@ class MemoryBatchStoreSerializer(Serializer):
     )
 
 
+STORE_WARNINGS_HELP = (
+    "Present only when there is something to say; advisory, the memory is stored. "
+    "`non_inferable_tag_missing`: the company injects only memories tagged `non-inferable` "
+    "(`non_inferable_only`) and this one has no such tag."
+)
+CONTEXT_WARNINGS_HELP = (
+    "Present only when there is something to say. `non_inferable_filter_emptied`: memories "
+    "matched but none is tagged `non-inferable`, so the filter (`non_inferable_only`) left "
+    "none to include."
+)
+
+
+class WarningSerializer(Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+def without_empty_warnings(data):
+    """``warnings`` is in a response only when it holds something."""
+    if not data.get("warnings"):
+        data.pop("warnings", None)
+    return data
+
+
 class StoreResultSerializer(SharedFieldsRepresentation, Serializer):
     id = serializers.UUIDField(allow_null=True)
     stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
@@ -85,6 +109,10 @@ class StoreResultSerializer(SharedFieldsRepresentation, Serializer):
         allow_null=True,
         help_text="'pending' when the embedder failed; a background task fills it in.",
     )
+    warnings = WarningSerializer(many=True, required=False, help_text=STORE_WARNINGS_HELP)
+
+    def to_representation(self, instance):
+        return without_empty_warnings(super().to_representation(instance))
 
 
 class BatchStoreResultSerializer(SharedFieldsRepresentation, Serializer):
@@ -358,6 +386,10 @@ class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
         required=False,
         help_text="The strategy's tool definitions (OpenAI function-calling format).",
     )
+    warnings = WarningSerializer(many=True, required=False, help_text=CONTEXT_WARNINGS_HELP)
+
+    def to_representation(self, instance):
+        return without_empty_warnings(super().to_representation(instance))
 
 
 def context_payload(prepared, strategy) -> dict:

@@ -20,8 +20,10 @@ from memory.core.domain import (
     MemoryUpdateRequest,
     parse_request,
 )
+from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
 from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
+from memory.interfaces.api.conversations.serializers import DreamRequestSerializer
 from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
 from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
 from memory.interfaces.tools.toolkit import (
@@ -30,6 +32,7 @@ from memory.interfaces.tools.toolkit import (
     hits_payload,
     hits_text,
     service_for,
+    store_payload,
     store_text,
 )
 from memory.prompting.context import ContextRequest
@@ -73,7 +76,9 @@ class StoreMemoryArgs(BindingArgs):
             "something; social: about people; working: short-lived notes."
         ),
     )
-    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+    tags: list[str] = Field(
+        default_factory=list, max_length=MAX_TAGS, description=f"Labels. {NON_INFERABLE_GUIDANCE}"
+    )
     context: str = Field(
         default="",
         max_length=MEMORY_CONTEXT_MAX_CHARS,
@@ -132,6 +137,10 @@ class EndSessionArgs(DestructiveArguments):
     )
 
 
+class RequestDreamArgs(ToolArguments):
+    """No arguments: the dream is of the calling agent."""
+
+
 # --- handlers -------------------------------------------------------------------------
 
 
@@ -166,7 +175,7 @@ def _store_request(args, **extra) -> MemoryStoreRequest:
 
 def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
     result = service_for(ctx).store(_store_request(args))
-    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
+    return ToolResult(store_text(result), store_payload(result))
 
 
 def update_memory(ctx: ToolContext, args: UpdateMemoryArgs) -> ToolResult:
@@ -191,14 +200,13 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     data = json_ready(s.MemoryContextSerializer(prepared).data)
     data["strategy"] = service.strategy.strategy_name
     text = "\n\n".join(message["content"] for message in prepared.messages)
-    return ToolResult(text or "No memory context for this query.", data)
+    text = text or "No memory context for this query."
+    return ToolResult(" ".join([text, *(w["message"] for w in prepared.warnings)]), data)
 
 
 def publish_shared_knowledge(ctx: ToolContext, args: PublishSharedArgs) -> ToolResult:
     result = service_for(ctx).shared_publish(_store_request(args))
-    return ToolResult(
-        store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
-    )
+    return ToolResult(store_text(result, "Shared knowledge"), store_payload(result))
 
 
 def search_shared_knowledge(ctx: ToolContext, args: SearchSharedArgs) -> ToolResult:
@@ -226,6 +234,22 @@ def end_session(ctx: ToolContext, args: EndSessionArgs) -> ToolResult:
     )
 
 
+DREAM_QUEUED = {
+    "llm": "Dream {id} queued: the LLM will consolidate your journal into your core memory.",
+    "extractive": (
+        "Dream {id} queued. No LLM is configured, so it runs the extractive dream: your core "
+        "memory becomes the key facts and anchors of your previous core and your journal, "
+        "kept verbatim."
+    ),
+}
+
+
+def request_dream(ctx: ToolContext, args: RequestDreamArgs) -> ToolResult:
+    dream = service_for(ctx).dream_request()
+    data = json_ready(DreamRequestSerializer(dream).data)
+    return ToolResult(DREAM_QUEUED[dream.method].format(id=dream.pk), data)
+
+
 MEMORY_TOOLS = (
     ToolSpec(
         "search_memory",
@@ -245,7 +269,8 @@ MEMORY_TOOLS = (
     ToolSpec(
         "store_memory",
         "Remember something for later: a fact, decision, lesson or event worth keeping. "
-        "Near-duplicates of what you already remember are not stored twice.",
+        "Near-duplicates of what you already remember are not stored twice. "
+        + NON_INFERABLE_GUIDANCE,
         StoreMemoryArgs,
         store_memory,
     ),
@@ -289,6 +314,14 @@ MEMORY_TOOLS = (
         RetractSharedArgs,
         retract_shared_knowledge,
         group="shared",
+    ),
+    ToolSpec(
+        "request_dream",
+        "Ask for a deep dream now: your recent journal is consolidated into your core memory "
+        "in the background (results in your dream diary). Rate-limited per agent and per "
+        "company; a refusal says when to retry.",
+        RequestDreamArgs,
+        request_dream,
     ),
     ToolSpec(
         "end_session",
