@@ -67,6 +67,8 @@ class MemoryEngine:
         fields (``tags``, ``namespace``, ``context``, ``session_id`` …)."""
         if action not in ACTIONS:
             raise InvalidInputError(UNKNOWN_ACTION.format(action=action), code="unknown_action")
+        if fields.get("namespace") is not None:  # a flat name or a tuple (the templates)
+            fields["namespace"] = self.service.namespace(fields["namespace"])
         if action == "create":
             data = {"content": content, "category": category or "semantic", **fields}
             return self.service.store(parse_request(MemoryStoreRequest, _present(data)))
@@ -84,14 +86,14 @@ class MemoryEngine:
         *,
         limit: int = 5,
         categories: Sequence[str] = (),
-        namespaces: Sequence[str] = (),
+        namespaces: Sequence[str | Sequence[str]] = (),
         tags: Sequence[str] = (),
     ) -> SearchResult:
         fields = {
             "text": query,
             "limit": limit,
             "categories": tuple(categories),
-            "namespaces": tuple(namespaces),
+            "namespaces": self.service.namespaces(namespaces),
             "tags": tuple(tags),
         }
         return self.service.search(parse_request(MemoryQuery, fields))

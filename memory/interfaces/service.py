@@ -71,6 +71,7 @@ from memory.prompting.strategies import (
 )
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import CompanyMemoryConfig
+from synthorg.company_config.namespaces import NamespaceError, render_namespace
 from synthorg.db.replicas import read_with_fallback, unfenced
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
@@ -119,6 +120,30 @@ class MemoryService:
     def strategy(self) -> MemoryInjectionStrategy:
         """The injection strategy the company configures, looked up once."""
         return strategy_for(self.agent, self.config)
+
+    def namespace(self, value: str | Sequence[str], *, field: str = "namespace") -> str:
+        """The flat namespace of ``value``: a string as it is, a tuple rendered through the
+        company's ``memory.namespace_templates`` with ``{company}`` / ``{agent}`` bound to
+        the caller (400 with the template's code, naming ``field``)."""
+        try:
+            return render_namespace(
+                value,
+                templates=self.config.namespace_templates,
+                bound={"company": self.company.slug, "agent": self.agent.name},
+            )
+        except NamespaceError as exc:
+            raise MemoryInputError(
+                f"{field}: {exc.message}",
+                code=exc.code,
+                errors=[{"field": field, "message": exc.message, "code": exc.code}],
+            ) from None
+
+    def namespaces(
+        self, values: Sequence[str | Sequence[str]], *, field: str = "namespaces"
+    ) -> tuple[str, ...]:
+        return tuple(
+            self.namespace(value, field=f"{field}[{index}]") for index, value in enumerate(values)
+        )
 
     def replica_read(self, read: Callable[[], T]) -> T:
         """Run ``read`` (reads only) on a streaming replica when one may serve this agent.

@@ -28,6 +28,11 @@ from synthorg.company_config.ingestion import (
     DreamConfig,
     ExtractionConfig,
 )
+from synthorg.company_config.namespaces import (
+    DEFAULT_TEMPLATES,
+    NamespaceTemplate,
+    unique_scopes,
+)
 from synthorg.company_config.procedural import ProceduralMemoryConfig
 from synthorg.enums import ConsolidationInterval, MemoryCategory, MemoryLevel
 from synthorg.outbound import ALLOWED_SCHEMES, SCHEME_REFUSED
@@ -570,6 +575,21 @@ class CompanyMemoryConfig(BaseModel):
     conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
     dream: DreamConfig = Field(default_factory=DreamConfig)
     request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
+    #: tuple namespaces agents may name (synthorg.company_config.namespaces)
+    namespace_templates: tuple[NamespaceTemplate, ...] = DEFAULT_TEMPLATES
+
+    @field_validator("namespace_templates", mode="before")
+    @classmethod
+    def _templates_as_lists(cls, value: Any) -> Any:
+        # YAML names a template as a list of parts: [org, "{company}", "{agent}"]
+        if isinstance(value, (list, tuple)):
+            return [{"parts": item} if isinstance(item, (list, tuple)) else item for item in value]
+        return value
+
+    @field_validator("namespace_templates")
+    @classmethod
+    def _unique_scopes(cls, value: tuple[NamespaceTemplate, ...]) -> tuple[NamespaceTemplate, ...]:
+        return unique_scopes(value)
 
     @model_validator(mode="before")
     @classmethod

@@ -374,3 +374,31 @@ def test_request_dream_over_mcp_is_queued_then_rate_limited(live_server_url, com
     assert (problem["status"], problem["code"]) == (429, "dream_rate_limited")
     assert 1 <= problem["retry_after"] <= 3600
     assert DreamRequest.objects.filter(agent=caller.agent).count() == 1
+
+
+def test_store_and_search_with_a_tuple_namespace_over_mcp(live_server_url, committed):
+    caller = committed.agent()
+    mine = ["org", caller.agent.company.slug, caller.agent.name]
+
+    async def work(session):
+        stored = await session.call_tool(
+            "store_memory", {"content": "Billing deploys on Fridays.", "namespace": mine}
+        )
+        found = await session.call_tool(
+            "search_memory", {"query": "billing deploys", "namespaces": [mine]}
+        )
+        refused = await session.call_tool(
+            "store_memory", {"content": "x", "namespace": ["org", "globex", caller.agent.name]}
+        )
+        return stored, found, refused
+
+    _, (stored, found, refused) = mcp(live_server_url, caller.raw_key, work)
+    memory = Memory.objects.get(pk=structured(stored)["id"])
+    assert memory.namespace == "/".join(mine)
+    assert [hit["memory"]["id"] for hit in structured(found)["results"]] == [str(memory.pk)]
+    assert refused.is_error
+    assert (structured(refused)["status"], structured(refused)["code"]) == (
+        400,
+        "namespace_bound_mismatch",
+    )
+    assert Memory.objects.filter(agent=caller.agent).count() == 1

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from memory.core import domain
 from memory.core.models.memory import Memory
 from memory.procedural.selectors import attach_lessons, lesson_of
+from synthorg.api.fields import NamespaceField
 from synthorg.api.serializers import ModelSerializer, Serializer, SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
@@ -32,7 +33,7 @@ class SharedPublishSerializer(Serializer):
         max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
     )
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
-    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    namespace = NamespaceField(required=False)
     context = serializers.CharField(
         max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
     )
@@ -226,11 +227,7 @@ class MemorySearchSerializer(Serializer):
         allow_null=True,
         help_text="Search text; absent or blank lists memories newest first.",
     )
-    namespaces = serializers.ListField(
-        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
-        required=False,
-        max_length=50,
-    )
+    namespaces = serializers.ListField(child=NamespaceField(), required=False, max_length=50)
     categories = serializers.ListField(
         child=serializers.CharField(max_length=16),
         required=False,
@@ -343,11 +340,7 @@ class MemoryContextRequestSerializer(Serializer):
         max_length=5,
         help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
     )
-    namespaces = serializers.ListField(
-        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
-        required=False,
-        max_length=50,
-    )
+    namespaces = serializers.ListField(child=NamespaceField(), required=False, max_length=50)
     include_org = serializers.BooleanField(
         default=True,
         help_text="Include the org's core policies (pinned) and relevant extended facts.",

@@ -8,6 +8,7 @@ call and the matching REST call return the same objects. Registered in
 
 from __future__ import annotations
 
+from typing import Annotated
 from uuid import UUID
 
 from pydantic import Field
@@ -48,6 +49,18 @@ from synthorg.tools import (
 
 # --- arguments ------------------------------------------------------------------------
 
+NAMESPACE_HELP = (
+    "Optional: where it belongs, a name (default 'default') or a tuple such as "
+    '["org", "<your company>", "<your name>"] or ["user", "<user id>"] (the company\'s '
+    "namespace templates)."
+)
+Namespace = (
+    Annotated[str, Field(min_length=1, max_length=100)]
+    | Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=64)]], Field(min_length=1, max_length=6)
+    ]
+)
+
 
 class SearchMemoryArgs(ToolArguments):
     query: str = Field(
@@ -56,6 +69,9 @@ class SearchMemoryArgs(ToolArguments):
     limit: int = Field(default=5, ge=1, le=50, description="How many memories to return.")
     categories: list[Category] | None = Field(
         default=None, description="Only these memory categories (default: all)."
+    )
+    namespaces: list[Namespace] | None = Field(
+        default=None, max_length=50, description="Only these namespaces (default: all)."
     )
 
 
@@ -84,6 +100,7 @@ class StoreMemoryArgs(BindingArgs):
         max_length=MEMORY_CONTEXT_MAX_CHARS,
         description="Optional: the message this memory answers (helps find it later).",
     )
+    namespace: Namespace | None = Field(default=None, description=NAMESPACE_HELP)
 
 
 class UpdateMemoryArgs(ToolArguments):
@@ -144,16 +161,18 @@ class RequestDreamArgs(ToolArguments):
 # --- handlers -------------------------------------------------------------------------
 
 
-def _query(args, *, limit: int, categories=None) -> MemoryQuery:
-    fields = {"text": args.query, "limit": limit}
+def _query(args, *, limit: int, categories=None, namespaces=()) -> MemoryQuery:
+    fields = {"text": args.query, "limit": limit, "namespaces": namespaces}
     if categories:
         fields["categories"] = tuple(categories)
     return parse_request(MemoryQuery, fields)
 
 
 def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
-    result = service_for(ctx).tool_search(
-        _query(args, limit=args.limit, categories=args.categories)
+    service = service_for(ctx)
+    namespaces = service.namespaces(args.namespaces or ())
+    result = service.tool_search(
+        _query(args, limit=args.limit, categories=args.categories, namespaces=namespaces)
     )
     data = hits_payload(result.hits, result.degraded, result.reembedding)
     data["queries"] = result.queries
@@ -168,13 +187,16 @@ def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
     )
 
 
-def _store_request(args, **extra) -> MemoryStoreRequest:
+def _store_request(args, service=None, **extra) -> MemoryStoreRequest:
     fields = {k: v for k, v in args.model_dump().items() if v is not None and v != ""}
+    if "namespace" in fields:
+        fields["namespace"] = service.namespace(fields["namespace"])
     return parse_request(MemoryStoreRequest, {**fields, **extra})
 
 
 def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
-    result = service_for(ctx).store(_store_request(args))
+    service = service_for(ctx)
+    result = service.store(_store_request(args, service))
     return ToolResult(store_text(result), store_payload(result))
 
 

@@ -111,3 +111,16 @@ def test_dream_is_the_rate_limited_request(engine, caller, settings):
         engine.dream()
     assert limited.value.code == "dream_rate_limited"
     assert DreamRequest.objects.count() == 1
+
+
+def test_tuple_namespaces_through_the_engine(engine, caller):
+    mine = ("org", caller.company.slug, caller.agent.name)
+    stored = engine.manage("Billing deploys on Fridays.", namespace=mine)
+    engine.manage("Billing deploys were on Mondays.", namespace="history")
+    assert Memory.objects.get(pk=stored.id).namespace == "/".join(mine)
+    assert [hit.memory.pk for hit in engine.search("billing deploys", namespaces=[mine]).hits] == [
+        stored.id
+    ]
+    with pytest.raises(InvalidInputError) as refused:
+        engine.manage("x", namespace=("user",))
+    assert refused.value.code == "namespace_arity"
