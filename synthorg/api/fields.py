@@ -110,6 +110,7 @@ class NamespaceField(serializers.Field):
 
     def __init__(self, *, json_text: bool = False, **kwargs):
         self.json_text = json_text
+        self._flat = serializers.CharField(max_length=self.MAX_CHARS)
         super().__init__(**kwargs)
 
     def _invalid(self):
@@ -127,10 +128,8 @@ class NamespaceField(serializers.Field):
                 data = json.loads(data)
             except ValueError:
                 self._invalid()
-        if isinstance(data, str):
-            if not data.strip() or len(data) > self.MAX_CHARS:
-                self._invalid()
-            return data.strip()
+        if isinstance(data, str):  # a flat name: CharField's rules and codes, as before
+            return self._flat.run_validation(data)
         if (
             isinstance(data, list)
             and 1 <= len(data) <= self.MAX_PARTS

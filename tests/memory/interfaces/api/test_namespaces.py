@@ -110,15 +110,20 @@ def test_a_tuple_naming_another_agent_or_company_is_refused(caller, peer):
 
 
 def test_malformed_values_are_400_before_the_templates(caller):
-    for value in ([], [1, 2], {"org": 1}, "   "):
+    cases = [
+        ([], "namespace_invalid"),
+        ([1, 2], "namespace_invalid"),
+        ({"org": 1}, "namespace_invalid"),
+    ]
+    cases += [("   ", "blank"), ("x" * 101, "max_length")]  # flat names: the codes they had
+    for value, code in cases:
         problem = post(
             caller.client,
             MEMORIES,
             {"content": "x", "category": "semantic", "namespace": value},
             400,
         )
-        assert problem["errors"][0]["field"] == "namespace"
-        assert problem["errors"][0]["code"] == "namespace_invalid"
+        assert (problem["errors"][0]["field"], problem["errors"][0]["code"]) == ("namespace", code)
     assert not Memory.objects.exists()
 
 
