@@ -191,3 +191,61 @@ def test_another_agents_request_is_404(caller, peer, no_llm):
     request = dream_request(agent=caller.agent)
     missing = peer.client.get(f"{DREAMS}/requests/{request.pk}")
     assert (missing.status_code, missing.json()["code"]) == (404, "dream_request_not_found")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_requests_of_one_agent_admit_exactly_one(settings):
+    """A's request is written but not yet committed when B asks: B must wait for A (the
+    per-company advisory lock) and then count A's row. Without the lock B would see no row
+    and a second dream would be queued. Ordered by events, not by time."""
+    import threading
+
+    from django.db import connection, transaction
+
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+    caller = make_agent_caller()
+    a_written, b_done, commit_a = threading.Event(), threading.Event(), threading.Event()
+    outcomes: dict[str, str] = {}
+
+    def first():
+        try:
+            with transaction.atomic():
+                dream_request(agent=caller.agent)
+                a_written.set()
+                commit_a.wait(timeout=60)
+            outcomes["a"] = "queued"
+        finally:
+            connection.close()
+
+    def second():
+        try:
+            a_written.wait(timeout=60)
+            dream_request(agent=caller.agent)
+            outcomes["b"] = "queued"
+        except RateLimitedError as exc:
+            outcomes["b"] = exc.code
+        finally:
+            b_done.set()
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert a_written.wait(timeout=60)
+
+    def b_waits_on_a_lock() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND wait_event = 'advisory'"
+            )
+            return cursor.fetchone()[0] > 0
+
+    # B either finished (no lock to wait on) or is waiting for A's lock: then let A commit.
+    while not b_done.is_set() and not b_waits_on_a_lock():
+        b_done.wait(timeout=0.05)
+    commit_a.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert outcomes == {"a": "queued", "b": "dream_rate_limited"}
+    assert DreamRequest.objects.filter(agent=caller.agent).count() == 1
