@@ -116,6 +116,9 @@ class ContentKind:
     )
     order: int = 100
     table: str = ""  # the database table, to detect an append-only one
+    #: rows carry a namespace: ``export`` also takes ``namespaces`` (a tuple of flat names)
+    #: and an export filtered by namespace includes only such kinds
+    namespaced: bool = False
 
 
 def table_is_append_only(table: str) -> bool:

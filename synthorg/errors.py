@@ -63,6 +63,19 @@ class UnprocessableError(DomainError):
     title = "Unprocessable request"
 
 
+class RateLimitedError(DomainError):
+    """Too many requests: ``retry_after`` is the whole seconds after which the same request
+    is accepted again (the ``Retry-After`` header and the problem's ``retry_after``)."""
+
+    status = 429
+    code = "rate_limited"
+    title = "Too many requests"
+
+    def __init__(self, detail: str, *, retry_after: int, code: str | None = None) -> None:
+        self.retry_after = max(1, int(retry_after))
+        super().__init__(detail, code=code, extra={"retry_after": self.retry_after})
+
+
 class NotSupportedError(DomainError):
     status = 501
     code = "not_supported"

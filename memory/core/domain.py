@@ -179,6 +179,9 @@ class StoreResult(BaseModel):
     stored: bool
     deduplicated: bool
     embedding_status: str | None
+    #: advisory ``{code, message}`` entries (e.g. a missing ``non-inferable`` tag); never
+    #: a refusal
+    warnings: tuple[dict[str, str], ...] = ()
 
 
 class MemoryMetadata(BaseModel):

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
+    DreamRequest,
     DreamRun,
     ExtractedFact,
     ExtractionRun,
@@ -173,3 +174,24 @@ class DreamRunAdmin(_ScopedReadOnlyAdmin):
     @admin.display(description="diary")
     def short_diary(self, run: DreamRun) -> str:
         return _short(run.diary)
+
+
+@admin.register(DreamRequest)
+class DreamRequestAdmin(_ScopedReadOnlyAdmin):
+    """Agents' "dream now" requests (``POST /api/v1/dreams``, ``request_dream``): queued or
+    ran, how often the company's LLM slots deferred them, and the run."""
+
+    list_display = (
+        "requested_at",
+        "agent",
+        "company",
+        "status",
+        "method",
+        "via",
+        "deferrals",
+        "run",
+    )
+    list_filter = ("company", "status", "method", "via")
+    list_select_related = ("agent", "company", "run")
+    date_hierarchy = "requested_at"
+    search_fields = ("agent__name",)

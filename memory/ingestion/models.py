@@ -343,3 +343,46 @@ class DreamRun(models.Model):
 
     def __str__(self) -> str:
         return f"dream {self.created_at:%Y-%m-%d %H:%M} {self.status} ({self.agent.name})"
+
+
+class DreamRequest(models.Model):
+    """An agent asked for a deep dream now (REST ``POST /dreams`` or the ``request_dream``
+    tool): the row the per-agent and per-company rate limits count, and the link to the run
+    the queued task recorded."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RAN = "ran", "Ran"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dream_requests")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    #: the interface it came through (``rest``, ``mcp``, ``stdio``)
+    via = models.CharField(max_length=16)
+    #: the method it was expected to run with when requested (``llm`` or ``extractive``)
+    method = models.CharField(max_length=16, choices=DreamRun.Method.choices)
+    #: times the task found the company's LLM slots busy and re-armed itself
+    deferrals = models.PositiveIntegerField(default=0)
+    run = models.OneToOneField(
+        DreamRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="request"
+    )
+    requested_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("-requested_at", "-id")
+        indexes = [
+            models.Index(
+                fields=["company", "agent", "-requested_at"], name="ingestion_dreamreq_agent"
+            ),
+            models.Index(fields=["company", "-requested_at"], name="ingestion_dreamreq_company"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status="queued", run__isnull=True) | models.Q(status="ran"),
+                name="ingestion_dreamreq_queued_has_no_run",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"dream request {self.requested_at:%Y-%m-%d %H:%M} {self.status}"

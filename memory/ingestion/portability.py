@@ -11,6 +11,7 @@ from datetime import date, datetime
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
+    DreamRequest,
     DreamRun,
     ExtractionRun,
     JournalEntry,
@@ -108,6 +109,19 @@ def export_dreams(company: Company, agent: Agent | None) -> Iterator[dict]:
         }
 
 
+def export_dream_requests(company: Company, agent: Agent | None) -> Iterator[dict]:
+    for row in _rows(DreamRequest, company, agent, "requested_at", "id"):
+        yield {
+            "id": str(row.pk),
+            "agent": row.agent.name,
+            "status": row.status,
+            "via": row.via,
+            "method": row.method,
+            "run": str(row.run_id) if row.run_id else None,
+            "requested_at": _iso(row.requested_at),
+        }
+
+
 def _erase(model):
     label = model._meta.label
 
@@ -138,4 +152,5 @@ CONTENT_KINDS = (
     _kind("journal_entry", "journal entries", export_journal, JournalEntry, 62),
     _kind("dream_run", "dream diary entries", export_dreams, DreamRun, 63),
     _kind("conversation", "conversations", export_conversations, Conversation, 64),
+    _kind("dream_request", "dream requests", export_dream_requests, DreamRequest, 65),
 )

@@ -11,6 +11,7 @@ from memory.core.errors import MemoryNotFoundError
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
+    DreamRequest,
     DreamRun,
     ExtractionRun,
     JournalEntry,
@@ -117,3 +118,18 @@ def render_journal(*, agent_name: str, day: date, entries: list[str]) -> str:
 
 def agent_dream_runs(*, agent: Agent) -> QuerySet[DreamRun]:
     return DreamRun.objects.filter(company_id=agent.company_id, agent=agent)
+
+
+DREAM_REQUEST_NOT_FOUND = "No such dream request of yours."
+
+
+def agent_dream_request_get(*, agent: Agent, request_id) -> DreamRequest:
+    """One of the agent's dream requests with its run (404 for anyone else's or unknown)."""
+    request = (
+        DreamRequest.objects.filter(company_id=agent.company_id, agent=agent, pk=request_id)
+        .select_related("run")
+        .first()
+    )
+    if request is None:
+        raise MemoryNotFoundError(DREAM_REQUEST_NOT_FOUND, code="dream_request_not_found")
+    return request

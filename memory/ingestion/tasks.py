@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from memory.ingestion.models import Conversation
+from memory.ingestion.models import Conversation, DreamRequest
 from memory.ingestion.services.context import conversation_summary_refresh
 from memory.ingestion.services.dream import agent_dream, company_dream_scheduled
+from memory.ingestion.services.dream_requests import dream_request_run
 from memory.ingestion.services.extraction import (
     conversation_extract,
     conversations_extract_dispatch,
@@ -61,3 +62,16 @@ def dream_agent(agent_id: int) -> str | None:
     if agent is None:
         return None
     return agent_dream(agent=agent, trigger="schedule").status
+
+
+def dream_requested(request_id: str) -> str | None:
+    """An agent's dream request (``memory.ingestion.services.dream_requests``): the run's
+    status, or ``None`` when the company's LLM slots were busy (re-armed) or it already ran."""
+
+    request = (
+        DreamRequest.objects.select_related("agent", "agent__company").filter(pk=request_id).first()
+    )
+    if request is None:  # erased since
+        return None
+    run = dream_request_run(request=request)
+    return run.status if run is not None else None

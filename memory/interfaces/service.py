@@ -40,6 +40,7 @@ from django.db.models import QuerySet
 from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
 from memory.core.models import ArchivedMemory, Memory
+from memory.core.retrieval.filtering import tag_missing_warnings
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.archive import ArchiveQuery, archive_search
 from memory.core.selectors.memories import (
@@ -54,8 +55,9 @@ from memory.core.services.archive import RestoreResult, archive_restore
 from memory.core.services.request_log import request_log_record
 from memory.ingestion import selectors as ingestion_selectors
 from memory.ingestion.domain import FlushResult, MessageIn
-from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
+from memory.ingestion.models import Conversation, DreamRequest, DreamRun, ExtractionRun
 from memory.ingestion.services.context import conversation_context
+from memory.ingestion.services.dream_requests import dream_request
 from memory.ingestion.services.messages import conversation_messages_append
 from memory.procedural.services.reports import SubmittedReport, execution_report_submit
 from memory.procedural.services.skill_pool import procedural_memory_applied
@@ -69,6 +71,7 @@ from memory.prompting.strategies import (
 )
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import CompanyMemoryConfig
+from synthorg.company_config.namespaces import NamespaceError, render_namespace
 from synthorg.db.replicas import read_with_fallback, unfenced
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
@@ -118,6 +121,30 @@ class MemoryService:
         """The injection strategy the company configures, looked up once."""
         return strategy_for(self.agent, self.config)
 
+    def namespace(self, value: str | Sequence[str], *, field: str = "namespace") -> str:
+        """The flat namespace of ``value``: a string as it is, a tuple rendered through the
+        company's ``memory.namespace_templates`` with ``{company}`` / ``{agent}`` bound to
+        the caller (400 with the template's code, naming ``field``)."""
+        try:
+            return render_namespace(
+                value,
+                templates=self.config.namespace_templates,
+                bound={"company": self.company.slug, "agent": self.agent.name},
+            )
+        except NamespaceError as exc:
+            raise MemoryInputError(
+                f"{field}: {exc.message}",
+                code=exc.code,
+                errors=[{"field": field, "message": exc.message, "code": exc.code}],
+            ) from None
+
+    def namespaces(
+        self, values: Sequence[str | Sequence[str]], *, field: str = "namespaces"
+    ) -> tuple[str, ...]:
+        return tuple(
+            self.namespace(value, field=f"{field}[{index}]") for index, value in enumerate(values)
+        )
+
     def replica_read(self, read: Callable[[], T]) -> T:
         """Run ``read`` (reads only) on a streaming replica when one may serve this agent.
 
@@ -129,15 +156,32 @@ class MemoryService:
 
     # --- private memories -------------------------------------------------------------
 
+    def _advised(self, result: StoreResult, tags: Sequence[str]) -> StoreResult:
+        """``result`` with the advisory warnings of its write (D23: a memory stored without
+        the ``non-inferable`` tag while ``non_inferable_only`` is on is stored, and told so)."""
+        if not result.stored:
+            return result
+        warnings = tag_missing_warnings(
+            required=self.config.retrieval.non_inferable_only, tags=tags
+        )
+        if not warnings:
+            return result
+        return result.model_copy(update={"warnings": (*result.warnings, *warnings)})
+
     @_routed
     def store(self, request: MemoryStoreRequest) -> StoreResult:
-        return store.memory_store(agent=self.agent, request=request, principal=self.principal)
+        result = store.memory_store(agent=self.agent, request=request, principal=self.principal)
+        return self._advised(result, request.tags)
 
     @_routed
     def store_batch(self, requests: Sequence[MemoryStoreRequest]) -> list[StoreResult]:
-        return store.memory_store_batch(
+        results = store.memory_store_batch(
             agent=self.agent, requests=requests, principal=self.principal
         )
+        return [
+            self._advised(result, request.tags)
+            for result, request in zip(results, requests, strict=True)
+        ]
 
     @_routed
     def get(self, memory_id: UUID | str) -> Memory:
@@ -264,7 +308,8 @@ class MemoryService:
 
     @_routed
     def shared_publish(self, request: MemoryStoreRequest) -> StoreResult:
-        return shared.shared_publish(agent=self.agent, request=request, principal=self.principal)
+        result = shared.shared_publish(agent=self.agent, request=request, principal=self.principal)
+        return self._advised(result, request.tags)
 
     @_routed
     def shared_search(self, query: MemoryQuery, *, exclude_self: bool = False) -> SearchResult:
@@ -315,7 +360,8 @@ class MemoryService:
 
     @_routed
     def archival_write(self, **fields) -> StoreResult:
-        return self_editing.archival_write(agent=self.agent, principal=self.principal, **fields)
+        result = self_editing.archival_write(agent=self.agent, principal=self.principal, **fields)
+        return self._advised(result, fields.get("tags", ()))
 
     @_routed
     def recall_read(self, *, query: str | None, limit: int, conversation_id: str | None = None):
@@ -388,6 +434,14 @@ class MemoryService:
 
     def dream_runs(self) -> QuerySet[DreamRun]:
         return ingestion_selectors.agent_dream_runs(agent=self.agent)
+
+    def dream_request(self) -> DreamRequest:
+        """Ask for a deep dream now: rate-limited (429 with ``retry_after``), queued on the
+        LLM cluster under the company's LLM slots; extractive when no LLM is configured."""
+        return dream_request(agent=self.agent, via=self.via)
+
+    def dream_request_get(self, request_id: UUID | str) -> DreamRequest:
+        return ingestion_selectors.agent_dream_request_get(agent=self.agent, request_id=request_id)
 
 
 def _guard(confirmation: Confirmation | None) -> dict[str, str]:

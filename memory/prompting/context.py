@@ -26,7 +26,11 @@ from memory.core.domain import parse_request
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
 from memory.core.retrieval.diversity import mmr_rerank
-from memory.core.retrieval.filtering import TagBasedMemoryFilter, apply_filter
+from memory.core.retrieval.filtering import (
+    TagBasedMemoryFilter,
+    apply_filter,
+    filter_emptied_warning,
+)
 from memory.core.retrieval.formatting import build_messages, format_entry
 from memory.core.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
 from memory.core.retrieval.query import MemoryQuery
@@ -86,6 +90,8 @@ class PreparedContext:
     #: how the memories were retrieved when the company configures more than a flat search:
     #: the hierarchical supervisor's trace and/or ``rerank`` ("llm" / "cache" / "")
     retrieval: dict | None = None
+    #: advisory ``{code, message}`` entries: e.g. the non-inferable filter left no memory
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
@@ -150,10 +156,14 @@ def memory_context(
     attach_lessons([hit.memory for hit in hits])
     entries = [_memory_entry(hit) for hit in hits]
 
+    warnings: list[dict[str, str]] = []
     if config.non_inferable_only:
+        matched = len(entries)
         entries, failed = apply_filter(TagBasedMemoryFilter(), entries, lambda e: e.tags)
         if failed:
             degraded.append(DEGRADED_FILTER)
+        elif matched and not entries:
+            warnings.append(filter_emptied_warning(matched))
 
     ranked = sorted([*entries, *extra_entries], key=lambda e: -e.score)  # stable
     if config.diversity_penalty_enabled:
@@ -192,6 +202,7 @@ def memory_context(
         degraded=degraded,
         reembedding=reembedding,
         retrieval=retrieval,
+        warnings=warnings,
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from memory.core.llm import completion_provider_for
+from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
 from memory.core.retrieval.formatting import build_messages
 from memory.core.retrieval.packing import estimate_tokens
 from memory.core.retrieval.query import MemoryQuery
@@ -55,13 +56,14 @@ TOOL_BASED_INSTRUCTION = (
 )
 TOOL_BASED_WRITE_INSTRUCTION = (
     " Call store_memory to remember something worth keeping, and forget_memory (with "
-    "confirm: true and a reason) to delete a memory that is wrong."
+    "confirm: true and a reason) to delete a memory that is wrong. " + NON_INFERABLE_GUIDANCE
 )
 SELF_EDITING_INSTRUCTION = (
     "You manage your own memory. Core memory (below) is always in your prompt: keep it "
     "short and current with core_memory_read / core_memory_write. Archival memory holds "
     "everything else you know: archival_memory_search / archival_memory_write. Recall memory "
-    "is your conversation history: recall_memory_read / recall_memory_write."
+    "is your conversation history: recall_memory_read / recall_memory_write. "
+    + NON_INFERABLE_GUIDANCE
 )
 CORE_MEMORY_HEADER = "## Core memory (yours; keep it current)"
 

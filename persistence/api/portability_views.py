@@ -16,6 +16,7 @@ from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.agents import agents_for_company
 from persistence.services.erasure import REASON_MAX_CHARS, agent_erase
 from persistence.services.portability import content_export, content_import
+from synthorg.api.fields import NamespaceField
 from synthorg.api.serializers import Serializer
 
 UNKNOWN_FIELD = "Unknown field: {name}."
@@ -53,6 +54,9 @@ class ImportResultSerializer(Serializer):
 
 class ExportQuerySerializer(Serializer):
     agent = serializers.IntegerField(required=False, min_value=1, max_value=2**63 - 1)
+    namespace = serializers.ListField(
+        child=NamespaceField(json_text=True), required=False, min_length=1, max_length=50
+    )
 
     def to_internal_value(self, data):
         unknown = sorted(set(data) - set(self.fields))
@@ -65,6 +69,7 @@ class ExportQuerySerializer(Serializer):
 
 class EraseSerializer(ExportQuerySerializer):
     agent = None
+    namespace = None
     reason = serializers.CharField(max_length=REASON_MAX_CHARS, allow_blank=True, default="")
 
 
@@ -88,7 +93,18 @@ class ContentExportView(APIView):
             "Humans with role admin or owner; the export is audited (`content.exported`)."
         ),
         parameters=[
-            OpenApiParameter("agent", int, description="Only this agent's content (its id).")
+            OpenApiParameter("agent", int, description="Only this agent's content (its id)."),
+            OpenApiParameter(
+                "namespace",
+                str,
+                many=True,
+                description=(
+                    "Only memories, shared knowledge and archived memories in these "
+                    'namespaces: a flat name, or a tuple as JSON text (`["user","u-1"]`, '
+                    "rendered through the company's `memory.namespace_templates`; "
+                    "`{company}` is the company, `{agent}` the `agent` filtered by)."
+                ),
+            ),
         ],
         responses={
             (200, "application/x-ndjson"): OpenApiResponse(
@@ -97,7 +113,11 @@ class ContentExportView(APIView):
         },
     )
     def get(self, request):
-        query = ExportQuerySerializer(data=request.query_params.dict())
+        params = request.query_params
+        data = params.dict()
+        if "namespace" in params:
+            data["namespace"] = params.getlist("namespace")
+        query = ExportQuerySerializer(data=data)
         query.is_valid(raise_exception=True)
         principal = request.user
         agent = None
@@ -106,7 +126,11 @@ class ContentExportView(APIView):
                 agents_for_company(principal.company), pk=query.validated_data["agent"]
             )
         lines = content_export(
-            company=principal.company, agent=agent, principal=principal, via="api"
+            company=principal.company,
+            agent=agent,
+            principal=principal,
+            via="api",
+            namespaces=query.validated_data.get("namespace", ()),
         )
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         name = principal.company.slug + (f"-{agent.name}" if agent else "")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
@@ -23,8 +23,10 @@ from django.utils import timezone
 from persistence.access import CREATE, require_write
 from persistence.content_registry import ImportContext, ImportCounts, content_kind, content_kinds
 from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create
 from persistence.services.audit import audit_record
+from synthorg.company_config.namespaces import NamespaceError, render_namespace
 from synthorg.errors import InvalidInputError
 
 EXPORT_FORMAT = "synthorg_export"
@@ -35,15 +37,48 @@ AGENT_OTHER_COMPANY = "The agent does not belong to this company."
 ROW_REFUSED = "A row could not be stored; nothing was imported: {error}"
 
 
+def export_namespaces(
+    *, company: Company, agent: Agent | None, values: Sequence[str | Sequence[str]]
+) -> tuple[str, ...]:
+    """The flat namespaces an export filter names: flat strings as they are, tuples rendered
+    through the company's ``memory.namespace_templates`` (``{company}`` bound to the
+    company, ``{agent}`` to the agent filtered by, if any); 400 with the template's code."""
+    templates = company_config(company).memory.namespace_templates
+    bound = {"company": company.slug, **({"agent": agent.name} if agent is not None else {})}
+    names: list[str] = []
+    for index, value in enumerate(values):
+        try:
+            names.append(render_namespace(value, templates=templates, bound=bound))
+        except NamespaceError as exc:
+            field = f"namespace[{index}]"
+            raise InvalidInputError(
+                f"{field}: {exc.message}",
+                code=exc.code,
+                errors=[{"field": field, "message": exc.message, "code": exc.code}],
+            ) from None
+    return tuple(dict.fromkeys(names))
+
+
 def content_export(
-    *, company: Company, agent: Agent | None = None, principal=None, via: str = ""
+    *,
+    company: Company,
+    agent: Agent | None = None,
+    principal=None,
+    via: str = "",
+    namespaces: Sequence[str | Sequence[str]] = (),
 ) -> Iterator[str]:
-    """Audit the export, then return an iterator of JSON lines (rows are read lazily)."""
+    """Audit the export, then return an iterator of JSON lines (rows are read lazily).
+
+    ``namespaces`` (flat or tuple, see :func:`export_namespaces`): only the namespaced kinds
+    (memories, shared knowledge, the archive), only rows in those namespaces."""
     if principal is not None:
         require_write(principal, "export", CREATE)
     if agent is not None and agent.company_id != company.pk:
         raise InvalidInputError(AGENT_OTHER_COMPANY, code="agent_other_company")
+    names = export_namespaces(company=company, agent=agent, values=namespaces)
     kinds = content_kinds()
+    if names:
+        kinds = [kind for kind in kinds if kind.namespaced]
     with transaction.atomic():
         audit_record(
             company=company,
@@ -52,12 +87,16 @@ def content_export(
             target_type="agent" if agent is not None else "company",
             target_id=agent.pk if agent is not None else company.pk,
             risk_level="medium",
-            details={"kinds": [k.name for k in kinds], "via": via},
+            details={
+                "kinds": [k.name for k in kinds],
+                "via": via,
+                **({"namespaces": list(names)} if names else {}),
+            },
         )
-    return _lines(company, agent, kinds)
+    return _lines(company, agent, kinds, names)
 
 
-def _lines(company: Company, agent: Agent | None, kinds) -> Iterator[str]:
+def _lines(company: Company, agent: Agent | None, kinds, names=()) -> Iterator[str]:
     header = {
         "type": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -66,9 +105,12 @@ def _lines(company: Company, agent: Agent | None, kinds) -> Iterator[str]:
         "exported_at": timezone.now().isoformat(),
         "kinds": [k.name for k in kinds],
     }
+    if names:
+        header["namespaces"] = list(names)
     yield json.dumps(header) + "\n"
     for kind in kinds:
-        for row in kind.export(company, agent):
+        rows = kind.export(company, agent, names) if names else kind.export(company, agent)
+        for row in rows:
             yield json.dumps({"type": kind.name, **row}, ensure_ascii=False) + "\n"
 
 

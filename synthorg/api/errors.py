@@ -139,6 +139,7 @@ def request_too_large_detail() -> str:
 
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, DomainError):
+        retry_after = getattr(exc, "retry_after", None)
         return problem_response(
             status_code=exc.status,
             code=exc.code,
@@ -146,6 +147,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             detail=exc.detail,
             errors=[dict(e) for e in exc.errors],
             extra=exc.extra,
+            headers={"Retry-After": str(retry_after)} if retry_after else None,
         )
     if isinstance(exc, RequestDataTooBig):
         return problem_response(

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date
 
 import django_filters
@@ -78,3 +79,64 @@ class YearMonthField(serializers.Field):
 
     def to_representation(self, value):
         return f"{value:%Y-%m}"
+
+
+NAMESPACE_INVALID = (
+    "A namespace is a non-blank name (at most {max_chars} characters) or a tuple of names "
+    "(an array of 1–{max_parts} strings{json_hint})."
+)
+
+
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "string", "maxLength": 100},
+            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 6},
+        ],
+        "description": (
+            'A flat name, or a tuple such as `["org", "<company>", "<agent>"]` rendered '
+            "through the company's `memory.namespace_templates`."
+        ),
+    }
+)
+class NamespaceField(serializers.Field):
+    """A namespace as an agent names it: a flat string (as always) or a tuple (a JSON array
+    of strings; in a query string, the array as JSON text: ``["user","u-1"]``). The value
+    goes to the service unrendered: a ``str`` or a ``tuple`` (rendered there, with the
+    company's templates)."""
+
+    MAX_CHARS = 100
+    MAX_PARTS = 6
+
+    def __init__(self, *, json_text: bool = False, **kwargs):
+        self.json_text = json_text
+        self._flat = serializers.CharField(max_length=self.MAX_CHARS)
+        super().__init__(**kwargs)
+
+    def _invalid(self):
+        hint = "; in a query string as JSON text" if self.json_text else ""
+        raise serializers.ValidationError(
+            NAMESPACE_INVALID.format(
+                max_chars=self.MAX_CHARS, max_parts=self.MAX_PARTS, json_hint=hint
+            ),
+            code="namespace_invalid",
+        )
+
+    def to_internal_value(self, data):
+        if self.json_text and isinstance(data, str) and data.startswith("["):
+            try:
+                data = json.loads(data)
+            except ValueError:
+                self._invalid()
+        if isinstance(data, str):  # a flat name: CharField's rules and codes, as before
+            return self._flat.run_validation(data)
+        if (
+            isinstance(data, list)
+            and 1 <= len(data) <= self.MAX_PARTS
+            and all(isinstance(part, str) for part in data)
+        ):
+            return tuple(data)
+        self._invalid()
+
+    def to_representation(self, value):
+        return value

@@ -59,6 +59,13 @@ def _error_message(error: Mapping[str, Any]) -> str:
     return message.removeprefix("Value error, ")
 
 
+def _error_code(error: Mapping[str, Any]) -> str:
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigFieldError) and cause.code:
+        return cause.code
+    return str(error.get("type", "invalid"))
+
+
 def parse_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
     """Validate ``data`` (``None`` or ``{}`` gives every default)."""
     if data is None:
@@ -74,7 +81,7 @@ def parse_company_config(data: Mapping[str, Any] | None) -> CompanyConfig:
             {
                 "field": _error_field(error),
                 "message": _error_message(error),
-                "code": str(error.get("type", "invalid")),
+                "code": _error_code(error),
             }
             for error in exc.errors()
         ]

@@ -21,10 +21,12 @@ _WINDOWS_PATH = re.compile(r"^[A-Za-z]:[\\/]|\\")
 class ConfigFieldError(ValueError):
     """A cross-field rule broken by ``field`` (a name relative to the model that raised it)."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, *, code: str | None = None) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+        #: a domain code for the error entry (default: pydantic's ``value_error``)
+        self.code = code
 
 
 RELATIVE_ONLY = (

@@ -48,3 +48,8 @@ class DreamConfig(BaseModel):
     lookback_days: int = Field(default=7, ge=1, le=365)
     max_core_tokens: int = Field(default=600, ge=50, le=8000)
     temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    #: an agent may ask for a dream now (``POST /dreams``, ``request_dream``) at most once
+    #: per this many seconds, and the company's agents together at most
+    #: ``company_requests_per_hour`` times in any hour; beyond that: 429 with Retry-After
+    agent_request_interval_seconds: int = Field(default=3600, ge=1, le=7 * 86_400)
+    company_requests_per_hour: int = Field(default=30, ge=1, le=10_000)

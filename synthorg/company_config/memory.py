@@ -28,6 +28,11 @@ from synthorg.company_config.ingestion import (
     DreamConfig,
     ExtractionConfig,
 )
+from synthorg.company_config.namespaces import (
+    DEFAULT_TEMPLATES,
+    NamespaceTemplate,
+    unique_scopes,
+)
 from synthorg.company_config.procedural import ProceduralMemoryConfig
 from synthorg.enums import ConsolidationInterval, MemoryCategory, MemoryLevel
 from synthorg.outbound import ALLOWED_SCHEMES, SCHEME_REFUSED
@@ -591,6 +596,17 @@ class RequestLogConfig(BaseModel):
     max_age_days: int = Field(default=30, ge=1, le=3650)
 
 
+#: Seed 003's ``backend: composite`` (with its ``composite:`` routing section) is refused with
+#: this reason; the decision is docs/decisions/0011-composite-backend-refused.md.
+COMPOSITE_REFUSED = (
+    "the composite backend is not offered: it routes namespaces to different memory "
+    "backends, and this service has one engine (PostgreSQL + pgvector) that already serves "
+    "every namespace with the same search, isolation and lifecycle, so there is nothing to "
+    "route to; remove 'composite' and use backend 'pgvector' (namespaces keep working)"
+)
+COMPOSITE_REFUSED_CODE = "composite_backend_refused"
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -609,6 +625,33 @@ class CompanyMemoryConfig(BaseModel):
     conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
     dream: DreamConfig = Field(default_factory=DreamConfig)
     request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
+    #: tuple namespaces agents may name (synthorg.company_config.namespaces)
+    namespace_templates: tuple[NamespaceTemplate, ...] = DEFAULT_TEMPLATES
+
+    @field_validator("namespace_templates", mode="before")
+    @classmethod
+    def _templates_as_lists(cls, value: Any) -> Any:
+        # YAML names a template as a list of parts: [org, "{company}", "{agent}"]
+        if isinstance(value, (list, tuple)):
+            return [{"parts": item} if isinstance(item, (list, tuple)) else item for item in value]
+        return value
+
+    @field_validator("namespace_templates")
+    @classmethod
+    def _unique_scopes(cls, value: tuple[NamespaceTemplate, ...]) -> tuple[NamespaceTemplate, ...]:
+        return unique_scopes(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_composite(cls, data: Any) -> Any:
+        # Before field validation: otherwise 'composite' would be refused as an unknown
+        # literal / extra key, without saying why.
+        if isinstance(data, Mapping):
+            if data.get("backend") == "composite":
+                raise ConfigFieldError("backend", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
+            if "composite" in data:
+                raise ConfigFieldError("composite", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
+        return data
 
     @model_validator(mode="after")
     def _apply_mirrors(self) -> CompanyMemoryConfig:

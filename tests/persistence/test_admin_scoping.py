@@ -24,6 +24,7 @@ from memory.core.models.reembed import ReembedJob
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
+    DreamRequest,
     DreamRun,
     ExtractionRun,
     JournalEntry,
@@ -127,6 +128,9 @@ def _ingestion_rows(company, agent, label, now) -> dict:
             **common, day=now.date(), kind="extraction", markdown=f"journal {label}"
         ),
         DreamRun: DreamRun.objects.create(**common, status="nothing_new"),
+        DreamRequest: DreamRequest.objects.create(
+            company=company, agent=agent, via="rest", method="extractive", requested_at=now
+        ),
     }
 
 
@@ -230,7 +234,7 @@ BUILT = [
     LifecycleEvent, TaskMetric, CollaborationMetric, Task, Project, Artifact, ParkedContext,
     Checkpoint, AgentRuntimeState, Setting, PersonalityPreset, OrgFact, OperationLogEntry,
     WriteAccessRequest, Memory, ArchivedMemory, MaintenanceRun, Conversation,
-    ConversationMessage, ExtractionRun, JournalEntry, DreamRun, ReembedJob,
+    ConversationMessage, ExtractionRun, JournalEntry, DreamRun, ReembedJob, DreamRequest,
 ]  # fmt: skip
 SCOPED_MODELS = [m for m in BUILT if m in admin.site._registry]
 

@@ -267,3 +267,42 @@ def test_stored_configs_with_a_server_secret_are_cleaned_by_the_migration():
     assert company.config["memory"]["embedder"]["api_key_env"] is None
     assert company.config_revision == 2
     assert company_config(company).memory.embedder.api_key_env is None
+
+
+@pytest.mark.parametrize(
+    ("section", "field"),
+    [
+        ({"backend": "composite", "composite": {"routes": {"org": "pgvector"}}}, "backend"),
+        ({"backend": "composite"}, "backend"),
+        ({"composite": {"routes": {}}}, "composite"),
+    ],
+)
+def test_the_composite_backend_is_refused_at_load_saying_why(section, field):
+    """Seed 003's ``backend: composite``: refused with the reason (ADR 0011), not as an
+    unknown value; nothing is stored."""
+    from synthorg.company_config.memory import COMPOSITE_REFUSED
+
+    company = CompanyFactory()
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data={"memory": section})
+    assert (caught.value.status, caught.value.code) == (400, "invalid_company_config")
+    assert caught.value.errors == [
+        {
+            "field": f"memory.{field}",
+            "message": COMPOSITE_REFUSED,
+            "code": "composite_backend_refused",
+        }
+    ]
+    assert "one engine (PostgreSQL + pgvector)" in COMPOSITE_REFUSED
+    company.refresh_from_db()
+    assert (company.config, company.config_revision) == ({}, 1)
+
+
+def test_load_company_config_refuses_composite_naming_the_reason(tmp_path):
+    path = tmp_path / "company.yaml"
+    path.write_text("memory:\n  backend: composite\n")
+    company = CompanyFactory()
+    with pytest.raises(CommandError, match="composite backend is not offered"):
+        call_command("load_company_config", company.slug, str(path))
+    company.refresh_from_db()
+    assert company.config == {}

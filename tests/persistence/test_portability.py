@@ -42,6 +42,7 @@ ERASED = {
     "dream diary entries": 0,
     "conversations": 0,
     "compressed experiences": 0,
+    "dream requests": 0,
 }
 
 

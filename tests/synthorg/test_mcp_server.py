@@ -321,3 +321,84 @@ def test_stdio_refuses_a_bad_key():
     )
     assert done.returncode == 2
     assert "SYNTHORG_AGENT_API_KEY: " in done.stderr
+
+
+def test_store_without_the_non_inferable_tag_answers_with_the_advisory_warning(
+    live_server_url, committed
+):
+    from memory.core.retrieval.filtering import TAG_MISSING
+
+    caller = committed.agent({"memory": {"retrieval": {"non_inferable_only": True}}})
+
+    async def work(session):
+        untagged = await session.call_tool("store_memory", {"content": "We chose Postgres."})
+        tagged = await session.call_tool(
+            "store_memory", {"content": "Why not Kafka: no ops team.", "tags": ["non-inferable"]}
+        )
+        return untagged, tagged
+
+    _, (untagged, tagged) = mcp(live_server_url, caller.raw_key, work)
+    memory_id = structured(untagged)["id"]
+    assert structured(untagged) == {
+        "id": memory_id,
+        "stored": True,
+        "deduplicated": False,
+        "embedding_status": "ready",
+        "warnings": [{"code": "non_inferable_tag_missing", "message": TAG_MISSING}],
+    }
+    assert untagged.content[0].text == f"Memory stored with id {memory_id}. {TAG_MISSING}"
+    assert "warnings" not in structured(tagged)
+    assert Memory.objects.filter(agent=caller.agent).count() == 2
+
+
+def test_request_dream_over_mcp_is_queued_then_rate_limited(live_server_url, committed, settings):
+    from memory.ingestion.models import DreamRequest
+    from memory.interfaces.tools.catalogue import DREAM_QUEUED
+
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+    caller = committed.agent()
+
+    async def work(session):
+        first = await session.call_tool("request_dream", {})
+        second = await session.call_tool("request_dream", {})
+        return first, second
+
+    _, (first, second) = mcp(live_server_url, caller.raw_key, work)
+    request = DreamRequest.objects.get(agent=caller.agent)
+    assert not first.is_error
+    assert first.content[0].text == DREAM_QUEUED["extractive"].format(id=request.pk)
+    assert structured(first)["id"] == str(request.pk)
+    assert (structured(first)["method"], structured(first)["via"]) == ("extractive", "mcp")
+    assert second.is_error
+    problem = structured(second)
+    assert (problem["status"], problem["code"]) == (429, "dream_rate_limited")
+    assert 1 <= problem["retry_after"] <= 3600
+    assert DreamRequest.objects.filter(agent=caller.agent).count() == 1
+
+
+def test_store_and_search_with_a_tuple_namespace_over_mcp(live_server_url, committed):
+    caller = committed.agent()
+    mine = ["org", caller.agent.company.slug, caller.agent.name]
+
+    async def work(session):
+        stored = await session.call_tool(
+            "store_memory", {"content": "Billing deploys on Fridays.", "namespace": mine}
+        )
+        found = await session.call_tool(
+            "search_memory", {"query": "billing deploys", "namespaces": [mine]}
+        )
+        refused = await session.call_tool(
+            "store_memory", {"content": "x", "namespace": ["org", "globex", caller.agent.name]}
+        )
+        return stored, found, refused
+
+    _, (stored, found, refused) = mcp(live_server_url, caller.raw_key, work)
+    memory = Memory.objects.get(pk=structured(stored)["id"])
+    assert memory.namespace == "/".join(mine)
+    assert [hit["memory"]["id"] for hit in structured(found)["results"]] == [str(memory.pk)]
+    assert refused.is_error
+    assert (structured(refused)["status"], structured(refused)["code"]) == (
+        400,
+        "namespace_bound_mismatch",
+    )
+    assert Memory.objects.filter(agent=caller.agent).count() == 1

@@ -14,6 +14,42 @@ T = TypeVar("T")
 
 NON_INFERABLE_TAG = "non-inferable"
 
+#: What agents are told qualifies as non-inferable (seeds 000/001, D23), in the tool-based
+#: and self-editing instructions and the store tools' descriptions.
+NON_INFERABLE_GUIDANCE = (
+    "Tag a memory 'non-inferable' when nobody could work it out by reading the code, the "
+    "docs or the environment: design rationale, team decisions, why not X (alternatives "
+    "rejected and why), cross-repo knowledge, learned conventions, who to ask about what, "
+    "and how past attempts turned out. Do not store what the code or docs already say."
+)
+#: The advisory entry a store answers with when ``non_inferable_only`` is on and the memory
+#: lacks the tag: it is stored all the same, but context injection will never include it.
+TAG_MISSING_CODE = "non_inferable_tag_missing"
+TAG_MISSING = (
+    "Stored, but this company injects only memories tagged 'non-inferable' into prompts "
+    "(memory.retrieval.non_inferable_only), and this one has no such tag, so it will be found "
+    "by search but never injected as context. If it cannot be inferred from the code or the "
+    "environment, add the tag 'non-inferable'."
+)
+#: The advisory entry of a context the filter emptied.
+FILTER_EMPTIED_CODE = "non_inferable_filter_emptied"
+FILTER_EMPTIED = (
+    "{count} of your memories matched, but none is tagged 'non-inferable' and this company "
+    "injects only those (memory.retrieval.non_inferable_only), so none was included."
+)
+
+
+def tag_missing_warnings(*, required: bool, tags: Iterable[str]) -> tuple[dict[str, str], ...]:
+    """The advisory warnings of one store: never blocks (D23: warn on a missing tag)."""
+    if required and NON_INFERABLE_TAG not in {t.strip().lower() for t in tags}:
+        return ({"code": TAG_MISSING_CODE, "message": TAG_MISSING},)
+    return ()
+
+
+def filter_emptied_warning(count: int) -> dict[str, str]:
+    return {"code": FILTER_EMPTIED_CODE, "message": FILTER_EMPTIED.format(count=count)}
+
+
 logger = logging.getLogger(__name__)
 
 

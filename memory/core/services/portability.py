@@ -104,9 +104,15 @@ def _scoped(queryset, company: Company, agent: Agent | None):
 # --- export ------------------------------------------------------------------------------
 
 
-def _export_memories(company: Company, agent: Agent | None, *, shared: bool) -> Iterator[dict]:
+def _in_namespaces(queryset, namespaces: tuple[str, ...]):
+    return queryset.filter(namespace__in=namespaces) if namespaces else queryset
+
+
+def _export_memories(
+    company: Company, agent: Agent | None, *, shared: bool, namespaces: tuple[str, ...] = ()
+) -> Iterator[dict]:
     rows = (
-        _scoped(Memory.objects, company, agent)
+        _in_namespaces(_scoped(Memory.objects, company, agent), namespaces)
         .filter(is_shared=shared)
         .select_related("agent", "project")
         .order_by("created_at", "id")
@@ -124,16 +130,23 @@ def _export_memories(company: Company, agent: Agent | None, *, shared: bool) -> 
         yield record
 
 
-def export_private_memories(company: Company, agent: Agent | None) -> Iterator[dict]:
-    return _export_memories(company, agent, shared=False)
+def export_private_memories(
+    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+) -> Iterator[dict]:
+    return _export_memories(company, agent, shared=False, namespaces=namespaces)
 
 
-def export_shared_knowledge(company: Company, agent: Agent | None) -> Iterator[dict]:
-    return _export_memories(company, agent, shared=True)
+def export_shared_knowledge(
+    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+) -> Iterator[dict]:
+    return _export_memories(company, agent, shared=True, namespaces=namespaces)
 
 
-def export_archive(company: Company, agent: Agent | None) -> Iterator[dict]:
-    rows = _scoped(ArchivedMemory.objects, company, agent).select_related("agent")
+def export_archive(
+    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+) -> Iterator[dict]:
+    rows = _in_namespaces(_scoped(ArchivedMemory.objects, company, agent), namespaces)
+    rows = rows.select_related("agent")
     for row in rows.order_by("archived_at", "id").iterator(chunk_size=EXPORT_CHUNK):
         record = {
             "id": str(row.pk),
@@ -448,6 +461,7 @@ CONTENT_KINDS = (
         erase=erase_private_memories,
         import_rows=import_memories,
         order=10,
+        namespaced=True,
         table=Memory._meta.db_table,
     ),
     ContentKind(
@@ -457,6 +471,7 @@ CONTENT_KINDS = (
         erase=erase_shared_knowledge,
         import_rows=import_memories,
         order=11,
+        namespaced=True,
         table=Memory._meta.db_table,
     ),
     ContentKind(
@@ -466,6 +481,7 @@ CONTENT_KINDS = (
         erase=erase_archive,
         import_rows=import_archive,
         order=20,
+        namespaced=True,
         table=ArchivedMemory._meta.db_table,
     ),
 )

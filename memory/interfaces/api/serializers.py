@@ -12,6 +12,7 @@ from rest_framework import serializers
 from memory.core import domain
 from memory.core.models.memory import Memory
 from memory.procedural.selectors import attach_lessons, lesson_of, lesson_supersedes
+from synthorg.api.fields import NamespaceField
 from synthorg.api.serializers import ModelSerializer, Serializer, SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
@@ -32,7 +33,7 @@ class SharedPublishSerializer(Serializer):
         max_length=domain.MEMORY_CONTENT_MAX_CHARS, trim_whitespace=False, allow_blank=True
     )
     category = serializers.ChoiceField(choices=CATEGORY_CHOICES)
-    namespace = serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS, required=False)
+    namespace = NamespaceField(required=False)
     context = serializers.CharField(
         max_length=domain.MEMORY_CONTEXT_MAX_CHARS, required=False, allow_blank=True
     )
@@ -74,6 +75,30 @@ class MemoryBatchStoreSerializer(Serializer):
     )
 
 
+STORE_WARNINGS_HELP = (
+    "Present only when there is something to say; advisory, the memory is stored. "
+    "`non_inferable_tag_missing`: the company injects only memories tagged `non-inferable` "
+    "(`non_inferable_only`) and this one has no such tag."
+)
+CONTEXT_WARNINGS_HELP = (
+    "Present only when there is something to say. `non_inferable_filter_emptied`: memories "
+    "matched but none is tagged `non-inferable`, so the filter (`non_inferable_only`) left "
+    "none to include."
+)
+
+
+class WarningSerializer(Serializer):
+    code = serializers.CharField()
+    message = serializers.CharField()
+
+
+def without_empty_warnings(data):
+    """``warnings`` is in a response only when it holds something."""
+    if not data.get("warnings"):
+        data.pop("warnings", None)
+    return data
+
+
 class StoreResultSerializer(SharedFieldsRepresentation, Serializer):
     id = serializers.UUIDField(allow_null=True)
     stored = serializers.BooleanField(help_text="False when the agent's memory_level is 'none'.")
@@ -85,6 +110,10 @@ class StoreResultSerializer(SharedFieldsRepresentation, Serializer):
         allow_null=True,
         help_text="'pending' when the embedder failed; a background task fills it in.",
     )
+    warnings = WarningSerializer(many=True, required=False, help_text=STORE_WARNINGS_HELP)
+
+    def to_representation(self, instance):
+        return without_empty_warnings(super().to_representation(instance))
 
 
 class BatchStoreResultSerializer(SharedFieldsRepresentation, Serializer):
@@ -218,11 +247,7 @@ class MemorySearchSerializer(Serializer):
         allow_null=True,
         help_text="Search text; absent or blank lists memories newest first.",
     )
-    namespaces = serializers.ListField(
-        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
-        required=False,
-        max_length=50,
-    )
+    namespaces = serializers.ListField(child=NamespaceField(), required=False, max_length=50)
     categories = serializers.ListField(
         child=serializers.CharField(max_length=16),
         required=False,
@@ -338,11 +363,7 @@ class MemoryContextRequestSerializer(Serializer):
         max_length=5,
         help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
     )
-    namespaces = serializers.ListField(
-        child=serializers.CharField(max_length=domain.NAMESPACE_MAX_CHARS),
-        required=False,
-        max_length=50,
-    )
+    namespaces = serializers.ListField(child=NamespaceField(), required=False, max_length=50)
     include_org = serializers.BooleanField(
         default=True,
         help_text="Include the org's core policies (pinned) and relevant extended facts.",
@@ -414,6 +435,10 @@ class MemoryContextSerializer(SharedFieldsRepresentation, Serializer):
         required=False,
         help_text="The strategy's tool definitions (OpenAI function-calling format).",
     )
+    warnings = WarningSerializer(many=True, required=False, help_text=CONTEXT_WARNINGS_HELP)
+
+    def to_representation(self, instance):
+        return without_empty_warnings(super().to_representation(instance))
 
 
 def context_payload(prepared, strategy) -> dict:

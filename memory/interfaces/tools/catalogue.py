@@ -8,6 +8,7 @@ call and the matching REST call return the same objects. Registered in
 
 from __future__ import annotations
 
+from typing import Annotated
 from uuid import UUID
 
 from pydantic import Field
@@ -20,8 +21,10 @@ from memory.core.domain import (
     MemoryUpdateRequest,
     parse_request,
 )
+from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
 from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
+from memory.interfaces.api.conversations.serializers import DreamRequestSerializer
 from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
 from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
 from memory.interfaces.tools.toolkit import (
@@ -30,6 +33,7 @@ from memory.interfaces.tools.toolkit import (
     hits_payload,
     hits_text,
     service_for,
+    store_payload,
     store_text,
 )
 from memory.prompting.context import ContextRequest
@@ -45,6 +49,18 @@ from synthorg.tools import (
 
 # --- arguments ------------------------------------------------------------------------
 
+NAMESPACE_HELP = (
+    "Optional: where it belongs, a name (default 'default') or a tuple such as "
+    '["org", "<your company>", "<your name>"] or ["user", "<user id>"] (the company\'s '
+    "namespace templates)."
+)
+Namespace = (
+    Annotated[str, Field(min_length=1, max_length=100)]
+    | Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=64)]], Field(min_length=1, max_length=6)
+    ]
+)
+
 
 class SearchMemoryArgs(ToolArguments):
     query: str = Field(
@@ -53,6 +69,9 @@ class SearchMemoryArgs(ToolArguments):
     limit: int = Field(default=5, ge=1, le=50, description="How many memories to return.")
     categories: list[Category] | None = Field(
         default=None, description="Only these memory categories (default: all)."
+    )
+    namespaces: list[Namespace] | None = Field(
+        default=None, max_length=50, description="Only these namespaces (default: all)."
     )
 
 
@@ -73,12 +92,15 @@ class StoreMemoryArgs(BindingArgs):
             "something; social: about people; working: short-lived notes."
         ),
     )
-    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+    tags: list[str] = Field(
+        default_factory=list, max_length=MAX_TAGS, description=f"Labels. {NON_INFERABLE_GUIDANCE}"
+    )
     context: str = Field(
         default="",
         max_length=MEMORY_CONTEXT_MAX_CHARS,
         description="Optional: the message this memory answers (helps find it later).",
     )
+    namespace: Namespace | None = Field(default=None, description=NAMESPACE_HELP)
 
 
 class UpdateMemoryArgs(ToolArguments):
@@ -132,19 +154,25 @@ class EndSessionArgs(DestructiveArguments):
     )
 
 
+class RequestDreamArgs(ToolArguments):
+    """No arguments: the dream is of the calling agent."""
+
+
 # --- handlers -------------------------------------------------------------------------
 
 
-def _query(args, *, limit: int, categories=None) -> MemoryQuery:
-    fields = {"text": args.query, "limit": limit}
+def _query(args, *, limit: int, categories=None, namespaces=()) -> MemoryQuery:
+    fields = {"text": args.query, "limit": limit, "namespaces": namespaces}
     if categories:
         fields["categories"] = tuple(categories)
     return parse_request(MemoryQuery, fields)
 
 
 def search_memory(ctx: ToolContext, args: SearchMemoryArgs) -> ToolResult:
-    result = service_for(ctx).tool_search(
-        _query(args, limit=args.limit, categories=args.categories)
+    service = service_for(ctx)
+    namespaces = service.namespaces(args.namespaces or ())
+    result = service.tool_search(
+        _query(args, limit=args.limit, categories=args.categories, namespaces=namespaces)
     )
     data = hits_payload(result.hits, result.degraded, result.reembedding)
     data["queries"] = result.queries
@@ -161,14 +189,17 @@ def recall_memory(ctx: ToolContext, args: RecallMemoryArgs) -> ToolResult:
     )
 
 
-def _store_request(args, **extra) -> MemoryStoreRequest:
+def _store_request(args, service=None, **extra) -> MemoryStoreRequest:
     fields = {k: v for k, v in args.model_dump().items() if v is not None and v != ""}
+    if "namespace" in fields:
+        fields["namespace"] = service.namespace(fields["namespace"])
     return parse_request(MemoryStoreRequest, {**fields, **extra})
 
 
 def store_memory(ctx: ToolContext, args: StoreMemoryArgs) -> ToolResult:
-    result = service_for(ctx).store(_store_request(args))
-    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
+    service = service_for(ctx)
+    result = service.store(_store_request(args, service))
+    return ToolResult(store_text(result), store_payload(result))
 
 
 def update_memory(ctx: ToolContext, args: UpdateMemoryArgs) -> ToolResult:
@@ -193,14 +224,13 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     data = json_ready(s.MemoryContextSerializer(prepared).data)
     data["strategy"] = service.strategy.strategy_name
     text = "\n\n".join(message["content"] for message in prepared.messages)
-    return ToolResult(text or "No memory context for this query.", data)
+    text = text or "No memory context for this query."
+    return ToolResult(" ".join([text, *(w["message"] for w in prepared.warnings)]), data)
 
 
 def publish_shared_knowledge(ctx: ToolContext, args: PublishSharedArgs) -> ToolResult:
     result = service_for(ctx).shared_publish(_store_request(args))
-    return ToolResult(
-        store_text(result, "Shared knowledge"), json_ready(result.model_dump(mode="json"))
-    )
+    return ToolResult(store_text(result, "Shared knowledge"), store_payload(result))
 
 
 def search_shared_knowledge(ctx: ToolContext, args: SearchSharedArgs) -> ToolResult:
@@ -228,6 +258,22 @@ def end_session(ctx: ToolContext, args: EndSessionArgs) -> ToolResult:
     )
 
 
+DREAM_QUEUED = {
+    "llm": "Dream {id} queued: the LLM will consolidate your journal into your core memory.",
+    "extractive": (
+        "Dream {id} queued. No LLM is configured, so it runs the extractive dream: your core "
+        "memory becomes the key facts and anchors of your previous core and your journal, "
+        "kept verbatim."
+    ),
+}
+
+
+def request_dream(ctx: ToolContext, args: RequestDreamArgs) -> ToolResult:
+    dream = service_for(ctx).dream_request()
+    data = json_ready(DreamRequestSerializer(dream).data)
+    return ToolResult(DREAM_QUEUED[dream.method].format(id=dream.pk), data)
+
+
 MEMORY_TOOLS = (
     ToolSpec(
         "search_memory",
@@ -247,7 +293,8 @@ MEMORY_TOOLS = (
     ToolSpec(
         "store_memory",
         "Remember something for later: a fact, decision, lesson or event worth keeping. "
-        "Near-duplicates of what you already remember are not stored twice.",
+        "Near-duplicates of what you already remember are not stored twice. "
+        + NON_INFERABLE_GUIDANCE,
         StoreMemoryArgs,
         store_memory,
     ),
@@ -291,6 +338,14 @@ MEMORY_TOOLS = (
         RetractSharedArgs,
         retract_shared_knowledge,
         group="shared",
+    ),
+    ToolSpec(
+        "request_dream",
+        "Ask for a deep dream now: your recent journal is consolidated into your core memory "
+        "in the background (results in your dream diary). Rate-limited per agent and per "
+        "company; a refusal says when to retry.",
+        RequestDreamArgs,
+        request_dream,
     ),
     ToolSpec(
         "end_session",

@@ -8,6 +8,7 @@ from uuid import UUID
 from pydantic import Field
 
 from memory.core.domain import MAX_TAGS, MEMORY_CONTENT_MAX_CHARS
+from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
 from memory.interfaces.api.conversations.serializers import ConversationMessageSerializer
 from memory.interfaces.api.serializers import MemorySerializer
 from memory.interfaces.tools.toolkit import (
@@ -17,6 +18,7 @@ from memory.interfaces.tools.toolkit import (
     hits_payload,
     hits_text,
     service_for,
+    store_payload,
     store_text,
 )
 from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec, json_ready
@@ -50,7 +52,9 @@ class ArchivalWriteArgs(BindingArgs):
         min_length=1, max_length=MEMORY_CONTENT_MAX_CHARS, description="What to remember."
     )
     category: Category = Field(default="semantic", description="The memory category.")
-    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS, description="Labels.")
+    tags: list[str] = Field(
+        default_factory=list, max_length=MAX_TAGS, description=f"Labels. {NON_INFERABLE_GUIDANCE}"
+    )
 
 
 class RecallReadArgs(ToolArguments):
@@ -121,7 +125,7 @@ def archival_memory_write(ctx: ToolContext, args: ArchivalWriteArgs) -> ToolResu
     fields = args.model_dump()
     fields["tags"] = tuple(fields["tags"])
     result = service_for(ctx).archival_write(**fields)
-    return ToolResult(store_text(result), json_ready(result.model_dump(mode="json")))
+    return ToolResult(store_text(result), store_payload(result))
 
 
 def _turns_text(messages) -> str:
@@ -178,7 +182,8 @@ SELF_EDITING_TOOLS = (
     ),
     ToolSpec(
         "archival_memory_write",
-        "Store something in archival memory, to find later with archival_memory_search.",
+        "Store something in archival memory, to find later with archival_memory_search. "
+        + NON_INFERABLE_GUIDANCE,
         ArchivalWriteArgs,
         archival_memory_write,
         group="self_editing",

@@ -40,8 +40,15 @@ def store_text(result, what: str = "Memory") -> str:
     if not result.stored:
         return "Not stored: this agent's memory level is 'none'."
     if result.deduplicated:
-        return f"Already known: {what.lower()} {result.id} says the same; nothing new stored."
-    return f"{what} stored with id {result.id}."
+        text = f"Already known: {what.lower()} {result.id} says the same; nothing new stored."
+    else:
+        text = f"{what} stored with id {result.id}."
+    return " ".join([text, *(warning["message"] for warning in result.warnings)])
+
+
+def store_payload(result) -> dict:
+    """The REST store response's shape (``warnings`` only when there are any)."""
+    return json_ready(s.StoreResultSerializer(result.model_dump()).data)
 
 
 def service_for(ctx: ToolContext) -> MemoryService:

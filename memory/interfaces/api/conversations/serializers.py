@@ -13,6 +13,7 @@ from memory.ingestion import domain
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
+    DreamRequest,
     DreamRun,
     ExtractedFact,
     ExtractionRun,
@@ -220,6 +221,24 @@ class DreamRunSerializer(ModelSerializer):
             "error",
             "created_at",
         ]
+
+
+class DreamRequestSerializer(ModelSerializer):
+    method = serializers.ChoiceField(
+        choices=["llm", "extractive"],
+        help_text=(
+            "How the dream will run: `llm` when an LLM is configured (under the company's "
+            "LLM slots), `extractive` without one (the previous core and the journal's key "
+            "facts and anchors, kept verbatim)."
+        ),
+    )
+    run = DreamRunSerializer(
+        allow_null=True, help_text="The dream run it produced, once it ran (`status: ran`)."
+    )
+
+    class Meta:
+        model = DreamRequest
+        fields = ["id", "status", "method", "via", "deferrals", "requested_at", "run"]
 
 
 def cursor_page(serializer_class, name: str):

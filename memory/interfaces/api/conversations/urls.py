@@ -27,4 +27,9 @@ urlpatterns = [
     path("journal", views.JournalListView.as_view(), name="journal-list"),
     path("journal/<str:day>", views.JournalDayView.as_view(), name="journal-day"),
     path("dreams", views.DreamRunListView.as_view(), name="dream-list"),
+    path(
+        "dreams/requests/<uuid:request_id>",
+        views.DreamRequestDetailView.as_view(),
+        name="dream-request-detail",
+    ),
 ]

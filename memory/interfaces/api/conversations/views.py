@@ -343,3 +343,35 @@ class DreamRunListView(AgentView, APIView):
         s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
         runs = self.service.dream_runs()
         return _paginate(self, request, runs, RecentPagination(), s.DreamRunSerializer)
+
+    @extend_schema(
+        summary="Ask for a deep dream now",
+        operation_id="dreams_request",
+        description=(
+            "Queues a deep dream of the caller (its journal consolidated into its core summary "
+            "memory) on the LLM workers, under the company's LLM slots; the outcome appears "
+            "in `GET /dreams` (trigger `agent`) and `GET /dreams/requests/{id}`. With no LLM "
+            "configured it runs the extractive dream (`method: extractive`). Rate-limited: "
+            "one request per agent per `memory.dream.agent_request_interval_seconds` (429 "
+            "`dream_rate_limited`) and `company_requests_per_hour` per company (429 "
+            "`dream_company_rate_limited`), each with `Retry-After`. 422 `dream_disabled` "
+            "when the company disabled dreams, `dream_not_persistent` unless the agent's "
+            "memory level is `persistent`."
+        ),
+        request=None,
+        responses={202: s.DreamRequestSerializer, 422: PROBLEM, 429: PROBLEM},
+    )
+    def post(self, request):
+        dream = self.service.dream_request()
+        return Response(s.DreamRequestSerializer(dream).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(tags=["journal"])
+class DreamRequestDetailView(AgentView, APIView):
+    @extend_schema(
+        summary="One of the caller's dream requests",
+        description="`queued` until its dream ran, then `ran` with the run.",
+        responses={200: s.DreamRequestSerializer, 404: PROBLEM},
+    )
+    def get(self, request, request_id):
+        return Response(s.DreamRequestSerializer(self.service.dream_request_get(request_id)).data)

@@ -71,8 +71,13 @@ class AgentView:
         return MemoryService(self.request.user)
 
 
-def store_request_from(data, *, prefix: str = "") -> MemoryStoreRequest:
+def store_request_from(data, *, service: MemoryService, prefix: str = "") -> MemoryStoreRequest:
+    """The store request of validated body ``data``; a tuple namespace is rendered by the
+    service (the company's templates)."""
     clean = {key: value for key, value in data.items() if value is not None}
+    if "namespace" in clean:
+        field = f"{prefix}.namespace" if prefix else "namespace"
+        clean["namespace"] = service.namespace(clean["namespace"], field=field)
     return parse_request(MemoryStoreRequest, clean, prefix=prefix)
 
 

@@ -135,7 +135,9 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
             return self._store_batch(data)
         serializer = s.MemoryStoreSerializer(data=data)
         serializer.is_valid(raise_exception=True)
-        result = self.service.store(store_request_from(serializer.validated_data))
+        result = self.service.store(
+            store_request_from(serializer.validated_data, service=self.service)
+        )
         created = result.stored and not result.deduplicated
         return Response(
             s.StoreResultSerializer(result.model_dump()).data,
@@ -146,7 +148,7 @@ class MemoryCollectionView(AgentView, generics.ListAPIView):
         serializer = s.MemoryBatchStoreSerializer(data=data)
         serializer.is_valid(raise_exception=True)
         requests = [
-            store_request_from(item, prefix=f"memories[{index}]")
+            store_request_from(item, service=self.service, prefix=f"memories[{index}]")
             for index, item in enumerate(serializer.validated_data["memories"])
         ]
         try:

@@ -50,10 +50,10 @@ SEARCH_REEMBEDDING_EXAMPLE = {
 }
 
 
-def _memory_query(data):
+def _memory_query(data, service):
     fields = {
         "text": data.get("query"),
-        "namespaces": data.get("namespaces", ()),
+        "namespaces": service.namespaces(data.get("namespaces", ())),
         "categories": data.get("categories", ()),
         "tags": data.get("tags", ()),
         "since": data.get("since"),
@@ -88,7 +88,7 @@ class MemorySearchView(AgentView, APIView):
         serializer = s.MemorySearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = self.service.search(
-            _memory_query(serializer.validated_data),
+            _memory_query(serializer.validated_data, self.service),
             include_shared=serializer.validated_data.get("include_shared"),
         )
         return Response(
@@ -122,7 +122,7 @@ class SharedSearchView(AgentView, APIView):
         serializer = s.SharedSearchRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         result = self.service.shared_search(
-            _memory_query(serializer.validated_data),
+            _memory_query(serializer.validated_data, self.service),
             exclude_self=serializer.validated_data["exclude_self"],
         )
         return Response(
@@ -187,7 +187,7 @@ class MemoryContextView(AgentView, APIView):
             query_text=data["query"],
             token_budget=data["token_budget"],
             categories=data.get("categories", ()),
-            namespaces=data.get("namespaces", ()),
+            namespaces=self.service.namespaces(data.get("namespaces", ())),
             include_org=data["include_org"],
         )
         prepared = self.service.context(context_request)

@@ -50,7 +50,9 @@ class SharedPublishView(AgentView, APIView):
     def post(self, request):
         serializer = s.SharedPublishSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = self.service.shared_publish(store_request_from(serializer.validated_data))
+        result = self.service.shared_publish(
+            store_request_from(serializer.validated_data, service=self.service)
+        )
         return Response(
             s.StoreResultSerializer(result.model_dump()).data,
             status=status.HTTP_200_OK if result.deduplicated else status.HTTP_201_CREATED,
