@@ -146,6 +146,7 @@ def run_locomo(
     retrieval: dict[str, Any],
     leg_depth: int | None = None,
     samples: bool = False,
+    chunking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``samples``: also return every search time and the ingest seconds (to pool runs).
 
@@ -174,11 +175,12 @@ def run_locomo(
     unanswerable = 0
     embedder_id = ""
     effective: dict[str, Any] = {}
+    chunking_effective: dict[str, Any] = {}
     for conv in conversations:
         company = company_create(
             name=f"bench {conv.sample_id} {run_tag}",
             slug=f"bench-{conv.sample_id}-{run_tag}".lower(),
-            config={"memory": {"retrieval": retrieval}},
+            config={"memory": {"retrieval": retrieval, "chunking": chunking or {}}},
         )
         agent = agent_create(
             company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
@@ -203,6 +205,7 @@ def run_locomo(
 
         sparse_module._lexeme_stats = (float("-inf"), {})
         config = company_config(company).memory.retrieval
+        chunking_effective = company_config(company).memory.chunking.model_dump(mode="json")
         effective = config.model_dump(
             mode="json",
             include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
@@ -277,6 +280,7 @@ def run_locomo(
         "context": with_context,
         "retrieval_config": retrieval,
         "effective_retrieval": effective,
+        "chunking": chunking_effective,
         "leg_depth": leg_depth,
         "conversations": [c.sample_id for c in conversations],
         "data": Path(data).name,

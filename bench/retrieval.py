@@ -9,7 +9,8 @@ Three modes, each on throw-away databases (``bench/scratch_db.py``), never the u
 
     python bench/retrieval.py --data ../shared/bench-data/locomo_dev.json \\
         [--mode hybrid|dense|sparse] [--conversations conv-26,conv-30] [--fusion rrf|linear] \\
-        [--rrf-k N] [--no-context] --out bench/results/locomo_dev_hybrid.json
+        [--rrf-k N] [--no-context] [--max-chunks N] [--context-chars N] \\
+        --out bench/results/locomo_dev_hybrid.json
 
 * ``--scale 10000,100000 [--agents 1,10] [--queries 200]``: search latency and filtered
   dense recall@10 against an exact scan on synthetic memories (``bench/scale_search.py``;
@@ -61,6 +62,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-relevance", type=float, default=None)
     p.add_argument("--leg-depth", type=int, default=None)
     p.add_argument(
+        "--max-chunks",
+        type=int,
+        default=None,
+        help="memory.chunking.max_chunks (default: the product default)",
+    )
+    p.add_argument(
+        "--context-chars",
+        type=int,
+        default=None,
+        help="memory.chunking.context_chars (default: the product default)",
+    )
+    p.add_argument(
         "--scale",
         default="",
         help="comma-separated company sizes (e.g. 10000,100000): run the scale benchmark",
@@ -107,6 +120,11 @@ def run(args: argparse.Namespace) -> dict:
     if not ks or min(ks) < 1 or max(ks) > 1000:
         raise SystemExit("--k takes values between 1 and 1000")
     ids = {c.strip() for c in args.conversations.split(",") if c.strip()} or None
+    chunking = {}
+    if args.max_chunks is not None:
+        chunking["max_chunks"] = args.max_chunks
+    if args.context_chars is not None:
+        chunking["context_chars"] = args.context_chars
     try:
         with scratch_database("retrieval"):
             return run_locomo(
@@ -117,6 +135,7 @@ def run(args: argparse.Namespace) -> dict:
                 with_context=not args.no_context,
                 retrieval=retrieval,
                 leg_depth=args.leg_depth,
+                chunking=chunking,
             )
     except (OSError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
