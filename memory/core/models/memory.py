@@ -81,7 +81,7 @@ class Memory(models.Model):
     # Vectors of the content's later windows (MemoryChunk rows, memory.core.chunking): 0 for
     # a memory whose content fits one window. Kept with the rows in one transaction; the
     # dense leg reads chunks only of rows with chunks (a partial index finds them).
-    chunk_count = models.PositiveSmallIntegerField(default=0)
+    chunk_count = models.PositiveSmallIntegerField(default=0, db_default=0)
     embedder_id = models.CharField(max_length=100, blank=True, default="")
     embedding_status = models.CharField(
         max_length=16, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
