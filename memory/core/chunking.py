@@ -7,10 +7,10 @@ windows: the first goes into ``Memory.embedding``, each later one into a
 best window and returns it once.
 
 **Context is bounded.** The context (e.g. the message a reply answers) helps a short turn
-that says little on its own, and drowns a long one (or a short one answering a long
-message): only the first ``context_chars`` characters of it are appended to the first window,
-and only in the room the content's first window leaves. The sparse leg still indexes the
-whole context.
+that says little on its own through the sparse leg, which indexes it whole; embedded, it
+drowns a long turn (or a short one answering a long message). Only the first
+``context_chars`` characters of it (the company's ``memory.chunking``; default 0, the measured
+best) are appended to the first window, and only in the room the content leaves there.
 """
 
 from __future__ import annotations

@@ -138,14 +138,15 @@ class MemoryChunkingConfig(BaseModel):
 
     ``max_chunks``: windows embedded per memory (content past the last one is found by the
     sparse leg only). ``context_chars``: characters of a memory's context embedded with its
-    first window, never more than the room its content leaves (0: context is indexed by the
-    sparse leg only). Measured on both dev splits (docs/benchmarks/index.md).
+    first window, never more than the room its content leaves. The default 0 (the context is
+    indexed by the sparse leg only, the vectors are the content's) is the best measured on
+    both dev splits (docs/benchmarks/retrieval.md, "Long memories and context").
     """
 
     model_config = FROZEN
 
     max_chunks: int = Field(default=MAX_CHUNKS_LIMIT, ge=1, le=MAX_CHUNKS_LIMIT)
-    context_chars: int = Field(default=300, ge=0, le=4000)
+    context_chars: int = Field(default=0, ge=0, le=4000)
 
 
 class EmbeddingFineTuneConfig(BaseModel):
