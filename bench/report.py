@@ -70,6 +70,8 @@ COMMANDS = {
     "kernel/search_ab_locomo.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base 3500307 --base a123a8c",
     "kernel/search_ab_org.json": "bench/search_ab.py --org 2000 --queries 200 --base 7125c10",
+    "chunks_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 --base 58c0cf7 "
+    "--out bench/results/chunks_search_ab_10k.json",
 }
 
 
