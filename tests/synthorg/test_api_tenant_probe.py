@@ -165,6 +165,8 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    # a chunk row holds a vector (NOT NULL: a chunk exists only as a vector)
+    "MemoryChunk": {"embedding": [0.5] * 384},
     # a pending item: no decision fields, a TTL within 60 s – 7 days
     "ApprovalItem": {
         "decided_by": None,
