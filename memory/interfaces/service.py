@@ -20,7 +20,9 @@ principal-aware selectors directly. The service
   interface it came through, and
 * records every search and context call in the company's request log
   (``memory.core.services.request_log``: one INSERT with the query, the result count, the
-  latency and the degraded legs) — the one place the REST, tool and MCP paths pass through.
+  latency and the degraded legs) — the one place the REST, tool and MCP paths pass through,
+  and, for a context call that pinned the core policy block, which revision the agent
+  received (``orgmemory.services.policy_deliveries``: one upsert per agent).
   A ``dry_run`` context (the console's preview) runs the same strategy and records nothing.
 """
 
@@ -67,6 +69,7 @@ from memory.prompting.strategies import (
     search_with_reformulation,
     strategy_for,
 )
+from orgmemory.services.policy_deliveries import policy_delivery_record
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import CompanyMemoryConfig
 from synthorg.db.replicas import read_with_fallback, unfenced
@@ -258,6 +261,9 @@ class MemoryService:
                 len(prepared.included),
                 prepared.degraded,
             )
+            if prepared.policy_block is not None:
+                with unfenced():  # bookkeeping, like the log row
+                    policy_delivery_record(agent=self.agent, block=prepared.policy_block)
         return prepared
 
     # --- shared knowledge ---------------------------------------------------------------

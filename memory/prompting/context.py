@@ -33,7 +33,7 @@ from memory.core.selectors.search import memory_search
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
 from orgmemory.selectors import org_prompt_context
-from orgmemory.selectors.policies import format_core_policy_block
+from orgmemory.selectors.policies import CorePolicyBlock
 from persistence.models import Agent
 from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory
@@ -79,6 +79,8 @@ class PreparedContext:
     degraded: list[str] = field(default_factory=list)
     #: the search's re-embedding progress while a job runs (see ``SearchResult``)
     reembedding: dict | None = None
+    #: the core policy block pinned first, with its revision (``None``: none was pinned)
+    policy_block: CorePolicyBlock | None = None
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
@@ -202,10 +204,11 @@ def agent_prompt_context(
     """
     pinned: list[str] = []
     extra: list[ContextEntry] = []
+    policy_block = None
     if request.include_org:
         org = org_prompt_context(company=agent.company, context=request.query.text)
-        block = format_core_policy_block(org.core_policies)
-        pinned = [block] if block else []
+        policy_block = org.core_block
+        pinned = [policy_block.text] if policy_block else []
         extra = [
             ContextEntry(
                 key=f"fact:{fact.fact_id}",
@@ -216,7 +219,7 @@ def agent_prompt_context(
             )
             for fact in org.facts
         ]
-    return memory_context(
+    prepared = memory_context(
         agent=agent,
         request=request,
         config=config,
@@ -225,6 +228,8 @@ def agent_prompt_context(
         now=now,
         embedder=embedder,
     )
+    prepared.policy_block = policy_block
+    return prepared
 
 
 def _memory_entry(hit) -> ContextEntry:
