@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "axes",  # login throttling (web hygiene block below)
+    "django_jsonform",  # the company config form's widget (persistence/console/config_form.py)
     "synthorg",
     "persistence",
     "orgmemory",
