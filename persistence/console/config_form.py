@@ -112,6 +112,7 @@ def _widget_node(node: dict, name: str, path: str) -> dict | None:
         if node.get("description"):
             out["description"] = _plain(node["description"].split("\n\n")[0])
     elif kind == "object":  # a mapping with free keys (write rules, extra patterns)
+        out["properties"] = {}  # the widget requires the key; the keys are added by hand
         values = node.get("additionalProperties") or {"type": "string"}
         out["additionalProperties"] = _widget_node(values, "value", f"{path}.*") or {}
         names = node.get("propertyNames") or {}
@@ -132,6 +133,8 @@ def config_form_schema() -> dict:
     resolved = _resolve({k: v for k, v in raw.items() if k != "$defs"}, raw.get("$defs", {}))
     schema = _widget_node(resolved, "Company configuration", "")
     schema.pop("help_text", None)
+    schema["title"] = "Company configuration"
+    schema["description"] = "Open a section with [+]; each field's help gives its default."
     return schema
 
 
