@@ -74,6 +74,8 @@ MIDDLEWARE = [
     "synthorg.api.middleware.ApiProblemMiddleware",
     # a database that cannot be reached answers 503 + Retry-After, not 500 (synthorg.db)
     "synthorg.db.unavailable.DatabaseUnavailableMiddleware",
+    # bookkeeping rows (request log, policy deliveries) written after the response is sent
+    "synthorg.after_response.AfterResponseMiddleware",
     # a request that wrote keeps its principal's reads off lagging replicas (synthorg.db)
     "synthorg.db.replicas.ReadYourWritesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
