@@ -134,7 +134,9 @@ def config_form_schema() -> dict:
     schema = _widget_node(resolved, "Company configuration", "")
     schema.pop("help_text", None)
     schema["title"] = "Company configuration"
-    schema["description"] = "Open a section with [+]; each field's help gives its default."
+    schema["description"] = (
+        "[-] folds a section, [+] opens it; each field's help gives its default."
+    )
     return schema
 
 
