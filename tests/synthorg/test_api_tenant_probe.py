@@ -174,6 +174,8 @@ SEED_HINTS = {
         "expires_at": datetime(2026, 3, 2, tzinfo=UTC),
     },
     "ApprovalWebhook": {"url": lambda seeder: f"https://example.com/{seeder.marker}"},
+    # a core-policy delivery names the block by its SHA-256 (64 lowercase hex characters)
+    "PolicyDelivery": {"revision": "0" * 64},
     # one-to-one primary keys: the report / memory they describe
     "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
