@@ -29,12 +29,6 @@ from synthorg.company_config import CompanyConfig
 RECORDED_ONLY = (
     "memory.backend",
     "memory.storage",
-    "memory.retrieval.retriever",
-    "memory.retrieval.max_workers_per_query",
-    "memory.retrieval.reflective_retry_enabled",
-    "memory.retrieval.max_retry_count",
-    "memory.retrieval.query_specific_rerank_enabled",
-    "memory.retrieval.rerank_cache_ttl_seconds",
     "memory.procedural.evolver.requires_human_approval",
     "org_memory.backend",
     "org_memory.extended_store.backend",

@@ -65,8 +65,14 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
         "maximum": 1000,
     }
     assert retrieval["strategy"]["enum"] == ["context", "tool_based", "self_editing"]
-    for absent in ("max_workers_per_query", "retriever", "reflective_retry_enabled"):
-        assert absent not in retrieval
+    # the hierarchical retriever and the re-ranking are honoured, so the form edits them
+    assert retrieval["retriever"]["enum"] == ["flat", "hierarchical"]
+    for present in (
+        "max_workers_per_query",
+        "reflective_retry_enabled",
+        "rerank_cache_ttl_seconds",
+    ):
+        assert present in retrieval
     memory = schema["properties"]["memory"]["properties"]
     assert "storage" not in memory and "backend" not in memory
     assert list(memory["options"]["properties"]) == ["shared_knowledge_base"]
