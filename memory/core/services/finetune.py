@@ -87,6 +87,8 @@ STILL_RUNNING = "Run {run} is running on a worker; cancel it first."
 NOT_CANCELLABLE = "Run {run} is {status}; only planned or running runs can be cancelled."
 NO_SUCH_RUN = "No such fine-tune run."
 NO_SUCH_CHECKPOINT = "No such adapter checkpoint."
+RUN_NOT_FOUND = "fine_tune_run_not_found"
+CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
 CHECKPOINT_ACTIVE = "Checkpoint {checkpoint} is active; roll back to another or to the base first."
 CHECKPOINT_OTHER_EMBEDDER = (
     "Checkpoint {checkpoint} maps {embedder!r} vectors; the company's embedder is {actual!r}."
@@ -242,7 +244,7 @@ def enqueue_fine_tune(run_id) -> None:
 def _get_run(company: Company, run_id) -> FineTuneRun:
     run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
     if run is None:
-        raise NotFoundError(NO_SUCH_RUN)
+        raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
     return run
 
 
@@ -344,7 +346,7 @@ def adapter_rollback(
     if checkpoint_id is not None:
         target = AdapterCheckpoint.objects.filter(company=company, pk=checkpoint_id).first()
         if target is None:
-            raise NotFoundError(NO_SUCH_CHECKPOINT)
+            raise NotFoundError(NO_SUCH_CHECKPOINT, code=CHECKPOINT_NOT_FOUND)
         embedder = embedder_for(company)
         if (target.embedder_id, target.dims) != (embedder.embedder_id, embedder.dims):
             raise ConflictError(
@@ -386,7 +388,7 @@ def adapter_checkpoint_delete(
         .first()
     )
     if checkpoint is None:
-        raise NotFoundError(NO_SUCH_CHECKPOINT)
+        raise NotFoundError(NO_SUCH_CHECKPOINT, code=CHECKPOINT_NOT_FOUND)
     if checkpoint.is_active:
         raise ConflictError(
             CHECKPOINT_ACTIVE.format(checkpoint=checkpoint.pk), code="checkpoint_active"
