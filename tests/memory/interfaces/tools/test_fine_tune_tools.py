@@ -65,6 +65,7 @@ def test_status_and_active_embedder_over_mcp(live_server_url, committed, tmp_pat
     foreign = FineTuneRun.objects.create(
         company=stranger.agent.company, method="linear_adapter", embedder_id="x", dims=4,
         epochs_total=1, created_at=run.created_at, updated_at=run.created_at,
+        heartbeat_at=run.created_at,
     )  # fmt: skip
 
     async def after(session):
