@@ -551,11 +551,10 @@ def fine_tune_execute(
 
 
 def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
+    now = timezone.now()
     claimed = FineTuneRun.objects.filter(
         pk=run_id, status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
-    ).update(
-        status=FineTuneRun.Status.RUNNING, updated_at=timezone.now(), heartbeat_at=timezone.now()
-    )
+    ).update(status=FineTuneRun.Status.RUNNING, updated_at=now, heartbeat_at=now)
     run = FineTuneRun.objects.select_related("company").get(pk=run_id)
     if not claimed:
         return run.status
@@ -608,13 +607,14 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
 
         def save(epoch_state: qa.TrainingState) -> None:
             seconds = spent + (clock() - started)
+            beat = timezone.now()
             updated = FineTuneRun.objects.filter(
                 pk=run.pk, status=FineTuneRun.Status.RUNNING
             ).update(
                 state=epoch_state.to_bytes(), epochs_done=epoch_state.epochs_done,
                 figures={**run.figures, "training_seconds": round(seconds, 3),
                          "losses": [round(x, 5) for x in epoch_state.losses]},
-                updated_at=timezone.now(), heartbeat_at=timezone.now(),
+                updated_at=beat, heartbeat_at=beat,
             )  # fmt: skip
             if not updated:
                 raise _Stopped

@@ -58,6 +58,8 @@ def crashed(tmp_path, settings):
         fine_tune_execute(run.pk, embedder=embedder, on_epoch=die)
     run.refresh_from_db()
     assert (run.status, run.epochs_done, run.auto_resumes) == ("running", 3, 0)
+    # The last sign of life is the third epoch's save (it beats with the state it saves).
+    assert run.heartbeat_at == run.updated_at and run.started_at < run.heartbeat_at
     return run, embedder, principal
 
 
