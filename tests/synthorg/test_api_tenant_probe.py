@@ -183,6 +183,8 @@ SEED_HINTS = {
     # a pending draft failure is due for a retry; its history row names it
     "DraftFailure": {"next_attempt_at": datetime(2026, 3, 1, tzinfo=UTC)},
     "DraftStatusChange": {"draft": lambda seeder: seeder.row(DraftFailure)},
+    # a planned run has a heartbeat (the automatic resume reads it)
+    "FineTuneRun": {"heartbeat_at": datetime(2026, 3, 1, tzinfo=UTC)},
     # a checkpoint names its file by digest (64 lowercase hex characters)
     "AdapterCheckpoint": {
         "sha256": lambda seeder: hashlib.sha256(seeder.marker.encode()).hexdigest()
