@@ -110,7 +110,8 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     ),
     # --- memory.retrieval ----------------------------------------------------------------
     "memory.retrieval.strategy": Acts(
-        "tests/memory/interfaces/api/test_non_inferable.py::test_the_strategies_instructions"
+        "tests/memory/interfaces/api/test_non_inferable.py::"
+        "test_the_strategies_instructions_carry_the_guidance"
     ),
     "memory.retrieval.relevance_weight": Acts(RANKING + "test_linear_weights_change_the_order"),
     "memory.retrieval.recency_weight": Acts(RANKING + "test_linear_weights_change_the_order"),
@@ -140,9 +141,11 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.retrieval.diversity_penalty_enabled": Acts(
         CONTEXT + "test_mmr_promotes_the_diverse_entry"
     ),
-    "memory.retrieval.diversity_lambda": Acts(RANKING + "test_diversity_lambda_trades_relevance"),
+    "memory.retrieval.diversity_lambda": Acts(
+        CONTEXT + "test_diversity_lambda_trades_relevance_for_novelty"
+    ),
     "memory.retrieval.candidate_pool_multiplier": Acts(
-        RANKING + "test_candidate_pool_multiplier_widens_what_mmr_sees"
+        CONTEXT + "test_candidate_pool_multiplier_widens_what_mmr_sees"
     ),
     "memory.retrieval.query_reformulation_enabled": Acts(
         "tests/memory/prompting/test_search_and_ask.py::test_search_memory_reformulates_twice"
