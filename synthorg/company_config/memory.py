@@ -607,6 +607,12 @@ class WikiExportConfig(BaseModel):
         return self
 
 
+LLM_GROUP_THRESHOLD_BELOW = (
+    "is below group_threshold ({threshold}), which the llm strategy applies too, so it would "
+    "change nothing; set it to at least {threshold} or remove it"
+)
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -629,6 +635,16 @@ class ConsolidationConfig(BaseModel):
             self.archival.dual_mode.enabled
         ):
             raise ConfigFieldError("strategy", "'dual_mode' needs archival.dual_mode.enabled: true")
+        # The llm strategy groups at max(group_threshold, llm.group_threshold): an llm
+        # threshold set below the section's would change nothing.
+        llm_threshold = self.llm.group_threshold
+        llm_default = LLMConsolidationConfig.model_fields["group_threshold"].default
+        if llm_threshold != llm_default and llm_threshold < self.group_threshold:
+            raise ConfigFieldError(
+                "llm.group_threshold",
+                LLM_GROUP_THRESHOLD_BELOW.format(threshold=self.group_threshold),
+                code=NOT_OFFERED_CODE,
+            )
         return self
 
 

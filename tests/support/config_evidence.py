@@ -181,7 +181,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.self_editing.allow_core_writes": Acts(SELF_EDIT + "test_core_writes_can_be_locked"),
     "memory.self_editing.locked_agents": Acts(SELF_EDIT + "test_core_writes_can_be_locked"),
     # --- memory.consolidation ------------------------------------------------------------
-    "memory.consolidation.enabled": Acts(CONSOL + "test_consolidation_disabled_touches_nothing"),
+    "memory.consolidation.enabled": Acts(MAINT + "test_kill_switch_pauses_the_whole_cycle"),
     "memory.consolidation.interval": Acts(
         "tests/memory/core/test_company_schedules.py::"
         "test_the_configured_interval_is_used_and_never_means_no_schedule"
