@@ -67,7 +67,6 @@ PRUNE = "tests/memory/procedural/test_pruning_strategies.py::"
 PROPAGATE = "tests/memory/procedural/test_propagation.py::"
 EVOLVER = "tests/memory/procedural/evolver/test_evolver.py::"
 DRAFT_RETRY = "tests/memory/procedural/evolver/test_draft_retry.py::"
-PROC_KNOBS = "tests/memory/procedural/test_procedural_knobs.py::"
 FINE_TUNE = "tests/memory/interfaces/api/test_fine_tune.py::"
 FT_KNOBS = "tests/memory/core/test_fine_tune_knobs.py::"
 EXTRACTION = "tests/memory/ingestion/test_extraction.py::"
@@ -304,7 +303,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         KNOBS + "test_an_ungranted_secret_is_refused_at_use_and_never_sent"
     ),
     # --- memory.procedural ---------------------------------------------------------------
-    "memory.procedural.enabled": Acts(PROC_KNOBS + "test_procedural_disabled_captures_nothing"),
+    "memory.procedural.enabled": Acts(CAPTURE + "test_procedural_disabled_captures_nothing"),
     "memory.procedural.model": Acts(CAPTURE + "test_configured_model_and_sampling_are_sent"),
     "memory.procedural.temperature": Acts(CAPTURE + "test_configured_model_and_sampling_are_sent"),
     "memory.procedural.max_tokens": Acts(CAPTURE + "test_configured_model_and_sampling_are_sent"),
@@ -320,7 +319,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         CAPTURE_STRAT + "test_custom_thresholds"
     ),
     "memory.procedural.capture.percentile_window": Acts(
-        PROC_KNOBS + "test_percentile_window_is_the_companys"
+        CAPTURE + "test_percentile_window_is_the_companys"
     ),
     "memory.procedural.pruning.strategy": Acts(PRUNE + "test_ttl_uses_last_use"),
     "memory.procedural.pruning.max_age_days": Acts(PRUNE + "test_ttl_custom_age"),
@@ -350,7 +349,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         EVOLVER + "test_max_org_entries_stops_emission"
     ),
     "memory.procedural.evolver.window_days": Acts(
-        PROC_KNOBS + "test_evolver_window_days_is_the_companys"
+        EVOLVER + "test_evolver_window_days_is_the_companys"
     ),
     # --- memory.redaction ----------------------------------------------------------------
     "memory.redaction.disabled_patterns": Acts(
