@@ -68,7 +68,6 @@ PROPAGATE = "tests/memory/procedural/test_propagation.py::"
 EVOLVER = "tests/memory/procedural/evolver/test_evolver.py::"
 DRAFT_RETRY = "tests/memory/procedural/evolver/test_draft_retry.py::"
 FINE_TUNE = "tests/memory/interfaces/api/test_fine_tune.py::"
-FT_KNOBS = "tests/memory/core/test_fine_tune_knobs.py::"
 EXTRACTION = "tests/memory/ingestion/test_extraction.py::"
 INGEST_KNOBS = "tests/memory/ingestion/test_ingestion_knobs.py::"
 CONV = "tests/memory/ingestion/test_context.py::"
@@ -361,7 +360,9 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     ),
     # --- memory.fine_tune ----------------------------------------------------------------
     "memory.fine_tune.enabled": Acts(FINE_TUNE + "test_preflight_reports_and_start_refuses"),
-    "memory.fine_tune.checkpoint_path": Acts(FT_KNOBS + "test_checkpoint_path_is_the_companys"),
+    "memory.fine_tune.checkpoint_path": Acts(
+        FINE_TUNE + "test_a_run_trains_evaluates_and_activates_an_adapter_search_then_uses"
+    ),
     "memory.fine_tune.base_model": Acts(FINE_TUNE + "test_preflight_reports_and_start_refuses"),
     "memory.fine_tune.training_data_dir": Acts(
         FINE_TUNE + "test_labelled_pairs_from_training_data_dir"
@@ -370,22 +371,24 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.fine_tune.min_gain": Acts(
         FINE_TUNE + "test_margin_refuses_an_adapter_that_does_not_clear_it"
     ),
-    "memory.fine_tune.epochs": Acts(
-        FINE_TUNE + "test_a_run_trains_evaluates_and_activates_an_adapter_search_then_uses"
-    ),
+    "memory.fine_tune.epochs": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
     "memory.fine_tune.max_training_seconds": Acts(
-        FT_KNOBS + "test_training_parameters_are_the_companys"
+        FINE_TUNE + "test_training_parameters_are_the_companys"
     ),
-    "memory.fine_tune.learning_rate": Acts(FT_KNOBS + "test_training_parameters_are_the_companys"),
-    "memory.fine_tune.temperature": Acts(FT_KNOBS + "test_training_parameters_are_the_companys"),
-    "memory.fine_tune.hard_negatives": Acts(FT_KNOBS + "test_training_parameters_are_the_companys"),
-    "memory.fine_tune.held_out_share": Acts(FT_KNOBS + "test_training_parameters_are_the_companys"),
+    "memory.fine_tune.learning_rate": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
+    "memory.fine_tune.temperature": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
+    "memory.fine_tune.hard_negatives": Acts(
+        FINE_TUNE + "test_training_parameters_are_the_companys"
+    ),
+    "memory.fine_tune.held_out_share": Acts(
+        FINE_TUNE + "test_training_parameters_are_the_companys"
+    ),
     "memory.fine_tune.min_pairs": Acts(FINE_TUNE + "test_preflight_reports_and_start_refuses"),
     "memory.fine_tune.max_pairs": Acts(
         "tests/memory/procedural/test_training_pairs.py::"
         "test_lessons_are_a_registered_pair_source_and_mined_with_redaction"
     ),
-    "memory.fine_tune.seed": Acts(FT_KNOBS + "test_training_parameters_are_the_companys"),
+    "memory.fine_tune.seed": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
     # --- memory.extraction / conversation / dream ---------------------------------------
     "memory.extraction.enabled": Acts(
         EXTRACTION + "test_extraction_disabled_stores_messages_without_runs"
