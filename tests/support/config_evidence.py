@@ -75,6 +75,9 @@ DREAM = "tests/memory/ingestion/test_dream_journal.py::"
 DREAM_REQ = "tests/memory/ingestion/test_dream_requests.py::"
 REQUEST_LOG = "tests/memory/interfaces/test_request_log.py::"
 WRITE_ACCESS = "tests/orgmemory/test_write_access.py::"
+REEMBED = (
+    "tests/memory/core/test_reembed.py::test_switching_the_embedder_starts_one_job_with_totals"
+)
 SEED_SHAPE = "tests/synthorg/test_write_access_seed_shape.py::"
 
 EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
@@ -149,7 +152,8 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "tests/memory/prompting/test_search_and_ask.py::test_search_memory_reformulates_twice"
     ),
     "memory.retrieval.max_reformulation_rounds": Acts(
-        "tests/memory/prompting/test_search_and_ask.py::test_search_memory_reformulates_twice"
+        "tests/memory/prompting/test_search_and_ask.py::"
+        "test_search_memory_stops_at_the_companys_max_reformulation_rounds"
     ),
     "memory.retrieval.retriever": Acts(
         HIER + "test_without_an_llm_the_cue_words_route_within_max_workers"
@@ -289,14 +293,14 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     ),
     # --- memory.embedder -----------------------------------------------------------------
     "memory.embedder.provider": Refused(NOT_OFFERED),
-    "memory.embedder.model": Acts(
-        "tests/synthorg/test_outbound.py::"
-        "test_the_embedder_refuses_a_loopback_endpoint_unless_allow_listed"
+    "memory.embedder.model": Acts(REEMBED),
+    "memory.embedder.dims": Acts(
+        REEMBED, KNOBS + "test_embedder_dims_no_index_can_hold_are_refused"
     ),
-    "memory.embedder.dims": Acts(KNOBS + "test_embedder_dims_up_to_the_hnsw_limit_are_accepted"),
     "memory.embedder.base_url": Acts(
+        REEMBED,
         "tests/synthorg/test_outbound.py::"
-        "test_a_resolved_allow_listed_address_connects_with_the_original_host_header"
+        "test_a_resolved_allow_listed_address_connects_with_the_original_host_header",
     ),
     "memory.embedder.api_key_env": Acts(
         KNOBS + "test_an_ungranted_secret_is_refused_at_use_and_never_sent"
