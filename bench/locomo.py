@@ -148,6 +148,7 @@ def run_locomo(
     samples: bool = False,
     question_limit: int | None = None,
     llm: str = "none",
+    chunking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``samples``: also return every search time and the ingest seconds (to pool runs).
     ``question_limit``: ask at most that many questions per conversation. When ``retrieval``
@@ -186,11 +187,12 @@ def run_locomo(
         retrieval.get("query_specific_rerank_enabled")
     )
     traces: dict[str, int] = defaultdict(int)
+    chunking_effective: dict[str, Any] = {}
     for conv in conversations:
         company = company_create(
             name=f"bench {conv.sample_id} {run_tag}",
             slug=f"bench-{conv.sample_id}-{run_tag}".lower(),
-            config={"memory": {"retrieval": retrieval}},
+            config={"memory": {"retrieval": retrieval, "chunking": chunking or {}}},
         )
         agent = agent_create(
             company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
@@ -215,6 +217,7 @@ def run_locomo(
 
         sparse_module._lexeme_stats = (float("-inf"), {})
         config = company_config(company).memory.retrieval
+        chunking_effective = company_config(company).memory.chunking.model_dump(mode="json")
         effective = config.model_dump(
             mode="json",
             include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
@@ -299,6 +302,7 @@ def run_locomo(
         "context": with_context,
         "retrieval_config": retrieval,
         "effective_retrieval": effective,
+        "chunking": chunking_effective,
         "leg_depth": leg_depth,
         "question_limit": question_limit,
         "llm": llm if pipeline else "none",

@@ -71,6 +71,8 @@ COMMANDS = {
     "kernel/search_ab_locomo.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base 3500307 --base a123a8c",
     "kernel/search_ab_org.json": "bench/search_ab.py --org 2000 --queries 200 --base 7125c10",
+    "chunks_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 --base 58c0cf7 "
+    "--out bench/results/chunks_search_ab_10k.json",
 }
 
 
@@ -918,8 +920,45 @@ def t_unreported(_arg) -> str:
     return "\n\n".join(f"#### `{n}`\n\n" + t_fields(n) for n in rest)
 
 
+def t_chunks(_arg) -> str:
+    """Chunked long memories and bounded context: every run under ``results/chunks/``
+    (``before_*``: the code before chunks, ``after_*``: with them)."""
+    names = sorted(p.relative_to(RESULTS).as_posix() for p in (RESULTS / "chunks").glob("*.json"))
+    use(*names)
+    rows = []
+    for n in names:
+        d = load(n)
+        chunking = d.get("chunking") or {}
+        rows.append(
+            [
+                f"`{Path(n).stem}`",
+                f"`{d['data']}`",
+                d["questions"],
+                "yes" if d["context"] else "no",
+                chunking.get("max_chunks", "— (1 window)"),
+                chunking.get("context_chars", "— (all)") if d["context"] else "—",
+                d["recall_any"]["10"],
+                d["recall_all"]["10"],
+                pq(d["search_ms"]),
+            ]
+        )
+    head = [
+        "run",
+        "data",
+        "questions",
+        "context",
+        "max_chunks",
+        "context_chars",
+        "any@10",
+        "all@10",
+        "search p50 / p95 ms",
+    ]
+    return table(head, rows) + "\n\n" + source(*names)
+
+
 TABLES: dict[str, Callable[[str | None], str]] = {
     "locomo_modes": t_locomo_modes,
+    "chunks": t_chunks,
     "locomo_categories": t_locomo_categories,
     "locomo_levers": t_locomo_levers,
     "mem0": t_mem0,

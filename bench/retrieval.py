@@ -9,7 +9,8 @@ Three modes, each on throw-away databases (``bench/scratch_db.py``), never the u
 
     python bench/retrieval.py --data ../shared/bench-data/locomo_dev.json \\
         [--mode hybrid|dense|sparse] [--conversations conv-26,conv-30] [--fusion rrf|linear] \\
-        [--rrf-k N] [--no-context] --out bench/results/locomo_dev_hybrid.json
+        [--rrf-k N] [--no-context] [--max-chunks N] [--context-chars N] \\
+        --out bench/results/locomo_dev_hybrid.json
 
 * ``--retriever hierarchical [--retry N]`` and/or ``--rerank``: the context strategy's
   retrieval (the hierarchical supervisor, the LLM re-ranking) instead of the flat search,
@@ -84,6 +85,18 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=int, default=None, help="questions per conversation (max)")
     p.add_argument(
+        "--max-chunks",
+        type=int,
+        default=None,
+        help="memory.chunking.max_chunks (default: the product default)",
+    )
+    p.add_argument(
+        "--context-chars",
+        type=int,
+        default=None,
+        help="memory.chunking.context_chars (default: the product default)",
+    )
+    p.add_argument(
         "--scale",
         default="",
         help="comma-separated company sizes (e.g. 10000,100000): run the scale benchmark",
@@ -138,6 +151,11 @@ def run(args: argparse.Namespace) -> dict:
     if not ks or min(ks) < 1 or max(ks) > 1000:
         raise SystemExit("--k takes values between 1 and 1000")
     ids = {c.strip() for c in args.conversations.split(",") if c.strip()} or None
+    chunking = {}
+    if args.max_chunks is not None:
+        chunking["max_chunks"] = args.max_chunks
+    if args.context_chars is not None:
+        chunking["context_chars"] = args.context_chars
     try:
         with scratch_database("retrieval"), llm_for(args.llm):
             return run_locomo(
@@ -150,6 +168,7 @@ def run(args: argparse.Namespace) -> dict:
                 leg_depth=args.leg_depth,
                 question_limit=args.limit,
                 llm=args.llm,
+                chunking=chunking,
             )
     except (OSError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc

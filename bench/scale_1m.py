@@ -230,6 +230,7 @@ COPY_COLUMNS = (
     ("embedding", "vector"),
     ("embedder_id", "varchar"),
     ("embedding_status", "varchar"),
+    ("chunk_count", "int2"),
 )
 
 
@@ -266,7 +267,7 @@ class MemoryCopy:
             (
                 uuid.uuid4(), company_id, agent_id, "default", category, content, "", "", 1.0,
                 [], shared, "persistent", "", "", 0, created, created, vector,
-                self.embedder_id, "ready",
+                self.embedder_id, "ready", 0,
             )
         )  # fmt: skip
 

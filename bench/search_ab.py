@@ -1,6 +1,6 @@
 """Before/after comparison of the search code, interleaved in one process.
 
-The retrieval code of each ``--base`` commit (the ``memory/selectors/search/`` package, or
+The retrieval code of each ``--base`` commit (the ``memory/core/selectors/search/`` package, or
 ``orgmemory/selectors/retrieval.py`` with ``--org``) is extracted with ``git show`` into a
 temporary module and run side by side with the working tree on the same data and the same
 queries, alternating the order per query, so machine load hits every variant alike. For
@@ -63,7 +63,7 @@ def _extract(commit: str, target: Path, org: bool) -> str:
     package = target / name
     package.mkdir()
     for part in SEARCH_FILES:
-        text = _git_show(commit, f"memory/selectors/search/{part}.py")
+        text = _git_show(commit, f"memory/core/selectors/search/{part}.py")
         (package / f"{part}.py").write_text(text.replace("memory.core.selectors.search", name))
     return name
 

@@ -364,6 +364,38 @@ class WriteRequestDecision(models.Model):
         return f"{self.request_id}: {self.decision} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
+class PolicyDelivery(models.Model):
+    """When an agent last received the core policy block in its context, and which revision.
+
+    One row per agent, upserted by ``/memories/context`` (``policy_delivery_record``): the
+    Core policies page shows who holds an older block, without a row per request.
+    """
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="policy_delivery")
+    #: SHA-256 (hex) of the block's text (``orgmemory.selectors.policies.block_revision``)
+    revision = models.CharField(max_length=64)
+    #: the policies behind it: ``"<fact_id>:v<version>"`` or ``"config-<index>"``
+    versions = ArrayField(models.CharField(max_length=64), default=list)
+    delivered_at = models.DateTimeField()
+
+    class Meta:
+        verbose_name = "core policy delivery"
+        verbose_name_plural = "core policy deliveries"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(revision__regex=r"^[0-9a-f]{64}$"),
+                name="policydelivery_revision_sha256",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["company", "-delivered_at"], name="policydelivery_company_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} at {self.delivered_at:%Y-%m-%d %H:%M:%S}: {self.revision[:12]}"
+
+
 # The approval queue lives in its own module; importing it here registers the models.
 from orgmemory.approval_models import (  # noqa: E402
     ApprovalDecision,
@@ -380,6 +412,7 @@ __all__ = [
     "FactVersionEmbedding",
     "OperationLogEntry",
     "OrgFact",
+    "PolicyDelivery",
     "WebhookDelivery",
     "WebhookDeliveryAttempt",
     "WriteAccessRequest",

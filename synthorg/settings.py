@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "axes",  # login throttling (web hygiene block below)
+    "django_jsonform",  # the company config form's widget (persistence/console/config_form.py)
     "synthorg",
     "persistence",
     "orgmemory",
@@ -73,6 +74,8 @@ MIDDLEWARE = [
     "synthorg.api.middleware.ApiProblemMiddleware",
     # a database that cannot be reached answers 503 + Retry-After, not 500 (synthorg.db)
     "synthorg.db.unavailable.DatabaseUnavailableMiddleware",
+    # bookkeeping rows (request log, policy deliveries) written after the response is sent
+    "synthorg.after_response.AfterResponseMiddleware",
     # a request that wrote keeps its principal's reads off lagging replicas (synthorg.db)
     "synthorg.db.replicas.ReadYourWritesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

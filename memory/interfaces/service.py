@@ -19,8 +19,11 @@ principal-aware selectors directly. The service
   and a non-blank ``reason``; the deletion is audited with the actor, the reason and the
   interface it came through, and
 * records every search and context call in the company's request log
-  (``memory.core.services.request_log``: one INSERT with the query, the result count, the
-  latency and the degraded legs) — the one place the REST, tool and MCP paths pass through.
+  (``memory.core.services.request_log``: a row with the query, the result count, the
+  latency and the degraded legs, written after the response is sent —
+  ``synthorg.after_response``) — the one place the REST, tool and MCP paths pass through,
+  and, for a context call that pinned the core policy block, which revision the agent
+  received (``orgmemory.services.policy_deliveries``: one upsert per agent).
   A ``dry_run`` context (the console's preview) runs the same strategy and records nothing.
 """
 
@@ -52,7 +55,7 @@ from memory.core.selectors.memories import (
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
 from memory.core.services.archive import RestoreResult, archive_restore
-from memory.core.services.request_log import request_log_record
+from memory.core.services.request_log import request_log_entry, request_log_write
 from memory.ingestion import selectors as ingestion_selectors
 from memory.ingestion.domain import FlushResult, MessageIn
 from memory.ingestion.models import Conversation, DreamRequest, DreamRun, ExtractionRun
@@ -69,10 +72,12 @@ from memory.prompting.strategies import (
     search_with_reformulation,
     strategy_for,
 )
+from orgmemory.services.policy_deliveries import policy_deliveries_write, policy_delivery
 from persistence.selectors.config import company_config
+from synthorg.after_response import after_response
 from synthorg.company_config.memory import CompanyMemoryConfig
 from synthorg.company_config.namespaces import NamespaceError, render_namespace
-from synthorg.db.replicas import read_with_fallback, unfenced
+from synthorg.db.replicas import read_with_fallback
 from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
@@ -245,12 +250,7 @@ class MemoryService:
     # --- retrieval ----------------------------------------------------------------------
 
     def _log(self, kind: str, text: str, started: float, count: int, degraded) -> None:
-        # bookkeeping: the log row must not hold the agent's next reads to the primary
-        with unfenced():
-            self._record(kind, text, started, count, degraded)
-
-    def _record(self, kind: str, text: str, started: float, count: int, degraded) -> None:
-        request_log_record(
+        entry = request_log_entry(
             agent=self.agent,
             config=self.config.request_log,
             kind=kind,
@@ -260,6 +260,10 @@ class MemoryService:
             latency_ms=(time.perf_counter() - started) * 1000,
             degraded=degraded,
         )
+        if entry is not None:
+            # bookkeeping: written after the response is sent (now outside a request), and
+            # never holding the agent's next reads to the primary
+            after_response(request_log_write, entry)
 
     @_routed
     def search(self, query: MemoryQuery, *, include_shared: bool | None = None) -> SearchResult:
@@ -302,6 +306,9 @@ class MemoryService:
                 len(prepared.included),
                 prepared.degraded,
             )
+            if prepared.policy_block is not None:  # bookkeeping, like the log row
+                delivery = policy_delivery(agent=self.agent, block=prepared.policy_block)
+                after_response(policy_deliveries_write, delivery)
         return prepared
 
     # --- shared knowledge ---------------------------------------------------------------

@@ -41,7 +41,7 @@ from memory.prompting.hierarchical import hierarchical_search
 from memory.prompting.llm_checks import llm_request_deadline
 from memory.prompting.rerank import rerank
 from orgmemory.selectors import org_prompt_context
-from orgmemory.selectors.policies import format_core_policy_block
+from orgmemory.selectors.policies import CorePolicyBlock
 from persistence.models import Agent
 from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory
@@ -92,6 +92,8 @@ class PreparedContext:
     retrieval: dict | None = None
     #: advisory ``{code, message}`` entries: e.g. the non-inferable filter left no memory
     warnings: list[dict[str, str]] = field(default_factory=list)
+    #: the core policy block pinned first, with its revision (``None``: none was pinned)
+    policy_block: CorePolicyBlock | None = None
 
 
 def check_context_input(query_text: str, token_budget: int) -> None:
@@ -285,10 +287,11 @@ def agent_prompt_context(
     """
     pinned: list[str] = []
     extra: list[ContextEntry] = []
+    policy_block = None
     if request.include_org:
         org = org_prompt_context(company=agent.company, context=request.query.text)
-        block = format_core_policy_block(org.core_policies)
-        pinned = [block] if block else []
+        policy_block = org.core_block
+        pinned = [policy_block.text] if policy_block else []
         extra = [
             ContextEntry(
                 key=f"fact:{fact.fact_id}",
@@ -299,7 +302,7 @@ def agent_prompt_context(
             )
             for fact in org.facts
         ]
-    return memory_context(
+    prepared = memory_context(
         agent=agent,
         request=request,
         config=config,
@@ -309,6 +312,8 @@ def agent_prompt_context(
         embedder=embedder,
         provider=provider,
     )
+    prepared.policy_block = policy_block
+    return prepared
 
 
 def _memory_entry(hit) -> ContextEntry:

@@ -38,7 +38,7 @@ from memory.prompting.llm_checks import (
 )
 from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from memory.prompting.self_editing import core_block
-from orgmemory.selectors.policies import core_policy_block
+from orgmemory.selectors.policies import CorePolicyBlock, pinned_core_policies
 from persistence.models import Agent
 from synthorg.company_config.memory import (
     CompanyMemoryConfig,
@@ -105,11 +105,8 @@ class MemoryInjectionStrategy(Protocol):
     def get_tool_definitions(self) -> tuple[dict, ...]: ...
 
 
-def _core_policies(agent: Agent, include_org: bool) -> list[str]:
-    if not include_org:
-        return []
-    block = core_policy_block(company=agent.company)
-    return [block] if block else []
+def _core_policies(agent: Agent, include_org: bool) -> CorePolicyBlock | None:
+    return pinned_core_policies(company=agent.company) if include_org else None
 
 
 def _definitions(names: Sequence[str]) -> tuple[dict, ...]:
@@ -142,12 +139,15 @@ class ToolBasedInjectionStrategy:
         return self.agent.memory_level != MemoryLevel.NONE
 
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
-        pinned = _core_policies(self.agent, request.include_org)
+        policy_block = _core_policies(self.agent, request.include_org)
+        pinned = [policy_block.text] if policy_block else []
         instruction = TOOL_BASED_INSTRUCTION + (TOOL_BASED_WRITE_INSTRUCTION * self.can_write)
         messages = build_messages([], pinned=pinned)
         messages.append({"role": "system", "content": instruction})
         used = sum(estimate_tokens(text) for text in pinned)
-        return PreparedContext(messages, [], [], used, request.token_budget)
+        return PreparedContext(
+            messages, [], [], used, request.token_budget, policy_block=policy_block
+        )
 
     def get_tool_definitions(self) -> tuple[dict, ...]:
         return _definitions(SEARCH_TOOLS + (WRITE_TOOLS if self.can_write else ()))
@@ -162,7 +162,8 @@ class SelfEditingMemoryStrategy:
 
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
         token_budget = request.token_budget
-        pinned = _core_policies(self.agent, request.include_org)
+        policy_block = _core_policies(self.agent, request.include_org)
+        pinned = [policy_block.text] if policy_block else []
         pinned_tokens = sum(estimate_tokens(text) for text in pinned)
         block = core_block(agent=self.agent, token_budget=max(0, token_budget - pinned_tokens))
         messages = build_messages([entry.fenced for entry in block.included], pinned=pinned)
@@ -173,6 +174,7 @@ class SelfEditingMemoryStrategy:
             dropped=block.dropped,
             tokens_used=pinned_tokens + block.tokens_used,
             token_budget=token_budget,
+            policy_block=policy_block,
         )
 
     def get_tool_definitions(self) -> tuple[dict, ...]:

@@ -15,7 +15,7 @@ from django.utils.timezone import is_naive, make_aware
 from django.views.decorators.http import require_POST
 
 from orgmemory.selectors.facts import fact_history
-from orgmemory.selectors.policies import format_core_policy_block, policies
+from orgmemory.selectors.policies import core_policy_block_of, policies, policy_deliveries
 from orgmemory.services.policies import (
     core_policies_adopt,
     policy_add,
@@ -49,8 +49,10 @@ def _context(request, user: ConsoleUser) -> dict:
     except InvalidInputError as exc:
         as_of, error = None, exc.detail
     items = policies(company=user.company, as_of=as_of)
-    block = format_core_policy_block([item.content for item in items]) or ""
+    shown = core_policy_block_of(items)
+    block = shown.text if shown else ""
     tokens = estimate_tokens(block)
+    current = shown if as_of is None else core_policy_block_of(policies(company=user.company))
     threshold = company_config(user.company).org_memory.core_policies_token_warning
     return {
         "section": "policies",
@@ -62,6 +64,8 @@ def _context(request, user: ConsoleUser) -> dict:
         "as_of": as_of,
         "as_of_raw": request.GET.get("as_of", ""),
         "unversioned": [item for item in items if item.source == "config"],
+        "current_revision": current.revision if current else "",
+        "deliveries": policy_deliveries(company=user.company, current=current),
         "can_edit": ROLE_RANK.get(user.role, -1) >= ROLE_RANK["admin"],
         "order": ",".join(str(item.fact_id) for item in items if item.fact_id),
         "error": error,

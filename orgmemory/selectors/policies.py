@@ -8,11 +8,12 @@ until a human adopts it. ``as_of`` applies to the facts; their order is the curr
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from orgmemory.models import OrgFact
+from orgmemory.models import OrgFact, PolicyDelivery
 from orgmemory.selectors.facts import live_facts
 from persistence.models import Company
 from persistence.selectors.config import company_config
@@ -81,5 +82,72 @@ def format_core_policy_block(texts: list[str]) -> str | None:
     return CORE_POLICIES_HEADER + "\n" + "\n".join(f"- {text}" for text in texts)
 
 
+@dataclass(frozen=True)
+class CorePolicyBlock:
+    """The pinned block as one agent receives it, and which revision of the set it is.
+
+    ``revision`` is the SHA-256 of ``text``: two deliveries carry the same revision exactly
+    when the agents received the same words. ``versions`` names each policy behind it
+    (``"<fact_id>:v<version>"``, or ``"config-<index>"`` for an unversioned config policy)."""
+
+    text: str
+    revision: str
+    versions: tuple[str, ...]
+
+
+def block_revision(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def core_policy_block_of(items: list[PolicyView]) -> CorePolicyBlock | None:
+    """The block of ``items`` (from :func:`policies`), or ``None`` without policies."""
+    text = format_core_policy_block([item.content for item in items])
+    if text is None:
+        return None
+    versions = tuple(
+        f"{item.fact_id}:v{item.version}" if item.source == "fact" else item.id for item in items
+    )
+    return CorePolicyBlock(text=text, revision=block_revision(text), versions=versions)
+
+
+def pinned_core_policies(*, company: Company) -> CorePolicyBlock | None:
+    """The block every agent of ``company`` receives now, with its revision."""
+    return core_policy_block_of(policies(company=company))
+
+
 def core_policy_block(*, company: Company) -> str | None:
-    return format_core_policy_block([policy.content for policy in policies(company=company)])
+    block = pinned_core_policies(company=company)
+    return block.text if block else None
+
+
+@dataclass(frozen=True)
+class DeliveryView:
+    """An agent's last core-policy delivery, compared with the block agents receive now."""
+
+    agent_id: int
+    agent_name: str
+    delivered_at: datetime
+    revision: str
+    versions: tuple[str, ...]
+    current: bool
+
+
+def policy_deliveries(*, company: Company, current: CorePolicyBlock | None) -> list[DeliveryView]:
+    """Every agent of ``company`` that received a core policy block, latest first;
+    ``current`` says whether its block is ``current`` (the block agents receive now)."""
+    rows = (
+        PolicyDelivery.objects.filter(company=company)
+        .select_related("agent")
+        .order_by("-delivered_at", "agent_id")
+    )
+    return [
+        DeliveryView(
+            agent_id=row.agent_id,
+            agent_name=row.agent.name,
+            delivered_at=row.delivered_at,
+            revision=row.revision,
+            versions=tuple(row.versions),
+            current=current is not None and row.revision == current.revision,
+        )
+        for row in rows
+    ]

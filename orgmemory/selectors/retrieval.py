@@ -29,7 +29,7 @@ from datetime import datetime
 from orgmemory.domain import OrgMemoryQuery
 from orgmemory.embedding import embed_text
 from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_operations
-from orgmemory.selectors.policies import policies
+from orgmemory.selectors.policies import CorePolicyBlock, core_policy_block_of, policies
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import LINEAR_DEFAULTS, FusionStrategy
@@ -59,6 +59,8 @@ class PromptFact:
 class OrgPromptContext:
     core_policies: list[str] = field(default_factory=list)
     facts: list[PromptFact] = field(default_factory=list)
+    #: ``core_policies`` as the pinned block, with its revision (``None`` without policies)
+    core_block: CorePolicyBlock | None = None
 
 
 _SCORE = bm25.sql_score(tf="tf.f", df="df.n", n="%(n)s", dl="tf.dl", avgdl="%(avgdl)s")
@@ -315,9 +317,11 @@ def org_prompt_context(
     Facts are content written by agents and humans of the company; the caller should fence
     them as untrusted text when packing a prompt.
     """
-    core = [policy.content for policy in policies(company=company, as_of=as_of)]
+    items = policies(company=company, as_of=as_of)
+    core = [policy.content for policy in items]
+    block = core_policy_block_of(items)
     if not (context or "").strip():
-        return OrgPromptContext(core_policies=core, facts=[])
+        return OrgPromptContext(core_policies=core, facts=[], core_block=block)
     found = query_facts(
         company=company,
         query=OrgMemoryQuery(
@@ -336,4 +340,4 @@ def org_prompt_context(
         )
         for view in found
     ]
-    return OrgPromptContext(core_policies=core, facts=facts)
+    return OrgPromptContext(core_policies=core, facts=facts, core_block=block)

@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from persistence.console import views
+from persistence.console import config, views
 
 app_name = "console"
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("login", views.ConsoleLoginView.as_view(), name="login"),
     path("logout", auth_views.LogoutView.as_view(next_page="console:login"), name="logout"),
     path("company", views.switch_company, name="switch-company"),
+    path("company/config", config.company_config_view, name="company-config"),
 ]

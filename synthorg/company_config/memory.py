@@ -183,6 +183,28 @@ class EmbedderOverrideConfig(BaseModel):
         return self
 
 
+#: Vectors one memory may have (its first window plus chunks): 27 windows cover the longest
+#: content (memory.core.chunking), so the cap is a cost bound, not a silent truncation, at the
+#: default.
+MAX_CHUNKS_LIMIT = 32
+
+
+class MemoryChunkingConfig(BaseModel):
+    """How a memory's text becomes vectors (``memory.core.chunking``).
+
+    ``max_chunks``: windows embedded per memory (content past the last one is found by the
+    sparse leg only). ``context_chars``: characters of a memory's context embedded with its
+    first window, never more than the room its content leaves. The default 0 (the context is
+    indexed by the sparse leg only, the vectors are the content's) is the best measured on
+    both dev splits (docs/benchmarks/retrieval.md, "Long memories and context").
+    """
+
+    model_config = FROZEN
+
+    max_chunks: int = Field(default=MAX_CHUNKS_LIMIT, ge=1, le=MAX_CHUNKS_LIMIT)
+    context_chars: int = Field(default=0, ge=0, le=4000)
+
+
 class EmbeddingFineTuneConfig(BaseModel):
     """The per-company query adapter (docs/operating/fine-tune.md).
 
@@ -689,6 +711,7 @@ class CompanyMemoryConfig(BaseModel):
     self_editing: SelfEditingMemoryConfig = Field(default_factory=SelfEditingMemoryConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
+    chunking: MemoryChunkingConfig = Field(default_factory=MemoryChunkingConfig)
     procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)

@@ -89,6 +89,8 @@ def test_console_admin_and_api_docs_pass_the_policy_in_chromium(live_server, bro
         "/console/memories/skill-evolver",
         "/console/agents/",
         f"/console/agents/{agent.pk}",
+        "/console/policies/",
+        "/console/company/config",
         "/console/facts/",
         f"/console/facts/{OrgFact.objects.filter(company=world.company).first().pk}",
         f"/console/memories/context-preview?agent={agent.pk}&query=memory&token_budget=500",

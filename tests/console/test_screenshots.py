@@ -17,10 +17,11 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.services.store import memory_store
 from memory.interfaces.service import MemoryService
 from memory.prompting.context import ContextRequest
+from orgmemory.services.policies import policy_add
 from persistence.principal import Principal
 from tests.console.test_browser import PASSWORD, _seed, _shot, _wait
 from tests.console.test_csp import LISTENER, _violations
-from tests.persistence.factories import CostRecordFactory
+from tests.persistence.factories import CostRecordFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,6 +36,13 @@ LESSONS = [
 def _world():
     company, _membership, agents, promotion, _risky, memory_id = _seed()
     planner = agents[0]
+    admin = MembershipFactory(company=company, role="admin", user__username="ada")
+    for text in ("Never push to main.", "Rollbacks need the on-call engineer's approval."):
+        policy_add(
+            company=company,
+            actor=Principal.for_human(admin.user, company, "admin"),
+            content=text,
+        )
     for text in LESSONS:
         memory_store(agent=planner, request=MemoryStoreRequest(content=text, category="semantic"))
     service = MemoryService(Principal.for_agent(planner), via="mcp")
@@ -106,3 +114,19 @@ def test_every_console_page(live_server, browser):
     _shot(browser, "inbox_phone.png", width=390)
     assert {page: found for page, found in seen.items() if found} == {}
     assert all(found == [] for found in seen.values())
+
+
+def test_configuration_page_as_admin(live_server, browser):
+    _world()
+    base = live_server.url
+    browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LISTENER})
+    browser.get(f"{base}/console/login")
+    _wait(browser, ec.presence_of_element_located((By.ID, "id_username")))
+    browser.find_element(By.ID, "id_username").send_keys("ada")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "header.topbar nav")))
+    browser.get(f"{base}/console/company/config")
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".rjf-form-group")))
+    assert _violations(browser) == []
+    _shot(browser, "config.png")

@@ -21,6 +21,7 @@ from django.db import connection
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
+from memory.core.models.memory import Memory
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
 from memory.ingestion.scheduling import dream_deferred_name
 from memory.ingestion.services import extraction
@@ -306,6 +307,53 @@ def test_b_extracts_while_a_model_hangs_on_the_llm_workers(stand_in):
         stand_in.server.stop()  # A's hanging call ends
         assert workers.finished(1)[hanging] == "failed"
     workers.join()
+
+
+def test_a_deferred_extraction_still_stores_the_turns_at_once(stand_in):
+    """Only the LLM's facts wait for a free slot: the turns (``store_turns``, the default)
+    need no LLM and are searchable while the company's slot is held elsewhere."""
+    stand_in.hanging_models = set()
+    stand_in.answer = json.dumps(FACTS)
+    company = CompanyFactory()
+    configure(company, extraction={"model": "model-b"})
+    conversation = due_conversation(company, "b-1")
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():  # another worker (own connection) runs company's LLM work
+        try:
+            with company_llm_slot(company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        assert extract_conversation(conversation.pk) == "deferred"
+        runs = ExtractionRun.objects.filter(conversation=conversation)
+        assert sorted(runs.values_list("trigger", "method", "status", "first_seq", "last_seq")) == [
+            ("debounce", "", "deferred", 1, 1),
+            ("turns", "verbatim", "succeeded", 1, 1),
+        ]
+        turn = "Ana said billing deploys on Fridays (b-1)."
+        stored = Memory.objects.filter(agent=conversation.agent)
+        assert list(stored.values_list("content", flat=True)) == [turn]
+        assert Conversation.objects.get(pk=conversation.pk).verbatim_through_seq == 1
+        assert stand_in.chat_requests == []
+    finally:
+        release.set()
+        holder.join(timeout=60)
+
+    assert extract_conversation(conversation.pk) == "succeeded"
+    runs = ExtractionRun.objects.filter(conversation=conversation).exclude(status="deferred")
+    assert sorted(runs.values_list("method", "status")) == [
+        ("llm", "succeeded"),
+        ("verbatim", "succeeded"),  # not stored a second time by the LLM run
+    ]
+    assert Memory.objects.filter(agent=conversation.agent).count() == 2  # the turn + a fact
 
 
 def test_the_extraction_sweep_gives_each_company_its_own_task(stand_in):

@@ -31,20 +31,22 @@ def words_vector(text: str, dims: int) -> list[float]:
     return vector
 
 
-def words_handler(dims: int):
+def words_handler(dims: int, window: int | None = None):
+    """``window``: read only the first ``window`` characters of each input, as a real model
+    reads only its first N tokens (the rest of a long text is invisible to it)."""
+
     def handle(request) -> ScriptedResponse:
         body = request.json()
         inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-        return ScriptedResponse(
-            json=embeddings_payload([words_vector(t, dims) for t in inputs], model=body["model"])
-        )
+        vectors = [words_vector(t[:window] if window else t, dims) for t in inputs]
+        return ScriptedResponse(json=embeddings_payload(vectors, model=body["model"]))
 
     return handle
 
 
-def words_server(dims: int) -> FakeOpenAIServer:
+def words_server(dims: int, window: int | None = None) -> FakeOpenAIServer:
     server = FakeOpenAIServer(embedding_dims=dims)
-    server.set_handler(server.EMBEDDINGS, words_handler(dims))
+    server.set_handler(server.EMBEDDINGS, words_handler(dims, window))
     return server
 
 

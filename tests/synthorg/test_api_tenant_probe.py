@@ -165,6 +165,8 @@ SEED_HINTS = {
     "Message": {"sender_agent": lambda seeder: seeder.agent, "sender_user": None},
     "CollaborationMetric": {"agent": lambda seeder: seeder.agent, "peer": lambda s: s.second},
     "ArchivedMemory": {"category": "semantic"},
+    # a chunk row holds a vector (NOT NULL: a chunk exists only as a vector)
+    "MemoryChunk": {"embedding": [0.5] * 384},
     # a pending item: no decision fields, a TTL within 60 s – 7 days
     "ApprovalItem": {
         "decided_by": None,
@@ -172,6 +174,8 @@ SEED_HINTS = {
         "expires_at": datetime(2026, 3, 2, tzinfo=UTC),
     },
     "ApprovalWebhook": {"url": lambda seeder: f"https://example.com/{seeder.marker}"},
+    # a core-policy delivery names the block by its SHA-256 (64 lowercase hex characters)
+    "PolicyDelivery": {"revision": "0" * 64},
     # one-to-one primary keys: the report / memory they describe
     "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},

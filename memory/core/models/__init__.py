@@ -3,7 +3,7 @@ request log, query-adapter fine-tune runs and their checkpoints."""
 
 from memory.core.models.finetune import AdapterCheckpoint, FineTuneRun
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
-from memory.core.models.memory import Memory
+from memory.core.models.memory import Memory, MemoryChunk
 from memory.core.models.reembed import ReembedJob
 from memory.core.models.request_log import RequestLogEntry
 
@@ -13,6 +13,7 @@ __all__ = [
     "FineTuneRun",
     "MaintenanceRun",
     "Memory",
+    "MemoryChunk",
     "ReembedJob",
     "RequestLogEntry",
 ]

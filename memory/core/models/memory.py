@@ -24,6 +24,9 @@ MEMORY_CONTEXT_MAX_CHARS = 4_000
 # The default embedder's width (all-MiniLM-L6-v2). The column itself is untyped: it holds
 # vectors of any width, each indexed per embedder (memory.core.vector_indexes).
 EMBEDDING_DIMS = 384
+#: Chunk rows one memory may hold: its windows after the first (the config's
+#: ``memory.chunking.max_chunks`` counts the first too, at most 32).
+MAX_CHUNK_ROWS = 31
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -75,6 +78,10 @@ class Memory(models.Model):
     last_applied_at = models.DateTimeField(null=True, blank=True)
 
     embedding = VectorField(null=True, blank=True)  # untyped: any width (see above)
+    # Vectors of the content's later windows (MemoryChunk rows, memory.core.chunking): 0 for
+    # a memory whose content fits one window. Kept with the rows in one transaction; the
+    # dense leg reads chunks only of rows with chunks (a partial index finds them).
+    chunk_count = models.PositiveSmallIntegerField(default=0, db_default=0)
     embedder_id = models.CharField(max_length=100, blank=True, default="")
     embedding_status = models.CharField(
         max_length=16, choices=EmbeddingStatus.choices, default=EmbeddingStatus.PENDING
@@ -127,6 +134,12 @@ class Memory(models.Model):
                 condition=models.Q(embedding__isnull=True) | ~models.Q(embedder_id=""),
                 name="memory_embedding_has_embedder",
             ),
+            # Chunks are the later windows of an embedded memory: none without a first vector.
+            models.CheckConstraint(
+                condition=models.Q(chunk_count__lte=MAX_CHUNK_ROWS)
+                & (models.Q(chunk_count=0) | models.Q(embedding__isnull=False)),
+                name="memory_chunk_count_valid",
+            ),
         ]
         indexes = [
             models.Index(
@@ -141,6 +154,17 @@ class Memory(models.Model):
             ),
             models.Index(fields=["agent", "session_id"], name="memory_agent_session"),
             models.Index(fields=["expires_at"], name="memory_expires"),
+            # The dense leg's chunk branch starts from the scope's chunked rows only.
+            models.Index(
+                fields=["agent", "is_shared"],
+                condition=models.Q(chunk_count__gt=0),
+                name="memory_agent_chunked",
+            ),
+            models.Index(
+                fields=["company"],
+                condition=models.Q(chunk_count__gt=0, is_shared=True),
+                name="memory_shared_chunked",
+            ),
             models.Index(
                 fields=["embedding_status"],
                 condition=models.Q(embedding_status="pending"),
@@ -155,3 +179,30 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.category}: {self.content[:60]}"
+
+
+class MemoryChunk(models.Model):
+    """The vector of one later window of a memory's content (window 0 is
+    ``Memory.embedding``); see :mod:`memory.core.chunking`. Deleted with its memory."""
+
+    id = models.BigAutoField(primary_key=True)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveSmallIntegerField()
+    embedding = VectorField()  # untyped, like Memory.embedding
+    embedder_id = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["memory", "ordinal"], name="memory_chunk_unique"),
+            models.CheckConstraint(
+                condition=models.Q(ordinal__gte=1) & models.Q(ordinal__lte=MAX_CHUNK_ROWS),
+                name="memory_chunk_ordinal_range",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(embedder_id=""), name="memory_chunk_has_embedder"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.ordinal} of {self.memory_id}"

@@ -17,10 +17,11 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from memory.core.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest, embedding_text
+from memory.core.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest
 from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
+from memory.core.services.chunks import chunking_for, chunks_replace, windows_for
 from memory.core.services.embeddings import Embedded, embed_texts
 from persistence.access import ROLE_RANK
 from persistence.models import Agent, Project
@@ -85,7 +86,7 @@ class _PreparedUpdate:
 
     memory_id: UUID
     changes: dict[str, Any]
-    text: str | None  # the embedded text, when the request changes the text
+    text: tuple[str, str] | None  # the (content, context) embedded, when the request changes it
     embedded: Embedded | None
 
 
@@ -108,12 +109,12 @@ def _prepare_update(
             errors=[{"field": "expires_at", "message": EXPIRES_IN_PAST, "code": "expires_in_past"}],
         )
     current = agent_memory_get(agent=agent, memory_id=memory_id, now=now)
-    text = embedding_text(
-        changes.get("content", current.content), changes.get("context", current.context)
-    )
-    if text == embedding_text(current.content, current.context):
+    text = (changes.get("content", current.content), changes.get("context", current.context))
+    if text == (current.content, current.context):
         return _PreparedUpdate(memory_id=current.pk, changes=changes, text=None, embedded=None)
-    embedded = embed_texts(company=agent.company, texts=[text], embedder=embedder)
+    # Every window of the new text (memory.core.chunking), in one embedder call.
+    windows = windows_for(*text, chunking_for(agent.company))
+    embedded = embed_texts(company=agent.company, texts=windows, embedder=embedder)
     return _PreparedUpdate(memory_id=current.pk, changes=changes, text=text, embedded=embedded)
 
 
@@ -122,25 +123,35 @@ def _apply_update(prepared: _PreparedUpdate, *, now: datetime) -> tuple[Memory, 
     memory = Memory.objects.select_for_update().get(pk=prepared.memory_id)
     if memory.superseded_at is not None:
         raise MemoryStoreConflictError(MEMORY_SUPERSEDED, code="memory_superseded")
-    before = embedding_text(memory.content, memory.context)
+    before = (memory.content, memory.context)
     for name, value in prepared.changes.items():
         if name == "category":
             value = value.value
         elif name == "tags":
             value = list(value)
         setattr(memory, name, value)
-    text = embedding_text(memory.content, memory.context)
+    text = (memory.content, memory.context)
+    windows = None
     if text != before:
-        if prepared.embedded is not None and text == prepared.text:
-            memory.embedding = prepared.embedded.vector(0)
-            memory.embedder_id = prepared.embedded.embedder_id if prepared.embedded.ok else ""
-            memory.embedding_status = prepared.embedded.status
-        else:  # the text changed under us: never keep a vector of another text
+        embedded = prepared.embedded
+        if (
+            embedded is not None
+            and embedded.vectors is not None
+            and prepared.text == (memory.content, memory.context)
+        ):
+            windows = list(embedded.vectors)
+            memory.embedding = windows[0].tolist()
+            memory.embedder_id = embedded.embedder_id
+            memory.embedding_status = Memory.EmbeddingStatus.READY
+        else:  # embedder failed, or the text changed under us: no vector of another text
             memory.embedding = None
             memory.embedder_id = ""
             memory.embedding_status = Memory.EmbeddingStatus.PENDING
+        memory.chunk_count = len(windows) - 1 if windows else 0
     memory.updated_at = now
     memory.save()
+    if text != before:
+        chunks_replace(memory.company_id, [(memory.pk, windows)], memory.embedder_id)
     return memory, text != before
 
 
@@ -275,9 +286,11 @@ def memory_session_end(
     """End ``agent``'s session ``session_id``: purge its session-level memories."""
     if not session_id.strip() or len(session_id) > SESSION_ID_MAX_CHARS:
         raise MemoryStoreError(SESSION_ID_INVALID, code="invalid_session_id")
-    purged, _ = Memory.objects.filter(
+    # Counted: the memories (their chunk rows go with them).
+    _, by_model = Memory.objects.filter(
         agent=agent, level=Memory.Level.SESSION, session_id=session_id
     ).delete()
+    purged = by_model.get(Memory._meta.label, 0)
     audit_record(
         company=agent.company,
         principal=principal,
@@ -299,5 +312,5 @@ def memory_session_end(
 def memory_purge_project(project: Project) -> dict[str, int]:
     """Project close hook: purge the project's project-level memories (runs inside the
     closing transaction; the close's own audit entry records the count)."""
-    purged, _ = Memory.objects.filter(project=project, level=Memory.Level.PROJECT).delete()
-    return {"memories_purged": purged}
+    _, by_model = Memory.objects.filter(project=project, level=Memory.Level.PROJECT).delete()
+    return {"memories_purged": by_model.get(Memory._meta.label, 0)}

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import transaction
 
-from memory.core.domain import embedding_text
 from memory.core.embedding import embedder_for
 from memory.core.models.memory import EMBEDDING_DIMS, Memory
+from memory.core.services.chunks import chunking_for, chunks_replace, flat_texts, windows_for
 from persistence.models import Company
 from synthorg.embedding import Embedder, EmbeddingError
 from synthorg.errors import DomainError
@@ -85,21 +85,28 @@ def memory_embeddings_backfill(*, limit: int = BACKFILL_BATCH) -> int:
     filled = 0
     for company_id, rows in by_company.items():
         company = Company.objects.get(pk=company_id)
-        embedded = embed_texts(
-            company=company, texts=[embedding_text(r["content"], r["context"]) for r in rows]
-        )
+        chunking = chunking_for(company)
+        windows = [windows_for(r["content"], r["context"], chunking) for r in rows]
+        texts = flat_texts(windows)
+        embedded = embed_texts(company=company, texts=texts)
         if not embedded.ok:
             continue
+        by_text = dict(zip(texts, embedded.vectors, strict=True))
         with transaction.atomic():
-            for index, row in enumerate(rows):
-                filled += Memory.objects.filter(
+            done = []
+            for row, row_windows in zip(rows, windows, strict=True):
+                vectors = [by_text[text] for text in row_windows]
+                if Memory.objects.filter(
                     pk=row["id"],
                     embedding_status=Memory.EmbeddingStatus.PENDING,
                     content=row["content"],
                     context=row["context"],
                 ).update(
-                    embedding=embedded.vector(index),
+                    embedding=vectors[0].tolist(),
                     embedder_id=embedded.embedder_id,
                     embedding_status=Memory.EmbeddingStatus.READY,
-                )
+                ):
+                    done.append((row["id"], vectors))
+            chunks_replace(company_id, done, embedded.embedder_id)
+            filled += len(done)
     return filled

@@ -27,10 +27,10 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
-from memory.core.domain import embedding_text
 from memory.core.embedding import embedder_for
 from memory.core.models.maintenance import ArchivedMemory
-from memory.core.models.memory import Memory
+from memory.core.models.memory import Memory, MemoryChunk
+from memory.core.services.chunks import chunking_for, chunks_insert, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from persistence.content_registry import (
     ContentKind,
@@ -117,7 +117,37 @@ def _export_memories(
         .select_related("agent", "project")
         .order_by("created_at", "id")
     )
-    for row in rows.iterator(chunk_size=EXPORT_CHUNK):
+    for page in _pages(rows.iterator(chunk_size=EXPORT_CHUNK)):
+        chunks = _chunk_vectors([row.pk for row in page if row.chunk_count])
+        yield from _memory_records(company, page, chunks)
+
+
+def _pages(rows: Iterator, size: int = EXPORT_CHUNK) -> Iterator[list]:
+    page: list = []
+    for row in rows:
+        page.append(row)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page
+
+
+def _chunk_vectors(memory_ids: list) -> dict:
+    """memory id → its chunk vectors in window order."""
+    found: dict = {}
+    if memory_ids:
+        for memory_id, vector in (
+            MemoryChunk.objects.filter(memory_id__in=memory_ids)
+            .order_by("memory_id", "ordinal")
+            .values_list("memory_id", "embedding")
+        ):
+            found.setdefault(memory_id, []).append(vector)
+    return found
+
+
+def _memory_records(company: Company, page: list, chunks: dict) -> Iterator[dict]:
+    for row in page:
         record = {
             "id": str(row.pk),
             "id_signature": row_id_signature(company, row.pk),
@@ -127,6 +157,8 @@ def _export_memories(
         record["project"] = row.project.name if row.project_id else None
         record["superseded_by"] = _json(row.superseded_by_id)
         record["embedding"] = _encode_vector(row.embedding)
+        # The later windows' vectors (memory.core.chunking), in order.
+        record["chunks"] = [_encode_vector(v) for v in chunks.get(row.pk, ())]
         yield record
 
 
@@ -165,12 +197,17 @@ def export_archive(
 
 
 def erase_private_memories(agent: Agent) -> int:
-    # Vectors and the search index live in the row: deleting it deletes them.
-    return Memory.objects.filter(agent=agent, is_shared=False).delete()[0]
+    # The first vector and the search index live in the row, the later windows' vectors in
+    # its chunk rows, deleted with it (counted: the memories).
+    return _delete_memories(Memory.objects.filter(agent=agent, is_shared=False))
 
 
 def erase_shared_knowledge(agent: Agent) -> int:
-    return Memory.objects.filter(agent=agent, is_shared=True).delete()[0]
+    return _delete_memories(Memory.objects.filter(agent=agent, is_shared=True))
+
+
+def _delete_memories(queryset) -> int:
+    return queryset.delete()[1].get(Memory._meta.label, 0)
 
 
 def erase_archive(agent: Agent) -> int:
@@ -354,32 +391,56 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
     except DomainError:  # the company's embedder is unusable: every row goes pending
         embedder, current_id, current_dims = None, None, None
     to_embed = []
+    chunking = chunking_for(company)
+    windows: dict = {}  # memory id → its window vectors after the first
     for memory, row in new:
+        count = len(windows_for(memory.content, memory.context, chunking))
         vector = _vector(row.get("embedding"), current_dims)
-        if vector is not None and row.get("embedder_id") == current_id:
+        exported = row.get("chunks") or []
+        later = [_vector(v, current_dims) for v in exported] if isinstance(exported, list) else []
+        # Reused only whole: the first vector and one per later window this company's
+        # chunking gives (else every window is embedded again).
+        if (
+            vector is not None
+            and row.get("embedder_id") == current_id
+            and len(later) == count - 1
+            and all(v is not None for v in later)
+        ):
             memory.embedding = vector
             memory.embedder_id = row["embedder_id"]
             memory.embedding_status = Memory.EmbeddingStatus.READY
+            memory.chunk_count = len(later)
+            windows[memory.pk] = later
         else:
             to_embed.append(memory)
     for start in range(0, len(to_embed), EXPORT_CHUNK):
         chunk = to_embed[start : start + EXPORT_CHUNK]
-        embedded = embed_texts(
-            company=company,
-            texts=[embedding_text(m.content, m.context) for m in chunk],
-            embedder=embedder,
-        )
-        for position, memory in enumerate(chunk):
+        groups = [windows_for(m.content, m.context, chunking) for m in chunk]
+        texts = flat_texts(groups)
+        embedded = embed_texts(company=company, texts=texts, embedder=embedder)
+        by_text = dict(zip(texts, embedded.vectors, strict=True)) if embedded.ok else {}
+        for memory, group in zip(chunk, groups, strict=True):
             if embedded.ok:
-                memory.embedding = embedded.vector(position)
+                memory.embedding = by_text[group[0]].tolist()
                 memory.embedder_id = embedded.embedder_id
                 memory.embedding_status = Memory.EmbeddingStatus.READY
+                memory.chunk_count = len(group) - 1
+                windows[memory.pk] = [by_text[text] for text in group[1:]]
                 counts.embedded += 1
             else:
                 counts.pending += 1
     for memory in (m for m, _ in new):
         _validate(memory, exclude=[*_RELATIONS, "embedding", "search_vector", "doc_length"])
     Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
+    chunks_insert(
+        company.pk,
+        [
+            (m.pk, ordinal, vector)
+            for m, _ in new
+            for ordinal, vector in enumerate(windows.get(m.pk, ()), start=1)
+        ],
+        next((m.embedder_id for m, _ in new if windows.get(m.pk)), ""),
+    )
     counts.created += len(new)
     # Supersession links, now that every row of the file exists (ids may be remapped).
     for memory, row in new:

@@ -41,8 +41,8 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from memory.core.domain import embedding_text
 from memory.core.models.reembed import ReembedJob
+from memory.core.services.chunks import chunking_for, chunks_replace, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from memory.core.vector_indexes import dense_condition, ensure_vector_index, vector_index_state
 from orgmemory.embedding import org_embedder
@@ -314,13 +314,16 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
         rows = cursor.fetchall()
     if not rows:
         return 0
-    embedded = embed_texts(
-        company=job.company,
-        texts=[embedding_text(content, context) for _, content, context in rows],
-        embedder=embedder,
-    )
+    # Every window of each memory (memory.core.chunking): the first into the row, the
+    # others into its chunk rows, replaced in the same transaction.
+    chunking = chunking_for(job.company)
+    windows = [windows_for(content, context, chunking) for _, content, context in rows]
+    texts = flat_texts(windows)
+    embedded = embed_texts(company=job.company, texts=texts, embedder=embedder)
     if not embedded.ok or embedded.embedder_id != job.to_embedder_id:
         raise EmbeddingError(f"the embedder {job.to_embedder_id} failed on a batch")
+    by_text = dict(zip(texts, embedded.vectors, strict=True))
+    vectors = [[by_text[text] for text in group] for group in windows]
     with transaction.atomic():
         # One statement for the batch (the BM25 statistics trigger runs per statement).
         # A row whose text changed since it was read is skipped: its own update embedded it.
@@ -332,10 +335,16 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
                     [row[0] for row in rows],
                     [row[1] for row in rows],
                     [row[2] for row in rows],
-                    [vector_literal(vector) for vector in embedded.vectors],
+                    [vector_literal(group[0]) for group in vectors],
                     job.company_id,
                 ],
             )
+            updated = {row[0] for row in cursor.fetchall()}
+        chunks_replace(
+            job.company_id,
+            [(r[0], group) for r, group in zip(rows, vectors, strict=True) if r[0] in updated],
+            embedded.embedder_id,
+        )
         _advance(job, "memories", cursor=rows[-1][0], count=len(rows))
     return len(rows)
 
@@ -345,6 +354,7 @@ UPDATE memory_memory m
    SET embedding = v.embedding::vector, embedder_id = %s, embedding_status = 'ready'
   FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[]) AS v(id, content, context, embedding)
  WHERE m.id = v.id AND m.content = v.content AND m.context = v.context AND m.company_id = %s
+RETURNING m.id
 """
 
 

@@ -1,15 +1,17 @@
-"""Writes of the request log: one INSERT per agent search/context call, and the retention
-that keeps it bounded (``memory.request_log``: ``enabled``, ``max_entries``,
-``max_age_days``).
+"""Writes of the request log: one row per agent search/context call, and the retention that
+keeps it bounded (``memory.request_log``: ``enabled``, ``max_entries``, ``max_age_days``).
 
-Recording is one ``INSERT`` (no read, no trim on the write path) committed with
-``synchronous_commit = off`` when it is its own transaction: the search does not wait for the
-WAL flush (measured: 4 ms of a 7 ms search on this machine's disk; ``bench/request_log.py``).
-A crash may lose the last fraction of a second of log rows, never make them inconsistent, and
-nothing else's durability changes (``SET LOCAL`` ends with the log's transaction; inside a
-caller's transaction the row simply commits with it). The ``memory-request-log-retention``
-schedule trims every company to its cap and age every 15 minutes, so a company holds at most
-``max_entries`` plus what its agents wrote in the last 15 minutes.
+:func:`request_log_entry` builds the row when the call answers (its time is the call's);
+:func:`request_log_write` inserts rows — one ``INSERT`` for all of them, no read, no trim on
+the write path — committed with ``synchronous_commit = off`` when it is its own transaction
+(a crash may lose the last fraction of a second of log rows, never make them inconsistent;
+nothing else's durability changes: ``SET LOCAL`` ends with the log's transaction). Inside an
+HTTP request ``MemoryService`` hands the rows to :func:`synthorg.after_response.after_response`,
+so they are written after the response is sent, in one statement per request
+(``bench/request_log.py`` measures what the client waits for). The
+``memory-request-log-retention`` schedule trims every company to its cap and age every 15
+minutes, so a company holds at most ``max_entries`` plus what its agents wrote in the last 15
+minutes.
 """
 
 from __future__ import annotations
@@ -28,6 +30,47 @@ from synthorg.company_config.memory import RequestLogConfig
 QUERY_MAX = 500
 
 
+def request_log_entry(
+    *,
+    agent: Agent,
+    config: RequestLogConfig,
+    kind: str,
+    via: str,
+    query: str,
+    result_count: int,
+    latency_ms: float,
+    degraded: Sequence[str] = (),
+    now: datetime | None = None,
+) -> RequestLogEntry | None:
+    """The unsaved row of one call (``None`` when the company turned the log off)."""
+    if not config.enabled:
+        return None
+    return RequestLogEntry(
+        company_id=agent.company_id,
+        agent=agent,
+        kind=kind,
+        via=via[:16],
+        query=query[:QUERY_MAX],
+        result_count=result_count,
+        latency_ms=max(0.0, latency_ms),
+        degraded=list(degraded),
+        created_at=now or timezone.now(),
+    )
+
+
+def request_log_write(entries: Sequence[RequestLogEntry]) -> None:
+    """Insert ``entries`` in one statement."""
+    if not entries:
+        return
+    if connection.in_atomic_block:  # the caller's transaction decides how it commits
+        RequestLogEntry.objects.bulk_create(entries)
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        RequestLogEntry.objects.bulk_create(entries)
+
+
 def request_log_record(
     *,
     agent: Agent,
@@ -40,29 +83,21 @@ def request_log_record(
     degraded: Sequence[str] = (),
     now: datetime | None = None,
 ) -> RequestLogEntry | None:
-    """Record one call (``None`` when the company turned the log off)."""
-    if not config.enabled:
-        return None
-    if connection.in_atomic_block:  # the caller's transaction decides how it commits
-        return _insert(agent, kind, via, query, result_count, latency_ms, degraded, now)
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        return _insert(agent, kind, via, query, result_count, latency_ms, degraded, now)
-
-
-def _insert(agent, kind, via, query, result_count, latency_ms, degraded, now):
-    return RequestLogEntry.objects.create(
-        company_id=agent.company_id,
+    """Build and insert one row now (``None`` when the company turned the log off)."""
+    entry = request_log_entry(
         agent=agent,
+        config=config,
         kind=kind,
-        via=via[:16],
-        query=query[:QUERY_MAX],
+        via=via,
+        query=query,
         result_count=result_count,
-        latency_ms=max(0.0, latency_ms),
-        degraded=list(degraded),
-        created_at=now or timezone.now(),
+        latency_ms=latency_ms,
+        degraded=degraded,
+        now=now,
     )
+    if entry is not None:
+        request_log_write([entry])
+    return entry
 
 
 @dataclass(frozen=True)

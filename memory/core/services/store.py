@@ -29,10 +29,12 @@ from pgvector.psycopg import register_vector
 from memory.core.domain import MAX_BATCH, MemoryStoreRequest, StoreResult
 from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.core.models.memory import Memory
+from memory.core.services.chunks import chunking_for, chunks_insert, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.models import Agent, Project
 from persistence.services.audit import audit_record
+from synthorg.company_config.memory import MemoryChunkingConfig
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
 
@@ -57,14 +59,22 @@ STORED_ACTION = "memory.stored"
 
 @dataclass(frozen=True)
 class StoreEmbeddings:
-    """Vectors computed ahead of a store, keyed by the text they embed
-    (:meth:`MemoryStoreRequest.embedding_text`). Empty when the embedder failed."""
+    """Vectors computed ahead of a store, keyed by the window texts they embed
+    (:func:`memory.core.services.chunks.windows_for`). Empty when the embedder failed."""
 
     embedder_id: str = ""
     by_text: dict[str, np.ndarray] = field(default_factory=dict)
+    chunking: MemoryChunkingConfig | None = None
 
-    def vector(self, request: MemoryStoreRequest) -> np.ndarray | None:
-        return self.by_text.get(request.embedding_text())
+    def vectors(self, request: MemoryStoreRequest) -> list[np.ndarray] | None:
+        """The request's window vectors, first window first (``None``: not all embedded)."""
+        if self.chunking is None:
+            return None
+        vectors = [
+            self.by_text.get(text)
+            for text in windows_for(request.content, request.context, self.chunking)
+        ]
+        return None if any(v is None for v in vectors) else vectors
 
 
 def memory_store_embed(
@@ -73,20 +83,23 @@ def memory_store_embed(
     requests: Sequence[MemoryStoreRequest],
     embedder: Embedder | None = None,
 ) -> StoreEmbeddings:
-    """Embed ``requests`` in one embedder call, for a later :func:`memory_store_batch`.
+    """Embed ``requests`` (every window of each) in one embedder call, for a later
+    :func:`memory_store_batch`.
 
     A caller that must hold locks around the store (a restore, a consolidation) calls this
     *before* taking them and passes the result as ``embeddings``: the embedder may be slow or
     remote, and must not run while other writers wait. Vectors are keyed by text, so a
     request whose text changed meanwhile simply finds none and is stored ``pending``.
     """
-    texts = list(dict.fromkeys(r.embedding_text() for r in requests))
+    chunking = chunking_for(agent.company)
+    texts = flat_texts(windows_for(r.content, r.context, chunking) for r in requests)
     embedded = embed_texts(company=agent.company, texts=texts, embedder=embedder)
     if embedded.vectors is None:
         return StoreEmbeddings()
     return StoreEmbeddings(
         embedder_id=embedded.embedder_id,
         by_text=dict(zip(texts, embedded.vectors, strict=True)),
+        chunking=chunking,
     )
 
 
@@ -269,6 +282,7 @@ def _store(
         _gate(agent, slots, level=level, shared=shared, now=now)
 
     rows = []
+    chunks: list[tuple] = []
     for slot in slots:
         if slot.result_id is not None or slot.twin is not None:
             continue
@@ -276,7 +290,8 @@ def _store(
         # No vector: the embedder failed, or the first gate pass took this request for a
         # duplicate of a memory that is gone now. The backfill task embeds it later (the
         # embedder is never called under the locks taken above).
-        vector = embeddings.vector(request)
+        vectors = embeddings.vectors(request)
+        vector = vectors[0] if vectors else None
         row = Memory(
             company_id=agent.company_id,
             agent=agent,
@@ -295,6 +310,7 @@ def _store(
             updated_at=now,
             expires_at=request.expires_at,
             embedding=vector,
+            chunk_count=len(vectors) - 1 if vectors else 0,
             embedder_id=embeddings.embedder_id if vector is not None else "",
             embedding_status=(
                 Memory.EmbeddingStatus.READY
@@ -303,9 +319,11 @@ def _store(
             ),
         )
         rows.append(row)
+        chunks += [(row.id, n, v) for n, v in enumerate(vectors[1:] if vectors else (), start=1)]
         slot.result_id = row.id
         slot.status = row.embedding_status
     _insert(rows)
+    chunks_insert(agent.company_id, chunks, embeddings.embedder_id)
     for slot in slots:
         if slot.twin is not None:
             slot.result_id, slot.status = slots[slot.twin].result_id, slots[slot.twin].status

@@ -13,7 +13,8 @@ call for one conversation:
    memories first (a ``verbatim`` run, trigger ``turns``; ``verbatim_through_seq`` keeps a
    turn from being stored twice), so the conversation is remembered whatever the LLM does;
    the LLM's facts are added on top. With ``store_turns: false`` the turns are stored only
-   when the LLM run fails (trigger ``llm_failed``).
+   when the LLM run fails (trigger ``llm_failed``). When every LLM slot of the company is
+   taken (a ``deferred`` run), the turns are still stored at once: only the facts wait.
    **Extract** (no transaction, no lock): the new messages, the running summary and the
    agent's most relevant memories go to the LLM with the JSON contract, requested as
    ``response_format: json_schema`` and validated in any case (``method`` ``llm``). An LLM
@@ -127,7 +128,12 @@ def conversation_extract(
         return _extract_verbatim(claim, config=config) if claim is not None else None
     with company_llm_slot(agent.company_id) as slot:
         if not slot:
-            return _defer(conversation.pk, trigger=trigger, force=force, now=now, config=config)
+            deferred = _defer(conversation.pk, trigger=trigger, force=force, now=now, config=config)
+            if deferred is not None and config.store_turns:
+                # the turns need no LLM: remembered now; the LLM's facts follow once a slot
+                # is free (the LLM run skips the turns already stored)
+                _store_turns(deferred, trigger=ExtractionRun.Trigger.TURNS)
+            return deferred
         claim = _claim(
             conversation.pk, trigger=trigger, force=force, now=now, config=config, llm=True
         )

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from memory.core.selectors.memories import agent_memories
+from memory.ingestion.models import DreamRequest
 from memory.interfaces.console.agent_forms import AgentProfileForm, KeyCreateForm
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent, AgentApiKey
@@ -21,6 +22,7 @@ from synthorg.enums import MemoryCategory
 from synthorg.errors import AccessDeniedError, DomainError
 
 ADMIN_MANAGES_KEYS = "Only an admin of this company manages API keys."
+DREAM_REQUESTS_SHOWN = 10
 
 
 def _agent(user: ConsoleUser, agent_id: int) -> Agent:
@@ -75,6 +77,11 @@ def _agent_page(request, user: ConsoleUser, agent: Agent, *, status=200, **extra
         "memory_total": sum(counts.values()),
         "lessons": lessons,
         "keys": keys,
+        "dream_requests": list(
+            DreamRequest.objects.filter(company=agent.company_id, agent=agent)
+            .select_related("run")
+            .order_by("-requested_at", "-id")[:DREAM_REQUESTS_SHOWN]
+        ),
         "form": extra.pop("form", None) or KeyCreateForm(),
         "profile_form": extra.pop("profile_form", None) or AgentProfileForm.for_agent(agent),
     }

@@ -18,6 +18,8 @@ urlpatterns = [
     ),
     path("executions", views.executions_view, name="executions"),
     path("wiki.zip", views.wiki_zip_view, name="wiki-zip"),
+    path("executions/compress", views.experiences_compress_view, name="experiences-compress"),
+    path("executions/wiki", views.wiki_export_view, name="wiki-export"),
     path("executions/<uuid:report_id>", views.execution_view, name="execution"),
     path(
         "executions/<uuid:report_id>/requeue",

@@ -25,7 +25,8 @@ from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
-from memory.procedural.services.wiki import wiki_archive
+from memory.procedural.services.compression import experience_compress_run
+from memory.procedural.services.wiki import wiki_archive, wiki_export_run
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -35,6 +36,7 @@ from synthorg.errors import DomainError, NotFoundError
 PAGE = 50
 MAX_PAGE = 10_000
 ROLE_CANNOT_CHANGE = "Your role can read memories but not change them."
+ROLE_CANNOT_RUN = "Your role can read execution reports; operators and admins run these."
 SEARCH_LIMIT = 20
 
 
@@ -284,19 +286,65 @@ def evolver_draft_requeue_view(request, user: ConsoleUser, draft_id):
     return redirect("memory_console:evolver-runs")
 
 
-@console_view
-def executions_view(request, user: ConsoleUser):
-    """The company's latest execution reports with their capture status and method."""
+def _executions(request, user: ConsoleUser, *, status=200, **extra):
     reports = (
         ExecutionReport.objects.filter(company=user.company)
         .select_related("agent", "capture")
         .order_by("-created_at", "-id")[:PAGE]
     )
-    return render(
+    consolidation = company_config(user.company).memory.consolidation
+    context = {
+        "section": "executions",
+        "reports": reports,
+        "compressor_enabled": consolidation.experience_compressor.enabled,
+        "wiki_enabled": consolidation.wiki_export.enabled,
+    }
+    context.update(extra)
+    return render(request, "console/memory/executions.html", context, status=status)
+
+
+@console_view
+def executions_view(request, user: ConsoleUser):
+    """The company's latest execution reports with their capture status and method, and (for
+    operators) the experience compressor and the wiki export run now."""
+    return _executions(request, user)
+
+
+@require_POST
+@console_view
+def experiences_compress_view(request, user: ConsoleUser):
+    """Run the experience compressor now (the service ``POST /api/v1/experiences/compress``
+    calls)."""
+    if not user.can_decide:
+        return _executions(request, user, status=403, run_error=ROLE_CANNOT_RUN)
+    try:
+        run = experience_compress_run(company=user.company, trigger="manual")
+    except DomainError as exc:
+        return _executions(request, user, status=exc.status, run_error=exc.detail)
+    messages.success(
         request,
-        "console/memory/executions.html",
-        {"section": "executions", "reports": reports},
+        f"Compressor ran ({run.method}): {run.reports_seen} reports read, {run.compressed} "
+        f"compressed, {run.skipped_below_ratio} below the compression ratio, {run.failed} "
+        "failed (left for the next run).",
     )
+    return redirect("memory_console:executions")
+
+
+@require_POST
+@console_view
+def wiki_export_view(request, user: ConsoleUser):
+    """Write the wiki export now (the service ``POST /api/v1/experiences/wiki`` calls)."""
+    if not user.can_decide:
+        return _executions(request, user, status=403, run_error=ROLE_CANNOT_RUN)
+    try:
+        export = wiki_export_run(company=user.company, trigger="manual", actor=user.principal)
+    except DomainError as exc:
+        return _executions(request, user, status=exc.status, run_error=exc.detail)
+    messages.success(
+        request,
+        f"Wiki exported: {export.raw_pages} raw pages, {export.wiki_pages} wiki pages.",
+    )
+    return redirect("memory_console:executions")
 
 
 def _execution(request, user: ConsoleUser, report_id, *, status=200, **extra):

@@ -353,3 +353,41 @@ def test_a_company_created_with_another_embedder_gets_its_index(server):
     assert vector_index_state("openai:born-wide", 768) == "ready"
     # A company created with the default embedder starts nothing.
     assert not ReembedJob.objects.filter(company=company_create(name="Plain")).exists()
+
+
+def test_the_job_rewrites_every_window_of_a_long_memory(server, org_embeddings):
+    """A long memory's later windows (chunk rows) move to the new embedder with its first
+    vector, in the same batch; a search then finds it by a phrase past the first window."""
+    from memory.core.chunking import memory_windows
+    from memory.core.models.memory import MemoryChunk
+
+    filler = " ".join(f"w{i}" for i in range(400))
+    long_text = f"{filler} The glacier telescope calibration happens at dawn."
+    company, agent = seed_company(facts=())
+    long = MemoryFactory(
+        agent=agent,
+        content=long_text,
+        embedding=old_vector(99),
+        embedder_id=OLD,
+        embedding_status=Memory.EmbeddingStatus.READY,
+        chunk_count=1,
+    )
+    MemoryChunk.objects.create(
+        company=company, memory=long, ordinal=1, embedding=old_vector(98), embedder_id=OLD
+    )
+    windows = memory_windows(long_text, max_windows=32, context_chars=300)
+    job = switch(company, server, org_embeddings)
+    assert reembed_job_run(job=job).finished
+    long.refresh_from_db()
+    assert (long.embedder_id, long.chunk_count) == ("openai:wide-embed", len(windows) - 1)
+    rows = list(
+        MemoryChunk.objects.filter(memory=long)
+        .order_by("ordinal")
+        .values_list("ordinal", "embedder_id", "embedding")
+    )
+    assert [(n, e, len(v)) for n, e, v in rows] == [
+        (n, "openai:wide-embed", 768) for n in range(1, len(windows))
+    ]
+    assert set(windows) <= set(embedded_inputs(server))
+    hits = search(agent, "glacier telescope calibration").hits
+    assert hits[0].memory.pk == long.pk and hits[0].dense_rank == 1

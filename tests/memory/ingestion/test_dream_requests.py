@@ -249,3 +249,25 @@ def test_concurrent_requests_of_one_agent_admit_exactly_one(settings):
         thread.join(timeout=60)
     assert outcomes == {"a": "queued", "b": "dream_rate_limited"}
     assert DreamRequest.objects.filter(agent=caller.agent).count() == 1
+
+
+def test_the_console_agent_page_lists_its_dream_requests_only(caller, no_llm):
+    from django.test import Client
+
+    from tests.persistence.factories import MembershipFactory
+
+    journal(caller)
+    request = dream_request(agent=caller.agent)
+    dream_requested(str(request.pk))
+    other = make_agent_caller(company=caller.company, memory_level=caller.agent.memory_level)
+    dream_request(agent=other.agent)  # another agent's request: not on this page
+    membership = MembershipFactory(company=caller.company, role="viewer", user__password=None)
+    console = Client()
+    console.force_login(membership.user)
+    html = console.get(f"/console/agents/{caller.agent.pk}").content.decode()
+    assert html.count('class="dream-request-row"') == 1
+    row = html.split('class="dream-request-row"')[1].split("</tr>")[0]
+    assert "Extractive" in row and ">Ran<" in row and ">Succeeded<" in row
+    quiet = make_agent_caller(company=caller.company)
+    empty = console.get(f"/console/agents/{quiet.agent.pk}")
+    assert "This agent has not asked for a dream" in empty.content.decode()

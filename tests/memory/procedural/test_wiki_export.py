@@ -174,3 +174,53 @@ def test_export_root_must_stay_in_the_company_directory():
             )
     with pytest.raises(CompanyConfigError):
         parse_company_config({"memory": {"consolidation": {"wiki_export": {"trigger": "hourly"}}}})
+
+
+def _console(company, role):
+    membership = MembershipFactory(company=company, role=role, user__password=None)
+    client = Client()
+    client.force_login(membership.user)
+    return client
+
+
+def test_console_operator_compresses_and_exports_through_the_same_services(company, caller):
+    _configure(company, trigger="manual")
+    report_id = caller.client.post("/api/v1/executions", FAILED_REPORT, format="json").json()["id"]
+    capture_execution_report(report_id)
+    operator = _console(company, "operator")
+    page = operator.get("/console/memories/executions").content.decode()
+    assert 'id="compress-now"' in page and 'id="wiki-export-now"' in page
+    assert "disabled" not in page.split('id="experience-actions"')[1].split("</div>")[0]
+
+    done = operator.post("/console/memories/executions/compress", follow=True)
+    assert done.status_code == 200
+    experience = CompressedExperience.objects.get(report_id=report_id)
+    assert (
+        "Compressor ran (extractive): 1 reports read, 1 compressed, 0 below the compression "
+        "ratio, 0 failed (left for the next run)." in done.content.decode()
+    )
+    exported = operator.post("/console/memories/executions/wiki", follow=True)
+    assert "Wiki exported: 1 raw pages, 1 wiki pages." in exported.content.decode()
+    root = tenant_path(company.slug, "wiki")
+    assert (root / "wiki" / f"{experience.pk}.md").is_file()
+    audit = AuditEntry.objects.get(action_type="wiki.exported")
+    assert audit.actor_user_id is not None and audit.details["trigger"] == "manual"
+
+
+def test_console_viewers_cannot_run_them_and_disabled_features_say_why(company, caller):
+    viewer = _console(company, "viewer")
+    assert 'id="compress-now"' not in viewer.get("/console/memories/executions").content.decode()
+    refused = viewer.post("/console/memories/executions/compress")
+    assert refused.status_code == 403
+    assert "operators and admins run these" in refused.content.decode()
+    assert viewer.post("/console/memories/executions/wiki").status_code == 403
+    assert not tenant_path(company.slug, "wiki").exists()
+
+    operator = _console(company, "operator")  # both off by default
+    page = operator.get("/console/memories/executions").content.decode()
+    assert 'id="compress-now" disabled' in page and 'id="wiki-export-now" disabled' in page
+    off = operator.post("/console/memories/executions/wiki")
+    assert off.status_code == 409
+    assert "wiki export" in off.content.decode().lower()
+    assert AuditEntry.objects.filter(action_type="wiki.exported").count() == 0
+    assert CompressedExperience.objects.filter(report__company=company).count() == 0

@@ -237,9 +237,37 @@ def dense_ctes(
         branch_params.append(depth)
         branches.append(f"SELECT id, sim FROM dense_{index}")
         walks.append(f"SELECT {index} AS part, (SELECT count(*) FROM {walk}) AS walked")
+    for index, part in enumerate(parts):
+        # The later windows of the part's chunked rows (memory.core.chunking), scanned
+        # exactly from the partial index of chunked rows; a memory scores by its best one.
+        ctes.append(
+            f"chunks_{index} AS (SELECT ch.memory_id AS id, "
+            f"max(1 - (ch.embedding <=> {QUERY_VECTOR})) AS sim "
+            "FROM memory_memory m JOIN memory_memorychunk ch ON ch.memory_id = m.id "
+            f"WHERE {part.sql} AND {filters.sql} AND m.chunk_count > 0 "
+            f"AND {chunk_condition(embedder_id, dims)} "
+            "GROUP BY ch.memory_id ORDER BY sim DESC, id LIMIT %s)"
+        )
+        params += [*part.params, *filters.params, depth]
+        branches.append(f"SELECT id, sim FROM chunks_{index}")
     ctes.append(
-        f"dense AS (SELECT id, sim FROM ({' UNION ALL '.join(branches)}) AS parts "
-        "ORDER BY sim DESC, id LIMIT %s)"
+        f"dense AS (SELECT id, max(sim) AS sim FROM ({' UNION ALL '.join(branches)}) AS parts "
+        "GROUP BY id ORDER BY sim DESC, id LIMIT %s)"
     )
     params += [*branch_params, depth]
     return ctes, params, " UNION ALL ".join(walks)
+
+
+def chunk_condition(embedder_id: str, dims: int, alias: str = "ch") -> str:
+    """Chunk rows of the query's embedder and width (a statement with parameters: ``%``
+    doubled)."""
+    return dense_condition(embedder_id, dims, alias, escape=True)
+
+
+def chunk_similarity(embedder_id: str, dims: int) -> str:
+    """The best similarity of row ``m``'s chunks to the query (NULL when it has none)."""
+    return (
+        "CASE WHEN m.chunk_count > 0 THEN (SELECT max(1 - (ch.embedding <=> "
+        f"{QUERY_VECTOR})) FROM memory_memorychunk ch WHERE ch.memory_id = m.id AND "
+        f"{chunk_condition(embedder_id, dims)}) END"
+    )

@@ -36,6 +36,7 @@ from memory.core.selectors.search.dense import (
     HNSW_ITERATIVE_SCAN,
     QUERY_VECTOR,
     choose_paths,
+    chunk_similarity,
     dense_ctes,
     hnsw_settings,
     scope_rows_sql,
@@ -265,7 +266,11 @@ def _run_statement(
         kinds.append("SELECT 's' AS kind, id, score FROM sparse")
     if legs.vector is not None:
         comparable = dense_condition(legs.embedder_id, legs.dims, escape=True)
-        similarity = f"CASE WHEN {comparable} THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END"
+        # A chunked memory's similarity is its best window's (GREATEST ignores NULLs).
+        similarity = (
+            f"GREATEST(CASE WHEN {comparable} THEN 1 - (m.embedding <=> {QUERY_VECTOR}) END, "
+            f"{chunk_similarity(legs.embedder_id, legs.dims)})"
+        )
     else:
         similarity = "NULL::float8"
     meta = "m.created_at, m.is_shared" if with_meta else "NULL::timestamptz, NULL::boolean"

@@ -1,0 +1,111 @@
+"""The company configuration form in headless Chromium, under the console's CSP: an admin
+edits a field and saves; a value the config refuses comes back with its message beside the
+field (nothing saved); a save over someone else's newer revision is a 409 (nothing saved)."""
+
+from __future__ import annotations
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from persistence.models import AuditEntry, Company
+from persistence.services.companies import company_config_set
+from synthorg.company_config import parse_company_config
+from tests.console.test_browser import PASSWORD
+from tests.persistence.factories import CompanyFactory, MembershipFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RRF_K = "input[name='rjf§memory§retrieval§rrf_k']"
+
+
+def _wait(browser, condition):
+    return WebDriverWait(browser, 30).until(condition)
+
+
+def _open_form(browser, base):
+    browser.get(f"{base}/console/company/config")
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, RRF_K)))
+
+
+def _type(browser, selector, text):
+    field = browser.find_element(By.CSS_SELECTOR, selector)
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(text)
+
+
+def _save(browser):
+    browser.find_element(By.ID, "config-save").click()
+
+
+def _rrf_k(company) -> tuple[int, int]:
+    stored = Company.objects.get(pk=company.pk)
+    return parse_company_config(stored.config).memory.retrieval.rrf_k, stored.config_revision
+
+
+def _script_errors(browser):
+    """CSP violations and script errors (the 400 and 409 answers are expected)."""
+    return [
+        entry
+        for entry in browser.get_log("browser")
+        if entry.get("source") != "network"
+        and ("Content Security Policy" in entry.get("message", "") or entry["level"] == "SEVERE")
+    ]
+
+
+def test_admin_edits_sees_a_field_error_and_a_conflict(live_server, browser):
+    company = CompanyFactory(name="Acme Robotics", slug="acme")
+    MembershipFactory(company=company, role="admin", user__username="ada")
+    base = live_server.url
+    browser.get(f"{base}/console/login")
+    _wait(browser, ec.presence_of_element_located((By.ID, "id_username")))
+    browser.find_element(By.ID, "id_username").send_keys("ada")
+    browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
+    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "header.topbar nav")))
+    browser.find_element(By.LINK_TEXT, "Configuration").click()
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, RRF_K)))
+    assert _rrf_k(company) == (10, 1)
+
+    # Edit: one field, saved through the service, audited with its diff.
+    _type(browser, RRF_K, "30")
+    _save(browser)
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".message.success")))
+    assert "Configuration saved (revision 2)." in browser.page_source
+    assert _rrf_k(company) == (30, 2)
+    entry = AuditEntry.objects.filter(company=company).order_by("-id").first()
+    assert entry.details["changes"] == [{"field": "memory.retrieval.rrf_k", "old": 10, "new": 30}]
+
+    # A value the config refuses: the message beside the field and at the top; nothing saved.
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, RRF_K)))
+    _type(browser, RRF_K, "0")
+    _save(browser)
+    _wait(browser, ec.presence_of_element_located((By.ID, "config-error")))
+    field_error = browser.find_element(
+        By.XPATH,
+        "//input[@name='rjf§memory§retrieval§rrf_k']/ancestor::div[contains(@class,"
+        "'rjf-form-row')][1]//*[contains(@class,'rjf-error-text')]",
+    )
+    assert field_error.text == "Input should be greater than or equal to 1"
+    assert "memory.retrieval.rrf_k: Input should be greater than or equal to 1" in (
+        browser.find_element(By.ID, "config-field-errors").text
+    )
+    assert browser.find_element(By.CSS_SELECTOR, RRF_K).get_attribute("value") == "0"
+    assert _rrf_k(company) == (30, 2)
+
+    # A conflict: someone saves while the form is open; this save is refused (409).
+    _open_form(browser, base)
+    company_config_set(company=company, data={"memory": {"retrieval": {"rrf_k": 20}}})
+    _type(browser, RRF_K, "40")
+    _save(browser)
+    _wait(browser, ec.presence_of_element_located((By.ID, "config-reload")))
+    assert browser.find_element(By.ID, "config-error").text.startswith(
+        "The configuration was changed by someone else (revision 3, you edited revision 2)"
+    )
+    assert _rrf_k(company) == (20, 3)
+    browser.find_element(By.ID, "config-reload").click()
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, RRF_K)))
+    assert browser.find_element(By.CSS_SELECTOR, RRF_K).get_attribute("value") == "20"
+    assert _script_errors(browser) == []
