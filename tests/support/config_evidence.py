@@ -305,6 +305,13 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.embedder.api_key_env": Acts(
         KNOBS + "test_an_ungranted_secret_is_refused_at_use_and_never_sent"
     ),
+    # --- memory.chunking ---------------------------------------------------------------
+    "memory.chunking.max_chunks": Acts(
+        "tests/memory/core/test_chunks.py::test_max_chunks_is_honoured"
+    ),
+    "memory.chunking.context_chars": Acts(
+        "tests/memory/core/test_chunks.py::test_context_chars_is_the_companys"
+    ),
     # --- memory.procedural ---------------------------------------------------------------
     "memory.procedural.enabled": Acts(CAPTURE + "test_procedural_disabled_captures_nothing"),
     "memory.procedural.model": Acts(CAPTURE + "test_configured_model_and_sampling_are_sent"),
