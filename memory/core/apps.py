@@ -27,6 +27,14 @@ class MemoryConfig(AppConfig):
         )
         register_schedule(
             ScheduleSpec(
+                name="memory-fine-tune-revive",
+                func="memory.core.tasks.revive_fine_tune_runs",
+                schedule_type=Schedule.MINUTES,
+                minutes=5,
+            )
+        )
+        register_schedule(
+            ScheduleSpec(
                 name="memory-request-log-retention",
                 func="memory.core.tasks.trim_request_logs",
                 schedule_type=Schedule.MINUTES,

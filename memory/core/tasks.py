@@ -3,7 +3,7 @@
 from memory.core.models import RequestLogEntry
 from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
-from memory.core.services.finetune import fine_tune_execute
+from memory.core.services.finetune import fine_tune_execute, fine_tune_runs_revive
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
 from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
@@ -80,3 +80,13 @@ def run_fine_tune(run_id: str) -> str:
     """Train a fine-tune run for up to its task budget (it queues its own continuation);
     returns its status."""
     return fine_tune_execute(run_id)
+
+
+def revive_fine_tune_runs() -> dict[str, int]:
+    """Schedule: queue again the fine-tune runs whose worker died (stale heartbeat, free
+    lock), a bounded number of times each."""
+    revived = fine_tune_runs_revive()
+    return {
+        "resumed": sum(1 for r in revived if r.outcome == "resumed"),
+        "failed": sum(1 for r in revived if r.outcome == "failed"),
+    }

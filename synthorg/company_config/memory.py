@@ -216,7 +216,8 @@ class EmbeddingFineTuneConfig(BaseModel):
     ``evaluation_file``, when set, is a ``*.jsonl`` file there of the company's own dev
     questions (``{"query": ..., "memory_ids": [...]}``). A run's adapter is activated only
     when its nDCG@10 gain is at least ``min_gain`` on the held-out pairs and, when given,
-    on the dev questions.
+    on the dev questions. A run whose worker died is resumed by a schedule after
+    ``auto_resume_after_minutes`` without a heartbeat, at most ``max_auto_resumes`` times.
     """
 
     model_config = FROZEN
@@ -236,6 +237,10 @@ class EmbeddingFineTuneConfig(BaseModel):
     min_pairs: int = Field(default=20, ge=4)
     max_pairs: int = Field(default=20_000, ge=4)
     seed: int = Field(default=0, ge=0)
+    #: A run in flight whose worker is gone (no heartbeat for this long, its lock free) is
+    #: resumed by the schedule, at most ``max_auto_resumes`` times (0: never; then it fails).
+    auto_resume_after_minutes: int = Field(default=15, ge=1, le=1440)
+    max_auto_resumes: int = Field(default=3, ge=0, le=20)
 
     @model_validator(mode="after")
     def _validate(self) -> EmbeddingFineTuneConfig:

@@ -2,7 +2,10 @@
 
 A :class:`FineTuneRun` moves through ``planned → running → promoted | not_promoted |
 failed | cancelled``; ``failed`` and ``cancelled`` runs can be resumed (back to
-``running``) from the training state saved after their last finished epoch. A promoted run
+``running``) from the training state saved after their last finished epoch. A run in flight
+carries a heartbeat (set when it is queued, claimed and after every epoch): one whose
+heartbeat is stale and whose lock no worker holds is resumed by a schedule, a bounded
+number of times (``auto_resumes``). A promoted run
 writes an :class:`AdapterCheckpoint`; at most one checkpoint per company is active (a
 partial unique index), and search applies it to the query vector of that embedder only.
 """
@@ -56,6 +59,12 @@ class FineTuneRun(models.Model):
     updated_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    #: When a worker last showed the run alive (queued, claimed, an epoch saved); the
+    #: auto-resume schedule revives an in-flight run whose heartbeat is older than
+    #: ``memory.fine_tune.auto_resume_after_minutes`` and whose lock is free.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    #: How many times the schedule revived the run since it was started or resumed by hand.
+    auto_resumes = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ("-created_at", "id")
@@ -84,6 +93,11 @@ class FineTuneRun(models.Model):
             ),
             models.CheckConstraint(
                 condition=~Q(embedder_id="") & Q(dims__gte=1), name="finetune_run_has_embedder"
+            ),
+            # A run in flight without a heartbeat could never be told from a crashed one.
+            models.CheckConstraint(
+                condition=~Q(status__in=["planned", "running"]) | Q(heartbeat_at__isnull=False),
+                name="finetune_run_in_flight_has_heartbeat",
             ),
         ]
 

@@ -30,6 +30,7 @@ from uuid import UUID
 
 import numpy as np
 
+from memory.core.embedding import embedder_for
 from memory.core.extensions import training_pair_sources
 from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
 from memory.core.retrieval.query_adapter import matrix_from_bytes, normalize_rows
@@ -285,3 +286,47 @@ def adapter_checkpoints(company: Company):
 
 def active_adapter(company: Company) -> AdapterCheckpoint | None:
     return AdapterCheckpoint.objects.filter(company=company, is_active=True).first()
+
+
+@dataclass(frozen=True)
+class ActiveEmbedder:
+    """What the company's searches rank with: its embedder and the active adapter, if any
+    (``applied``: fine-tuning is enabled and the adapter maps this embedder's vectors)."""
+
+    embedder_id: str
+    dims: int
+    enabled: bool
+    checkpoint: UUID | None
+    applied: bool
+
+    def as_dict(self) -> dict:
+        return {
+            "embedder_id": self.embedder_id,
+            "dims": self.dims,
+            "enabled": self.enabled,
+            "checkpoint": self.checkpoint,
+            "applied": self.applied,
+        }
+
+
+def active_embedder(company: Company) -> ActiveEmbedder:
+    embedder = embedder_for(company)
+    checkpoint = active_adapter(company)
+    enabled = company_config(company).memory.fine_tune.enabled
+    applied = (
+        checkpoint is not None
+        and enabled
+        and (checkpoint.embedder_id, checkpoint.dims) == (embedder.embedder_id, embedder.dims)
+    )
+    return ActiveEmbedder(
+        embedder_id=embedder.embedder_id,
+        dims=embedder.dims,
+        enabled=enabled,
+        checkpoint=checkpoint.pk if checkpoint else None,
+        applied=applied,
+    )
+
+
+def fine_tune_latest_run(company: Company):
+    """The company's newest run (``None`` before the first)."""
+    return fine_tune_runs(company).select_related("checkpoint").first()

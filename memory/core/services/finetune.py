@@ -17,6 +17,10 @@
   otherwise the run ends ``not_promoted`` with the figures.
 * **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
   gone (its lock is free), from the last saved epoch, with the settings it was planned with.
+* **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every 5 minutes): a run in
+  flight whose heartbeat (queued, claimed, every saved epoch) is older than
+  ``auto_resume_after_minutes`` and whose lock is free is queued again, at most
+  ``max_auto_resumes`` times; then it fails with the reason. Audited.
 * **Cancel**, **rollback** (to any checkpoint of the company or to the base model) and
   **delete** (a checkpoint that is not active) take the guardrail triple (the acting human,
   a literal ``confirm: true``, a non-blank reason) and are audited in their transaction.
@@ -31,6 +35,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 
 import numpy as np
 from django.db import connection, transaction
@@ -87,6 +92,8 @@ STILL_RUNNING = "Run {run} is running on a worker; cancel it first."
 NOT_CANCELLABLE = "Run {run} is {status}; only planned or running runs can be cancelled."
 NO_SUCH_RUN = "No such fine-tune run."
 NO_SUCH_CHECKPOINT = "No such adapter checkpoint."
+RUN_NOT_FOUND = "fine_tune_run_not_found"
+CHECKPOINT_NOT_FOUND = "checkpoint_not_found"
 CHECKPOINT_ACTIVE = "Checkpoint {checkpoint} is active; roll back to another or to the base first."
 CHECKPOINT_OTHER_EMBEDDER = (
     "Checkpoint {checkpoint} maps {embedder!r} vectors; the company's embedder is {actual!r}."
@@ -217,7 +224,7 @@ def fine_tune_start(
         company=company, method=plan.method, embedder_id=preflight.embedder_id,
         dims=preflight.dims, params=_params_of(config), epochs_total=config.epochs,
         figures={"pairs_available": preflight.pairs}, requested_by=principal.user,
-        created_at=now, updated_at=now,
+        created_at=now, updated_at=now, heartbeat_at=now,
     )  # fmt: skip
     audit_record(
         company=company, action_type="memory.fine_tune.started", principal=principal,
@@ -242,7 +249,7 @@ def enqueue_fine_tune(run_id) -> None:
 def _get_run(company: Company, run_id) -> FineTuneRun:
     run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
     if run is None:
-        raise NotFoundError(NO_SUCH_RUN)
+        raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
     return run
 
 
@@ -289,11 +296,17 @@ def fine_tune_resume(
     if other is not None:
         raise ConflictError(IN_FLIGHT.format(run=other.pk), code="fine_tune_in_flight")
     previous = run.status
+    now = timezone.now()
     run.status = FineTuneRun.Status.RUNNING
     run.error = ""
     run.finished_at = None
-    run.updated_at = timezone.now()
-    run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+    run.updated_at = now
+    run.heartbeat_at = now  # queued again: alive until a worker has had time to claim it
+    run.auto_resumes = 0  # resumed by hand: the schedule's attempts start over
+    run.save(
+        update_fields=["status", "error", "finished_at", "updated_at", "heartbeat_at",
+                       "auto_resumes"]
+    )  # fmt: skip
     audit_record(
         company=company, action_type="memory.fine_tune.resumed", principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
@@ -302,6 +315,93 @@ def fine_tune_resume(
     run_pk = run.pk
     transaction.on_commit(lambda: enqueue_fine_tune(run_pk))
     return run
+
+
+AUTO_RESUME_EXHAUSTED = (
+    "The worker running this run was lost {attempts} times (no heartbeat for {minutes} "
+    "minutes); memory.fine_tune.max_auto_resumes is {max}. Resume it by hand."
+)
+
+
+@dataclass(frozen=True)
+class Revival:
+    run_id: uuid.UUID
+    outcome: str  # "resumed" or "failed" (attempts spent)
+
+
+def fine_tune_runs_revive(*, now=None) -> list[Revival]:
+    """The auto-resume schedule's body: every run in flight whose heartbeat is older than its
+    company's ``auto_resume_after_minutes`` and whose lock no worker holds (a live worker
+    holds it for as long as it trains) is queued again, up to ``max_auto_resumes`` times
+    since it was started or resumed by hand; after that it fails with the reason (resumable
+    by hand). Each revival is audited. Runs outside any transaction (the locks are the
+    session's)."""
+    if connection.in_atomic_block:
+        raise RuntimeError("the fine-tune revival runs outside transactions")
+    now = now or timezone.now()
+    revived: list[Revival] = []
+    in_flight = (
+        FineTuneRun.objects.filter(
+            status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
+        )
+        .select_related("company")
+        .defer("state")
+        .order_by("heartbeat_at", "id")
+    )
+    for run in in_flight:
+        config = _config(run.company)
+        stale_before = now - timedelta(minutes=config.auto_resume_after_minutes)
+        if run.heartbeat_at >= stale_before or not _try_lock(run.pk):
+            continue
+        try:
+            outcome = _revive(run.pk, now, stale_before, config)
+        finally:
+            _unlock(run.pk)
+        if outcome == "resumed":
+            # Queued once the lock is free (and the revival committed): a worker picking the
+            # task up at once must not be turned away by this sweep's lock.
+            enqueue_fine_tune(run.pk)
+        if outcome is not None:
+            revived.append(Revival(run.pk, outcome))
+    return revived
+
+
+@transaction.atomic
+def _revive(run_id, now, stale_before, config: EmbeddingFineTuneConfig) -> str | None:
+    run = FineTuneRun.objects.select_for_update().select_related("company").get(pk=run_id)
+    if run.status not in (FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING):
+        return None
+    if run.heartbeat_at >= stale_before:  # a worker claimed it since the sweep read it
+        return None
+    details = {
+        "from_status": run.status, "epochs_done": run.epochs_done,
+        "heartbeat_at": run.heartbeat_at.isoformat(), "attempts": run.auto_resumes,
+        "max_auto_resumes": config.max_auto_resumes,
+    }  # fmt: skip
+    if run.auto_resumes >= config.max_auto_resumes:
+        run.status = FineTuneRun.Status.FAILED
+        run.error = AUTO_RESUME_EXHAUSTED.format(
+            attempts=run.auto_resumes + 1, minutes=config.auto_resume_after_minutes,
+            max=config.max_auto_resumes,
+        )  # fmt: skip
+        run.finished_at = now
+        run.updated_at = now
+        run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+        audit_record(
+            company=run.company, action_type="memory.fine_tune.auto_resume_exhausted",
+            target_type="fine_tune_run", target_id=run.pk, details=details,
+        )  # fmt: skip
+        return "failed"
+    run.auto_resumes += 1
+    run.heartbeat_at = now
+    run.updated_at = now
+    run.save(update_fields=["auto_resumes", "heartbeat_at", "updated_at"])
+    audit_record(
+        company=run.company, action_type="memory.fine_tune.auto_resumed",
+        target_type="fine_tune_run", target_id=run.pk,
+        details={**details, "attempts": run.auto_resumes},
+    )  # fmt: skip
+    return "resumed"
 
 
 @transaction.atomic
@@ -344,7 +444,7 @@ def adapter_rollback(
     if checkpoint_id is not None:
         target = AdapterCheckpoint.objects.filter(company=company, pk=checkpoint_id).first()
         if target is None:
-            raise NotFoundError(NO_SUCH_CHECKPOINT)
+            raise NotFoundError(NO_SUCH_CHECKPOINT, code=CHECKPOINT_NOT_FOUND)
         embedder = embedder_for(company)
         if (target.embedder_id, target.dims) != (embedder.embedder_id, embedder.dims):
             raise ConflictError(
@@ -386,7 +486,7 @@ def adapter_checkpoint_delete(
         .first()
     )
     if checkpoint is None:
-        raise NotFoundError(NO_SUCH_CHECKPOINT)
+        raise NotFoundError(NO_SUCH_CHECKPOINT, code=CHECKPOINT_NOT_FOUND)
     if checkpoint.is_active:
         raise ConflictError(
             CHECKPOINT_ACTIVE.format(checkpoint=checkpoint.pk), code="checkpoint_active"
@@ -451,9 +551,10 @@ def fine_tune_execute(
 
 
 def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
+    now = timezone.now()
     claimed = FineTuneRun.objects.filter(
         pk=run_id, status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
-    ).update(status=FineTuneRun.Status.RUNNING, updated_at=timezone.now())
+    ).update(status=FineTuneRun.Status.RUNNING, updated_at=now, heartbeat_at=now)
     run = FineTuneRun.objects.select_related("company").get(pk=run_id)
     if not claimed:
         return run.status
@@ -506,13 +607,14 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
 
         def save(epoch_state: qa.TrainingState) -> None:
             seconds = spent + (clock() - started)
+            beat = timezone.now()
             updated = FineTuneRun.objects.filter(
                 pk=run.pk, status=FineTuneRun.Status.RUNNING
             ).update(
                 state=epoch_state.to_bytes(), epochs_done=epoch_state.epochs_done,
                 figures={**run.figures, "training_seconds": round(seconds, 3),
                          "losses": [round(x, 5) for x in epoch_state.losses]},
-                updated_at=timezone.now(),
+                updated_at=beat, heartbeat_at=beat,
             )  # fmt: skip
             if not updated:
                 raise _Stopped

@@ -99,3 +99,41 @@ class ActiveEmbedderSerializer(Serializer):
     applied = serializers.BooleanField(
         help_text="Whether searches apply the checkpoint (enabled, and it maps this embedder)."
     )
+
+
+def gate_figures(figures: dict) -> dict | None:
+    """The promotion gate's figures of an evaluated run (``None`` before evaluation):
+    held-out recall@10 / nDCG@10 before and after, the gain, the margin and, when the company
+    gave dev questions, the same on them."""
+    if "ndcg_gain" not in figures:
+        return None
+    gate = {key: figures.get(key) for key in ("before", "after", "ndcg_gain", "min_gain")}
+    dev = figures.get("dev")
+    if dev is not None:
+        gate["dev"] = {key: dev.get(key) for key in ("questions", "before", "after", "ndcg_gain")}
+    return gate
+
+
+class AgentFineTuneRunSerializer(ModelSerializer):
+    """What an agent may read of a run (the ``get_fine_tune_status`` tool): its state and the
+    gate's figures; not its settings, pair counts or error text (server paths), which are
+    for the company's admins (REST, console)."""
+
+    progress = serializers.FloatField(read_only=True, help_text="epochs done / epochs (0..1).")
+    gate = serializers.SerializerMethodField()
+    checkpoint = serializers.SerializerMethodField()
+
+    class Meta:
+        model = FineTuneRun
+        fields = [
+            "id", "method", "status", "embedder_id", "epochs_done", "epochs_total", "progress",
+            "gate", "checkpoint", "created_at", "started_at", "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_gate(self, run) -> dict | None:
+        return gate_figures(run.figures or {})
+
+    def get_checkpoint(self, run) -> str | None:
+        checkpoint = getattr(run, "checkpoint", None) if hasattr(run, "checkpoint") else None
+        return str(checkpoint.pk) if checkpoint is not None else None

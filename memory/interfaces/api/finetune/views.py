@@ -13,13 +13,11 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.core.embedding import embedder_for
 from memory.core.selectors import finetune as selectors
 from memory.core.services import finetune as services
 from memory.interfaces.api.finetune import serializers as s
 from persistence.access import ADMIN, ROLE_RANK
 from persistence.api.permissions import IsHuman, IsPrincipal
-from persistence.selectors.config import company_config
 from synthorg.api.schema import PROBLEM
 from synthorg.errors import InvalidInputError, NotFoundError
 from synthorg.tools import require_confirmation
@@ -126,7 +124,7 @@ def _int_param(request, name: str, default: int, low: int, high: int) -> int:
 def _run_or_404(company, pk):
     run = selectors.fine_tune_run_get(company, pk)
     if run is None:
-        raise NotFoundError(services.NO_SUCH_RUN)
+        raise NotFoundError(services.NO_SUCH_RUN, code=services.RUN_NOT_FOUND)
     return run
 
 
@@ -213,25 +211,9 @@ class RollbackView(FineTuneView):
             company=self.company, checkpoint_id=body.validated_data["checkpoint"],
             principal=self.principal, confirmation=self.confirmation(body.validated_data),
         )  # fmt: skip
-        return Response(s.ActiveEmbedderSerializer(_active(self.company)).data)
-
-
-def _active(company) -> dict:
-    embedder = embedder_for(company)
-    checkpoint = selectors.active_adapter(company)
-    enabled = company_config(company).memory.fine_tune.enabled
-    applies = (
-        checkpoint is not None
-        and enabled
-        and (checkpoint.embedder_id, checkpoint.dims) == (embedder.embedder_id, embedder.dims)
-    )
-    return {
-        "embedder_id": embedder.embedder_id,
-        "dims": embedder.dims,
-        "enabled": enabled,
-        "checkpoint": checkpoint.pk if checkpoint else None,
-        "applied": applies,
-    }
+        return Response(
+            s.ActiveEmbedderSerializer(selectors.active_embedder(self.company).as_dict()).data
+        )
 
 
 @extend_schema(tags=["fine-tune"])
@@ -241,4 +223,6 @@ class ActiveEmbedderView(FineTuneView):
         responses={200: s.ActiveEmbedderSerializer, **ERRORS},
     )
     def get(self, request):
-        return Response(s.ActiveEmbedderSerializer(_active(self.company)).data)
+        return Response(
+            s.ActiveEmbedderSerializer(selectors.active_embedder(self.company).as_dict()).data
+        )

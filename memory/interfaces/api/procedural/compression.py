@@ -19,7 +19,7 @@ from persistence.access import OPERATOR, ROLE_RANK
 from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.config import company_config
 from synthorg.api.schema import PROBLEM
-from synthorg.api.serializers import ModelSerializer
+from synthorg.api.serializers import ModelSerializer, Serializer
 
 LIST_LIMIT = 100
 
@@ -111,7 +111,7 @@ class CompressedExperienceListView(APIView):
         return Response(CompressedExperienceSerializer(rows[:LIST_LIMIT], many=True).data)
 
 
-class WikiExportSerializer(serializers.Serializer):
+class WikiExportSerializer(Serializer):
     export_root = serializers.CharField(help_text="Relative to the company's directory.")
     raw_pages = serializers.IntegerField()
     wiki_pages = serializers.IntegerField()

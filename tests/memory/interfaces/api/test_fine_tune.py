@@ -327,18 +327,17 @@ def test_other_companies_runs_and_checkpoints_are_not_found(setup):
     fine_tune_execute(run["id"], embedder=embedder)
     checkpoint = AdapterCheckpoint.objects.get()
     stranger = admin_client(CompanyFactory())
-    assert stranger.get(f"{BASE}/runs/{run['id']}").status_code == 404
+    response = stranger.get(f"{BASE}/runs/{run['id']}")
+    assert (response.status_code, response.json()["code"]) == (404, "fine_tune_run_not_found")
     assert stranger.get(f"{BASE}/runs").json() == {"count": 0, "results": []}
     assert stranger.get(f"{BASE}/checkpoints").json() == []
     guard = {"confirm": True, "reason": "x"}
     response = stranger.post(
         f"{BASE}/rollback", {"checkpoint": str(checkpoint.pk), **guard}, format="json"
     )
-    assert response.status_code == 404
-    assert (
-        stranger.delete(f"{BASE}/checkpoints/{checkpoint.pk}", guard, format="json").status_code
-        == 404
-    )
+    assert (response.status_code, response.json()["code"]) == (404, "checkpoint_not_found")
+    response = stranger.delete(f"{BASE}/checkpoints/{checkpoint.pk}", guard, format="json")
+    assert (response.status_code, response.json()["code"]) == (404, "checkpoint_not_found")
     assert AdapterCheckpoint.objects.get().is_active
 
 
