@@ -68,6 +68,7 @@ PROPAGATE = "tests/memory/procedural/test_propagation.py::"
 EVOLVER = "tests/memory/procedural/evolver/test_evolver.py::"
 DRAFT_RETRY = "tests/memory/procedural/evolver/test_draft_retry.py::"
 FINE_TUNE = "tests/memory/interfaces/api/test_fine_tune.py::"
+AUTO_RESUME = "tests/memory/core/test_fine_tune_auto_resume.py::"
 EXTRACTION = "tests/memory/ingestion/test_extraction.py::"
 INGEST_KNOBS = "tests/memory/ingestion/test_ingestion_knobs.py::"
 CONV = "tests/memory/ingestion/test_context.py::"
@@ -398,6 +399,13 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.fine_tune.max_pairs": Acts(
         "tests/memory/procedural/test_training_pairs.py::"
         "test_lessons_are_a_registered_pair_source_and_mined_with_redaction"
+    ),
+    "memory.fine_tune.auto_resume_after_minutes": Acts(
+        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once"
+    ),
+    "memory.fine_tune.max_auto_resumes": Acts(
+        AUTO_RESUME + "test_attempts_are_bounded_then_the_run_fails_with_the_reason",
+        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once",
     ),
     "memory.fine_tune.seed": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
     # --- memory.extraction / conversation / dream ---------------------------------------
