@@ -39,7 +39,9 @@ MIRRORED = (
     "memory.options.consolidation_interval",
 )
 ELSEWHERE = ("org_memory.core_policies",)
-LEFT_OUT = RECORDED_ONLY + MIRRORED + ELSEWHERE
+# Accepted only unset (synthorg.company_config: config_value_not_offered): nothing to edit.
+UNSET_ONLY = ("memory.embedder.provider",)
+LEFT_OUT = RECORDED_ONLY + MIRRORED + ELSEWHERE + UNSET_ONLY
 
 NULLABLE = "x-nullable"  # marks a field whose empty input means ``null`` (widget ignores it)
 

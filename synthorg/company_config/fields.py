@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import ConfigDict, StringConstraints
@@ -27,6 +28,23 @@ class ConfigFieldError(ValueError):
         self.message = message
         #: a domain code for the error entry (default: pydantic's ``value_error``)
         self.code = code
+
+
+#: the code of an error for a key that names something this service does not run (a Mem0
+#: backend, a Qdrant or SQLite store, an embedder "provider"): accepting it would record a
+#: choice that changes nothing, so it is refused saying what the service uses instead
+NOT_OFFERED_CODE = "config_value_not_offered"
+
+
+def refuse_not_offered(data: object, field: str, offered: object, reason: str) -> None:
+    """Refuse ``data[field]`` (a mapping about to be validated) unless it is ``offered``.
+
+    Runs before field validation so the error says *why* rather than "input should be …".
+    """
+    if isinstance(data, Mapping) and field in data and data[field] != offered:
+        raise ConfigFieldError(
+            field, f"{data[field]!r} is not offered: {reason}", code=NOT_OFFERED_CODE
+        )
 
 
 RELATIVE_ONLY = (

@@ -3,7 +3,8 @@ fine-tuning, and :class:`CompanyMemoryConfig`, which composes them with the proc
 ingestion sections.
 
 Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
-names are still accepted so the spec's example files load, and are recorded but unused.
+names are refused at load (code ``config_value_not_offered``) saying what is used instead:
+accepted, they would record a choice that changes nothing.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from synthorg.company_config.fields import (
     FROZEN,
+    NOT_OFFERED_CODE,
     ConfigFieldError,
     NotBlankStr,
+    refuse_not_offered,
     reject_unsafe_path,
 )
 from synthorg.company_config.ingestion import (
@@ -41,19 +44,44 @@ from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 # --- memory: storage / options / embedder / fine-tune / redaction ---------------------------
 
 
+#: the one value each storage key may take: memories, their vectors and their history are
+#: rows in this service's PostgreSQL (with pgvector); no directory is opened
+DATA_DIR_DEFAULT = "/data/memory"
+STORAGE_REASONS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {
+        "vector_store": (
+            "pgvector",
+            "vectors are stored in PostgreSQL with pgvector; remove the key or set 'pgvector'",
+        ),
+        "history_store": (
+            "postgresql",
+            "memory history is stored in PostgreSQL; remove the key or set 'postgresql'",
+        ),
+        "data_dir": (
+            DATA_DIR_DEFAULT,
+            "memories are rows in PostgreSQL, no directory is opened, so a data_dir would "
+            "change nothing; remove the key",
+        ),
+    }
+)
+
+
 class MemoryStorageConfig(BaseModel):
+    """The seeds' storage section, kept so their files name it: every key has the one value
+    this service runs (any other is refused, see ``STORAGE_REASONS``)."""
+
     model_config = FROZEN
 
-    data_dir: NotBlankStr = "/data/memory"
-    vector_store: Literal["pgvector", "qdrant", "qdrant-external"] = "pgvector"
-    history_store: Literal["postgresql", "sqlite"] = "postgresql"
+    data_dir: Literal["/data/memory"] = DATA_DIR_DEFAULT
+    vector_store: Literal["pgvector"] = "pgvector"
+    history_store: Literal["postgresql"] = "postgresql"
 
-    @model_validator(mode="after")
-    def _reject_traversal(self) -> MemoryStorageConfig:
-        # Recorded for the spec's files, never opened by this server (storage is PostgreSQL),
-        # so the spec's absolute default stays valid.
-        reject_unsafe_path("data_dir", self.data_dir, server_path=False)
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_other_stores(cls, data: Any) -> Any:
+        for field, (offered, reason) in STORAGE_REASONS.items():
+            refuse_not_offered(data, field, offered, reason)
+        return data
 
 
 class MemoryOptionsConfig(BaseModel):
@@ -75,6 +103,17 @@ SECRET_ENV_PREFIX = "SYNTHORG_SECRET_"
 _SECRET_ENV_NAME = re.compile(rf"^{SECRET_ENV_PREFIX}[A-Z0-9_]+$")
 
 
+EMBEDDER_PROVIDER_REFUSED = (
+    "is not used: every embedder is called through the OpenAI-compatible /embeddings API "
+    "(OpenAI, Ollama /v1, vLLM, LM Studio, ...) at base_url; remove provider and set "
+    "base_url, model and dims"
+)
+EMBEDDER_NEEDS_BASE_URL = (
+    "is required: without a base_url the company uses the local embedder "
+    "(all-MiniLM-L6-v2, 384 dims) and model, dims and api_key_env would change nothing"
+)
+
+
 class EmbedderOverrideConfig(BaseModel):
     """Override of the default local embedder with an OpenAI-compatible endpoint.
 
@@ -85,11 +124,19 @@ class EmbedderOverrideConfig(BaseModel):
 
     model_config = FROZEN
 
-    provider: NotBlankStr | None = None
+    #: refused when set: every embedder is called through the OpenAI-compatible API
+    provider: None = None
     model: NotBlankStr | None = None
     dims: int | None = Field(default=None, ge=8)
     base_url: NotBlankStr | None = None
     api_key_env: NotBlankStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_provider(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("provider") is not None:
+            raise ConfigFieldError("provider", EMBEDDER_PROVIDER_REFUSED, code=NOT_OFFERED_CODE)
+        return data
 
     @field_validator("base_url")
     @classmethod
@@ -129,6 +176,10 @@ class EmbedderOverrideConfig(BaseModel):
             raise ConfigFieldError("dims", "model and dims must be set together")
         if self.base_url is not None and self.model is None:
             raise ConfigFieldError("model", "an embedder base_url needs a model and dims")
+        if self.model is not None and self.base_url is None:
+            raise ConfigFieldError("base_url", EMBEDDER_NEEDS_BASE_URL, code=NOT_OFFERED_CODE)
+        if self.api_key_env is not None and self.base_url is None:
+            raise ConfigFieldError("api_key_env", EMBEDDER_NEEDS_BASE_URL, code=NOT_OFFERED_CODE)
         return self
 
 
@@ -583,6 +634,12 @@ class WikiExportConfig(BaseModel):
         return self
 
 
+LLM_GROUP_THRESHOLD_BELOW = (
+    "is below group_threshold ({threshold}), which the llm strategy applies too, so it would "
+    "change nothing; set it to at least {threshold} or remove it"
+)
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -605,6 +662,16 @@ class ConsolidationConfig(BaseModel):
             self.archival.dual_mode.enabled
         ):
             raise ConfigFieldError("strategy", "'dual_mode' needs archival.dual_mode.enabled: true")
+        # The llm strategy groups at max(group_threshold, llm.group_threshold): an llm
+        # threshold set below the section's would change nothing.
+        llm_threshold = self.llm.group_threshold
+        llm_default = LLMConsolidationConfig.model_fields["group_threshold"].default
+        if llm_threshold != llm_default and llm_threshold < self.group_threshold:
+            raise ConfigFieldError(
+                "llm.group_threshold",
+                LLM_GROUP_THRESHOLD_BELOW.format(threshold=self.group_threshold),
+                code=NOT_OFFERED_CODE,
+            )
         return self
 
 
@@ -632,12 +699,16 @@ COMPOSITE_REFUSED = (
     "route to; remove 'composite' and use backend 'pgvector' (namespaces keep working)"
 )
 COMPOSITE_REFUSED_CODE = "composite_backend_refused"
+BACKEND_REFUSED = (
+    "this service has one memory engine, PostgreSQL + pgvector (the seeds' Mem0 backend "
+    "is not run); remove the key or set 'pgvector'"
+)
 
 
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
-    backend: Literal["pgvector", "mem0"] = "pgvector"
+    backend: Literal["pgvector"] = "pgvector"
     level: MemoryLevel = MemoryLevel.SESSION
     storage: MemoryStorageConfig = Field(default_factory=MemoryStorageConfig)
     options: MemoryOptionsConfig = Field(default_factory=MemoryOptionsConfig)
@@ -679,6 +750,7 @@ class CompanyMemoryConfig(BaseModel):
                 raise ConfigFieldError("backend", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
             if "composite" in data:
                 raise ConfigFieldError("composite", COMPOSITE_REFUSED, code=COMPOSITE_REFUSED_CODE)
+        refuse_not_offered(data, "backend", "pgvector", BACKEND_REFUSED)
         return data
 
     @model_validator(mode="after")

@@ -8,7 +8,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 
-from synthorg.company_config.fields import FROZEN, ConfigFieldError, NotBlankStr
+from synthorg.company_config.fields import (
+    FROZEN,
+    ConfigFieldError,
+    NotBlankStr,
+    refuse_not_offered,
+)
 from synthorg.enums import OrgFactCategory, SeniorityLevel
 
 
@@ -141,11 +146,25 @@ class WriteAccessConfig(BaseModel):
         return {str(category): rule for category, rule in value.items()}
 
 
+EXTENDED_STORE_REFUSED = "org facts are stored in PostgreSQL; remove the key or set 'postgresql'"
+ORG_BACKEND_REFUSED = (
+    "org memory is the core policies in every prompt plus retrieval over the extended store "
+    "(hybrid_prompt_retrieval), the one org-memory backend; remove the key or set "
+    "'hybrid_prompt_retrieval'"
+)
+
+
 class ExtendedStoreConfig(BaseModel):
     model_config = FROZEN
 
-    backend: Literal["postgresql", "sqlite"] = "postgresql"
+    backend: Literal["postgresql"] = "postgresql"
     max_retrieved_per_query: int = Field(default=5, ge=1, le=100)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_other_stores(cls, data: object) -> object:
+        refuse_not_offered(data, "backend", "postgresql", EXTENDED_STORE_REFUSED)
+        return data
 
 
 class OrgMemoryConfig(BaseModel):
@@ -158,3 +177,9 @@ class OrgMemoryConfig(BaseModel):
     core_policies_token_warning: int = Field(default=500, ge=1, le=100_000)
     extended_store: ExtendedStoreConfig = Field(default_factory=ExtendedStoreConfig)
     write_access: WriteAccessConfig = Field(default_factory=WriteAccessConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_other_backends(cls, data: object) -> object:
+        refuse_not_offered(data, "backend", "hybrid_prompt_retrieval", ORG_BACKEND_REFUSED)
+        return data

@@ -85,7 +85,9 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
 
 def test_admin_edits_one_field_and_the_save_is_audited_with_its_diff(company):
     admin = _client(company, "admin")
-    company_config_set(company=company, data={"memory": {"storage": {"data_dir": "/srv/m"}}})
+    company_config_set(
+        company=company, data={"memory": {"storage": {"history_store": "postgresql"}}}
+    )
     policy_add(
         company=company,
         actor=Principal.for_human(admin.membership.user, company, "admin"),
@@ -96,14 +98,12 @@ def test_admin_edits_one_field_and_the_save_is_audited_with_its_diff(company):
         head, *rest = path.split(".")
         node = data.get(head, {})
         for part in rest[:-1]:
-            node = node.get(part, {})
+            node = node.get(part) or {}  # an unset optional section (embedder) is None
         assert rest[-1] not in node, path
     data["memory"]["retrieval"]["rrf_k"] = 30
     assert data["memory"]["embedder"] is None
     # the widget sends an optional section's fields empty: that is no override, not an error
-    data["memory"]["embedder"] = dict.fromkeys(
-        ("provider", "model", "dims", "base_url", "api_key_env"), ""
-    )
+    data["memory"]["embedder"] = dict.fromkeys(("model", "dims", "base_url", "api_key_env"), "")
     before = AuditEntry.objects.count()
 
     response = _post(admin, data, revision)
@@ -112,7 +112,7 @@ def test_admin_edits_one_field_and_the_save_is_audited_with_its_diff(company):
     company.refresh_from_db()
     assert company.config_revision == revision + 1
     assert company.config["memory"]["retrieval"]["rrf_k"] == 30
-    assert company.config["memory"]["storage"]["data_dir"] == "/srv/m"  # kept, not shown
+    assert company.config["memory"]["storage"]["history_store"] == "postgresql"  # kept
     assert company.config["memory"]["embedder"] is None
     assert [f.content for f in OrgFact.objects.filter(company=company)] == ["Never push to main"]
     entry = AuditEntry.objects.order_by("-id").first()

@@ -306,3 +306,157 @@ def test_load_company_config_refuses_composite_naming_the_reason(tmp_path):
         call_command("load_company_config", company.slug, str(path))
     company.refresh_from_db()
     assert company.config == {}
+
+
+#: keys the seeds name that this service does not run: refused with what runs instead
+NOT_OFFERED = [
+    (
+        {"memory": {"backend": "mem0"}},
+        "memory.backend",
+        "'mem0' is not offered: this service has one memory engine, PostgreSQL + pgvector "
+        "(the seeds' Mem0 backend is not run); remove the key or set 'pgvector'",
+    ),
+    (
+        {"memory": {"storage": {"vector_store": "qdrant"}}},
+        "memory.storage.vector_store",
+        "'qdrant' is not offered: vectors are stored in PostgreSQL with pgvector; remove the "
+        "key or set 'pgvector'",
+    ),
+    (
+        {"memory": {"storage": {"history_store": "sqlite"}}},
+        "memory.storage.history_store",
+        "'sqlite' is not offered: memory history is stored in PostgreSQL; remove the key or "
+        "set 'postgresql'",
+    ),
+    (
+        {"memory": {"storage": {"data_dir": "/srv/memory"}}},
+        "memory.storage.data_dir",
+        "'/srv/memory' is not offered: memories are rows in PostgreSQL, no directory is "
+        "opened, so a data_dir would change nothing; remove the key",
+    ),
+    (
+        {"org_memory": {"extended_store": {"backend": "sqlite"}}},
+        "org_memory.extended_store.backend",
+        "'sqlite' is not offered: org facts are stored in PostgreSQL; remove the key or set "
+        "'postgresql'",
+    ),
+    (
+        {"org_memory": {"backend": "graph"}},
+        "org_memory.backend",
+        "'graph' is not offered: org memory is the core policies in every prompt plus "
+        "retrieval over the extended store (hybrid_prompt_retrieval), the one org-memory "
+        "backend; remove the key or set 'hybrid_prompt_retrieval'",
+    ),
+    (
+        _embedder(provider="openai"),
+        "memory.embedder.provider",
+        "is not used: every embedder is called through the OpenAI-compatible /embeddings API "
+        "(OpenAI, Ollama /v1, vLLM, LM Studio, ...) at base_url; remove provider and set "
+        "base_url, model and dims",
+    ),
+    (
+        {"memory": {"embedder": {"model": "text-embedding-3-small", "dims": 384}}},
+        "memory.embedder.base_url",
+        "is required: without a base_url the company uses the local embedder "
+        "(all-MiniLM-L6-v2, 384 dims) and model, dims and api_key_env would change nothing",
+    ),
+    (
+        {"memory": {"embedder": {"api_key_env": "SYNTHORG_SECRET_X"}}},
+        "memory.embedder.api_key_env",
+        "is required: without a base_url the company uses the local embedder "
+        "(all-MiniLM-L6-v2, 384 dims) and model, dims and api_key_env would change nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message"), NOT_OFFERED, ids=[field for _, field, _ in NOT_OFFERED]
+)
+def test_a_value_this_service_does_not_run_is_refused_saying_what_runs(data, field, message):
+    """Accepted, these would record a choice that changes nothing (issue 26: no knob
+    accepted and ignored); nothing is stored and nothing is audited."""
+    company = CompanyFactory()
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data=data)
+    assert (caught.value.status, caught.value.code) == (400, "invalid_company_config")
+    assert caught.value.errors == [
+        {"field": field, "message": message, "code": "config_value_not_offered"}
+    ]
+    company.refresh_from_db()
+    assert (company.config, company.config_revision) == ({}, 1)
+    assert not AuditEntry.objects.filter(action_type="company.config_changed").exists()
+
+
+def test_the_values_that_run_are_accepted_where_the_seeds_name_them():
+    company = CompanyFactory()
+    data = {
+        "memory": {
+            "backend": "pgvector",
+            "storage": {
+                "data_dir": "/data/memory",
+                "vector_store": "pgvector",
+                "history_store": "postgresql",
+            },
+        },
+        "org_memory": {
+            "backend": "hybrid_prompt_retrieval",
+            "extended_store": {"backend": "postgresql"},
+        },
+    }
+    company_config_set(company=company, data=data)
+    company.refresh_from_db()
+    assert company.config_revision == 2
+    assert company_config(company).memory.storage.vector_store == "pgvector"
+
+
+def test_stored_configs_with_values_not_offered_are_cleaned_by_the_migration():
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "persistence.migrations.0009_company_config_values_not_offered"
+    )
+    seeds = CompanyFactory()
+    remote = CompanyFactory()
+    untouched = CompanyFactory()
+    Company.objects.filter(pk=seeds.pk).update(
+        config={
+            "memory": {
+                "backend": "mem0",
+                "level": "persistent",
+                "storage": {
+                    "data_dir": "/data/memory",
+                    "vector_store": "qdrant",
+                    "history_store": "sqlite",
+                },
+                "embedder": {"provider": "openai", "model": "m", "dims": 384},
+            },
+            "org_memory": {
+                "backend": "hybrid_prompt_retrieval",
+                "extended_store": {"backend": "sqlite", "max_retrieved_per_query": 7},
+            },
+        }
+    )
+    Company.objects.filter(pk=remote.pk).update(config=_embedder(provider="ollama"))
+    Company.objects.filter(pk=untouched.pk).update(config={"memory": {"level": "project"}})
+    migration.drop_values_not_offered(apps, None)
+    for company in (seeds, remote, untouched):
+        company.refresh_from_db()
+    assert seeds.config == {
+        "memory": {
+            "level": "persistent",
+            "storage": {"data_dir": "/data/memory"},
+            "embedder": None,
+        },
+        "org_memory": {
+            "backend": "hybrid_prompt_retrieval",
+            "extended_store": {"max_retrieved_per_query": 7},
+        },
+    }
+    assert remote.config == {
+        "memory": {"embedder": {"model": "m", "dims": 384, "base_url": "http://e/v1"}}
+    }
+    assert (seeds.config_revision, remote.config_revision, untouched.config_revision) == (2, 2, 1)
+    assert company_config(seeds).org_memory.extended_store.max_retrieved_per_query == 7
+    assert company_config(remote).memory.embedder.model == "m"

@@ -9,16 +9,18 @@ from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_com
 from synthorg.company_config.memory import AgentRetentionOverrides, FusionStrategy
 from synthorg.enums import ConsolidationInterval, MemoryLevel, OrgFactCategory, SeniorityLevel
 
-# The "Practical Example" of the memory configuration guide, verbatim.
+# The "Practical Example" of the memory configuration guide, verbatim but for the storage
+# stack: its Mem0/Qdrant/SQLite names are refused (SEED_STACK, test below), this service's
+# own names load.
 SPEC_EXAMPLE = textwrap.dedent(
     """
     memory:
-      backend: "mem0"
+      backend: "pgvector"
       level: persistent
       storage:
         data_dir: "/data/memory"
-        vector_store: "qdrant"
-        history_store: "sqlite"
+        vector_store: "pgvector"
+        history_store: "postgresql"
       options:
         retention_days: null
         max_memories_per_agent: 50000
@@ -142,6 +144,29 @@ def test_spec_example_loads():
         "All research findings must be reproducible.",
         "Cite sources for all claims.",
     )
+
+
+SEED_STACK = {"backend": "mem0", "vector_store": "qdrant", "history_store": "sqlite"}
+
+
+def test_the_spec_examples_storage_stack_is_refused_naming_what_runs():
+    """The example's Mem0/Qdrant/SQLite would be recorded and change nothing, so each is
+    refused (code config_value_not_offered); the message says what to write instead."""
+    data = yaml.safe_load(SPEC_EXAMPLE)
+    data["memory"]["backend"] = SEED_STACK["backend"]
+    assert errors_of(data) == [
+        (
+            "memory.backend",
+            "'mem0' is not offered: this service has one memory engine, PostgreSQL + "
+            "pgvector (the seeds' Mem0 backend is not run); remove the key or set 'pgvector'",
+        )
+    ]
+    for key in ("vector_store", "history_store"):
+        data = yaml.safe_load(SPEC_EXAMPLE)
+        data["memory"]["storage"][key] = SEED_STACK[key]
+        [(field, message)] = errors_of(data)
+        assert field == f"memory.storage.{key}"
+        assert message.startswith(f"{SEED_STACK[key]!r} is not offered: ")
 
 
 def test_config_is_frozen_and_round_trips_through_json():

@@ -114,6 +114,18 @@ def test_max_chunks_is_honoured(server):
 
 
 @pytest.mark.parametrize(
+    ("context_chars", "embedded"),
+    [(0, "Yes, book it."), (12, "Yes, book it.\nwhich flight")],
+)
+def test_context_chars_is_the_companys(context_chars, embedded, server):
+    agent = AgentFactory(memory_level="persistent")
+    use_server(agent.company, server, context_chars=context_chars)
+    store(agent, "Yes, book it.", context="which flight should I book?")
+    inputs = [t for r in server.requests_to(server.EMBEDDINGS) for t in r.json()["input"]]
+    assert inputs == [embedded]
+
+
+@pytest.mark.parametrize(
     ("chunking", "field"),
     [
         ({"max_chunks": 0}, "memory.chunking.max_chunks"),

@@ -345,3 +345,23 @@ def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):
     reason = capture_of(report_id).reason
     assert reason.startswith("internal error: OperationalError: canceling statement due to lock")
     assert not Memory.objects.exists()  # the memory row rolled back with the lesson
+
+
+def test_procedural_disabled_captures_nothing(caller, llm_server):
+    set_procedural(caller.company, enabled=False)
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "disabled"
+    assert capture_of(report_id).memory_id is None
+    assert not Memory.objects.exists() and not ProceduralLesson.objects.exists()
+    assert llm_server.requests_to(llm_server.CHAT_COMPLETIONS) == []
+
+
+@pytest.mark.parametrize(("window", "status"), [(50, "not_applicable"), (2, "captured")])
+def test_percentile_window_is_the_companys(window, status, caller, llm_server):
+    # three old 10s then two recent 5s: over the last 50 scores p75 is 10 (9 is below it);
+    # over the last 2 it is at most 9, so the success fires
+    set_procedural(caller.company, capture={"type": "success", "percentile_window": window})
+    for score in (10.0, 10.0, 10.0, 5.0, 5.0):
+        capture_execution_report(submit(caller, {"outcome": "succeeded", "quality_score": score}))
+    report_id = submit(caller, {"outcome": "succeeded", "quality_score": 9.0})
+    assert capture_execution_report(report_id) == status

@@ -212,3 +212,20 @@ def test_search_memory_without_llm_says_so(caller, settings):
     seed(caller)
     data = search_tool(caller)
     assert data["degraded"] == ["reformulation_unavailable"] and data["results"]
+
+
+@pytest.mark.django_db
+def test_search_memory_stops_at_the_companys_max_reformulation_rounds(caller, llm):
+    reformulating(caller, rounds=1)
+    seed(caller)
+    llm.enqueue(
+        llm.CHAT_COMPLETIONS,
+        reply('{"sufficient": false}'),
+        reply("billing deploy schedule"),
+        reply('{"sufficient": false}'),
+        reply('"release freeze quarter-end"'),
+    )
+    data = search_tool(caller, limit=10)
+    # one round (check + reformulate) where the default allows two
+    assert data["queries"] == ["when can billing ship?", "billing deploy schedule"]
+    assert len(llm.requests_to(llm.CHAT_COMPLETIONS)) == 2

@@ -169,3 +169,47 @@ def test_degraded_dense_is_reported(failing_embedder, keyword_embedder):
 def test_bad_input(text, budget):
     with pytest.raises(InvalidInputError):
         ContextRequest.build(query_text=text, token_budget=budget)
+
+
+DUPLICATES = (
+    ("deploy deploy deploy plan for friday", ()),
+    ("deploy deploy plan for friday today", ()),
+    ("deploy lunch menu", ()),
+)
+
+
+def test_diversity_lambda_trades_relevance_for_novelty(keyword_embedder):
+    # 0.5 (test above) takes the lunch entry second; at 0.95 the near-duplicate's relevance
+    # (0.95·0.49 − 0.05·4/5 = 0.43) beats the lunch entry's 0.95·0 − 0
+    relevant = agent_with(diversity_penalty_enabled=True, diversity_lambda=0.95, max_memories=2)
+    store(relevant, keyword_embedder, *DUPLICATES)
+    assert [e.content for e in context(relevant, keyword_embedder, 500).included] == [
+        "deploy deploy deploy plan for friday",
+        "deploy deploy plan for friday today",
+    ]
+
+
+def test_candidate_pool_multiplier_widens_what_mmr_sees(keyword_embedder):
+    # MMR can only promote what was retrieved: max_memories × multiplier candidates
+    narrow = agent_with(
+        diversity_penalty_enabled=True,
+        diversity_lambda=0.5,
+        max_memories=2,
+        candidate_pool_multiplier=1,
+    )
+    wide = agent_with(
+        diversity_penalty_enabled=True,
+        diversity_lambda=0.5,
+        max_memories=2,
+        candidate_pool_multiplier=2,
+    )
+    store(narrow, keyword_embedder, *DUPLICATES)
+    store(wide, keyword_embedder, *DUPLICATES)
+    assert [e.content for e in context(narrow, keyword_embedder, 500).included] == [
+        "deploy deploy deploy plan for friday",
+        "deploy deploy plan for friday today",
+    ]
+    assert [e.content for e in context(wide, keyword_embedder, 500).included] == [
+        "deploy deploy deploy plan for friday",
+        "deploy lunch menu",
+    ]

@@ -475,3 +475,33 @@ def test_an_embedder_too_wide_for_an_adapter_is_not_supported(setup, embedding_s
     response = client.post(f"{BASE}/preflight", {}, format="json")
     assert (response.status_code, response.json()["code"]) == (501, "not_supported")
     assert "1536" in response.json()["detail"]
+
+
+def test_training_parameters_are_the_companys(setup, tmp_path, settings):
+    """Each training knob, changed alone from one baseline, changes the run: the same
+    config twice trains identically, so any difference is the knob's."""
+    caller, client, embedder = setup
+    baseline = {"epochs": 3, "min_gain": 0.0}
+
+    def train(**overrides):
+        enable(caller.company, tmp_path, settings, **{**baseline, **overrides})
+        ticks = iter(range(1_000_000))  # a clock that advances one second per reading
+        run = start(client)
+        fine_tune_execute(
+            run["id"], embedder=embedder, clock=lambda: float(next(ticks)), task_budget=1e9
+        )
+        return client.get(f"{BASE}/runs/{run['id']}").json()["figures"]
+
+    first = train()
+    assert train()["losses"] == first["losses"] and len(first["losses"]) == 3
+    assert (first["stopped_by"], first["held_out_pairs"]) == ("epochs", 30)
+    for knob, value in [
+        ("learning_rate", 0.05),
+        ("temperature", 0.2),
+        ("hard_negatives", 2),
+        ("seed", 7),
+    ]:
+        assert train(**{knob: value})["losses"] != first["losses"], knob
+    assert len(train(epochs=2)["losses"]) == 2
+    assert (train(held_out_share=0.5)["held_out_pairs"]) == 60
+    assert train(max_training_seconds=3)["stopped_by"] == "time"

@@ -3,10 +3,12 @@ it emits ApprovalItems only; approving one publishes exactly one org fact."""
 
 import json
 import logging
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from memory.procedural.evolver.models import EvolverReport
 from memory.procedural.evolver.schedules import evolver_schedules
@@ -416,3 +418,12 @@ def test_invalid_llm_answer_counts_as_failed_draft(company, settings, caplog):
     assert (report.status, report.drafts_failed, report.proposals_emitted) == ("completed", 1, 0)
     assert ApprovalItem.objects.count() == 0
     assert "invalid JSON from proposer" in caplog.text
+
+
+@pytest.mark.parametrize(("window_days", "scanned"), [(7, 3), (2, 0)])
+def test_evolver_window_days_is_the_companys(window_days, scanned, company, llm):
+    _enable(company, window_days=window_days)
+    _fleet(company)  # three reports submitted now; the cycle runs three days later
+    later = timezone.now() + timedelta(days=3)
+    report = skill_evolver_run(company=company, trigger="command", now=later)
+    assert (report.status, report.reports_scanned) == ("completed", scanned)
