@@ -84,6 +84,10 @@ def test_every_console_page(live_server, browser):
         "skill_evolver.png": "/console/memories/skill-evolver",
         "executions.png": "/console/memories/executions",
         "costs.png": f"/dashboard/costs?company={company.slug}",
+        "agent_page.png": f"/console/agents/{planner.pk}",
+        "org_facts.png": "/console/facts/",
+        "shared.png": "/console/memories/shared",
+        "fine_tune.png": "/console/memories/fine-tune",
     }
     seen = {}
     for name, page in pages.items():
