@@ -217,6 +217,24 @@ def make_due_now(django_db_blocker, *names: str) -> None:
             assert Schedule.objects.filter(name=name).update(next_run=timezone.now()) == 1, name
 
 
+def assert_searches_logged(company, django_db_blocker, expected: dict[str, list[str]]) -> None:
+    """The served app (gunicorn + uvicorn) wrote each agent's request-log rows after sending
+    its responses: exactly the searches it made, by agent name (newest first)."""
+    from memory.core.models.request_log import RequestLogEntry
+
+    def logged():
+        with django_db_blocker.unblock():
+            rows = RequestLogEntry.objects.filter(company=company, kind="search")
+            by_agent: dict[str, list[str]] = {}
+            for name, query in rows.order_by("-created_at", "-id").values_list(
+                "agent__name", "query"
+            ):
+                by_agent.setdefault(name, []).append(query)
+        return by_agent if by_agent == expected else None
+
+    wait_for(logged, "the request log of the searches", DEADLINE_S)
+
+
 def evolver_schedule(company) -> str:
     return f"synthorg:skill-evolver:company-{company.pk}"
 

@@ -40,6 +40,9 @@ def test_first_week_without_an_llm(test_database_url, django_db_blocker, browser
             assert health["checks"]["llm"]["configured"] is False, health
 
             scenario.store_and_search(base, agents, keys)
+            searches = {name: ["when is billing deployed?"] for name in agents}
+            searches["reviewer"].insert(0, "who signs off schema migrations?")
+            scenario.assert_searches_logged(company, django_db_blocker, searches)
             scenario.report_failures(agents, method="rule")
 
             planner = agents["planner"]
