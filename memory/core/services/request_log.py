@@ -71,30 +71,10 @@ def request_log_write(entries: Sequence[RequestLogEntry]) -> None:
         RequestLogEntry.objects.bulk_create(entries)
 
 
-def request_log_record(
-    *,
-    agent: Agent,
-    config: RequestLogConfig,
-    kind: str,
-    via: str,
-    query: str,
-    result_count: int,
-    latency_ms: float,
-    degraded: Sequence[str] = (),
-    now: datetime | None = None,
-) -> RequestLogEntry | None:
-    """Build and insert one row now (``None`` when the company turned the log off)."""
-    entry = request_log_entry(
-        agent=agent,
-        config=config,
-        kind=kind,
-        via=via,
-        query=query,
-        result_count=result_count,
-        latency_ms=latency_ms,
-        degraded=degraded,
-        now=now,
-    )
+def request_log_record(**fields) -> RequestLogEntry | None:
+    """Build (:func:`request_log_entry`, same arguments) and insert one row now; ``None``
+    when the company turned the log off."""
+    entry = request_log_entry(**fields)
     if entry is not None:
         request_log_write([entry])
     return entry
