@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -62,6 +63,31 @@ PROFILE = replace(PROFILES["openai"], models=("model-a", "model-b"))
 DEFERRED_REASON = DEFERRED.format(limit=1)
 
 pytestmark = pytest.mark.usefixtures("allow_flush_of_append_only_tables")
+
+
+@contextmanager
+def slot_held_elsewhere(company_id: int):
+    """Another worker (its own connection, in a thread) runs the company's LLM work, holding
+    its slot for the block."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold_slot():
+        try:
+            with company_llm_slot(company_id) as slot:
+                assert slot
+                held.set()
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_slot)
+    holder.start()
+    assert held.wait(timeout=60)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join(timeout=60)
 
 
 def company_using(model: str):
@@ -202,29 +228,12 @@ def test_a_company_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     ExecutionCapture.objects.filter(report_id=report_id).update(
         status="failed", reason="llm_error: down", attempts=1, next_attempt_at=timezone.now()
     )
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():  # another worker (own connection) runs company's LLM work
-        try:
-            with company_llm_slot(company.pk) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
+    with slot_held_elsewhere(company.pk):
         summary = execution_captures_retry_company(company_id=company.pk)
         assert (summary.busy, summary.retried, summary.waiting) == (True, 0, 1)
         capture = ExecutionCapture.objects.get(report_id=report_id)
         assert (capture.status, capture.attempts) == ("failed", 1)
         assert stand_in.chat_requests == []
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
     summary = execution_captures_retry_company(company_id=company.pk)
     assert (summary.busy, summary.retried) == (False, 1)
@@ -317,21 +326,7 @@ def test_a_deferred_extraction_still_stores_the_turns_at_once(stand_in):
     company = CompanyFactory()
     configure(company, extraction={"model": "model-b"})
     conversation = due_conversation(company, "b-1")
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():  # another worker (own connection) runs company's LLM work
-        try:
-            with company_llm_slot(company.pk) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
+    with slot_held_elsewhere(company.pk):
         assert extract_conversation(conversation.pk) == "deferred"
         runs = ExtractionRun.objects.filter(conversation=conversation)
         assert sorted(runs.values_list("trigger", "method", "status", "first_seq", "last_seq")) == [
@@ -343,9 +338,6 @@ def test_a_deferred_extraction_still_stores_the_turns_at_once(stand_in):
         assert list(stored.values_list("content", flat=True)) == [turn]
         assert Conversation.objects.get(pk=conversation.pk).verbatim_through_seq == 1
         assert stand_in.chat_requests == []
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
     assert extract_conversation(conversation.pk) == "succeeded"
     runs = ExtractionRun.objects.filter(conversation=conversation).exclude(status="deferred")
@@ -380,21 +372,7 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
     stand_in.answer = json.dumps(FACTS)
     company = extracting_company("model-b")
     conversation = due_conversation(company, "b-1")
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():  # another worker (own connection) runs company's LLM work
-        try:
-            with company_llm_slot(company.pk) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
+    with slot_held_elsewhere(company.pk):
         assert extract_company_conversations(company.pk) == {
             "runs": 0,
             "waiting": 1,
@@ -402,9 +380,6 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
         }
         assert not ExtractionRun.objects.exists()
         assert stand_in.chat_requests == []
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
     assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
     run = ExtractionRun.objects.get(conversation=conversation)
@@ -438,21 +413,7 @@ def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
     stand_in.hanging_models = set()
     company = CompanyFactory()
     make_agent_caller(company=company, memory_level="persistent")
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():  # another worker (own connection) runs company's LLM work
-        try:
-            with company_llm_slot(company.pk) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
+    with slot_held_elsewhere(company.pk):
         before = timezone.now()
         assert dream_company(company.pk) is None  # nothing ran, the worker is free
         assert not DreamRun.objects.exists()
@@ -465,9 +426,6 @@ def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
         )
         assert before + DREAM_DEFER <= rearmed.next_run <= timezone.now() + DREAM_DEFER
         assert stand_in.chat_requests == []
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
     # The re-armed task (or the next tick) finds the slot free and dreams.
     assert dream_company(company.pk) == 1
