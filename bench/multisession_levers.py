@@ -7,13 +7,14 @@
 memory's ``dia_id``, ``created_at`` and content. ``evaluate``: the product's fusion (RRF,
 ``rrf_k`` 10, each leg cut to the depth a ``limit`` 20 search uses) is the baseline, and
 every lever re-ranks the same lists (plus, for expansion, the time neighbours a SQL lookup
-by ``created_at`` would return), so each lever is compared on identical candidates::
+by ``created_at`` would return), so each lever is compared on identical candidates. The
+dumps hold the data's text: they go under ``var/`` (git-ignored), never into the project::
 
     python bench/multisession_levers.py dump --data ../shared/bench-data/locomo_dev.json \\
-        --out bench/results/multisession/legs_locomo.json
+        --out var/multisession/legs_locomo.json
     python bench/multisession_levers.py evaluate \\
-        --legs bench/results/multisession/legs_locomo.json \\
-        --legs bench/results/multisession/legs_lme.json \\
+        --legs var/multisession/legs_locomo.json \\
+        --legs var/multisession/legs_lme.json \\
         --out bench/results/multisession/levers.json
 """
 
@@ -139,14 +140,16 @@ class Conv:
     def __init__(self, raw: dict) -> None:
         self.sample_id = raw["sample_id"]
         self.speakers = [s for s in raw.get("speakers", []) if s]
-        self.created = {
-            mid: datetime.fromisoformat(v[1]) for mid, v in raw["memories"].items()
-        }
+        self.created = {mid: datetime.fromisoformat(v[1]) for mid, v in raw["memories"].items()}
         self.content = {mid: v[2] for mid, v in raw["memories"].items()}
         self.dia = {mid: v[0] for mid, v in raw["memories"].items()}
         self.timeline = sorted(self.created, key=lambda mid: (self.created[mid], mid))
         self.position = {mid: i for i, mid in enumerate(self.timeline)}
         self.questions = raw["questions"]
+
+    def speaker(self, mid: str) -> str:
+        """The turn's speaker: ``"[<date>] <speaker>: <text>"`` (bench/locomo.py's format)."""
+        return self.content[mid].split("] ", 1)[-1].split(":", 1)[0]
 
     def session(self, mid: str, gap_s: float = 1800) -> int:
         """A session = a run of memories no more than ``gap_s`` apart (what the product can
@@ -156,9 +159,10 @@ class Conv:
         if gap_s not in self._sessions:
             ids, current, previous = {}, 0, None
             for m in self.timeline:
-                if previous is not None and (
-                    self.created[m] - self.created[previous]
-                ).total_seconds() > gap_s:
+                if (
+                    previous is not None
+                    and (self.created[m] - self.created[previous]).total_seconds() > gap_s
+                ):
                     current += 1
                 ids[m] = current
                 previous = m
@@ -181,29 +185,51 @@ class Conv:
 
 
 def base_ranking(q: dict, depth: int = BASE_DEPTH, k: int = BASE_RRF_K) -> list[tuple]:
+    """The product's fusion (:func:`synthorg.retrieval.fusion.rrf_fuse`, normalised)."""
+    from synthorg.retrieval.fusion import rrf_fuse
+
     dense = [mid for mid, _ in q["dense"][:depth]]
     sparse = [mid for mid, _ in q["sparse"][:depth]]
-    return rrf([dense, sparse], k)
+    return rrf_fuse([dense, sparse], k=k)
 
 
 # Lever 1: neighbourhood expansion of strong hits --------------------------------------
 
 
+def expand_neighbours(fused, neighbours, *, hits: int, weight: float) -> list[tuple]:
+    """The ``hits`` best fused entries each add ``weight`` × their score to their neighbours
+    (new entries join); scores over 1 are rescaled so the best is 1; stable re-sort."""
+    if hits < 1 or weight <= 0 or not fused:
+        return list(fused)
+    scores = dict(fused)
+    for key, score in fused[:hits]:
+        for other in neighbours.get(key, ()):
+            if other != key:
+                scores[other] = scores.get(other, 0.0) + weight * score
+    scale = max(1.0, max(scores.values()))
+    order = {key: i for i, key in enumerate(scores)}
+    ranked = sorted(scores, key=lambda key: (-scores[key], order[key]))
+    return [(key, scores[key] / scale) for key in ranked]
+
+
 def lever_expand(
-    conv: Conv, q: dict, *, strong: int, radius: int, weight: float, fused=None
-) -> list[str]:
-    """The top ``strong`` fused hits lend ``weight`` × their score to their time neighbours
-    (``radius`` turns either side within the same session); a neighbour already ranked adds
-    it to its own score."""
+    conv: Conv,
+    q: dict,
+    *,
+    strong: int,
+    radius: int,
+    weight: float,
+    fused=None,
+    window_s: float = 1800,
+) -> list:
+    """Expansion (:func:`expand_neighbours`): the top ``strong`` fused hits lend ``weight``
+    × their score to the ``radius`` memories stored before and after them within
+    ``window_s`` seconds (what a ``created_at`` lookup would return)."""
     scored = fused is not None
     fused = fused if scored else base_ranking(q)
-    scores = dict(fused)
-    for mid, score in fused[:strong]:
-        for other in conv.neighbours(mid, radius, 1800):
-            scores[other] = max(scores.get(other, 0.0), 0.0) + weight * score
-    if scored:
-        return sorted(scores.items(), key=lambda i: (-i[1], i[0]))
-    return [mid for mid, _ in sorted(scores.items(), key=lambda i: (-i[1], i[0]))]
+    around = {mid: conv.neighbours(mid, radius, window_s) for mid, _ in fused[:strong]}
+    expanded = expand_neighbours(fused, around, hits=strong, weight=weight)
+    return expanded if scored else [mid for mid, _ in expanded]
 
 
 # Lever 2: diversity across sessions (MMR by session) ----------------------------------
@@ -226,6 +252,34 @@ def lever_session_mmr(conv: Conv, q: dict, *, penalty: float, gap_s: float = 180
         taken[conv.session(mid, gap_s)] += 1
         out.append(mid)
     return out
+
+
+def lever_session_cap(conv: Conv, q: dict, *, cap: int, gap_s: float = 1800) -> list[str]:
+    """At most ``cap`` hits per session in the top 10; the rest follow in fused order."""
+    fused = base_ranking(q)
+    taken: dict[int, int] = defaultdict(int)
+    head, tail = [], []
+    for mid, _ in fused:
+        session = conv.session(mid, gap_s)
+        if len(head) < 10 and taken[session] < cap:
+            taken[session] += 1
+            head.append(mid)
+        else:
+            tail.append(mid)
+    return head + tail
+
+
+def lever_expand_candidates(
+    conv: Conv, q: dict, *, strong: int, radius: int, weight: float
+) -> list[str]:
+    """Expansion that only re-scores rows a leg already found (no new entries)."""
+    fused = base_ranking(q)
+    found = {mid for mid, _ in fused}
+    around = {
+        mid: [n for n in conv.neighbours(mid, radius, 1800) if n in found]
+        for mid, _ in fused[:strong]
+    }
+    return [mid for mid, _ in expand_neighbours(fused, around, hits=strong, weight=weight)]
 
 
 # Lever 3: query-time date parsing ------------------------------------------------------
@@ -320,10 +374,19 @@ _STOP = {
 }  # fmt: skip
 
 
+_FIRST_PERSON = re.compile(r"\b(I|my|me|mine|myself)\b")
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.I)
+
+
 def query_entities(conv: Conv, text: str) -> tuple[list[str], list[str]]:
-    """(speakers named in the query, other capitalised names in it)."""
+    """(speakers the query is about, other capitalised names in it). A question in the first
+    person is about the user's own turns (LongMemEval's speaker ``User``)."""
     names = [n for n in _ENTITY_RE.findall(text) if n.split()[0].lower() not in _STOP]
     speakers = [s for s in conv.speakers if re.search(rf"\b{re.escape(s)}\b", text)]
+    if "User" in conv.speakers and _FIRST_PERSON.search(text) and "User" not in speakers:
+        speakers.append("User")
+    if "Assistant" in conv.speakers and _SECOND_PERSON.search(text):
+        speakers.append("Assistant")
     entities = [n for n in names if n not in speakers]
     return speakers, entities
 
@@ -337,7 +400,7 @@ def lever_entity(
     weights are 0 < w (ranked by feature count), else added to the score."""
     fused = base_ranking(q)
     speakers, entities = query_entities(conv, q["question"])
-    if not speakers and not entities or not fused:
+    if (not speakers and not entities) or not fused:
         return fused if scored else [mid for mid, _ in fused]
     top = fused[0][1]
     rescored = []
@@ -349,6 +412,16 @@ def lever_entity(
         rescored.append((mid, score + bonus * top))
     rescored.sort(key=lambda i: (-i[1], i[0]))
     return rescored if scored else [mid for mid, _ in rescored]
+
+
+def lever_speaker(conv: Conv, q: dict, *, weight: float) -> list[str]:
+    """The product's speaker feature (:func:`memory.core.retrieval.speakers.boost_speakers`)
+    on the ``speaker:`` tag each turn is stored with (the turn's speaker)."""
+    from memory.core.retrieval.speakers import boost_speakers, speaker_tag
+
+    fused = base_ranking(q)
+    tags = {mid: [speaker_tag(conv.speaker(mid))] for mid, _ in fused if conv.speaker(mid)}
+    return [m for m, _ in boost_speakers(fused, tags, query=q["question"], weight=weight)]
 
 
 # --------------------------------------------------------------------------- scoring
@@ -387,13 +460,22 @@ def levers() -> dict[str, Any]:
                         c, q, strong=s, radius=r, weight=w
                     )
                 )
-    for penalty in (0.1, 0.25, 0.5, 1.0):
-        out[f"session_mmr_p{penalty}"] = lambda c, q, p=penalty: lever_session_mmr(
-            c, q, penalty=p
+    for strong, radius, weight in ((3, 2, 0.2), (5, 2, 0.2), (5, 2, 0.3), (8, 2, 0.2)):
+        out[f"expand_candidates_top{strong}_r{radius}_w{weight}"] = (
+            lambda c, q, s=strong, r=radius, w=weight: lever_expand_candidates(
+                c, q, strong=s, radius=r, weight=w
+            )
         )
+    for cap in (2, 3, 4, 5, 6):
+        out[f"session_cap_{cap}"] = lambda c, q, n=cap: lever_session_cap(c, q, cap=n)
+    for penalty in (0.02, 0.05, 0.1, 0.25, 0.5, 1.0):
+        out[f"session_mmr_p{penalty}"] = lambda c, q, p=penalty: lever_session_mmr(c, q, penalty=p)
     for boost in (0.1, 0.3, 1.0, float("inf")):
         out[f"date_boost_{boost}"] = lambda c, q, b=boost: lever_date(c, q, boost=b)[0]
-    for sw, ew in ((0.1, 0.0), (0.0, 0.1), (0.1, 0.1), (0.3, 0.3), (-0.1, 0.0)):
+    for weight in (0.1, 0.2, 0.3, 0.5):
+        out[f"speaker_boost_{weight}"] = lambda c, q, w=weight: lever_speaker(c, q, weight=w)
+    for sw, ew in ((0.1, 0.0), (0.2, 0.0), (0.3, 0.0), (0.5, 0.0), (0.0, 0.1), (0.1, 0.1),
+                   (0.3, 0.3), (-0.1, 0.0)):  # fmt: skip
         out[f"entity_s{sw}_e{ew}"] = lambda c, q, sw=sw, ew=ew: lever_entity(
             c, q, speaker_w=sw, entity_w=ew
         )
@@ -456,9 +538,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.cmd == "dump":
         ids = {c.strip() for c in args.conversations.split(",") if c.strip()} or None
-        result = dump(
-            data=args.data, ids=ids, with_context=not args.no_context, depth=args.depth
-        )
+        result = dump(data=args.data, ids=ids, with_context=not args.no_context, depth=args.depth)
     else:
         result = evaluate(args.legs)
     result["command"] = "python bench/multisession_levers.py " + " ".join(argv or sys.argv[1:])
