@@ -497,7 +497,8 @@ def evaluate(paths: list[str]) -> dict[str, Any]:
     splits = {}
     for path in paths:
         raw = json.loads(Path(path).read_text())
-        splits[raw["data"]] = [Conv(c) for c in raw["conversations"]]
+        # several dumps of one data file (e.g. a subset, then the rest) pool into one split
+        splits.setdefault(raw["data"], []).extend(Conv(c) for c in raw["conversations"])
     result: dict[str, Any] = {"splits": {}, "date_parsed_questions": {}}
     for name, convs in splits.items():
         result["splits"][name] = {

@@ -959,34 +959,32 @@ def t_chunks(_arg) -> str:
     return table(head, rows) + "\n\n" + source(*names)
 
 
-def t_multisession_levers(_arg) -> str:
-    """Every multi-session lever on the same dumped legs, both dev splits
-    (``bench/multisession_levers.py evaluate``)."""
-    name = "multisession/levers.json"
+def t_multisession_levers(arg) -> str:
+    """Every multi-session lever on the same dumped legs, per split in the file
+    (``bench/multisession_levers.py evaluate``; default ``multisession/levers.json``)."""
+    name = arg or "multisession/levers.json"
     use(name)
     splits = load(name)["splits"]
-    locomo, lme = splits["locomo_dev.json"]["levers"], splits["longmemeval_dev.json"]["levers"]
+    label = {"locomo_dev.json": "LoCoMo", "longmemeval_dev.json": "LME"}
 
     def pair(d: dict) -> str:
         return f"{fmt(d.get('recall_any@10'))} / {fmt(d.get('recall_all@10'))}"
 
-    rows = [
-        [
-            f"`{lever}`",
-            pair(locomo[lever]["all"]),
-            pair(locomo[lever]["by_category"]["1"]),
-            pair(lme[lever]["all"]),
-            pair(lme[lever]["multi_session"]),
+    head = ["lever"]
+    for data, split in splits.items():
+        n = split["levers"]["base"]["all"]["questions"]
+        head += [
+            f"{label.get(data, data)} ({n} q.) any / all@10",
+            f"{label.get(data, data)} category 1 any / all@10",
         ]
-        for lever in locomo
-    ]
-    head = [
-        "lever",
-        "LoCoMo any / all@10",
-        "LoCoMo multi-hop (cat. 1)",
-        "LME subset any / all@10",
-        "LME multi-session (cat. 1)",
-    ]
+    levers = next(iter(splits.values()))["levers"]
+    rows = []
+    for lever in levers:
+        row = [f"`{lever}`"]
+        for split in splits.values():
+            figures = split["levers"][lever]
+            row += [pair(figures["all"]), pair(figures["by_category"]["1"])]
+        rows.append(row)
     return table(head, rows) + "\n\n" + source(name)
 
 
