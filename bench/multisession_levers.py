@@ -472,7 +472,7 @@ def levers() -> dict[str, Any]:
         out[f"session_mmr_p{penalty}"] = lambda c, q, p=penalty: lever_session_mmr(c, q, penalty=p)
     for boost in (0.1, 0.3, 1.0, float("inf")):
         out[f"date_boost_{boost}"] = lambda c, q, b=boost: lever_date(c, q, boost=b)[0]
-    for weight in (0.1, 0.2, 0.3, 0.5):
+    for weight in (0.1, 0.2, 0.3, 0.5, 0.7, 1.0):
         out[f"speaker_boost_{weight}"] = lambda c, q, w=weight: lever_speaker(c, q, weight=w)
     for sw, ew in ((0.1, 0.0), (0.2, 0.0), (0.3, 0.0), (0.5, 0.0), (0.0, 0.1), (0.1, 0.1),
                    (0.3, 0.3), (-0.1, 0.0)):  # fmt: skip

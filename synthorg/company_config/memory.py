@@ -274,9 +274,9 @@ class MemoryRetrievalConfig(BaseModel):
     fusion_strategy: FusionStrategy = FusionStrategy.RRF
     rrf_k: int = Field(default=10, ge=1, le=1000)
     #: rrf only: candidates spoken by a speaker the query is about (tag ``speaker:<name>``)
-    #: gain this × the best fused score (memory/core/retrieval/speakers.py; 0 = off; 0.3
+    #: gain this × the best fused score (memory/core/retrieval/speakers.py; 0 = off; 0.5
     #: measured on both dev splits by bench/multisession_levers.py)
-    speaker_boost: float = Field(default=0.3, ge=0.0, le=1.0)
+    speaker_boost: float = Field(default=0.5, ge=0.0, le=1.0)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)

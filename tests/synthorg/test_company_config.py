@@ -83,7 +83,7 @@ def test_empty_config_gives_the_spec_defaults():
     # The product default is the benchmarked hybrid (DESIGN.md), not the seeds' linear.
     assert retrieval_config.fusion_strategy is FusionStrategy.RRF
     assert retrieval_config.rrf_k == 10
-    assert retrieval_config.speaker_boost == 0.3
+    assert retrieval_config.speaker_boost == 0.5
     assert retrieval_config.min_relevance == 0.0
     assert retrieval_config.personal_boost == 0.0
     assert retrieval_config.max_memories == 20

@@ -26,11 +26,11 @@ def conversation(agent, embedder, second_speaker="user"):
 
 
 def test_a_first_person_question_ranks_the_users_own_turns_higher(keyword_embedder):
-    agent = agent_with()  # the product default: speaker_boost 0.3
+    agent = agent_with()  # the product default: speaker_boost 0.5
     conversation(agent, keyword_embedder)
     result = search(agent, keyword_embedder, "when did I deploy", limit=3)
     assert contents(result) == ["deploy friday", "deploy deploy", "lunch menu database"]
-    boosted = NORMALISED[1] + 0.3
+    boosted = NORMALISED[1] + 0.5
     assert [h.combined for h in result.hits] == pytest.approx([1.0, 1.0 / boosted, 0.0])
     assert [(h.dense_rank, h.sparse_rank) for h in result.hits] == [(2, 2), (1, 1), (3, None)]
 
