@@ -22,6 +22,8 @@ from typing import Any
 SCORED_CATEGORIES = (1, 2, 3, 4)
 DEFAULT_KS = (1, 5, 10, 20)
 BATCH = 500
+#: the retrieval config fields a run reports as effective
+EFFECTIVE_FIELDS = {"fusion_strategy", "rrf_k", "min_relevance", "personal_boost", "speaker_boost"}
 
 
 @dataclass
@@ -30,6 +32,8 @@ class Turn:
     content: str
     context: str
     created_at: datetime
+    #: who said it: stored as the memory's ``speaker:`` tag, as verbatim ingestion does
+    speaker: str = ""
 
 
 @dataclass
@@ -55,8 +59,9 @@ def load_conversations(
     path: str | Path, *, ids: set[str] | None = None, with_context: bool = True
 ) -> list[Conversation]:
     """Each session turn becomes ``"[<session date>] <speaker>: <text> [shares image: …]"``,
-    created at the session's time (+1 s per turn to keep order), with the previous turn of
-    the session as its ``context`` (the message it answers) when ``with_context``."""
+    created at the session's time (+1 s per turn to keep order), spoken by its speaker (the
+    ``speaker:`` tag), with the previous turn of the session as its ``context`` (the message
+    it answers) when ``with_context``."""
     data = json.loads(Path(path).read_text())
     conversations = []
     for sample in data:
@@ -77,6 +82,7 @@ def load_conversations(
                         content=f"[{date_text}] {text}",
                         context=previous if with_context else "",
                         created_at=start + timedelta(seconds=position),
+                        speaker=turn["speaker"],
                     )
                 )
                 previous = text[:4000]
@@ -103,8 +109,10 @@ def progress(label: str, done: int, total: int, width: int = 30) -> None:
 
 def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
     """Store ``turns`` as the agent's episodic memories through ``memory_store_batch``
-    (batches of ``BATCH``); returns the memory id of each turn's ``dia_id``."""
+    (batches of ``BATCH``), each tagged with its speaker; returns the memory id of each
+    turn's ``dia_id``."""
     from memory.core.domain import MemoryStoreRequest
+    from memory.core.retrieval.speakers import speaker_tag
     from memory.core.services.store import memory_store_batch
 
     ids: dict[str, Any] = {}
@@ -118,6 +126,7 @@ def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
                     context=t.context,
                     category="episodic",
                     created_at=t.created_at,
+                    tags=(speaker_tag(t.speaker),) if t.speaker else (),
                 )
                 for t in chunk
             ],
@@ -220,7 +229,7 @@ def run_locomo(
         chunking_effective = company_config(company).memory.chunking.model_dump(mode="json")
         effective = config.model_dump(
             mode="json",
-            include={"fusion_strategy", "rrf_k", "min_relevance", "personal_boost"},
+            include=EFFECTIVE_FIELDS,
         )
         asked = conv.questions[:question_limit] if question_limit else conv.questions
         for position, qa in enumerate(asked, start=1):

@@ -37,6 +37,9 @@ MARKER = re.compile(r"\{\{\s*([a-z0-9_]+)(?::([^}\s]+))?\s*\}\}")
 # Commands for results whose JSON does not record the one that wrote it (``.venv/bin/python``
 # from the repo root unless noted).
 COMMANDS = {
+    "multisession/search_ab_speaker.json": "bench/search_ab.py --data "
+    "../shared/bench-data/locomo_dev.json --base 76121a1 "
+    "--out bench/results/multisession/search_ab_speaker.json",
     "locomo_dev_dense.json": "bench/retrieval.py --data ../shared/bench-data/locomo_dev.json "
     "--mode dense --out bench/results/locomo_dev_dense.json",
     "locomo_dev_sparse.json": "bench/retrieval.py --data ../shared/bench-data/locomo_dev.json "
@@ -956,7 +959,101 @@ def t_chunks(_arg) -> str:
     return table(head, rows) + "\n\n" + source(*names)
 
 
+def t_multisession_levers(arg) -> str:
+    """Every multi-session lever on the same dumped legs, per split in the file
+    (``bench/multisession_levers.py evaluate``; default ``multisession/levers.json``)."""
+    name = arg or "multisession/levers.json"
+    use(name)
+    splits = load(name)["splits"]
+    label = {"locomo_dev.json": "LoCoMo", "longmemeval_dev.json": "LME"}
+
+    def pair(d: dict) -> str:
+        return f"{fmt(d.get('recall_any@10'))} / {fmt(d.get('recall_all@10'))}"
+
+    head = ["lever"]
+    for data, split in splits.items():
+        n = split["levers"]["base"]["all"]["questions"]
+        head += [
+            f"{label.get(data, data)} ({n} q.) any / all@10",
+            f"{label.get(data, data)} category 1 any / all@10",
+        ]
+    levers = next(iter(splits.values()))["levers"]
+    rows = []
+    for lever in levers:
+        row = [f"`{lever}`"]
+        for split in splits.values():
+            figures = split["levers"][lever]
+            row += [pair(figures["all"]), pair(figures["by_category"]["1"])]
+        rows.append(row)
+    return table(head, rows) + "\n\n" + source(name)
+
+
+def t_multisession_live(_arg) -> str:
+    """The kept lever through ``memory_search`` (``bench/retrieval.py``), on and off."""
+    names = sorted(
+        p.relative_to(RESULTS).as_posix()
+        for p in (RESULTS / "multisession").glob("*_speaker*.json")
+        if not p.name.startswith("search_ab")
+    )
+    use(*names)
+    rows = []
+    for n in names:
+        d = load(n)
+        multi = d["by_category"].get("1", {})
+        rows.append(
+            [
+                f"`{Path(n).stem}`",
+                f"`{d['data']}`",
+                d["questions"],
+                fmt(d["effective_retrieval"].get("speaker_boost")),
+                d["recall_any"]["10"],
+                d["recall_all"]["10"],
+                f"{fmt(multi.get('recall_any@10'))} / {fmt(multi.get('recall_all@10'))}",
+            ]
+        )
+    head = [
+        "run",
+        "data",
+        "questions",
+        "speaker_boost",
+        "any@10",
+        "all@10",
+        "category 1 any / all@10",
+    ]
+    ab_name = "multisession/search_ab_speaker.json"
+    use(ab_name)
+    ab = load(ab_name)
+    ab_rows = [
+        [
+            f"`{v}`",
+            pq(ab["python_cpu_ms"][v]),
+            fmt(ab["server_cpu_ms_mean"][v]),
+            pq(ab["stages_ms"][v]["fuse_ms"]),
+            pq(ab["wall_ms"][v]),
+        ]
+        for v in ab["variants"]
+    ]
+    ab_head = [
+        "code",
+        "Python CPU p50 / p95 ms",
+        "PostgreSQL CPU mean ms",
+        "fuse p50 / p95 ms",
+        "wall p50 / p95 ms",
+    ]
+    return (
+        table(head, rows)
+        + "\n\n"
+        + source(*names)
+        + "\n\n"
+        + table(ab_head, ab_rows)
+        + "\n\n"
+        + source(ab_name)
+    )
+
+
 TABLES: dict[str, Callable[[str | None], str]] = {
+    "multisession_levers": t_multisession_levers,
+    "multisession_live": t_multisession_live,
     "locomo_modes": t_locomo_modes,
     "chunks": t_chunks,
     "locomo_categories": t_locomo_categories,

@@ -9,7 +9,7 @@ Three modes, each on throw-away databases (``bench/scratch_db.py``), never the u
 
     python bench/retrieval.py --data ../shared/bench-data/locomo_dev.json \\
         [--mode hybrid|dense|sparse] [--conversations conv-26,conv-30] [--fusion rrf|linear] \\
-        [--rrf-k N] [--no-context] [--max-chunks N] [--context-chars N] \\
+        [--rrf-k N] [--speaker-boost W] [--no-context] [--max-chunks N] [--context-chars N] \\
         --out bench/results/locomo_dev_hybrid.json
 
 * ``--retriever hierarchical [--retry N]`` and/or ``--rerank``: the context strategy's
@@ -68,6 +68,12 @@ def parser() -> argparse.ArgumentParser:
         help="default: the product default (rrf); linear uses the seeds' linear defaults",
     )
     p.add_argument("--min-relevance", type=float, default=None)
+    p.add_argument(
+        "--speaker-boost",
+        type=float,
+        default=None,
+        help="memory.retrieval.speaker_boost (default: the product default)",
+    )
     p.add_argument("--leg-depth", type=int, default=None)
     p.add_argument("--retriever", choices=["flat", "hierarchical"], default="flat")
     p.add_argument(
@@ -139,6 +145,8 @@ def run(args: argparse.Namespace) -> dict:
         retrieval["rrf_k"] = args.rrf_k
     if args.min_relevance is not None:
         retrieval["min_relevance"] = args.min_relevance
+    if args.speaker_boost is not None:
+        retrieval["speaker_boost"] = args.speaker_boost
     if args.retriever == "hierarchical":
         retrieval["retriever"] = "hierarchical"
         if args.retry:

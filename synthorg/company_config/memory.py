@@ -304,7 +304,7 @@ class FusionStrategy(StrEnum):
 #: README "Retrieval and benchmarks"). A config that selects ``linear`` gets the seeds'
 #: linear defaults for the fields whose meaning depends on the strategy.
 LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1}
+    {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1, "speaker_boost": 0.0}
 )
 
 
@@ -329,6 +329,10 @@ class MemoryRetrievalConfig(BaseModel):
     non_inferable_only: bool = False
     fusion_strategy: FusionStrategy = FusionStrategy.RRF
     rrf_k: int = Field(default=10, ge=1, le=1000)
+    #: rrf only: candidates spoken by a speaker the query is about (tag ``speaker:<name>``)
+    #: gain this × the best fused score (memory/core/retrieval/speakers.py; 0 = off; 0.5
+    #: measured on both dev splits by bench/multisession_levers.py)
+    speaker_boost: float = Field(default=0.5, ge=0.0, le=1.0)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
@@ -377,6 +381,8 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
             )
+        if linear and self.speaker_boost:
+            raise ConfigFieldError("speaker_boost", "is only used with fusion_strategy 'rrf'")
         if self._explicit("diversity_lambda") and not self.diversity_penalty_enabled:
             raise ConfigFieldError(
                 "diversity_lambda", "is only used when diversity_penalty_enabled is true"

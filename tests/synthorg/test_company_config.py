@@ -85,6 +85,7 @@ def test_empty_config_gives_the_spec_defaults():
     # The product default is the benchmarked hybrid (DESIGN.md), not the seeds' linear.
     assert retrieval_config.fusion_strategy is FusionStrategy.RRF
     assert retrieval_config.rrf_k == 10
+    assert retrieval_config.speaker_boost == 0.5
     assert retrieval_config.min_relevance == 0.0
     assert retrieval_config.personal_boost == 0.0
     assert retrieval_config.max_memories == 20
@@ -99,6 +100,7 @@ def test_linear_fusion_gets_the_seeds_linear_defaults():
     linear = parse_company_config(retrieval(fusion_strategy="linear")).memory.retrieval
     assert linear.fusion_strategy is FusionStrategy.LINEAR
     assert (linear.min_relevance, linear.personal_boost, linear.rrf_k) == (0.3, 0.1, 60)
+    assert linear.speaker_boost == 0.0  # the speaker feature re-scores rrf's fused list
     tuned = parse_company_config(
         retrieval(fusion_strategy="linear", min_relevance=0.1, personal_boost=0)
     ).memory.retrieval
@@ -240,6 +242,12 @@ def test_options_and_consolidation_may_not_disagree():
             "memory.retrieval.personal_boost",
         ),
         (retrieval(diversity_lambda=0.5), "memory.retrieval.diversity_lambda"),
+        (retrieval(speaker_boost=-0.1), "memory.retrieval.speaker_boost"),
+        (retrieval(speaker_boost=1.1), "memory.retrieval.speaker_boost"),
+        (
+            retrieval(fusion_strategy="linear", speaker_boost=0.3),
+            "memory.retrieval.speaker_boost",
+        ),
         (retrieval(candidate_pool_multiplier=5), "memory.retrieval.candidate_pool_multiplier"),
         (
             retrieval(strategy="tool_based", diversity_penalty_enabled=True),

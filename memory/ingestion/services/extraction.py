@@ -49,6 +49,7 @@ from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
 from memory.core.retrieval.query import TEXT_MAX_CHARS, MemoryQuery
+from memory.core.retrieval.speakers import speaker_tag
 from memory.core.selectors.search import memory_search
 from memory.core.services.store import memory_store_batch
 from memory.ingestion.domain import ProposedFacts, parse_uuid
@@ -574,6 +575,13 @@ def _verbatim_context(message, previous) -> str:
     return f"In reply to {speaker}: {text}"
 
 
+def _speaker_tags(message) -> tuple[str, ...]:
+    """Who said the turn: its role (``user``/``assistant``, which the search's speaker
+    feature maps to first- and second-person questions) and its name, if it has one."""
+    names = dict.fromkeys(speaker_tag(n) for n in (message.role, message.name) if n)
+    return tuple(names)
+
+
 def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_seq: int):
     """The turns ``first_seq .. run.last_seq`` as EPISODIC memory requests (system messages
     and blank turns are not stored), with the messages they come from."""
@@ -592,7 +600,7 @@ def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_
             content=m.content[:MEMORY_CONTENT_MAX_CHARS],
             category=MemoryCategory.EPISODIC,
             context=_verbatim_context(m, previous.get(m.seq)),
-            tags=(VERBATIM_TAG,),
+            tags=(VERBATIM_TAG, *_speaker_tags(m)),
             source=f"extraction:{run.pk}",
             session_id=conversation.session_id or None,
             project_id=conversation.project_id,

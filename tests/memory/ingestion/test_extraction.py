@@ -198,8 +198,8 @@ def test_invalid_answer_fails_the_run_keeps_messages_and_a_later_run_retries(cal
     assert failed.error.startswith("the answer")
     # meanwhile the turns are memories (verbatim); the range stays pending for the LLM
     assert sorted(live(caller.agent).values_list("content", "tags")) == [
-        (BILLING, ["verbatim"]),
-        ("second", ["verbatim"]),
+        (BILLING, ["verbatim", "speaker:user"]),
+        ("second", ["verbatim", "speaker:user"]),
     ]
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (0, 2)
@@ -257,7 +257,7 @@ def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on
     verbatim = {m.content: m for m in live(caller.agent)}
     assert set(verbatim) == {"Can you deploy billing today?", "Staging uses the eu-1 cluster."}
     assert {(m.category, tuple(m.tags), m.source) for m in verbatim.values()} == {
-        ("episodic", ("verbatim",), f"extraction:{meanwhile.pk}")
+        ("episodic", ("verbatim", "speaker:user"), f"extraction:{meanwhile.pk}")
     }
     assert list(
         ExtractedFact.objects.filter(run=meanwhile).values_list("memory_id", flat=True)
@@ -340,9 +340,10 @@ def test_by_default_the_turns_are_stored_first_and_the_llms_facts_on_top(caller,
         2,
     )
     memories = {m.content: (m.category, tuple(m.tags), m.source) for m in live(caller.agent)}
+    said = ("verbatim", "speaker:user")
     assert memories == {
-        "Can you deploy billing today?": ("episodic", ("verbatim",), f"extraction:{turns.pk}"),
-        "Staging uses the eu-1 cluster.": ("episodic", ("verbatim",), f"extraction:{turns.pk}"),
+        "Can you deploy billing today?": ("episodic", said, f"extraction:{turns.pk}"),
+        "Staging uses the eu-1 cluster.": ("episodic", said, f"extraction:{turns.pk}"),
         "Staging runs on the eu-1 cluster.": ("semantic", (), f"extraction:{run.pk}"),
     }
     (request,) = llm.requests_to(llm.CHAT_COMPLETIONS)
@@ -410,22 +411,29 @@ def test_without_llm_the_turns_become_verbatim_memories(caller, settings):
     source = f"extraction:{run.pk}"
     assert sorted(memories) == sorted(
         [
-            (BILLING, "", "episodic", ["verbatim"], source),
+            # each turn says who spoke it: role, and name when it has one (speaker feature)
+            (BILLING, "", "episodic", ["verbatim", "speaker:user"], source),
             (
                 "Noted: billing deploys on Fridays at noon.",
                 f"In reply to user: {BILLING}",
                 "episodic",
-                ["verbatim"],
+                ["verbatim", "speaker:assistant", "speaker:bot"],
                 source,
             ),
             (
                 "x" * 400,
                 "In reply to Bot: Noted: billing deploys on Fridays at noon.",
                 "episodic",
-                ["verbatim"],
+                ["verbatim", "speaker:user"],
                 source,
             ),
-            ("And Ana leads the billing team.", "", "episodic", ["verbatim"], source),
+            (
+                "And Ana leads the billing team.",
+                "",
+                "episodic",
+                ["verbatim", "speaker:user"],
+                source,
+            ),
         ]
     )
     facts = list(ExtractedFact.objects.filter(run=run).order_by("position"))

@@ -1,11 +1,12 @@
 """Fusing the two legs into one ranking, per the company's ``memory.retrieval`` config.
 
 ``rrf``: the two ranked lists fused by Reciprocal Rank Fusion (``rrf_k``), min-max
-normalised, ``min_relevance`` applied to the fused score. ``linear``: relevance is the
-cosine similarity of every candidate either leg produced (``default_relevance`` for a row
-without a comparable vector), plus ``personal_boost`` for private rows, combined with
-exponential recency. With the dense leg degraded, linear relevance is the BM25 score
-relative to the best one.
+normalised, re-scored by the speaker feature (``speaker_boost``,
+:mod:`memory.core.retrieval.speakers`), ``min_relevance`` applied to the fused score.
+``linear``: relevance is the cosine similarity of every candidate either leg produced
+(``default_relevance`` for a row without a comparable vector), plus ``personal_boost`` for
+private rows, combined with exponential recency. With the dense leg degraded, linear
+relevance is the BM25 score relative to the best one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.core.retrieval.ranking import Candidate, rank_linear
+from memory.core.retrieval.speakers import boost_speakers
 from memory.core.selectors.search.legs import DEGRADED_DENSE, Legs
 from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
 from synthorg.retrieval.fusion import rrf_fuse
@@ -25,13 +27,17 @@ def fuse(
     min_relevance: float,
     limit: int,
     now: datetime,
+    text: str = "",
 ) -> list[tuple]:
-    """``(id, relevance, recency, combined)`` best first, at most ``limit``."""
+    """``(id, relevance, recency, combined)`` best first, at most ``limit``. ``text``: the
+    query, for the speaker feature (rrf with ``speaker_boost``; the legs fetched tags)."""
     similarity = ran.similarity
     if config.fusion_strategy is FusionStrategy.RRF:
         fused = rrf_fuse(
             [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
         )
+        if config.speaker_boost and ran.tags:
+            fused = boost_speakers(fused, ran.tags, query=text, weight=config.speaker_boost)
         top = [(mid, score) for mid, score in fused if score >= min_relevance][:limit]
         return [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
 

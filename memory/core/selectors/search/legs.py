@@ -24,6 +24,7 @@ import numpy as np
 
 from memory.core.embedding import embedder_for
 from memory.core.retrieval.query_adapter import apply_adapter
+from memory.core.retrieval.speakers import SPEAKER_TAG_PREFIX
 from memory.core.selectors.finetune import (
     AdapterUnavailableError,
     active_adapter_sql,
@@ -101,6 +102,9 @@ class Legs:
     #: id → (created_at, is_shared), for every candidate (``with_meta`` only: what the
     #: linear ranking needs; RRF ranks by the legs' orders alone)
     meta: dict = field(default_factory=dict)
+    #: id → its ``speaker:`` tags, for every candidate that has any (``with_tags`` only:
+    #: what the speaker feature needs)
+    tags: dict = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     #: the running re-embedding job's progress toward the query's embedder (None if none)
     reembedding: dict | None = None
@@ -121,9 +125,11 @@ def run_legs(
     use_sparse: bool = True,
     with_meta: bool = True,
     use_adapter: bool = False,
+    with_tags: bool = False,
 ) -> Legs:
     """Both legs for ``text``. ``use_adapter`` (the company's ``memory.fine_tune.enabled``):
-    the query vector goes through the company's active adapter for its embedder, if any."""
+    the query vector goes through the company's active adapter for its embedder, if any.
+    ``with_tags``: each candidate's ``speaker:`` tags too (:attr:`Legs.tags`)."""
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
@@ -181,6 +187,7 @@ def run_legs(
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
             with_meta=with_meta, scope_share=_scope_share(counts), counts=counts,
+            with_tags=with_tags,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
@@ -245,6 +252,7 @@ def _run_statement(
     with_meta: bool,
     scope_share: float = 1.0,
     counts: Sequence[int] = (),
+    with_tags: bool = False,
 ) -> None:
     ctes: list[str] = []
     params: list = []
@@ -274,15 +282,21 @@ def _run_statement(
     else:
         similarity = "NULL::float8"
     meta = "m.created_at, m.is_shared" if with_meta else "NULL::timestamptz, NULL::boolean"
+    tags = (
+        f"ARRAY(SELECT t FROM unnest(m.tags) AS t WHERE left(t, {len(SPEAKER_TAG_PREFIX)}) = "
+        f"'{SPEAKER_TAG_PREFIX}')"
+        if with_tags
+        else "NULL::varchar[]"
+    )
     sql = (
         f"WITH {', '.join(ctes)} "
-        f"SELECT c.kind, c.id, c.score, {similarity}, {meta} "
+        f"SELECT c.kind, c.id, c.score, {similarity}, {meta}, {tags} "
         f"FROM ({' UNION ALL '.join(kinds)}) AS c JOIN memory_memory m ON m.id = c.id"
     )
     if walks:
         sql += (
             " UNION ALL SELECT 'w' || w.part, NULL::uuid, w.walked::float8, NULL::float8, "
-            f"NULL::timestamptz, NULL::boolean FROM ({walks}) AS w"
+            f"NULL::timestamptz, NULL::boolean, NULL::varchar[] FROM ({walks}) AS w"
         )
     sql += " ORDER BY 1, 3 DESC, 2"
 
@@ -318,7 +332,7 @@ def _run_statement(
         rows = cursor.fetchall()
     legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
-    for kind, mid, score, sim, created_at, is_shared in rows:
+    for kind, mid, score, sim, created_at, is_shared, speaker_tags in rows:
         if kind.startswith("w"):
             walked[int(kind[1:])] = score
             continue
@@ -327,6 +341,8 @@ def _run_statement(
             legs.similarity[mid] = sim
         if with_meta:
             legs.meta[mid] = (created_at, is_shared)
+        if speaker_tags:
+            legs.tags[mid] = speaker_tags
     legs.dense_paths = [
         (HNSW if walked[index] >= depth else HNSW_EXACT) if path == HNSW else path
         for index, path in enumerate(paths)

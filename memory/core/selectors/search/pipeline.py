@@ -134,10 +134,14 @@ def _search(
         company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
         with_meta=config.fusion_strategy is FusionStrategy.LINEAR, use_adapter=use_adapter,
+        with_tags=config.fusion_strategy is FusionStrategy.RRF and config.speaker_boost > 0,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
     clock = time.perf_counter()
-    scored = fuse(ran, config=config, min_relevance=min_relevance, limit=query.limit, now=now)
+    scored = fuse(
+        ran, config=config, min_relevance=min_relevance, limit=query.limit, now=now,
+        text=query.text,
+    )  # fmt: skip
     ran.timings["fuse_ms"] = (time.perf_counter() - clock) * 1000
 
     dense_score, sparse_score = dict(ran.dense), dict(ran.sparse)
