@@ -140,6 +140,11 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         FUSE + "test_linear_ranking_uses_cosine_boost_and_recency",
     ),
     "memory.retrieval.rrf_k": Acts(RANKING + "test_rrf_k_is_the_companys"),
+    "memory.retrieval.speaker_boost": Acts(
+        "tests/memory/core/selectors/search/test_speakers.py::test_speaker_boost_zero_turns_it_off",
+        "tests/memory/core/selectors/search/test_speakers.py::"
+        "test_a_question_naming_a_speaker_ranks_their_turns_higher",
+    ),
     "memory.retrieval.diversity_penalty_enabled": Acts(
         CONTEXT + "test_mmr_promotes_the_diverse_entry"
     ),
