@@ -222,10 +222,14 @@ def test_a_lagging_standby_is_skipped(standby, settings):
 def test_healthz_reports_the_standby_and_its_lag(standby, client):
     _replayed(standby)
     body = client.get("/healthz").json()
+    # The standby replays the whole server: another xdist worker's writes since
+    # ``_replayed`` may be in flight, so the lag is small, not necessarily 0.
+    lag = body["checks"]["replicas"]["replicas"][ALIAS].pop("lag_seconds")
+    assert isinstance(lag, float) and 0.0 <= lag < 60.0, lag
     assert body["checks"]["replicas"] == {
         "ok": True,
         "max_lag_seconds": 60.0,
-        "replicas": {ALIAS: {"ok": True, "state": "streaming", "lag_seconds": 0.0}},
+        "replicas": {ALIAS: {"ok": True, "state": "streaming"}},
     }
 
 
