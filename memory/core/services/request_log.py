@@ -59,16 +59,39 @@ def request_log_entry(
 
 
 def request_log_write(entries: Sequence[RequestLogEntry]) -> None:
-    """Insert ``entries`` in one statement."""
+    """Insert ``entries`` in one statement (their ``pk`` is set).
+
+    Inside the caller's transaction it is one ``INSERT`` that commits as that transaction
+    does. On its own it is **one round trip**: ``synchronous_commit`` is set transaction-local
+    in the same query string as the ``INSERT``, which runs as one implicit transaction (a
+    simple query of several statements), so the setting ends with it
+    (``bench/http_load.py`` measured four round trips per logged request before).
+    """
     if not entries:
         return
     if connection.in_atomic_block:  # the caller's transaction decides how it commits
         RequestLogEntry.objects.bulk_create(entries)
         return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        RequestLogEntry.objects.bulk_create(entries)
+    fields = [f for f in RequestLogEntry._meta.concrete_fields if not f.primary_key]
+    row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params = [
+        field.get_db_prep_save(field.pre_save(entry, True), connection)
+        for entry in entries
+        for field in fields
+    ]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    table = connection.ops.quote_name(RequestLogEntry._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('synchronous_commit', 'off', true);\n"
+            f"INSERT INTO {table} ({columns}) VALUES {', '.join([row] * len(entries))} "
+            "RETURNING id",
+            params,
+        )
+        cursor.nextset()
+        for entry, (pk,) in zip(entries, cursor.fetchall(), strict=True):
+            entry.pk = pk
+            entry._state.adding = False
 
 
 def request_log_record(**fields) -> RequestLogEntry | None:

@@ -550,10 +550,11 @@ def _gate(
         # grows with the candidates, not with requests × stored memories.
         with connection.cursor() as cursor:
             # CTE row estimates are guesses; nested loops over them go quadratic. Hash joins
-            # are right for every size here. Transaction-local, restored right after.
-            cursor.execute("SELECT set_config('enable_nestloop', 'off', true)")
+            # are right for every size here. Transaction-local, restored right after, in the
+            # same query string (one round trip; the client binds the parameters).
             cursor.execute(
                 """
+                SELECT set_config('enable_nestloop', 'off', true);
                 WITH t AS MATERIALIZED (
                     SELECT ord, grp, tv, n,
                            -- a near duplicate holds one of the request's k rarest terms
@@ -620,7 +621,8 @@ def _gate(
                 SELECT DISTINCT ON (ord) ord, id, embedding_status
                   FROM scored
                  WHERE score >= %s
-                 ORDER BY ord, score DESC, created_at, id
+                 ORDER BY ord, score DESC, created_at, id;
+                SELECT set_config('enable_nestloop', 'on', true)
                 """,
                 [
                     DUPLICATE_THRESHOLD,
@@ -641,9 +643,9 @@ def _gate(
                     DUPLICATE_THRESHOLD - 1e-9,
                 ],
             )
+            cursor.nextset()
             for index, memory_id, status in cursor.fetchall():
                 duplicates[index] = (memory_id, status)
-            cursor.execute("SELECT set_config('enable_nestloop', 'on', true)")
 
     # Within the batch: an inverted index over earlier accepted slots, probed the same way.
     postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))

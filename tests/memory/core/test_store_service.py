@@ -101,3 +101,22 @@ def test_gate_handles_a_batch_with_more_distinct_terms_than_a_tsquery_nests():
     again = memory_store_batch(agent=agent, requests=[req(contents[3])])
     assert again[0].deduplicated is True
     assert again[0].id == results[3].id
+
+
+def test_the_gate_restores_the_planner_setting_inside_the_callers_transaction():
+    """The gate turns nested loops off for its own statement only (one query string with the
+    restore), so the rest of the caller's transaction plans as configured."""
+    from django.db import connection
+
+    agent = AgentFactory()
+
+    def nestloop():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('enable_nestloop')")
+            return cursor.fetchone()[0]
+
+    first = memory_store(agent=agent, request=req("The deploy runs every Friday at noon."))
+    assert nestloop() == "on"  # inside the test's transaction, after both gate passes
+    dup = memory_store(agent=agent, request=req("the deploy runs every friday at noon"))
+    assert (dup.id, dup.deduplicated) == (first.id, True)
+    assert nestloop() == "on"

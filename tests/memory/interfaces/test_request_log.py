@@ -178,3 +178,32 @@ def test_own_transaction_insert_does_not_change_the_sessions_durability():
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_own_transaction_insert_is_one_round_trip_for_several_rows():
+    from django.test.utils import CaptureQueriesContext
+
+    from memory.core.services.request_log import request_log_entry, request_log_write
+
+    agent = AgentFactory()
+    entries = [
+        request_log_entry(
+            agent=agent, config=RequestLogConfig(), kind=kind, via="rest", query=f"q{n}",
+            result_count=n, latency_ms=1.0 + n, degraded=["dense"] if n else [],
+        )
+        for n, kind in enumerate(["search", "context"])
+    ]  # fmt: skip
+    with CaptureQueriesContext(connection) as queries:
+        request_log_write(entries)
+    assert len(queries.captured_queries) == 1
+    rows = RequestLogEntry.objects.order_by("pk").values_list(
+        "pk", "kind", "query", "result_count", "degraded"
+    )
+    assert list(rows) == [
+        (entries[0].pk, "search", "q0", 0, []),
+        (entries[1].pk, "context", "q1", 1, ["dense"]),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
