@@ -10,6 +10,7 @@ server; nothing of ours is mocked. A's hanging call stays open until the stand-i
 
 from __future__ import annotations
 
+import io
 import json
 import queue
 import threading
@@ -18,6 +19,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
@@ -48,7 +50,9 @@ from memory.procedural.services.capture import (
     execution_captures_retry_company,
     execution_captures_retry_due,
 )
+from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
+from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
 from synthorg.llm.slots import company_llm_slot, slot_key
 from tests.conftest import make_agent_caller
@@ -550,3 +554,111 @@ def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stan
     # The re-armed task (or the next tick) finds the slot free and runs the cycle.
     assert run_company_evolver(company.pk) == "completed"
     assert EvolverReport.objects.get().status == "completed"
+
+
+# --- operator commands: manage.py dream, manage.py run_skill_evolver -------------------------
+
+
+def slot_taken_elsewhere(company_id: int) -> bool:
+    """Whether the company's only LLM slot is held by some other connection right now (a
+    probe from a fresh thread, its own connection)."""
+    taken: list[bool] = []
+
+    def probe():
+        try:
+            with company_llm_slot(company_id) as slot:
+                taken.append(not slot)
+        finally:
+            connection.close()
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    prober.join(timeout=60)
+    return taken[0]
+
+
+def answering_while_probing_the_slot(company_id: int, answer: str, seen: list[bool]):
+    """A stand-in answer that first records whether the company's slot was held while the
+    LLM was asked."""
+
+    def respond(_body: dict) -> str:
+        seen.append(slot_taken_elsewhere(company_id))
+        return answer
+
+    return respond
+
+
+def dreaming_agent(stand_in, company):
+    """A persistent agent of ``company`` with a journal entry (so its dream asks the LLM)."""
+    caller = make_agent_caller(company=company, memory_level="persistent")
+    configure(company, extraction={"model": "model-b", "store_turns": False})
+    stand_in.answer = json.dumps(FACTS)
+    conversation = flush(caller.agent, ["Ana said billing deploys on Fridays."])
+    assert extraction.conversation_extract(conversation=conversation, force=True).added == 1
+    return caller.agent
+
+
+DREAM = {"core_summary": "Billing deploys on Fridays.", "diary": "Learned the deploy day."}
+
+
+def test_the_dream_command_skips_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = company_using("model-b")
+    agent = dreaming_agent(stand_in, company)
+    asked = len(stand_in.chat_requests)
+    out = io.StringIO()
+    with slot_held_elsewhere(company.pk):
+        call_command("dream", company.slug, stdout=out, stderr=io.StringIO())  # exit 0
+        call_command("dream", company.slug, "--agent", agent.name, stdout=out, stderr=io.StringIO())
+    busy = (
+        f"{company.slug}: skipped, nothing dreamed: every LLM slot of the company is busy "
+        "(SYNTHORG_LLM_COMPANY_CONCURRENCY=1); run the command again later"
+    )
+    assert out.getvalue().splitlines() == [busy, busy]
+    assert not DreamRun.objects.exists()
+    assert len(stand_in.chat_requests) == asked
+
+    seen: list[bool] = []
+    stand_in.answer = answering_while_probing_the_slot(company.pk, json.dumps(DREAM), seen)
+    out = io.StringIO()
+    call_command("dream", company.slug, stdout=out, stderr=io.StringIO())
+    [run] = DreamRun.objects.all()
+    assert out.getvalue().splitlines() == [
+        f"{agent.name}: succeeded (core memory {run.core_memory_id})"
+    ]
+    assert seen == [True]  # the LLM was asked while the command held the company's slot
+    assert not slot_taken_elsewhere(company.pk)  # and released it
+
+
+def test_the_evolver_command_skips_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = CompanyFactory()
+    evolver = {"enabled": True, "min_confidence_for_org_promotion": 0.5}
+    company_config_set(
+        company=company,
+        data={"memory": {"procedural": {"model": "model-b", "evolver": evolver}}},
+    )
+    for n in range(3):
+        caller = make_agent_caller(company=company)
+        body = {**FAILED_REPORT, "task_type": "deploy", "task_title": f"Deploy {n}"}
+        execution_report_submit(agent=caller.agent, data=body, enqueue=False)
+    out = io.StringIO()
+    with SlotHolder(company.pk):
+        call_command("run_skill_evolver", company.slug, stdout=out, stderr=io.StringIO())
+    assert out.getvalue().splitlines() == [
+        f"{company.slug}: skipped, no evolver cycle ran: every LLM slot of the company is "
+        "busy (SYNTHORG_LLM_COMPANY_CONCURRENCY=1); run the command again later"
+    ]
+    assert not EvolverReport.objects.exists()
+    assert not ApprovalItem.objects.exists()
+    assert stand_in.chat_requests == []
+
+    seen: list[bool] = []
+    stand_in.answer = answering_while_probing_the_slot(company.pk, json.dumps(PROPOSAL), seen)
+    out = io.StringIO()
+    call_command("run_skill_evolver", company.slug, stdout=out, stderr=io.StringIO())
+    report = EvolverReport.objects.get()
+    assert (report.status, report.trigger, report.proposals_emitted) == ("completed", "command", 1)
+    assert ApprovalItem.objects.count() == 1
+    assert seen and set(seen) == {True}  # every LLM call ran under the command's slot
+    assert not slot_taken_elsewhere(company.pk)
