@@ -14,7 +14,6 @@ import io
 import json
 import queue
 import threading
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -54,44 +53,20 @@ from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
-from synthorg.llm.slots import company_llm_slot, slot_key
+from synthorg.llm.slots import slot_key
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import CompanyFactory
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
+from tests.support.llm_slots import slot_held_elsewhere, slot_taken_elsewhere
 
 LLM_WORKERS = 2
 PROFILE = replace(PROFILES["openai"], models=("model-a", "model-b"))
 DEFERRED_REASON = DEFERRED.format(limit=1)
 
 pytestmark = pytest.mark.usefixtures("allow_flush_of_append_only_tables")
-
-
-@contextmanager
-def slot_held_elsewhere(company_id: int):
-    """Another worker (its own connection, in a thread) runs the company's LLM work, holding
-    its slot for the block."""
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():
-        try:
-            with company_llm_slot(company_id) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
-        yield
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
 
 def company_using(model: str):
@@ -439,33 +414,6 @@ def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
 # --- skill evolver -------------------------------------------------------------------------
 
 
-class SlotHolder:
-    """Another worker (its own connection) holding one of ``company_id``'s LLM slots."""
-
-    def __init__(self, company_id: int) -> None:
-        self.company_id = company_id
-        self.held, self.release = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self._hold)
-
-    def _hold(self) -> None:
-        try:
-            with company_llm_slot(self.company_id) as slot:
-                assert slot
-                self.held.set()
-                self.release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> SlotHolder:
-        self.thread.start()
-        assert self.held.wait(timeout=60)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.release.set()
-        self.thread.join(timeout=60)
-
-
 def evolver_company():
     company = CompanyFactory()
     company_config_set(
@@ -525,7 +473,7 @@ def test_the_draft_retry_schedule_gives_each_company_its_own_task(stand_in):
 def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     company = evolver_company()
     draft = pending_draft(company, due=timezone.now() - timedelta(seconds=1))
-    with SlotHolder(company.pk):
+    with slot_held_elsewhere(company.pk):
         assert retry_company_drafts(company.pk) == {"retried": 0, "waiting": 1, "busy": True}
         draft.refresh_from_db()
         assert (draft.status, draft.attempts) == ("pending", 1)  # not claimed, not charged
@@ -538,7 +486,7 @@ def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
 
 def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stand_in):
     company = evolver_company()
-    with SlotHolder(company.pk):
+    with slot_held_elsewhere(company.pk):
         before = timezone.now()
         assert run_company_evolver(company.pk) == "deferred"  # nothing ran, the worker is free
         assert not EvolverReport.objects.exists()
@@ -557,24 +505,6 @@ def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stan
 
 
 # --- operator commands: manage.py dream, manage.py run_skill_evolver -------------------------
-
-
-def slot_taken_elsewhere(company_id: int) -> bool:
-    """Whether the company's only LLM slot is held by some other connection right now (a
-    probe from a fresh thread, its own connection)."""
-    taken: list[bool] = []
-
-    def probe():
-        try:
-            with company_llm_slot(company_id) as slot:
-                taken.append(not slot)
-        finally:
-            connection.close()
-
-    prober = threading.Thread(target=probe)
-    prober.start()
-    prober.join(timeout=60)
-    return taken[0]
 
 
 def answering_while_probing_the_slot(company_id: int, answer: str, seen: list[bool]):
@@ -643,7 +573,7 @@ def test_the_evolver_command_skips_while_the_companys_slot_is_held(stand_in):
         body = {**FAILED_REPORT, "task_type": "deploy", "task_title": f"Deploy {n}"}
         execution_report_submit(agent=caller.agent, data=body, enqueue=False)
     out = io.StringIO()
-    with SlotHolder(company.pk):
+    with slot_held_elsewhere(company.pk):
         call_command("run_skill_evolver", company.slug, stdout=out, stderr=io.StringIO())
     assert out.getvalue().splitlines() == [
         f"{company.slug}: skipped, no evolver cycle ran: every LLM slot of the company is "
