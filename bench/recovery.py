@@ -33,11 +33,9 @@ import http.client
 import json
 import os
 import platform
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -48,13 +46,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-WORK = Path(tempfile.mkdtemp(prefix="synthorg-recovery-"))
-PGDATA = WORK / "pgdata"
+from bench.serve_process import free_port, stop_serve, throwaway_database  # noqa: E402
+
 # Before Django builds its settings: this process and serve use the throw-away server.
-os.environ["SYNTHORG_PGDATA"] = str(PGDATA)
-for _name in ("DATABASE_URL", "DATABASE_OWNER_URL", "SYNTHORG_TEST_DATABASE"):
-    os.environ.pop(_name, None)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
+WORK, PGDATA = throwaway_database("synthorg-recovery-")
 
 import django  # noqa: E402
 import psutil  # noqa: E402
@@ -307,7 +302,7 @@ def main() -> None:
         from memory.core.models import Memory
 
         keys = seed(args.clients)
-        with socket_free_port() as port:
+        with free_port() as port:
             pass
         serve = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(port), "--web-workers", "2"],
@@ -379,36 +374,7 @@ def main() -> None:
         log(json.dumps(out["writes"]))
         log(f"wrote {args.out}")
     finally:
-        if serve is not None and serve.poll() is None:
-            os.killpg(serve.pid, signal.SIGINT)
-            try:
-                serve.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(serve.pid, signal.SIGKILL)
-        serve_log.close()
-        from django.db import connections
-
-        from synthorg.database import current_embedded_server
-        from synthorg.embedded_pg import EmbeddedServer
-
-        connections.close_all()
-        server = current_embedded_server()
-        if server is not None:  # its atexit detach would write beside the removed directory
-            with contextlib.suppress(Exception):
-                server.detach()
-
-        with contextlib.suppress(Exception):
-            EmbeddedServer(PGDATA).stop()
-        shutil.rmtree(WORK, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def socket_free_port():
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield sock.getsockname()[1]
+        stop_serve(serve, log=serve_log, pgdata=PGDATA, work=WORK)
 
 
 if __name__ == "__main__":

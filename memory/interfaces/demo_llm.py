@@ -38,10 +38,8 @@ import ipaddress
 import json
 import logging
 import re
-import socket
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from memory.core.consolidation.abstractive import SYSTEM_PROMPT as CONSOLIDATION_SYSTEM
@@ -55,6 +53,7 @@ from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PRO
 from memory.procedural.rule_lessons import rule_lesson
 from memory.prompting.llm_checks import REFORMULATION_SYSTEM, SUFFICIENCY_SYSTEM
 from synthorg.llm.standin import DEMO_STANDIN_LABEL, DEMO_STANDIN_MODEL
+from synthorg.llm.wire_server import WireServer
 
 logger = logging.getLogger(__name__)
 
@@ -401,56 +400,18 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(*complete(body))
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, host: str, port: int) -> None:
-        if ":" in host:
-            self.address_family = socket.AF_INET6
-        super().__init__((host, port), _Handler)
-
-
-class DemoLLMServer:
+class DemoLLMServer(WireServer):
     """The stand-in on ``host:port`` (``port=0``: a free one), served by a thread.
 
     >>> with DemoLLMServer() as server:
     ...     server.base_url  # 'http://127.0.0.1:<port>/v1'
     """
 
+    thread_name = "demo-llm"
+
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         check_loopback(host)
-        self._host, self._port = host, port
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__(host=host, port=port)
 
-    def __enter__(self) -> DemoLLMServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("the demo stand-in is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
-
-    def start(self) -> None:
-        if self._httpd is not None:
-            return
-        self._httpd = _Server(self._host, self._port)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="demo-llm", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _Handler

@@ -326,8 +326,9 @@ class CompressedExperience(models.Model):
 
 class CompressionRun(models.Model):
     """One run of the experience compressor over a company's uncompressed reports: what was
-    kept, what fell below ``min_compression_ratio`` (``skipped``: report id → ratio) and what
-    failed (LLM errors: those reports stay uncompressed for the next run)."""
+    kept, what fell below ``min_compression_ratio`` (``skipped``: report id → ratio), what
+    failed (LLM errors: those reports stay uncompressed for the next run) and what was left
+    for the next run when the request's LLM budget ran out (``deferred``, ``degraded``)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
@@ -338,13 +339,23 @@ class CompressionRun(models.Model):
     compressed = models.PositiveIntegerField(default=0)
     skipped_below_ratio = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
+    #: reports left for the next run because the request's LLM budget ran out
+    deferred = models.PositiveIntegerField(default=0)
     skipped = models.JSONField(default=dict, blank=True)
     errors = models.JSONField(default=dict, blank=True)
+    #: what did not run as asked, as in search responses: ``["llm_budget_exceeded"]``
+    degraded = models.JSONField(default=list, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
 
     class Meta:
         ordering = ("-started_at", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(deferred=0) | ~models.Q(degraded=[]),
+                name="compression_run_deferred_says_degraded",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"compression run {self.started_at:%Y-%m-%d %H:%M}"

@@ -13,7 +13,8 @@ edited memory or a different candidate set asks again. The cache is per process 
 :data:`CACHE_MAX_ENTRIES`). A hit makes no LLM request.
 
 Degrading: no LLM configured → the fused ranking, ``degraded`` ``rerank_unavailable``; the
-call failing (error, hang past the request's LLM budget, an answer with no usable order) →
+call failing (error, hang past the request's LLM budget — the lookup of the endpoint's
+model included, an answer with no usable order) →
 the fused ranking, ``degraded`` ``rerank`` (and ``llm_budget_exceeded`` when the budget ran
 out). A failure is not cached.
 """
@@ -28,7 +29,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from memory.prompting.llm_checks import EXCERPT_CHARS, ask_json
+from memory.prompting.llm_checks import EXCERPT_CHARS, LLM_BUDGET_EXCEEDED, ask_json
 from memory.prompting.search_and_ask import StepFailed
 from synthorg.llm import CompletionProvider, LLMError
 
@@ -144,9 +145,11 @@ def rerank(
     keys = [key(item) for item in head]
     texts = [text(item) for item in head]
     try:
-        model = provider.default_model
-    except LLMError as exc:
-        return RerankOutcome(items, degraded=[DEGRADED_RERANK, *_code(exc)])
+        # The lookup of the endpoint's model is an LLM call of this request: its budget.
+        model = provider.model_for(deadline=deadline)
+    except LLMError:
+        spent = deadline is not None and time.monotonic() >= deadline
+        return RerankOutcome(items, degraded=[DEGRADED_RERANK, *([LLM_BUDGET_EXCEEDED] * spent)])
     cache_key = (company_id, query, candidate_digest(keys, texts), model)
     cached = cache.get(cache_key)
     if cached is not None:

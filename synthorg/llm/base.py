@@ -86,8 +86,10 @@ class CompletionProvider(Protocol):
     LLM budget); it can only shorten the provider's own total timeout.
     """
 
-    @property
-    def default_model(self) -> str: ...
+    def model_for(self, model: str | None = None, *, deadline: float | None = None) -> str:
+        """The model a call naming ``model`` gets (``None``: the endpoint's); may look it up,
+        within ``deadline`` when given. Raises :class:`LLMConfigurationError` when none."""
+        ...
 
     def complete(
         self,

@@ -113,10 +113,12 @@ class OpenAICompatibleChatClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    @property
-    def default_model(self) -> str:
-        """The model a call naming none gets (may look it up: :class:`LLMConfigurationError`)."""
-        return self._resolve(None, deadline=None)
+    def model_for(self, model: str | None = None, *, deadline: float | None = None) -> str:
+        """The model a call naming ``model`` gets: the configured one, else the first one
+        ``GET /models`` lists, looked up within ``deadline`` (a :func:`time.monotonic`
+        instant, e.g. a request's LLM budget) when given; :class:`LLMConfigurationError`
+        when there is none."""
+        return self._resolve(model, deadline=deadline)
 
     def _resolve(self, model: str | None, *, deadline: float | None) -> str:
         remaining = self._http.timeout if deadline is None else deadline - time.monotonic()
@@ -126,6 +128,9 @@ class OpenAICompatibleChatClient:
             base_url=self._url.removesuffix("/chat/completions"),
             api_key=self._http.api_key,
             timeout=min(self._http.timeout, remaining),
+            # A lookup cut short by the caller's deadline says nothing about the endpoint:
+            # it is not remembered as "no model" for the next caller.
+            remember_failure=remaining >= self._http.timeout,
             # the same outbound guard as the completions (a test's transport replaces both)
             transport=self._http.transport or GuardedTransport(self._http.policy),
         )

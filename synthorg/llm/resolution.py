@@ -46,14 +46,20 @@ def configured_model(name: str | None) -> str | None:
 
 
 def first_listed_model(
-    base_url: str, *, api_key: str | None, timeout: float, transport=None
+    base_url: str,
+    *,
+    api_key: str | None,
+    timeout: float,
+    transport=None,
+    remember_failure: bool = True,
 ) -> tuple[str | None, str]:
     """The first model ``GET {base_url}/models`` lists and, when there is none, why.
 
     Accepts the OpenAI shape (``{"data": [{"id": ...}]}``, also served by Ollama ``/v1``,
     vLLM, llama.cpp and LM Studio) and llama.cpp's extra ``{"models": [{"model"|"name": ...}]}``.
     Cached per base URL for the process; a lookup that found nothing is retried after
-    :data:`DISCOVERY_RETRY_SECONDS`.
+    :data:`DISCOVERY_RETRY_SECONDS`; with ``remember_failure=False`` (a lookup cut short by
+    its caller's deadline) a failure is not cached at all.
     """
     now = time.monotonic()
     with _lock:
@@ -61,8 +67,9 @@ def first_listed_model(
     if cached is not None and (cached[0] is not None or now - cached[2] < DISCOVERY_RETRY_SECONDS):
         return cached[0], cached[1]
     model, problem = _lookup(base_url, api_key=api_key, timeout=timeout, transport=transport)
-    with _lock:
-        _discovered[base_url] = (model, problem, now)
+    if model is not None or remember_failure:
+        with _lock:
+            _discovered[base_url] = (model, problem, now)
     return model, problem
 
 
@@ -110,6 +117,7 @@ def resolve_model(
     api_key: str | None,
     timeout: float,
     transport=None,
+    remember_failure: bool = True,
 ) -> str:
     """The model to send: ``requested`` (the feature's setting), else ``default`` (the
     deployment's), else the first listed one; placeholders count as unset. Raises
@@ -123,6 +131,7 @@ def resolve_model(
         api_key=api_key,
         timeout=max(0.001, min(timeout, DISCOVERY_TIMEOUT_MAX)),
         transport=transport,
+        remember_failure=remember_failure,
     )
     if model is None:
         raise LLMConfigurationError(NO_MODEL.format(url=base_url.rstrip("/"), problem=problem))

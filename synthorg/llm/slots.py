@@ -28,11 +28,33 @@ from contextlib import contextmanager
 from django.conf import settings
 from django.db import connection
 
+from synthorg.errors import ServiceUnavailableError
+
 #: High 16 bits of every slot key, so these locks cannot collide with other advisory locks.
 NAMESPACE = 0x4C4C  # "LL"
 _COMPANY_BITS = 40
 _SLOT_BITS = 8
 DEFAULT_CONCURRENCY = 1
+#: Seconds a caller refused for busy slots is told to wait (``Retry-After``).
+BUSY_RETRY_AFTER = 15
+SLOTS_BUSY = (
+    "Every LLM slot of the company is busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}): "
+    "nothing was run; try again in {retry_after} s."
+)
+
+
+class LLMSlotsBusyError(ServiceUnavailableError):
+    """Work asked for inside a request found every LLM slot of its company taken: nothing
+    ran (503 ``llm_slots_busy`` with ``Retry-After``)."""
+
+    code = "llm_slots_busy"
+
+    def __init__(self, *, retry_after: int = BUSY_RETRY_AFTER) -> None:
+        self.retry_after = retry_after
+        super().__init__(
+            SLOTS_BUSY.format(limit=company_llm_concurrency(), retry_after=retry_after),
+            extra={"retry_after": retry_after},
+        )
 
 
 def company_llm_concurrency() -> int:

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ast
 import itertools
+import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +229,44 @@ def test_the_baseline_rule_reproduces_the_previous_walk_settings():
     # the constants are restored afterwards
     assert scale_1m.walk_settings(1_000_000, team, 50_000) == after
     assert dense.PART_EXACT_MAX_ROWS == 20_000 and dense.HNSW_COVERAGE > 0
+
+
+def test_serve_teardown_stops_the_whole_process_group():
+    """``bench/serve_process.py``: the server's group (master and workers) ends, a child
+    that ignores SIGINT included (killed after the grace)."""
+    from bench import serve_process
+
+    # Both ignore SIGINT before the parent prints the child's pid (nothing races the signal).
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGINT, signal.SIG_IGN); print(1, flush=True); time.sleep(600)'],"
+        " stdout=subprocess.PIPE)\n"
+        "child.stdout.readline()\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    child = int(serve.stdout.readline())
+    grace, serve_process.STOP_GRACE_S = serve_process.STOP_GRACE_S, 0.2
+    try:
+        serve_process.stop_process_group(serve)
+    finally:
+        serve_process.STOP_GRACE_S = grace
+        serve.stdout.close()
+    assert serve.returncode == -9
+    with pytest.raises(ProcessLookupError):
+        for _ in range(1000):  # the orphaned child is reaped by init, not by us
+            os.kill(child, 0)
+            time.sleep(0.01)
+    serve_process.stop_process_group(serve)  # already ended: nothing to do
+
+
+def test_free_port_is_held_for_the_block():
+    from bench.serve_process import free_port
+
+    with free_port() as port, socket.socket() as other, pytest.raises(OSError):
+        other.bind(("127.0.0.1", port))

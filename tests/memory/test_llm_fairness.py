@@ -10,14 +10,15 @@ server; nothing of ours is mocked. A's hanging call stays open until the stand-i
 
 from __future__ import annotations
 
+import io
 import json
 import queue
 import threading
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
@@ -48,46 +49,24 @@ from memory.procedural.services.capture import (
     execution_captures_retry_company,
     execution_captures_retry_due,
 )
+from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
+from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
-from synthorg.llm.slots import company_llm_slot, slot_key
+from synthorg.llm.slots import slot_key
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import CompanyFactory
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
+from tests.support.llm_slots import slot_held_elsewhere, slot_taken_elsewhere
 
 LLM_WORKERS = 2
 PROFILE = replace(PROFILES["openai"], models=("model-a", "model-b"))
 DEFERRED_REASON = DEFERRED.format(limit=1)
 
 pytestmark = pytest.mark.usefixtures("allow_flush_of_append_only_tables")
-
-
-@contextmanager
-def slot_held_elsewhere(company_id: int):
-    """Another worker (its own connection, in a thread) runs the company's LLM work, holding
-    its slot for the block."""
-    held, release = threading.Event(), threading.Event()
-
-    def hold_slot():
-        try:
-            with company_llm_slot(company_id) as slot:
-                assert slot
-                held.set()
-                release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_slot)
-    holder.start()
-    assert held.wait(timeout=60)
-    try:
-        yield
-    finally:
-        release.set()
-        holder.join(timeout=60)
 
 
 def company_using(model: str):
@@ -435,33 +414,6 @@ def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
 # --- skill evolver -------------------------------------------------------------------------
 
 
-class SlotHolder:
-    """Another worker (its own connection) holding one of ``company_id``'s LLM slots."""
-
-    def __init__(self, company_id: int) -> None:
-        self.company_id = company_id
-        self.held, self.release = threading.Event(), threading.Event()
-        self.thread = threading.Thread(target=self._hold)
-
-    def _hold(self) -> None:
-        try:
-            with company_llm_slot(self.company_id) as slot:
-                assert slot
-                self.held.set()
-                self.release.wait(timeout=60)
-        finally:
-            connection.close()
-
-    def __enter__(self) -> SlotHolder:
-        self.thread.start()
-        assert self.held.wait(timeout=60)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        self.release.set()
-        self.thread.join(timeout=60)
-
-
 def evolver_company():
     company = CompanyFactory()
     company_config_set(
@@ -521,7 +473,7 @@ def test_the_draft_retry_schedule_gives_each_company_its_own_task(stand_in):
 def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     company = evolver_company()
     draft = pending_draft(company, due=timezone.now() - timedelta(seconds=1))
-    with SlotHolder(company.pk):
+    with slot_held_elsewhere(company.pk):
         assert retry_company_drafts(company.pk) == {"retried": 0, "waiting": 1, "busy": True}
         draft.refresh_from_db()
         assert (draft.status, draft.attempts) == ("pending", 1)  # not claimed, not charged
@@ -534,7 +486,7 @@ def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
 
 def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stand_in):
     company = evolver_company()
-    with SlotHolder(company.pk):
+    with slot_held_elsewhere(company.pk):
         before = timezone.now()
         assert run_company_evolver(company.pk) == "deferred"  # nothing ran, the worker is free
         assert not EvolverReport.objects.exists()
@@ -550,3 +502,93 @@ def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stan
     # The re-armed task (or the next tick) finds the slot free and runs the cycle.
     assert run_company_evolver(company.pk) == "completed"
     assert EvolverReport.objects.get().status == "completed"
+
+
+# --- operator commands: manage.py dream, manage.py run_skill_evolver -------------------------
+
+
+def answering_while_probing_the_slot(company_id: int, answer: str, seen: list[bool]):
+    """A stand-in answer that first records whether the company's slot was held while the
+    LLM was asked."""
+
+    def respond(_body: dict) -> str:
+        seen.append(slot_taken_elsewhere(company_id))
+        return answer
+
+    return respond
+
+
+def dreaming_agent(stand_in, company):
+    """A persistent agent of ``company`` with a journal entry (so its dream asks the LLM)."""
+    caller = make_agent_caller(company=company, memory_level="persistent")
+    configure(company, extraction={"model": "model-b", "store_turns": False})
+    stand_in.answer = json.dumps(FACTS)
+    conversation = flush(caller.agent, ["Ana said billing deploys on Fridays."])
+    assert extraction.conversation_extract(conversation=conversation, force=True).added == 1
+    return caller.agent
+
+
+DREAM = {"core_summary": "Billing deploys on Fridays.", "diary": "Learned the deploy day."}
+
+
+def test_the_dream_command_skips_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = company_using("model-b")
+    agent = dreaming_agent(stand_in, company)
+    asked = len(stand_in.chat_requests)
+    out = io.StringIO()
+    with slot_held_elsewhere(company.pk):
+        call_command("dream", company.slug, stdout=out, stderr=io.StringIO())  # exit 0
+        call_command("dream", company.slug, "--agent", agent.name, stdout=out, stderr=io.StringIO())
+    busy = (
+        f"{company.slug}: skipped, nothing dreamed: every LLM slot of the company is busy "
+        "(SYNTHORG_LLM_COMPANY_CONCURRENCY=1); run the command again later"
+    )
+    assert out.getvalue().splitlines() == [busy, busy]
+    assert not DreamRun.objects.exists()
+    assert len(stand_in.chat_requests) == asked
+
+    seen: list[bool] = []
+    stand_in.answer = answering_while_probing_the_slot(company.pk, json.dumps(DREAM), seen)
+    out = io.StringIO()
+    call_command("dream", company.slug, stdout=out, stderr=io.StringIO())
+    [run] = DreamRun.objects.all()
+    assert out.getvalue().splitlines() == [
+        f"{agent.name}: succeeded (core memory {run.core_memory_id})"
+    ]
+    assert seen == [True]  # the LLM was asked while the command held the company's slot
+    assert not slot_taken_elsewhere(company.pk)  # and released it
+
+
+def test_the_evolver_command_skips_while_the_companys_slot_is_held(stand_in):
+    stand_in.hanging_models = set()
+    company = CompanyFactory()
+    evolver = {"enabled": True, "min_confidence_for_org_promotion": 0.5}
+    company_config_set(
+        company=company,
+        data={"memory": {"procedural": {"model": "model-b", "evolver": evolver}}},
+    )
+    for n in range(3):
+        caller = make_agent_caller(company=company)
+        body = {**FAILED_REPORT, "task_type": "deploy", "task_title": f"Deploy {n}"}
+        execution_report_submit(agent=caller.agent, data=body, enqueue=False)
+    out = io.StringIO()
+    with slot_held_elsewhere(company.pk):
+        call_command("run_skill_evolver", company.slug, stdout=out, stderr=io.StringIO())
+    assert out.getvalue().splitlines() == [
+        f"{company.slug}: skipped, no evolver cycle ran: every LLM slot of the company is "
+        "busy (SYNTHORG_LLM_COMPANY_CONCURRENCY=1); run the command again later"
+    ]
+    assert not EvolverReport.objects.exists()
+    assert not ApprovalItem.objects.exists()
+    assert stand_in.chat_requests == []
+
+    seen: list[bool] = []
+    stand_in.answer = answering_while_probing_the_slot(company.pk, json.dumps(PROPOSAL), seen)
+    out = io.StringIO()
+    call_command("run_skill_evolver", company.slug, stdout=out, stderr=io.StringIO())
+    report = EvolverReport.objects.get()
+    assert (report.status, report.trigger, report.proposals_emitted) == ("completed", "command", 1)
+    assert ApprovalItem.objects.count() == 1
+    assert seen and set(seen) == {True}  # every LLM call ran under the command's slot
+    assert not slot_taken_elsewhere(company.pk)

@@ -22,8 +22,10 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from synthorg.llm.wire_server import WireServer
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ def error_payload(
     return {"error": {"message": message, "type": type_, "param": None, "code": code}}
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(WireServer):
     """An OpenAI-compatible HTTP server on 127.0.0.1 for tests; see the module docstring.
 
     ``base_url`` ends in ``/v1`` (pass it to clients as the API root). Thread-safe: requests are
@@ -121,6 +123,7 @@ class FakeOpenAIServer:
     EMBEDDINGS = "/v1/embeddings"
     CHAT_COMPLETIONS = "/v1/chat/completions"
     MODELS = "/v1/models"  # GET: the model list (``models``; default ``["fake-chat"]``)
+    thread_name = "fake-openai-server"
 
     def __init__(
         self,
@@ -145,22 +148,10 @@ class FakeOpenAIServer:
             self.CHAT_COMPLETIONS: self._default_chat_completion,
             self.MODELS: self._default_models,
         }
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__(host="127.0.0.1", port=0)
 
-    def __enter__(self) -> FakeOpenAIServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        if self._httpd is None:
-            raise RuntimeError("server is not running")
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _make_request_handler(self)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -181,26 +172,11 @@ class FakeOpenAIServer:
             self._handlers[path] = handler
 
     def start(self) -> None:
-        if self._httpd is not None:
-            return
         self._stopping.clear()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_request_handler(self))
-        # Daemon threads: a handler still sleeping out a scripted delay must not block stop().
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="fake-openai-server", daemon=True
-        )
-        self._thread.start()
+        super().start()
 
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is None:
-            return
+    def stopping(self) -> None:
         self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
 
     def handle(self, request: RecordedRequest) -> ScriptedResponse:
         """Record ``request`` and choose its response (called from the request threads)."""

@@ -204,7 +204,7 @@ def test_from_settings_builds_a_working_client(settings, server):
         "MAX_RETRIES": 0,
     }
     client = completion_provider_from_settings()
-    assert client.default_model == "m1"
+    assert client.model_for() == "m1"
     assert client.complete(HELLO).model == "m1"
     assert server.requests_to(server.CHAT_COMPLETIONS)[0].headers["authorization"] == "Bearer sk-x"
 

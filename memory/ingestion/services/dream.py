@@ -205,21 +205,39 @@ def _record(run: DreamRun, status: str, *, error: str = "") -> DreamRun:
 
 
 def company_dream_scheduled(*, company: Company, now=None) -> list[DreamRun] | None:
-    """The company's scheduled dream (on the LLM cluster). With an LLM configured it runs
-    while holding one of the company's LLM slots (:mod:`synthorg.llm.slots`); with every
-    slot taken it does not wait: nothing runs, the dream is re-armed
+    """The company's scheduled dream (on the LLM cluster), run as :func:`dream_now`; with
+    every LLM slot taken it does not wait: nothing runs, the dream is re-armed
     :data:`DREAM_DEFER` later (:func:`~memory.ingestion.scheduling.arm_deferred_dream`) and
     ``None`` is returned, so the worker is free at once."""
     now = now or timezone.now()
-    provider = completion_provider_for(company=company)
-    if provider is None:
-        return company_dream(company=company, trigger="schedule", now=now)
+    runs = dream_now(company=company, trigger="schedule", now=now)
+    if runs is None:
+        logger.info("dream of company %s deferred: LLM slots busy", company.pk)
+        arm_deferred_dream(company.pk, at=now + DREAM_DEFER)
+    return runs
+
+
+def dream_now(
+    *, company: Company, agent: Agent | None = None, trigger: str = "manual", now=None
+) -> list[DreamRun] | None:
+    """Dream now for the company's persistent agents, or only ``agent`` (the schedule's,
+    ``manage.py dream``'s). With an LLM configured it runs while holding one of the
+    company's LLM slots (:mod:`synthorg.llm.slots`) for all the dreams; with every slot
+    taken nothing runs and ``None`` is returned (the caller re-arms or reports it). The
+    extractive dream (no LLM) needs no slot."""
+    now = now or timezone.now()
+
+    def run() -> list[DreamRun]:
+        if agent is not None:
+            return [agent_dream(agent=agent, trigger=trigger, now=now)]
+        return company_dream(company=company, trigger=trigger, now=now)
+
+    if completion_provider_for(company=company) is None:
+        return run()
     with company_llm_slot(company.pk) as slot:
         if not slot:
-            logger.info("dream of company %s deferred: LLM slots busy", company.pk)
-            arm_deferred_dream(company.pk, at=now + DREAM_DEFER)
             return None
-        return company_dream(company=company, trigger="schedule", now=now)
+        return run()
 
 
 def company_dream(*, company: Company, trigger: str = "schedule", now=None) -> list[DreamRun]:

@@ -27,6 +27,7 @@ from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
 from memory.procedural.services.compression import experience_compress_run
 from memory.procedural.services.wiki import wiki_archive, wiki_export_run
+from memory.prompting.llm_checks import llm_request_deadline
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
@@ -318,15 +319,19 @@ def experiences_compress_view(request, user: ConsoleUser):
     if not user.can_decide:
         return _executions(request, user, status=403, run_error=ROLE_CANNOT_RUN)
     try:
-        run = experience_compress_run(company=user.company, trigger="manual")
+        run = experience_compress_run(
+            company=user.company, trigger="manual", deadline=llm_request_deadline()
+        )
     except DomainError as exc:
         return _executions(request, user, status=exc.status, run_error=exc.detail)
-    messages.success(
-        request,
+    summary = (
         f"Compressor ran ({run.method}): {run.reports_seen} reports read, {run.compressed} "
         f"compressed, {run.skipped_below_ratio} below the compression ratio, {run.failed} "
-        "failed (left for the next run).",
+        "failed (left for the next run)"
     )
+    if run.deferred:
+        summary += f"; the request's LLM time budget ran out: {run.deferred} left for the next run"
+    messages.success(request, summary + ".")
     return redirect("memory_console:executions")
 
 

@@ -9,11 +9,20 @@ extractive_learning`). A learning whose compression ratio is below the company's
 ``skipped``. An LLM error leaves the report uncompressed (``failed``, the reason under
 ``errors``) for the next run; it is never replaced by an extractive learning behind the
 caller's back.
+
+The run is asked for inside an HTTP request, so with an LLM it is bounded like every
+request-time LLM call (Search-and-Ask, re-ranking): it runs while holding one of the
+company's LLM slots (:mod:`synthorg.llm.slots`) — every slot taken ⇒ nothing runs,
+:class:`~synthorg.llm.slots.LLMSlotsBusyError` (503 ``llm_slots_busy``, ``Retry-After``) —
+and its LLM calls share the request's ``deadline``: once it passes no further call starts,
+a call in flight is cut at it, and the reports not compressed yet stay for the next run
+(``deferred``, ``degraded: ["llm_budget_exceeded"]``); what was compressed is kept.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from datetime import datetime
 
 from django.db import transaction
@@ -31,11 +40,13 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.errors import ConflictError
 from synthorg.llm import LLMError
+from synthorg.llm.slots import LLMSlotsBusyError, company_llm_slot
 from synthorg.llm.structured import complete_json, json_schema_format
 
 logger = logging.getLogger("memory.procedural")
 
 RUN_LIMIT = 200
+LLM_BUDGET_EXCEEDED = "llm_budget_exceeded"
 COMPRESSOR_DISABLED = (
     "The experience compressor is disabled for this company "
     "(memory.consolidation.experience_compressor.enabled)."
@@ -81,14 +92,38 @@ def author_lessons(report_ids) -> dict:
 
 
 def experience_compress_run(
-    *, company: Company, trigger: str = "manual", now: datetime | None = None
+    *,
+    company: Company,
+    trigger: str = "manual",
+    now: datetime | None = None,
+    deadline: float | None = None,
 ) -> CompressionRun:
-    """One compressor run; 409 ``experience_compressor_disabled`` when it is off."""
+    """One compressor run; 409 ``experience_compressor_disabled`` when it is off, 503
+    ``llm_slots_busy`` when an LLM is configured and every LLM slot of the company is taken.
+    ``deadline`` (a :func:`time.monotonic` instant: the request's LLM budget) bounds the LLM
+    calls (see the module docstring)."""
     config = company_config(company).memory.consolidation.experience_compressor
     if not config.enabled:
         raise ConflictError(COMPRESSOR_DISABLED, code="experience_compressor_disabled")
-    started = now or timezone.now()
     provider = completion_provider_for(company=company)
+    try:
+        if provider is None:
+            return _compress(company=company, trigger=trigger, now=now, provider=None)
+        with company_llm_slot(company.pk) as slot:
+            if not slot:
+                raise LLMSlotsBusyError()
+            return _compress(
+                company=company, trigger=trigger, now=now, provider=provider, deadline=deadline
+            )
+    finally:
+        close = getattr(provider, "close", None)
+        if close is not None:
+            close()
+
+
+def _compress(*, company, trigger, now, provider, deadline=None) -> CompressionRun:
+    config = company_config(company).memory.consolidation.experience_compressor
+    started = now or timezone.now()
     run = CompressionRun(
         company=company,
         trigger=trigger,
@@ -104,55 +139,60 @@ def experience_compress_run(
     )
     lessons = author_lessons([r["id"] for r in reports])
     kept: list[CompressedExperience] = []
-    try:
-        for report in reports:
-            run.reports_seen += 1
-            lesson = lessons.get(report["id"])
-            raw = compression.raw_trace(report, lesson)
-            model = ""
-            if provider is None:
-                learning = compression.extractive_learning(report, lesson)
-            else:
-                try:
-                    completion = complete_json(
-                        provider,
-                        compression.compressor_messages(raw),
-                        response_format=_FORMAT,
-                        model=config.model,
-                        temperature=config.temperature,
-                        max_tokens=config.max_tokens,
-                    )
-                    learning = compression.parse_learning(
-                        completion.content, truncated=completion.finish_reason == "length"
-                    )
-                    model = completion.model
-                except (LLMError, compression.CompressionError) as exc:
-                    run.failed += 1
-                    run.errors[str(report["id"])] = f"{type(exc).__name__}: {exc}"[:300]
-                    continue
-            ratio = compression.compression_ratio(raw, learning)
-            if ratio < config.min_compression_ratio:
-                run.skipped_below_ratio += 1
-                run.skipped[str(report["id"])] = ratio
-                continue
-            kept.append(
-                CompressedExperience(
-                    company=company,
-                    agent_id=report["agent_id"],
-                    report_id=report["id"],
-                    content=learning,
-                    raw_chars=len(raw),
-                    compression_ratio=ratio,
-                    compressor_version=compression.COMPRESSOR_VERSION,
-                    method=run.method,
-                    model=model,
-                    created_at=started,
+    for position, report in enumerate(reports):
+        lesson = lessons.get(report["id"])
+        raw = compression.raw_trace(report, lesson)
+        model = ""
+        if provider is None:
+            learning = compression.extractive_learning(report, lesson)
+        else:
+            if deadline is not None and time.monotonic() >= deadline:
+                _budget_spent(run, left=len(reports) - position)
+                break
+            try:
+                completion = complete_json(
+                    provider,
+                    compression.compressor_messages(raw),
+                    response_format=_FORMAT,
+                    model=config.model,
+                    temperature=config.temperature,
+                    max_tokens=config.max_tokens,
+                    deadline=deadline,
                 )
+                learning = compression.parse_learning(
+                    completion.content, truncated=completion.finish_reason == "length"
+                )
+                model = completion.model
+            except LLMError as exc:
+                if deadline is not None and time.monotonic() >= deadline:
+                    # cut at the budget: not the report's failure, left for the next run
+                    _budget_spent(run, left=len(reports) - position)
+                    break
+                _failed(run, report, exc)
+                continue
+            except compression.CompressionError as exc:
+                _failed(run, report, exc)
+                continue
+        run.reports_seen += 1
+        ratio = compression.compression_ratio(raw, learning)
+        if ratio < config.min_compression_ratio:
+            run.skipped_below_ratio += 1
+            run.skipped[str(report["id"])] = ratio
+            continue
+        kept.append(
+            CompressedExperience(
+                company=company,
+                agent_id=report["agent_id"],
+                report_id=report["id"],
+                content=learning,
+                raw_chars=len(raw),
+                compression_ratio=ratio,
+                compressor_version=compression.COMPRESSOR_VERSION,
+                method=run.method,
+                model=model,
+                created_at=started,
             )
-    finally:
-        close = getattr(provider, "close", None)
-        if close is not None:
-            close()
+        )
     run.compressed = len(kept)
     run.finished_at = max(timezone.now(), started)
     with transaction.atomic():
@@ -162,12 +202,25 @@ def experience_compress_run(
         # A concurrent run may have compressed a report meanwhile: the unique report wins.
         CompressedExperience.objects.bulk_create(kept, ignore_conflicts=True)
     logger.info(
-        "EXPERIENCE_COMPRESSION company=%s method=%s seen=%d kept=%d below_ratio=%d failed=%d",
+        "EXPERIENCE_COMPRESSION company=%s method=%s seen=%d kept=%d below_ratio=%d failed=%d "
+        "deferred=%d",
         company.slug,
         run.method,
         run.reports_seen,
         run.compressed,
         run.skipped_below_ratio,
         run.failed,
+        run.deferred,
     )
     return run
+
+
+def _failed(run: CompressionRun, report: dict, exc: Exception) -> None:
+    run.reports_seen += 1
+    run.failed += 1
+    run.errors[str(report["id"])] = f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _budget_spent(run: CompressionRun, *, left: int) -> None:
+    run.deferred = left
+    run.degraded = [LLM_BUDGET_EXCEEDED]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import IntegrityError, transaction
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memory.procedural import compression
@@ -15,7 +17,13 @@ from persistence.services.companies import company_config_set
 from synthorg.company_config import CompanyConfigError, parse_company_config
 from tests.memory.procedural.conftest import FAILED_REPORT
 from tests.persistence.factories import MembershipFactory
-from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse, error_payload
+from tests.support.llm_slots import slot_held_elsewhere
+from tests.support.openai_server import (
+    FakeOpenAIServer,
+    ScriptedResponse,
+    chat_completion_payload,
+    error_payload,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -198,3 +206,114 @@ def test_config_shape_is_the_seeds():
     ):
         with pytest.raises(CompanyConfigError):
             parse_company_config({"memory": {"consolidation": {"experience_compressor": bad}}})
+
+
+def test_busy_llm_slots_answer_503_and_nothing_runs(company, caller, compressor_llm):
+    _enable(company)
+    _report(caller)
+    with slot_held_elsewhere(company.pk):
+        response = _human(company).post(URL)
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/problem+json"
+    assert response["Retry-After"] == "15"
+    assert response.json() == {
+        "type": "https://synthorg.dev/problems/llm_slots_busy",
+        "title": "Service unavailable",
+        "status": 503,
+        "code": "llm_slots_busy",
+        "detail": "Every LLM slot of the company is busy (SYNTHORG_LLM_COMPANY_CONCURRENCY=1): "
+        "nothing was run; try again in 15 s.",
+        "errors": [],
+        "retry_after": 15,
+    }
+    assert not CompressionRun.objects.exists()
+    assert not CompressedExperience.objects.exists()
+    assert compressor_llm.requests_to("/v1/chat/completions") == []
+    # the slot free again: the same request runs
+    assert _human(company).post(URL).json()["compressed"] == 1
+
+
+def test_without_an_llm_no_slot_is_needed(company, caller, no_llm):
+    _enable(company)
+    _report(caller)
+    with slot_held_elsewhere(company.pk):
+        response = _human(company).post(URL)
+    assert response.status_code == 201
+    assert (response.json()["method"], response.json()["compressed"]) == ("extractive", 1)
+
+
+def _hanging(server, *, first_answers: bool, budget: float) -> dict:
+    if first_answers:
+        answer = chat_completion_payload(json.dumps({"learning": LEARNING}))
+        server.enqueue("/v1/chat/completions", ScriptedResponse(json=answer))
+    server.enqueue("/v1/chat/completions", ScriptedResponse(delay=3600))  # never answers
+    settings = {
+        "BASE_URL": server.base_url,
+        "MODEL": "m",
+        "MAX_RETRIES": 0,
+        # per attempt and per call beyond the budget: only the budget ends the hang
+        "TIMEOUT": 3 * budget,
+        "TOTAL_TIMEOUT": 3 * budget,
+        "REQUEST_BUDGET": budget,
+    }
+    return settings
+
+
+def test_a_hanging_llm_is_cut_at_the_request_budget_and_the_rest_deferred(
+    company, caller, settings
+):
+    with FakeOpenAIServer() as server:
+        settings.SYNTHORG_LLM = _hanging(server, first_answers=False, budget=0.5)
+        _enable(company)
+        reports = [_report(caller), _report(caller)]
+        response = _human(company).post(URL)
+        asked = len(server.requests_to("/v1/chat/completions"))
+    assert response.status_code == 201, response.json()
+    run = response.json()
+    assert (run["method"], run["reports_seen"], run["compressed"], run["failed"]) == (
+        "llm",
+        0,
+        0,
+        0,
+    )
+    assert (run["deferred"], run["degraded"], run["errors"]) == (
+        2,
+        ["llm_budget_exceeded"],
+        {},
+    )
+    assert asked == 1  # cut in the first call; no call started after the budget
+    stored = CompressionRun.objects.values("deferred", "degraded", "failed").get()
+    assert stored == {"deferred": 2, "degraded": ["llm_budget_exceeded"], "failed": 0}
+    assert not CompressedExperience.objects.exists()
+    assert ExecutionReport.objects.filter(pk__in=reports, compressed__isnull=True).count() == 2
+
+
+def test_what_was_compressed_before_the_budget_ran_out_is_kept(company, caller, settings):
+    with FakeOpenAIServer() as server:
+        settings.SYNTHORG_LLM = _hanging(server, first_answers=True, budget=5.0)
+        _enable(company)
+        older, newer = _report(caller), _report(caller)
+        run = _human(company).post(URL).json()
+    assert (run["reports_seen"], run["compressed"], run["deferred"], run["degraded"]) == (
+        1,
+        1,
+        1,
+        ["llm_budget_exceeded"],
+    )
+    # newest first: the newer report was compressed, the older one waits for the next run
+    assert [str(e.report_id) for e in CompressedExperience.objects.all()] == [newer]
+    assert not CompressedExperience.objects.filter(report_id=older).exists()
+
+
+def test_a_deferred_run_must_say_degraded(company):
+    now = timezone.now()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        CompressionRun.objects.create(
+            company=company,
+            trigger="manual",
+            method="llm",
+            min_compression_ratio=0.3,
+            deferred=1,
+            started_at=now,
+            finished_at=now,
+        )

@@ -15,6 +15,7 @@ from persistence.services.companies import company_config_set
 from synthorg.llm import completion_provider_from_settings
 from synthorg.llm.resolution import forget_discovered_models
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
+from tests.support.openai_server import FakeOpenAIServer, ScriptedResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -143,6 +144,26 @@ def test_a_failure_keeps_the_fused_order_and_says_so(caller, settings, fault, an
     assert body["retrieval"] == {"retriever": "flat", "rerank": ""}
     assert asked == 2  # a failure is not cached
     assert order(again) == order(flat)
+
+
+def test_the_model_lookup_is_bounded_by_the_request_budget(caller, settings):
+    """No model configured: the re-ranker's first step asks ``GET /models``. A hanging
+    lookup is cut at the request's LLM budget (not at the HTTP timeout), says so, and is
+    not remembered as "no model" for the calls that follow."""
+    seed(caller)
+    flat = context(caller)
+    configure(caller, query_specific_rerank_enabled=True)
+    with LLMProviderStandIn(PROFILES["openai"], answer=marker_first) as llm:
+        # per attempt and per call far beyond the budget: only the budget can end the lookup
+        settings.SYNTHORG_LLM = llm.settings(TIMEOUT=60, TOTAL_TIMEOUT=60, REQUEST_BUDGET=0.5)
+        llm.server.enqueue(FakeOpenAIServer.MODELS, ScriptedResponse(delay=3600))  # hangs
+        body = context(caller)
+        assert llm.chat_requests == []
+        # the endpoint lists its model again: the next caller finds it (nothing cached)
+        assert completion_provider_from_settings().model_for() == "gpt-4o-mini"
+    assert order(body) == order(flat)
+    assert body["degraded"] == ["rerank", "llm_budget_exceeded"]
+    assert body["retrieval"] == {"retriever": "flat", "rerank": ""}
 
 
 def test_without_an_llm_the_fused_order_answers_with_rerank_unavailable(caller):

@@ -15,6 +15,7 @@ from memory.procedural.models import CompressedExperience, CompressionRun
 from memory.procedural.selectors import compressed_experiences_visible_to
 from memory.procedural.services.compression import experience_compress_run
 from memory.procedural.services.wiki import wiki_archive, wiki_export_run
+from memory.prompting.llm_checks import llm_request_deadline
 from persistence.access import OPERATOR, ROLE_RANK
 from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.config import company_config
@@ -45,8 +46,10 @@ class CompressionRunSerializer(ModelSerializer):
             "compressed",
             "skipped_below_ratio",
             "failed",
+            "deferred",
             "skipped",
             "errors",
+            "degraded",
             "started_at",
             "finished_at",
         )
@@ -85,14 +88,21 @@ class CompressionRunView(APIView):
             "execution reports (at most 200, newest first): with an LLM each becomes one "
             "strategic learning (`method: llm`), without one an extractive learning. Learnings "
             "below `min_compression_ratio` are not kept (`skipped`: report id → ratio); LLM "
-            "errors leave the report for the next run (`errors`). 409 "
-            "`experience_compressor_disabled` when the compressor is off."
+            "errors leave the report for the next run (`errors`). With an LLM the run holds "
+            "one of the company's LLM slots and its LLM calls share the request's LLM budget "
+            "(`SYNTHORG_LLM_REQUEST_BUDGET`): when it runs out, what was compressed is kept "
+            "and the rest is left for the next run (`deferred`, `degraded: "
+            '["llm_budget_exceeded"]`). 409 `experience_compressor_disabled` when the '
+            "compressor is off; 503 `llm_slots_busy` (with `Retry-After`) when every LLM "
+            "slot of the company is busy: nothing ran."
         ),
         request=None,
-        responses={201: CompressionRunSerializer, 403: PROBLEM, 409: PROBLEM},
+        responses={201: CompressionRunSerializer, 403: PROBLEM, 409: PROBLEM, 503: PROBLEM},
     )
     def post(self, request):
-        run = experience_compress_run(company=request.user.company, trigger="manual")
+        run = experience_compress_run(
+            company=request.user.company, trigger="manual", deadline=llm_request_deadline()
+        )
         return Response(CompressionRunSerializer(run).data, status=status.HTTP_201_CREATED)
 
 

@@ -1,10 +1,18 @@
 """``manage.py dream COMPANY [--agent NAME]``: run the deep dream now (the same service the
-per-company q2 schedule calls)."""
+per-company q2 schedule calls), under one of the company's LLM slots like the scheduled
+dream. When every slot is busy nothing runs: the command says so on stdout and exits 0
+(busy slots are not an error; run it again later)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.ingestion.services.dream import agent_dream, company_dream
+from memory.ingestion.services.dream import dream_now
 from persistence.models import Agent, Company
+from synthorg.llm.slots import company_llm_concurrency
+
+SLOTS_BUSY = (
+    "{company}: skipped, nothing dreamed: every LLM slot of the company is busy "
+    "(SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); run the command again later"
+)
 
 
 class Command(BaseCommand):
@@ -21,13 +29,17 @@ class Command(BaseCommand):
         )
         if company is None:
             raise CommandError(f"No company {options['company']!r}.")
+        agent = None
         if options["agent"]:
             agent = Agent.objects.filter(company=company, name=options["agent"]).first()
             if agent is None:
                 raise CommandError(f"No agent {options['agent']!r} in {company.name}.")
-            runs = [agent_dream(agent=agent, trigger="manual")]
-        else:
-            runs = company_dream(company=company, trigger="manual")
+        runs = dream_now(company=company, agent=agent, trigger="manual")
+        if runs is None:
+            self.stdout.write(
+                SLOTS_BUSY.format(company=company.slug, limit=company_llm_concurrency())
+            )
+            return
         for run in runs:
             line = f"{run.agent.name}: {run.status}"
             if run.core_memory_id:

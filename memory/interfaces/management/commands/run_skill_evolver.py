@@ -1,12 +1,21 @@
-"""``manage.py run_skill_evolver COMPANY [--dry-run]``: one evolver cycle now."""
+"""``manage.py run_skill_evolver COMPANY [--dry-run]``: one evolver cycle now, under one of
+the company's LLM slots like the scheduled cycle. When every slot is busy nothing runs: the
+command says so on stdout and exits 0 (busy slots are not an error; run it again later).
+A failed cycle exits non-zero."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.procedural.evolver.services import plan_cycle, skill_evolver_run
+from memory.procedural.evolver.services import plan_cycle, skill_evolver_run_now
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.llm.slots import company_llm_concurrency
+
+SLOTS_BUSY = (
+    "{company}: skipped, no evolver cycle ran: every LLM slot of the company is busy "
+    "(SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); run the command again later"
+)
 
 
 class Command(BaseCommand):
@@ -48,7 +57,12 @@ class Command(BaseCommand):
                     f"reports={len(pattern.reports)} confidence={pattern.confidence}"
                 )
             return
-        report = skill_evolver_run(company=found, trigger="command", progress=progress)
+        report = skill_evolver_run_now(company=found, trigger="command", progress=progress)
+        if report is None:
+            self.stdout.write(
+                SLOTS_BUSY.format(company=found.slug, limit=company_llm_concurrency())
+            )
+            return
         self.stdout.write(
             f"{report.status}: {report.reports_scanned} reports, {report.patterns_found} "
             f"patterns, {report.proposals_emitted} proposals, "
