@@ -303,6 +303,8 @@ def test_a_concurrent_run_of_the_same_agent_is_skipped(caller, peer, now):
         other.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_CLASS, caller.agent.pk])
         blocked = run_maintenance(agent=caller.agent, now=now)
         free = run_maintenance(agent=peer.agent, now=now)
+        # released here: closing the connection ends its backend (and the lock) only later
+        other.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, caller.agent.pk])
     assert (blocked.status, blocked.errors, blocked.processed) == ("skipped", [ALREADY_RUNNING], 0)
     assert Memory.objects.filter(agent=caller.agent).count() == 2
     assert (free.status, free.processed) == ("succeeded", 2)
