@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from synthorg.client_ip import parse_trusted_proxies
 from synthorg.database import (
     database_owner_settings,
     database_settings,
@@ -193,7 +194,16 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("SYNTHORG_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=float(os.environ.get("SYNTHORG_LOGIN_COOLOFF_MINUTES", "15")))
-# The client address is REMOTE_ADDR (behind a proxy: the proxy's, so the lock is per username).
+# The client address is REMOTE_ADDR, or behind the reverse proxies named in
+# SYNTHORG_TRUSTED_PROXIES (IPs / networks, comma-separated) the address they forwarded
+# (X-Forwarded-For read from the right; synthorg/client_ip.py). Unset: the header is ignored.
+try:
+    SYNTHORG_TRUSTED_PROXY_NETWORKS = parse_trusted_proxies(
+        os.environ.get("SYNTHORG_TRUSTED_PROXIES", "")
+    )
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
+AXES_CLIENT_IP_CALLABLE = "synthorg.client_ip.client_ip"
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False

@@ -78,3 +78,39 @@ def test_successful_logins_do_not_accumulate_failures(olivia):
             _post(client, "/console/login", f"wrong-{round_}-{n}")
         assert _logged_in(_post(client, "/console/login", PASSWORD))
         client.logout()
+
+
+PROXY = "10.0.0.2"
+
+
+def _via_proxy(forwarded_for):
+    return Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=forwarded_for)
+
+
+def test_behind_a_trusted_proxy_each_client_address_is_locked_alone(olivia, settings):
+    """Behind the proxy every request comes from its address: without the trusted-proxy
+    setting one attacker's failures locked olivia out for everyone."""
+    from synthorg.client_ip import parse_trusted_proxies
+
+    settings.SYNTHORG_TRUSTED_PROXY_NETWORKS = parse_trusted_proxies("10.0.0.0/24")
+    attacker = _via_proxy("203.0.113.66")
+    answers = [_post(attacker, "/console/login", f"wrong-{n}").status_code for n in range(6)]
+    assert answers == [200] * 4 + [429] * 2
+    assert list(AccessAttempt.objects.values_list("username", "ip_address")) == [
+        ("olivia", "203.0.113.66")
+    ]
+    # olivia, from her own address through the same proxy, still logs in
+    assert _logged_in(_post(_via_proxy("198.51.100.20"), "/console/login", PASSWORD))
+    # the attacker cannot escape the lock by writing another address in front
+    escape = _via_proxy("192.0.2.1, 203.0.113.66")
+    assert _post(escape, "/console/login", PASSWORD).status_code == 429
+
+
+def test_without_trusted_proxies_a_forged_header_changes_nothing(olivia):
+    answers = [
+        _post(_via_proxy(f"203.0.113.{n}"), "/console/login", f"wrong-{n}").status_code
+        for n in range(6)
+    ]
+    # rotating the header does not reset the count: the key is the peer's address
+    assert answers == [200] * 4 + [429] * 2
+    assert list(AccessAttempt.objects.values_list("ip_address", flat=True)) == [PROXY]
