@@ -349,7 +349,8 @@ def test_the_extraction_sweep_gives_each_company_its_own_task(stand_in):
 def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand_in):
     stand_in.hanging_models = set()
     stand_in.answer = json.dumps(FACTS)
-    company = extracting_company("model-b")
+    company = CompanyFactory()
+    configure(company, extraction={"model": "model-b"})  # store_turns: the default
     conversation = due_conversation(company, "b-1")
     with slot_held_elsewhere(company.pk):
         assert extract_company_conversations(company.pk) == {
@@ -357,12 +358,26 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
             "waiting": 1,
             "busy": True,
         }
-        assert not ExtractionRun.objects.exists()
+        # no LLM call, but the turns are remembered at once (only the facts wait)
         assert stand_in.chat_requests == []
+        runs = ExtractionRun.objects.filter(conversation=conversation)
+        assert sorted(runs.values_list("method", "status", "first_seq", "last_seq")) == [
+            ("", "deferred", 1, 1),
+            ("verbatim", "succeeded", 1, 1),
+        ]
+        stored = Memory.objects.filter(agent=conversation.agent)
+        assert list(stored.values_list("content", flat=True)) == [
+            "Ana said billing deploys on Fridays (b-1)."
+        ]
+        # found busy again by the next sweep: no second row for one wait, no second turn
+        extract_company_conversations(company.pk)
+        assert ExtractionRun.objects.filter(conversation=conversation).count() == 2
+        assert stored.count() == 1
 
     assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
-    run = ExtractionRun.objects.get(conversation=conversation)
-    assert (run.status, run.method, run.added) == ("succeeded", "llm", 1)
+    run = ExtractionRun.objects.get(conversation=conversation, method="llm")
+    assert (run.status, run.added) == ("succeeded", 1)
+    assert Memory.objects.filter(agent=conversation.agent).count() == 2  # the turn + a fact
 
 
 def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):

@@ -213,8 +213,9 @@ def conversations_extract_due_company(
     schedules, the rest of capped batches, retries after failures.
 
     With an LLM configured this holds one of the company's LLM slots
-    (:mod:`synthorg.llm.slots`); with every slot taken nothing runs (``busy``: the next
-    sweep tries again, nothing is charged). The first run that fails (an LLM outage, a
+    (:mod:`synthorg.llm.slots`); with every slot taken no LLM runs (``busy``: the next
+    sweep tries again, nothing is charged) but each due conversation's turns are stored at
+    once, as when its own task finds the slots busy. The first run that fails (an LLM outage, a
     hanging model cut by its timeout) stops the batch: the others keep their due time, so
     an outage costs one LLM call per company per sweep, not one per conversation. Without
     an LLM the turns are stored verbatim, no slot needed.
@@ -236,6 +237,16 @@ def conversations_extract_due_company(
     with company_llm_slot(company_id) as slot:
         if not slot:
             logger.info("extraction sweep of company %s skipped: LLM slots busy", company_id)
+            # The turns need no LLM: each conversation takes the per-conversation path,
+            # which finds the slots busy too, records the wait and stores the turns now.
+            for conversation in due:
+                conversation_extract(
+                    conversation=conversation,
+                    provider=completion_provider_for(
+                        company=conversation.company, agent=conversation.agent
+                    ),
+                    now=now,
+                )
             return DueRuns(runs=0, waiting=len(due), busy=True)
         for index, conversation in enumerate(due):
             provider = completion_provider_for(
@@ -285,6 +296,8 @@ def _defer(conversation_pk: int, *, trigger, force: bool, now: datetime, config)
         return None
     latest = (
         ExtractionRun.objects.filter(conversation_id=conversation_pk)
+        # the turns stored during the wait are a by-product of it, not a new attempt
+        .exclude(trigger=ExtractionRun.Trigger.TURNS)
         .order_by("-created_at")
         .values_list("status", "first_seq")
         .first()
