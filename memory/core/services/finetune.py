@@ -332,10 +332,11 @@ class Revival:
 def fine_tune_runs_revive(*, now=None) -> list[Revival]:
     """The auto-resume schedule's body: every run in flight whose heartbeat is older than its
     company's ``auto_resume_after_minutes`` and whose lock no worker holds (a live worker
-    holds it for as long as it trains) is queued again, up to ``max_auto_resumes`` times
-    since it was started or resumed by hand; after that it fails with the reason (resumable
-    by hand). Each revival is audited. Runs outside any transaction (the locks are the
-    session's)."""
+    holds it for as long as it trains) and whose task the broker no longer holds (a task
+    still waiting in a busy queue is not a failed attempt) is queued again, up to
+    ``max_auto_resumes`` times since it was started or resumed by hand; after that it fails
+    with the reason (resumable by hand). Each revival is audited. Runs outside any
+    transaction (the locks are the session's)."""
     if connection.in_atomic_block:
         raise RuntimeError("the fine-tune revival runs outside transactions")
     now = now or timezone.now()
@@ -353,6 +354,12 @@ def fine_tune_runs_revive(*, now=None) -> list[Revival]:
         stale_before = now - timedelta(minutes=config.auto_resume_after_minutes)
         if run.heartbeat_at >= stale_before or not _try_lock(run.pk):
             continue
+        if _task_pending(run.pk):
+            # Its task is still with the broker (waiting behind other work, or taken by a
+            # worker that died, which q2 redelivers after Q_RETRY): not an attempt that
+            # failed, and queueing another would only run it twice.
+            _unlock(run.pk)
+            continue
         try:
             outcome = _revive(run.pk, now, stale_before, config)
         finally:
@@ -364,6 +371,20 @@ def fine_tune_runs_revive(*, now=None) -> list[Revival]:
         if outcome is not None:
             revived.append(Revival(run.pk, outcome))
     return revived
+
+
+def _task_pending(run_id) -> bool:
+    """Whether the broker still holds a task of this run (queued, or taken and not yet
+    acknowledged). Rows that cannot be decoded (another deployment's key) are not ours."""
+    from django_q.models import OrmQ
+
+    for row in OrmQ.objects.all().iterator():
+        try:
+            if row.func() == TASK and tuple(row.args() or ())[:1] == (str(run_id),):
+                return True
+        except Exception:  # a payload signed with another key
+            continue
+    return False
 
 
 @transaction.atomic

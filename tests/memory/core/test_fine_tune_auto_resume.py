@@ -56,6 +56,8 @@ def crashed(tmp_path, settings):
 
     with pytest.raises(WorkerKilled):
         fine_tune_execute(run.pk, embedder=embedder, on_epoch=die)
+    # The broker let go of the task (q2's timeout ended the worker and recorded the failure).
+    OrmQ.objects.all().delete()
     run.refresh_from_db()
     assert (run.status, run.epochs_done, run.auto_resumes) == ("running", 3, 0)
     # The last sign of life is the third epoch's save (it beats with the state it saves).
@@ -96,6 +98,25 @@ def test_a_stale_run_is_resumed_by_the_schedule_and_finishes(crashed):
     assert AdapterCheckpoint.objects.get(run=run).is_active
 
 
+def test_a_task_still_with_the_broker_is_not_a_failed_attempt(crashed):
+    """Queued behind other work (or taken by a worker q2 will redeliver for): the sweep
+    neither counts an attempt nor queues the run twice, however long the wait."""
+    run, _embedder, _principal = crashed
+    services.enqueue_fine_tune(run.pk)  # e.g. the last revival's task, still waiting
+    for hours in (1, 2, 3, 4):
+        assert fine_tune_runs_revive(now=run.heartbeat_at + timedelta(hours=hours)) == []
+    assert queued_runs() == [str(run.pk)]
+    waiting = FineTuneRun.objects.get(pk=run.pk)
+    assert (waiting.status, waiting.auto_resumes) == ("running", 0)
+    assert not AuditEntry.objects.filter(action_type__startswith="memory.fine_tune.auto_").exists()
+    assert not services.run_is_held(run.pk)  # the sweep let go of the lock it took
+
+    OrmQ.objects.all().delete()  # the task is gone without a heartbeat: now it counts
+    later = run.heartbeat_at + timedelta(hours=5)
+    assert fine_tune_runs_revive(now=later) == [Revival(run.pk, "resumed")]
+    assert FineTuneRun.objects.get(pk=run.pk).auto_resumes == 1
+
+
 def test_attempts_are_bounded_then_the_run_fails_with_the_reason(crashed):
     run, _embedder, principal = crashed
     now = run.heartbeat_at
@@ -103,6 +124,7 @@ def test_attempts_are_bounded_then_the_run_fails_with_the_reason(crashed):
         now += timedelta(minutes=16)
         assert fine_tune_runs_revive(now=now) == [Revival(run.pk, "resumed")]
         assert FineTuneRun.objects.get(pk=run.pk).auto_resumes == attempt
+        OrmQ.objects.all().delete()  # taken by a worker that died; the broker gave up
     queued = queued_runs()
     now += timedelta(minutes=16)
     assert fine_tune_runs_revive(now=now) == [Revival(run.pk, "failed")]
