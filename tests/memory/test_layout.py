@@ -36,6 +36,7 @@ def test_the_core_keeps_the_memory_app_label_and_its_tables():
         "memory_adaptercheckpoint",
         "memory_requestlogentry",
         "memory_memorychunk",
+        "memory_memoryrevision",
     }
     assert list(apps.get_app_config("memory_interfaces").get_models()) == []
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from memory.core.domain import SESSION_ID_MAX_CHARS, MemoryUpdateRequest
 from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.core.models.memory import Memory
+from memory.core.models.revision import MemoryRevision
 from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
 from memory.core.services.chunks import chunking_for, chunks_replace, windows_for
 from memory.core.services.embeddings import Embedded, embed_texts
@@ -198,7 +199,8 @@ def memory_correct(
     """A human replaces a wrong memory's text (re-embedded), audited with the reason.
 
     The audit log is append-only and survives erasure, so it records a hash of the old
-    text, never the text itself.
+    text, never the text itself; the text is kept as a :class:`MemoryRevision` of the
+    memory (deleted with it), for the correction history.
     """
     reason = _human_reason(agent=agent, principal=principal, reason=reason, required=True)
     now = timezone.now()
@@ -212,7 +214,7 @@ def memory_correct(
     with transaction.atomic():
         before = Memory.objects.select_for_update().get(pk=prepared.memory_id)
         memory, _ = _apply_update(prepared, now=now)
-        audit_record(
+        entry = audit_record(
             company=agent.company,
             principal=principal,
             action_type="memory.corrected",
@@ -224,6 +226,13 @@ def memory_correct(
                 "previous_content_sha256": hashlib.sha256(before.content.encode()).hexdigest(),
                 "category": memory.category,
             },
+        )
+        MemoryRevision.objects.create(
+            company_id=agent.company_id,
+            memory=memory,
+            audit_entry=entry,
+            previous_content=before.content,
+            created_at=now,
         )
     memory.refresh_from_db(fields=["search_vector", "doc_length"])
     return memory

@@ -4,9 +4,10 @@ Provenance joins the rows that produced a memory: the execution report behind a 
 extraction run (and its conversation) behind an extracted fact, and the supersession links
 either way (what replaced this memory, what it replaced), each a link to that memory's page:
 a private memory's under its agent, a shared one's (the org skill pool's) under shared. The
-correction history is the audit's ``memory.corrected`` entries: who, when, why and a SHA-256
-of the text replaced — never the text itself, since the audit survives an erasure
-(``memory_correct``).
+correction history is the audit's ``memory.corrected`` entries (who, when, why and a SHA-256
+of the text replaced: the audit survives an erasure, so it never holds the text) with the
+replaced text from the memory's :class:`~memory.core.models.MemoryRevision` rows, which are
+deleted with the memory (``memory_correct``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from django.urls import reverse
 
 from memory.core.models.memory import Memory
+from memory.core.models.revision import MemoryRevision
 from memory.ingestion.models import ExtractedFact
 from memory.procedural.models import ProceduralLesson
 from persistence.models import AuditEntry
@@ -72,9 +74,17 @@ def memory_provenance(memory: Memory) -> Provenance:
     )
 
 
-def memory_corrections(memory: Memory) -> list[AuditEntry]:
-    """The memory's corrections, oldest first (over the ``audit_target`` index)."""
-    return list(
+@dataclass(frozen=True)
+class Correction:
+    entry: AuditEntry
+    #: the text the correction replaced (``None``: corrected before texts were kept)
+    previous_content: str | None
+
+
+def memory_corrections(memory: Memory) -> list[Correction]:
+    """The memory's corrections, oldest first (over the ``audit_target`` index), each with
+    the text it replaced."""
+    entries = list(
         AuditEntry.objects.filter(
             company_id=memory.company_id,
             target_type="memory",
@@ -84,3 +94,9 @@ def memory_corrections(memory: Memory) -> list[AuditEntry]:
         .select_related("actor_user")
         .order_by("created_at", "id")
     )
+    texts = dict(
+        MemoryRevision.objects.filter(memory=memory).values_list(
+            "audit_entry_id", "previous_content"
+        )
+    )
+    return [Correction(entry, texts.get(entry.pk)) for entry in entries]

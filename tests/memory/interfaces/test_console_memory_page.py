@@ -126,6 +126,44 @@ def test_correction_history_lists_each_correction_from_the_audit(company, agent)
     assert f"<td>{operator.membership.user.get_username()}</td>" in rows[0]
     entries = AuditEntry.objects.filter(action_type="memory.corrected").order_by("created_at", "id")
     assert entries[0].details["previous_content_sha256"][:12] in rows[0]
+    # the replaced texts, each in its row
+    assert '<span class="replaced-text">Billing deploys every Friday.</span>' in rows[0]
+    assert '<span class="replaced-text">… Thursday.</span>' in rows[1]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_replaced_texts_are_kept_beside_the_memory_and_erased_with_it(company, agent):
+    """The audit outlives an erasure and holds only a digest; the replaced text is a
+    revision row that is never updated and goes with its memory."""
+    from django.db import DatabaseError, connection, transaction
+
+    from memory.core.models import MemoryRevision
+    from persistence.services.erasure import agent_erase
+
+    memory = _store(agent, "The vault code is 4411.")
+    operator = _client(company, "operator")
+    principal = Principal.for_human(operator.membership.user, company, "operator")
+    memory_correct(
+        agent=agent, memory_id=memory.pk, content="The vault code was rotated.",
+        reason="secret in memory", principal=principal,
+    )  # fmt: skip
+    entry = AuditEntry.objects.get(action_type="memory.corrected")
+    revision = MemoryRevision.objects.get()
+    assert (revision.memory_id, revision.company_id, revision.audit_entry_id) == (
+        memory.pk, company.pk, entry.pk,
+    )  # fmt: skip
+    assert revision.previous_content == "The vault code is 4411."
+    assert "4411" not in str(entry.details)
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute("UPDATE memory_memoryrevision SET previous_content = 'x'")
+
+    agent_erase(agent=agent, reason="leaving")
+    assert not MemoryRevision.objects.exists()
+    assert AuditEntry.objects.filter(pk=entry.pk).exists()  # the audit stays, text-free
 
 
 def test_delete_asks_for_confirmation_first(company, agent):
