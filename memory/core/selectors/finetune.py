@@ -52,6 +52,7 @@ LABELLED_LINE_MAX_CHARS = 20_000
 #: The group of the org-fact documents (agents' groups are their ids, all positive).
 ORG_FACT_GROUP = -1
 ORG_FACT_SOURCE = "org_fact"
+SYNTHETIC_SOURCE = "synthetic"
 
 
 @dataclass
@@ -167,17 +168,24 @@ def pair_counts(company: Company, embedder_id: str) -> dict[str, int]:
 
 
 def mine_pairs(
-    company: Company, embedder_id: str, config: EmbeddingFineTuneConfig, *, max_pairs: int
+    company: Company,
+    embedder_id: str,
+    config: EmbeddingFineTuneConfig,
+    *,
+    max_pairs: int,
+    synthetic: list[tuple[str, UUID]] | tuple = (),
 ) -> PairSet:
     """The company's pairs (at most ``max_pairs``, taken evenly over the sources in a
-    deterministic order) and the document pool of the agents they touch. Query texts are
-    returned redacted; they are embedded by the caller."""
+    deterministic order) and the document pool of the agents they touch. ``synthetic``: the
+    run's LLM-generated ``(question, memory id)`` pairs (source ``synthetic``). Query texts
+    are returned redacted; they are embedded by the caller."""
     skipped: dict[str, int] = {}
     sources: dict[str, Iterable[tuple[str, UUID]]] = {"turn": turn_pairs(company, embedder_id)}
     for name, source in training_pair_sources().items():
         sources[name] = source(company, embedder_id)
     sources[ORG_FACT_SOURCE] = fact_version_pairs(company, embedder_id)
     sources["labelled"] = labelled_pairs(company, config, skipped)
+    sources[SYNTHETIC_SOURCE] = synthetic
     raw: dict[str, list[tuple[str, UUID]]] = {name: list(rows) for name, rows in sources.items()}
 
     # Which memories are usable positives: the company's live rows with a base vector.
