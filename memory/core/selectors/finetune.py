@@ -305,7 +305,11 @@ def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[st
 
 
 def fine_tune_runs(company: Company):
-    return FineTuneRun.objects.filter(company=company).defer("state").order_by("-created_at", "id")
+    return (
+        FineTuneRun.objects.filter(company=company)
+        .defer("state", "synthetic_pairs")
+        .order_by("-created_at", "id")
+    )
 
 
 def fine_tune_run_get(company: Company, run_id):

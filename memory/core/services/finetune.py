@@ -636,7 +636,12 @@ def _save_synthetic(run: FineTuneRun, found: SyntheticQueries) -> None:
     run.synthetic_pairs = [[query, str(memory_id)] for query, memory_id in found.pairs]
 
 
-def fine_tune_synthesize(run_id, *, provider: CompletionProvider | None = None) -> str:
+def fine_tune_synthesize(
+    run_id,
+    *,
+    provider: CompletionProvider | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
     """The LLM-cluster task body: generate the run's synthetic queries once
     (:mod:`memory.core.services.finetune_synthetic`; LLM failures degrade, counted), save
     them with the run, then queue its training again. Holds the run's lock, so a sweep or a
@@ -664,7 +669,7 @@ def fine_tune_synthesize(run_id, *, provider: CompletionProvider | None = None) 
                 company=run.company, embedder_id=run.embedder_id,
                 per_memory=run.params["synthetic_queries_per_memory"],
                 max_memories=run.params["max_synthetic_memories"], seed=run.params["seed"],
-                provider=provider, on_batch=beat,
+                provider=provider, on_batch=beat, clock=clock,
             )  # fmt: skip
             _save_synthetic(run, found)
     except _Stopped:

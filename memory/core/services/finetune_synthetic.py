@@ -15,7 +15,8 @@ LLM slot (``llm_busy``) or a refused request (an unknown model, a bad key: ``llm
 skips every remaining memory at once — the same request would be refused again; an
 unavailable server (5xx, timeouts after the client's retries: ``llm_unavailable``) skips its
 batch, and after :data:`MAX_CONSECUTIVE_FAILURES` failed batches in a row every remaining
-one; an answer that is not the asked-for JSON skips its batch (``invalid_answer``). The run
+one; an answer that is not the asked-for JSON skips its batch (``invalid_answer``); the
+memories left when :data:`TIME_BUDGET_S` is spent are skipped (``time_budget``). The run
 trains on the other pairs either way.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -51,6 +53,9 @@ QUESTION_MAX_CHARS = 500
 MAX_TOKENS_PER_MEMORY = 120
 #: Failed batches in a row (server unavailable, unreadable answers) before the rest is skipped.
 MAX_CONSECUTIVE_FAILURES = 2
+#: Seconds of LLM calls one generation may take: the LLM cluster's q2 timeout (600 s by
+#: default) minus one call's ``TOTAL_TIMEOUT`` (120 s) and a margin; no batch starts after it.
+TIME_BUDGET_S = 420.0
 
 SYSTEM_PROMPT = """\
 You write the search questions people would type to find a note in an AI agent's memory. \
@@ -175,6 +180,8 @@ def synthetic_queries_generate(
     seed: int,
     provider: CompletionProvider | None = None,
     on_batch: Callable[[], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    budget: float = TIME_BUDGET_S,
 ) -> SyntheticQueries:
     """Ask the company's LLM for ``per_memory`` questions for each of up to ``max_memories``
     memories. Never raises for an LLM problem (see the module docstring). ``on_batch`` runs
@@ -186,14 +193,19 @@ def synthetic_queries_generate(
     if provider is None:
         return SyntheticQueries(method="none")
     try:
-        return _generate(company, embedder_id, per_memory, max_memories, seed, provider, on_batch)
+        return _generate(
+            company, embedder_id, per_memory, max_memories, seed, provider, on_batch,
+            clock=clock, budget=budget,
+        )  # fmt: skip
     finally:
         close = getattr(provider, "close", None)
         if owned and close is not None:
             close()
 
 
-def _generate(company, embedder_id, per_memory, max_memories, seed, provider, on_batch):
+def _generate(
+    company, embedder_id, per_memory, max_memories, seed, provider, on_batch, *, clock, budget
+):
     memories = sample_memories(company, embedder_id, limit=max_memories, seed=seed)
     result = SyntheticQueries(method="llm", memories=len(memories))
     redactor = redactor_for(company_config(company).memory.redaction)
@@ -202,10 +214,14 @@ def _generate(company, embedder_id, per_memory, max_memories, seed, provider, on
             result.skip("llm_busy", len(memories))
             return result
         failures = 0
+        started = clock()
         for start in range(0, len(memories), BATCH):
             batch = memories[start : start + BATCH]
             if failures >= MAX_CONSECUTIVE_FAILURES:
                 result.skip(_last_failure(result), len(memories) - start)
+                break
+            if clock() - started >= budget:
+                result.skip("time_budget", len(memories) - start)
                 break
             texts = [
                 redactor.redact_value(text[:MEMORY_CHARS], result.redactions) for _, text in batch

@@ -76,7 +76,7 @@ def test_earlier_wordings_of_live_facts_are_pairs_ranked_among_the_companys_fact
     _fact(CompanyFactory(), ["Theirs", "Theirs, v2"], vectors[0])
     memories = store_pairs(caller.agent, crafted(2, seed=9)[0])
 
-    counts = {"turn": 2, "lesson": 0, "org_fact": 2, "labelled": 0}
+    counts = {"turn": 2, "lesson": 0, "extracted": 0, "org_fact": 2, "labelled": 0}
     assert pair_counts(company, MINILM_EMBEDDER_ID) == counts
     config = company_config(company).memory.fine_tune
     pairs = mine_pairs(company, MINILM_EMBEDDER_ID, config, max_pairs=100)

@@ -111,7 +111,8 @@ def test_questions_per_memory_are_generated_redacted_then_trained_on(setup, sett
     assert fine_tune_execute(row.pk, embedder=embedder) == "promoted"
     figures = FineTuneRun.objects.get(pk=row.pk).figures
     assert figures["pairs"] == {
-        "turn": MEMORIES, "lesson": 0, "org_fact": 0, "labelled": 0, "synthetic": 2 * MEMORIES,
+        "turn": MEMORIES, "lesson": 0, "extracted": 0, "org_fact": 0, "labelled": 0,
+        "synthetic": 2 * MEMORIES,
     }  # fmt: skip
     assert figures["train_pairs"] + figures["held_out_pairs"] == 3 * MEMORIES
     assert figures["synthetic"]["generated"] == 2 * MEMORIES  # kept with the final figures
@@ -196,3 +197,39 @@ def test_the_knobs_bound_the_memories_and_questions_and_zero_disables(setup, set
             assert fine_tune_execute(run_id, embedder=embedder) == "promoted"
             assert llm.chat_requests == []
         assert "synthetic" not in FineTuneRun.objects.get(pk=run_id).figures
+
+
+def test_generation_stops_at_its_time_budget_and_the_rest_is_skipped(setup, settings):
+    _caller, client, embedder = setup
+    reads = iter(range(0, 100_000, 300))  # every clock read is 300 s after the previous one
+    with LLMProviderStandIn(PROFILES["openai"], answer=questions) as llm:
+        settings.SYNTHORG_LLM = llm.settings()
+        run_id = start(client)
+        assert fine_tune_execute(run_id, embedder=embedder) == "synthesize"
+        assert fine_tune_synthesize(run_id, clock=lambda: next(reads)) == "continue"
+    synthetic = FineTuneRun.objects.get(pk=run_id).figures["synthetic"]
+    # Started at 0; the first batch starts at 300 s (< 420), the second would at 600 s.
+    assert (synthetic["calls"], synthetic["answered"], synthetic["generated"]) == (1, 8, 16)
+    assert synthetic["skipped"] == {"time_budget": MEMORIES - 8}
+    assert fine_tune_execute(run_id, embedder=embedder) == "promoted"
+
+
+def test_a_run_cancelled_before_its_generation_asks_nothing(setup, settings):
+    _caller, client, embedder = setup
+    with LLMProviderStandIn(PROFILES["openai"], answer=questions) as llm:
+        settings.SYNTHORG_LLM = llm.settings()
+        run_id = start(client)
+        assert fine_tune_execute(run_id, embedder=embedder) == "synthesize"
+        response = client.post(
+            f"{BASE}/runs/{run_id}/cancel", {"confirm": True, "reason": "wrong data"},
+            format="json",
+        )  # fmt: skip
+        assert response.status_code == 200, response.json()
+        assert fine_tune_synthesize(run_id) == "cancelled"
+        assert llm.chat_requests == []
+    row = FineTuneRun.objects.get(pk=run_id)
+    assert (row.status, row.synthetic_pairs, "synthetic" in row.figures) == (
+        "cancelled",
+        [],
+        False,
+    )
