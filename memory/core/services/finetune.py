@@ -5,16 +5,21 @@
   ``base_model_mismatch``, ``not_enough_pairs`` …) and creates a ``planned`` run holding the
   ``memory.fine_tune`` settings; its task is queued on commit (the default q2 cluster: CPU,
   no LLM).
+* **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster): with an LLM configured
+  and ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first
+  task hands over to it; it asks the LLM for questions per memory once
+  (:mod:`memory.core.services.finetune_synthetic`), saves them with the run and queues the
+  training again.
 * **Execute** (:func:`fine_tune_execute`, the task body) holds the run's advisory lock (a
   worker that dies releases it, which is how a crash is told from a run in progress), mines
-  the pairs, embeds the (redacted) queries with the base embedder, trains, saving the
-  training state after every epoch, and stops when the epochs are done or the run's total
-  ``max_training_seconds`` is spent. A task that has trained ``task_budget`` seconds stops
-  at the next saved epoch and queues its continuation. The adapter is evaluated on the
-  held-out pairs (recall@10, nDCG@10 before and after) and, when ``evaluation_file`` is set,
-  on the company's dev questions; it is **promoted** (written as a checkpoint and made
-  active, in one transaction) only when the nDCG@10 gain is at least ``min_gain`` on both;
-  otherwise the run ends ``not_promoted`` with the figures.
+  the pairs (with the run's synthetic ones), embeds the (redacted) queries with the base
+  embedder, trains, saving the training state after every epoch, and stops when the epochs
+  are done or the run's total ``max_training_seconds`` is spent. A task that has trained
+  ``task_budget`` seconds stops at the next saved epoch and queues its continuation. The
+  adapter is evaluated on the held-out pairs (recall@10, nDCG@10 before and after) and, when
+  ``evaluation_file`` is set, on the company's dev questions; it is **promoted** (written as
+  a checkpoint and made active, in one transaction) only when the nDCG@10 gain is at least
+  ``min_gain`` on both; otherwise the run ends ``not_promoted`` with the figures.
 * **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
   gone (its lock is free), from the last saved epoch, with the settings it was planned with.
 * **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every 5 minutes): a run in
