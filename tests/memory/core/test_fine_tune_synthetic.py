@@ -233,3 +233,38 @@ def test_a_run_cancelled_before_its_generation_asks_nothing(setup, settings):
         [],
         False,
     )
+
+
+def test_a_busy_llm_slot_skips_the_generation_and_the_run_trains(setup, settings):
+    import threading
+
+    from django.db import connection
+
+    from synthorg.llm.slots import company_llm_slot
+
+    caller, client, embedder = setup
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_companys_slot():  # another LLM task of the company, on its own connection
+        try:
+            with company_llm_slot(caller.company.pk) as slot:
+                assert slot
+                held.set()
+                release.wait(60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_companys_slot)
+    holder.start()
+    try:
+        assert held.wait(60)
+        with LLMProviderStandIn(PROFILES["openai"], answer=questions) as llm:
+            row = synthesized(client, embedder, llm, settings)
+            assert llm.chat_requests == []
+    finally:
+        release.set()
+        holder.join()
+    synthetic = row.figures["synthetic"]
+    assert (synthetic["calls"], synthetic["generated"]) == (0, 0)
+    assert synthetic["skipped"] == {"llm_busy": MEMORIES}
+    assert fine_tune_execute(row.pk, embedder=embedder) == "promoted"
