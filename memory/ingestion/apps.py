@@ -13,6 +13,9 @@ class IngestionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from memory.core.extensions import register_training_pair_source
         from memory.ingestion.schedules import register
+        from memory.ingestion.selectors import extracted_fact_training_pairs
 
         register()
+        register_training_pair_source("extracted", extracted_fact_training_pairs)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import QuerySet
 
 from memory.core.errors import MemoryNotFoundError
+from memory.core.models import Memory
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
     DreamRequest,
     DreamRun,
+    ExtractedFact,
     ExtractionRun,
     JournalEntry,
 )
@@ -133,3 +136,64 @@ def agent_dream_request_get(*, agent: Agent, request_id) -> DreamRequest:
     if request is None:
         raise MemoryNotFoundError(DREAM_REQUEST_NOT_FOUND, code="dream_request_not_found")
     return request
+
+
+#: A fact's source message must share at least this many words (3+ letters) with it.
+SOURCE_MIN_SHARED_WORDS = 2
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def _words(text: str) -> set[str]:
+    return {word.lower() for word in _WORD.findall(text)}
+
+
+def extracted_fact_training_pairs(company, embedder_id: str):
+    """Fine-tune pairs (``memory.core.extensions.register_training_pair_source``): a
+    conversation message → the memory the LLM extracted from it.
+
+    An extraction run records its whole batch of messages as a fact's provenance
+    (``ExtractedFact.message_ids``), not the sentence it came from, so the source message is
+    the batch's user or assistant message sharing the most words with the fact (at least
+    :data:`SOURCE_MIN_SHARED_WORDS`; the later one on a tie); a fact no message shares
+    enough words with gives no pair. Only facts the write gate added, whose memory is live
+    with a vector of ``embedder_id``."""
+    facts = list(
+        ExtractedFact.objects.filter(
+            run__company=company, decision=ExtractedFact.Decision.ADDED, memory_id__isnull=False
+        )
+        .order_by("run_id", "position")
+        .values_list("content", "memory_id", "message_ids")
+    )
+    if not facts:
+        return
+    live = set(
+        Memory.objects.filter(
+            company=company,
+            id__in=[memory_id for _, memory_id, _ in facts],
+            superseded_at__isnull=True,
+            embedder_id=embedder_id,
+            embedding__isnull=False,
+        ).values_list("id", flat=True)
+    )
+    wanted = {m for _, memory_id, ids in facts if memory_id in live for m in ids}
+    messages = {
+        pk: (seq, content)
+        for pk, seq, content in ConversationMessage.objects.filter(
+            company=company,
+            pk__in=wanted,
+            role__in=[ConversationMessage.Role.USER, ConversationMessage.Role.ASSISTANT],
+        ).values_list("pk", "seq", "content")
+    }
+    for content, memory_id, message_ids in facts:
+        if memory_id not in live:
+            continue
+        fact_words = _words(content)
+        best = max(
+            (
+                (len(fact_words & _words(text)), seq, text)
+                for seq, text in (messages[m] for m in message_ids if m in messages)
+            ),
+            default=None,
+        )
+        if best is not None and best[0] >= SOURCE_MIN_SHARED_WORDS and best[2].strip():
+            yield best[2], memory_id

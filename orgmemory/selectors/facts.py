@@ -10,10 +10,12 @@ ranking (:mod:`orgmemory.selectors.retrieval`) run over.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import F
 
 from orgmemory.domain import OrgFactAuthor
 from orgmemory.models import OperationLogEntry, OrgFact
@@ -201,3 +203,64 @@ def live_operations(
             [[k[0] for k in keys], [k[1] for k in keys]],
         )
         return cursor.fetchall()
+
+
+# --- fine-tune training pairs (read by memory.core.selectors.finetune) -------------------------
+
+
+def _current_publish_rows(company: Company, embedder_id: str):
+    """Each live fact's current PUBLISH row that has a vector of ``embedder_id``."""
+    return OperationLogEntry.objects.filter(
+        company=company,
+        operation_type=OperationLogEntry.Operation.PUBLISH,
+        fact__retracted_at__isnull=True,
+        version=F("fact__version"),
+        embedding__embedder_id=embedder_id,
+    )
+
+
+def fact_version_pairs(company: Company, embedder_id: str) -> Iterator[tuple[str, uuid.UUID]]:
+    """``(earlier version's text, current version's operation id)`` for every live fact: an
+    earlier wording of a fact is a query its current wording answers. Each distinct earlier
+    wording once; one equal to the current text (a re-publish that changed only tags) is no
+    pair; only facts whose current version has a vector of ``embedder_id`` count."""
+    current = dict(
+        _current_publish_rows(company, embedder_id).values_list("fact_id", "operation_id")
+    )
+    if not current:
+        return
+    texts = dict(
+        OperationLogEntry.objects.filter(operation_id__in=current.values()).values_list(
+            "operation_id", "content"
+        )
+    )
+    earlier = (
+        OperationLogEntry.objects.filter(
+            company=company,
+            operation_type=OperationLogEntry.Operation.PUBLISH,
+            fact_id__in=list(current),
+            version__lt=F("fact__version"),
+        )
+        .order_by("fact_id", "version")
+        .values_list("fact_id", "content")
+    )
+    seen: set[tuple[uuid.UUID, str]] = set()
+    for fact_id, content in earlier.iterator():
+        operation_id = current[fact_id]
+        wording = content.strip()
+        if wording and wording != texts[operation_id].strip() and (fact_id, wording) not in seen:
+            seen.add((fact_id, wording))
+            yield content, operation_id
+
+
+def fact_version_vectors(
+    company: Company, embedder_id: str
+) -> Iterator[tuple[uuid.UUID, list[float]]]:
+    """``(operation id, vector)`` of each live fact's current version with a vector of
+    ``embedder_id``, in a stable order: the document pool fact-version pairs rank in."""
+    rows = (
+        _current_publish_rows(company, embedder_id)
+        .order_by("operation_id")
+        .values_list("operation_id", "embedding__embedding")
+    )
+    yield from rows.iterator(chunk_size=2000)

@@ -218,6 +218,8 @@ class EmbeddingFineTuneConfig(BaseModel):
     when its nDCG@10 gain is at least ``min_gain`` on the held-out pairs and, when given,
     on the dev questions. A run whose worker died is resumed by a schedule after
     ``auto_resume_after_minutes`` without a heartbeat, at most ``max_auto_resumes`` times.
+    With an LLM configured, ``synthetic_queries_per_memory`` questions are generated for up
+    to ``max_synthetic_memories`` memories as pairs (source ``synthetic``).
     """
 
     model_config = FROZEN
@@ -241,6 +243,11 @@ class EmbeddingFineTuneConfig(BaseModel):
     #: resumed by the schedule, at most ``max_auto_resumes`` times (0: never; then it fails).
     auto_resume_after_minutes: int = Field(default=15, ge=1, le=1440)
     max_auto_resumes: int = Field(default=3, ge=0, le=20)
+    #: With an LLM configured, a run first asks it for this many search questions per
+    #: memory (the seeds' synthetic queries; 0: none), for at most ``max_synthetic_memories``
+    #: memories (a seeded sample; 0: none).
+    synthetic_queries_per_memory: int = Field(default=2, ge=0, le=10)
+    max_synthetic_memories: int = Field(default=500, ge=0, le=5000)
 
     @model_validator(mode="after")
     def _validate(self) -> EmbeddingFineTuneConfig:

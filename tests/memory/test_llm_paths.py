@@ -17,6 +17,9 @@ import pytest
 from django.utils import timezone
 
 from memory.core.consolidation.abstractive import SYSTEM_PROMPT as SUMMARISE_SYSTEM
+from memory.core.embedding import embedder_for
+from memory.core.services.finetune_synthetic import SYSTEM_PROMPT as SYNTHETIC_SYSTEM
+from memory.core.services.finetune_synthetic import synthetic_queries_generate
 from memory.core.services.maintenance import run_maintenance
 from memory.ingestion.prompts import DREAM_SYSTEM, EXTRACTION_SYSTEM, SUMMARY_SYSTEM
 from memory.ingestion.services.context import conversation_summary_refresh
@@ -64,6 +67,10 @@ def model_answer(body: dict) -> str:
         return REFORMULATED
     if system in (SUMMARISE_SYSTEM,) or system.startswith(SUMMARY_SYSTEM[:60]):
         return SUMMARY
+    if system.startswith(SYNTHETIC_SYSTEM[:60]):
+        return json.dumps(
+            {"memories": [{"id": 1, "questions": [QUESTION, "which day does billing deploy?"]}]}
+        )
     raise AssertionError(f"unexpected prompt: {system[:80]!r}")
 
 
@@ -194,6 +201,21 @@ def search_and_ask(llm, caller) -> Outcome:
     return Outcome(status, ",".join(data["degraded"]))
 
 
+def fine_tune_synthetic(llm, caller) -> Outcome:
+    """The fine-tune's synthetic queries (on the LLM cluster): degrade, counted per memory."""
+    response = caller.client.post(
+        "/api/v1/memories",
+        {"content": "Billing deploys every Friday at noon UTC.", "category": "semantic"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    found = synthetic_queries_generate(
+        company=caller.company, embedder_id=embedder_for(caller.company).embedder_id,
+        per_memory=2, max_memories=10, seed=0,
+    )  # fmt: skip
+    return Outcome(f"{found.method}:generated={len(found.pairs)}", ",".join(sorted(found.skipped)))
+
+
 SITES: dict[str, Callable[..., Outcome]] = {
     "capture": capture,
     "evolver": evolver,
@@ -203,6 +225,7 @@ SITES: dict[str, Callable[..., Outcome]] = {
     "consolidation_dual_mode": consolidation_dual_mode,
     "conversation_summary": conversation_summary,
     "search_and_ask": search_and_ask,
+    "fine_tune_synthetic": fine_tune_synthetic,
 }
 
 PRODUCED = {
@@ -214,6 +237,7 @@ PRODUCED = {
     "consolidation_dual_mode": Outcome("llm", ""),
     "conversation_summary": Outcome("llm", ""),
     "search_and_ask": Outcome("reformulated", ""),
+    "fine_tune_synthetic": Outcome("llm:generated=2", ""),
 }
 
 
@@ -274,6 +298,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("truncation", ""),
         "conversation_summary": ("truncation", "the LLM answered no summary text"),
         "search_and_ask": ("plain", "sufficiency_check"),
+        "fine_tune_synthetic": ("llm:generated=0", "invalid_answer"),
     },
     Fault.SERVER_ERROR: {
         "capture": ("failed", "LLMTransientError"),
@@ -284,6 +309,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("truncation", ""),
         "conversation_summary": ("truncation", "LLMTransientError"),
         "search_and_ask": ("plain", "sufficiency_check"),
+        "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.HANG: {
         "capture": ("failed", "time budget exhausted"),
@@ -294,6 +320,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("truncation", ""),
         "conversation_summary": ("truncation", "time budget exhausted"),
         "search_and_ask": ("plain", "sufficiency_check,llm_budget_exceeded"),
+        "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.TRICKLE: {
         "capture": ("failed", "time budget exhausted while reading the response"),
@@ -304,6 +331,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("truncation", ""),
         "conversation_summary": ("truncation", "time budget exhausted while reading"),
         "search_and_ask": ("plain", "sufficiency_check,llm_budget_exceeded"),
+        "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.CONTEXT_LENGTH: {
         "capture": ("failed", "maximum context length"),
@@ -314,6 +342,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("none", "maximum context length"),
         "conversation_summary": ("truncation", "maximum context length"),
         "search_and_ask": ("plain", "sufficiency_check"),
+        "fine_tune_synthetic": ("llm:generated=0", "llm_refused"),
     },
     Fault.NO_MODELS: {
         "capture": ("failed", NO_MODEL),
@@ -324,6 +353,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "consolidation_dual_mode": ("truncation", ""),
         "conversation_summary": ("truncation", NO_MODEL),
         "search_and_ask": ("plain", "sufficiency_check"),
+        "fine_tune_synthetic": ("llm:generated=0", "llm_refused"),
     },
 }
 # The answer arrives all the same: these faults change nothing a user sees.

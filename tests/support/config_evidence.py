@@ -69,6 +69,7 @@ EVOLVER = "tests/memory/procedural/evolver/test_evolver.py::"
 DRAFT_RETRY = "tests/memory/procedural/evolver/test_draft_retry.py::"
 FINE_TUNE = "tests/memory/interfaces/api/test_fine_tune.py::"
 AUTO_RESUME = "tests/memory/core/test_fine_tune_auto_resume.py::"
+SYNTHETIC = "tests/memory/core/test_fine_tune_synthetic.py::"
 EXTRACTION = "tests/memory/ingestion/test_extraction.py::"
 INGEST_KNOBS = "tests/memory/ingestion/test_ingestion_knobs.py::"
 CONV = "tests/memory/ingestion/test_context.py::"
@@ -413,6 +414,13 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once",
     ),
     "memory.fine_tune.seed": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
+    "memory.fine_tune.synthetic_queries_per_memory": Acts(
+        SYNTHETIC + "test_questions_per_memory_are_generated_redacted_then_trained_on",
+        SYNTHETIC + "test_the_knobs_bound_the_memories_and_questions_and_zero_disables",
+    ),
+    "memory.fine_tune.max_synthetic_memories": Acts(
+        SYNTHETIC + "test_the_knobs_bound_the_memories_and_questions_and_zero_disables"
+    ),
     # --- memory.extraction / conversation / dream ---------------------------------------
     "memory.extraction.enabled": Acts(
         EXTRACTION + "test_extraction_disabled_stores_messages_without_runs"

@@ -65,6 +65,10 @@ class FineTuneRun(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     #: How many times the schedule revived the run since it was started or resumed by hand.
     auto_resumes = models.PositiveIntegerField(default=0)
+    #: The LLM's synthetic queries, ``[[query, memory id], ...]``, generated once per run (on
+    #: the LLM cluster) and reused by every continuation and resume, so a run trains on one
+    #: pair set; ``figures["synthetic"]`` records the generation (set when it is done).
+    synthetic_pairs = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
         ordering = ("-created_at", "id")

@@ -8,14 +8,21 @@ and the active adapter's matrix for search.
   its ``context``; that message is the query, the turn the answer;
 * sources capabilities register (:func:`memory.core.extensions.register_training_pair_source`;
   procedural learning: a lesson's activation condition → the lesson);
+* ``org_fact``: an org fact's earlier wording → its current version. Org facts are embedded
+  with the company's embedder into their own table (``FactVersionEmbedding``), so the
+  document pool is extended with each live fact's current-version vector of the base
+  embedder, all in one group (:data:`ORG_FACT_GROUP`, the company's facts): such a pair's
+  hard negatives are the company's other facts and it is evaluated among them, as the
+  org-fact search ranks it. (``memory`` may import ``orgmemory``; no extension point needed.)
 * ``labelled``: ``memory.fine_tune.training_data_dir``'s ``*.jsonl`` files, one
   ``{"query": ..., "memory_id": ...}`` per line (a memory not the company's, or without a
   vector of the base embedder, is skipped and counted).
 
 Query texts are redacted (``memory.redaction``) before they are embedded, as everywhere text
 leaves an agent's control. The document pool is every live memory with a vector of the base
-embedder of the agents the pairs touch; a memory's scope (its group) is its agent, so hard
-negatives come from the same agent's memories and evaluation ranks within that agent's.
+embedder of the agents the pairs touch (plus the live org facts' vectors when a fact pair is
+chosen); a memory's scope (its group) is its agent, so hard negatives come from the same
+agent's memories and evaluation ranks within that agent's.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from memory.core.embedding import embedder_for
 from memory.core.extensions import training_pair_sources
 from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
 from memory.core.retrieval.query_adapter import matrix_from_bytes, normalize_rows
+from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
@@ -41,6 +49,10 @@ from synthorg.redaction import redactor_for
 from synthorg.tenancy import tenant_path
 
 LABELLED_LINE_MAX_CHARS = 20_000
+#: The group of the org-fact documents (agents' groups are their ids, all positive).
+ORG_FACT_GROUP = -1
+ORG_FACT_SOURCE = "org_fact"
+SYNTHETIC_SOURCE = "synthetic"
 
 
 @dataclass
@@ -149,32 +161,47 @@ def pair_counts(company: Company, embedder_id: str) -> dict[str, int]:
     counts = {"turn": sum(1 for _ in turn_pairs(company, embedder_id))}
     for name, source in training_pair_sources().items():
         counts[name] = sum(1 for _ in source(company, embedder_id))
+    counts[ORG_FACT_SOURCE] = sum(1 for _ in fact_version_pairs(company, embedder_id))
     config = company_config(company).memory.fine_tune
     counts["labelled"] = sum(1 for _ in labelled_pairs(company, config, {}))
     return counts
 
 
 def mine_pairs(
-    company: Company, embedder_id: str, config: EmbeddingFineTuneConfig, *, max_pairs: int
+    company: Company,
+    embedder_id: str,
+    config: EmbeddingFineTuneConfig,
+    *,
+    max_pairs: int,
+    synthetic: list[tuple[str, UUID]] | tuple = (),
 ) -> PairSet:
     """The company's pairs (at most ``max_pairs``, taken evenly over the sources in a
-    deterministic order) and the document pool of the agents they touch. Query texts are
-    returned redacted; they are embedded by the caller."""
+    deterministic order) and the document pool of the agents they touch. ``synthetic``: the
+    run's LLM-generated ``(question, memory id)`` pairs (source ``synthetic``). Query texts
+    are returned redacted; they are embedded by the caller."""
     skipped: dict[str, int] = {}
     sources: dict[str, Iterable[tuple[str, UUID]]] = {"turn": turn_pairs(company, embedder_id)}
     for name, source in training_pair_sources().items():
         sources[name] = source(company, embedder_id)
+    sources[ORG_FACT_SOURCE] = fact_version_pairs(company, embedder_id)
     sources["labelled"] = labelled_pairs(company, config, skipped)
+    sources[SYNTHETIC_SOURCE] = synthetic
     raw: dict[str, list[tuple[str, UUID]]] = {name: list(rows) for name, rows in sources.items()}
 
     # Which memories are usable positives: the company's live rows with a base vector.
-    wanted = {memory_id for rows in raw.values() for _, memory_id in rows}
+    wanted = {
+        memory_id for name, rows in raw.items() if name != ORG_FACT_SOURCE for _, memory_id in rows
+    }
     agent_of = dict(
         _live_vectors(company, embedder_id).filter(id__in=wanted).values_list("id", "agent_id")
     )
+    facts: dict[UUID, list[float]] = (
+        dict(fact_version_vectors(company, embedder_id)) if raw[ORG_FACT_SOURCE] else {}
+    )
     chosen: list[tuple[str, UUID, str]] = []
     for name, rows in raw.items():
-        usable = [(q, m) for q, m in rows if m in agent_of]
+        known = facts if name == ORG_FACT_SOURCE else agent_of
+        usable = [(q, m) for q, m in rows if m in known]
         if len(usable) < len(rows):
             skipped[f"{name}_no_vector"] = len(rows) - len(usable)
         chosen += [(q, m, name) for q, m in usable]
@@ -184,7 +211,7 @@ def mine_pairs(
         )
         chosen = [chosen[i] for i in sorted(keep)]
 
-    agents = sorted({agent_of[m] for _, m, _ in chosen})
+    agents = sorted({agent_of[m] for _, m, name in chosen if name != ORG_FACT_SOURCE})
     doc_ids: list[UUID] = []
     vectors: list[np.ndarray] = []
     groups: list[int] = []
@@ -198,6 +225,11 @@ def mine_pairs(
         doc_ids.append(memory_id)
         vectors.append(np.asarray(embedding, dtype=np.float32))
         groups.append(agent_id)
+    if any(name == ORG_FACT_SOURCE for _, _, name in chosen):
+        for operation_id, embedding in facts.items():
+            doc_ids.append(operation_id)
+            vectors.append(np.asarray(embedding, dtype=np.float32))
+            groups.append(ORG_FACT_GROUP)
     index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
     redactor = redactor_for(company_config(company).memory.redaction)
     redactions: dict[str, int] = {}
@@ -273,7 +305,11 @@ def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[st
 
 
 def fine_tune_runs(company: Company):
-    return FineTuneRun.objects.filter(company=company).defer("state").order_by("-created_at", "id")
+    return (
+        FineTuneRun.objects.filter(company=company)
+        .defer("state", "synthetic_pairs")
+        .order_by("-created_at", "id")
+    )
 
 
 def fine_tune_run_get(company: Company, run_id):

@@ -5,16 +5,21 @@
   ``base_model_mismatch``, ``not_enough_pairs`` …) and creates a ``planned`` run holding the
   ``memory.fine_tune`` settings; its task is queued on commit (the default q2 cluster: CPU,
   no LLM).
+* **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster): with an LLM configured
+  and ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first
+  task hands over to it; it asks the LLM for questions per memory once
+  (:mod:`memory.core.services.finetune_synthetic`), saves them with the run and queues the
+  training again.
 * **Execute** (:func:`fine_tune_execute`, the task body) holds the run's advisory lock (a
   worker that dies releases it, which is how a crash is told from a run in progress), mines
-  the pairs, embeds the (redacted) queries with the base embedder, trains, saving the
-  training state after every epoch, and stops when the epochs are done or the run's total
-  ``max_training_seconds`` is spent. A task that has trained ``task_budget`` seconds stops
-  at the next saved epoch and queues its continuation. The adapter is evaluated on the
-  held-out pairs (recall@10, nDCG@10 before and after) and, when ``evaluation_file`` is set,
-  on the company's dev questions; it is **promoted** (written as a checkpoint and made
-  active, in one transaction) only when the nDCG@10 gain is at least ``min_gain`` on both;
-  otherwise the run ends ``not_promoted`` with the figures.
+  the pairs (with the run's synthetic ones), embeds the (redacted) queries with the base
+  embedder, trains, saving the training state after every epoch, and stops when the epochs
+  are done or the run's total ``max_training_seconds`` is spent. A task that has trained
+  ``task_budget`` seconds stops at the next saved epoch and queues its continuation. The
+  adapter is evaluated on the held-out pairs (recall@10, nDCG@10 before and after) and, when
+  ``evaluation_file`` is set, on the company's dev questions; it is **promoted** (written as
+  a checkpoint and made active, in one transaction) only when the nDCG@10 gain is at least
+  ``min_gain`` on both; otherwise the run ends ``not_promoted`` with the figures.
 * **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
   gone (its lock is free), from the last saved epoch, with the settings it was planned with.
 * **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every 5 minutes): a run in
@@ -42,10 +47,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.embedding import embedder_for
+from memory.core.llm import completion_provider_for
 from memory.core.models import AdapterCheckpoint, FineTuneRun
 from memory.core.models.finetune import RESUMABLE
 from memory.core.retrieval import query_adapter as qa
 from memory.core.selectors.finetune import checkpoint_file, dev_questions, mine_pairs, pair_counts
+from memory.core.services.finetune_synthetic import SyntheticQueries, synthetic_queries_generate
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
 from persistence.principal import Principal
@@ -54,12 +61,15 @@ from persistence.services.audit import audit_record
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
+from synthorg.llm import CompletionProvider
+from synthorg.schedules import LLM_CLUSTER
 from synthorg.tenancy import TenantPathError, tenant_path
 from synthorg.tools import Confirmation
 
 logger = logging.getLogger(__name__)
 
 TASK = "memory.core.tasks.run_fine_tune"
+SYNTHESIS_TASK = "memory.core.tasks.run_fine_tune_synthesis"
 RESOURCE = "fine_tune"
 LINEAR_ADAPTER = FineTuneRun.Method.LINEAR_ADAPTER.value
 FULL_MODEL = "full_model"
@@ -196,6 +206,7 @@ def _params_of(config: EmbeddingFineTuneConfig) -> dict:
         include={
             "min_gain", "epochs", "max_training_seconds", "learning_rate", "temperature",
             "hard_negatives", "held_out_share", "min_pairs", "max_pairs", "seed",
+            "synthetic_queries_per_memory", "max_synthetic_memories",
         }
     )  # fmt: skip
 
@@ -244,6 +255,20 @@ def enqueue_fine_tune(run_id) -> None:
         async_task(TASK, str(run_id), task_name=f"fine-tune-{run_id}-{uuid.uuid4().hex[:8]}")
     except Exception:
         logger.exception("queueing fine-tune run %s failed", run_id)
+
+
+def enqueue_fine_tune_synthesis(run_id) -> None:
+    """Queue the run's synthetic-query generation on the LLM cluster (a hanging endpoint
+    holds an LLM worker, never a training worker)."""
+    try:
+        from django_q.tasks import async_task
+
+        async_task(
+            SYNTHESIS_TASK, str(run_id), cluster=LLM_CLUSTER,
+            task_name=f"fine-tune-synthesis-{run_id}-{uuid.uuid4().hex[:8]}",
+        )  # fmt: skip
+    except Exception:
+        logger.exception("queueing fine-tune synthesis %s failed", run_id)
 
 
 def _get_run(company: Company, run_id) -> FineTuneRun:
@@ -537,7 +562,12 @@ class _Continue(Exception):
     """The task's budget is spent after a saved epoch: a fresh task continues."""
 
 
+class _Synthesize(Exception):
+    """The run's synthetic queries are still to be generated (on the LLM cluster)."""
+
+
 CONTINUE = "continue"
+SYNTHESIZE = "synthesize"
 
 
 def _embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
@@ -555,8 +585,9 @@ def fine_tune_execute(
 ) -> str:
     """Work on the run (outside any transaction) until it ends or ``task_budget`` is spent;
     returns its status, or ``"continue"`` when a continuation task was queued (the budget is
-    checked after each saved epoch). An error fails the run with the error recorded
-    (resumable)."""
+    checked after each saved epoch), or ``"synthesize"`` when the synthetic queries were
+    queued for generation first (that task queues the training again). An error fails the
+    run with the error recorded (resumable)."""
     if connection.in_atomic_block:
         raise RuntimeError("a fine-tune run executes outside transactions")
     if not _try_lock(run_id):
@@ -568,6 +599,8 @@ def fine_tune_execute(
     if status == CONTINUE:
         # Queued only once the lock is free, so the continuation is not turned away.
         enqueue_fine_tune(run_id)
+    elif status == SYNTHESIZE:
+        enqueue_fine_tune_synthesis(run_id)
     return status
 
 
@@ -583,18 +616,96 @@ def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
         FineTuneRun.objects.filter(pk=run_id).update(started_at=timezone.now())
     try:
         return _train_and_finish(run, task_budget, embedder, clock, on_epoch)
+    except _Synthesize:
+        return SYNTHESIZE
     except _Stopped:
         return FineTuneRun.objects.get(pk=run_id).status
     except Exception as exc:
-        logger.exception("fine-tune run %s failed", run_id)
-        now = timezone.now()
-        FineTuneRun.objects.filter(pk=run_id, status=FineTuneRun.Status.RUNNING).update(
-            status=FineTuneRun.Status.FAILED,
-            error=f"{type(exc).__name__}: {exc}"[:2000],
-            finished_at=now,
-            updated_at=now,
-        )
-        return FineTuneRun.Status.FAILED
+        return _fail(run_id, exc)
+
+
+def _fail(run_id, exc: Exception) -> str:
+    logger.exception("fine-tune run %s failed", run_id)
+    now = timezone.now()
+    FineTuneRun.objects.filter(pk=run_id, status=FineTuneRun.Status.RUNNING).update(
+        status=FineTuneRun.Status.FAILED,
+        error=f"{type(exc).__name__}: {exc}"[:2000],
+        finished_at=now,
+        updated_at=now,
+    )
+    return FineTuneRun.Status.FAILED
+
+
+def _synthetic_pending(run: FineTuneRun) -> bool:
+    """The run asks for synthetic queries and they have not been generated yet (a run
+    planned before the knobs existed has none in its ``params``: none asked)."""
+    params = run.params
+    return (
+        "synthetic" not in run.figures
+        and params.get("synthetic_queries_per_memory", 0) > 0
+        and params.get("max_synthetic_memories", 0) > 0
+    )
+
+
+def _save_synthetic(run: FineTuneRun, found: SyntheticQueries) -> None:
+    beat = timezone.now()
+    figures = {**run.figures, "synthetic": found.figures()}
+    updated = FineTuneRun.objects.filter(pk=run.pk, status=FineTuneRun.Status.RUNNING).update(
+        figures=figures,
+        synthetic_pairs=[[query, str(memory_id)] for query, memory_id in found.pairs],
+        updated_at=beat,
+        heartbeat_at=beat,
+    )
+    if not updated:
+        raise _Stopped
+    run.figures = figures
+    run.synthetic_pairs = [[query, str(memory_id)] for query, memory_id in found.pairs]
+
+
+def fine_tune_synthesize(
+    run_id,
+    *,
+    provider: CompletionProvider | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """The LLM-cluster task body: generate the run's synthetic queries once
+    (:mod:`memory.core.services.finetune_synthetic`; LLM failures degrade, counted), save
+    them with the run, then queue its training again. Holds the run's lock, so a sweep or a
+    second task leaves it alone; the heartbeat moves after every LLM call. Returns
+    ``"continue"`` (training queued), ``"locked"``, or the status of a run no longer
+    running."""
+    if connection.in_atomic_block:
+        raise RuntimeError("a fine-tune run executes outside transactions")
+    if not _try_lock(run_id):
+        return "locked"
+    try:
+        run = FineTuneRun.objects.select_related("company").get(pk=run_id)
+        if run.status != FineTuneRun.Status.RUNNING:
+            return run.status
+        if _synthetic_pending(run):
+
+            def beat() -> None:
+                now = timezone.now()
+                if not FineTuneRun.objects.filter(
+                    pk=run.pk, status=FineTuneRun.Status.RUNNING
+                ).update(heartbeat_at=now, updated_at=now):
+                    raise _Stopped
+
+            found = synthetic_queries_generate(
+                company=run.company, embedder_id=run.embedder_id,
+                per_memory=run.params["synthetic_queries_per_memory"],
+                max_memories=run.params["max_synthetic_memories"], seed=run.params["seed"],
+                provider=provider, on_batch=beat, clock=clock,
+            )  # fmt: skip
+            _save_synthetic(run, found)
+    except _Stopped:
+        return FineTuneRun.objects.get(pk=run_id).status
+    except Exception as exc:
+        return _fail(run_id, exc)
+    finally:
+        _unlock(run_id)
+    enqueue_fine_tune(run_id)
+    return CONTINUE
 
 
 def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) -> str:
@@ -606,8 +717,17 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
             f"the company's embedder is now {embedder.embedder_id!r} ({embedder.dims}), "
             f"the run was planned for {run.embedder_id!r} ({run.dims})"
         )
+    if _synthetic_pending(run):
+        provider = completion_provider_for(company=company)
+        if provider is not None:
+            provider.close()
+            raise _Synthesize
+        _save_synthetic(run, SyntheticQueries(method="none"))  # no LLM: nothing to ask
     config = _config(company)
-    pairs = mine_pairs(company, run.embedder_id, config, max_pairs=params["max_pairs"])
+    synthetic = [(query, uuid.UUID(memory_id)) for query, memory_id in run.synthetic_pairs]
+    pairs = mine_pairs(
+        company, run.embedder_id, config, max_pairs=params["max_pairs"], synthetic=synthetic
+    )
     if len(pairs.queries) < params["min_pairs"]:
         raise RuntimeError(
             NOT_ENOUGH_PAIRS.format(found=len(pairs.queries), needed=params["min_pairs"])

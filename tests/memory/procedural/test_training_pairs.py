@@ -37,11 +37,15 @@ def test_lessons_are_a_registered_pair_source_and_mined_with_redaction(caller):
     assert pair_counts(caller.company, MINILM_EMBEDDER_ID) == {
         "turn": 3,
         "lesson": 1,
+        "extracted": 0,
+        "org_fact": 0,
         "labelled": 0,
     }
     config = company_config(caller.company).memory.fine_tune
     pairs = mine_pairs(caller.company, MINILM_EMBEDDER_ID, config, max_pairs=100)
-    assert pairs.counts == {"turn": 3, "lesson": 1, "labelled": 0}
+    assert pairs.counts == {
+        "turn": 3, "lesson": 1, "extracted": 0, "org_fact": 0, "labelled": 0, "synthetic": 0,
+    }  # fmt: skip
     lesson_query = pairs.queries[3]
     assert lesson_query.startswith("when the deploy of billing fails with token=")
     assert "sk-abcdef0123456789abcdef" not in lesson_query

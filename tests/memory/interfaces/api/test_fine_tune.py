@@ -23,6 +23,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE = "/api/v1/memory/fine-tune"
 PAIRS = 120
+#: Every pair source a preflight counts (the LLM's synthetic questions come during the run).
+NO_PAIRS = {"turn": 0, "lesson": 0, "extracted": 0, "org_fact": 0, "labelled": 0}
 
 
 def admin_client(company, role="admin") -> APIClient:
@@ -50,13 +52,20 @@ def test_a_run_trains_evaluates_and_activates_an_adapter_search_then_uses(setup,
     caller, client, embedder = setup
     run = start(client)
     assert (run["status"], run["epochs_done"], run["epochs_total"]) == ("planned", 0, 10)
-    assert run["figures"] == {"pairs_available": {"turn": PAIRS, "lesson": 0, "labelled": 0}}
+    assert run["figures"] == {"pairs_available": {**NO_PAIRS, "turn": PAIRS}}
 
     assert fine_tune_execute(run["id"], embedder=embedder) == "promoted"
     body = client.get(f"{BASE}/runs/{run['id']}").json()
     figures = body["figures"]
     assert body["status"] == "promoted" and body["progress"] == 1.0
-    assert figures["pairs"] == {"turn": PAIRS, "lesson": 0, "labelled": 0}
+    assert figures["pairs"] == {
+        "turn": PAIRS, "lesson": 0, "extracted": 0, "org_fact": 0, "labelled": 0, "synthetic": 0,
+    }  # fmt: skip
+    # No LLM configured: nothing asked, recorded as such.
+    assert figures["synthetic"] == {
+        "method": "none", "memories": 0, "answered": 0, "generated": 0, "calls": 0,
+        "model": "", "skipped": {}, "redactions": {},
+    }  # fmt: skip
     assert (figures["train_pairs"], figures["held_out_pairs"], figures["documents"]) == (
         90,
         30,
@@ -366,7 +375,7 @@ def test_preflight_reports_and_start_refuses(setup, tmp_path, settings):
     body = client.post(f"{BASE}/preflight", {}, format="json").json()
     assert body["ok"] is False
     assert [p["code"] for p in body["problems"]] == ["fine_tune_disabled", "base_model_mismatch"]
-    assert body["pairs"] == {"turn": PAIRS, "lesson": 0, "labelled": 0}
+    assert body["pairs"] == {**NO_PAIRS, "turn": PAIRS}
     response = client.post(f"{BASE}/runs", {}, format="json")
     assert (response.status_code, response.json()["code"]) == (422, "fine_tune_disabled")
     response = client.post(f"{BASE}/runs", {"epochs": 3}, format="json")
