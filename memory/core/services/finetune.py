@@ -399,13 +399,16 @@ def fine_tune_runs_revive(*, now=None) -> list[Revival]:
 
 
 def _task_pending(run_id) -> bool:
-    """Whether the broker still holds a task of this run (queued, or taken and not yet
-    acknowledged). Rows that cannot be decoded (another deployment's key) are not ours."""
+    """Whether the broker still holds a task of this run, training or synthesis (queued, or
+    taken and not yet acknowledged). Rows that cannot be decoded (another deployment's key)
+    are not ours."""
     from django_q.models import OrmQ
 
     for row in OrmQ.objects.all().iterator():
         try:
-            if row.func() == TASK and tuple(row.args() or ())[:1] == (str(run_id),):
+            if row.func() in (TASK, SYNTHESIS_TASK) and tuple(row.args() or ())[:1] == (
+                str(run_id),
+            ):
                 return True
         except Exception:  # a payload signed with another key
             continue

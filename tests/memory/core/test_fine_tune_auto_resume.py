@@ -98,11 +98,13 @@ def test_a_stale_run_is_resumed_by_the_schedule_and_finishes(crashed):
     assert AdapterCheckpoint.objects.get(run=run).is_active
 
 
-def test_a_task_still_with_the_broker_is_not_a_failed_attempt(crashed):
+@pytest.mark.parametrize("enqueue", ["enqueue_fine_tune", "enqueue_fine_tune_synthesis"])
+def test_a_task_still_with_the_broker_is_not_a_failed_attempt(crashed, enqueue):
     """Queued behind other work (or taken by a worker q2 will redeliver for): the sweep
-    neither counts an attempt nor queues the run twice, however long the wait."""
+    neither counts an attempt nor queues the run twice, however long the wait — its
+    training task, or its synthetic-query task on the LLM cluster."""
     run, _embedder, _principal = crashed
-    services.enqueue_fine_tune(run.pk)  # e.g. the last revival's task, still waiting
+    getattr(services, enqueue)(run.pk)  # e.g. the last revival's task, still waiting
     for hours in (1, 2, 3, 4):
         assert fine_tune_runs_revive(now=run.heartbeat_at + timedelta(hours=hours)) == []
     assert queued_runs() == [str(run.pk)]

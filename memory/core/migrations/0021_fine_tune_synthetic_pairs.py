@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('memory', '0019_fine_tune_heartbeat'),
+        ('memory', '0020_memory_revisions'),
     ]
 
     operations = [
