@@ -3,7 +3,27 @@
 synthorg.asgi:application``; ``synthorg.wsgi:application`` serves the REST API without MCP)."""
 
 import logging
+import os
 import sys
+
+from synthorg.client_ip import parse_trusted_proxies
+
+
+def trusted_forwarders(environ=os.environ) -> str:
+    """gunicorn's ``forwarded_allow_ips``: the peers whose ``X-Forwarded-For`` (and
+    ``-Proto``) uvicorn believes when it sets the client address Django sees as
+    ``REMOTE_ADDR``. The same proxies as login throttling's (``SYNTHORG_TRUSTED_PROXIES``),
+    else gunicorn's own ``FORWARDED_ALLOW_IPS``, else **none** — not gunicorn's default of
+    loopback, under which any local process could forge client addresses."""
+    proxies = environ.get("SYNTHORG_TRUSTED_PROXIES")
+    if proxies is None:
+        proxies = environ.get("FORWARDED_ALLOW_IPS", "")
+        if proxies.strip() == "*":
+            return "*"
+    return ",".join(str(network) for network in parse_trusted_proxies(proxies))
+
+
+forwarded_allow_ips = trusted_forwarders()
 
 # gunicorn's exit status for "worker failed to boot": the arbiter stops instead of respawning.
 WORKER_BOOT_ERROR = 3
