@@ -8,6 +8,9 @@
   ``orgmemory.services.facts`` in the same transaction as the log row it reflects.
 * :class:`FactVersionEmbedding` — the dense vector of one PUBLISH row. Kept apart from the
   log because it is derived data: it may be missing (embedder unavailable) and backfilled.
+  A fact longer than the embedder's window is embedded as overlapping windows
+  (:mod:`synthorg.retrieval.windows`): the first here, each later one a
+  :class:`FactVersionChunk`; the dense leg scores the version by its best window.
 * :class:`WriteAccessRequest` — a write an agent was denied, waiting for a human decision
   (a mutable queue row: the latest state).
 * :class:`WriteRequestDecision` — each decision on a request, append-only (migration 0008),
@@ -26,6 +29,7 @@ from django.db import models
 from pgvector.django import VectorField
 
 from persistence.models import Agent, Company
+from synthorg.company_config.memory import MAX_CHUNKS_LIMIT
 from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
 
 _CATEGORIES = [c.value for c in OrgFactCategory]
@@ -227,6 +231,34 @@ class FactVersionEmbedding(models.Model):
         return f"{self.operation_id} [{self.embedder_id}]"
 
 
+class FactVersionChunk(models.Model):
+    """The vector of one later window (``ordinal`` ≥ 1) of a PUBLISH row's content, of the
+    same embedder as its :class:`FactVersionEmbedding` (replaced with it)."""
+
+    id = models.BigAutoField(primary_key=True)
+    operation = models.ForeignKey(
+        OperationLogEntry, on_delete=models.PROTECT, related_name="embedding_chunks"
+    )
+    ordinal = models.PositiveSmallIntegerField()
+    embedder_id = models.CharField(max_length=100)
+    embedding = VectorField()  # untyped, like FactVersionEmbedding.embedding
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["operation", "ordinal"], name="orgchunk_unique"),
+            models.CheckConstraint(
+                condition=models.Q(ordinal__gte=1) & models.Q(ordinal__lte=MAX_CHUNKS_LIMIT - 1),
+                name="orgchunk_ordinal_range",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(embedder_id=""), name="orgchunk_has_embedder"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"chunk {self.ordinal} of {self.operation_id} [{self.embedder_id}]"
+
+
 class WriteAccessRequest(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -409,6 +441,7 @@ __all__ = [
     "ApprovalDecision",
     "ApprovalItem",
     "ApprovalWebhook",
+    "FactVersionChunk",
     "FactVersionEmbedding",
     "OperationLogEntry",
     "OrgFact",

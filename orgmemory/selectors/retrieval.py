@@ -123,15 +123,24 @@ def _dense(live: list[tuple], embedded, pool: int, min_similarity: float) -> lis
 def _exact_dense(
     source: str, source_params: dict, embedded, pool: int, min_similarity: float
 ) -> list[tuple]:
-    """The exact nearest fact vectors (alias ``e``) among the rows ``source`` yields, kept
-    at or above ``min_similarity``: only vectors of the query's embedder and width are
-    compared (an exact scan: no index to match, so the embedder id stays a parameter)."""
+    """The exact nearest fact versions (vectors aliased ``e``) among the rows ``source``
+    yields, kept at or above ``min_similarity``: only vectors of the query's embedder and
+    width are compared (an exact scan: no index to match, so the embedder id stays a
+    parameter). A long version scores by its best window (its chunks, of the same embedder)."""
     embedder_id, vector = embedded
     sql = f"""
-    SELECT e.operation_id, 1 - (e.embedding <=> %(q)s::vector) AS similarity
+    WITH q AS (SELECT %(q)s::vector AS v)
+    SELECT e.operation_id,
+           GREATEST(
+               1 - (e.embedding <=> (SELECT v FROM q)),
+               (SELECT max(1 - (ch.embedding <=> (SELECT v FROM q)))
+                  FROM orgmemory_factversionchunk ch
+                 WHERE ch.operation_id = e.operation_id AND ch.embedder_id = e.embedder_id
+                   AND vector_dims(ch.embedding) = %(dims)s)
+           ) AS similarity
       FROM {source}
      WHERE e.embedder_id = %(embedder)s AND vector_dims(e.embedding) = %(dims)s
-     ORDER BY e.embedding <=> %(q)s::vector, e.operation_id
+     ORDER BY similarity DESC, e.operation_id
      LIMIT %(pool)s
     """
     params = {

@@ -16,8 +16,8 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
-from orgmemory.embedding import org_embedder
-from orgmemory.models import FactVersionEmbedding, OperationLogEntry
+from orgmemory.embedding import fact_window_vectors, org_embedder
+from orgmemory.models import FactVersionChunk, FactVersionEmbedding, OperationLogEntry
 from persistence.models import Company
 from synthorg.embedding import EmbeddingError
 
@@ -46,15 +46,27 @@ def stale_fact_versions(company: Company, embedder_id: str, dims: int) -> QueryS
 
 @transaction.atomic
 def fact_vectors_store(*, entries: Sequence[OperationLogEntry], embedder_id: str, vectors) -> int:
-    """Insert or replace the vectors of ``entries``; returns how many were written."""
+    """Insert or replace the vectors of ``entries`` (``vectors[i]``: entry ``i``'s window
+    vectors, first window first, :func:`orgmemory.embedding.fact_window_vectors`): the first
+    window's in :class:`FactVersionEmbedding`, each later one's as a
+    :class:`FactVersionChunk`, the entry's earlier chunks replaced. Returns how many entries
+    were written."""
     FactVersionEmbedding.objects.bulk_create(
         [
-            FactVersionEmbedding(operation=entry, embedder_id=embedder_id, embedding=vector)
-            for entry, vector in zip(entries, vectors, strict=True)
+            FactVersionEmbedding(operation=entry, embedder_id=embedder_id, embedding=windows[0])
+            for entry, windows in zip(entries, vectors, strict=True)
         ],
         update_conflicts=True,
         unique_fields=["operation"],
         update_fields=["embedder_id", "embedding"],
+    )
+    FactVersionChunk.objects.filter(operation__in=[entry.pk for entry in entries]).delete()
+    FactVersionChunk.objects.bulk_create(
+        FactVersionChunk(
+            operation=entry, ordinal=ordinal, embedder_id=embedder_id, embedding=vector
+        )
+        for entry, windows in zip(entries, vectors, strict=True)
+        for ordinal, vector in enumerate(windows[1:], start=1)
     )
     return len(entries)
 
@@ -86,7 +98,7 @@ def fact_embeddings_backfill(*, batch_size: int = BACKFILL_BATCH) -> int:
         if not missing:
             continue
         try:
-            vectors = embedder.embed([entry.content for entry in missing])
+            vectors = fact_window_vectors(embedder, company, [entry.content for entry in missing])
         except EmbeddingError:
             continue
         done += fact_vectors_store(

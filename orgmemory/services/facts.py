@@ -24,8 +24,9 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from orgmemory.domain import OrgFactAuthor, OrgFactWriteRequest
-from orgmemory.embedding import embed_text
-from orgmemory.models import FactVersionEmbedding, OperationLogEntry, OrgFact
+from orgmemory.embedding import embed_fact
+from orgmemory.models import OperationLogEntry, OrgFact
+from orgmemory.services.embeddings import fact_vectors_store
 from orgmemory.write_access import (
     OrgMemoryAccessDeniedError,
     WriteAccessDecision,
@@ -242,7 +243,7 @@ def publish_as(
     core policy would not be a human, whoever approved it.
     """
     require_human_author_for_core_policy(payload.category, record.author)
-    embedded = embed_text(
+    embedded = embed_fact(
         payload.content, company=company
     )  # outside the lock: model inference is slow-ish
     with _version_conflicts():
@@ -267,7 +268,7 @@ def _publish_locked(
     record: AuthorRecord,
     fact_id,
     expected_version: int | None,
-    embedded: tuple[str, np.ndarray] | None,
+    embedded: tuple[str, list[np.ndarray]] | None,
     audit_principal: Principal | None,
     audit_user,
     keep_tags: bool = False,
@@ -322,9 +323,7 @@ def _publish_locked(
         snapshot.updated_at = now
         snapshot.save(update_fields=["content", "tags", "version", "updated_at"])
     if embedded is not None:
-        FactVersionEmbedding.objects.create(
-            operation=entry, embedder_id=embedded[0], embedding=embedded[1]
-        )
+        fact_vectors_store(entries=[entry], embedder_id=embedded[0], vectors=[embedded[1]])
     audit_record(
         company=company,
         action_type=ACTION_PUBLISHED,

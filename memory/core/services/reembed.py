@@ -45,7 +45,7 @@ from memory.core.models.reembed import ReembedJob
 from memory.core.services.chunks import chunking_for, chunks_replace, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from memory.core.vector_indexes import dense_condition, ensure_vector_index, vector_index_state
-from orgmemory.embedding import org_embedder
+from orgmemory.embedding import fact_window_vectors, org_embedder
 from orgmemory.models import OperationLogEntry
 from orgmemory.services.embeddings import fact_vectors_store, stale_fact_versions
 from persistence.models import Company
@@ -368,7 +368,7 @@ def _fact_batch(job: ReembedJob, batch_size: int) -> int:
     batch: list[OperationLogEntry] = list(entries.order_by("operation_id")[:batch_size])
     if not batch:
         return 0
-    vectors = embedder.embed([entry.content for entry in batch])
+    vectors = fact_window_vectors(embedder, job.company, [entry.content for entry in batch])
     with transaction.atomic():
         fact_vectors_store(entries=batch, embedder_id=embedder.embedder_id, vectors=vectors)
         _advance(job, "facts", cursor=batch[-1].operation_id, count=len(batch))

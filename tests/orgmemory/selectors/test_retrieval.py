@@ -119,3 +119,63 @@ def test_backfill_replaces_vectors_of_another_model(company, human, settings):
     row = FactVersionEmbedding.objects.get(operation_id=fact.operation_id)
     assert row.embedder_id == MINILM_EMBEDDER_ID and list(row.embedding[:2]) != [0.5, 0.5]
     assert fact_embeddings_backfill() == 0
+
+
+FILLER = " ".join(
+    f"Section {n}: quarterly invoices are reconciled by the finance team against the ledger, "
+    "and every discrepancy above five hundred euros is escalated to the controller."
+    for n in range(1, 16)
+)  # ≈ 2,500 characters, no lexeme in common with the query below
+PARKING = (
+    "Parking: automobiles must be parked in the garage overnight. Vehicles standing outside "
+    "after dark are towed by the city. Garage spots are assigned by facilities every evening, "
+    "and visitors park their automobiles on level two."
+)
+
+
+@pytest.mark.parametrize(("max_chunks", "found_first"), [(32, True), (1, False)])
+def test_a_long_fact_is_found_by_a_passage_past_the_first_window(
+    company, human, with_embeddings, max_chunks, found_first
+):
+    """Windows past the embedder's first are vectors too (FactVersionChunk): the dense leg
+    finds a paraphrase at the end of a long ADR. With one window (max_chunks 1: what the
+    dense leg saw before) the passage is invisible to it."""
+    from orgmemory.models import FactVersionChunk
+
+    company_config_set(company=company, data={"memory": {"chunking": {"max_chunks": max_chunks}}})
+    company.refresh_from_db()
+    adr = _publish(
+        company, human, f"{FILLER} {PARKING}", category="adr",
+    )  # fmt: skip
+    _publish(company, human, "Lunch is served at noon on Fridays", category="convention")
+    chunks = FactVersionChunk.objects.filter(operation_id=adr.operation_id)
+    assert chunks.count() == (0 if max_chunks == 1 else 3)
+    found = query_facts(
+        company=company, query=OrgMemoryQuery(context="where do I leave my car at night?")
+    )
+    assert (bool(found) and found[0].fact_id == adr.fact_id) is found_first
+
+
+def test_backfill_writes_the_windows_of_a_long_fact(company, human, settings):
+    from orgmemory.models import FactVersionChunk, FactVersionEmbedding
+    from orgmemory.services.embeddings import fact_embeddings_backfill
+
+    adr = _publish(company, human, f"{FILLER} {PARKING}", category="adr")
+    assert not FactVersionChunk.objects.exists()  # embeddings off at publish time
+    settings.ORGMEMORY_EMBEDDINGS = True
+    assert fact_embeddings_backfill() == 1
+    assert FactVersionEmbedding.objects.filter(operation_id=adr.operation_id).exists()
+    ordinals = FactVersionChunk.objects.filter(operation_id=adr.operation_id).values_list(
+        "ordinal", flat=True
+    )
+    assert sorted(ordinals) == [1, 2, 3]
+    # a second store (an embedder change, the re-embedding job) replaces, never adds
+    from orgmemory.embedding import fact_window_vectors, org_embedder
+    from orgmemory.models import OperationLogEntry
+    from orgmemory.services.embeddings import fact_vectors_store
+
+    entry = OperationLogEntry.objects.get(operation_id=adr.operation_id)
+    embedder = org_embedder(company)
+    vectors = fact_window_vectors(embedder, company, [entry.content])
+    fact_vectors_store(entries=[entry], embedder_id=embedder.embedder_id, vectors=vectors)
+    assert FactVersionChunk.objects.filter(operation_id=adr.operation_id).count() == 3
