@@ -219,11 +219,18 @@ class FactVersionEmbedding(models.Model):
     )
     embedder_id = models.CharField(max_length=100)
     embedding = VectorField()  # untyped: the company embedder's width (any)
+    #: how many later windows the version has (its FactVersionChunk rows): the dense scan
+    #: looks for chunks only where there are some
+    chunk_count = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         constraints = [
             models.CheckConstraint(
                 condition=~models.Q(embedder_id=""), name="orgembedding_has_embedder"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(chunk_count__lte=MAX_CHUNKS_LIMIT - 1),
+                name="orgembedding_chunk_count_range",
             ),
         ]
 

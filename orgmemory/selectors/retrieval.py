@@ -133,10 +133,12 @@ def _exact_dense(
     SELECT e.operation_id,
            GREATEST(
                1 - (e.embedding <=> (SELECT v FROM q)),
-               (SELECT max(1 - (ch.embedding <=> (SELECT v FROM q)))
-                  FROM orgmemory_factversionchunk ch
-                 WHERE ch.operation_id = e.operation_id AND ch.embedder_id = e.embedder_id
-                   AND vector_dims(ch.embedding) = %(dims)s)
+               CASE WHEN e.chunk_count > 0 THEN
+                   (SELECT max(1 - (ch.embedding <=> (SELECT v FROM q)))
+                      FROM orgmemory_factversionchunk ch
+                     WHERE ch.operation_id = e.operation_id AND ch.embedder_id = e.embedder_id
+                       AND vector_dims(ch.embedding) = %(dims)s)
+               END
            ) AS similarity
       FROM {source}
      WHERE e.embedder_id = %(embedder)s AND vector_dims(e.embedding) = %(dims)s

@@ -45,22 +45,30 @@ def stale_fact_versions(company: Company, embedder_id: str, dims: int) -> QueryS
 
 
 @transaction.atomic
-def fact_vectors_store(*, entries: Sequence[OperationLogEntry], embedder_id: str, vectors) -> int:
+def fact_vectors_store(
+    *, entries: Sequence[OperationLogEntry], embedder_id: str, vectors, replace: bool = True
+) -> int:
     """Insert or replace the vectors of ``entries`` (``vectors[i]``: entry ``i``'s window
     vectors, first window first, :func:`orgmemory.embedding.fact_window_vectors`): the first
     window's in :class:`FactVersionEmbedding`, each later one's as a
-    :class:`FactVersionChunk`, the entry's earlier chunks replaced. Returns how many entries
-    were written."""
+    :class:`FactVersionChunk`, the entry's earlier chunks replaced (``replace=False``: a new
+    version, which has none). Returns how many entries were written."""
     FactVersionEmbedding.objects.bulk_create(
         [
-            FactVersionEmbedding(operation=entry, embedder_id=embedder_id, embedding=windows[0])
+            FactVersionEmbedding(
+                operation=entry,
+                embedder_id=embedder_id,
+                embedding=windows[0],
+                chunk_count=len(windows) - 1,
+            )
             for entry, windows in zip(entries, vectors, strict=True)
         ],
         update_conflicts=True,
         unique_fields=["operation"],
-        update_fields=["embedder_id", "embedding"],
+        update_fields=["embedder_id", "embedding", "chunk_count"],
     )
-    FactVersionChunk.objects.filter(operation__in=[entry.pk for entry in entries]).delete()
+    if replace:
+        FactVersionChunk.objects.filter(operation__in=[entry.pk for entry in entries]).delete()
     FactVersionChunk.objects.bulk_create(
         FactVersionChunk(
             operation=entry, ordinal=ordinal, embedder_id=embedder_id, embedding=vector

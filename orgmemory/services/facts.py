@@ -323,7 +323,9 @@ def _publish_locked(
         snapshot.updated_at = now
         snapshot.save(update_fields=["content", "tags", "version", "updated_at"])
     if embedded is not None:
-        fact_vectors_store(entries=[entry], embedder_id=embedded[0], vectors=[embedded[1]])
+        fact_vectors_store(
+            entries=[entry], embedder_id=embedded[0], vectors=[embedded[1]], replace=False
+        )
     audit_record(
         company=company,
         action_type=ACTION_PUBLISHED,

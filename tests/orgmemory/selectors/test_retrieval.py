@@ -179,3 +179,12 @@ def test_backfill_writes_the_windows_of_a_long_fact(company, human, settings):
     vectors = fact_window_vectors(embedder, company, [entry.content])
     fact_vectors_store(entries=[entry], embedder_id=embedder.embedder_id, vectors=vectors)
     assert FactVersionChunk.objects.filter(operation_id=adr.operation_id).count() == 3
+
+
+def test_the_chunk_count_says_which_versions_have_later_windows(company, human, with_embeddings):
+    from orgmemory.models import FactVersionEmbedding
+
+    short = _publish(company, human, "Cars stay in the garage.")
+    long = _publish(company, human, f"{FILLER} {PARKING}", category="adr")
+    counts = dict(FactVersionEmbedding.objects.values_list("operation_id", "chunk_count"))
+    assert counts == {short.operation_id: 0, long.operation_id: 3}
