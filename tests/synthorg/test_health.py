@@ -156,3 +156,20 @@ def test_the_startup_banner_names_the_llm_or_says_what_none_disables(settings):
     )
     settings.SYNTHORG_LLM = {**settings.SYNTHORG_LLM, "MODEL": "qwen2.5-7b-instruct"}
     assert llm_banner() == ("LLM: qwen2.5-7b-instruct (SYNTHORG_LLM_BASE_URL)", False)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("cluster", "check"), [("synthorg", "q2_cluster"), ("llm", "q2_llm_cluster")]
+)
+def test_a_cluster_is_healthy_as_soon_as_its_workers_start(client, monkeypatch, cluster, check):
+    """A q2 worker starting (django-q2's ``post_spawn``, sent in the worker process) records
+    its cluster's heartbeat: no minute of "no heartbeat recorded" after ``make run``."""
+    from django_q.conf import Conf
+    from django_q.signals import post_spawn
+
+    assert client.get("/healthz").json()["checks"][check]["ok"] is False
+    monkeypatch.setattr(Conf, "CLUSTER_NAME", cluster)
+    post_spawn.send(sender="django_q", proc_name="Process-1:1")
+    assert list(ClusterHeartbeat.objects.values_list("cluster", flat=True)) == [cluster]
+    assert client.get("/healthz").json()["checks"][check]["ok"] is True
