@@ -458,5 +458,15 @@ def test_stored_configs_with_values_not_offered_are_cleaned_by_the_migration():
         "memory": {"embedder": {"model": "m", "dims": 384, "base_url": "http://e/v1"}}
     }
     assert (seeds.config_revision, remote.config_revision, untouched.config_revision) == (2, 2, 1)
+    # each rewrite is audited with what was dropped; the untouched company gets nothing
+    from persistence.models import AuditEntry
+
+    entries = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
+    assert [(e.company_id, e.details["via"], e.details["revision"]) for e in entries] == [
+        (seeds.pk, "migration", 2),
+        (remote.pk, "migration", 2),
+    ]
+    assert entries[0].details["before"]["memory"]["backend"] == "mem0"
+    assert entries[0].details["after"] == seeds.config
     assert company_config(seeds).org_memory.extended_store.max_retrieved_per_query == 7
     assert company_config(remote).memory.embedder.model == "m"
