@@ -17,6 +17,7 @@ class MemoryConfig(AppConfig):
         _register_content_kinds()
         _register_maintenance_schedules()
         _register_reembedding()
+        _register_fact_query_adapter()
         register_schedule(
             ScheduleSpec(
                 name="memory-embedding-backfill",
@@ -41,6 +42,14 @@ class MemoryConfig(AppConfig):
                 minutes=15,
             )
         )
+
+
+def _register_fact_query_adapter() -> None:
+    """Org facts are ranked with the company's active query adapter too."""
+    from memory.core.selectors.finetune import adapt_fact_query_vector
+    from orgmemory.query_vectors import register_query_vector_transform
+
+    register_query_vector_transform(adapt_fact_query_vector)
 
 
 def _register_reembedding() -> None:

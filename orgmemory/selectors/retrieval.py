@@ -28,6 +28,7 @@ from datetime import datetime
 
 from orgmemory.domain import OrgMemoryQuery
 from orgmemory.embedding import embed_text
+from orgmemory.query_vectors import transform_query_vector
 from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_operations
 from orgmemory.selectors.policies import CorePolicyBlock, core_policy_block_of, policies
 from persistence.models import Company
@@ -194,6 +195,8 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     legs = [[op for op, _score in sparse]]
     embedded = embed_text(query.context, company=company, query=True)
     if embedded is not None:
+        # the company's active query adapter, as for memories (orgmemory.query_vectors)
+        embedded = (embedded[0], transform_query_vector(company, *embedded))
         floor = retrieval.min_relevance
         if retrieval.fusion_strategy is not FusionStrategy.LINEAR:
             floor = LINEAR_DEFAULTS["min_relevance"]

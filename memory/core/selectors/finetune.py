@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -40,13 +41,15 @@ import numpy as np
 from memory.core.embedding import embedder_for
 from memory.core.extensions import training_pair_sources
 from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
-from memory.core.retrieval.query_adapter import matrix_from_bytes, normalize_rows
+from memory.core.retrieval.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
 from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.redaction import redactor_for
 from synthorg.tenancy import tenant_path
+
+logger = logging.getLogger(__name__)
 
 LABELLED_LINE_MAX_CHARS = 20_000
 #: The group of the org-fact documents (agents' groups are their ids, all positive).
@@ -366,3 +369,25 @@ def active_embedder(company: Company) -> ActiveEmbedder:
 def fine_tune_latest_run(company: Company):
     """The company's newest run (``None`` before the first)."""
     return fine_tune_runs(company).select_related("checkpoint").first()
+
+
+def adapt_fact_query_vector(company: Company, embedder_id: str, vector: np.ndarray) -> np.ndarray:
+    """The org-fact dense leg's query vector (``orgmemory.query_vectors``): through the
+    company's active adapter for this embedder and width when fine-tuning is enabled, as the
+    memory search does; the base vector when none applies or its file cannot be loaded."""
+    if not company_config(company).memory.fine_tune.enabled:
+        return vector
+    checkpoint_id = (
+        AdapterCheckpoint.objects.filter(
+            company=company, is_active=True, embedder_id=embedder_id, dims=int(vector.shape[0])
+        )
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if checkpoint_id is None:
+        return vector
+    try:
+        return apply_adapter(adapter_matrix(checkpoint_id), vector)
+    except AdapterUnavailableError as exc:
+        logger.warning("query adapter skipped for org facts of company %s: %s", company.pk, exc)
+        return vector

@@ -188,3 +188,53 @@ def test_the_chunk_count_says_which_versions_have_later_windows(company, human, 
     long = _publish(company, human, f"{FILLER} {PARKING}", category="adr")
     counts = dict(FactVersionEmbedding.objects.values_list("operation_id", "chunk_count"))
     assert counts == {short.operation_id: 0, long.operation_id: 3}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_org_facts_rank_with_the_companys_active_query_adapter(
+    company, human, with_embeddings, tmp_path, settings
+):
+    """The memory search's adapter ranks facts too (orgmemory.query_vectors): an adapter
+    that maps the query onto another fact's vector moves that fact first; with fine-tuning
+    disabled, or the adapter's file gone, the base vector ranks again."""
+    import hashlib
+
+    import numpy as np
+    from django.utils import timezone
+
+    from memory.core.models import AdapterCheckpoint
+    from memory.core.retrieval.query_adapter import matrix_to_bytes
+    from memory.core.selectors.finetune import checkpoint_file
+    from orgmemory.embedding import embed_text
+    from persistence.services.companies import company_config_set
+    from synthorg.embedding import MINILM_EMBEDDER_ID
+    from tests.memory.finetune_data import enable
+
+    query = "where do I leave my car at night?"
+    garage = _publish(company, human, "Automobiles must be parked in the garage overnight")
+    invoices = _publish(company, human, "Invoices are paid within thirty days")
+
+    def first():
+        return query_facts(company=company, query=OrgMemoryQuery(context=query))[0].fact_id
+
+    assert first() == garage.fact_id
+    enable(company, tmp_path, settings)
+    company.refresh_from_db()
+    _id, q = embed_text(query, company=company, query=True)
+    _id, b = embed_text(invoices.content, company=company)
+    matrix = np.outer(b, q).astype(np.float32)  # W q = b: the query becomes the invoices fact
+    data = matrix_to_bytes(matrix)
+    checkpoint = AdapterCheckpoint(
+        company=company, embedder_id=MINILM_EMBEDDER_ID, dims=384, directory="adapters",
+        file_name="forced.npy", sha256=hashlib.sha256(data).hexdigest(), is_active=True,
+        created_at=timezone.now(), activated_at=timezone.now(),
+    )  # fmt: skip
+    path = checkpoint_file(company.slug, checkpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    checkpoint.save()
+
+    assert first() == invoices.fact_id
+    company_config_set(company=company, data={"memory": {"fine_tune": {"enabled": False}}})
+    company.refresh_from_db()
+    assert first() == garage.fact_id
