@@ -41,22 +41,16 @@ def org_embedder(company: Company) -> Embedder | None:
         return None
 
 
-def embed_text(
-    text: str, *, company: Company, query: bool = False
-) -> tuple[str, np.ndarray] | None:
-    """``(embedder_id, vector)`` for ``text``, or ``None`` if no embedder is usable.
-
-    ``query`` texts go through the process-wide query cache, which the memory search shares:
-    a context request that ranks org facts and memories with the same model embeds its
-    query once.
-    """
+def embed_query_text(text: str, *, company: Company) -> tuple[str, np.ndarray] | None:
+    """``(embedder_id, vector)`` for a query, or ``None`` if no embedder is usable. Through
+    the process-wide query cache, which the memory search shares: a context request that
+    ranks org facts and memories with the same model embeds its query once. (Fact versions
+    are embedded by :func:`embed_fact`.)"""
     embedder = org_embedder(company)
     if embedder is None:
         return None
     try:
-        if query:
-            return embedder.embedder_id, embed_query(embedder, text)
-        return embedder.embedder_id, embedder.embed_one(text)
+        return embedder.embedder_id, embed_query(embedder, text)
     except EmbeddingError as exc:
         logger.warning("org-memory embedding unavailable, using BM25 only: %s", exc)
         return None

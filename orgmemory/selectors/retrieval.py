@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from orgmemory.domain import OrgMemoryQuery
-from orgmemory.embedding import embed_text
+from orgmemory.embedding import embed_query_text
 from orgmemory.query_vectors import transform_query_vector
 from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_operations
 from orgmemory.selectors.policies import CorePolicyBlock, core_policy_block_of, policies
@@ -193,7 +193,7 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     else:
         sparse = _bm25(live, query.context, pool)
     legs = [[op for op, _score in sparse]]
-    embedded = embed_text(query.context, company=company, query=True)
+    embedded = embed_query_text(query.context, company=company)
     if embedded is not None:
         # the company's active query adapter, as for memories (orgmemory.query_vectors)
         embedded = (embedded[0], transform_query_vector(company, *embedded))

@@ -205,7 +205,7 @@ def test_org_facts_rank_with_the_companys_active_query_adapter(
     from memory.core.models import AdapterCheckpoint
     from memory.core.retrieval.query_adapter import matrix_to_bytes
     from memory.core.selectors.finetune import checkpoint_file
-    from orgmemory.embedding import embed_text
+    from orgmemory.embedding import embed_fact, embed_query_text
     from persistence.services.companies import company_config_set
     from synthorg.embedding import MINILM_EMBEDDER_ID
     from tests.memory.finetune_data import enable
@@ -220,8 +220,8 @@ def test_org_facts_rank_with_the_companys_active_query_adapter(
     assert first() == garage.fact_id
     enable(company, tmp_path, settings)
     company.refresh_from_db()
-    _id, q = embed_text(query, company=company, query=True)
-    _id, b = embed_text(invoices.content, company=company)
+    _id, q = embed_query_text(query, company=company)
+    _id, (b,) = embed_fact(invoices.content, company=company)
     matrix = np.outer(b, q).astype(np.float32)  # W q = b: the query becomes the invoices fact
     data = matrix_to_bytes(matrix)
     checkpoint = AdapterCheckpoint(
