@@ -26,7 +26,7 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
 
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search.legs import run_legs
-    from memory.core.selectors.search.scope import Part, scope_filters
+    from memory.core.selectors.search.scope import private_part, scope_filters
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -45,12 +45,7 @@ def dump_legs(*, data: str, variants=("ctx", "noctx"), depth: int = 200) -> dict
                     agent, conv.turns, label=f"{variant} {conv.sample_id} ingest"
                 ).items()
             }
-            parts = [
-                Part(
-                    "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-                    (company.pk, agent.pk),
-                )
-            ]
+            parts = [private_part(company.pk, agent.pk)]
             filters = scope_filters(MemoryQuery(text="x"), timezone.now())
             for qa in conv.questions:
                 legs = run_legs(

@@ -56,7 +56,7 @@ def dump(*, data: str, ids: set[str] | None, with_context: bool, depth: int) -> 
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import sparse as sparse_module
     from memory.core.selectors.search.legs import run_legs
-    from memory.core.selectors.search.scope import Part, scope_filters
+    from memory.core.selectors.search.scope import private_part, scope_filters
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -78,12 +78,7 @@ def dump(*, data: str, ids: set[str] | None, with_context: bool, depth: int) -> 
                 str(stored[t.dia_id]): [t.dia_id, t.created_at.isoformat(), t.content]
                 for t in conv.turns
             }
-            parts = [
-                Part(
-                    "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-                    (company.pk, agent.pk),
-                )
-            ]
+            parts = [private_part(company.pk, agent.pk)]
             filters = scope_filters(MemoryQuery(text="x"), timezone.now())
             questions = []
             sample = raw[conv.sample_id]

@@ -484,29 +484,27 @@ def _with_first_walk(ef_search: int, search):
         module.HNSW_EF_SEARCH_FIRST = saved
 
 
-#: The dense leg's rule before the per-part width (``--baseline``): first walk at 200 whatever
-#: the part's share, parts above 20k rows always walked.
-PREVIOUS_RULE = {
-    "HNSW_COVERAGE": 0.0,
-    "HNSW_SCAN_COVERAGE": 0.0,
-    "PART_EXACT_MAX_ROWS": 20_000,
-    "NARROW_PART_EXACT_MAX_ROWS": 0,
-}
+#: The dense leg's rule before migration 0022 (``--baseline``): one HNSW index over private
+#: and shared rows, so the company's shared rows (5 % of it) were scanned exactly.
+PREVIOUS_RULE = "shared part scanned exactly (one index over all rows, before memory 0022)"
 
 
-def _with_rule(rule: dict, search):
-    """Run ``search()`` with the dense leg's constants set to ``rule``."""
-    import importlib
+def _with_previous_rule(search):
+    """Run ``search()`` with every shared part scanned exactly, as before the shared rows had
+    an HNSW index of their own."""
+    from memory.core.selectors.search import dense, legs
 
-    module = importlib.import_module("memory.core.selectors.search.dense")
-    saved = {name: getattr(module, name) for name in rule if hasattr(module, name)}
-    for name in saved:
-        setattr(module, name, rule[name])
+    choose = legs.choose_paths
+
+    def previous(index_rows, part_rows, *, depth, index_ready=lambda part: True):
+        parts = choose(index_rows, part_rows, depth=depth, index_ready=index_ready)
+        return [dense.EXACT if i > 0 else path for i, path in enumerate(parts)]
+
+    legs.choose_paths = previous
     try:
         return search()
     finally:
-        for name, value in saved.items():
-            setattr(module, name, value)
+        legs.choose_paths = choose
 
 
 def walk_settings(table_rows: int, team, shared_rows: int) -> dict:
@@ -516,9 +514,11 @@ def walk_settings(table_rows: int, team, shared_rows: int) -> dict:
     from memory.core.selectors.search.pipeline import MIN_LEG_DEPTH
 
     rows = [team[0].rows, shared_rows]
-    paths = dense.choose_paths(table_rows, rows, depth=MIN_LEG_DEPTH)
+    # each part's share of the index it walks: private rows', shared rows'
+    index_rows = [table_rows - shared_rows, shared_rows]
+    paths = dense.choose_paths(index_rows, rows, depth=MIN_LEG_DEPTH)
     settings = (
-        dense.hnsw_settings(MIN_LEG_DEPTH, True, table_rows=table_rows, part_rows=rows, paths=paths)
+        dense.hnsw_settings(MIN_LEG_DEPTH, True, index_rows=index_rows, part_rows=rows, paths=paths)
         if dense.HNSW in paths
         else {}
     )
@@ -577,9 +577,9 @@ def search_class(
             paths[f"{part}:{path}"] = paths.get(f"{part}:{path}", 0) + 1
         query_embedding_cache.clear()
 
-        def dense_run(ms, cpu, seen, rule=None, agent=agent, text=text, vector=vector):
-            """The dense leg alone (under ``rule``, else the current one): its time, backend
-            CPU and paths recorded; its top 10 returned."""
+        def dense_run(ms, cpu, seen, previous=False, agent=agent, text=text, vector=vector):
+            """The dense leg alone (under the previous rule, else the current one): its time,
+            backend CPU and paths recorded; its top 10 returned."""
             db0 = _cpu_seconds(pid)
             t0 = time.perf_counter()
             search = lambda: memory_search(  # noqa: E731
@@ -588,7 +588,7 @@ def search_class(
                 embedder=FixedEmbedder(real.embedder_id, vector),
                 legs=("dense",),
             )
-            result = _with_rule(rule, search) if rule else search()
+            result = _with_previous_rule(search) if previous else search()
             ms.append((time.perf_counter() - t0) * 1000)
             db1 = _cpu_seconds(pid)
             if db0 is not None and db1 is not None:
@@ -603,7 +603,7 @@ def search_class(
         if baseline:
             # The same dense leg under the previous rule, on the same query (before/after
             # within one run).
-            before = dense_run(base_ms, base_db_cpu, base_paths, rule=PREVIOUS_RULE)
+            before = dense_run(base_ms, base_db_cpu, base_paths, previous=True)
             base_recalls.append(len(set(before) & set(exact)) / max(1, len(exact)))
         if ef_lever:
             # The same dense leg with the first HNSW walk as wide as pgvector allows: tells a

@@ -74,7 +74,8 @@ def sweep_part(
     percentile,
 ) -> dict:
     """Exact scan vs walks of one part over ``queries`` random clusters' query vectors;
-    ``make_part(q)`` gives the part (``memory.core.selectors.search.scope.Part``) of query ``q``."""
+    ``make_part(q)`` gives the part (``memory.core.selectors.search.scope.Part``) of query ``q``;
+    ``table_rows``: the rows of the HNSW index it walks (private rows', or shared rows')."""
     from memory.core.selectors.search import dense
     from synthorg.retrieval.vectors import vector_literal
 
@@ -149,34 +150,33 @@ def sweep(
     agents, shared_owner, table_rows: int, data, queries: int, efs: list[int], *, pid, cpu,
     percentile, embedder_id: str, dims: int,
 ) -> dict:  # fmt: skip
-    """Every size class's private part (its agents in turn) and the company's shared part."""
-    from memory.core.selectors.search.scope import Part
+    """Every size class's private part (its agents in turn) and the company's shared part,
+    each against the index it walks (private rows', shared rows')."""
+    from memory.core.selectors.search.scope import private_part, shared_part
 
+    shared_rows = table_rows - sum(a.rows for a in agents)
+    private_rows = table_rows - shared_rows
     out: dict[str, dict] = {}
     classes = list(dict.fromkeys(a.size_class for a in agents))
     for label in classes:
         team = [a for a in agents if a.size_class == label]
         rows = int(np.mean([a.rows for a in team]))
-        if rows < MIN_SHARE * table_rows:
+        if rows < MIN_SHARE * private_rows:
             continue  # walks of tiny parts resume until max_scan_tuples: slow, never chosen
 
         def own(q, team=team):
             agent = team[q % len(team)]
-            return Part(
-                "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-                (agent.company_id, agent.pk),
-            )
+            return private_part(agent.company_id, agent.pk)
 
         out[f"own {label}"] = sweep_part(
-            f"own {label}", own, rows=rows, table_rows=table_rows, data=data,
+            f"own {label}", own, rows=rows, table_rows=private_rows, data=data,
             queries=queries, efs=efs, embedder_id=embedder_id, dims=dims, pid=pid, cpu=cpu,
             percentile=percentile,
         )  # fmt: skip
-    shared_rows = table_rows - sum(a.rows for a in agents)
     company = shared_owner.company_id
     out["shared"] = sweep_part(
-        "shared", lambda q: Part("m.company_id = %s AND m.is_shared", (company,)),
-        rows=shared_rows, table_rows=table_rows, data=data, queries=queries,
+        "shared", lambda q: shared_part(company),
+        rows=shared_rows, table_rows=shared_rows, data=data, queries=queries,
         efs=efs, embedder_id=embedder_id, dims=dims, pid=pid, cpu=cpu, percentile=percentile,
     )  # fmt: skip
     return out

@@ -207,28 +207,24 @@ class _Agent:
         self.rows = rows
 
 
-def test_the_baseline_rule_reproduces_the_previous_walk_settings():
-    """``--baseline`` runs the dense leg with the rule before the per-part width: first walk
-    at 200 and every part above 20k rows walked (the 1M run's before/after)."""
-    from memory.core.selectors.search import dense
+def test_the_baseline_rule_scans_the_shared_part_as_before_the_shared_index():
+    """``--baseline`` runs the dense leg as before memory 0022 (the 1M run's before/after):
+    the company's shared part scanned exactly; now it walks the shared rows' index."""
+    from memory.core.selectors.search import dense, legs
 
     team = [_Agent(100_000)]
     after = scale_1m.walk_settings(1_000_000, team, 50_000)
-    before = scale_1m._with_rule(
-        scale_1m.PREVIOUS_RULE, lambda: scale_1m.walk_settings(1_000_000, team, 50_000)
-    )
-    assert after["paths"] == ["hnsw", "exact"]
+    # 100k of 950k private rows: 6 × 50 / 0.105 > 1000, capped; the shared part is all of
+    # its index
+    assert after["paths"] == ["hnsw", "hnsw"]
     assert after["settings"]["hnsw.ef_search"] == "1000"
-    assert before["paths"] == ["hnsw", "hnsw"]
-    assert before["settings"] == {
-        "hnsw.ef_search": "200",
-        "enable_sort": "off",
-        "hnsw.iterative_scan": "strict_order",
-        "hnsw.max_scan_tuples": "20000",
-    }
-    # the constants are restored afterwards
-    assert scale_1m.walk_settings(1_000_000, team, 50_000) == after
-    assert dense.PART_EXACT_MAX_ROWS == 20_000 and dense.HNSW_COVERAGE > 0
+
+    def paths():
+        return legs.choose_paths([950_000, 50_000], [100_000, 50_000], depth=50)
+
+    assert paths() == ["hnsw", "hnsw"]
+    assert scale_1m._with_previous_rule(paths) == ["hnsw", "exact"]
+    assert legs.choose_paths is dense.choose_paths  # restored afterwards
 
 
 def test_serve_teardown_stops_the_whole_process_group():

@@ -14,15 +14,31 @@ the brief ALTER; the HNSW builds (non-concurrently 27 s for 20,000 rows on the d
 machine) run while writes go on, and the dense leg scans exactly until an index is valid.
 """
 
+import hashlib
+
 import pgvector.django.vector
 from django.db import migrations
 
 DEFAULT_EMBEDDER = ("all-MiniLM-L6-v2-onnx-int8pc", 384)
 
 
-def create_vector_indexes(apps, schema_editor):
-    from memory.core.vector_indexes import create_index_sql
+def create_index_sql(embedder_id: str, dims: int, *, concurrently: bool) -> str:
+    """This migration's index over all rows of (embedder, dims), as it was written then
+    (migration 0022 replaces it with one over private and one over shared rows)."""
+    from memory.core.vector_indexes import LEGACY_PREFIX, sql_string
+    from synthorg.retrieval.vectors import cosine_opclass, indexed_type
 
+    digest = hashlib.sha256(f"{embedder_id}\x1f{int(dims)}".encode()).hexdigest()[:16]
+    return (
+        f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS "
+        f"{LEGACY_PREFIX}{digest} ON memory_memory USING hnsw "
+        f"((embedding::{indexed_type(dims)}) {cosine_opclass(dims)}) "
+        "WITH (m = 16, ef_construction = 64) "
+        f"WHERE embedder_id = {sql_string(embedder_id)} AND vector_dims(embedding) = {int(dims)}"
+    )
+
+
+def create_vector_indexes(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT embedder_id, vector_dims(embedding) FROM memory_memory "

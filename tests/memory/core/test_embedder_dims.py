@@ -146,14 +146,16 @@ def test_org_facts_use_the_company_embedder_of_any_width(company, wide, settings
 # --- the index each (embedder, width) gets ---------------------------------------------------
 
 
-def plan(embedder_id: str, dims: int) -> str:
-    """EXPLAIN of the dense leg's HNSW statement (as ``_dense_hnsw`` writes it)."""
+def plan(embedder_id: str, dims: int, *, shared: bool) -> str:
+    """EXPLAIN of the dense leg's HNSW walk of a private or shared part (as
+    ``memory.core.selectors.search.dense`` writes it)."""
     literal = vector_literal(np.ones(dims, dtype=np.float32) / np.sqrt(dims))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_sort = off")
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(
             f"EXPLAIN SELECT m.id FROM memory_memory m WHERE m.company_id = %s "
+            f"AND {'' if shared else 'NOT '}m.is_shared "
             f"AND {dense_condition(embedder_id, dims, escape=True)} "
             f"ORDER BY {dense_distance(dims)} LIMIT 10",
             [1, literal],
@@ -161,32 +163,35 @@ def plan(embedder_id: str, dims: int) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def test_the_default_embedder_walks_its_partial_index():
+def test_the_default_embedder_walks_its_partial_indexes():
     assert vector_index_state(MINILM_EMBEDDER_ID, 384) == "ready"
-    assert f"Index Scan using {index_name(MINILM_EMBEDDER_ID, 384)}" in plan(
-        MINILM_EMBEDDER_ID, 384
-    )
+    for shared in (False, True):
+        assert f"Index Scan using {index_name(MINILM_EMBEDDER_ID, 384, shared=shared)}" in plan(
+            MINILM_EMBEDDER_ID, 384, shared=shared
+        )
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("dims", [1536, 3072])
 def test_a_new_embedder_gets_its_own_index_built_concurrently(dims):
     embedder_id = f"openai:index-test-{dims}"
-    name = index_name(embedder_id, dims)
     assert ensure_vector_index(embedder_id, dims) in (True, False)  # False if already built
     assert vector_index_state(embedder_id, dims) == "ready"
     assert ensure_vector_index(embedder_id, dims) is False  # idempotent
-    explained = plan(embedder_id, dims)
-    assert f"Index Scan using {name}" in explained
-    # another width under the same id is not this index's rows
-    assert name not in plan(embedder_id, 768)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
-        (definition,) = cursor.fetchone()
-    kind = "halfvec" if dims > 2000 else "vector"
-    assert f"(embedding)::{kind}({dims})" in definition
-    assert f"{kind}_cosine_ops" in definition
-    assert f"vector_dims(embedding) = {dims}" in definition
+    for shared in (False, True):
+        name = index_name(embedder_id, dims, shared=shared)
+        assert vector_index_state(embedder_id, dims, shared=shared) == "ready"
+        assert f"Index Scan using {name}" in plan(embedder_id, dims, shared=shared)
+        # another width under the same id is not this index's rows
+        assert name not in plan(embedder_id, 768, shared=shared)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+            (definition,) = cursor.fetchone()
+        kind = "halfvec" if dims > 2000 else "vector"
+        assert f"(embedding)::{kind}({dims})" in definition
+        assert f"{kind}_cosine_ops" in definition
+        assert f"vector_dims(embedding) = {dims}" in definition
+        assert definition.endswith("AND is_shared)" if shared else "AND (NOT is_shared))")
 
 
 def test_building_an_index_inside_a_transaction_is_refused():

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from memory.core.selectors.search.scope import Part
 from memory.core.vector_indexes import dense_condition, dense_distance
@@ -90,10 +91,34 @@ EXACT, HNSW, HNSW_EXACT = "exact", "hnsw", "hnsw+exact"
 QUERY_VECTOR = "(SELECT v FROM q)"
 
 
+@dataclass(frozen=True)
+class ScopeRows:
+    """Live row counts that choose each part's dense path: the table's private and shared
+    rows (what each of an embedder's two HNSW indexes holds, near enough: the totals count
+    every embedder) and each part's."""
+
+    private: int
+    shared: int
+    parts: tuple[int, ...]
+
+    @property
+    def table(self) -> int:
+        return self.private + self.shared
+
+    def index_rows(self, parts: Sequence[Part]) -> list[int]:
+        """The rows of the index each part walks (shared rows' or private rows')."""
+        return [self.shared if part.shared else self.private for part in parts]
+
+
 def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
-    """SQL expressions for the table's live rows and each part's, from the trigger-maintained
-    totals (exact counts of non-superseded rows, read without touching the table)."""
-    exprs = ["(SELECT coalesce(sum(s.n), 0) FROM memory_bm25_scope_stats s)::bigint"]
+    """SQL expressions for the table's live private rows, its live shared rows and each
+    part's (read by :func:`scope_rows`), from the trigger-maintained totals (exact counts
+    of non-superseded rows, read without touching the table)."""
+    exprs = [
+        "(SELECT coalesce(sum(s.n), 0) FROM memory_bm25_scope_stats s "
+        f"WHERE {'' if shared else 'NOT '}s.is_shared)::bigint"
+        for shared in (False, True)
+    ]
     params: list = []
     for part in parts:
         exprs.append(
@@ -104,38 +129,54 @@ def scope_rows_sql(parts: Sequence[Part]) -> tuple[list[str], list]:
     return exprs, params
 
 
+def scope_rows(values: Sequence[int]) -> ScopeRows:
+    """The values of :func:`scope_rows_sql`'s expressions, in order."""
+    private, shared, *parts = (int(v) for v in values)
+    return ScopeRows(private=private, shared=shared, parts=tuple(parts))
+
+
 def needed_width(depth: int, share: float) -> float:
     """The first walk's width that holds ``HNSW_COVERAGE`` × depth rows of a part of
     ``share`` (uncapped: compare with ``HNSW_EF_SEARCH``)."""
     return HNSW_COVERAGE * depth / share if share > 0 else math.inf
 
 
+def _per_part(index_rows: int | Sequence[int], part_rows: Sequence[int]) -> list[int]:
+    if isinstance(index_rows, int):
+        return [index_rows] * len(part_rows)
+    if len(index_rows) != len(part_rows):
+        raise ValueError("one index row count per part")
+    return list(index_rows)
+
+
 def choose_paths(
-    table_rows: int,
+    index_rows: int | Sequence[int],
     part_rows: Sequence[int],
     *,
     depth: int,
-    index_ready: Callable[[], bool] = lambda: True,
+    index_ready: Callable[[int], bool] = lambda part: True,
 ) -> list[str]:
     """How each part is searched: ``"exact"`` or ``"hnsw"`` (exact when the walk is short).
 
-    ``index_ready`` says whether the query embedder's HNSW index can be walked (asked only
-    when a part would walk it): until it is built, every part is scanned exactly.
+    ``index_rows``: the live rows of the index each part would walk (one number: the same
+    for every part). ``index_ready(i)`` says whether part ``i``'s HNSW index can be walked
+    (asked only when the part would walk it): until it is built, the part is scanned
+    exactly.
     """
-    if table_rows <= EXACT_SCAN_MAX_ROWS:
-        return [EXACT] * len(part_rows)
     paths = []
-    for rows in part_rows:
-        share = rows / table_rows
+    totals = _per_part(index_rows, part_rows)
+    for index, (total, rows) in enumerate(zip(totals, part_rows, strict=True)):
+        if total <= EXACT_SCAN_MAX_ROWS:
+            paths.append(EXACT)
+            continue
+        share = rows / total
         # A small share of the index (e.g. one of many agents): the walk would come back
         # short, and the part's own rows are cheap to scan exactly through its b-tree.
         small = share < HNSW_MIN_SHARE and rows <= PART_EXACT_MAX_ROWS
-        # A share no walk pgvector allows covers (e.g. the company's shared rows among many
-        # agents' private ones): exact while the scan stays affordable.
+        # A share no walk pgvector allows covers (e.g. one company's shared rows among many
+        # companies'): exact while the scan stays affordable.
         narrow = needed_width(depth, share) > HNSW_EF_SEARCH and rows <= NARROW_PART_EXACT_MAX_ROWS
-        paths.append(EXACT if small or narrow else HNSW)
-    if HNSW in paths and not index_ready():
-        return [EXACT] * len(part_rows)
+        paths.append(EXACT if small or narrow or not index_ready(index) else HNSW)
     return paths
 
 
@@ -159,11 +200,15 @@ def max_scan_tuples(depth: int, shares: Sequence[float] = ()) -> int:
     return max(HNSW_MAX_SCAN_TUPLES, math.ceil(HNSW_SCAN_COVERAGE * depth / max(min(shares), 1e-9)))
 
 
-def walked_shares(table_rows: int, part_rows: Sequence[int], paths: Sequence[str]) -> list[float]:
-    """Each walked part's share of the table's live rows (what its filter keeps of a walk)."""
+def walked_shares(
+    index_rows: int | Sequence[int], part_rows: Sequence[int], paths: Sequence[str]
+) -> list[float]:
+    """Each walked part's share of its index's live rows (what its filter keeps of a walk)."""
     return [
-        rows / table_rows if table_rows > 0 else 1.0
-        for rows, path in zip(part_rows, paths, strict=True)
+        rows / total if total > 0 else 1.0
+        for total, rows, path in zip(
+            _per_part(index_rows, part_rows), part_rows, paths, strict=True
+        )
         if path == HNSW
     ]
 
@@ -172,13 +217,13 @@ def hnsw_settings(
     depth: int,
     iterative: bool,
     *,
-    table_rows: int = 0,
+    index_rows: int | Sequence[int] = 0,
     part_rows: Sequence[int] = (),
     paths: Sequence[str] = (),
 ) -> dict[str, str]:
     """Transaction-local settings for a statement that walks the HNSW index: the widest walk
-    any walked part (``paths[i] == "hnsw"``, ``part_rows[i]`` of ``table_rows``) needs."""
-    shares = walked_shares(table_rows, part_rows, paths) if paths else []
+    any walked part (``paths[i] == "hnsw"``, ``part_rows[i]`` of ``index_rows[i]``) needs."""
+    shares = walked_shares(index_rows, part_rows, paths) if paths else []
     settings = {"hnsw.ef_search": str(ef_search(depth, iterative, shares)), "enable_sort": "off"}
     if iterative:
         settings["hnsw.iterative_scan"] = HNSW_ITERATIVE_SCAN
@@ -204,7 +249,8 @@ def dense_ctes(
     walks: list[str] = []
     for index, (part, path) in enumerate(zip(parts, paths, strict=True)):
         # Only vectors of the query's embedder and width; written as the predicate of that
-        # embedder's partial HNSW index (memory.core.vector_indexes) so the walk can use it.
+        # embedder's partial HNSW indexes (memory.core.vector_indexes; the part's SQL says
+        # whether its rows are private or shared) so the walk can use one.
         where = (
             f"{part.sql} AND {filters.sql} AND {dense_condition(embedder_id, dims, escape=True)}"
         )

@@ -36,10 +36,12 @@ from memory.core.selectors.search.dense import (
     HNSW_EXACT,
     HNSW_ITERATIVE_SCAN,
     QUERY_VECTOR,
+    ScopeRows,
     choose_paths,
     chunk_similarity,
     dense_ctes,
     hnsw_settings,
+    scope_rows,
     scope_rows_sql,
 )
 from memory.core.selectors.search.scope import Part
@@ -169,10 +171,10 @@ def run_legs(
             logger.warning("query adapter skipped for company %s: %s", company.pk, exc)
             degraded.append(DEGRADED_ADAPTER)
     paths = []
-    if vector is not None:
+    if vector is not None and counts is not None:
         paths = choose_paths(
-            counts[0], counts[1:], depth=depth,
-            index_ready=lambda: vector_index_ready(embedder_id, dims),
+            counts.index_rows(parts), counts.parts, depth=depth,
+            index_ready=lambda i: vector_index_ready(embedder_id, dims, shared=parts[i].shared),
         )  # fmt: skip
 
     clock = time.perf_counter()
@@ -200,9 +202,10 @@ def _plan(
     sparse: bool,
     reembed: tuple[int, str, int] | None,
     adapter: bool = False,
-) -> tuple[list[str], list[int], dict | None, object | None]:
+) -> tuple[list[str], ScopeRows | None, dict | None, object | None]:
     """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
-    the table and of each part (path choice; common lexemes); and, when the dense leg runs
+    the table (private and shared) and of each part (path choice; common lexemes); and,
+    when the dense leg runs
     (``reembed``: company id, query embedder id, dims), the running re-embedding job toward
     the query's embedder and (``adapter``) the company's active query adapter for it."""
     exprs: list[str] = []
@@ -224,21 +227,21 @@ def _plan(
         exprs.append(adapter_expr)
         params += adapter_params
     if not exprs:
-        return [], [], None, None
+        return [], None, None, None
     with read_connection().cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
     adapter_id = row.pop() if with_adapter else None
     job = row.pop() if reembed is not None else None
-    return lexemes, [int(n) for n in row], job, adapter_id
+    return lexemes, scope_rows(row) if row else None, job, adapter_id
 
 
-def _scope_share(counts: Sequence[int]) -> float:
-    """The scope's live rows over the table's (``counts``: table, then each part)."""
-    if len(counts) < 2 or counts[0] <= 0:
+def _scope_share(counts: ScopeRows | None) -> float:
+    """The scope's live rows over the table's."""
+    if counts is None or counts.table <= 0:
         return 1.0
-    return min(1.0, sum(counts[1:]) / counts[0])
+    return min(1.0, sum(counts.parts) / counts.table)
 
 
 def _run_statement(
@@ -251,7 +254,7 @@ def _run_statement(
     depth: int,
     with_meta: bool,
     scope_share: float = 1.0,
-    counts: Sequence[int] = (),
+    counts: ScopeRows | None = None,
     with_tags: bool = False,
 ) -> None:
     ctes: list[str] = []
@@ -268,7 +271,10 @@ def _run_statement(
         params += dense_params
         kinds.append("SELECT 'd' AS kind, id, sim AS score FROM dense")
     if lexemes:
-        sparse_sql, sparse_params = sparse_ctes(parts, filters, lexemes, depth, scope_share)
+        sparse_sql, sparse_params = sparse_ctes(
+            parts, filters, lexemes, depth, scope_share,
+            scope_rows=sum(counts.parts) if counts is not None else 0,
+        )  # fmt: skip
         ctes.append(sparse_sql)
         params += sparse_params
         kinds.append("SELECT 's' AS kind, id, score FROM sparse")
@@ -304,12 +310,12 @@ def _run_statement(
     # script as one simple query, which runs as one implicit transaction, so settings made
     # with set_config(..., true) hold for the search statement and end with it.
     walking = HNSW in paths
-    # The walk's width follows the walked parts' shares of the table (counts: table, parts).
+    # The walk's width follows the walked parts' shares of the indexes they walk.
     settings = {}
-    if walking:
+    if walking and counts is not None:
         settings = hnsw_settings(
-            depth, _supports_iterative_scan(), table_rows=counts[0], part_rows=counts[1:],
-            paths=paths,
+            depth, _supports_iterative_scan(), index_rows=counts.index_rows(parts),
+            part_rows=counts.parts, paths=paths,
         )  # fmt: skip
     script: list[str] = []
     script_params: list = []

@@ -20,7 +20,13 @@ from memory.core.selectors.search.fuse import fuse
 from memory.core.selectors.search.hydrate import hydrate
 from memory.core.selectors.search.legs import run_legs
 from memory.core.selectors.search.results import SearchHit, SearchResult
-from memory.core.selectors.search.scope import Part, scope_filters, union_sql
+from memory.core.selectors.search.scope import (
+    Part,
+    private_part,
+    scope_filters,
+    shared_part,
+    union_sql,
+)
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
@@ -55,14 +61,9 @@ def memory_search(
         include_shared = config.include_shared
     include_shared = include_shared and full_config.memory.options.shared_knowledge_base
     use_adapter = full_config.memory.fine_tune.enabled
-    parts = [
-        Part(
-            "m.company_id = %s AND m.agent_id = %s AND NOT m.is_shared",
-            (agent.company_id, agent.pk),
-        )
-    ]
+    parts = [private_part(agent.company_id, agent.pk)]
     if include_shared:
-        parts.append(Part("m.company_id = %s AND m.is_shared", (agent.company_id,)))
+        parts.append(shared_part(agent.company_id))
     return _search(
         company=company,
         parts=parts,
@@ -90,13 +91,9 @@ def shared_search(
     """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s)."""
     full_config = company_config(company)
     config = config or full_config.memory.retrieval
-    if exclude_agent is not None:
-        part = Part(
-            "m.company_id = %s AND m.is_shared AND m.agent_id <> %s",
-            (company.pk, exclude_agent.pk),
-        )
-    else:
-        part = Part("m.company_id = %s AND m.is_shared", (company.pk,))
+    part = shared_part(
+        company.pk, exclude_agent_id=exclude_agent.pk if exclude_agent is not None else None
+    )
     return _search(
         company=company,
         parts=[part],

@@ -20,9 +20,38 @@ class Part:
 
     sql: str
     params: tuple
+    #: the part's rows are shared ones (its SQL says ``m.is_shared``; a private part says
+    #: ``NOT m.is_shared``): which of the embedder's two HNSW indexes it walks
+    shared: bool = False
     #: filters only: nothing but liveness (the BM25 scope statistics can be read from
     #: ``memory_bm25_scope_stats`` instead of scanning the scope)
     live_only: bool = False
+    #: the same condition (same parameters) written so that no index serves it: a filter
+    #: on rows another index found (the sparse leg over a large scope, :mod:`.sparse`)
+    filter_sql: str | None = None
+
+    def as_filter(self) -> Part:
+        """This part with its condition written as :attr:`filter_sql` (itself if none)."""
+        if self.filter_sql is None:
+            return self
+        return Part(self.filter_sql, self.params, shared=self.shared, live_only=self.live_only)
+
+
+# ``+ 0``: the same comparison, on an expression no b-tree indexes.
+def private_part(company_id: int, agent_id: int) -> Part:
+    """The agent's private rows."""
+    condition = "m.company_id{0} = %s AND m.agent_id{0} = %s AND NOT m.is_shared"
+    return Part(condition.format(""), (company_id, agent_id), filter_sql=condition.format(" + 0"))
+
+
+def shared_part(company_id: int, *, exclude_agent_id: int | None = None) -> Part:
+    """The company's shared rows (but ``exclude_agent_id``'s)."""
+    condition = "m.company_id{0} = %s AND m.is_shared"
+    params: tuple = (company_id,)
+    if exclude_agent_id is not None:
+        condition += " AND m.agent_id <> %s"
+        params += (exclude_agent_id,)
+    return Part(condition.format(""), params, shared=True, filter_sql=condition.format(" + 0"))
 
 
 def scope_filters(query: MemoryQuery, now: datetime) -> Part:

@@ -30,7 +30,7 @@ stats AS ({stats}),
 matched AS (
     SELECT m.id, m.doc_length, t.lexeme, {tf} AS tf
       FROM memory_memory m, {terms}
-     WHERE ({scope}) AND {filters} AND m.search_vector @@ %s::tsquery
+     WHERE ({match_scope}) AND {filters} AND m.search_vector @@ %s::tsquery
 ),
 -- df of the matching lexemes over the candidates (exact: every row holding one is one);
 -- a common lexeme (not used to find candidates) gets its table share × N instead
@@ -94,6 +94,16 @@ COMMON_LEXEME_SHARE = 0.2
 #: (recall any@10 0.817 → 0.808), at 0.5 0.813, at 0.8 0.816 (the names alone). The share a
 #: common lexeme scores with is this estimate.
 CONCENTRATED_LEXEME_SHARE = 0.8
+#: A scope of more live rows than this does not help find the query's rows: its b-tree
+#: indexes would give a bitmap of every row of the scope, and AND-ing it with the lexemes'
+#: posting lists costs more than checking the scope on the rows the lexemes find. The
+#: planner takes the AND whatever the scope's size (its cost model counts the heap pages the
+#: AND saves, not the bitmap's entries), so above this the scope is written as a filter
+#: (:meth:`Part.as_filter`). Measured on the 1M-row set (``bench/scale_1m.py``): a b-tree
+#: bitmap costs ≈ 0.1 µs per scope row (400k rows: 41 ms), a row the lexemes find and the
+#: filter drops ≈ 1.5 µs; a 450k-row scope's sparse statement went from 85 to 33 ms, while a
+#: 51k-row scope's kept the AND (13 ms, against ≈ 30 ms without).
+SPARSE_SCOPE_BITMAP_MAX_ROWS = 100_000
 #: How long the table's lexeme statistics are reused before pg_stats is read again.
 LEXEME_STATS_TTL_S = 300.0
 _lexeme_stats: tuple[float, dict[str, float]] = (float("-inf"), {})
@@ -138,11 +148,16 @@ def sparse_ctes(
     lexemes: Sequence[str],
     depth: int,
     scope_share: float = 1.0,
+    scope_rows: int = 0,
 ) -> tuple[str, list]:
     """CTEs (and their parameters, in order) ending in ``sparse(id, score)``: the BM25 of
     the scope's rows holding the query's ``lexemes``, best first, at most ``depth``
-    (``scope_share``: the scope's live rows over the table's, for :func:`common_lexemes`)."""
+    (``scope_share``: the scope's live rows over the table's, for :func:`common_lexemes`;
+    ``scope_rows``: its live rows, for ``SPARSE_SCOPE_BITMAP_MAX_ROWS``)."""
     scope, scope_params = union_sql(parts)
+    match_scope = scope
+    if scope_rows > SPARSE_SCOPE_BITMAP_MAX_ROWS:
+        match_scope, _ = union_sql([part.as_filter() for part in parts])
     common = common_lexemes(lexemes, scope_share)
     if len(common) == len(lexemes):
         common = {}
@@ -155,7 +170,7 @@ def sparse_ctes(
         stats_params = [*scope_params, *filters.params]
     sql = _BM25_CTES.format(
         stats=stats,
-        scope=scope,
+        match_scope=match_scope,
         filters=filters.sql,
         score=_SCORE,
         tf=bm25.SQL_TF,

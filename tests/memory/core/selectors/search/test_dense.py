@@ -60,9 +60,14 @@ def test_path_choice_by_table_and_part_size(monkeypatch):
     assert choose(10_000, [10_000, 2_000], depth=50) == ["hnsw", "exact"]
     assert choose(200_000, [30_000, 20_000], depth=50) == ["hnsw", "exact"]
     # until the index is built every part is scanned exactly
-    assert choose(10_000, [10_000, 2_000], depth=50, index_ready=lambda: False) == [
+    assert choose(10_000, [10_000, 2_000], depth=50, index_ready=lambda part: False) == [
         "exact",
         "exact",
+    ]
+    # ... part by part: the index of one part's rows may be ready before the other's
+    assert choose([10_000, 10_000], [10_000, 9_000], depth=50, index_ready=lambda p: p == 1) == [
+        "exact",
+        "hnsw",
     ]
 
 
@@ -83,9 +88,25 @@ def test_a_part_no_walk_covers_is_scanned_exactly_up_to_the_narrow_limit():
     assert choose(1_000_000, [400_000, 0], depth=50) == ["hnsw", "exact"]
 
 
+def test_each_part_is_judged_against_the_index_it_walks():
+    """Private rows and shared rows have HNSW indexes of their own (vector_indexes): the
+    company's 50k shared rows are all of the shared rows' index, not 5 % of the table."""
+    choose = dense_module.choose_paths
+    assert choose([950_000, 50_000], [400_000, 50_000], depth=50) == ["hnsw", "hnsw"]
+    # another company's shared rows share that index: 50k of 500k shared rows is narrow
+    assert choose([500_000, 500_000], [400_000, 50_000], depth=50) == ["hnsw", "exact"]
+    # an index that holds few rows is scanned exactly, whatever the other part's holds
+    assert choose([950_000, 4_000], [400_000, 4_000], depth=50) == ["hnsw", "exact"]
+    with pytest.raises(ValueError, match="one index row count per part"):
+        choose([950_000], [400_000, 50_000], depth=50)
+    assert settings(50, [950_000, 50_000], [400_000, 50_000], ["hnsw", "hnsw"]) == walk(
+        713  # the private part's 6 × 50 / (400k / 950k); the shared part needs 300
+    )
+
+
 def settings(depth, table_rows, part_rows, paths, iterative=True):
     return dense_module.hnsw_settings(
-        depth, iterative, table_rows=table_rows, part_rows=part_rows, paths=paths
+        depth, iterative, index_rows=table_rows, part_rows=part_rows, paths=paths
     )
 
 
@@ -191,4 +212,47 @@ def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_a
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("EXPLAIN " + statement, params[n_settings:])
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert f"Index Scan using {index_name(embedder.embedder_id, embedder.dims)}" in plan
+    private_index = index_name(embedder.embedder_id, embedder.dims, shared=False)
+    assert f"Index Scan using {private_index}" in plan
+
+
+def test_the_companys_shared_rows_walk_the_shared_rows_index(rrf_agent):
+    """The shared part walks the index of shared rows, as a share of the shared rows: a few
+    shared rows among many private ones are walked, not scanned (memory 0022), and another
+    company's shared rows in the same index are never returned."""
+    from django.db import connection, transaction
+
+    from memory.core.vector_indexes import index_name
+    from synthorg.embedding import default_embedder
+    from tests.persistence.factories import AgentFactory, CompanyFactory
+
+    embedder = default_embedder()
+    colleague = AgentFactory(company=rrf_agent.company)
+    store(colleague, embedder, *(f"private note number {i}" for i in range(30)))
+    store(rrf_agent, embedder, "deploy checklist", shared=True)
+    stranger = AgentFactory(company=CompanyFactory())
+    store(stranger, embedder, "deploy checklist", shared=True)
+    captured = []
+
+    def capture(execute, sql, params, many, context):
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dense_module, "EXACT_SCAN_MAX_ROWS", 0)
+        with connection.execute_wrapper(capture):
+            result = search(rrf_agent, embedder, "deploy checklist")
+    # the agent has no private rows (exact); the shared part is the company's share of the
+    # shared rows' index (1 of 2): walked, then scanned since 1 row < the leg depth
+    assert result.dense_paths == ["exact", "hnsw+exact"]
+    assert [(h.memory.agent_id, h.is_shared) for h in result.hits] == [(rrf_agent.pk, True)]
+    script, params = next((sql, p) for sql, p in captured if "walk_1" in sql)
+    settings_sql, statement = script.split(";\n", 1)
+    n_settings = settings_sql.count("%s")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(settings_sql, params[:n_settings])
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + statement, params[n_settings:])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    shared_index = index_name(embedder.embedder_id, embedder.dims, shared=True)
+    assert f"Index Scan using {shared_index}" in plan

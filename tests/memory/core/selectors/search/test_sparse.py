@@ -98,3 +98,41 @@ def test_a_lexeme_concentrated_in_the_scope_is_common_there(keyword_embedder):
         idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / avgdl)) for idf in (idf_bill, idf_caroline)
     )
     assert result.hits[0].sparse_score == pytest.approx(expected)
+
+
+def test_a_large_scope_filters_the_rows_its_lexemes_find(rrf_agent, keyword_embedder):
+    """Above ``SPARSE_SCOPE_BITMAP_MAX_ROWS`` live rows the scope is written as a filter (no
+    b-tree bitmap of the whole scope): same rows, same scores, other agents and companies
+    still out; below it the scope's indexes may serve it."""
+    from django.db import connection
+
+    store(rrf_agent, keyword_embedder, "deploy friday", "deploy database", "lunch menu")
+    store(rrf_agent, keyword_embedder, "deploy shared runbook", shared=True)
+    store(AgentFactory(company=rrf_agent.company), keyword_embedder, "deploy elsewhere")
+    store(AgentFactory(company=CompanyFactory()), keyword_embedder, "deploy stranger", shared=True)
+
+    def run():
+        captured = []
+
+        def capture(execute, sql, params, many, context):
+            captured.append(sql)
+            return execute(sql, params, many, context)
+
+        with connection.execute_wrapper(capture):
+            result = search(rrf_agent, keyword_embedder, "deploy", legs=("sparse",), limit=10)
+        [statement] = [sql for sql in captured if "matched AS" in sql]
+        matched = statement[statement.index("matched AS") : statement.index("df AS")]
+        hits = [(hit.memory.content, hit.sparse_score) for hit in result.hits]
+        return hits, matched
+
+    indexed, indexed_sql = run()
+    assert "m.agent_id = %s" in indexed_sql and "+ 0" not in indexed_sql
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sparse_module, "SPARSE_SCOPE_BITMAP_MAX_ROWS", 3)  # the scope holds 4
+        filtered, filtered_sql = run()
+    assert "m.company_id + 0 = %s AND m.agent_id + 0 = %s AND NOT m.is_shared" in filtered_sql
+    assert "m.company_id + 0 = %s AND m.is_shared" in filtered_sql
+    assert filtered == indexed
+    assert sorted(content for content, _ in filtered) == [
+        "deploy database", "deploy friday", "deploy shared runbook",
+    ]  # fmt: skip
