@@ -18,9 +18,11 @@ from synthorg.embedded_pg import (
     OWNER_ROLE,
     SUPERUSER,
     EmbeddedServer,
+    EmbeddedServerError,
     OldDataDirectoryError,
     read_postmaster,
     server_major,
+    shared_buffers,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,10 +34,14 @@ def query(server, user, sql, dbname=DATABASE_NAME):
         return cursor.fetchall() if cursor.description else None
 
 
-def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(server_dir):
+def test_bootstrap_from_an_empty_directory_creates_server_roles_and_database(
+    server_dir, monkeypatch
+):
+    monkeypatch.setenv("SYNTHORG_PG_SHARED_BUFFERS", "144MB")
     server = EmbeddedServer(server_dir / "pgdata")
     server.attach()
     try:
+        assert query(server, SUPERUSER, "SHOW shared_buffers") == [("144MB",)]
         assert (server_dir / "pgdata" / "PG_VERSION").read_text().strip() == "18"
         assert server_major() == 18
         assert query(server, SUPERUSER, "SHOW server_version_num")[0][0].startswith("18")
@@ -230,3 +236,25 @@ def test_recover_never_creates_a_new_database_under_a_running_service(server_dir
         assert server._restart_backoff == 1.0
     finally:
         server.detach()
+
+
+def test_shared_buffers_is_a_quarter_of_the_machine_within_bounds_or_as_set(monkeypatch):
+    monkeypatch.delenv("SYNTHORG_PG_SHARED_BUFFERS", raising=False)
+    assert shared_buffers(memory_mb=24_000) == "6000MB"
+    assert shared_buffers("auto", memory_mb=256) == "128MB"
+    assert shared_buffers("auto", memory_mb=64_000) == "8192MB"
+    assert shared_buffers("4GB") == "4096MB"
+    assert shared_buffers(" 512mb ") == "512MB"
+    monkeypatch.setenv("SYNTHORG_PG_SHARED_BUFFERS", "1TB")
+    assert shared_buffers() == "1048576MB"
+    for bad in ("lots", "1.5GB", "-1GB", "64MB", "4G", "GB"):
+        with pytest.raises(EmbeddedServerError, match="SYNTHORG_PG_SHARED_BUFFERS"):
+            shared_buffers(bad)
+
+
+def test_a_malformed_shared_buffers_stops_the_start_with_its_reason(server_dir, monkeypatch):
+    monkeypatch.setenv("SYNTHORG_PG_SHARED_BUFFERS", "half")
+    server = EmbeddedServer(server_dir / "pgdata")
+    with pytest.raises(EmbeddedServerError, match="expected 'auto' or a size such as 512MB"):
+        server.attach()
+    assert read_postmaster(server.pgdata) is None
