@@ -670,7 +670,9 @@ def server_settings() -> dict[str, str]:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT name, setting || coalesce(unit, '') FROM pg_settings WHERE name IN "
+            # current_setting: the value with its unit ("6026MB"; setting || unit gave
+            # "7713288kB" for 771328 pages of 8kB)
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name IN "
             "('shared_buffers', 'work_mem', 'effective_cache_size', 'max_parallel_workers', "
             "'max_parallel_maintenance_workers', 'max_worker_processes', 'server_version')"
         )

@@ -1,20 +1,22 @@
 """The dense leg: cosine similarity between the query embedding and stored vectors.
 
 Only vectors *of the same embedder_id* are compared (vectors of another model never are).
-pgvector filters HNSW results after the graph walk, so a filter that keeps few rows starves
-the index. While the whole table holds up to ``EXACT_SCAN_MAX_ROWS`` live rows (the
-trigger-maintained totals of ``memory_bm25_scope_stats``, read with the query's lexemes in
-one planning round trip), each part of the scope (private rows of one agent;
-shared rows of one company) is scanned exactly (ordered by similarity, an expression HNSW
-cannot serve). Above it, a part holding ``HNSW_MIN_SHARE`` of the table's rows or more (or
-more than ``PART_EXACT_MAX_ROWS``) is walked with HNSW first, with pgvector ≥ 0.8's
-iterative scan, and a smaller part is scanned exactly. A walk that returns ``depth``
-filtered rows found the part's true nearest among its candidates, so it is kept; one that
-returns fewer is replaced by the exact scan of the part, in the same statement (the exact
-CTE is gated by the walk's row count, so it only runs when the walk came back short).
+Each (embedder, width) has two HNSW indexes, over private rows and over shared rows
+(:mod:`memory.core.vector_indexes`); a scope part (private rows of one agent; shared rows of
+one company) walks the one its rows are in. pgvector filters HNSW results after the graph
+walk, so a filter that keeps few of the index's rows starves the walk. While the index a
+part walks holds up to ``EXACT_SCAN_MAX_ROWS`` live rows (the trigger-maintained totals of
+``memory_bm25_scope_stats``, read with the query's lexemes in one planning round trip), the
+part is scanned exactly (ordered by similarity, an expression HNSW cannot serve). Above it,
+a part holding ``HNSW_MIN_SHARE`` of its index's rows or more (or more than
+``PART_EXACT_MAX_ROWS``) is walked with HNSW first, with pgvector ≥ 0.8's iterative scan,
+and a smaller part is scanned exactly. A walk that returns ``depth`` filtered rows found the
+part's true nearest among its candidates, so it is kept; one that returns fewer is replaced
+by the exact scan of the part, in the same statement (the exact CTE is gated by the walk's
+row count, so it only runs when the walk came back short).
 
 **The walk's width follows the part's selectivity.** A filtered walk of a part holding share
-``s`` of the table's rows keeps ≈ ``s`` of the candidates it visits, so a first walk of
+``s`` of its index's rows keeps ≈ ``s`` of the candidates it visits, so a first walk of
 width ``ef`` sees ≈ ``ef · s`` of the part's rows. Each walked part needs
 ``HNSW_COVERAGE × depth / s`` (at least ``HNSW_EF_SEARCH_FIRST``, at most pgvector's
 ``HNSW_EF_SEARCH`` = 1000) so that its first walk already holds ``HNSW_COVERAGE`` times the
@@ -32,11 +34,12 @@ The constants were chosen on the synthetic 1M data set's dev seed (``python benc
 ``bench/results/scale_1m_dev_sweep.json``), not on the evaluation seed. Walks of each part
 with the first walk at 200 / 400 / 700 / 1000 against the part's exact scan (recall@10, 30
 queries): a part of 40 % 0.88 / 0.92 / 0.96 / 0.96 (``HNSW_COVERAGE`` 6 gives it 750); of 10 %
-0.88 / 0.89 / 0.92 / 0.92; the company's shared rows (50k, 5 %) 0.90 / 0.92 / 0.93 / 0.93 —
-no width reaches 0.95 there (the synthetic clusters are tight, the walk's recall levels off),
-so that part is scanned exactly (``NARROW_PART_EXACT_MAX_ROWS``): recall 1.0, at ≈ 230 ms
-of PostgreSQL CPU for its 50k rows scattered over the heap instead of ≈ 20 ms for a walk.
-``bench/scale_1m.py`` measures both paths and the recall against an exact scan.
+0.88 / 0.89 / 0.92 / 0.92; the company's shared rows (50k, 5 % of an index over all rows)
+0.90 / 0.92 / 0.93 / 0.93 — no width reached 0.95 there, so that part was scanned exactly at
+≈ 230 ms. Since migration 0022 the shared rows have their own index, where one company's
+are most of it: walked at 300, with recall ≥ 0.99 on the evaluation seed
+(``bench/results/scale_1m.json``). ``bench/scale_1m.py`` measures both paths and the recall
+against an exact scan.
 
 The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
 sends (:mod:`memory.core.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
