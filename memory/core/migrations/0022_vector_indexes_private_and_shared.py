@@ -13,6 +13,9 @@ Built for every (embedder, width) the table holds, the default embedder's and ev
 re-embedding job's target (whose index its job built before writing any row).
 """
 
+import sys
+import time
+
 from django.db import migrations
 
 DEFAULT_EMBEDDER = ("all-MiniLM-L6-v2-onnx-int8pc", 384)
@@ -38,15 +41,32 @@ def _drop_indexes(cursor, pattern: str) -> None:
         cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
 
 
+#: Above this many rows (the planner's estimate) each build is announced: an HNSW build over
+#: a large table takes minutes (≈ 3.5 min for 1M rows), and ``migrate`` would look stuck.
+ANNOUNCE_ABOVE_ROWS = 50_000
+
+
 def split_indexes(apps, schema_editor):
-    from memory.core.vector_indexes import create_index_sql
+    from memory.core.vector_indexes import create_index_sql, index_name
 
     with schema_editor.connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE oid = 'memory_memory'::regclass")
+        announce = cursor.fetchone()[0] > ANNOUNCE_ABOVE_ROWS
+
+        def _progress(message: str) -> None:
+            if announce:
+                print(f"\n  {message}", end="", file=sys.stdout, flush=True)
+
         for embedder_id, dims in _pairs(cursor):
             for shared in (False, True):
+                name = index_name(embedder_id, dims, shared=shared)
+                kind = "shared" if shared else "private"
+                _progress(f"building {name} ({kind} rows of {embedder_id}, {dims} dims) …")
+                started = time.monotonic()
                 cursor.execute(
                     create_index_sql(embedder_id, dims, shared=shared, concurrently=True)
                 )
+                _progress(f"built {name} in {time.monotonic() - started:.1f} s")
         _drop_indexes(cursor, "memory\\_emb\\_%")
 
 

@@ -34,7 +34,7 @@ def run(function) -> None:
         function(None, SimpleNamespace(connection=owner))
 
 
-def test_the_one_index_becomes_a_private_and_a_shared_one_and_back():
+def test_the_one_index_becomes_a_private_and_a_shared_one_and_back(monkeypatch, capsys):
     MemoryFactory(
         embedding=[1.0] + [0.0] * (DIMS - 1), embedder_id=EMBEDDER, embedding_status="ready"
     )
@@ -48,6 +48,7 @@ def test_the_one_index_becomes_a_private_and_a_shared_one_and_back():
     assert legacy.startswith(LEGACY_PREFIX) and legacy not in (private, shared)
 
     run(SPLIT.split_indexes)
+    assert "building" not in capsys.readouterr().out  # a small table: builds are not announced
     after = index_definitions()
     assert set(after) == {private, shared}
     assert after[private].endswith(f"vector_dims(embedding) = {DIMS}) AND (NOT is_shared))")
@@ -55,5 +56,11 @@ def test_the_one_index_becomes_a_private_and_a_shared_one_and_back():
 
     run(SPLIT.merge_indexes)
     assert set(index_definitions()) == {legacy}
-    run(SPLIT.split_indexes)  # leave the database as the migrations do
+    # leave the database as the migrations do; a large table announces each build
+    monkeypatch.setattr(SPLIT, "ANNOUNCE_ABOVE_ROWS", -2)  # reltuples is -1 before ANALYZE
+    run(SPLIT.split_indexes)
     assert set(index_definitions()) == {private, shared}
+    out = capsys.readouterr().out
+    assert f"building {private} (private rows of {EMBEDDER}, {DIMS} dims) …" in out
+    assert f"building {shared} (shared rows of {EMBEDDER}, {DIMS} dims) …" in out
+    assert f"built {shared} in " in out
