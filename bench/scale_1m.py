@@ -985,8 +985,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--baseline",
         action="store_true",
-        help="also run each dense leg under the previous rule (first walk at 200, parts of "
-        "more than 20k rows walked) on the same query: before/after within one run",
+        help="also run each dense leg under the previous rule (the company's shared part "
+        "scanned exactly, as before memory 0022) on the same query: before/after within one run",
     )
     p.add_argument(
         "--sweep",
