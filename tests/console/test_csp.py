@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib import admin
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
@@ -32,7 +33,12 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 
 def _wait(browser, condition, timeout=30):
-    return WebDriverWait(browser, timeout).until(condition)
+    # An element read while the page navigates goes stale: ask again, as for a missing one.
+    return WebDriverWait(
+        browser,
+        timeout,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(condition)
 
 
 def _violations(browser) -> list[str]:

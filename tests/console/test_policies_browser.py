@@ -32,7 +32,11 @@ def test_admin_adds_and_reorders_core_policies(live_server, browser):
     _wait(browser, ec.presence_of_element_located((By.ID, "add-button")))
     for text in ("No commits to main", "PRs need 2 approvals"):
         browser.find_element(By.ID, "new-content").send_keys(text)
-        browser.find_element(By.ID, "add-button").click()
+        button = browser.find_element(By.ID, "add-button")
+        button.click()
+        # the page the click leaves goes stale first: a success message still on it (the
+        # previous add's) would otherwise satisfy the wait before the new page is there
+        _wait(browser, ec.staleness_of(button))
         _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".message.success")))
     # Move the second policy up.
     browser.find_element(By.CSS_SELECTOR, "#policy-2 button[name=action][value=up]").click()
