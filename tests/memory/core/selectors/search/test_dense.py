@@ -182,10 +182,23 @@ def test_the_search_statement_carries_the_width_of_the_parts_share(
     assert sent == walk(400)
 
 
+def explain_search_script(script: str, params) -> str:
+    """EXPLAIN of a captured search script's statement, under its own walk settings."""
+    from django.db import connection, transaction
+
+    settings_sql, statement = script.split(";\n", 1)
+    n_settings = settings_sql.count("%s")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(settings_sql, params[:n_settings])
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + statement, params[n_settings:])
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
 def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_agent, monkeypatch):
     """The statement the search sends (settings script and all) walks the query embedder's
     own HNSW index (memory.core.vector_indexes), not a scan."""
-    from django.db import connection, transaction
+    from django.db import connection
 
     from memory.core.vector_indexes import index_name
     from synthorg.embedding import default_embedder
@@ -205,13 +218,7 @@ def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_a
     # 3 rows < the leg depth; the empty shared part is no share any walk covers: exact
     assert result.dense_paths == ["hnsw+exact", "exact"]
     script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
-    settings_sql, statement = script.split(";\n", 1)
-    n_settings = settings_sql.count("%s")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(settings_sql, params[:n_settings])
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + statement, params[n_settings:])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    plan = explain_search_script(script, params)
     private_index = index_name(embedder.embedder_id, embedder.dims, shared=False)
     assert f"Index Scan using {private_index}" in plan
 
@@ -220,7 +227,7 @@ def test_the_companys_shared_rows_walk_the_shared_rows_index(rrf_agent):
     """The shared part walks the index of shared rows, as a share of the shared rows: a few
     shared rows among many private ones are walked, not scanned (memory 0022), and another
     company's shared rows in the same index are never returned."""
-    from django.db import connection, transaction
+    from django.db import connection
 
     from memory.core.vector_indexes import index_name
     from synthorg.embedding import default_embedder
@@ -247,12 +254,6 @@ def test_the_companys_shared_rows_walk_the_shared_rows_index(rrf_agent):
     assert result.dense_paths == ["exact", "hnsw+exact"]
     assert [(h.memory.agent_id, h.is_shared) for h in result.hits] == [(rrf_agent.pk, True)]
     script, params = next((sql, p) for sql, p in captured if "walk_1" in sql)
-    settings_sql, statement = script.split(";\n", 1)
-    n_settings = settings_sql.count("%s")
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(settings_sql, params[:n_settings])
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + statement, params[n_settings:])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    plan = explain_search_script(script, params)
     shared_index = index_name(embedder.embedder_id, embedder.dims, shared=True)
     assert f"Index Scan using {shared_index}" in plan
