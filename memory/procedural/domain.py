@@ -170,6 +170,9 @@ class ProceduralMemoryProposal(BaseModel):
     tags: list[Tag] = Field(default_factory=list, max_length=MAX_PROPOSAL_TAGS)
     scope: ProceduralScope = ProceduralScope.AGENT
     name: str | None = Field(default=None, max_length=64)
+    #: what the lesson advises, as data (:class:`memory.procedural.advice.Advice` as a dict):
+    #: computed from the records, never taken from an LLM's answer (the parser drops it)
+    advice: dict[str, Any] | None = None
 
     @field_validator("*", mode="after")
     @classmethod
@@ -230,8 +233,9 @@ def parse_proposal(text: str, *, truncated: bool = False) -> ProceduralMemoryPro
         data = reply_json(text, truncated=truncated, expect=dict)
     except ReplyFormatError as exc:
         raise ProposalError(f"invalid JSON from proposer: {exc}") from None
+    data = {key: value for key, value in dict(data).items() if key != "advice"}
     try:
-        return ProceduralMemoryProposal.model_validate(dict(data))
+        return ProceduralMemoryProposal.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(part) for part in first["loc"]) or "proposal"

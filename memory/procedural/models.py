@@ -244,6 +244,9 @@ class ProceduralLesson(models.Model):
     action = models.TextField()
     rationale = models.TextField()
     execution_steps = models.JSONField(default=list)
+    # What the lesson advises, as data: {"situation": {...}, "directives": [...]}
+    # (memory.procedural.advice); {} for lessons written before it was stored.
+    advice = models.JSONField(default=dict, blank=True)
     proposer_model = models.CharField(max_length=200, blank=True, default="")
     method = models.CharField(max_length=16, default=Method.LLM)  # llm | rule
     # The scope the proposer asked for; ``memory.scope`` is the one it was delivered at (the

@@ -1,22 +1,33 @@
-"""Rule-based lessons: what an execution report teaches when no LLM is configured (pure).
+"""Rule-based lessons: what an execution report teaches, rendered from data (pure).
 
-:func:`rule_lesson` composes the same three tiers an LLM proposer writes — discovery,
-activation (condition / action / rationale) and execution steps — from the report's
-structured fields only: task type, error category and message, the failing tool, the retry
-count, the recovery the agent reported and the tools that finally succeeded. Nothing is
-invented: a field the report leaves empty is left out of the text.
+:func:`rule_lesson` renders the three tiers an LLM proposer writes — discovery, activation
+(condition / action / rationale) and execution steps — from the report's advice and evidence
+(:mod:`memory.procedural.advice`): the situation (task type, error category, failing tool,
+outcome) and the directives the report's own fields support. The discovery names the advice,
+not the failure ("'deploy' tasks with a 'timeout' error in `helm_upgrade`: do what the agent
+reported as its recovery: …"); the rationale is the evidence sentence, every fact in it
+computed from the report. Nothing is invented: a field the report leaves empty is left out.
 
-The wording is fixed so two reports of the same failure (same task type, error category and
-failing tool) yield the same discovery text, which the write gate then deduplicates like any
-lesson. Rule lessons carry :data:`RULE_CONFIDENCE` and the ``rule-based`` tag; once an LLM
-answers, the capture is run again and the LLM lesson supersedes the rule lesson.
+The wording is fixed so two reports of the same failure (same situation and advice) yield the
+same discovery text, which the write gate then deduplicates like any lesson. Rule lessons
+carry :data:`RULE_CONFIDENCE` and the ``rule-based`` tag; once an LLM answers, the capture
+is run again and the LLM lesson supersedes the rule lesson.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
+from memory.procedural.advice import (
+    RECOVERY,
+    SEQUENCE,
+    Advice,
+    Evidence,
+    advice_for_report,
+    evidence_of,
+    render_evidence,
+)
 from memory.procedural.domain import (
     DISCOVERY_MAX,
     MAX_STEPS,
@@ -26,156 +37,122 @@ from memory.procedural.domain import (
     ProceduralMemoryProposal,
     ProceduralScope,
 )
+from synthorg.text import clip
 
 RULE_CONFIDENCE = 0.6
 RULE_TAG = "rule-based"
-FAILED_STATUSES = frozenset({"failed", "timeout"})
 EXCERPT = 300
+WITHOUT_LLM = "Written without an LLM, from the report's fields."
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _tools(calls: Sequence[Mapping[str, Any]]) -> list[dict]:
-    return [c for c in calls if isinstance(c, Mapping) and str(c.get("name") or "").strip()]
-
-
-def _distinct(names) -> list[str]:
-    seen: list[str] = []
-    for name in names:
-        if name not in seen:
-            seen.append(name)
-    return seen
-
-
-def _failing_call(calls: list[dict]) -> tuple[int, dict] | tuple[None, None]:
-    """The last call that failed or timed out (the one the run ended on), with its index."""
-    for index in range(len(calls) - 1, -1, -1):
-        if calls[index].get("status") in FAILED_STATUSES:
-            return index, calls[index]
-    return None, None
-
-
-def _times(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"
-
-
-def _task(report: Mapping[str, Any]) -> str:
-    kind = (report.get("task_type") or "").strip()
+def task_phrase(advice: Advice, *, plural: bool = False) -> str:
+    kind = advice.situation.task_type
+    if plural:
+        return f"'{kind}' tasks" if kind else "tasks"
     return f"a '{kind}' task" if kind else "a task"
+
+
+def situation_phrase(advice: Advice) -> str:
+    """The situation, as the start of a title: "'deploy' tasks with a 'timeout' error in
+    `helm_upgrade`"."""
+    s = advice.situation
+    text = task_phrase(advice, plural=True)
+    if s.outcome == "succeeded":
+        return text
+    text += f" with a '{s.error_category or 'error'}' error"
+    return text + (f" in `{s.tool}`" if s.tool else "")
+
+
+def advice_phrase(advice: Advice) -> str:
+    """The directives as one clause: what to do, then what to avoid."""
+    ordered = sorted(advice.directives, key=lambda d: d.stance != "do")
+    parts = [d.sentence().rstrip(".") for d in ordered]
+    if not parts:
+        return "no advice the report supports"
+    return "; ".join(p[:1].lower() + p[1:] for p in parts)
+
+
+def advice_title(advice: Advice) -> str:
+    """What a lesson or skill is called: the situation and the advice."""
+    return f"{situation_phrase(advice)}: {advice_phrase(advice)}."
+
+
+def action_text(advice: Advice) -> str:
+    return " ".join(d.sentence() for d in sorted(advice.directives, key=lambda d: d.stance != "do"))
+
+
+def condition_text(advice: Advice, *, message: str = "") -> str:
+    s = advice.situation
+    if s.outcome == "succeeded":
+        return f"you start {task_phrase(advice)}."
+    where = f" in `{s.tool}`" if s.tool else ""
+    text = f"{task_phrase(advice)} meets a '{s.error_category or 'error'}' error{where}"
+    return text + (f" ({clip(message, EXCERPT)})." if message else ".")
+
+
+def steps_text(advice: Advice, *, message: str = "") -> list[str]:
+    s = advice.situation
+    steps: list[str] = []
+    if s.outcome != "succeeded":
+        subject = f"`{s.tool}`" if s.tool else "the failing step"
+        first = f"Before running {subject} in {task_phrase(advice)}, expect a "
+        first += f"'{s.error_category or 'error'}' error"
+        steps.append(first + (f": {clip(message, EXCERPT)}" if message else "."))
+    for directive in sorted(advice.directives, key=lambda d: d.stance != "do"):
+        if directive.kind == SEQUENCE and directive.stance == "do":
+            steps += [f"Run `{name.strip()}`." for name in directive.action.split(">")]
+        elif directive.kind == RECOVERY and directive.stance == "do":
+            steps.append(f"Apply the reported recovery: {directive.action}")
+        else:
+            steps.append(directive.sentence())
+    return steps or ["Repeat the approach of the run."]
 
 
 def rule_lesson(report: Mapping[str, Any], *, path: str) -> ProceduralMemoryProposal:
     """The rule lesson of ``report`` (a mapping of its fields, as the proposer payload is
     built from); ``path`` is the capture path, ``failure`` or ``success``."""
-    if path == "success":
-        return _success_lesson(report)
-    return _failure_lesson(report)
-
-
-def _failure_lesson(report: Mapping[str, Any]) -> ProceduralMemoryProposal:
-    calls = _tools(report.get("tool_calls") or [])
-    index, failing = _failing_call(calls)
-    tool = str(failing["name"]) if failing else ""
-    category = (report.get("error_category") or "").strip() or "error"
-    message = _clip(report.get("error_message") or (failing or {}).get("error") or "", EXCERPT)
-    retries = int(report.get("retry_count") or 0)
-    recovery = _clip(report.get("recovery") or "", EXCERPT)
-    after = calls[index + 1 :] if index is not None else []
-    worked = _distinct(str(c["name"]) for c in after if c.get("status") == "succeeded")
-    task = _task(report)
-    where = f" in `{tool}`" if tool else ""
-
-    subject = f"`{tool}`" if tool else "the failing step"
-    partial = report.get("outcome") == "partial"
-    discovery = f"{task[0].upper()}{task[1:]} failed with a '{category}' error{where}"
-    if retries:
-        discovery += f"; {_times(retries, 'retry', 'retries')} did not help"
-    discovery += "."
-    condition = f"When {task} meets a '{category}' error{where}"
-    condition += f" ({message})." if message else "."
-    if worked:
-        action = f"Do what finally worked: {' > '.join(worked)}."
-    elif recovery and partial:
-        action = f"Apply the recovery the agent reported: {recovery}"
-    elif recovery:
-        action = (
-            f"Do not repeat what was tried ({recovery}); change {subject}'s inputs or escalate."
-        )
-    else:
-        action = f"Do not repeat {subject} unchanged; change its inputs or escalate."
-    rationale = (
-        f"Rule-based lesson from one {report.get('outcome') or 'failed'} execution report "
-        f"(written without an LLM): error category '{category}'"
-        + (f", failing tool `{tool}`" if tool else "")
-        + f", {_times(retries, 'retry', 'retries')}"
-        + (f", what finally succeeded: {' > '.join(worked)}" if worked else "")
-        + "."
-    )
-    steps = [f"Before running {subject} in {task}, expect a '{category}' error"]
-    steps[0] += f": {message}" if message else "."
-    if worked:
-        steps.append(f"Run what finally succeeded: {' > '.join(worked)}.")
-    elif recovery and partial:
-        steps.append(f"Apply the recovery the agent reported: {recovery}")
-    else:
-        steps.append("If it fails, do not retry unchanged: change the inputs or escalate.")
-        if recovery:
-            steps.append(f"Already tried without success: {recovery}")
-    tags = [RULE_TAG, report.get("task_type") or "", category]
-    return _proposal(
-        name=f"{report.get('task_type') or 'task'}-{category}-{tool or 'failure'}",
-        discovery=discovery,
-        condition=condition,
-        action=action,
-        rationale=rationale,
-        steps=steps,
-        tags=tags,
+    if path == "success" and report.get("outcome") in (None, ""):
+        report = {**report, "outcome": "succeeded"}
+    advice = advice_for_report(report)
+    return rendered_proposal(
+        advice, evidence_of([report]), message=_message(report), note=WITHOUT_LLM
     )
 
 
-def _success_lesson(report: Mapping[str, Any]) -> ProceduralMemoryProposal:
-    calls = _tools(report.get("tool_calls") or [])
-    worked = _distinct(str(c["name"]) for c in calls if c.get("status") == "succeeded")
-    task = _task(report)
-    score = report.get("quality_score")
-    quality = f" (quality {score:g})" if isinstance(score, int | float) else ""
-    sequence = " > ".join(worked)
-    discovery = f"{task[0].upper()}{task[1:]} succeeded{quality}"
-    discovery += f" with the tool order {sequence}." if sequence else "."
-    condition = f"When you start {task}."
-    action = (
-        f"Follow the tool order that worked: {sequence}."
-        if sequence
-        else "Follow the approach of the run that scored well."
-    )
-    rationale = (
-        f"Rule-based lesson written without an LLM from one succeeded execution report"
-        f"{quality}, {int(report.get('turn_count') or 0)} turns."
-    )
-    steps = [f"Run `{name}`." for name in worked] or ["Repeat the approach of the run."]
-    return _proposal(
-        name=f"{report.get('task_type') or 'task'}-success",
-        discovery=discovery,
-        condition=condition,
-        action=action,
-        rationale=rationale,
-        steps=steps,
-        tags=[RULE_TAG, report.get("task_type") or ""],
-    )
+def _message(report: Mapping[str, Any]) -> str:
+    if report.get("outcome") == "succeeded":
+        return ""
+    return str(report.get("error_message") or "")
 
 
-def _proposal(*, name, discovery, condition, action, rationale, steps, tags):
+def rendered_proposal(
+    advice: Advice,
+    evidence: Evidence,
+    *,
+    message: str = "",
+    note: str = "",
+    confidence: float = RULE_CONFIDENCE,
+    scope: ProceduralScope = ProceduralScope.AGENT,
+    name: str = "",
+    tags: tuple[str, ...] = (RULE_TAG,),
+) -> ProceduralMemoryProposal:
+    """The proposal whose every tier is rendered from ``advice`` and ``evidence``."""
+    s = advice.situation
+    rationale = render_evidence(evidence) + (f" {note}" if note else "")
+    default_name = "-".join(
+        filter(None, [s.task_type or "task", s.error_category, s.tool or None])
+    ) + ("-success" if s.outcome == "succeeded" else "")
     return ProceduralMemoryProposal(
-        name=name[:64],
-        discovery=_clip(discovery, DISCOVERY_MAX),
-        condition=_clip(condition, TIER_TEXT_MAX),
-        action=_clip(action, TIER_TEXT_MAX),
-        rationale=_clip(rationale, TIER_TEXT_MAX),
-        execution_steps=[_clip(step, STEP_MAX) for step in steps[:MAX_STEPS]],
-        confidence=RULE_CONFIDENCE,
-        tags=[tag[:PROPOSAL_TAG_MAX] for tag in tags if tag][:5],
-        scope=ProceduralScope.AGENT,
+        name=(name or default_name)[:64],
+        discovery=clip(advice_title(advice), DISCOVERY_MAX),
+        condition=clip(condition_text(advice, message=message), TIER_TEXT_MAX),
+        action=clip(action_text(advice) or "Follow the approach of the run.", TIER_TEXT_MAX),
+        rationale=clip(rationale, TIER_TEXT_MAX),
+        execution_steps=[clip(step, STEP_MAX) for step in steps_text(advice, message=message)][
+            :MAX_STEPS
+        ],
+        confidence=confidence,
+        tags=[t[:PROPOSAL_TAG_MAX] for t in (*tags, s.task_type, s.error_category) if t][:5],
+        scope=scope,
+        advice=advice.as_dict(),
     )

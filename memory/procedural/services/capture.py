@@ -46,8 +46,10 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
+from memory.procedural.advice import advice_for_report, evidence_of, render_evidence
+from memory.procedural.answer_checks import answer_problems
 from memory.procedural.capture import decide_capture
-from memory.procedural.domain import ProceduralScope, ProposalError
+from memory.procedural.domain import TIER_TEXT_MAX, ProceduralScope, ProposalError
 from memory.procedural.models import (
     CaptureStatus,
     ExecutionCapture,
@@ -70,6 +72,7 @@ from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFo
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
+from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +92,8 @@ DEFERRED = (
     "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
     "retried at its next attempt"
 )
+ANSWER_REFUSED = "LLM answer refused"
+RULE_STANDS_IN = "the rule lesson stands in; the LLM is asked again later"
 RETRY_COMPANY_TASK = "memory.procedural.tasks.retry_company_captures"
 
 
@@ -161,6 +166,10 @@ def _report_fields(report: ExecutionReport) -> dict:
     }
 
 
+def _with_day(fields: dict, report: ExecutionReport) -> dict:
+    return {**fields, "created_at": report.created_at}
+
+
 def execution_report_capture(*, report_id, now: datetime | None = None) -> ExecutionCapture:
     """Run the capture pipeline for one queued report; returns its capture row.
 
@@ -222,16 +231,28 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     except LLMError as exc:
         reason = f"{LLM_FAILURE}: {type(exc).__name__}: {exc}"
         logger.warning("procedural capture of report %s failed: %s", report.pk, reason)
-        _finish_llm_failure(capture, reason)
-        return capture
+        return _fall_back_to_rule(capture, procedural, reason, now=now)
     except ProposalError as exc:
         logger.warning("procedural capture of report %s failed: %s", report.pk, exc.reason)
-        _finish_llm_failure(capture, exc.reason)
-        return capture
+        return _fall_back_to_rule(capture, procedural, exc.reason, now=now)
     finally:
         close = getattr(provider, "close", None)
         if close is not None:
             close()
+    # The LLM words the lesson; the records decide what it advises and state the evidence.
+    advice = advice_for_report(fields)
+    problems = answer_problems(proposal, records=[fields], advice=advice)
+    if problems:
+        reason = f"{ANSWER_REFUSED}: {'; '.join(problems)}"
+        logger.warning("procedural proposal for report %s refused: %s", report.pk, reason)
+        return _fall_back_to_rule(capture, procedural, reason, now=now)
+    evidence = render_evidence(evidence_of([_with_day(fields, report)]))
+    proposal = proposal.model_copy(
+        update={
+            "advice": advice.as_dict(),
+            "rationale": clip(f"{proposal.rationale} {evidence}", TIER_TEXT_MAX),
+        }
+    )
     if proposal.confidence < procedural.min_confidence:
         reason = (
             f"confidence {proposal.confidence:g} < min_confidence {procedural.min_confidence:g}"
@@ -260,7 +281,11 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     return capture
 
 
-def _store_lesson(capture, *, proposal, method: str, model: str, supersedes, now) -> None:
+def _store_lesson(
+    capture, *, proposal, method: str, model: str, supersedes, now, llm_reason: str = ""
+) -> None:
+    """``llm_reason``: why the LLM's lesson is not the one stored (the rule lesson stands in;
+    the LLM is asked again with back-off)."""
     report = capture.report
     try:
         with transaction.atomic():
@@ -280,6 +305,16 @@ def _store_lesson(capture, *, proposal, method: str, model: str, supersedes, now
                     CaptureStatus.SKIPPED_MEMORY_LEVEL,
                     "the agent's memory level is none",
                 )
+            elif llm_reason:
+                _finish(
+                    capture,
+                    CaptureStatus.CAPTURED,
+                    f"{llm_reason} ({RULE_STANDS_IN})",
+                    retry=True,
+                    memory_id=stored.memory_id,
+                    confidence=proposal.confidence,
+                    method=method,
+                )
             else:
                 _finish(
                     capture,
@@ -298,13 +333,29 @@ def _store_lesson(capture, *, proposal, method: str, model: str, supersedes, now
         _finish(capture, CaptureStatus.FAILED, f"store failed: {exc}")
 
 
-def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> ExecutionCapture:
-    """No LLM configured: a rule lesson from the report's fields (method ``rule``)."""
+def _fall_back_to_rule(
+    capture: ExecutionCapture, procedural, reason: str, *, now
+) -> ExecutionCapture:
+    """The LLM failed, refused, or its answer was refused: never worse than no LLM — the rule
+    lesson is stored (unless the capture already holds it), the reason is recorded on the
+    capture, and the LLM is asked again with back-off."""
+    if _holds_rule_lesson(capture):
+        _finish(capture, CaptureStatus.CAPTURED, f"{reason} ({RULE_STANDS_IN})", retry=True)
+        return capture
+    return _capture_by_rule(capture, procedural, now=now, llm_reason=reason)
+
+
+def _capture_by_rule(
+    capture: ExecutionCapture, procedural, *, now, llm_reason: str = ""
+) -> ExecutionCapture:
+    """A rule lesson from the report's fields (method ``rule``): no LLM is configured, or
+    (``llm_reason``) the LLM's lesson could not be had."""
     if _holds_rule_lesson(capture):
         # Already captured by rule; the LLM is gone again — nothing new to write.
         _finish(capture, CaptureStatus.CAPTURED, NO_LLM, next_attempt_at=now or timezone.now())
         return capture
-    proposal = rule_lesson(_report_fields(capture.report), path=capture.strategy)
+    report = capture.report
+    proposal = rule_lesson(_with_day(_report_fields(report), report), path=capture.strategy)
     # Nothing judged how far a rule lesson applies: it takes the widest peer scope the
     # company's propagation strategy allows (never org: that is for a judged lesson).
     scope = strategy_scope(procedural.propagation.strategy)
@@ -314,6 +365,16 @@ def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> Execution
             f"rule lesson confidence {proposal.confidence:g} < min_confidence "
             f"{procedural.min_confidence:g}; waiting for an LLM"
         )
+        if llm_reason:
+            _finish(
+                capture,
+                CaptureStatus.FAILED,
+                f"{llm_reason}; {reason}",
+                retry=True,
+                confidence=proposal.confidence,
+                method=Method.RULE,
+            )
+            return capture
         _finish(
             capture,
             CaptureStatus.BELOW_CONFIDENCE,
@@ -323,7 +384,15 @@ def _capture_by_rule(capture: ExecutionCapture, procedural, *, now) -> Execution
             next_attempt_at=now or timezone.now(),
         )
         return capture
-    _store_lesson(capture, proposal=proposal, method=Method.RULE, model="", supersedes=(), now=now)
+    _store_lesson(
+        capture,
+        proposal=proposal,
+        method=Method.RULE,
+        model="",
+        supersedes=(),
+        now=now,
+        llm_reason=llm_reason,
+    )
     return capture
 
 
@@ -368,12 +437,6 @@ def _rule_lesson_to_supersede(capture: ExecutionCapture) -> tuple:
         memory__superseded_at__isnull=True,
     ).exists()
     return (capture.memory_id,) if live else ()
-
-
-def _finish_llm_failure(capture: ExecutionCapture, reason: str) -> None:
-    """An LLM reason: retried with back-off. A rule lesson already written stays captured."""
-    status = CaptureStatus.CAPTURED if _holds_rule_lesson(capture) else CaptureStatus.FAILED
-    _finish(capture, status, reason, retry=True)
 
 
 def execution_captures_requeue(

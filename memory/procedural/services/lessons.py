@@ -95,6 +95,7 @@ def lesson_row_create(
         action=proposal.action,
         rationale=proposal.rationale,
         execution_steps=list(proposal.execution_steps),
+        advice=dict(proposal.advice or {}),
         proposer_model=model,
         method=method,
         requested_scope=requested_scope,

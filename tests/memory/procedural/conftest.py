@@ -28,7 +28,7 @@ PROPOSAL = {
     "discovery": "Helm upgrades of the billing service time out at 300s; raise --timeout.",
     "condition": "A helm upgrade of a large chart times out at the default 300s.",
     "action": "Run helm upgrade with --timeout 900s and --atomic.",
-    "rationale": "The billing chart runs migrations in a pre-upgrade hook that takes ~6 min.",
+    "rationale": "The chart's pre-upgrade hook runs longer than the default 300s timeout.",
     "execution_steps": ["Check the hook duration", "Re-run with --timeout 900s --atomic"],
     "confidence": 0.9,
     "tags": ["helm", "deploy"],

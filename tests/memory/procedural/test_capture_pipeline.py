@@ -14,6 +14,7 @@ from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
 from memory.procedural.services.capture import (
+    RULE_STANDS_IN,
     execution_captures_requeue,
     execution_report_capture,
 )
@@ -60,11 +61,34 @@ def test_failure_becomes_a_three_tier_procedural_memory(caller, llm_server):
     assert memory.confidence == 0.9
     lesson = ProceduralLesson.objects.get(memory=memory)
     assert str(lesson.report_id) == report_id and lesson.origin == "failure"
+    # the LLM words the lesson; the evidence sentence is computed from the report
     assert (lesson.condition, lesson.action, lesson.rationale) == (
         PROPOSAL["condition"],
         PROPOSAL["action"],
-        PROPOSAL["rationale"],
+        f"{PROPOSAL['rationale']} Evidence: 1 execution report (1 failed); task type 'deploy'; "
+        "error category 'timeout'; failing tool `helm_upgrade`; 2 retries; "
+        f"reported {lesson.report.created_at:%Y-%m-%d}.",
     )
+    assert lesson.advice == {
+        "situation": {
+            "task_type": "deploy",
+            "error_category": "timeout",
+            "tool": "helm_upgrade",
+            "outcome": "failed",
+        },
+        "directives": [
+            {
+                "stance": "avoid",
+                "action": "Retried twice with the same timeout.",
+                "kind": "recovery",
+            },
+            {
+                "stance": "do",
+                "action": "change `helm_upgrade`'s inputs or escalate",
+                "kind": "escalate",
+            },
+        ],
+    }
     assert lesson.execution_steps == PROPOSAL["execution_steps"]
     assert lesson.skill_name == f"helm-upgrade-timeouts-{str(memory.pk)[:8]}"
     assert (capture.strategy, capture.confidence, capture.reason) == ("failure", 0.9, "")
@@ -102,6 +126,16 @@ def test_configured_model_and_sampling_are_sent(caller, llm_server):
 
 def test_success_path_uses_its_own_prompt_and_tag(caller, llm_server):
     set_procedural(caller.company, capture="hybrid")
+    reply(
+        llm_server,
+        _proposal(
+            discovery="Deploys that scored well checked the rollout before closing the task.",
+            condition="Closing a deploy task.",
+            action="Check the rollout status before closing the deploy.",
+            rationale="The deploy scored well when the rollout was checked.",
+            execution_steps=["Check the rollout", "Close the task"],
+        ),
+    )
     report_id = submit(
         caller, {"outcome": "succeeded", "task_title": "Deploy", "quality_score": 9.5}
     )
@@ -144,17 +178,32 @@ def test_success_below_the_agents_percentile_is_not_applicable(caller, peer, llm
         (ScriptedResponse(status=200, body=b"<html>"), "llm_error: LLMResponseError"),
     ],
 )
-def test_llm_errors_fail_the_capture_only(caller, llm_server, caplog, response, reason_start):
+def test_llm_errors_leave_the_rule_lesson_and_retry(
+    caller, llm_server, caplog, response, reason_start
+):
     llm_server.enqueue(llm_server.CHAT_COMPLETIONS, response)
     report_id = submit(caller)
     with caplog.at_level(logging.WARNING):
-        assert capture_execution_report(report_id) == "failed"
+        assert capture_execution_report(report_id) == "captured"
     capture = capture_of(report_id)
     assert capture.reason.startswith(reason_start)
-    assert capture.memory_id is None and not Memory.objects.exists()
+    assert capture.reason.endswith(f"({RULE_STANDS_IN})")
+    assert_rule_lesson_stands_in(capture)
     assert f"report {report_id} failed" in caplog.text
     body = caller.client.get(f"{URL}/{report_id}").json()
-    assert body["capture_status"] == "failed" and body["capture_reason"].startswith("llm_error")
+    assert (body["capture_status"], body["capture_method"]) == ("captured", "rule")
+    assert body["capture_reason"].startswith("llm_error")
+
+
+def assert_rule_lesson_stands_in(capture) -> None:
+    """The LLM's lesson could not be had: the rule lesson is stored and the LLM is asked
+    again later (never worse than no LLM)."""
+    assert capture.status == "captured" and capture.method == "rule"
+    assert capture.next_attempt_at is not None and capture.next_attempt_at > capture.updated_at
+    [lesson] = ProceduralLesson.objects.all()
+    assert lesson.memory_id == capture.memory_id and lesson.method == "rule"
+    assert lesson.discovery == Memory.objects.get(pk=capture.memory_id).content
+    assert lesson.advice["situation"]["tool"] == "helm_upgrade"
 
 
 def _proposal(**changes):
@@ -223,12 +272,14 @@ def _proposal(**changes):
         ),
     ],
 )
-def test_invalid_proposals_fail_with_the_reason(caller, llm_server, content, reason):
+def test_invalid_proposals_leave_the_rule_lesson_with_the_reason(
+    caller, llm_server, content, reason
+):
     reply(llm_server, content)
     report_id = submit(caller)
-    assert capture_execution_report(report_id) == "failed"
-    assert capture_of(report_id).reason == reason
-    assert not Memory.objects.exists() and not ProceduralLesson.objects.exists()
+    assert capture_execution_report(report_id) == "captured"
+    assert capture_of(report_id).reason == f"{reason} ({RULE_STANDS_IN})"
+    assert_rule_lesson_stands_in(capture_of(report_id))
 
 
 def test_fenced_json_is_accepted(caller, llm_server):
@@ -239,8 +290,11 @@ def test_fenced_json_is_accepted(caller, llm_server):
 def test_truncated_answer(caller, llm_server):
     reply(llm_server, '{"discovery": "cut', finish_reason="length")
     report_id = submit(caller)
-    assert capture_execution_report(report_id) == "failed"
-    assert capture_of(report_id).reason == "proposer answer truncated (max_tokens reached)"
+    assert capture_execution_report(report_id) == "captured"
+    assert capture_of(report_id).reason == (
+        f"proposer answer truncated (max_tokens reached) ({RULE_STANDS_IN})"
+    )
+    assert_rule_lesson_stands_in(capture_of(report_id))
 
 
 def test_below_min_confidence_is_dropped(caller, llm_server):
