@@ -101,9 +101,11 @@ def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) 
     with kind.batch(company_id, now) as batch:
         for index, (pk, status) in enumerate(due):
             # A failed or provisional result is moved back to queued first (history: retry).
-            if status != kind.queued:
-                if job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None:
-                    continue
+            if (
+                status != kind.queued
+                and job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None
+            ):
+                continue
             job = job_claim(kind, pk, now=now, due_only=True)
             if job is None:
                 continue
@@ -119,8 +121,10 @@ def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int
     first). The caller holds one of the company's LLM slots. Returns how many ran."""
     kinds = {kind.name: kind for kind in job_kinds()}
     ran = 0
-    for turn in JobTurn.objects.filter(company_id=company_id).exclude(kind=holder).order_by(
-        "waiting_since", "kind"
+    for turn in (
+        JobTurn.objects.filter(company_id=company_id)
+        .exclude(kind=holder)
+        .order_by("waiting_since", "kind")
     ):
         kind = kinds.get(turn.kind)
         if kind is None:
@@ -145,9 +149,11 @@ def jobs_run_due(
     now = now or timezone.now()
     reclaimed = job_reclaim_expired(kind, now=now)
     by_company: dict[int, int] = {}
-    for company_id in kind.due_jobs(now).order_by("next_attempt_at", "pk").values_list(
-        "company_id", flat=True
-    )[: limit or kind.batch_size]:
+    for company_id in (
+        kind.due_jobs(now)
+        .order_by("next_attempt_at", "pk")
+        .values_list("company_id", flat=True)[: limit or kind.batch_size]
+    ):
         by_company[company_id] = by_company.get(company_id, 0) + 1
     retried = waiting = 0
     for company_id, count in by_company.items():

@@ -54,9 +54,6 @@ class JobKind:
     company_task: str  # dotted q2 task the dispatcher hands each company: task(company_id)
     queued: str = "queued"  # the claimable status
     running: str = "running"
-    #: statuses a due job may be in that are moved back to ``queued`` before it is claimed
-    #: (a failed or provisional result); empty: only ``queued`` jobs are retried
-    retryable: tuple[str, ...] = ()
     policy: RetryPolicy = DEFAULT_POLICY
     lease: Callable[[], timedelta] = llm_job_lease
     #: the due jobs (``next_attempt_at <= now``) as a queryset; a kind narrows it (e.g. a job

@@ -59,7 +59,7 @@ def job_claim(kind: JobKind, pk, *, now: datetime | None = None, queryset=None, 
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET status = %s, attempts = attempts + 1, "  # noqa: S608
+                f"UPDATE {table} SET status = %s, attempts = attempts + 1, "
                 "next_attempt_at = NULL, claimed_until = %s, updated_at = %s "
                 f"WHERE {pk_column} = %s AND status = %s{due} RETURNING {pk_column}",
                 params,
@@ -99,8 +99,12 @@ def job_finish(
         fields["next_attempt_at"] = None
     for name, value in fields.items():
         setattr(job, name, value)
-    names = {"status", "reason", "updated_at", "claimed_until", "completed_at", *fields}
-    values = {name: getattr(job, name) for name in names}
+    # Every field, as ``save()`` would: a run may have set others on the way (a strategy).
+    values = {
+        field.attname: getattr(job, field.attname)
+        for field in kind.model._meta.concrete_fields
+        if not field.primary_key
+    }
     with transaction.atomic():
         rows = kind.model.objects.filter(pk=job.pk)
         if was_claimed:
