@@ -164,10 +164,12 @@ def job_requeue(
     actor: str = "",
     reset: bool = False,
     due: bool = False,
+    record_reason: bool = False,
     queryset=None,
 ):
     """Move job ``pk`` back to ``queued`` (``reset``: attempts start again at zero; ``due``:
-    due now, else not due until a worker takes it) with a history row naming ``actor``.
+    due now, else not due until a worker takes it; ``record_reason``: ``reason`` also
+    replaces the row's) with a history row naming ``actor``.
     ``None`` when it is queued or running (or changed meanwhile: no wait on its lock)."""
     now = now or timezone.now()
     with transaction.atomic():
@@ -187,8 +189,11 @@ def job_requeue(
         job.completed_at = None
         if reset:
             job.attempts = 0
+        if record_reason:
+            job.reason = reason[:REASON_MAX]
         job.save(
             update_fields=[
+                "reason",
                 "status",
                 "next_attempt_at",
                 "claimed_until",
