@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "axes",  # login throttling (web hygiene block below)
     "django_jsonform",  # the company config form's widget (persistence/console/config_form.py)
     "synthorg",
+    "synthorg.jobs",
     "persistence",
     "orgmemory",
     "memory.core",

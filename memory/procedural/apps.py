@@ -14,6 +14,11 @@ class ProceduralConfig(AppConfig):
         register_schedule_provider(procedural_schedules)
         register_retry_schedule()
 
+        from memory.procedural.services.capture import CAPTURE_JOB
+        from synthorg.jobs.registry import register_job_kind
+
+        register_job_kind(CAPTURE_JOB)
+
         from memory.procedural.portability import COMPRESSED_EXPERIENCES, EXECUTION_REPORTS
         from persistence.content_registry import register_content_kind
 

@@ -17,6 +17,7 @@ import uuid
 from django.db import models
 
 from persistence.models import Agent, Company, Task
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 TASK_TITLE_MAX_CHARS = 500
 TASK_TYPE_MAX_CHARS = 100
@@ -121,8 +122,10 @@ class Method(models.TextChoices):
 CAPTURE_METHOD_CHOICES = [(Method.LLM.value, "LLM"), (Method.RULE.value, "Rule")]
 
 
-class ExecutionCapture(models.Model):
-    """What the capture pipeline did with one report (mutable; one row per report)."""
+class ExecutionCapture(DurableJob):
+    """What the capture pipeline did with one report (mutable; one row per report): a
+    durable job (:mod:`synthorg.jobs`) whose ``next_attempt_at`` is when the retry schedule
+    runs it again (an LLM failure, or a rule lesson waiting for an LLM)."""
 
     Status = CaptureStatus
 
@@ -132,7 +135,6 @@ class ExecutionCapture(models.Model):
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=24, choices=Status.choices)
     strategy = models.CharField(max_length=16, blank=True, default="")  # failure | success
-    reason = models.CharField(max_length=1000, blank=True, default="")
     memory = models.ForeignKey(
         "memory.Memory",
         on_delete=models.SET_NULL,
@@ -141,15 +143,6 @@ class ExecutionCapture(models.Model):
         related_name="+",
     )
     confidence = models.FloatField(null=True, blank=True)
-    # llm | rule: what wrote the lesson (empty until a lesson is written).
-    method = models.CharField(max_length=16, blank=True, default="")
-    attempts = models.PositiveIntegerField(default=0)
-    # When the retry schedule runs this capture again (an LLM failure, or a rule lesson
-    # waiting for an LLM); null when nothing is pending.
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
-    completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -182,22 +175,15 @@ class ExecutionCapture(models.Model):
         return self.status
 
 
-class CaptureStatusChange(models.Model):
+class CaptureStatusChange(JobStatusChange):
     """One status transition of a capture. **Append-only** (a Postgres trigger rejects
     UPDATE/DELETE/TRUNCATE): the capture row holds the latest state, this the history."""
 
-    id = models.BigAutoField(primary_key=True)
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
     report = models.ForeignKey(
         ExecutionReport, on_delete=models.PROTECT, related_name="capture_history"
     )
     status = models.CharField(max_length=24, choices=CaptureStatus.choices)
-    method = models.CharField(max_length=16, blank=True, default="")
-    reason = models.CharField(max_length=1000, blank=True, default="")
-    attempt = models.PositiveIntegerField(default=0)
-    # Who caused it: "" for the pipeline and its schedule, "user:<id>" for an operator.
-    actor = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField()
 
     class Meta:
         ordering = ("report", "id")

@@ -45,7 +45,6 @@ from memory.procedural.evolver.tasks import (
 from memory.procedural.models import CaptureStatusChange, ExecutionCapture
 from memory.procedural.services.capture import (
     DEFERRED,
-    SLOT_DEFER,
     execution_captures_retry_company,
     execution_captures_retry_due,
 )
@@ -53,6 +52,7 @@ from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
+from synthorg.jobs.services import SLOT_DEFER
 from synthorg.llm.slots import slot_key
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush

@@ -20,3 +20,8 @@ class EvolverConfig(AppConfig):
         register_approval_applier(ACTION_CONFLICT, conflict_apply)
         register_schedule_provider(evolver_schedules)
         register_draft_retry_schedule()
+
+        from memory.procedural.evolver.draft_retry import DRAFT_JOB
+        from synthorg.jobs.registry import register_job_kind
+
+        register_job_kind(DRAFT_JOB)

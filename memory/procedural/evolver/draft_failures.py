@@ -1,15 +1,15 @@
-"""Recording failed drafts: the :class:`DraftFailure` row, its back-off and its history.
+"""Recording failed drafts: the :class:`DraftFailure` row, its retry policy and its history.
 
 A draft that fails for an LLM reason (an outage, a 429, a model the provider does not
 serve, an answer that is not a proposal) is attempt 1 of at most :data:`MAX_ATTEMPTS`; the
-``evolver-draft-retry`` schedule runs the next one after :func:`retry_delay` (1, 2, 4 … min,
-at most an hour — the same back-off as lesson captures). Every transition appends a
-:class:`DraftStatusChange` row.
+``evolver-draft-retry`` schedule runs the next one after :data:`DRAFT_POLICY`'s back-off
+(1, 2, 4 … min, at most an hour — the one policy of :mod:`synthorg.jobs`, as for lesson
+captures). Every transition appends a :class:`DraftStatusChange` row.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 
@@ -19,17 +19,12 @@ from memory.procedural.evolver.models import (
     DraftStatusChange,
     EvolverReport,
 )
+from synthorg.jobs.policy import RetryPolicy
 from synthorg.llm import LLMError
 
 REASON_MAX = 1000
-RETRY_BASE = timedelta(minutes=1)
-RETRY_MAX_DELAY = timedelta(hours=1)
 MAX_ATTEMPTS = 8
-
-
-def retry_delay(attempts: int) -> timedelta:
-    """The wait before attempt ``attempts + 1``: 1, 2, 4 … minutes, at most an hour."""
-    return min(RETRY_BASE * (2 ** max(attempts - 1, 0)), RETRY_MAX_DELAY)
+DRAFT_POLICY = RetryPolicy(max_attempts=MAX_ATTEMPTS)
 
 
 def failure_reason(exc: Exception) -> str:
@@ -43,7 +38,7 @@ def failure_reason(exc: Exception) -> str:
 
 
 def draft_history_record(
-    *, draft: DraftFailure, now: datetime, reason: str | None = None, actor: str = ""
+    draft: DraftFailure, *, now: datetime, reason: str | None = None, actor: str = ""
 ) -> DraftStatusChange:
     """Append the draft's current status (``reason`` overrides the row's) to its history."""
     return DraftStatusChange.objects.create(
@@ -62,15 +57,15 @@ def draft_failure_open(
     *, report: EvolverReport, pattern: str, reason: str, now: datetime
 ) -> DraftFailure | None:
     """Record attempt 1 of ``pattern``'s draft as failed in ``report``'s run (saved), due
-    again after :func:`retry_delay`. ``None`` when the pattern already has an open record
-    (another run recorded it meanwhile: the unique constraint decides)."""
+    again after the policy's first back-off. ``None`` when the pattern already has an open
+    record (another run recorded it meanwhile: the unique constraint decides)."""
     draft = DraftFailure(
         company_id=report.company_id,
         pattern=pattern,
         report=report,
         status=DraftStatus.PENDING,
         attempts=1,
-        next_attempt_at=now + retry_delay(1),
+        next_attempt_at=now + DRAFT_POLICY.delay(1),
         reason=reason[:REASON_MAX],
         created_at=now,
         updated_at=now,
@@ -78,18 +73,7 @@ def draft_failure_open(
     try:
         with transaction.atomic():
             draft.save(force_insert=True)
-            draft_history_record(draft=draft, now=now)
+            draft_history_record(draft, now=now)
     except IntegrityError:
         return None
     return draft
-
-
-def draft_failure_set(draft: DraftFailure, *, now: datetime, actor: str = "", **fields) -> None:
-    """Save ``fields`` on ``draft`` and append the transition to its history (atomic)."""
-    for name, value in fields.items():
-        setattr(draft, name, value)
-    draft.reason = draft.reason[:REASON_MAX]
-    draft.updated_at = now
-    with transaction.atomic():
-        draft.save()
-        draft_history_record(draft=draft, now=now, actor=actor)

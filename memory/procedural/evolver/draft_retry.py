@@ -7,9 +7,11 @@ full, and the pattern must not have been proposed meanwhile — otherwise ``supe
 drafts with the LLM and emits the item exactly as a cycle does (``drafted``, method
 ``llm``). The run is recorded as an :class:`EvolverReport` with trigger ``retry``.
 
-A failed attempt waits :func:`retry_delay` (1, 2, 4 … min, at most an hour); after
-:data:`MAX_ATTEMPTS` the pattern is drafted by rule (the member lessons' text) so the
-operator still gets an item, with the LLM's last failure in its evidence (``gave_up``). No
+Drafts are durable jobs (:mod:`synthorg.jobs`, the kind :data:`DRAFT_JOB`): claimed under
+a lease, reclaimed when a dead worker's lease ends, one company task per company under its
+LLM slots. A failed attempt waits :data:`DRAFT_POLICY`'s back-off (1, 2, 4 … min, at most an
+hour); after its last attempt the pattern is drafted by rule (the member lessons' text) so
+the operator still gets an item, with the LLM's last failure in its evidence (``gave_up``). No
 LLM configured any more ⇒ drafted by rule at once (``drafted``, method ``rule``). Per
 company, the first attempt that fails on the LLM call stops that company's batch: the
 others keep their due time and are not charged an attempt.
@@ -18,21 +20,20 @@ others keep their due time and are not charged an attempt.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.domain import ProposalError
 from memory.procedural.evolver import drafting
 from memory.procedural.evolver.draft_failures import (
-    MAX_ATTEMPTS,
-    draft_failure_set,
+    DRAFT_POLICY,
+    draft_history_record,
     failure_reason,
-    retry_delay,
 )
 from memory.procedural.evolver.models import (
     OPEN_DRAFT_STATUSES,
@@ -57,14 +58,20 @@ from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
+from synthorg.jobs.dispatch import (
+    JobDispatch,
+    JobRunSummary,
+    jobs_dispatch,
+    jobs_run_company,
+    jobs_run_due,
+)
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import LeaseLost, job_finish, job_reclaim_expired, job_requeue
 from synthorg.llm import LLMError
-from synthorg.llm.slots import company_llm_slot
-from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger("memory.procedural.evolver")
 
 RETRY_BATCH = 20
-RUNNING_TIMEOUT = timedelta(minutes=15)
 TRIGGER = "retry"
 
 NO_LONGER_ELIGIBLE = "no longer eligible: the pattern is below the thresholds in today's window"
@@ -73,125 +80,55 @@ EVOLVER_DISABLED = "the evolver is disabled for this company"
 ORG_FULL = "org memory holds max_org_entries procedures"
 NO_LLM = "no LLM configured: drafted by rule from the member lessons"
 GAVE_UP = "gave up after {attempts} attempts; drafted by rule. Last LLM failure: {reason}"
-RECLAIMED = "reclaimed: the worker retrying this draft did not finish within {minutes} min"
-
-
-@dataclass(frozen=True)
-class DraftRetrySummary:
-    reclaimed: int  # retrying drafts a dead worker left, due again
-    retried: int  # drafts attempted
-    waiting: int  # due, left for the next run (the company's LLM failed, or its slots busy)
-    busy: bool = False  # every LLM slot of the company was taken: nothing ran
-
-
-@dataclass(frozen=True)
-class DraftRetryDispatch:
-    reclaimed: int
-    companies: tuple[int, ...]  # each given its own retry task
+RECLAIMED = (
+    "reclaimed: the worker retrying this draft did not finish within its lease ({seconds} s)"
+)
+DONE = (DraftStatus.DRAFTED, DraftStatus.GAVE_UP, DraftStatus.SUPERSEDED)
 
 
 def evolver_drafts_reclaim(*, now: datetime) -> int:
-    """Drafts left ``retrying`` longer than :data:`RUNNING_TIMEOUT` (their worker died)
-    become ``pending`` and due now; returns how many."""
-    reason = RECLAIMED.format(minutes=int(RUNNING_TIMEOUT.total_seconds() // 60))
-    with transaction.atomic():
-        stale = list(
-            DraftFailure.objects.select_for_update(skip_locked=True).filter(
-                status=DraftStatus.RETRYING, updated_at__lt=now - RUNNING_TIMEOUT
-            )[:1000]
-        )
-        for draft in stale:
-            draft_failure_set(
-                draft, now=now, status=DraftStatus.PENDING, next_attempt_at=now, reason=reason
-            )
-    return len(stale)
+    """Drafts left ``retrying`` past their lease (their worker died) become ``pending`` and
+    due now; returns how many."""
+    return job_reclaim_expired(DRAFT_JOB, now=now)
 
 
-def _claim(draft_id, *, now: datetime) -> DraftFailure | None:
-    """Move one due ``pending`` draft to ``retrying`` (one worker wins), charging an attempt."""
-    with transaction.atomic():
-        draft = (
-            DraftFailure.objects.select_for_update(skip_locked=True)
-            .filter(pk=draft_id, status=DraftStatus.PENDING, next_attempt_at__lte=now)
-            .first()
-        )
-        if draft is None:
-            return None
-        draft_failure_set(
-            draft,
-            now=now,
-            status=DraftStatus.RETRYING,
-            attempts=draft.attempts + 1,
-            next_attempt_at=None,
-        )
-        return draft
-
-
-def _due(now: datetime, limit: int, company_id: int | None = None) -> dict[int, list]:
-    due = DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
-    if company_id is not None:
-        due = due.filter(company_id=company_id)
-    by_company: dict[int, list] = {}
-    for company, draft_id in due.order_by("next_attempt_at", "id").values_list("company_id", "id")[
-        :limit
-    ]:
-        by_company.setdefault(company, []).append(draft_id)
-    return by_company
-
-
-def evolver_drafts_retry_dispatch(*, now: datetime | None = None) -> DraftRetryDispatch:
+def evolver_drafts_retry_dispatch(*, now: datetime | None = None) -> JobDispatch:
     """The ``evolver-draft-retry`` schedule (every minute): reclaim orphaned drafts, then
     hand every company with due drafts its own task on the LLM cluster
     (:func:`evolver_drafts_retry_company`). Nothing is drafted here, so a company whose LLM
     hangs holds up only its own task. ``now`` (tests) is passed on."""
-    explicit = now
-    now = now or timezone.now()
-    reclaimed = evolver_drafts_reclaim(now=now)
-    companies = tuple(
-        DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
-        .order_by("company_id")
-        .values_list("company_id", flat=True)
-        .distinct()
-    )
-    for company_id in companies:
-        kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(RETRY_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
-    return DraftRetryDispatch(reclaimed=reclaimed, companies=companies)
+    return jobs_dispatch(DRAFT_JOB, now=now)
 
 
 def evolver_drafts_retry_company(
     *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> DraftRetrySummary:
+) -> JobRunSummary:
     """Retry one company's due drafts (oldest first, at most ``limit``) while holding one of
     its LLM slots (:mod:`synthorg.llm.slots`); with every slot taken nothing is claimed or
-    charged (``busy``: the next minute's task tries again)."""
-    now = now or timezone.now()
-    draft_ids = _due(now, limit, company_id).get(company_id, [])
-    company = Company.objects.filter(pk=company_id).first()
-    if not draft_ids or company is None:
-        return DraftRetrySummary(reclaimed=0, retried=0, waiting=0)
-    with company_llm_slot(company_id) as slot:
-        if not slot:
-            logger.info("evolver draft retry of company %s skipped: LLM slots busy", company_id)
-            return DraftRetrySummary(reclaimed=0, retried=0, waiting=len(draft_ids), busy=True)
-        retried, waiting = _retry_company(company, draft_ids, now=now)
-    return DraftRetrySummary(reclaimed=0, retried=retried, waiting=waiting)
+    charged (``busy``: its turn comes when the slot is free)."""
+    return jobs_run_company(DRAFT_JOB, company_id=company_id, now=now, limit=limit)
 
 
 def evolver_drafts_retry_due(
     *, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> DraftRetrySummary:
+) -> JobRunSummary:
     """Reclaim orphaned drafts, then retry every due draft (oldest first, at most
     ``limit``), company by company, in this process (what the per-company tasks of
     :func:`evolver_drafts_retry_dispatch` do; tests, ``manage.py`` use)."""
-    now = now or timezone.now()
-    reclaimed = evolver_drafts_reclaim(now=now)
-    retried = waiting = 0
-    for company_id, draft_ids in _due(now, limit).items():
-        summary = evolver_drafts_retry_company(company_id=company_id, now=now, limit=len(draft_ids))
-        retried += summary.retried
-        waiting += summary.waiting
-    return DraftRetrySummary(reclaimed=reclaimed, retried=retried, waiting=waiting)
+    return jobs_run_due(DRAFT_JOB, now=now, limit=limit)
+
+
+def _set(draft: DraftFailure, *, now: datetime, status: str, reason: str | None = None, **fields):
+    """Record the outcome of a claimed draft (fenced by its lease) and its history row."""
+    job_finish(
+        DRAFT_JOB,
+        draft,
+        status=status,
+        reason=draft.reason if reason is None else reason,
+        now=now,
+        completed=status in DONE,
+        **fields,
+    )
 
 
 class _CompanyRun:
@@ -219,6 +156,7 @@ class _CompanyRun:
         )
         self.provider = completion_provider_for(company=company)
         self.report.method = "rule" if self.provider is None else "llm"
+        self.retried = 0
 
     def close(self) -> None:
         close = getattr(self.provider, "close", None)
@@ -232,32 +170,37 @@ class _CompanyRun:
         return live >= self.config.max_org_entries
 
 
-def _retry_company(company: Company, draft_ids: list, *, now: datetime) -> tuple[int, int]:
-    run = _CompanyRun(company, now)
-    retried = waiting = 0
+@contextmanager
+def _company_run(company_id: int, now: datetime) -> Iterator[_CompanyRun]:
+    """The job kind's batch: one company's retry run, recorded as an :class:`EvolverReport`
+    when it retried anything (or failed)."""
+    run = _CompanyRun(Company.objects.get(pk=company_id), now)
     try:
-        for index, draft_id in enumerate(draft_ids):
-            draft = _claim(draft_id, now=now)
-            if draft is None:
-                continue
-            retried += 1
-            if not _retry_one(run, draft):  # the LLM call failed: an outage, not this draft
-                waiting = len(draft_ids) - index - 1
-                break
+        yield run
     except Exception as exc:  # recorded on the run; the claimed draft is reclaimed later
-        logger.exception("SKILL_EVOLVER_DRAFT_RETRY_FAILED company=%s", company.slug)
+        logger.exception("SKILL_EVOLVER_DRAFT_RETRY_FAILED company=%s", run.company.slug)
         run.report.error = "\n".join(
             filter(None, [run.report.error, f"{type(exc).__name__}: {exc}"])
         )[:2000]
         run.report.verdicts = run.verdicts
         run_finish(run.report, EvolverReport.Status.FAILED)
-        return retried, waiting
+        return
     finally:
         run.close()
     run.report.verdicts = run.verdicts
-    if retried:
+    if run.retried:
         run_finish(run.report, EvolverReport.Status.COMPLETED)
-    return retried, waiting
+
+
+def draft_job_run(draft: DraftFailure, run: _CompanyRun) -> bool:
+    """The job kind's ``run``: one claimed draft; ``False`` when the LLM call itself failed
+    (the company's batch stops)."""
+    run.retried += 1
+    try:
+        return _retry_one(run, draft)
+    except LeaseLost:
+        logger.warning("evolver draft %s lost its lease: a later run records it", draft.pk)
+        return True
 
 
 def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
@@ -278,7 +221,7 @@ def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
         reason = PROPOSED_MEANWHILE
     if reason is not None:
         report.skipped_already_proposed += reason == PROPOSED_MEANWHILE
-        draft_failure_set(draft, now=now, status=DraftStatus.SUPERSEDED, reason=reason)
+        _set(draft, now=now, status=DraftStatus.SUPERSEDED, reason=reason)
         return True
     assert pattern is not None
     if run.provider is None:
@@ -307,16 +250,16 @@ def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
         logger.warning(
             "skill evolver draft retry %d for %s failed: %s", draft.attempts, pattern.key, failure
         )
-        if draft.attempts >= MAX_ATTEMPTS:
+        if DRAFT_POLICY.gives_up(draft.attempts):
             reason = GAVE_UP.format(attempts=draft.attempts, reason=failure)
             _by_rule(run, draft, pattern, own_item, status=DraftStatus.GAVE_UP, reason=reason)
         else:
-            draft_failure_set(
+            _set(
                 draft,
                 now=now,
                 status=DraftStatus.PENDING,
                 reason=failure,
-                next_attempt_at=now + retry_delay(draft.attempts),
+                next_attempt_at=DRAFT_POLICY.next_attempt(draft.attempts, now),
             )
         return not isinstance(exc, LLMError)
     item = emit_once(
@@ -331,11 +274,9 @@ def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
     )
     count_item(report, item, say)
     if item is None:
-        draft_failure_set(draft, now=now, status=DraftStatus.SUPERSEDED, reason=PROPOSED_MEANWHILE)
+        _set(draft, now=now, status=DraftStatus.SUPERSEDED, reason=PROPOSED_MEANWHILE)
     else:
-        draft_failure_set(
-            draft, now=now, status=DraftStatus.DRAFTED, method="llm", item=item, reason=""
-        )
+        _set(draft, now=now, status=DraftStatus.DRAFTED, method="llm", item=item, reason="")
     return True
 
 
@@ -357,11 +298,9 @@ def _by_rule(run: _CompanyRun, draft: DraftFailure, pattern, own_item, *, status
     )
     count_item(run.report, item, lambda message: None)
     if item is None:
-        draft_failure_set(
-            draft, now=run.now, status=DraftStatus.SUPERSEDED, reason=PROPOSED_MEANWHILE
-        )
+        _set(draft, now=run.now, status=DraftStatus.SUPERSEDED, reason=PROPOSED_MEANWHILE)
         return
-    draft_failure_set(draft, now=run.now, status=status, method="rule", item=item, reason=reason)
+    _set(draft, now=run.now, status=status, method="rule", item=item, reason=reason)
 
 
 OPERATORS_ONLY = "Only operators and admins can re-queue a draft."
@@ -414,14 +353,15 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
         ):
             raise ConflictError(PATTERN_OPEN, code="draft_pattern_open")
         previous = (draft.status, draft.reason)
-        draft_failure_set(
-            draft,
+        draft = job_requeue(
+            DRAFT_JOB,
+            draft.pk,
             now=now,
-            actor=f"user:{principal.user.pk}",
-            status=DraftStatus.PENDING,
-            attempts=0,
-            next_attempt_at=now,
             reason="re-queued by an operator",
+            actor=f"user:{principal.user.pk}",
+            reset=True,
+            due=True,
+            record_reason=True,
         )
         audit_record(
             company=principal.company,
@@ -436,3 +376,24 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
             },
         )
     return draft
+
+
+def _due(now: datetime):
+    return DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
+
+
+DRAFT_JOB = JobKind(
+    name="evolver.draft",
+    model=DraftFailure,
+    history=draft_history_record,
+    run=draft_job_run,
+    company_task=RETRY_COMPANY_TASK,
+    queued=DraftStatus.PENDING,
+    running=DraftStatus.RETRYING,
+    policy=DRAFT_POLICY,
+    due=_due,
+    batch=_company_run,
+    batch_size=RETRY_BATCH,
+    reclaimed_reason=RECLAIMED,
+    reclaimed_status=DraftStatus.PENDING,
+)

@@ -17,6 +17,7 @@ from django.db.models import Q
 
 from orgmemory.models import ApprovalItem
 from persistence.models import Company
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 
 class EvolverReport(models.Model):
@@ -90,12 +91,14 @@ OPEN_DRAFT_STATUSES = (DraftStatus.PENDING, DraftStatus.RETRYING)
 DRAFT_METHOD_CHOICES = [("llm", "LLM"), ("rule", "Rule")]
 
 
-class DraftFailure(models.Model):
+class DraftFailure(DurableJob):
     """A pattern whose LLM draft failed, and what became of it (mutable).
 
     ``report`` is the run that failed it first; ``reason`` the latest failure, as the user
     needs it ("… HTTP 404: The model `x` does not exist", "invalid JSON from proposer: …").
     ``item`` is the ApprovalItem finally emitted for it (``method`` says how it was drafted).
+    A durable job (:mod:`synthorg.jobs`): ``pending`` is its queued status, ``retrying`` its
+    running one.
     """
 
     Status = DraftStatus
@@ -107,15 +110,11 @@ class DraftFailure(models.Model):
         EvolverReport, on_delete=models.PROTECT, related_name="draft_failures"
     )
     status = models.CharField(max_length=16, choices=DraftStatus.choices)
-    attempts = models.PositiveIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
     reason = models.CharField(max_length=1000)
     method = models.CharField(max_length=16, blank=True, default="", choices=DRAFT_METHOD_CHOICES)
     item = models.ForeignKey(
         ApprovalItem, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
 
     class Meta:
         ordering = ("created_at", "id")
@@ -153,20 +152,13 @@ class DraftFailure(models.Model):
         return f"{self.pattern}: {self.status}"
 
 
-class DraftStatusChange(models.Model):
+class DraftStatusChange(JobStatusChange):
     """One status transition of a draft failure. **Append-only** (a Postgres trigger rejects
     UPDATE/DELETE/TRUNCATE): the draft failure holds the latest state, this the history."""
 
-    id = models.BigAutoField(primary_key=True)
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
     draft = models.ForeignKey(DraftFailure, on_delete=models.PROTECT, related_name="history")
     status = models.CharField(max_length=16, choices=DraftStatus.choices)
-    method = models.CharField(max_length=16, blank=True, default="")
-    reason = models.CharField(max_length=1000, blank=True, default="")
-    attempt = models.PositiveIntegerField(default=0)
-    # Who caused it: "" for the evolver and its schedule, "user:<id>" for an operator.
-    actor = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField()
 
     class Meta:
         ordering = ("draft", "id")

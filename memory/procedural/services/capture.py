@@ -18,32 +18,28 @@ configured the lesson is composed from the report's fields
 (:mod:`memory.procedural.rule_lessons`). ``skipped_no_llm`` is no longer written (rows from
 before stay readable and are retried like rule captures).
 
-**Retry** (:func:`execution_captures_retry_due`, the ``procedural-capture-retry`` schedule,
-every minute): a capture that failed for an LLM reason gets ``next_attempt_at`` with a
-doubling back-off (:func:`retry_delay`, at most :data:`MAX_ATTEMPTS` runs); a rule capture is
-due at once but waits until an LLM is configured, then runs again and its LLM lesson
-supersedes the rule lesson (kept, marked superseded). ``running`` captures a dead worker left
-behind are reclaimed after :data:`RUNNING_TIMEOUT`. Every transition is a
-:class:`~memory.procedural.models.CaptureStatusChange` row (append-only).
-
-**Per-company LLM slots** (:mod:`synthorg.llm.slots`): the LLM call runs only while the
-company holds one of its ``SYNTHORG_LLM_COMPANY_CONCURRENCY`` slots. A capture that finds
-them all taken is *deferred*: back to ``queued`` with ``next_attempt_at`` in
-:data:`SLOT_DEFER`, the attempt not counted, a history row saying why — its worker is free
-at once. The retry schedule does not run captures itself: it hands each company with due
-captures its own task (:func:`execution_captures_retry_company`), so one company whose
-model hangs delays no other company's retries.
+**A durable job** (:mod:`synthorg.jobs`, the kind :data:`CAPTURE_JOB`): the capture is
+claimed under a lease, a failure for an LLM reason is retried by :data:`CAPTURE_POLICY`
+(1, 2, 4 … min, at most :data:`MAX_ATTEMPTS` runs), a capture that finds every LLM slot of
+its company taken is *deferred* (back to ``queued``, due in ``SLOT_DEFER``, the attempt not
+counted), a ``running`` capture whose worker died is reclaimed when its lease ends, and the
+``procedural-capture-retry`` schedule hands each company with due captures its own task
+(:func:`execution_captures_retry_company`). Every transition is a
+:class:`~memory.procedural.models.CaptureStatusChange` row (append-only). This module decides
+*what* a run writes; a rule capture is due at once but waits until an LLM is configured
+(:func:`_due`), then runs again and its LLM lesson supersedes the rule lesson (kept, marked
+superseded).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.advice import advice_for_report, evidence_of, render_evidence
@@ -69,25 +65,34 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
+from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
+from synthorg.jobs.policy import RetryPolicy
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import (
+    LeaseLost,
+    job_claim,
+    job_defer,
+    job_fail,
+    job_finish,
+    job_reclaim_expired,
+    job_requeue,
+)
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
-from synthorg.schedules import LLM_CLUSTER
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
 NO_LLM = "no LLM configured (set SYNTHORG_LLM_BASE_URL and SYNTHORG_LLM_MODEL)"
-REASON_MAX = 1000
 STALE_AFTER = timedelta(minutes=15)
 LLM_FAILURE = "llm_error"  # the prefix of a reason naming a failed LLM call (an outage)
-RETRY_BASE = timedelta(minutes=1)
-RETRY_MAX_DELAY = timedelta(hours=1)
 MAX_ATTEMPTS = 8
-RUNNING_TIMEOUT = timedelta(minutes=15)
+CAPTURE_POLICY = RetryPolicy(max_attempts=MAX_ATTEMPTS)
 RETRY_BATCH = 50
-RECLAIMED = "reclaimed: the worker running this capture did not finish within {minutes} min"
+RECLAIMED = (
+    "reclaimed: the worker running this capture did not finish within its lease ({seconds} s)"
+)
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
-SLOT_DEFER = timedelta(seconds=15)
 DEFERRED = (
     "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
     "retried at its next attempt"
@@ -97,56 +102,17 @@ RULE_STANDS_IN = "the rule lesson stands in; the LLM is asked again later"
 RETRY_COMPANY_TASK = "memory.procedural.tasks.retry_company_captures"
 
 
-def retry_delay(attempts: int) -> timedelta:
-    """The wait before run ``attempts + 1``: 1, 2, 4 … minutes, at most an hour."""
-    return min(RETRY_BASE * (2 ** max(attempts - 1, 0)), RETRY_MAX_DELAY)
-
-
 def _finish(
     capture: ExecutionCapture, status: str, reason: str = "", *, retry: bool = False, **fields
 ) -> None:
     """Record the run's outcome. ``retry``: an LLM reason — schedule the next attempt with
     back-off while attempts remain."""
-    now = timezone.now()
-    capture.next_attempt_at = None
     if retry:
-        if capture.attempts < MAX_ATTEMPTS:
-            capture.next_attempt_at = now + retry_delay(capture.attempts)
-        else:
-            reason += GAVE_UP.format(attempts=capture.attempts)
-    capture.status = status
-    capture.reason = reason[:REASON_MAX]
-    capture.updated_at = now
-    capture.completed_at = now
-    for name, value in fields.items():
-        setattr(capture, name, value)
-    with transaction.atomic():
-        capture.save()
-        capture_history_record(capture=capture, now=now)
-
-
-def _claim(report_id) -> ExecutionCapture | None:
-    """Move a queued capture to running (one worker wins); ``None`` if not queued."""
-    with transaction.atomic():
-        capture = (
-            ExecutionCapture.objects.select_for_update(of=("self",))
-            .select_related("report__agent__company")
-            .filter(report_id=report_id)
-            .first()
+        job_fail(
+            CAPTURE_JOB, capture, status=status, reason=reason, gave_up_suffix=GAVE_UP, **fields
         )
-        if capture is None:
-            raise NotFoundError(
-                "No execution report with this id.", code="execution_report_not_found"
-            )
-        if capture.status != CaptureStatus.QUEUED:
-            return None
-        capture.status = CaptureStatus.RUNNING
-        capture.attempts += 1
-        capture.next_attempt_at = None
-        capture.updated_at = timezone.now()
-        capture.save(update_fields=["status", "attempts", "next_attempt_at", "updated_at"])
-        capture_history_record(capture=capture, now=capture.updated_at, reason="")
-        return capture
+    else:
+        job_finish(CAPTURE_JOB, capture, status=status, reason=reason, **fields)
 
 
 def _report_fields(report: ExecutionReport) -> dict:
@@ -173,18 +139,42 @@ def _with_day(fields: dict, report: ExecutionReport) -> dict:
 def execution_report_capture(*, report_id, now: datetime | None = None) -> ExecutionCapture:
     """Run the capture pipeline for one queued report; returns its capture row.
 
-    Idempotent: a report whose capture is not ``queued`` is returned unchanged.
+    Idempotent: a report whose capture is not ``queued`` (or that another worker claimed
+    first) is returned unchanged.
     """
-    capture = _claim(report_id)
+    capture = job_claim(CAPTURE_JOB, report_id)
     if capture is None:
-        return ExecutionCapture.objects.get(report_id=report_id)
+        current = ExecutionCapture.objects.filter(report_id=report_id).first()
+        if current is None:
+            raise NotFoundError(
+                "No execution report with this id.", code="execution_report_not_found"
+            )
+        return current
+    return _run_claimed(capture, now=now)
+
+
+def _run_claimed(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture:
     try:
         return _run(capture, now=now)
+    except LeaseLost:
+        # This worker overran its lease and the capture was reclaimed: a later run records it.
+        logger.warning("procedural capture of report %s lost its lease", capture.report_id)
+        return ExecutionCapture.objects.get(report_id=capture.report_id)
     except Exception as exc:
         # A bug or an outage must not leave the capture "running" forever: record it.
-        logger.exception("procedural capture of report %s crashed", report_id)
-        _finish(capture, CaptureStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        logger.exception("procedural capture of report %s crashed", capture.report_id)
+        try:
+            _finish(capture, CaptureStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
+        except LeaseLost:
+            return ExecutionCapture.objects.get(report_id=capture.report_id)
         return capture
+
+
+def capture_job_run(capture: ExecutionCapture, now: datetime) -> bool:
+    """The job kind's ``run``: one claimed capture; ``False`` when its LLM call failed (an
+    outage: the company's retry batch stops)."""
+    capture = _run_claimed(capture, now=now)
+    return not capture.reason.startswith(LLM_FAILURE)
 
 
 def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture:
@@ -397,28 +387,10 @@ def _capture_by_rule(
 
 
 def _defer(capture: ExecutionCapture) -> None:
-    """Every LLM slot of the company is taken: back to ``queued``, due in
-    :data:`SLOT_DEFER`, this run not counted as an attempt."""
-    now = timezone.now()
-    capture.status = CaptureStatus.QUEUED
-    capture.attempts = max(capture.attempts - 1, 0)
-    capture.reason = DEFERRED.format(limit=company_llm_concurrency())
-    capture.next_attempt_at = now + SLOT_DEFER
-    capture.updated_at = now
-    capture.completed_at = None
+    """Every LLM slot of the company is taken: back to ``queued``, due soon, this run not
+    counted as an attempt."""
     logger.info("procedural capture of report %s deferred: LLM slots busy", capture.report_id)
-    with transaction.atomic():
-        capture.save(
-            update_fields=[
-                "status",
-                "attempts",
-                "reason",
-                "next_attempt_at",
-                "updated_at",
-                "completed_at",
-            ]
-        )
-        capture_history_record(capture=capture, now=now)
+    job_defer(CAPTURE_JOB, capture, reason=DEFERRED.format(limit=company_llm_concurrency()))
 
 
 def _holds_rule_lesson(capture: ExecutionCapture) -> bool:
@@ -457,75 +429,17 @@ def execution_captures_requeue(
             .values_list("report_id", flat=True)[:1000]
         )
         ExecutionCapture.objects.filter(report_id__in=stale).update(
-            status=CaptureStatus.QUEUED, updated_at=timezone.now()
+            status=CaptureStatus.QUEUED, claimed_until=None, updated_at=timezone.now()
         )
         for report_id in stale:
             transaction.on_commit(lambda report_id=str(report_id): enqueue_capture(report_id))
     return len(stale)
 
 
-@dataclass(frozen=True)
-class RetrySummary:
-    reclaimed: int  # running captures a dead worker left, marked failed and retried
-    retried: int  # captures run again
-    waiting: int  # due, but left for later: no LLM configured, the LLM is down, slots busy
-    busy: bool = False  # the company's LLM slots were all taken: nothing was run
-
-
-@dataclass(frozen=True)
-class RetryDispatch:
-    reclaimed: int
-    companies: tuple[int, ...]  # the companies handed a retry task
-
-
 def execution_captures_reclaim(*, now: datetime | None = None) -> int:
-    """Mark captures ``running`` for longer than :data:`RUNNING_TIMEOUT` (their worker died)
-    ``failed`` and due now; returns how many."""
-    now = now or timezone.now()
-    with transaction.atomic():
-        stale = list(
-            ExecutionCapture.objects.select_for_update(skip_locked=True)
-            .filter(status=CaptureStatus.RUNNING, updated_at__lt=now - RUNNING_TIMEOUT)
-            .order_by("updated_at")[:1000]
-        )
-        reason = RECLAIMED.format(minutes=int(RUNNING_TIMEOUT.total_seconds() // 60))
-        for capture in stale:
-            capture.status = CaptureStatus.FAILED
-            capture.reason = reason
-            capture.updated_at = capture.completed_at = now
-            capture.next_attempt_at = now
-            capture.save(
-                update_fields=["status", "reason", "updated_at", "completed_at", "next_attempt_at"]
-            )
-            capture_history_record(capture=capture, now=now)
-    if stale:
-        logger.warning("reclaimed %d orphaned running captures", len(stale))
-    return len(stale)
-
-
-def _requeue(report_id, *, now: datetime, reason: str, actor: str = "", reset: bool = False):
-    """Move one capture back to ``queued`` (under its row lock); ``None`` if it changed
-    meanwhile or is running."""
-    with transaction.atomic():
-        capture = (
-            ExecutionCapture.objects.select_for_update(skip_locked=True)
-            .filter(report_id=report_id)
-            .exclude(status__in=[CaptureStatus.QUEUED, CaptureStatus.RUNNING])
-            .first()
-        )
-        if capture is None:
-            return None
-        capture.status = CaptureStatus.QUEUED
-        capture.next_attempt_at = None
-        capture.updated_at = now
-        capture.completed_at = None
-        if reset:
-            capture.attempts = 0
-        capture.save(
-            update_fields=["status", "next_attempt_at", "updated_at", "completed_at", "attempts"]
-        )
-        capture_history_record(capture=capture, now=now, reason=reason, actor=actor)
-        return capture
+    """Captures ``running`` past their lease (their worker died) become ``failed`` and due
+    now; returns how many."""
+    return job_reclaim_expired(CAPTURE_JOB, now=now)
 
 
 def _due(now: datetime):
@@ -536,62 +450,26 @@ def _due(now: datetime):
     return due
 
 
-def execution_captures_retry_due(*, now: datetime | None = None) -> RetryDispatch:
+def execution_captures_retry_due(*, now: datetime | None = None) -> JobDispatch:
     """The ``procedural-capture-retry`` schedule (every minute): reclaim orphaned
     ``running`` captures, then hand every company with due captures its own task on the LLM
-    cluster (:func:`execution_captures_retry_company`). Nothing runs here, so a company
-    whose LLM hangs holds up only its own task. ``now`` (tests) is passed on."""
-    explicit = now
-    now = now or timezone.now()
-    reclaimed = execution_captures_reclaim(now=now)
-    companies = tuple(
-        _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    )
-    for company_id in companies:
-        kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(RETRY_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
-    return RetryDispatch(reclaimed=reclaimed, companies=companies)
+    cluster (:func:`execution_captures_retry_company`). ``now`` (tests) is passed on."""
+    return jobs_dispatch(CAPTURE_JOB, now=now)
 
 
 def execution_captures_retry_company(
     *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> RetrySummary:
+) -> JobRunSummary:
     """Run one company's captures whose ``next_attempt_at`` has come (oldest first, at most
     ``limit``) while holding one of its LLM slots; with every slot taken, run nothing
-    (``busy``: the next minute's task tries again).
+    (``busy``: its turn comes when the slot is free).
 
     A rule capture (``method`` ``rule``) is not due while no LLM is configured. The first
     run that fails because the LLM call failed (an outage) stops the batch: the others keep
     their due time and are not charged an attempt, so an outage costs one LLM call per
     company per run, not one per capture.
     """
-    now = now or timezone.now()
-    due = list(
-        _due(now)
-        .filter(company_id=company_id)
-        .order_by("next_attempt_at", "report_id")
-        .values_list("report_id", "status")[:limit]
-    )
-    if not due:
-        return RetrySummary(reclaimed=0, retried=0, waiting=0)
-    retried = waiting = 0
-    with company_llm_slot(company_id) as slot:
-        if not slot:
-            logger.info("capture retry of company %s skipped: LLM slots busy", company_id)
-            return RetrySummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
-        for index, (report_id, status) in enumerate(due):
-            # A deferred capture is already queued; any other is moved back to queued.
-            if (
-                status != CaptureStatus.QUEUED
-                and _requeue(report_id, now=now, reason="retry") is None
-            ):
-                continue
-            capture = execution_report_capture(report_id=report_id, now=now)
-            retried += 1
-            if capture.reason.startswith(LLM_FAILURE):
-                waiting += len(due) - index - 1
-                break
-    return RetrySummary(reclaimed=0, retried=retried, waiting=waiting)
+    return jobs_run_company(CAPTURE_JOB, company_id=company_id, now=now, limit=limit)
 
 
 def _llm_configured_anywhere() -> bool:
@@ -638,7 +516,8 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
         ):
             raise ConflictError(CAPTURE_NOT_REQUEUEABLE, code="capture_not_requeueable")
         previous = (current.status, current.reason)
-        capture = _requeue(
+        capture = job_requeue(
+            CAPTURE_JOB,
             report_id,
             now=now,
             reason="re-queued by an operator",
@@ -656,3 +535,24 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
         queued_id = str(report_id)
         transaction.on_commit(lambda: enqueue_capture(queued_id))
     return capture
+
+
+@contextmanager
+def _batch_clock(company_id: int, now: datetime) -> Iterator[datetime]:
+    yield now  # a retry batch's lessons are dated by its run
+
+
+CAPTURE_JOB = JobKind(
+    name="procedural.capture",
+    model=ExecutionCapture,
+    history=capture_history_record,
+    run=capture_job_run,
+    company_task=RETRY_COMPANY_TASK,
+    policy=CAPTURE_POLICY,
+    due=_due,
+    batch=_batch_clock,
+    batch_size=RETRY_BATCH,
+    select_related=("report__agent__company",),
+    reclaimed_reason=RECLAIMED,
+    reclaimed_status=CaptureStatus.FAILED,
+)

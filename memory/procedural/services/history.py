@@ -8,8 +8,8 @@ from memory.procedural.models import CaptureStatusChange, ExecutionCapture
 
 
 def capture_history_record(
-    *,
     capture: ExecutionCapture,
+    *,
     now: datetime,
     reason: str | None = None,
     actor: str = "",

@@ -21,9 +21,9 @@ from memory.procedural.services.capture import (
     MAX_ATTEMPTS,
     execution_captures_reclaim,
     execution_captures_retry_company,
-    retry_delay,
 )
 from memory.procedural.tasks import capture_execution_report
+from synthorg.jobs.policy import retry_delay
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.support.openai_server import ScriptedResponse, chat_completion_payload, error_payload
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from memory.procedural.evolver.draft_failures import MAX_ATTEMPTS, retry_delay
+from memory.procedural.evolver.draft_failures import MAX_ATTEMPTS
 from memory.procedural.evolver.draft_retry import (
     NO_LLM,
     RULE_ITEM_PENDING,
@@ -27,6 +27,7 @@ from orgmemory.services.approvals import approval_decide
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
+from synthorg.jobs.policy import retry_delay
 from synthorg.llm.resolution import forget_discovered_models
 from synthorg.schedules import declared_schedules
 from tests.memory.procedural.evolver.test_evolver import ORG_PROPOSAL, _enable, _fleet

@@ -1,0 +1,163 @@
+"""The per-company dispatcher: due jobs run under the company's LLM slots, in fair turns.
+
+:func:`jobs_dispatch` (a kind's every-minute schedule) reclaims the kind's orphaned jobs
+(their lease passed) and hands every company with due jobs its own task on the LLM cluster
+(``kind.company_task``), so a company whose model hangs holds up only its own task. That
+task calls :func:`jobs_run_company`: with one of the company's LLM slots
+(:mod:`synthorg.llm.slots`) it claims and runs the due jobs, oldest first; the first run
+whose LLM call fails (an outage) stops the batch, the others keep their due time uncharged.
+
+**Fair turns.** A kind whose company task finds every slot taken does not run, and records
+that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
+company — another kind's batch — serves the waiting kinds' due jobs before letting the slot
+go, so two kinds whose ticks collide every minute cannot starve each other.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from synthorg.jobs.models import JobTurn
+from synthorg.jobs.registry import JobKind, job_kinds
+from synthorg.jobs.services import job_claim, job_reclaim_expired, job_requeue
+from synthorg.llm.slots import company_llm_slot
+from synthorg.schedules import LLM_CLUSTER
+
+logger = logging.getLogger(__name__)
+
+RETRY_REASON = "retry"
+
+
+@dataclass(frozen=True)
+class JobDispatch:
+    reclaimed: int  # running jobs a dead worker left, due again
+    companies: tuple[int, ...]  # the companies handed a task
+
+
+@dataclass(frozen=True)
+class JobRunSummary:
+    reclaimed: int  # orphaned jobs made due again (by :func:`jobs_run_due`)
+    retried: int  # jobs claimed and run
+    waiting: int  # due, left for later: the LLM failed, or the company's slots were busy
+    busy: bool = False  # every LLM slot of the company was taken: nothing ran
+
+
+def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
+    """Reclaim ``kind``'s orphaned jobs, then enqueue ``kind.company_task(company_id)`` on
+    the LLM cluster for every company with due jobs. Nothing runs here. ``now`` (tests) is
+    passed on."""
+    explicit = now
+    now = now or timezone.now()
+    reclaimed = job_reclaim_expired(kind, now=now)
+    companies = tuple(
+        kind.due_jobs(now).order_by("company_id").values_list("company_id", flat=True).distinct()
+    )
+    for company_id in companies:
+        kwargs = {"now": explicit} if explicit is not None else {}
+        async_task(kind.company_task, company_id, cluster=LLM_CLUSTER, **kwargs)
+    return JobDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def _due(kind: JobKind, company_id: int, now: datetime, limit: int) -> list[tuple]:
+    return list(
+        kind.due_jobs(now)
+        .filter(company_id=company_id)
+        .order_by("next_attempt_at", "pk")
+        .values_list("pk", "status")[:limit]
+    )
+
+
+def jobs_run_company(
+    kind: JobKind, *, company_id: int, now: datetime | None = None, limit: int | None = None
+) -> JobRunSummary:
+    """Run ``company_id``'s due jobs of ``kind`` (oldest first, at most ``limit``) while
+    holding one of its LLM slots, then the turns of kinds waiting for that company; with
+    every slot taken run nothing (``busy``) and wait for a turn."""
+    now = now or timezone.now()
+    due = _due(kind, company_id, now, limit or kind.batch_size)
+    if not due:
+        return JobRunSummary(reclaimed=0, retried=0, waiting=0)
+    with company_llm_slot(company_id) as slot:
+        if not slot:
+            logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)
+            JobTurn.objects.get_or_create(
+                company_id=company_id, kind=kind.name, defaults={"waiting_since": now}
+            )
+            return JobRunSummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
+        summary = _run_batch(kind, company_id, due, now)
+        jobs_serve_turns(company_id, now=now, holder=kind.name)
+    return summary
+
+
+def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) -> JobRunSummary:
+    """Claim and run ``due`` (the caller holds a slot of the company)."""
+    JobTurn.objects.filter(company_id=company_id, kind=kind.name).delete()
+    retried = waiting = 0
+    with kind.batch(company_id, now) as batch:
+        for index, (pk, status) in enumerate(due):
+            # A failed or provisional result is moved back to queued first (history: retry).
+            if (
+                status != kind.queued
+                and job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None
+            ):
+                continue
+            job = job_claim(kind, pk, now=now, due_only=True)
+            if job is None:
+                continue
+            retried += 1
+            if kind.run(job, batch) is False:  # the LLM call itself failed: an outage
+                waiting = len(due) - index - 1
+                break
+    return JobRunSummary(reclaimed=0, retried=retried, waiting=waiting)
+
+
+def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
+    """Run the due jobs of every kind waiting for a turn at ``company_id`` (oldest wait
+    first). The caller holds one of the company's LLM slots. Returns how many ran."""
+    kinds = {kind.name: kind for kind in job_kinds()}
+    ran = 0
+    for turn in (
+        JobTurn.objects.filter(company_id=company_id)
+        .exclude(kind=holder)
+        .order_by("waiting_since", "kind")
+    ):
+        kind = kinds.get(turn.kind)
+        if kind is None:
+            turn.delete()
+            continue
+        try:
+            due = _due(kind, company_id, now, kind.batch_size)
+            if due:
+                ran += _run_batch(kind, company_id, due, now).retried
+            else:
+                turn.delete()
+        except Exception:  # its own turn logs and keeps its jobs due; the holder goes on
+            logger.exception("%s turn of company %s failed", kind.name, company_id)
+    return ran
+
+
+def jobs_run_due(
+    kind: JobKind, *, now: datetime | None = None, limit: int | None = None
+) -> JobRunSummary:
+    """Reclaim, then run every company's due jobs of ``kind`` in this process, company by
+    company (what the dispatcher's per-company tasks do; tests and commands use it)."""
+    now = now or timezone.now()
+    reclaimed = job_reclaim_expired(kind, now=now)
+    by_company: dict[int, int] = {}
+    for company_id in (
+        kind.due_jobs(now)
+        .order_by("next_attempt_at", "pk")
+        .values_list("company_id", flat=True)[: limit or kind.batch_size]
+    ):
+        by_company[company_id] = by_company.get(company_id, 0) + 1
+    retried = waiting = 0
+    for company_id, count in by_company.items():
+        summary = jobs_run_company(kind, company_id=company_id, now=now, limit=count)
+        retried += summary.retried
+        waiting += summary.waiting
+    return JobRunSummary(reclaimed=reclaimed, retried=retried, waiting=waiting)

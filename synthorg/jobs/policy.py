@@ -1,0 +1,41 @@
+"""The one retry policy of durable jobs: a doubling back-off with a bound on attempts.
+
+Pure (no Django import): a :class:`RetryPolicy` answers how long to wait before the next
+attempt and whether a job has had its last one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Wait ``base``, ``2 × base``, ``4 × base`` … (at most ``max_delay``) between attempts;
+    after ``max_attempts`` attempts the job gives up (an operator may re-queue it)."""
+
+    base: timedelta = timedelta(minutes=1)
+    max_delay: timedelta = timedelta(hours=1)
+    max_attempts: int = 8
+
+    def delay(self, attempts: int) -> timedelta:
+        """The wait before attempt ``attempts + 1``."""
+        return min(self.base * (2 ** max(attempts - 1, 0)), self.max_delay)
+
+    def gives_up(self, attempts: int) -> bool:
+        return attempts >= self.max_attempts
+
+    def next_attempt(self, attempts: int, now: datetime) -> datetime | None:
+        """When attempt ``attempts + 1`` is due; ``None`` once the job has given up."""
+        return None if self.gives_up(attempts) else now + self.delay(attempts)
+
+
+#: 1, 2, 4 … minutes, at most an hour, at most 8 attempts (lesson captures, evolver drafts).
+DEFAULT_POLICY = RetryPolicy()
+
+
+def retry_delay(attempts: int, policy: RetryPolicy = DEFAULT_POLICY) -> timedelta:
+    """The wait before attempt ``attempts + 1`` under ``policy``: 1, 2, 4 … minutes, at most
+    an hour by default."""
+    return policy.delay(attempts)

@@ -1,0 +1,92 @@
+"""The job kinds registry: each app registers its durable job kinds in ``AppConfig.ready``.
+
+A kind names its model (a :class:`~synthorg.jobs.models.DurableJob`), how to append to its
+history, its statuses, its retry policy and lease, and the one function that does the work,
+``run(job, batch)``. The kernel's claim protocol, dispatcher and re-queue do the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+
+from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
+
+#: How long a worker may take beyond the LLM client's own total timeout before its job is
+#: taken for orphaned.
+LEASE_MARGIN = timedelta(seconds=30)
+
+
+def llm_job_lease() -> timedelta:
+    """The lease of an LLM job: the client's total timeout (``SYNTHORG_LLM['TOTAL_TIMEOUT']``,
+    120 s by default) plus :data:`LEASE_MARGIN` — a live worker is done by then."""
+    conf = getattr(settings, "SYNTHORG_LLM", {}) or {}
+    total = float(conf.get("TOTAL_TIMEOUT") or 120.0)
+    return timedelta(seconds=total) + LEASE_MARGIN
+
+
+def _no_batch(company_id: int, now: datetime) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+@dataclass(frozen=True)
+class JobKind:
+    """One kind of durable job.
+
+    ``run(job, batch)`` does the work of one claimed job (status ``running``, its attempt
+    counted) and records the outcome with :func:`~synthorg.jobs.services.job_finish` /
+    :func:`~synthorg.jobs.services.job_fail` / :func:`~synthorg.jobs.services.job_defer`;
+    it returns ``False`` when the LLM endpoint itself failed (an outage: the company's batch
+    stops, the others keep their due time uncharged). ``batch(company_id, now)`` is an
+    optional context manager around one company's batch (what its jobs share: a plan, a
+    provider, a run report); ``run`` receives what it yields (``None`` by default).
+    """
+
+    name: str  # unique, e.g. "procedural.capture"
+    model: type  # the DurableJob subclass
+    history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
+    run: Callable[[Any, Any], bool | None]
+    company_task: str  # dotted q2 task the dispatcher hands each company: task(company_id)
+    queued: str = "queued"  # the claimable status
+    running: str = "running"
+    policy: RetryPolicy = DEFAULT_POLICY
+    lease: Callable[[], timedelta] = llm_job_lease
+    #: the due jobs (``next_attempt_at <= now``) as a queryset; a kind narrows it (e.g. a job
+    #: that waits for an LLM to be configured)
+    due: Callable[[datetime], Any] | None = None
+    batch: Callable[[int, datetime], AbstractContextManager[Any]] = _no_batch
+    batch_size: int = 50
+    select_related: tuple[str, ...] = ()  # what ``run`` reads through the job's relations
+    reclaimed_reason: str = (
+        "reclaimed: the worker running this job did not finish within its lease ({seconds} s)"
+    )
+    #: the status a reclaimed job gets (due at once); ``None``: the kind's ``queued``
+    reclaimed_status: str | None = None
+
+    def due_jobs(self, now: datetime):
+        if self.due is not None:
+            return self.due(now)
+        return self.model.objects.filter(next_attempt_at__lte=now)
+
+    def objects(self):
+        return self.model.objects.select_related(*self.select_related)
+
+
+_kinds: dict[str, JobKind] = {}
+
+
+def register_job_kind(kind: JobKind) -> None:
+    _kinds[kind.name] = kind
+
+
+def job_kind(name: str) -> JobKind:
+    return _kinds[name]
+
+
+def job_kinds() -> Iterable[JobKind]:
+    return tuple(_kinds.values())

@@ -1,0 +1,247 @@
+"""The claim protocol and the transitions of a durable job.
+
+* :func:`job_claim` — one conditional ``UPDATE … RETURNING``: the job moves from the kind's
+  ``queued`` status to ``running`` with a lease (``claimed_until``) and one more attempt, or
+  nothing happens (another worker won, or the job is not claimable). No row lock is held
+  across the work.
+* :func:`job_finish` — the outcome of a claimed run, fenced by the lease the claim took: a
+  worker whose lease expired (and whose job was reclaimed) cannot overwrite a later run
+  (:class:`LeaseLost`).
+* :func:`job_fail` — a failure the policy retries: due again after the back-off, or given up.
+* :func:`job_defer` — the company's LLM slots were busy: back to ``queued``, due in a few
+  seconds, the attempt not counted.
+* :func:`job_requeue` — back to ``queued`` (a retry, or an operator's re-queue: recorded with
+  its actor in the history; the caller writes its audit entry in the same transaction).
+* :func:`job_reclaim_expired` — running jobs whose lease has passed (their worker died) are
+  due again at once.
+
+Every transition appends one row to the kind's history, in the same transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from synthorg.jobs.registry import JobKind
+
+logger = logging.getLogger(__name__)
+
+REASON_MAX = 1000
+#: How long a job deferred for busy LLM slots waits before it is due again.
+SLOT_DEFER = timedelta(seconds=15)
+
+
+class LeaseLost(Exception):
+    """The run's lease expired and its job was reclaimed meanwhile: its outcome is dropped
+    (and whatever it wrote in the same transaction is rolled back)."""
+
+
+def _table(kind: JobKind) -> tuple[str, str]:
+    meta = kind.model._meta
+    return connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
+
+
+def job_claim(kind: JobKind, pk, *, now: datetime | None = None, queryset=None, due_only=False):
+    """Claim job ``pk`` of ``kind`` for this worker: ``queued`` → ``running`` with a lease of
+    ``kind.lease()``, ``attempts + 1``, not due any more. Returns the claimed job (loaded
+    from ``queryset``, default the kind's model) or ``None`` when it was not claimable
+    (another worker claimed it first, or it is not queued; ``due_only``: or not due yet)."""
+    now = now or timezone.now()
+    table, pk_column = _table(kind)
+    due = " AND next_attempt_at <= %s" if due_only else ""
+    params = [kind.running, now + kind.lease(), now, pk, kind.queued] + ([now] if due_only else [])
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET status = %s, attempts = attempts + 1, "
+                "next_attempt_at = NULL, claimed_until = %s, updated_at = %s "
+                f"WHERE {pk_column} = %s AND status = %s{due} RETURNING {pk_column}",
+                params,
+            )
+            if cursor.fetchone() is None:
+                return None
+        job = (queryset if queryset is not None else kind.objects()).get(pk=pk)
+        kind.history(job, now=now, reason="")
+    return job
+
+
+def job_finish(
+    kind: JobKind,
+    job,
+    *,
+    status: str,
+    reason: str = "",
+    now: datetime | None = None,
+    completed: bool = True,
+    history_reason: str | None = None,
+    actor: str = "",
+    **fields,
+) -> None:
+    """Record the outcome of ``job`` (saved with ``fields``), end its lease and append the
+    transition to its history, atomically. Raises :class:`LeaseLost` when ``job`` was
+    claimed by this worker but its lease has been taken over meanwhile."""
+    now = now or timezone.now()
+    token = job.claimed_until
+    was_claimed = job.status == kind.running
+    job.status = status
+    job.reason = reason[:REASON_MAX]
+    job.updated_at = now
+    job.claimed_until = None
+    if completed:
+        job.completed_at = now
+    if "next_attempt_at" not in fields:
+        fields["next_attempt_at"] = None
+    for name, value in fields.items():
+        setattr(job, name, value)
+    # Every field, as ``save()`` would: a run may have set others on the way (a strategy).
+    values = {
+        field.attname: getattr(job, field.attname)
+        for field in kind.model._meta.concrete_fields
+        if not field.primary_key
+    }
+    with transaction.atomic():
+        rows = kind.model.objects.filter(pk=job.pk)
+        if was_claimed:
+            rows = rows.filter(status=kind.running, claimed_until=token)
+        updated = rows.update(**values)
+        if not updated:
+            raise LeaseLost(f"{kind.name} {job.pk}: the lease of this run was taken over")
+        kind.history(job, now=now, reason=history_reason, actor=actor)
+
+
+def job_fail(
+    kind: JobKind,
+    job,
+    *,
+    status: str,
+    reason: str,
+    now: datetime | None = None,
+    gave_up_suffix: str = "",
+    **fields,
+) -> bool:
+    """A failure the kind's policy retries: due again after the back-off, or — after the
+    policy's last attempt — given up (``reason`` + ``gave_up_suffix``, formatted with
+    ``attempts``). Returns whether it will be retried."""
+    now = now or timezone.now()
+    next_attempt = kind.policy.next_attempt(job.attempts, now)
+    if next_attempt is None:
+        reason += gave_up_suffix.format(attempts=job.attempts)
+    job_finish(
+        kind, job, status=status, reason=reason, now=now, next_attempt_at=next_attempt, **fields
+    )
+    return next_attempt is not None
+
+
+def job_defer(kind: JobKind, job, *, reason: str, now: datetime | None = None) -> None:
+    """Every LLM slot of the job's company is taken: back to ``queued``, due in
+    :data:`SLOT_DEFER`, this run not counted as an attempt (the worker is free at once)."""
+    now = now or timezone.now()
+    job_finish(
+        kind,
+        job,
+        status=kind.queued,
+        reason=reason,
+        now=now,
+        completed=False,
+        attempts=max(job.attempts - 1, 0),
+        next_attempt_at=now + SLOT_DEFER,
+        completed_at=None,
+    )
+
+
+def job_requeue(
+    kind: JobKind,
+    pk,
+    *,
+    now: datetime | None = None,
+    reason: str,
+    actor: str = "",
+    reset: bool = False,
+    due: bool = False,
+    record_reason: bool = False,
+    queryset=None,
+):
+    """Move job ``pk`` back to ``queued`` (``reset``: attempts start again at zero; ``due``:
+    due now, else not due until a worker takes it; ``record_reason``: ``reason`` also
+    replaces the row's) with a history row naming ``actor``.
+    ``None`` when it is queued or running (or changed meanwhile: no wait on its lock)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        job = (
+            (queryset if queryset is not None else kind.model.objects)
+            .select_for_update(skip_locked=True, of=("self",))
+            .filter(pk=pk)
+            .exclude(status__in=[kind.queued, kind.running])
+            .first()
+        )
+        if job is None:
+            return None
+        job.status = kind.queued
+        job.next_attempt_at = now if due else None
+        job.claimed_until = None
+        job.updated_at = now
+        job.completed_at = None
+        if reset:
+            job.attempts = 0
+        if record_reason:
+            job.reason = reason[:REASON_MAX]
+        job.save(
+            update_fields=[
+                "reason",
+                "status",
+                "next_attempt_at",
+                "claimed_until",
+                "updated_at",
+                "completed_at",
+                "attempts",
+            ]
+        )
+        kind.history(job, now=now, reason=reason, actor=actor)
+    return job
+
+
+def lease_expired(kind: JobKind, now: datetime) -> Q:
+    """Running jobs whose lease has passed (a row without one is leased from ``updated_at``)."""
+    return Q(status=kind.running) & Q(lease_end__lt=now)
+
+
+def job_reclaim_expired(kind: JobKind, *, now: datetime | None = None, limit: int = 1000) -> int:
+    """Running jobs of ``kind`` whose lease has passed (their worker died) get the kind's
+    reclaimed status, due now, with a history row saying why; returns how many."""
+    now = now or timezone.now()
+    lease = kind.lease()
+    reason = kind.reclaimed_reason.format(seconds=int(lease.total_seconds()))
+    status = kind.reclaimed_status or kind.queued
+    with transaction.atomic():
+        stale = list(
+            kind.model.objects.select_for_update(skip_locked=True, of=("self",))
+            .annotate(lease_end=Coalesce("claimed_until", F("updated_at") + lease))
+            .filter(lease_expired(kind, now))
+            .order_by("updated_at")[:limit]
+        )
+        for job in stale:
+            job.status = status
+            job.reason = reason
+            job.claimed_until = None
+            job.updated_at = job.completed_at = now
+            job.next_attempt_at = now
+            job.save(
+                update_fields=[
+                    "status",
+                    "reason",
+                    "claimed_until",
+                    "updated_at",
+                    "completed_at",
+                    "next_attempt_at",
+                ]
+            )
+            kind.history(job, now=now)
+    if stale:
+        logger.warning("reclaimed %d orphaned %s jobs", len(stale), kind.name)
+    return len(stale)

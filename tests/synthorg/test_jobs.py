@@ -1,0 +1,298 @@
+"""The durable-job primitive (synthorg.jobs): the claim protocol with its lease, defer, the
+one retry policy, re-queue, the append-only history and the dispatcher's fair turns.
+
+A sample job kind on its own tables (created for each test, inside its transaction) stands
+for a family, so these tests know nothing of captures or drafts.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pytest
+from django.db import DatabaseError, connection, models, transaction
+from django.test.utils import isolate_apps
+from django.utils import timezone
+
+from synthorg.db.append_only import AppendOnly
+from synthorg.jobs import registry
+from synthorg.jobs.dispatch import jobs_run_company
+from synthorg.jobs.models import DurableJob, JobStatusChange, JobTurn
+from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy, retry_delay
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import (
+    SLOT_DEFER,
+    LeaseLost,
+    job_claim,
+    job_defer,
+    job_fail,
+    job_finish,
+    job_reclaim_expired,
+    job_requeue,
+)
+from tests.support.db_roles import owner_cursor
+from tests.support.llm_slots import slot_held_elsewhere
+
+pytestmark = pytest.mark.django_db
+LEASE = timedelta(seconds=30)
+COMPANY = 7
+GAVE_UP = " (gave up after {attempts} attempts)"
+
+
+@pytest.fixture(scope="module")
+def sample(django_db_setup, django_db_blocker):
+    """A job model and its history model (append-only), on tables the owner role creates
+    for this module (the app role the tests run as may not create tables)."""
+    with isolate_apps("synthorg.jobs"):
+
+        class SampleJob(DurableJob):
+            company_id = models.BigIntegerField()
+            lane = models.CharField(max_length=8, default="a")
+
+            class Meta:
+                app_label = "jobs"
+
+        class SampleJobChange(JobStatusChange):
+            job = models.ForeignKey(SampleJob, on_delete=models.PROTECT)
+
+            class Meta:
+                app_label = "jobs"
+
+        with django_db_blocker.unblock():
+            with connection.schema_editor(collect_sql=True, atomic=False) as editor:
+                editor.create_model(SampleJob)
+                editor.create_model(SampleJobChange)
+            tables = [SampleJobChange._meta.db_table, SampleJob._meta.db_table]
+            with owner_cursor() as cursor:
+                for sql in editor.collected_sql:
+                    cursor.execute(sql)
+                cursor.execute(AppendOnly(tables[0]).sql)
+            try:
+                yield SampleJob, SampleJobChange
+            finally:
+                with owner_cursor() as cursor:
+                    for table in tables:
+                        cursor.execute(f"DROP TABLE IF EXISTS {table} CASCADE")
+
+
+class Ran:
+    """``run(job, batch)`` of a sample kind: finishes the job and notes its id."""
+
+    def __init__(self) -> None:
+        self.ids: list = []
+
+    def __call__(self, job, batch) -> bool:
+        self.ids.append(job.pk)
+        job_finish(self.kind, job, status="done", method="rule")
+        return True
+
+
+def make_kind(sample, name: str, lane: str) -> JobKind:
+    job_model, history_model = sample
+    run = Ran()
+
+    def history(job, *, now, reason=None, actor=""):
+        history_model.objects.create(
+            job_id=job.pk,
+            status=job.status,
+            method=job.method,
+            reason=job.reason if reason is None else reason,
+            attempt=job.attempts,
+            actor=actor,
+            created_at=now,
+        )
+
+    kind = JobKind(
+        name=name,
+        model=job_model,
+        history=history,
+        run=run,
+        company_task=f"tests.{name}",
+        policy=RetryPolicy(max_attempts=2),
+        lease=lambda: LEASE,
+        due=lambda now: job_model.objects.filter(lane=lane, next_attempt_at__lte=now),
+    )
+    run.kind = kind
+    return kind
+
+
+@pytest.fixture
+def kind(sample):
+    return make_kind(sample, "sample.a", "a")
+
+
+def new_job(sample, *, lane="a", status="queued", due=None, attempts=0):
+    now = timezone.now()
+    return sample[0].objects.create(
+        company_id=COMPANY,
+        lane=lane,
+        status=status,
+        attempts=attempts,
+        next_attempt_at=due,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def state(job) -> tuple:
+    job.refresh_from_db()
+    return (job.status, job.attempts, job.next_attempt_at, job.claimed_until, job.reason)
+
+
+def history(sample, job) -> list[tuple]:
+    return list(
+        sample[1]
+        .objects.filter(job_id=job.pk)
+        .order_by("id")
+        .values_list("status", "attempt", "reason", "actor")
+    )
+
+
+def test_the_retry_policy_doubles_up_to_its_bound_and_gives_up():
+    assert [retry_delay(n).total_seconds() for n in (0, 1, 2, 3, 7, 8, 20)] == [
+        60,
+        60,
+        120,
+        240,
+        3600,
+        3600,
+        3600,
+    ]
+    policy = RetryPolicy(base=timedelta(seconds=30), max_delay=timedelta(minutes=2), max_attempts=3)
+    now = timezone.now()
+    assert [policy.next_attempt(n, now) for n in (1, 2, 3)] == [
+        now + timedelta(seconds=30),
+        now + timedelta(minutes=1),
+        None,
+    ]
+    assert (DEFAULT_POLICY.max_attempts, DEFAULT_POLICY.gives_up(8)) == (8, True)
+
+
+def test_two_workers_claim_one_job_and_one_wins(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    first = job_claim(kind, job.pk, now=now)
+    second = job_claim(kind, job.pk, now=now)
+    assert first is not None and second is None
+    assert state(job) == ("running", 1, None, now + LEASE, "")
+    assert history(sample, job) == [("running", 1, "", "")]
+
+
+def test_a_job_whose_lease_ended_is_claimable_again(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    dead_worker = job_claim(kind, job.pk, now=now)
+
+    assert job_reclaim_expired(kind, now=now + LEASE - timedelta(seconds=1)) == 0
+    assert job_claim(kind, job.pk, now=now + LEASE) is None  # still leased
+    assert job_reclaim_expired(kind, now=now + LEASE + timedelta(seconds=1)) == 1
+    reclaimed = "reclaimed: the worker running this job did not finish within its lease (30 s)"
+    later = now + LEASE + timedelta(seconds=1)
+    assert state(job) == ("queued", 1, later, None, reclaimed)
+
+    live_worker = job_claim(kind, job.pk, now=later)
+    assert live_worker is not None and state(job)[:2] == ("running", 2)
+    # The dead worker's late outcome is refused: the lease it held was taken over.
+    with pytest.raises(LeaseLost):
+        job_finish(kind, dead_worker, status="done")
+    job_finish(kind, live_worker, status="done", now=later)
+    assert state(job) == ("done", 2, None, None, "")
+    assert [row[:2] for row in history(sample, job)] == [
+        ("running", 1),
+        ("queued", 1),
+        ("running", 2),
+        ("done", 2),
+    ]
+
+
+def test_a_running_row_without_a_lease_is_leased_from_its_last_update(sample, kind):
+    stale = new_job(sample, status="running", attempts=1)
+    fresh = new_job(sample, status="running", attempts=1)
+    now = timezone.now()
+    sample[0].objects.filter(pk=stale.pk).update(updated_at=now - LEASE - timedelta(seconds=1))
+    assert job_reclaim_expired(kind, now=now) == 1
+    assert (state(stale)[0], state(fresh)[0]) == ("queued", "running")
+
+
+def test_defer_does_not_count_an_attempt(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    claimed = job_claim(kind, job.pk, now=now)
+    job_defer(kind, claimed, reason="slots busy", now=now)
+    assert state(job) == ("queued", 0, now + SLOT_DEFER, None, "slots busy")
+    job.refresh_from_db()
+    assert job.completed_at is None
+    assert history(sample, job) == [("running", 1, "", ""), ("queued", 0, "slots busy", "")]
+
+
+def test_a_failure_backs_off_then_gives_up(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    claimed = job_claim(kind, job.pk, now=now)
+    assert job_fail(kind, claimed, status="failed", reason="down", now=now, gave_up_suffix=GAVE_UP)
+    assert state(job) == ("failed", 1, now + kind.policy.delay(1), None, "down")
+
+    later = now + timedelta(minutes=1)
+    assert job_requeue(kind, job.pk, now=later, reason="retry", due=True) is not None
+    claimed = job_claim(kind, job.pk, now=later, due_only=True)
+    assert claimed.attempts == 2
+    retried = job_fail(
+        kind, claimed, status="failed", reason="down", now=later, gave_up_suffix=GAVE_UP
+    )
+    assert not retried
+    assert state(job) == ("failed", 2, None, None, "down (gave up after 2 attempts)")
+    assert [row[:2] for row in history(sample, job)] == [
+        ("running", 1),
+        ("failed", 1),
+        ("queued", 1),
+        ("running", 2),
+        ("failed", 2),
+    ]
+
+
+def test_a_requeue_is_recorded_with_its_actor_and_starts_attempts_again(sample, kind):
+    job = new_job(sample, status="failed", attempts=2)
+    running = new_job(sample, status="running", attempts=1)
+    now = timezone.now()
+    assert job_requeue(kind, running.pk, now=now, reason="no", actor="user:1") is None
+    requeued = job_requeue(kind, job.pk, now=now, reason="re-queued", actor="user:1", reset=True)
+    assert requeued is not None
+    assert state(job) == ("queued", 0, None, None, "")
+    assert history(sample, job) == [("queued", 0, "re-queued", "user:1")]
+    assert history(sample, running) == []
+    assert job_requeue(kind, job.pk, now=now, reason="again") is None  # already queued
+
+
+def test_the_history_is_append_only(sample, kind):
+    job = new_job(sample)
+    job_claim(kind, job.pk)
+    table = sample[1]._meta.db_table
+    for sql in (f"UPDATE {table} SET status = 'done'", f"DELETE FROM {table}"):
+        with pytest.raises(DatabaseError) as error, transaction.atomic(), connection.cursor() as c:
+            c.execute(sql)
+        assert isinstance(error.value.__cause__, psycopg.errors.RaiseException)
+        assert "append-only" in str(error.value)
+    assert history(sample, job) == [("running", 1, "", "")]
+
+
+def test_a_busy_kind_waits_for_its_turn_and_the_slot_holder_serves_it(sample, kind, monkeypatch):
+    other = make_kind(sample, "sample.b", "b")
+    monkeypatch.setitem(registry._kinds, kind.name, kind)
+    monkeypatch.setitem(registry._kinds, other.name, other)
+    now = timezone.now()
+    a_job = new_job(sample, lane="a", due=now)
+    b_job = new_job(sample, lane="b", due=now)
+
+    with slot_held_elsewhere(COMPANY):
+        summary = jobs_run_company(kind, company_id=COMPANY, now=now)
+    assert (summary.busy, summary.retried, summary.waiting) == (True, 0, 1)
+    assert state(a_job)[:2] == ("queued", 0)  # not claimed, not charged
+    assert list(JobTurn.objects.values_list("company_id", "kind")) == [(COMPANY, "sample.a")]
+
+    # The other kind gets the slot: it runs its own job, then serves the waiting kind's.
+    summary = jobs_run_company(other, company_id=COMPANY, now=now)
+    assert (summary.busy, summary.retried, summary.waiting) == (False, 1, 0)
+    assert (other.run.ids, kind.run.ids) == ([b_job.pk], [a_job.pk])
+    assert (state(a_job)[:2], state(b_job)[:2]) == (("done", 1), ("done", 1))
+    assert not JobTurn.objects.exists()
