@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('procedural', '0005_compression_run_deferred'),
+        ("procedural", "0006_capture_job_lease"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='procedurallesson',
-            name='advice',
+            model_name="procedurallesson",
+            name="advice",
             field=models.JSONField(blank=True, default=dict),
         ),
     ]
