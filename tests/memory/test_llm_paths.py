@@ -29,6 +29,7 @@ from memory.procedural.evolver.drafting import SYSTEM_PROMPT as EVOLVER_SYSTEM
 from memory.procedural.evolver.models import EvolverReport
 from memory.procedural.evolver.services import skill_evolver_run
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT
+from memory.procedural.services.capture import RULE_STANDS_IN
 from memory.procedural.services.capture import execution_report_capture
 from memory.procedural.services.reports import execution_report_submit
 from memory.prompting.llm_checks import REFORMULATION_SYSTEM, SUFFICIENCY_SYSTEM
@@ -86,7 +87,9 @@ class Outcome:
 def capture(llm, caller) -> Outcome:
     submitted = execution_report_submit(agent=caller.agent, data=FAILED_REPORT, enqueue=False)
     row = execution_report_capture(report_id=submitted.report.pk)
-    return Outcome(row.status, row.reason)
+    # When the LLM's lesson cannot be had, the rule lesson stands in (never worse than no LLM)
+    status = f"{row.status}:rule" if row.method == "rule" else row.status
+    return Outcome(status, row.reason)
 
 
 def evolver(llm, caller) -> Outcome:
@@ -289,7 +292,7 @@ NO_MODEL = "no model to ask: no model is configured"
 # (site, fault) -> (recorded status, a substring of the recorded reason / degraded flags).
 FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
     Fault.TRUNCATED: {
-        "capture": ("failed", "proposer answer truncated (max_tokens reached)"),
+        "capture": ("captured:rule", "proposer answer truncated (max_tokens reached)"),
         "evolver": ("completed:drafts_failed=1", TRUNCATED_JSON),
         "extraction": ("failed", TRUNCATED_JSON),
         "dream": ("failed", TRUNCATED_JSON),
@@ -301,7 +304,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "fine_tune_synthetic": ("llm:generated=0", "invalid_answer"),
     },
     Fault.SERVER_ERROR: {
-        "capture": ("failed", "LLMTransientError"),
+        "capture": ("captured:rule", "LLMTransientError"),
         "evolver": ("completed:drafts_failed=1", "HTTP 5"),
         "extraction": ("failed", "HTTP 5"),
         "dream": ("failed", "HTTP 5"),
@@ -312,7 +315,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.HANG: {
-        "capture": ("failed", "time budget exhausted"),
+        "capture": ("captured:rule", "time budget exhausted"),
         "evolver": ("completed:drafts_failed=1", "time budget exhausted"),
         "extraction": ("failed", "time budget exhausted"),
         "dream": ("failed", "time budget exhausted"),
@@ -323,7 +326,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.TRICKLE: {
-        "capture": ("failed", "time budget exhausted while reading the response"),
+        "capture": ("captured:rule", "time budget exhausted while reading the response"),
         "evolver": ("completed:drafts_failed=1", "time budget exhausted while reading"),
         "extraction": ("failed", "time budget exhausted while reading the response"),
         "dream": ("failed", "time budget exhausted while reading the response"),
@@ -334,7 +337,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "fine_tune_synthetic": ("llm:generated=0", "llm_unavailable"),
     },
     Fault.CONTEXT_LENGTH: {
-        "capture": ("failed", "maximum context length"),
+        "capture": ("captured:rule", "maximum context length"),
         "evolver": ("completed:drafts_failed=1", "maximum context length"),
         "extraction": ("failed", "maximum context length"),
         "dream": ("failed", "maximum context length"),
@@ -345,7 +348,7 @@ FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
         "fine_tune_synthetic": ("llm:generated=0", "llm_refused"),
     },
     Fault.NO_MODELS: {
-        "capture": ("failed", NO_MODEL),
+        "capture": ("captured:rule", NO_MODEL),
         "evolver": ("completed:drafts_failed=1", NO_MODEL),
         "extraction": ("failed", NO_MODEL),
         "dream": ("failed", NO_MODEL),
@@ -396,7 +399,7 @@ def test_unknown_configured_model_is_reported_with_the_providers_message(profile
     if PROFILES[profile].unknown_model is None:  # llama.cpp serves its one model regardless
         assert outcome == PRODUCED["capture"]
         return
-    assert outcome.status == "failed"
+    assert outcome.status == "captured:rule"
     assert outcome.detail.startswith("llm_error: LLMRequestError: ")
     assert "(model 'no-such-model') failed: HTTP 404" in outcome.detail
     assert "no-such-model" in outcome.detail.split("HTTP 404", 1)[1]
@@ -419,7 +422,7 @@ def test_a_trickle_and_a_hang_stop_at_the_total_deadline_not_per_read(caller, se
         settings.SYNTHORG_LLM = llm.settings(TIMEOUT=5, TOTAL_TIMEOUT=0.4, MAX_RETRIES=3)
         outcome = capture(llm, caller)
         assert len(llm.chat_requests) == 1
-    assert outcome.status == "failed"
+    assert outcome.status == "captured:rule"
     assert "time budget exhausted while reading the response" in outcome.detail
 
 
@@ -476,6 +479,6 @@ def test_api_shows_the_configuration_error(caller, settings):
         report_id = response.json()["id"]
         execution_report_capture(report_id=report_id)
     body = caller.client.get(f"/api/v1/executions/{report_id}").json()
-    assert body["capture_status"] == "failed"
+    assert (body["capture_status"], body["capture_method"]) == ("captured", "rule")
     assert body["capture_reason"].startswith("llm_error: LLMConfigurationError: no model to ask")
-    assert body["capture_reason"].endswith("/models lists no model")
+    assert body["capture_reason"].endswith(f"/models lists no model ({RULE_STANDS_IN})")
