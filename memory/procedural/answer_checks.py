@@ -8,9 +8,9 @@ model answered a helm timeout with ``{"condition": "null", "action": "destroy", 
   fewer than three words;
 * **ungrounded** — the discovery, condition and action name nothing of the evidence: no task
   type, error category, tool, nor any word of the error message or the recovery;
-* **unstated number** — a number in what the answer states as fact (discovery, condition,
-  rationale), or a count or rate in its advice ("3 retries", "100%"), that appears nowhere
-  in the records (a setting the advice proposes, "--timeout 900s", is advice, not a fact);
+* **unstated number** — a count or a rate the answer states ("3 retries", "failed 4 times",
+  "100%") that appears nowhere in the records (a setting the advice proposes, "--timeout
+  900s", is advice, not a fact);
 * **destructive** — advice to destroy, delete, drop, wipe, purge, force or disable that the
   records never mention;
 * **contradicts the evidence** — the text advises against what the records show worked, or
@@ -39,11 +39,10 @@ from memory.procedural.domain import ProceduralMemoryProposal
 PLACEHOLDERS = frozenset({"", "null", "none", "n/a", "na", "...", "…", "tbd", "todo", "-"})
 MIN_ACTION_WORDS = 3
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?")
-_ORDINAL = re.compile(r"^\s*(?:step\s*)?\d+\s*[.):]\s*", re.IGNORECASE)
 # a number the advice states as a fact of the evidence (a count, a rate), not a setting
 _COUNTED = re.compile(
-    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|percent|times|retries|retry|attempts|reports|agents|"
-    r"failures|runs)\b",
+    r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|(?:percent|times|retries|retry|attempts|reports|"
+    r"agents|failures|runs)\b)",
     re.IGNORECASE,
 )
 _DESTRUCTIVE = re.compile(
@@ -113,11 +112,19 @@ def answer_problems(
         )
     source = record_text(records)
     known = _numbers(source)
-    stated = " ".join([proposal.discovery, proposal.condition, proposal.rationale])
-    advised = " ".join([proposal.action, *(_ORDINAL.sub("", s) for s in proposal.execution_steps)])
-    unstated = sorted((_numbers(stated) | {m.group(1) for m in _COUNTED.finditer(advised)}) - known)
+    answer_text = " ".join(
+        [
+            proposal.discovery,
+            proposal.condition,
+            proposal.action,
+            proposal.rationale,
+            *proposal.execution_steps,
+        ]
+    )
+    unstated = sorted({m.group(1) for m in _COUNTED.finditer(answer_text)} - known)
     if unstated:
         problems.append(f"unstated number: {', '.join(unstated[:5])} appears in no record")
+    advised = " ".join([proposal.action, *proposal.execution_steps])
     destructive = {
         m.group(0).lower()
         for m in _DESTRUCTIVE.finditer(advised)

@@ -29,8 +29,7 @@ from memory.procedural.evolver.drafting import SYSTEM_PROMPT as EVOLVER_SYSTEM
 from memory.procedural.evolver.models import EvolverReport
 from memory.procedural.evolver.services import skill_evolver_run
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT
-from memory.procedural.services.capture import RULE_STANDS_IN
-from memory.procedural.services.capture import execution_report_capture
+from memory.procedural.services.capture import RULE_STANDS_IN, execution_report_capture
 from memory.procedural.services.reports import execution_report_submit
 from memory.prompting.llm_checks import REFORMULATION_SYSTEM, SUFFICIENCY_SYSTEM
 from orgmemory.models import ApprovalItem
@@ -463,11 +462,11 @@ def test_an_unreachable_models_list_is_a_recorded_configuration_error(caller, se
         outcome = capture(llm, caller)
         assert llm.chat_requests == []
         base_url = llm.base_url
-    assert outcome.status == "failed"
+    assert outcome.status == "captured:rule"
     assert outcome.detail == (
         "llm_error: LLMConfigurationError: no model to ask: no model is configured (set "
         "SYNTHORG_LLM_MODEL or the feature's model setting) and GET "
-        f"{base_url}/models answered HTTP 401"
+        f"{base_url}/models answered HTTP 401 ({RULE_STANDS_IN})"
     )
 
 

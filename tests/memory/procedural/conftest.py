@@ -36,6 +36,16 @@ PROPOSAL = {
 }
 
 
+def stored_rationale(report) -> str:
+    """How the LLM's :data:`PROPOSAL` rationale is stored for :data:`FAILED_REPORT`: its
+    words, then the evidence sentence computed from the report."""
+    return (
+        f"{PROPOSAL['rationale']} Evidence: 1 execution report (1 failed); task type 'deploy'; "
+        "error category 'timeout'; failing tool `helm_upgrade`; 2 retries; "
+        f"reported {report.created_at:%Y-%m-%d}."
+    )
+
+
 def set_procedural(company, **procedural) -> None:
     """Replace ``company``'s ``memory.procedural`` config section."""
     company_config_set(company=company, data={"memory": {"procedural": procedural}})

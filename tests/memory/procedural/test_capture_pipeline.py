@@ -20,7 +20,12 @@ from memory.procedural.services.capture import (
 )
 from memory.procedural.tasks import capture_execution_report
 from persistence.models import CostRecord
-from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL, set_procedural
+from tests.memory.procedural.conftest import (
+    FAILED_REPORT,
+    PROPOSAL,
+    set_procedural,
+    stored_rationale,
+)
 from tests.support.openai_server import (
     ScriptedResponse,
     chat_completion_payload,
@@ -65,9 +70,7 @@ def test_failure_becomes_a_three_tier_procedural_memory(caller, llm_server):
     assert (lesson.condition, lesson.action, lesson.rationale) == (
         PROPOSAL["condition"],
         PROPOSAL["action"],
-        f"{PROPOSAL['rationale']} Evidence: 1 execution report (1 failed); task type 'deploy'; "
-        "error category 'timeout'; failing tool `helm_upgrade`; 2 retries; "
-        f"reported {lesson.report.created_at:%Y-%m-%d}.",
+        stored_rationale(lesson.report),
     )
     assert lesson.advice == {
         "situation": {

@@ -10,7 +10,7 @@ from memory.core.retrieval.formatting import format_entry
 from memory.core.retrieval.packing import estimate_tokens
 from memory.procedural.models import ExecutionCapture
 from memory.procedural.tasks import capture_execution_report
-from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
+from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL, stored_rationale
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ def expected_tiers(lesson):
         "skill_name": lesson.lesson.skill_name,
         "condition": PROPOSAL["condition"],
         "action": PROPOSAL["action"],
-        "rationale": PROPOSAL["rationale"],
+        "rationale": stored_rationale(lesson.lesson.report),
         "execution_steps": PROPOSAL["execution_steps"],
         "origin": "failure",
         "source_report_id": str(lesson.lesson.report_id),
@@ -80,7 +80,9 @@ def test_context_renders_three_tiers_when_they_fit(caller, lesson):
     assert (entry["id"], entry["tiers"]) == (str(lesson.pk), "all")
     text = body["messages"][-1]["content"]
     assert PROPOSAL["discovery"] + "\nWhen: " + PROPOSAL["condition"] in text
-    assert "\nDo: " + PROPOSAL["action"] + "\nWhy: " + PROPOSAL["rationale"] in text
+    assert (
+        "\nDo: " + PROPOSAL["action"] + "\nWhy: " + stored_rationale(lesson.lesson.report) in text
+    )
     assert "Steps:\n1. Check the hook duration\n2. Re-run with --timeout 900s --atomic" in text
 
 
