@@ -11,9 +11,9 @@ prompt (system message)   answer
 ========================  ==================================================================
 failure / success         :func:`memory.procedural.rule_lessons.rule_lesson` of the report in
 proposer                  the user message, as the proposal JSON
-evolver drafter           :func:`memory.procedural.evolver.rule_drafting.rule_draft` of the
-                          cross-agent evidence (its first task type, error message, tool
-                          sequence and recovery note stand for the pattern's reports)
+evolver drafter           the advice the evidence asks to word (computed by the product from
+                          the reports), rendered as
+                          :func:`memory.procedural.evolver.rule_drafting.skill_proposal` does
 extraction                each turn of the conversation that is neither a system message nor
                           a question, nor already a memory, as an episodic fact
 dream                     :func:`memory.ingestion.services.dream.extractive_core` and a diary
@@ -47,8 +47,9 @@ from memory.core.consolidation.extractive import ExtractivePreserver
 from memory.core.retrieval.packing import estimate_tokens
 from memory.ingestion.prompts import DREAM_SYSTEM, EXTRACTION_SYSTEM, SUMMARY_SYSTEM
 from memory.ingestion.services.dream import extractive_core
+from memory.procedural.advice import Advice, Evidence
 from memory.procedural.evolver.drafting import SYSTEM_PROMPT as DRAFTING_SYSTEM
-from memory.procedural.evolver.rule_drafting import rule_draft
+from memory.procedural.evolver.rule_drafting import SkillAdvice, skill_proposal
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
 from memory.procedural.rule_lessons import rule_lesson
 from memory.prompting.llm_checks import REFORMULATION_SYSTEM, SUFFICIENCY_SYSTEM
@@ -112,46 +113,40 @@ def _proposal_json(proposal) -> str:
 def _lesson(path: str) -> Callable[[str, str], str]:
     def answer(_system: str, user: str) -> str:
         report = _json_object(_after(user, "Execution report:\n"))
-        return _proposal_json(rule_lesson(report, path=path))
+        lesson = rule_lesson(report, path=path)
+        # the product appends the evidence computed from the report; the stand-in states none
+        note = f"Worded by the {MODEL_ID} stand-in (not a real model) from the report's fields."
+        return _proposal_json(lesson.model_copy(update={"rationale": note}))
 
     return answer
 
 
 def _draft(_system: str, user: str) -> str:
+    """The skill the product's own rule would draft: the advice the payload asks to word
+    (computed from the reports) and its facts, rendered as the rule path renders them."""
     evidence = _json_object(_after(user, "Cross-agent evidence:\n"))
-    kind = "success" if evidence.get("kind") == "success" else "failure"
-    pattern = str(evidence.get("pattern") or kind)
-
-    def first(key: str) -> str:
-        values = evidence.get(key) or []
-        return str(values[0]) if isinstance(values, list) and values and values[0] else ""
-
-    sequence = [name.strip() for name in first("tool_sequences").split(">") if name.strip()]
-    # the evidence stands for the pattern's reports: its first task type, error, tools and
-    # recovery; a failure pattern's key is ``failure:<error category>``
-    report = {
-        "task_type": first("task_types"),
-        "error_category": pattern.partition(":")[2] if kind == "failure" else "",
-        "error_message": first("error_messages"),
-        "tool_calls": [
-            {"name": name, "status": "succeeded"} if kind == "success" else {"name": name}
-            for name in sequence
-        ],
-        "recovery": first("recovery_notes"),
-    }
-    rate = evidence.get("failure_rate" if kind == "failure" else "success_rate")
-    count = evidence.get("reports")
-    proposal = rule_draft(
-        pattern=pattern,
-        kind=kind,
-        agents=int(evidence.get("distinct_agents") or 0),
-        confidence=min(1.0, max(0.0, float(rate))) if isinstance(rate, int | float) else 0.5,
-        lessons=[],
-        # the evidence stands for each of its reports
-        reports=[report] * (count if isinstance(count, int) and count > 0 else 1),
-        without_lessons=f"the {MODEL_ID} stand-in sees the evidence, not the lessons",
+    advice = Advice.from_dict(evidence.get("advice"))
+    facts = evidence.get("facts")
+    if advice is None or not isinstance(facts, dict):
+        raise BadRequest("the evidence carries no advice or facts to word")
+    pattern = str(evidence.get("pattern") or "pattern")
+    rate = evidence.get("failure_rate", evidence.get("success_rate"))
+    support = int(evidence.get("reports_supporting_it") or 0)
+    found = SkillAdvice(
+        advice=advice,
+        evidence=Evidence.from_dict(facts),
+        support=support,
+        reports=int(facts.get("reports") or support),
+        message=next(iter(evidence.get("error_messages") or []), ""),
     )
-    return _proposal_json(proposal)
+    proposal = skill_proposal(
+        found,
+        pattern=pattern,
+        confidence=min(1.0, max(0.0, float(rate))) if isinstance(rate, int | float) else 0.5,
+        note=f"Worded by the {MODEL_ID} stand-in (not a real model).",
+    )
+    # the product renders the evidence after the answer; the stand-in words only the advice
+    return _proposal_json(proposal.model_copy(update={"rationale": "Worded by the stand-in."}))
 
 
 def _fenced(user: str, name: str) -> str:

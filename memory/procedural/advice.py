@@ -241,6 +241,24 @@ class Evidence:
     last_day: str = ""
     recoveries: tuple[str, ...] = field(default=())
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
+        def names(key: str) -> tuple[str, ...]:
+            return tuple(str(v) for v in data.get(key) or [])
+
+        return cls(
+            reports=int(data.get("reports") or 0),
+            outcomes={str(k): int(v) for k, v in (data.get("outcomes") or {}).items()},
+            retries=tuple(int(v) for v in data.get("retries") or []),
+            task_types=names("task_types"),
+            error_categories=names("error_categories"),
+            tools=names("tools"),
+            agents=names("agents"),
+            first_day=str(data.get("first_day") or ""),
+            last_day=str(data.get("last_day") or ""),
+            recoveries=names("recoveries"),
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "reports": self.reports,

@@ -36,6 +36,7 @@ from memory.procedural.advice import (
 )
 from memory.procedural.domain import ProceduralMemoryProposal
 
+ANSWER_REFUSED = "LLM answer refused"
 PLACEHOLDERS = frozenset({"", "null", "none", "n/a", "na", "...", "…", "tbd", "todo", "-"})
 MIN_ACTION_WORDS = 3
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?")

@@ -34,6 +34,19 @@ VERDICTS: dict[str, VerdictText] = {
         ),
         on_approve="Approving publishes the proposal; every existing skill stays as it is.",
     ),
+    "CONTRADICTS": VerdictText(
+        label="Contradicts what agents already hold",
+        meaning=(
+            "The proposal's advice is the opposite of live lessons or core policies for the "
+            "same situation: one says to do what the other says to avoid. Each is listed "
+            "below, side by side with the proposal."
+        ),
+        on_approve=(
+            "Approving publishes the proposal; in every agent's context a core policy wins "
+            "over it, and it wins over a contradicting lesson (the lesson is left out, with "
+            "the reason shown in the context preview)."
+        ),
+    ),
     "CONFLICT": VerdictText(
         label="Contradicts an existing skill",
         meaning=(

@@ -41,6 +41,7 @@ from memory.procedural.evolver.models import (
     DraftStatus,
     EvolverReport,
 )
+from memory.procedural.evolver.rule_drafting import skill_advice
 from memory.procedural.evolver.schedules import RETRY_COMPANY_TASK
 from memory.procedural.evolver.services import (
     PROCEDURE,
@@ -48,6 +49,7 @@ from memory.procedural.evolver.services import (
     eligible_candidates,
     emit_once,
     existing_skills,
+    pattern_records,
     previously_proposed,
     rule_proposal,
     run_finish,
@@ -227,17 +229,20 @@ def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
     if run.provider is None:
         _by_rule(run, draft, pattern, own_item, status=DraftStatus.DRAFTED, reason=NO_LLM)
         return True
+    records = pattern_records(pattern, run.found.details)
     payload = drafting.evidence_payload(
         pattern=pattern.key,
         kind=pattern.kind,
         rate=pattern.rate,
         agents=len(pattern.agent_ids),
-        reports=[run.found.details[i] for i in pattern.report_ids if i in run.found.details],
+        reports=records,
     )
     try:
         proposal, _ = drafting.draft(
             run.provider,
             payload,
+            found=skill_advice(records, agent_names=run.agent_names),
+            records=records,
             model=run.procedural.model,
             temperature=run.procedural.temperature,
             max_tokens=run.procedural.max_tokens,
@@ -282,7 +287,7 @@ def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
 
 def _by_rule(run: _CompanyRun, draft: DraftFailure, pattern, own_item, *, status, reason):
     """Draft from the member lessons; the item's evidence carries the LLM failure."""
-    proposal = rule_proposal(run.company, pattern, run.found.details)
+    proposal = rule_proposal(run.company, pattern, run.found.details, run.agent_names)
     item = emit_once(
         run.company,
         pattern,

@@ -11,6 +11,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from memory.procedural.advice import render_evidence
+from memory.procedural.answer_checks import ANSWER_REFUSED, answer_problems
 from memory.procedural.domain import (
     DISCOVERY_MAX,
     MAX_STEPS,
@@ -20,14 +22,19 @@ from memory.procedural.domain import (
     ProposalError,
     parse_proposal,
 )
+from memory.procedural.evolver.rule_drafting import SkillAdvice
 from memory.procedural.proposer import proposal_response_format
+from memory.procedural.rule_lessons import action_text
 from synthorg.llm.base import ChatMessage, Completion, CompletionProvider
 from synthorg.llm.structured import complete_json
+from synthorg.text import clip
 
 SYSTEM_PROMPT = f"""You turn a pattern seen across the task executions of SEVERAL AI agents \
 of one organisation into ONE organisation-wide skill every agent should follow: "when you \
 meet <condition>, do <action>, because <rationale>". A human reviews your proposal before \
-anyone uses it. Use only the evidence given; do not invent facts. Never include secrets, \
+anyone uses it. Word the advice given in "advice_to_word" (computed from the reports; \
+do not advise otherwise) and use only the evidence given; do not invent facts or counts. \
+Never include secrets, \
 credentials or personal data. Keep the condition specific enough that it does not fire on \
 unrelated work.
 Answer with ONE JSON object and nothing else:
@@ -76,15 +83,34 @@ def evidence_payload(
     }
 
 
+def with_advice(payload: dict[str, Any], found: SkillAdvice) -> dict[str, Any]:
+    """The payload with what the reports support: the advice to word (computed from the
+    reports, the same rule the agents' lessons follow) and the facts, which the answer may
+    not restate differently (they are rendered from the records after the answer)."""
+    return {
+        **payload,
+        "advice_to_word": action_text(found.advice),
+        "advice": found.advice.as_dict(),
+        "reports_supporting_it": found.support,
+        "facts": found.evidence.as_dict(),
+    }
+
+
 def draft(
     provider: CompletionProvider,
     payload: dict[str, Any],
     *,
+    found: SkillAdvice,
+    records: list[dict[str, Any]],
     model: str | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
 ) -> tuple[ProceduralMemoryProposal, Completion]:
-    """Raises ``LLMError`` (the call failed) or ``ProposalError`` (unusable answer)."""
+    """Raises ``LLMError`` (the call failed) or ``ProposalError`` (unusable answer, or one
+    :func:`~memory.procedural.answer_checks.answer_problems` refuses). The accepted draft
+    advises what the reports support (``found``) and its rationale ends with the evidence
+    computed from them."""
+    payload = with_advice(payload, found)
     messages = [
         ChatMessage(role="system", content=SYSTEM_PROMPT),
         ChatMessage(
@@ -105,4 +131,11 @@ def draft(
         proposal = proposal.model_copy(update={"scope": ProceduralScope.ORG})
     if not proposal.execution_steps:
         raise ProposalError("proposal has no execution steps")
+    problems = answer_problems(proposal, records=records, advice=found.advice)
+    if problems:
+        raise ProposalError(f"{ANSWER_REFUSED}: {'; '.join(problems)}")
+    rationale = f"{proposal.rationale} {found.support_note} {render_evidence(found.evidence)}"
+    proposal = proposal.model_copy(
+        update={"advice": found.advice.as_dict(), "rationale": clip(rationale, TIER_TEXT_MAX)}
+    )
     return proposal, completion

@@ -27,6 +27,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
+from memory.procedural.contradictions import advising_entries, contradicted_by
 from memory.procedural.domain import ProposalError
 from memory.procedural.evolver import drafting, skill_text
 from memory.procedural.evolver.draft_failures import draft_failure_open, failure_reason
@@ -37,16 +38,18 @@ from memory.procedural.evolver.patterns import (
     eligible_patterns,
     group_trajectories,
 )
-from memory.procedural.evolver.rule_drafting import rule_draft
+from memory.procedural.evolver.rule_drafting import SkillAdvice, rule_draft, skill_advice
 from memory.procedural.evolver.schedules import arm_deferred_evolver
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
-from memory.procedural.models import ExecutionReport, ProceduralLesson
+from memory.procedural.models import ExecutionReport
+from memory.procedural.rule_lessons import advice_title
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_request
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from synthorg.llm import LLMError
 from synthorg.llm.slots import company_llm_slot
+from synthorg.text import clip
 
 logger = logging.getLogger("memory.procedural.evolver")
 
@@ -70,19 +73,46 @@ class CyclePlan:
     details: dict[str, dict] = field(default_factory=dict)  # report id -> its fields
 
 
+#: what a draft's facts are computed from (every field a skill's evidence states)
+REPORT_FIELDS = (
+    "id",
+    "agent_id",
+    "created_at",
+    "outcome",
+    "task_type",
+    "task_title",
+    "error_category",
+    "error_message",
+    "tool_calls",
+    "retry_count",
+    "recovery",
+)
+
+
+def pattern_records(pattern: Pattern, details: dict[str, dict]) -> list[dict]:
+    """The pattern's member reports' fields, in the pattern's order."""
+    return [details[i] for i in pattern.report_ids if i in details]
+
+
+def pattern_advice(pattern: Pattern, details: dict[str, dict], agent_names) -> SkillAdvice:
+    return skill_advice(pattern_records(pattern, details), agent_names=agent_names)
+
+
+def _stored_pattern_advice(company: Company, pattern: Pattern, agent_names) -> SkillAdvice:
+    """What the pattern's reports support, read from the stored reports themselves."""
+    rows = {
+        str(row["id"]): row
+        for row in ExecutionReport.objects.filter(
+            company=company, pk__in=pattern.report_ids
+        ).values(*REPORT_FIELDS)
+    }
+    return pattern_advice(pattern, rows, agent_names)
+
+
 def _trajectories(company: Company, since: datetime, until: datetime):
     rows = ExecutionReport.objects.filter(
         company=company, created_at__gte=since, created_at__lt=until
-    ).values(
-        "id",
-        "agent_id",
-        "outcome",
-        "task_type",
-        "error_category",
-        "error_message",
-        "tool_calls",
-        "recovery",
-    )
+    ).values(*REPORT_FIELDS)
     details, trajectories = {}, []
     for row in rows.iterator(chunk_size=2000):
         names = tuple(
@@ -294,25 +324,47 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
                 f"[{n}/{len(plan.eligible)}] drafting {pattern.key} "
                 f"(confidence {pattern.confidence})"
             )
+            records = pattern_records(pattern, details)
+            found = skill_advice(records, agent_names=agent_names)
             payload = drafting.evidence_payload(
                 pattern=pattern.key,
                 kind=pattern.kind,
                 rate=pattern.rate,
                 agents=len(pattern.agent_ids),
-                reports=[details[i] for i in pattern.report_ids if i in details],
+                reports=records,
             )
             try:
                 proposal, _ = drafting.draft(
                     provider,
                     payload,
+                    found=found,
+                    records=records,
                     model=procedural.model,
                     temperature=procedural.temperature,
                     max_tokens=procedural.max_tokens,
                 )
-            except (LLMError, ProposalError) as exc:
+            except LLMError as exc:
                 reason = failure_reason(exc)
                 draft_failed(report, pattern.key, reason)
                 say(f"    draft failed: {reason} (retried by the draft retry schedule)")
+                continue
+            except ProposalError as exc:
+                # The model answered, but nothing usable: the rule draft stands in at once
+                # (never worse than no LLM), with the reason in the item's evidence.
+                reason = failure_reason(exc)
+                report.drafts_failed += 1
+                say(f"    LLM draft refused: {reason}; the rule draft stands in")
+                item = emit_once(
+                    company,
+                    pattern,
+                    rule_proposal(company, pattern, details, agent_names),
+                    existing,
+                    agent_names,
+                    verdicts,
+                    method="rule",
+                    extra_evidence={"llm_failure": {"reason": reason, "attempts": 1}},
+                )
+                count_item(report, item, say)
                 continue
             item = emit_once(company, pattern, proposal, existing, agent_names, verdicts)
             count_item(report, item, say)
@@ -334,31 +386,20 @@ def _rule_cycle(*, company: Company, report: EvolverReport, plan: CyclePlan, say
     verdicts: dict[str, int] = {}
     for n, pattern in enumerate(plan.eligible, 1):
         say(f"[{n}/{len(plan.eligible)}] drafting {pattern.key} from lessons (no LLM)")
-        proposal = rule_proposal(company, pattern, plan.details)
+        proposal = rule_proposal(company, pattern, plan.details, agent_names)
         item = emit_once(company, pattern, proposal, existing, agent_names, verdicts, method="rule")
         count_item(report, item, say)
     report.verdicts = verdicts
     return _complete(report, company)
 
 
-def rule_proposal(company: Company, pattern: Pattern, details: dict[str, dict]):
-    """The pattern drafted from its member lessons' own text (no LLM)."""
-    lessons = list(
-        ProceduralLesson.objects.filter(
-            company=company,
-            report_id__in=pattern.report_ids,
-            origin__in=[ProceduralLesson.Origin.FAILURE, ProceduralLesson.Origin.SUCCESS],
-        )
-        .order_by("created_at", "memory_id")
-        .values("discovery", "condition", "action", "rationale", "execution_steps")
-    )
+def rule_proposal(company: Company, pattern: Pattern, details: dict[str, dict], agent_names):
+    """The pattern drafted from its member reports' fields (no LLM)."""
     return rule_draft(
         pattern=pattern.key,
-        kind=pattern.kind,
-        agents=len(pattern.agent_ids),
         confidence=pattern.confidence,
-        lessons=lessons,
-        reports=[details[i] for i in pattern.report_ids if i in details],
+        reports=pattern_records(pattern, details),
+        agent_names=agent_names,
     )
 
 
@@ -436,9 +477,15 @@ def _emit(
     method: str = "llm",
     extra_evidence: dict | None = None,
 ) -> ApprovalItem:
+    found = _stored_pattern_advice(company, pattern, agent_names)
+    if not proposal.advice:
+        proposal = proposal.model_copy(update={"advice": found.advice.as_dict()})
     tiers = proposal.model_dump(mode="json")
     content = skill_text.render(tiers)
     tiers["content"] = content
+    contradicts = contradicted_by(
+        found.advice, advising_entries(company=company, about=found.advice)
+    )
     confidence = pattern.confidence
     judgement = judge(
         Skill(condition=proposal.condition, action=proposal.action, confidence=confidence),
@@ -462,6 +509,8 @@ def _emit(
         "action_jaccard": round(judgement.action_jaccard, 4),
         "condition_coverage": round(judgement.condition_coverage, 4),
         "method": method,
+        **found.as_evidence(),
+        "contradicts": contradicts,
         **(extra_evidence or {}),
     }
     metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org", "method": method}
@@ -493,14 +542,23 @@ def _emit(
         return item
     if judgement.verdict is Verdict.FULL:
         evidence["superseded"] = {"fact_id": other.ref, "content": other.content}
+    description = (
+        f"{len(pattern.agent_ids)} agents, {len(pattern.reports)} reports "
+        f"({pattern.key}); confidence {confidence:.2f}. {found.support_note}"
+    )
+    if contradicts:
+        evidence["verdict"] = Verdict.CONTRADICTS.value
+        description += (
+            f" It contradicts {len(contradicts)} live "
+            f"{'entry' if len(contradicts) == 1 else 'entries'} (listed side by side): "
+            "approving publishes it, and in every agent's context the org skill then wins "
+            "over a contradicting lesson."
+        )
     item = approval_request(
         company=company,
         action_type=ACTION_PROMOTION,
-        title=f"Org skill: {proposal.discovery}"[:200],
-        description=(
-            f"{len(pattern.agent_ids)} agents, {len(pattern.reports)} reports "
-            f"({pattern.key}); confidence {confidence:.2f}."
-        ),
+        title=clip(f"Org skill: {advice_title(found.advice)}", 200),
+        description=description,
         risk_level=ApprovalItem.RiskLevel.MEDIUM,
         source=SOURCE,
         requested_by=SOURCE,

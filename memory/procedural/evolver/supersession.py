@@ -38,6 +38,9 @@ class Verdict(StrEnum):
     CONFLICT = "CONFLICT"
     FULL = "FULL"
     PARTIAL = "PARTIAL"
+    #: not a supersession judgement: set on the item when the proposal's advice contradicts
+    #: live lessons or core policies (memory.procedural.contradictions), listed in its evidence
+    CONTRADICTS = "CONTRADICTS"
 
 
 @dataclass(frozen=True)

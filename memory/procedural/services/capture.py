@@ -43,7 +43,7 @@ from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
 from memory.procedural.advice import advice_for_report, evidence_of, render_evidence
-from memory.procedural.answer_checks import answer_problems
+from memory.procedural.answer_checks import ANSWER_REFUSED, answer_problems
 from memory.procedural.capture import decide_capture
 from memory.procedural.domain import TIER_TEXT_MAX, ProceduralScope, ProposalError
 from memory.procedural.models import (
@@ -97,7 +97,6 @@ DEFERRED = (
     "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
     "retried at its next attempt"
 )
-ANSWER_REFUSED = "LLM answer refused"
 RULE_STANDS_IN = "the rule lesson stands in; the LLM is asked again later"
 RETRY_COMPANY_TASK = "memory.procedural.tasks.retry_company_captures"
 
