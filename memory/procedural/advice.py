@@ -471,6 +471,7 @@ _AVOID = re.compile(
 )
 _DO = re.compile(r"^(?:always|must|do)\s+(.+)$", re.IGNORECASE)
 _LABEL = re.compile(r"^(?:do|avoid|don't)\s*:\s*", re.IGNORECASE)
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
@@ -480,7 +481,7 @@ def directives_from_text(text: str) -> tuple[Directive, ...]:
     A ``Do:`` / ``Avoid:`` label marks its sentences as advice."""
     found: list[Directive] = []
     for line in str(text).splitlines():
-        line = line.strip()
+        line = _BULLET.sub("", line.strip())
         labelled = _LABEL.match(line)
         stance_of_label = None
         if labelled:

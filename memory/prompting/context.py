@@ -35,16 +35,25 @@ from memory.core.retrieval.formatting import build_messages, format_entry
 from memory.core.retrieval.packing import estimate_tokens, pack_greedy_with_fallback
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
+from memory.procedural.advice import Advice, advice_from_text, contradiction
+from memory.procedural.contradictions import (
+    LESSON,
+    ORG_SKILL,
+    PRECEDENCE,
+    lesson_advice,
+    skill_advice_of,
+)
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
 from memory.prompting.hierarchical import hierarchical_search
 from memory.prompting.llm_checks import llm_request_deadline
 from memory.prompting.rerank import rerank
+from orgmemory.models import OrgFact
 from orgmemory.selectors import org_prompt_context
 from orgmemory.selectors.policies import CorePolicyBlock
 from persistence.models import Agent
 from synthorg.company_config.memory import MemoryRetrievalConfig
-from synthorg.enums import MemoryCategory
+from synthorg.enums import MemoryCategory, OrgFactCategory
 from synthorg.errors import InvalidInputError
 
 QUERY_TEXT_BLANK = "query_text must not be blank."
@@ -67,6 +76,8 @@ class ContextEntry:
     fallback: ContextEntry | None = field(default=None, compare=False, repr=False)
     # For procedural lessons: "all" (three tiers) or "discovery"; "" otherwise.
     tiers: str = ""
+    # Why a dropped entry was left out: "budget", or the contradiction that excluded it.
+    reason: str = field(default="", compare=False)
 
     @property
     def fenced(self) -> str:
@@ -184,12 +195,14 @@ def memory_context(
             memories_taken += 1
         candidates.append(entry)
 
+    candidates, contradicted = drop_contradictions(candidates, pinned=pinned)
     included, dropped, used = pack_greedy_with_fallback(
         candidates,
         cost=lambda e: e.tokens,
         budget=max(0, token_budget - pinned_tokens),
         fallback=lambda e: e.fallback,
     )
+    dropped = [replace(e, reason=BUDGET) for e in dropped] + contradicted
     messages = build_messages(
         [entry.fenced for entry in included],
         role=config.injection_point.value,
@@ -206,6 +219,76 @@ def memory_context(
         retrieval=retrieval,
         warnings=warnings,
     )
+
+
+BUDGET = "budget"
+
+
+def _entry_advice(entries: Sequence[ContextEntry]) -> dict[str, tuple[str, Advice]]:
+    """(kind, advice) of each entry that advises: a lesson, an org skill (``procedure``)."""
+    found: dict[str, tuple[str, Advice]] = {}
+    for entry in entries:
+        lesson = lesson_of(entry.memory) if entry.memory is not None else None
+        if lesson is not None:
+            found[entry.key] = (LESSON, lesson_advice(lesson))
+    facts = {
+        e.key.removeprefix("fact:"): e.key
+        for e in entries
+        if e.kind == "org_fact" and e.label == f"org {OrgFactCategory.PROCEDURE.value}"
+    }
+    if facts:
+        rows = list(OrgFact.objects.filter(fact_id__in=list(facts)))
+        for fact_id, advice in skill_advice_of(rows).items():
+            found[facts[fact_id]] = (ORG_SKILL, advice)
+    return found
+
+
+def drop_contradictions(
+    candidates: Sequence[ContextEntry], *, pinned: Sequence[str] = ()
+) -> tuple[list[ContextEntry], list[ContextEntry]]:
+    """Two entries that contradict never both reach the agent
+    (:mod:`memory.procedural.contradictions`): a core policy (pinned) wins over any entry,
+    an org skill over a lesson, and otherwise the higher-ranked entry. Returns the kept
+    candidates (in order) and the left-out ones, each with its ``reason``."""
+    advice = _entry_advice(candidates)
+    if not advice:
+        return list(candidates), []
+    policies = [advice_from_text(text) for text in pinned]
+    kept: list[ContextEntry] = []
+    left_out: list[ContextEntry] = []
+    for entry in candidates:
+        if entry.key not in advice:
+            kept.append(entry)
+            continue
+        kind, mine = advice[entry.key]
+        clash = next(filter(None, (contradiction(mine, p) for p in policies)), None)
+        if clash is not None:
+            left_out.append(replace(entry, reason=f"contradicts a core policy: {clash.reason()}"))
+            continue
+        for other in kept:
+            if other.key not in advice:
+                continue
+            other_kind, theirs = advice[other.key]
+            clash = contradiction(mine, theirs)
+            if clash is None:
+                continue
+            if PRECEDENCE[kind] < PRECEDENCE[other_kind]:  # this one outranks the kept one
+                kept.remove(other)
+                left_out.append(
+                    replace(other, reason=f"contradicts {_named(kind)}: {clash.reason()}")
+                )
+                continue
+            left_out.append(
+                replace(entry, reason=f"contradicts {_named(other_kind)}: {clash.reason()}")
+            )
+            break
+        else:
+            kept.append(entry)
+    return kept, left_out
+
+
+def _named(kind: str) -> str:
+    return {ORG_SKILL: "an approved org skill", LESSON: "a lesson ranked higher"}.get(kind, kind)
 
 
 def retrieve_ranked(

@@ -384,6 +384,11 @@ class ContextEntrySerializer(SharedFieldsRepresentation, Serializer):
         help_text="Procedural lessons: `all` (three tiers) or `discovery` (the budget was "
         "too small for all); empty for other entries."
     )
+    reason = serializers.CharField(
+        help_text="Dropped entries: `budget` (it did not fit), or the contradiction that left "
+        "it out (a core policy wins over any entry, an approved org skill over a lesson); "
+        "empty for included entries."
+    )
 
 
 class RetrievalTraceSerializer(SharedFieldsRepresentation, Serializer):

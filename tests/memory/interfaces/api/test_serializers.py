@@ -91,7 +91,9 @@ def test_search_and_context_payloads_serialize_as_drf_does(caller):
     context = s.MemoryContextSerializer(prepared).data
     assert context == {
         "messages": [{"role": "system", "content": "fenced"}],
-        "included": [{"id": "m1", "kind": "memory", "score": 0.5, "tokens": 12, "tiers": ""}],
+        "included": [
+            {"id": "m1", "kind": "memory", "score": 0.5, "tokens": 12, "tiers": "", "reason": ""}
+        ],
         "dropped": [],
         "tokens_used": 12,
         "token_budget": 100,
