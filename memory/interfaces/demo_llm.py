@@ -63,8 +63,8 @@ FINGERPRINT = f"{MODEL_ID} ({DEMO_STANDIN_LABEL})"
 OWNER = f"synthorg-demo ({DEMO_STANDIN_LABEL})"
 STANDIN_TAG = "demo-stand-in"
 DIARY = (
-    f"Dream written by the {DEMO_STANDIN_LABEL} ({MODEL_ID}): key facts and anchors of the "
-    "previous core and the journal, kept verbatim (the extractive strategy)."
+    f"Dream written by the {DEMO_STANDIN_LABEL} ({MODEL_ID}): the facts of the previous core "
+    "and the facts the journal recorded, kept verbatim (the extractive strategy)."
 )
 FACT_CONFIDENCE = 0.9
 MAX_BODY = 4 * 1024 * 1024

@@ -34,6 +34,7 @@ from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError
 from synthorg.llm.replies import reply_text
 from synthorg.llm.slots import company_llm_slot
+from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
@@ -45,10 +46,7 @@ REASON_MAX = 1000
 
 
 def excerpt_line(message) -> str:
-    text = " ".join(message.content.split())
-    if len(text) > EXCERPT_CHARS:
-        text = text[: EXCERPT_CHARS - 1] + "…"
-    return f"[{message.seq}] {message.role}: {text}"
+    return f"[{message.seq}] {message.role}: {clip(message.content, EXCERPT_CHARS)}"
 
 
 def cut_to_tokens(text: str, tokens: int, *, keep_end: bool) -> str:

@@ -10,11 +10,10 @@ of a company, run by the per-company q2 schedule and ``manage.py dream``):
 2. **Content-hash guard**: the SHA-256 of that journal equal to the last successful dream's,
    with the core still the one that dream wrote ⇒ ``unchanged``, no LLM call. No journal
    in the window ⇒ ``nothing_new``.
-3. No LLM ⇒ **extractive** consolidation (``method`` ``extractive``): the previous core and
-   the journal go through the extractive strategy
-   (:class:`memory.core.consolidation.extractive.ExtractivePreserver`: verbatim key facts
-   plus start/mid/end anchors) and that text becomes the new core. With an LLM
-   (``method`` ``llm``), an LLM error or an answer that is not the JSON contract ⇒
+3. No LLM ⇒ **extractive** consolidation (``method`` ``extractive``, :func:`extractive_core`):
+   the previous core's facts and the facts the journal recorded as learned or already known
+   become the new core, verbatim (never the journal's bookkeeping: headings, counts, ids).
+   With an LLM (``method`` ``llm``), an LLM error or an answer that is not the JSON contract ⇒
    ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
 4. Success, in one transaction: the new core summary is stored through the write gate
    (``memory_store_batch``: SEMANTIC, tag ``core``, ``supersedes`` the previous core — kept,
@@ -26,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from datetime import UTC, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
-from memory.core.consolidation.extractive import ExtractivePreserver
 from memory.core.domain import CORE_TAG, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
 from memory.core.models.memory import Memory
@@ -52,6 +51,7 @@ from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.llm import CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_slot
 from synthorg.llm.structured import complete_json
+from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
@@ -158,16 +158,45 @@ def agent_dream(
 
 
 EXTRACTIVE_DIARY = (
-    "Extractive dream (no LLM configured): key facts and anchors of the previous core "
-    "and the journal, kept verbatim."
+    "Extractive dream (no LLM configured): the facts of the previous core and the facts the "
+    "journal says were learned or already known, kept verbatim (newest last)."
+)
+CORE_HEADING = "What I know (kept from my memories, newest last):"
+ITEM_CHARS = 300
+_FACT_LINE = re.compile(
+    r"^- (?:learned|already knew) \([^)]*\): (?P<text>.*?)(?: — replaces `[^`]*`(?:, `[^`]*`)*)?$"
 )
 
 
+def core_items(core_text: str) -> list[str]:
+    """The facts a previous core holds: its ``- `` items (this module's format), else each of
+    its non-empty lines (a core an LLM wrote)."""
+    lines = [line.strip() for line in core_text.splitlines() if line.strip()]
+    if lines and lines[0] == CORE_HEADING:
+        return [line[2:].strip() for line in lines[1:] if line.startswith("- ")]
+    return lines
+
+
+def journal_facts(journal: str) -> list[str]:
+    """The facts the journal says the agent learned or already knew (not its bookkeeping:
+    headings, counts, run ids and the facts not kept are left out)."""
+    return [m["text"].strip() for line in journal.splitlines() if (m := _FACT_LINE.match(line))]
+
+
 def extractive_core(core_text: str, journal: str) -> str:
-    """The no-LLM dream's new core: the extractive strategy over the previous core and the
-    journal (also what the demo's stand-in model answers, :mod:`memory.interfaces.demo_llm`)."""
-    preserver = ExtractivePreserver(max_facts=EXTRACTIVE_MAX_FACTS)
-    return preserver.extract(f"{core_text}\n\n{journal}".strip())
+    """The no-LLM dream's new core: what the agent knows — the previous core's facts, then
+    the facts the journal recorded, each once, newest last, at most
+    :data:`EXTRACTIVE_MAX_FACTS` (the oldest give way), none cut inside a word. Also what the
+    demo's stand-in model answers (:mod:`memory.interfaces.demo_llm`)."""
+    items: list[str] = []
+    for fact in [*core_items(core_text), *journal_facts(journal)]:
+        fact = clip(fact, ITEM_CHARS)
+        if fact and fact.lower() not in {i.lower() for i in items}:
+            items.append(fact)
+    items = items[-EXTRACTIVE_MAX_FACTS:]
+    if not items:
+        return core_text.strip()
+    return "\n".join([CORE_HEADING, *(f"- {item}" for item in items)])
 
 
 def _store_core(run: DreamRun, *, agent, core, new_core: str, diary: str, now) -> DreamRun:

@@ -76,6 +76,7 @@ from synthorg.llm import Completion, CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
 from synthorg.schedules import LLM_CLUSTER
+from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
@@ -582,10 +583,7 @@ def _verbatim_context(message, previous) -> str:
     ):
         return ""
     speaker = previous.name or previous.role
-    text = " ".join(previous.content.split())
-    if len(text) > VERBATIM_CONTEXT_CHARS:
-        text = text[: VERBATIM_CONTEXT_CHARS - 1].rstrip() + "…"
-    return f"In reply to {speaker}: {text}"
+    return f"In reply to {speaker}: {clip(previous.content, VERBATIM_CONTEXT_CHARS)}"
 
 
 def _speaker_tags(message) -> tuple[str, ...]:

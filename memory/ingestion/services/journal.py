@@ -17,6 +17,7 @@ from memory.ingestion.models import (
 )
 from memory.ingestion.selectors import render_journal
 from persistence.models import Agent
+from synthorg.text import clip
 
 _DECISION_WORDS = {
     ExtractedFact.Decision.ADDED: "learned",
@@ -26,8 +27,7 @@ _DECISION_WORDS = {
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    return clip(text, limit)
 
 
 def extraction_markdown(

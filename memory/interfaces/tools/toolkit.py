@@ -9,6 +9,7 @@ from pydantic import Field
 
 from memory.interfaces.api import serializers as s
 from memory.interfaces.service import MemoryService
+from synthorg.text import clip
 from synthorg.tools import ToolArguments, ToolContext, json_ready
 
 Category = Literal["working", "episodic", "semantic", "procedural", "social"]
@@ -27,7 +28,7 @@ def hits_text(hits, *, empty: str) -> str:
     lines = []
     for hit in hits:
         memory = hit.memory
-        text = memory.content if len(memory.content) <= EXCERPT else memory.content[:EXCERPT] + "…"
+        text = clip(memory.content, EXCERPT + 1)
         shared = ", shared" if hit.is_shared else ""
         lines.append(
             f"- [{memory.pk}] ({memory.category}{shared}, {memory.created_at:%Y-%m-%d}, "
