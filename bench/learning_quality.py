@@ -630,6 +630,14 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
         fidelity["approval_item"][0] += stated
         fidelity["approval_item"][1] += matching
         mismatches += [{"item": str(approval.pk), "kind": "approval_item", "fact": w} for w in wrong]
+    dump = os.environ.get("LEARNING_QUALITY_DUMP")  # texts for debugging, outside the project
+    if dump:
+        texts = {k: lesson_text(v) for k, v in lesson_of_log.items() if v is not None}
+        texts["approval_items"] = [
+            {"title": a.title, "description": a.description, "proposal": a.metadata.get("proposal")}
+            for a in ApprovalItem.objects.filter(company=company, source="skill_evolver")
+        ]
+        Path(dump).write_text(json.dumps(texts, indent=1, default=str))
     facts = sum(v[0] for v in fidelity.values())
     matching = sum(v[1] for v in fidelity.values())
 
@@ -746,7 +754,9 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
     status_counts = Counter(c.status for c in captures.values())
     method_counts = Counter(c.method or "" for c in captures.values())
     reasons_recorded = Counter(
-        (c.reason or "").split(":")[0][:80] for c in captures.values() if c.reason
+        re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27}", "<id>", c.reason or "")[:200]
+        for c in captures.values()
+        if c.reason
     )
     return {
         "fidelity": ratio(matching, facts),
