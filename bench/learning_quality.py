@@ -253,13 +253,12 @@ def report_from_log(item: Mapping[str, Any]) -> dict[str, Any]:
 
 # --- protocol helpers (pure) ----------------------------------------------------------------
 
-STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if
-    in into is it its me my of on or our please should so than that the their them then there
-    these this those to was we were what when where which who whom whose why will with would
-    you your yours also any each few more most other some such only own same too very just
-    given find answer question solve task""".split()
-)
+_STOPWORDS = """a an and are as at be been but by can could did do does for from had has have
+how i if in into is it its me my of on or our please should so than that the their them then
+there these this those to was we were what when where which who whom whose why will with would
+you your yours also any each few more most other some such only own same too very just given
+find answer question solve task"""
+STOPWORDS = frozenset(_STOPWORDS.split())
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -331,11 +330,19 @@ _N = r"(\d+)"
 _FACTS = (
     ("retry_range", re.compile(rf"\b{_N} to {_N} retr(?:y|ies)\b", re.I)),
     ("retries", re.compile(rf"(?<!to )\b{_N} retr(?:y|ies)\b", re.I)),
-    ("reports", re.compile(rf"\b{_N} (?:failed |failing |succeeded |partial )?(?:execution )?reports?\b", re.I)),
-    ("outcome", re.compile(rf"\b{_N} (failed|partial|succeeded)\b(?! (?:execution )?reports?\b)", re.I)),
+    ("reports", re.compile(
+        rf"\b{_N} (?:failed |failing |succeeded |partial )?(?:execution )?reports?\b", re.I
+    )),
+    ("outcome", re.compile(
+        rf"\b{_N} (failed|partial|succeeded)\b(?! (?:execution )?reports?\b)", re.I
+    )),
     ("agents", re.compile(rf"\b{_N} (?:distinct |different )?agents?\b", re.I)),
-    ("task_type", re.compile(r"task types? '([^']+)'|'([^']+)' tasks?\b|an? '([^']+)' task\b", re.I)),
-    ("error_category", re.compile(r"error categor(?:y|ies) '([^']+)'|an? '([^']+)' error\b|'([^']+)' errors?\b", re.I)),
+    ("task_type", re.compile(
+        r"task types? '([^']+)'|'([^']+)' tasks?\b|an? '([^']+)' task\b", re.I
+    )),
+    ("error_category", re.compile(
+        r"error categor(?:y|ies) '([^']+)'|an? '([^']+)' error\b|'([^']+)' errors?\b", re.I
+    )),
     ("name", re.compile(r"`([^`]+)`")),
     ("date", re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")),
 )  # fmt: skip
@@ -512,7 +519,7 @@ def entry_advice(entry):
     return advice_from_text(entry.content)
 
 
-def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, in order
+def run(items: list[dict], method: str) -> dict:
     import numpy as np
     from django.contrib.auth import get_user_model
 
@@ -531,7 +538,9 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
 
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    company = company_create(name="Learning quality", slug="learning-quality", config=COMPANY_CONFIG)
+    company = company_create(
+        name="Learning quality", slug="learning-quality", config=COMPANY_CONFIG
+    )
     systems = sorted({item["system"] for item in items})
     agents = {}
     for system in systems:
@@ -543,7 +552,9 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
     position: Counter = Counter()
     agent_of: dict[str, Any] = {}
     for item in items:
-        agent_of[item["id"]] = agents[(item["system"], position[item["system"]] % AGENTS_PER_SYSTEM)]
+        agent_of[item["id"]] = agents[
+            (item["system"], position[item["system"]] % AGENTS_PER_SYSTEM)
+        ]
         position[item["system"]] += 1
 
     # 1. reports → captures
@@ -598,7 +609,6 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
             "error_message", "tool_calls", "retry_count", "recovery", "created_at",
         )
     }  # fmt: skip
-    report_id_of = {key: str(c.report_id) for key, c in captures.items()}
     all_agent_names = tuple(a.name for a in agents.values())
 
     # 3. fidelity: lessons and approval items against their records
@@ -629,7 +639,9 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
         stated, matching, wrong = check_text(text, records)
         fidelity["approval_item"][0] += stated
         fidelity["approval_item"][1] += matching
-        mismatches += [{"item": str(approval.pk), "kind": "approval_item", "fact": w} for w in wrong]
+        mismatches += [
+            {"item": str(approval.pk), "kind": "approval_item", "fact": w} for w in wrong
+        ]
     dump = os.environ.get("LEARNING_QUALITY_DUMP")  # texts for debugging, outside the project
     if dump:
         texts = {k: lesson_text(v) for k, v in lesson_of_log.items() if v is not None}
@@ -712,7 +724,9 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
     candidates = {
         "method": [lesson_text(lesson_of_log[k]) for k in scored],
         "baseline_error": [reports[k]["error"]["message"] for k in scored],
-        "baseline_other": [by_item[other[k]]["mistake_reason"] if k in other else "" for k in scored],
+        "baseline_other": [
+            by_item[other[k]]["mistake_reason"] if k in other else "" for k in scored
+        ],
     }
     cosine, f1 = {}, {}
     beats = {"baseline_error": 0, "baseline_other": 0}
@@ -723,13 +737,19 @@ def run(items: list[dict], method: str) -> dict:  # noqa: C901 - one protocol, i
         per_log_cos[name] = sims
         cosine[name] = mean(sims)
         f1[name] = mean(
-            [token_f1(text, by_item[k]["mistake_reason"]) for text, k in zip(texts, scored, strict=True)]
+            [
+                token_f1(text, by_item[k]["mistake_reason"])
+                for text, k in zip(texts, scored, strict=True)
+            ]
         )
     for name in beats:
         beats[name] = sum(
             1 for a, b in zip(per_log_cos["method"], per_log_cos[name], strict=True) if a > b
         )
-    naming = [k for k in scored if names_agent(lesson_text(lesson_of_log[k]), by_item[k]["mistake_agent"])]
+    naming = [
+        k for k in scored if names_agent(lesson_text(lesson_of_log[k]), by_item[k]["mistake_agent"])
+    ]
+
     def last_failed(key: str) -> str:
         failed = [c["name"] for c in reports[key]["tool_calls"] if c["status"] == "failed"]
         return failed[-1] if failed else ""
@@ -860,7 +880,9 @@ def main(argv: list[str] | None = None) -> int:
             result = run(items, args.method)
     finally:
         stop()
-    command = f"bench/learning_quality.py --data {args.data} --method {args.method} --out {args.out}"
+    command = (
+        f"bench/learning_quality.py --data {args.data} --method {args.method} --out {args.out}"
+    )
     if args.limit:
         command += f" --limit {args.limit}"
     output = {

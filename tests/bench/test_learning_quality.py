@@ -52,8 +52,16 @@ LOG = {
             "name": "Transit_Expert",
             "content": "Fixed it.\n```python\nstops = [1, 2]\nprint(len(stops))\n```",
         },
-        {"role": "user", "name": "Computer_terminal", "content": "exitcode: 0 (execution succeeded)\n2"},
-        {"role": "assistant", "name": "Verification_Expert", "content": "FINAL ANSWER: 2\nTERMINATE"},
+        {
+            "role": "user",
+            "name": "Computer_terminal",
+            "content": "exitcode: 0 (execution succeeded)\n2",
+        },
+        {
+            "role": "assistant",
+            "name": "Verification_Expert",
+            "content": "FINAL ANSWER: 2\nTERMINATE",
+        },
     ],
     "mistake_agent": "MISTAKEAGENT_SENTINEL",
     "mistake_step": "7777",
