@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test lint format worker worker-llm bench bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
+.PHONY: setup run demo test lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -106,6 +106,17 @@ bench: setup
 		--out bench/results/locomo_dev_hybrid.json
 	$(BIN)/python bench/retrieval.py --scale 10000 --agents 1 --queries 200 \
 		--out bench/results/scale_search_10k.json
+
+# Learning quality on annotated failure logs (Who&When dev split): every log as an execution
+# report through capture, the skill evolver and context, for the rule path and the demo's
+# stand-in model (about 1-2 min each). LEARNING_DATA points at the file (read in place);
+# `bench/learning_quality.py --method llm` measures the LLM SYNTHORG_LLM_* configure.
+LEARNING_DATA ?= ../shared/bench-data/who_and_when_dev.json
+bench-learning: setup
+	$(BIN)/python bench/learning_quality.py --data $(LEARNING_DATA) --method rule \
+		--out bench/results/learning_quality_rule.json
+	$(BIN)/python bench/learning_quality.py --data $(LEARNING_DATA) --method standin \
+		--out bench/results/learning_quality_standin.json
 
 # One company's LLM model hangs, then every model is down and recovers, run from outside
 # against manage.py serve on a throw-away embedded PostgreSQL (about 3-5 min).

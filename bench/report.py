@@ -1051,6 +1051,78 @@ def t_multisession_live(_arg) -> str:
     )
 
 
+LEARNING_RUNS = (
+    ("rule", "learning_quality_rule.json"),
+    ("stand-in", "learning_quality_standin.json"),
+    ("LLM", "learning_quality_llm.json"),
+)
+
+
+def t_learning_quality(_arg) -> str:
+    """Learning quality on the Who&When dev split, one row per method that ran."""
+    runs = [(label, n) for label, n in LEARNING_RUNS if (RESULTS / n).exists()]
+    use(*(n for _, n in runs))
+    rows, cause_rows = [], []
+    for label, name in runs:
+        d = load(name)
+        fc, cc, ac = d["fidelity_counts"], d["contradictions_counts"], d["attribution_counts"]
+        dc, rc, rcc = d["delivery_counts"], d["root_cause"], d["root_cause_counts"]
+        methods = ", ".join(f"{k or '—'} {v}" for k, v in d["captures"]["methods"].items())
+        evolver = d["evolver"]
+        rows.append(
+            [
+                label,
+                f"{d['data']['logs']} ({methods})",
+                f"**{fmt(d['fidelity'])}** ({fc['matching']} of {fc['facts']})",
+                f"**{d['contradictions']}** in {cc['contexts']} contexts",
+                f"**{fmt(d['attribution'])}** ({ac['naming_annotated_agent']} of {ac['lessons']})",
+                f"{fmt(d['delivery']['precision'])} / {fmt(d['delivery']['recall'])} "
+                f"({dc['delivered_for_follow_up']} of {dc['follow_up_probes']} follow-ups, "
+                f"{dc['delivered_for_unrelated']} of {dc['unrelated_probes']} unrelated)",
+                f"{evolver['items']} ({evolver['method']})",
+                fmt(d["seconds"]),
+            ]
+        )
+        f1 = rcc["token_f1"]
+        beats = rcc["method_beats_baseline"]
+        cause_rows.append(
+            [
+                label,
+                rcc["logs_with_lesson"],
+                f"**{fmt(rc['method'])}** / {fmt(rc['baseline_error'])} / "
+                f"{fmt(rc['baseline_other'])}",
+                f"{fmt(f1['method'])} / {fmt(f1['baseline_error'])} / {fmt(f1['baseline_other'])}",
+                f"{beats['baseline_error']} / {beats['baseline_other']}",
+            ]
+        )
+    if not runs:
+        return "*No learning-quality results yet: run `make bench-learning`.*"
+    head = [
+        "method",
+        "logs (lessons by)",
+        "fidelity",
+        "contradictions",
+        "attribution",
+        "delivery precision / recall",
+        "evolver items",
+        "seconds",
+    ]
+    cause_head = [
+        "method",
+        "lessons",
+        "cosine: lesson / last error / another log's reason",
+        "content-word F1: the same three",
+        "lessons closer than the error / the other reason",
+    ]
+    return (
+        table(head, rows)
+        + "\n\n"
+        + table(cause_head, cause_rows)
+        + "\n\n"
+        + source(*(n for _, n in runs))
+    )
+
+
 TABLES: dict[str, Callable[[str | None], str]] = {
     "multisession_levers": t_multisession_levers,
     "multisession_live": t_multisession_live,
@@ -1075,6 +1147,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "store": t_store,
     "recovery": t_recovery,
     "llm_faults": t_llm_faults,
+    "learning_quality": t_learning_quality,
     "lifecycle": t_lifecycle,
     "fields": t_fields,
     "commands": t_commands,

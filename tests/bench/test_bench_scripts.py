@@ -54,6 +54,7 @@ def test_no_app_module_imports_the_benchmark_package():
     [
         ("retrieval.py", ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion"]),
         ("store.py", ["--data", "--embedder", "--batch", "--no-context", "--out"]),
+        ("learning_quality.py", ["--data", "--method", "--out", "--limit"]),
         ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
         ("fine_tune.py", ["--data", "--dev-share", "--min-gain", "--epochs", "--out"]),
         (
