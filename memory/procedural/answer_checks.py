@@ -33,6 +33,8 @@ from memory.procedural.advice import (
     action_words,
     contradiction,
     directives_from_text,
+    evidence_of,
+    render_evidence,
 )
 from memory.procedural.domain import ProceduralMemoryProposal
 
@@ -112,7 +114,8 @@ def answer_problems(
             "the recovery"
         )
     source = record_text(records)
-    known = _numbers(source)
+    # the records' values, and the counts computed from them (how many reports, outcomes)
+    known = _numbers(source) | _numbers(render_evidence(evidence_of(records)))
     answer_text = " ".join(
         [
             proposal.discovery,

@@ -26,6 +26,7 @@ from orgmemory.models import ApprovalItem, OrgFact
 from persistence.services.agents import agent_create, api_key_issue
 from persistence.services.companies import company_create
 from tests.persistence.factories import MembershipFactory
+from tests.support.context_checks import context_problems
 from tests.synthorg.test_mcp_server import mcp, structured
 from tests.synthorg.test_recovery import wait_for
 
@@ -269,6 +270,8 @@ def approve_in_console(base: str, browser, item: ApprovalItem, operator) -> None
 
 
 def assert_org_skill_in_every_context(company, agents: dict[str, httpx.Client], blocker) -> None:
+    """The approved skill reaches every agent, and every agent's context reads well
+    (:func:`tests.support.context_checks.context_problems`)."""
     with blocker.unblock():
         [fact] = OrgFact.objects.filter(company=company, category="procedure")
     for name, agent in agents.items():
@@ -282,3 +285,6 @@ def assert_org_skill_in_every_context(company, agents: dict[str, httpx.Client], 
         assert ("org_fact", f"fact:{fact.fact_id}") in included, (name, context)
         text = "\n".join(message["content"] for message in context["messages"])
         assert fact.content in text, (name, text)
+        # what it says is right: no contradicting pair, no internal id, no cut word
+        with blocker.unblock():
+            assert context_problems(context["included"], context["messages"]) == [], name

@@ -292,7 +292,8 @@ NO_MODEL = "no model to ask: no model is configured"
 FAULT_OUTCOMES: dict[Fault, dict[str, tuple[str, str]]] = {
     Fault.TRUNCATED: {
         "capture": ("captured:rule", "proposer answer truncated (max_tokens reached)"),
-        "evolver": ("completed:drafts_failed=1", TRUNCATED_JSON),
+        # an unusable answer: the rule draft stands in at once, the reason on the run
+        "evolver": ("approval_item", TRUNCATED_JSON),
         "extraction": ("failed", TRUNCATED_JSON),
         "dream": ("failed", TRUNCATED_JSON),
         # vLLM's profile thinks first: the cut lands in the <think> block, no summary left.

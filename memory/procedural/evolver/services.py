@@ -353,7 +353,10 @@ def _cycle(*, company: Company, report: EvolverReport, now: datetime, say: Progr
                 # (never worse than no LLM), with the reason in the item's evidence.
                 reason = failure_reason(exc)
                 report.drafts_failed += 1
-                say(f"    LLM draft refused: {reason}; the rule draft stands in")
+                line = f"draft of {pattern.key} refused: {reason} (the rule draft stands in)"
+                report.error = "\n".join(filter(None, [report.error, line]))[:2000]
+                logger.warning("skill evolver %s", line)
+                say(f"    {line}")
                 item = emit_once(
                     company,
                     pattern,

@@ -114,7 +114,7 @@ def _finish(
         job_finish(CAPTURE_JOB, capture, status=status, reason=reason, **fields)
 
 
-def _report_fields(report: ExecutionReport) -> dict:
+def report_fields(report: ExecutionReport) -> dict:
     return {
         "task_title": report.task_title,
         "task_type": report.task_type,
@@ -201,7 +201,7 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
         return _capture_by_rule(capture, procedural, now=now)
-    fields = _report_fields(report)
+    fields = report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
     try:
         with company_llm_slot(agent.company_id) as slot:
@@ -344,7 +344,7 @@ def _capture_by_rule(
         _finish(capture, CaptureStatus.CAPTURED, NO_LLM, next_attempt_at=now or timezone.now())
         return capture
     report = capture.report
-    proposal = rule_lesson(_with_day(_report_fields(report), report), path=capture.strategy)
+    proposal = rule_lesson(_with_day(report_fields(report), report), path=capture.strategy)
     # Nothing judged how far a rule lesson applies: it takes the widest peer scope the
     # company's propagation strategy allows (never org: that is for a judged lesson).
     scope = strategy_scope(procedural.propagation.strategy)

@@ -8,7 +8,7 @@ from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from persistence.models import AuditEntry
 from tests.memory.procedural import conftest as procedural
-from tests.memory.procedural.conftest import FAILED_REPORT
+from tests.memory.procedural.conftest import FAILED_REPORT, set_procedural
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 from tests.support.openai_server import ScriptedResponse, error_payload
 
@@ -28,7 +28,10 @@ llm = pytest.fixture(procedural.llm_server.__wrapped__, name="llm")
 
 @pytest.fixture
 def failed_report(company, llm):
+    """A capture that failed: the LLM is down and the rule lesson that would stand in is
+    below the company's min_confidence."""
     llm_server = llm
+    set_procedural(company, min_confidence=0.9)
     agent = AgentFactory(company=company, name="deploy-bot")
     report = execution_report_submit(agent=agent, data=FAILED_REPORT, enqueue=False).report
     llm_server.enqueue(

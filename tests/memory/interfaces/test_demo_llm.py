@@ -31,7 +31,8 @@ from memory.interfaces.demo_llm import DIARY, MODEL_ID, STANDIN_TAG, DemoLLMServ
 from memory.procedural.evolver.models import EvolverReport
 from memory.procedural.evolver.services import skill_evolver_run
 from memory.procedural.models import ProceduralLesson
-from memory.procedural.services.capture import execution_report_capture
+from memory.procedural.rule_lessons import rule_lesson
+from memory.procedural.services.capture import execution_report_capture, report_fields
 from memory.procedural.services.reports import execution_report_submit
 from orgmemory.models import ApprovalItem
 from persistence.models import Agent, Company
@@ -39,6 +40,7 @@ from persistence.services.companies import company_config_set
 from synthorg.health import llm_banner, llm_summary
 from synthorg.llm.resolution import forget_discovered_models
 from synthorg.llm.standin import DEMO_STANDIN_NOTE
+from synthorg.text import clip
 from tests.memory.core.maintenance.conftest import seed as seed_memories
 from tests.memory.ingestion.conftest import flush
 from tests.memory.procedural.conftest import FAILED_REPORT
@@ -77,11 +79,18 @@ def test_a_capture_ends_captured_by_the_llm_path_under_the_standin_name(standin,
     assert (capture.status, capture.reason) == ("captured", "")
     lesson = ProceduralLesson.objects.get(report=submitted.report)
     assert (lesson.method, lesson.proposer_model) == ("llm", MODEL_ID)
-    # the rule lesson of the report, delivered through the proposer
-    assert lesson.discovery == (
-        "A 'deploy' task failed with a 'timeout' error in `helm_upgrade`; 2 retries did not help."
+    # the rule lesson of the report, worded through the proposer; the evidence is the product's
+    rule = rule_lesson(report_fields(submitted.report), path="failure")
+    assert (lesson.discovery, lesson.action, lesson.advice) == (
+        rule.discovery,
+        rule.action,
+        rule.advice,
     )
-    assert lesson.rationale.startswith("Rule-based lesson from one failed execution report")
+    assert lesson.rationale == (
+        f"Worded by the {MODEL_ID} stand-in (not a real model) from the report's fields. "
+        "Evidence: 1 execution report (1 failed); task type 'deploy'; error category 'timeout'; "
+        f"failing tool `helm_upgrade`; 2 retries; reported {submitted.report.created_at:%Y-%m-%d}."
+    )
     assert STANDIN_TAG in lesson.memory.tags
 
 
@@ -110,12 +119,14 @@ def test_an_evolver_cycle_emits_an_approval_item_drafted_by_the_standin(standin,
     assert item.status == "pending" and item.metadata["method"] == "llm"
     proposal = item.metadata["proposal"]
     assert proposal["condition"] == (
-        "When a 'deploy' task meets a 'timeout' error (helm upgrade timed out after 300s)."
+        "a 'deploy' task meets a 'timeout' error in `helm_upgrade` "
+        "(helm upgrade timed out after 300s)."
     )
-    assert proposal["rationale"].endswith(
-        "Drafted without an LLM for 3 reports of 3 agents (failure:timeout); the "
-        "synthorg-demo-standin stand-in sees the evidence, not the lessons."
+    assert proposal["rationale"].startswith(
+        "Worded by the stand-in. 3 of 3 reports support this advice. Evidence: 3 execution "
+        "reports of 3 agents ("
     )
+    assert item.title == clip(f"Org skill: {proposal['discovery']}", 200)
 
 
 def test_an_extraction_run_succeeds_with_the_turns_as_facts(standin, caller):

@@ -82,7 +82,9 @@ def test_search_and_context_payloads_serialize_as_drf_does(caller):
 
     prepared = SimpleNamespace(
         messages=[{"role": "system", "content": "fenced"}],
-        included=[SimpleNamespace(key="m1", kind="memory", score=0.5, tokens=12, tiers="")],
+        included=[
+            SimpleNamespace(key="m1", kind="memory", score=0.5, tokens=12, tiers="", reason="")
+        ],
         dropped=[],
         tokens_used=12,
         token_budget=100,

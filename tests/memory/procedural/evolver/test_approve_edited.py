@@ -72,11 +72,16 @@ def test_an_edited_proposal_is_published_as_edited_with_the_diff_recorded(compan
         },
     )
     fact = OrgFact.objects.get(company=company)
+    why = item.metadata["proposal"]["rationale"]  # the LLM's words, then the computed evidence
+    assert why.startswith(
+        "Pre-upgrade hooks run migrations that take about six minutes. 3 of 3 reports support "
+        "this advice. Evidence: 3 execution reports of 3 agents ("
+    )
     assert fact.content == (
         "Helm upgrades of large charts time out at 300s; use a longer timeout.\n"
         "When: a helm upgrade of a large chart times out\n"
         "Do: retry the helm upgrade with --timeout 1200s and --atomic\n"
-        "Why: Pre-upgrade hooks run migrations that take about six minutes.\n"
+        f"Why: {why}\n"
         "Steps:\n"
         "1. Check the hook duration\n"
         "2. Re-run with --timeout 1200s"

@@ -146,7 +146,6 @@ def test_outage_recorded_then_the_retry_emits_exactly_one_item(company, llm):
         ({"MODEL": "gpt-nope"}, None, ("HTTP 404", "The model `gpt-nope` does not exist")),
         ({}, Fault.RATE_LIMITED_ONCE, ("HTTP 429", "Rate limit reached for gpt-4o-mini")),
         ({}, Fault.NO_MODELS, ("LLMConfigurationError: no model to ask",)),
-        ({}, Fault.TRUNCATED, ("invalid JSON from proposer", "cut off at max_tokens")),
     ],
 )
 def test_the_reason_is_precise(company, llm, settings, extra, fault, expected):
@@ -157,13 +156,30 @@ def test_the_reason_is_precise(company, llm, settings, extra, fault, expected):
     assert expected[0] in page
 
 
+def test_an_unusable_answer_is_replaced_by_the_rule_draft_at_once(company, llm):
+    """The model answered but nothing usable came of it: the rule draft stands in at once
+    (never worse than no LLM), with the reason in the item's evidence and the run's error."""
+    _enable(company, min_confidence_for_org_promotion=0.5)
+    _fleet(company)
+    llm.fault = Fault.TRUNCATED
+    run = skill_evolver_run(company=company)
+    assert not DraftFailure.objects.exists()
+    item = ApprovalItem.objects.get()
+    assert (item.evidence["method"], item.metadata["method"]) == ("rule", "rule")
+    reason = item.evidence["llm_failure"]["reason"]
+    assert "invalid JSON from proposer" in reason and "cut off at max_tokens" in reason
+    assert (run.drafts_failed, run.proposals_emitted) == (1, 1)
+    assert "draft of failure:timeout refused: invalid JSON from proposer" in run.error
+
+
 def test_invalid_json_reason(company, settings):
     with LLMProviderStandIn(PROFILES["openai"], answer="I think you should retry.") as server:
         settings.SYNTHORG_LLM = server.settings(MAX_RETRIES=0)
         _enable(company, min_confidence_for_org_promotion=0.5)
         _fleet(company)
         skill_evolver_run(company=company)
-    assert DraftFailure.objects.get().reason.startswith("invalid JSON from proposer:")
+    item = ApprovalItem.objects.get()
+    assert item.evidence["llm_failure"]["reason"].startswith("invalid JSON from proposer:")
 
 
 def test_back_off_then_gave_up_with_a_rule_item_carrying_the_llm_failure(company, llm):

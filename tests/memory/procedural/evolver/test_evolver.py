@@ -152,8 +152,7 @@ def test_cycle_emits_one_promotion_and_writes_no_org_fact(company, llm, caplog):
     assert '"pattern": "failure:timeout"' in prompt
 
 
-def test_no_llm_drafts_from_the_member_lessons(company, no_llm):
-
+def test_no_llm_drafts_the_advice_the_member_lessons_hold(company, no_llm):
     _enable(company, min_confidence_for_org_promotion=0.5)
     _fleet(company)
     for report in ExecutionReport.objects.all():
@@ -167,16 +166,25 @@ def test_no_llm_drafts_from_the_member_lessons(company, no_llm):
     assert (item.action_type, item.status) == (ACTION_PROMOTION, "pending")
     assert item.metadata["method"] == "rule" and item.evidence["method"] == "rule"
     proposal = item.metadata["proposal"]
+    # the skill advises exactly what every member lesson advises, titled by that advice
     assert (proposal["discovery"], proposal["condition"], proposal["action"]) == (
         lesson.discovery,
         lesson.condition,
         lesson.action,
     )
+    assert proposal["advice"] == lesson.advice
+    assert item.title == f"Org skill: {lesson.discovery}"
     assert proposal["execution_steps"] == lesson.execution_steps
+    reports = list(ExecutionReport.objects.select_related("agent"))
+    names = ", ".join(sorted(r.agent.name for r in reports))
     assert proposal["rationale"] == (
-        f"{lesson.rationale} Drafted without an LLM from the agents' own lessons: "
-        "3 of 3 lessons for 3 reports of 3 agents (failure:timeout) say this."
+        f"Evidence: 3 execution reports of 3 agents ({names}) (3 failed); task type 'deploy'; "
+        "error category 'timeout'; failing tool `helm_upgrade`; 0 retries each; reported "
+        f"{reports[0].created_at:%Y-%m-%d}. 3 of 3 reports support this advice. Drafted "
+        "without an LLM, from the reports' fields."
     )
+    assert (item.evidence["verdict"], item.evidence["contradicts"]) == ("PARTIAL", [])
+    assert item.evidence["facts"]["outcomes"] == {"failed": 3}
     assert proposal["scope"] == "org" and item.metadata["pattern"] == "failure:timeout"
 
 
@@ -401,7 +409,7 @@ def test_console_lists_evolver_runs_of_the_company_only(company, no_llm):
     assert "Completed" in page and "command" in page
 
 
-def test_invalid_llm_answer_counts_as_failed_draft(company, settings, caplog):
+def test_an_invalid_llm_answer_is_replaced_by_the_rule_draft(company, settings, caplog):
     _enable(company, min_confidence_for_org_promotion=0.5)
     _fleet(company)
     with FakeOpenAIServer(chat_reply="I think you should retry.") as server:
@@ -415,8 +423,10 @@ def test_invalid_llm_answer_counts_as_failed_draft(company, settings, caplog):
         }
         with caplog.at_level(logging.WARNING, logger="memory.procedural.evolver"):
             report = skill_evolver_run(company=company)
-    assert (report.status, report.drafts_failed, report.proposals_emitted) == ("completed", 1, 0)
-    assert ApprovalItem.objects.count() == 0
+    assert (report.status, report.drafts_failed, report.proposals_emitted) == ("completed", 1, 1)
+    item = ApprovalItem.objects.get()
+    assert item.evidence["method"] == "rule"
+    assert item.evidence["llm_failure"]["reason"].startswith("invalid JSON from proposer")
     assert "invalid JSON from proposer" in caplog.text
 
 
