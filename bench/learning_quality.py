@@ -458,6 +458,33 @@ def contradicting_pairs(advices: Sequence[Any]) -> list[tuple[int, int, str]]:
     return found
 
 
+INTERNAL_PATTERNS = (
+    re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"),
+    re.compile(r"\(run `[0-9a-f]+`\)|\brun `[0-9a-f]{6,}`"),
+    re.compile(r"\b\d+ added, \d+ already known\b"),
+    re.compile(r"\[extractive\]|\bAnchors:|\[(?:start|mid|end)\] "),
+)
+_BEFORE_MARK = re.compile(r"(\w+)…")
+
+
+def internal_ids(text: str) -> list[str]:
+    """Internal ids and bookkeeping in a context's text (what must never reach an agent)."""
+    return [m.group(0) for pattern in INTERNAL_PATTERNS for m in pattern.finditer(text)]
+
+
+def cut_mid_word(text: str, sources: Sequence[str]) -> list[str]:
+    """Words a cut mark ends inside: the word before each ``…`` is, in the source texts, only
+    ever the start of a longer word."""
+    cut = []
+    for match in _BEFORE_MARK.finditer(text):
+        word = match.group(1)
+        whole = re.compile(rf"\b{re.escape(word)}\b")
+        longer = re.compile(rf"\b{re.escape(word)}\w")
+        if any(longer.search(s) for s in sources) and not any(whole.search(s) for s in sources):
+            cut.append(text[max(0, match.start() - 30) : match.end()])
+    return cut
+
+
 def mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
@@ -663,6 +690,14 @@ def run(items: list[dict], method: str) -> dict:
     probes_follow, probes_unrelated = 0, 0
     contexts, pairs, contexts_with_pair = 0, 0, 0
     pair_examples: list[dict] = []
+    sources = [
+        str(body.get(field) or "")
+        for body in reports.values()
+        for field in ("task_title", "task_description", "recovery")
+    ] + [str((body.get("error") or {}).get("message") or "") for body in reports.values()]
+    internal_found: list[str] = []
+    cuts_found: list[str] = []
+    cut_marks = 0
     entry_kinds: Counter = Counter()
     for n, key in enumerate(keys, 1):
         agent = agent_of[key]
@@ -677,6 +712,10 @@ def run(items: list[dict], method: str) -> dict:
             request = ContextRequest.build(query_text=query, token_budget=TOKEN_BUDGET)
             prepared = agent_prompt_context(agent=agent, request=request, config=config)
             contexts += 1
+            text = "\n".join(m["content"] for m in prepared.messages)
+            internal_found += internal_ids(text)
+            cut_marks += text.count("…")
+            cuts_found += cut_mid_word(text, sources)
             included = list(prepared.included)
             entry_kinds.update(
                 "lesson" if (e.memory is not None and e.memory.category == "procedural") else e.kind
@@ -793,6 +832,13 @@ def run(items: list[dict], method: str) -> dict:
             "contexts_with_a_pair": contexts_with_pair,
             "delivered_entries": dict(entry_kinds),
             "examples": pair_examples,
+        },
+        "readability": {
+            "contexts": contexts,
+            "internal_ids": len(internal_found),
+            "cut_marks": cut_marks,
+            "cut_mid_word": len(cuts_found),
+            "examples": (internal_found[:5] + cuts_found[:5]),
         },
         "attribution": ratio(len(naming), len(scored)),
         "attribution_counts": {

@@ -11,8 +11,8 @@ model answered a helm timeout with ``{"condition": "null", "action": "destroy", 
 * **unstated number** — a count or a rate the answer states ("3 retries", "failed 4 times",
   "100%") that appears nowhere in the records (a setting the advice proposes, "--timeout
   900s", is advice, not a fact);
-* **destructive** — advice to destroy, delete, drop, wipe, purge, force or disable that the
-  records never mention;
+* **destructive** — advice to destroy, delete, drop, wipe, purge, truncate, ``rm -rf`` or
+  force-push that the records never mention;
 * **contradicts the evidence** — the text advises against what the records show worked, or
   to do what they show failed (:func:`memory.procedural.advice.contradiction` between the
   data's advice and the directives read from the answer's action and steps).
@@ -49,8 +49,7 @@ _COUNTED = re.compile(
     re.IGNORECASE,
 )
 _DESTRUCTIVE = re.compile(
-    r"\b(destroy\w*|delete\w*|drop\w*|wipe\w*|purge\w*|rm\s+-rf|force[- ]push\w*|"
-    r"disable\w*|truncate\w*|kill\w*|format\w*)\b",
+    r"\b(destroy\w*|delet\w*|drop\w*|wipe\w*|purg\w*|rm\s+-rf|force[- ]push\w*|truncat\w*)",
     re.IGNORECASE,
 )
 
