@@ -1058,6 +1058,15 @@ LEARNING_RUNS = (
 )
 
 
+def _readability(found: dict | None) -> str:
+    if not found:
+        return "—"
+    return (
+        f"**{found['internal_ids']}** / **{found['cut_mid_word']}** ({found['cut_marks']}) "
+        f"in {found['contexts']} contexts"
+    )
+
+
 def t_learning_quality(_arg) -> str:
     """Learning quality on the Who&When dev split, one row per method that ran."""
     runs = [(label, n) for label, n in LEARNING_RUNS if (RESULTS / n).exists()]
@@ -1080,6 +1089,7 @@ def t_learning_quality(_arg) -> str:
                 f"({dc['delivered_for_follow_up']} of {dc['follow_up_probes']} follow-ups, "
                 f"{dc['delivered_for_unrelated']} of {dc['unrelated_probes']} unrelated)",
                 f"{evolver['items']} ({evolver['method']})",
+                _readability(d.get("readability")),
                 fmt(d["seconds"]),
             ]
         )
@@ -1105,6 +1115,7 @@ def t_learning_quality(_arg) -> str:
         "attribution",
         "delivery precision / recall",
         "evolver items",
+        "internal ids / words cut inside (cut marks)",
         "seconds",
     ]
     cause_head = [
