@@ -38,9 +38,12 @@ def dashboard_world(db):
     alice = AgentFactory(company=company, name="alice")
     bob = AgentFactory(company=company, name="bob")
     today = timezone.now()
+    # two days ago, but never in the previous month (the budget counts this month's costs)
+    month_start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    earlier_this_month = max(today - dt.timedelta(days=2), month_start)
     CostRecordFactory(company=company, agent=alice, cost="1.25", occurred_at=today)
     CostRecordFactory(
-        company=company, agent=bob, cost="0.50", occurred_at=today - dt.timedelta(days=2)
+        company=company, agent=bob, cost="0.50", occurred_at=earlier_this_month
     )
     CostRecordFactory(company=company, agent=bob, cost="3", currency="EUR", occurred_at=today)
     CostRecordFactory(

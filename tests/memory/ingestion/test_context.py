@@ -37,10 +37,11 @@ def test_truncation_fallback_fills_the_rest_with_excerpts(caller):
     body = caller.client.post(URL, {"token_budget": 260}, format="json").json()
     assert [m["seq"] for m in body["messages"]] == [9, 10]
     assert body["summary_truncated"] is True
-    # one 160-character excerpt (42 tokens) of the newest message left out fits
-    excerpt = "[8] user: " + " ".join(long[7].split())[:159] + "…"
+    # one excerpt (at most 160 characters, 41 tokens) of the newest message left out fits,
+    # cut at a word boundary, never inside a word, and marked
+    excerpt = "[8] user: " + " ".join(long[7].split())[:159].rsplit(" ", 1)[0] + "…"
     assert body["summary"] == excerpt
-    assert body["tokens_used"] == 2 * 101 + 42
+    assert body["tokens_used"] == 2 * 101 + 41
     assert body["omitted_messages"] == 8
     assert body["chat"][0] == {
         "role": "system",

@@ -155,10 +155,11 @@ def test_dream_without_llm_consolidates_extractively(caller, llm, settings):
     assert (run.status, run.method, run.model) == ("succeeded", "extractive", "")
     core = current_core(caller.agent)
     assert core.pk == run.core_memory_id and core.tags == ["core"]
-    lines = core.content.splitlines()
-    assert lines[0].startswith("[extractive] ") and "Key facts:" in lines
-    assert "- https://wiki.example/b" in lines  # a key fact kept verbatim
-    assert "Billing deploys every Friday." in core.content  # in the [full] anchor
+    # what the agent knows, verbatim: never the journal's bookkeeping (counts, run ids)
+    assert core.content == (
+        "What I know (kept from my memories, newest last):\n"
+        "- Billing deploys every Friday. Runbook: https://wiki.example/b"
+    )
     assert run.diary.startswith("Extractive dream (no LLM configured)")
     assert JournalEntry.objects.filter(agent=caller.agent, kind="dream").count() == 1
     # the same journal again: unchanged, no second core

@@ -186,7 +186,7 @@ _EVIDENCE = re.compile(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(reports)
 def test_every_fact_a_rule_lesson_states_matches_its_report(report):
     path = "success" if report["outcome"] == "succeeded" else "failure"
@@ -207,7 +207,7 @@ def test_every_fact_a_rule_lesson_states_matches_its_report(report):
         assert tool in {c["name"] for c in report["tool_calls"]}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(reports, min_size=1, max_size=6))
 def test_every_fact_a_skill_states_matches_its_reports(members):
     evidence = evidence_of(members)
