@@ -155,5 +155,5 @@ $(LLAMA_MODEL): $(LLAMA_VENV)/.installed
 llm-local: $(LLAMA_MODEL)
 
 llm-local-serve: llm-local
-	$(LLAMA_VENV)/bin/python -m llama_cpp.server --model $(LLAMA_MODEL) --chat_format gemma \
+	$(LLAMA_VENV)/bin/python -m llama_cpp.server --model $(LLAMA_MODEL) \
 		--n_ctx 4096 --n_threads 2 --host 127.0.0.1 --port $(LLAMA_PORT)

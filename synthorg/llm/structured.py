@@ -14,11 +14,14 @@ On a refusal the same messages are asked again with the next format a server may
 honour: ``json_schema`` → ``{"type": "json_object", "schema": …}`` → no
 ``response_format``. llama-cpp-python turns a ``json_object``'s ``schema`` into a grammar
 and constrains decoding with it (servers that do not know the key ignore it and still
-answer JSON). That schema is the caller's without its length bounds (``maxLength``,
-``maxItems`` …): a grammar converter unrolls each bound into nested optional rules, and
-with the proposal schema's (``maxLength: 2000``) llama.cpp refuses the grammar ("number of
-rules … exceeds sane defaults") and llama-cpp-python 0.3.36's server then dies of a
-segmentation fault, for every caller. The bounds are checked when the answer is validated.
+answer JSON). That schema is the caller's with each length bound (``maxLength``,
+``maxItems`` …) lowered to at most :data:`GRAMMAR_SAFE_BOUND`: a grammar converter unrolls
+a bound into one nested rule per step, and with the proposal schema's ``maxLength: 2000``
+llama.cpp refuses the grammar ("number of rules … exceeds sane defaults") and
+llama-cpp-python 0.3.36's server then dies of a segmentation fault, for every caller
+(1000 was accepted). A lower bound only narrows what the answer may be — it still matches
+the caller's schema — and keeping the bounds keeps a small model from rambling (without
+them Gemma 3 270M wrote 30 tags where 20 are allowed, or a string until ``max_tokens``).
 Any other refusal (a bad key, an unknown model) is raised as it is. The answer is validated
 by the caller either way (:mod:`synthorg.llm.replies` reads fences, prose and reasoning
 blocks), so constrained decoding is a help, never a requirement.
@@ -61,22 +64,26 @@ def json_schema_format(name: str, schema: dict[str, Any], *, strict: bool = True
 
 #: JSON Schema keywords a grammar converter unrolls into one nested rule per step.
 LENGTH_BOUNDS = frozenset({"maxLength", "minLength", "maxItems", "minItems"})
+#: The largest bound sent as a grammar (llama-cpp-python 0.3.36: 1000 works, 2000 kills it).
+GRAMMAR_SAFE_BOUND = 1000
 
 
-def without_length_bounds(schema: Any) -> Any:
-    """``schema`` without :data:`LENGTH_BOUNDS` (at every depth); property names are kept."""
+def within_grammar_limits(schema: Any) -> Any:
+    """``schema`` with every :data:`LENGTH_BOUNDS` value at most :data:`GRAMMAR_SAFE_BOUND`
+    (at every depth; a property that happens to be called ``maxLength`` is left alone)."""
     if isinstance(schema, list):
-        return [without_length_bounds(item) for item in schema]
+        return [within_grammar_limits(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    return {key: _relaxed(key, value) for key, value in schema.items() if key not in LENGTH_BOUNDS}
+    return {key: _within_limits(key, value) for key, value in schema.items()}
 
 
-def _relaxed(key: str, value: Any) -> Any:
+def _within_limits(key: str, value: Any) -> Any:
+    if key in LENGTH_BOUNDS and isinstance(value, int):
+        return min(value, GRAMMAR_SAFE_BOUND)
     if key == "properties" and isinstance(value, dict):
-        # a property may be called "maxLength": only keywords are dropped, never names
-        return {name: without_length_bounds(sub) for name, sub in value.items()}
-    return without_length_bounds(value)
+        return {name: within_grammar_limits(sub) for name, sub in value.items()}
+    return within_grammar_limits(value)
 
 
 def fallback_formats(response_format: dict) -> list[dict | None]:
@@ -85,7 +92,7 @@ def fallback_formats(response_format: dict) -> list[dict | None]:
     if response_format.get("type") == "json_schema":
         schema = (response_format.get("json_schema") or {}).get("schema")
         formats.append(
-            {"type": "json_object", "schema": without_length_bounds(schema)}
+            {"type": "json_object", "schema": within_grammar_limits(schema)}
             if schema
             else {"type": "json_object"}
         )

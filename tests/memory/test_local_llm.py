@@ -48,6 +48,9 @@ LLAMA_MODEL = Path(
     os.environ.get("SYNTHORG_LLAMA_MODEL", ROOT / "var/models/gemma-3-270m-q4_k_m.gguf")
 )
 API_KEY = "sk-local-llama"
+#: The server's default context. Enough for a capture (≈ 480 prompt tokens + max_tokens 1500);
+#: it also bounds how long an answer with no max_tokens (extraction, the dream) can ramble.
+N_CTX = 2048
 STARTUP_S = 180  # loading a 250 MB model on a busy 2-core machine
 LOG = ROOT / "var/local-llm-server.log"
 
@@ -79,7 +82,7 @@ def llama_server():
     process = subprocess.Popen(
         [
             str(LLAMA_PYTHON), "-m", "llama_cpp.server", "--model", str(LLAMA_MODEL),
-            "--chat_format", "gemma", "--n_ctx", "4096", "--n_threads", "2",
+            "--n_ctx", str(N_CTX), "--n_threads", "2",
             "--host", "127.0.0.1", "--port", str(port), "--api_key", API_KEY,
         ],
         stdout=log,

@@ -21,7 +21,7 @@ from synthorg.llm.resolution import forget_discovered_models
 from synthorg.llm.structured import (
     complete_json,
     json_schema_format,
-    without_length_bounds,
+    within_grammar_limits,
 )
 from tests.memory.procedural.conftest import PROPOSAL
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
@@ -64,9 +64,10 @@ def client(llm: LLMProviderStandIn, **overrides) -> OpenAICompatibleChatClient:
     )
 
 
-#: What a server that refuses json_schema is asked next: json_object with the schema, less
-#: the length bounds a grammar converter would unroll (llama-cpp-python turns it into a grammar).
-JSON_OBJECT = {"type": "json_object", "schema": without_length_bounds(PROPOSAL_JSON_SCHEMA)}
+#: What a server that refuses json_schema is asked next: json_object with the schema, its
+#: length bounds lowered to what a grammar converter can unroll (llama-cpp-python makes it
+#: a grammar).
+JSON_OBJECT = {"type": "json_object", "schema": within_grammar_limits(PROPOSAL_JSON_SCHEMA)}
 HONOURS_JSON_SCHEMA = sorted(p for p in PROFILES if "json_schema" in PROFILES[p].response_formats)
 
 
@@ -135,26 +136,34 @@ def test_the_full_schema_as_a_grammar_would_kill_llama_cpp_pythons_server():
             client(llm).complete(PROMPT)
 
 
-def test_length_bounds_are_dropped_at_every_depth_and_property_names_kept():
+def test_length_bounds_are_lowered_at_every_depth_and_property_names_kept():
     schema = {
         "type": "object",
         "required": ["maxLength", "steps"],
         "properties": {
             "maxLength": {"type": "string", "maxLength": 2000, "minLength": 1},
-            "steps": {"type": "array", "items": {"type": "string", "maxLength": 9}, "maxItems": 50},
+            "steps": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 9},
+                "maxItems": 5000,
+            },
         },
     }
-    assert without_length_bounds(schema) == {
+    assert within_grammar_limits(schema) == {
         "type": "object",
         "required": ["maxLength", "steps"],
         "properties": {
-            "maxLength": {"type": "string"},
-            "steps": {"type": "array", "items": {"type": "string"}},
+            "maxLength": {"type": "string", "maxLength": 1000, "minLength": 1},
+            "steps": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": 9},
+                "maxItems": 1000,
+            },
         },
     }
-    assert without_length_bounds(PROPOSAL_JSON_SCHEMA)["properties"].keys() == (
-        PROPOSAL_JSON_SCHEMA["properties"].keys()
-    )
+    relaxed = within_grammar_limits(PROPOSAL_JSON_SCHEMA)["properties"]
+    assert relaxed["condition"]["maxLength"] == 1000  # was 2000: the grammar that kills
+    assert relaxed["tags"]["maxItems"] == PROPOSAL_JSON_SCHEMA["properties"]["tags"]["maxItems"]
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))
