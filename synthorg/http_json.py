@@ -28,7 +28,16 @@ BODY_EXCERPT_CHARS = 300
 
 
 class HttpJsonError(Exception):
-    """Base of the failures :meth:`RetryingJsonPoster.post` raises."""
+    """Base of the failures :meth:`RetryingJsonPoster.post` raises.
+
+    ``status`` and ``body`` are the last response's status code and text (an excerpt),
+    when a response arrived: what the server said, for a caller that reads it.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
 
 
 class TransientHttpError(HttpJsonError):
@@ -36,7 +45,14 @@ class TransientHttpError(HttpJsonError):
 
 
 class RejectedHttpError(HttpJsonError):
-    """The server answered with a status that retrying will not change (e.g. 401, 400)."""
+    """The server answered with a status that retrying will not change (e.g. 401, 400), or
+    with an answer the caller's ``rejects`` recognised (then ``recognised`` is true)."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, body: str = "", recognised: bool = False
+    ) -> None:
+        super().__init__(message, status=status, body=body)
+        self.recognised = recognised
 
 
 class MalformedResponseError(HttpJsonError):
@@ -116,15 +132,28 @@ class RetryingJsonPoster:
         if client is not None:
             client.close()
 
-    def post(self, body: dict[str, Any], *, describe: str, deadline: float | None = None) -> Any:
+    def post(
+        self,
+        body: dict[str, Any],
+        *,
+        describe: str,
+        deadline: float | None = None,
+        rejects: Callable[[int, str], bool] | None = None,
+    ) -> Any:
         """The decoded JSON response; ``describe`` names the request in error messages.
 
         ``deadline`` is a :func:`time.monotonic` instant after which no attempt, read or
         back-off continues (a :class:`TransientHttpError` says the budget ran out).
+        ``rejects(status, text)`` is asked about every failed response: one it recognises
+        refuses this request whatever its status (llama-cpp-python answers a
+        ``response_format`` it lacks with a 500) and is raised at once as a
+        :class:`RejectedHttpError` with ``recognised`` set, never retried.
         """
         client = self._http_client()
         attempts = self.max_retries + 1
         failure = "no attempt made"
+        status: int | None = None
+        text = ""
         for attempt in range(1, attempts + 1):
             retry_after: float | None = None
             remaining = self._remaining(deadline)
@@ -141,6 +170,7 @@ class RetryingJsonPoster:
                 raise RejectedHttpError(f"{describe} refused: {exc}") from exc
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 failure = f"{type(exc).__name__}: {str(exc) or 'no detail'}"
+                status, text = None, ""
             else:
                 if response.is_success:
                     try:
@@ -150,13 +180,22 @@ class RetryingJsonPoster:
                             f"{describe}: response is not valid JSON ({exc}): "
                             f"{excerpt(response.text)!r}"
                         ) from exc
-                failure = f"HTTP {response.status_code}: {excerpt(response.text)!r}"
-                if response.status_code not in self.retryable_status:
-                    raise RejectedHttpError(f"{describe} failed: {failure}")
+                status, text = response.status_code, excerpt(response.text)
+                failure = f"HTTP {status}: {text!r}"
+                recognised = rejects is not None and rejects(status, response.text)
+                if recognised or status not in self.retryable_status:
+                    raise RejectedHttpError(
+                        f"{describe} failed: {failure}",
+                        status=status,
+                        body=text,
+                        recognised=recognised,
+                    )
                 retry_after = retry_after_seconds(response)
             if attempt == attempts:
                 raise TransientHttpError(
-                    f"{describe} failed after {attempts} attempt(s): {failure}"
+                    f"{describe} failed after {attempts} attempt(s): {failure}",
+                    status=status,
+                    body=text,
                 )
             delay = self._backoff(attempt, retry_after)
             remaining = self._remaining(deadline)

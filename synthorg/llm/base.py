@@ -37,7 +37,21 @@ class LLMTransientError(LLMError):
 
 
 class LLMRequestError(LLMError):
-    """The provider rejected the request (401/403 key, 404 model, 400 body): not retryable."""
+    """The provider rejected the request (401/403 key, 404 model, 400 body): not retryable.
+
+    ``status`` and ``body`` are what the provider answered (an excerpt), when it answered.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class LLMFormatRefusedError(LLMRequestError):
+    """The provider refused the request's ``response_format`` — recognised by what it said,
+    whatever status it said it with (llama-cpp-python: HTTP 500 ``Input should be 'text' or
+    'json_object'``). The same messages with another format, or none, may be answered."""
 
 
 class LLMResponseError(LLMError):

@@ -23,6 +23,7 @@ from synthorg.http_json import (
 from synthorg.llm.base import (
     ChatMessage,
     Completion,
+    LLMFormatRefusedError,
     LLMRequestError,
     LLMResponseError,
     LLMTransientError,
@@ -30,6 +31,7 @@ from synthorg.llm.base import (
     UsageRecorder,
 )
 from synthorg.llm.resolution import resolve_model
+from synthorg.llm.structured import names_response_format
 from synthorg.outbound import GuardedTransport, OutboundPolicy
 
 logger = logging.getLogger(__name__)
@@ -167,9 +169,10 @@ class OpenAICompatibleChatClient:
         deadline: float | None = None,
     ) -> Completion:
         """One completion. ``response_format`` is sent as is (e.g. ``{"type": "json_schema",
-        "json_schema": {...}}``); a provider that does not support it answers 400, which
-        surfaces as :class:`LLMRequestError` for the caller to retry without it. ``deadline``
-        (a :func:`time.monotonic` instant) can only shorten ``total_timeout``."""
+        "json_schema": {...}}``); a provider that refuses it (with whatever status: 400 and
+        422, llama-cpp-python 500) raises :class:`LLMFormatRefusedError` at once, not
+        retried, for the caller to ask otherwise (:func:`synthorg.llm.structured.complete_json`).
+        ``deadline`` (a :func:`time.monotonic` instant) can only shorten ``total_timeout``."""
         if not messages:
             raise ValueError("messages must not be empty")
         if self._total_timeout is not None:
@@ -195,12 +198,18 @@ class OpenAICompatibleChatClient:
         return completion
 
     def _post_with_retries(self, body: dict[str, Any], *, deadline: float | None) -> Any:
+        # Only a request that names a response_format can have it refused; the refusal is
+        # read from the provider's words, since servers say it with 400, 422 or 500.
+        rejects = _refuses_response_format if "response_format" in body else None
         try:
-            return self._http.post(body, describe=self._describe(body), deadline=deadline)
+            return self._http.post(
+                body, describe=self._describe(body), deadline=deadline, rejects=rejects
+            )
         except TransientHttpError as exc:
             raise LLMTransientError(str(exc)) from exc
         except RejectedHttpError as exc:
-            raise LLMRequestError(str(exc)) from exc
+            error = LLMFormatRefusedError if exc.recognised else LLMRequestError
+            raise error(str(exc), status=exc.status, body=exc.body) from exc
         except MalformedResponseError as exc:
             raise LLMResponseError(str(exc)) from exc
 
@@ -231,6 +240,12 @@ class OpenAICompatibleChatClient:
 
     def _describe(self, body: dict[str, Any]) -> str:
         return f"chat completion request to {self._url} (model {body['model']!r})"
+
+
+def _refuses_response_format(status: int, text: str) -> bool:
+    """A failed answer that refuses the ``response_format`` sent: a client error or a server
+    error whose message names the field (never a rate limit or an unavailable server)."""
+    return status not in (408, 429, 502, 503, 504) and names_response_format(text)
 
 
 def _count(value: Any) -> int:

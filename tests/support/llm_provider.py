@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from synthorg.llm.structured import LENGTH_BOUNDS
 from tests.support.openai_server import (
     FakeOpenAIServer,
     RecordedRequest,
@@ -47,7 +48,12 @@ class ProviderProfile:
     its loaded model (llama.cpp's single-model ``llama-server``). ``context_length`` is
     ``None`` for a server that silently truncates an over-long prompt (Ollama cuts to
     ``num_ctx``). ``response_formats`` lists the ``response_format.type`` values honoured;
-    any other is refused with ``refuse_format``.
+    any other is refused with ``refuse_format``. ``echoes_model``: the answer names the
+    requested model, whichever model served it (llama-cpp-python). ``grammar_limit``: a
+    ``json_object`` ``schema`` with a length bound (``maxLength``, ``maxItems`` …) at least
+    this large kills the server — llama.cpp refuses the grammar its converter unrolls from it
+    and llama-cpp-python 0.3.36's process then dies of a segmentation fault — so this request
+    and every later one is dropped without an answer.
     """
 
     name: str
@@ -61,6 +67,8 @@ class ProviderProfile:
     rate_limited: ScriptedResponse
     server_error: ScriptedResponse
     reasoning: bool = False
+    echoes_model: bool = False
+    grammar_limit: int | None = None
 
 
 THINK = (
@@ -221,40 +229,46 @@ VLLM = ProviderProfile(
     reasoning=True,
 )
 
-# --- llama.cpp (llama-server) --------------------------------------------------------------
+# --- llama.cpp (llama-cpp-python's server) -----------------------------------------------
+# Observed against the real server: `python -m llama_cpp.server --model <gguf>` from
+# llama-cpp-python[server] 0.3.36 (PyPI) serving Gemma 3 270M Q4_K_M, 2026-12
+# (docs/operating/llm-providers.md#local-llamacpp). Every request body it cannot validate —
+# among them `response_format: json_schema`, which it does not know — is an HTTP 500 whose
+# message is pydantic's validation error; the one 400 is the context-length refusal.
+
+LLAMACPP_MODEL = "/srv/models/gemma-3-270m-q4_k_m.gguf"  # the id is the --model path
 
 
-def _llamacpp_error(status: int, message: str, type_: str, **extra) -> dict:
-    return {"error": {"code": status, "message": message, "type": type_, **extra}}
+def _llamacpp_error(message: str, type_: str, param: str | None = None, code=None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def _llamacpp_validation_error(loc: str, msg: str, input_: str, expected: str) -> dict:
+    return _llamacpp_error(
+        f"1 validation error:\n  {{'type': 'literal_error', 'loc': {loc}, 'msg': \"{msg}\", "
+        f"'input': '{input_}', 'ctx': {{'expected': \"{expected}\"}}}}\n\n  File "
+        '"/opt/llama/lib/python3.11/site-packages/llama_cpp/server/app.py", line 376, in '
+        "create_chat_completion\n    POST /v1/chat/completions",
+        "internal_server_error",
+    )
 
 
 LLAMACPP = ProviderProfile(
     name="llamacpp",
-    models=("qwen2.5-7b-instruct-q4_k_m.gguf",),
+    models=(LLAMACPP_MODEL,),
     models_body=lambda ids: {
-        "models": [
-            {"name": m, "model": m, "type": "model", "capabilities": ["completion"]} for m in ids
-        ],
         "object": "list",
-        "data": [
-            {
-                "id": m,
-                "object": "model",
-                "created": 1745000000,
-                "owned_by": "llamacpp",
-                "meta": {"n_ctx_train": 32768, "n_params": 7615616512},
-            }
-            for m in ids
-        ],
+        "data": [{"id": m, "object": "model", "owned_by": "me", "permissions": []} for m in ids],
     },
-    unknown_model=None,  # one loaded model; the requested name is ignored
-    response_formats=frozenset({"text", "json_object", "json_schema"}),
+    unknown_model=None,  # one loaded model; any requested name is served by it (and echoed)
+    response_formats=frozenset({"text", "json_object"}),
     refuse_format=lambda type_: ScriptedResponse(
-        status=400,
-        json=_llamacpp_error(
-            400,
-            'response_format type must be one of "text", "json_object", "json_schema"',
-            "invalid_request_error",
+        status=500,
+        json=_llamacpp_validation_error(
+            "('body', 'response_format', 'type')",
+            "Input should be 'text' or 'json_object'",
+            type_,
+            "'text' or 'json_object'",
         ),
     ),
     wrap=lambda answer: (
@@ -264,21 +278,25 @@ LLAMACPP = ProviderProfile(
     context_length=ScriptedResponse(
         status=400,
         json=_llamacpp_error(
-            400,
-            "the request exceeds the available context size, try increasing it",
-            "exceed_context_size_error",
-            n_prompt_tokens=5012,
-            n_ctx=4096,
+            "This model's maximum context length is 2048 tokens. However, you requested 3060 "
+            "tokens (3010 in the messages, 50 in the completion). Please reduce the length of "
+            "the messages or completion.",
+            "invalid_request_error",
+            "messages",
+            "context_length_exceeded",
         ),
     ),
+    # The server itself never rate-limits; a proxy in front of it may (this is one's 429).
     rate_limited=ScriptedResponse(
-        status=429,
-        headers={"Retry-After": "1"},
-        json=_llamacpp_error(429, "too many requests", "unavailable_error"),
+        status=429, headers={"Retry-After": "1"}, json={"detail": "Too Many Requests"}
     ),
+    # Any exception while generating is a 500 with its message (e.g. a failed decode).
     server_error=ScriptedResponse(
-        status=503, json=_llamacpp_error(503, "Loading model", "unavailable_error")
+        status=500,
+        json=_llamacpp_error("llama_decode returned -1", "internal_server_error"),
     ),
+    echoes_model=True,
+    grammar_limit=2000,
 )
 
 # --- LM Studio (lms server, /v1) -----------------------------------------------------------
@@ -348,6 +366,16 @@ WRAPS: dict[Fault, Callable[[str], str]] = {
 }
 
 
+def _largest_bound(schema: Any) -> int:
+    """The largest ``maxLength``/``maxItems`` (…) anywhere in a JSON Schema (0: none)."""
+    if isinstance(schema, list):
+        return max((_largest_bound(item) for item in schema), default=0)
+    if not isinstance(schema, dict):
+        return 0
+    own = [v for k, v in schema.items() if k in LENGTH_BOUNDS and isinstance(v, int)]
+    return max([*own, *(_largest_bound(v) for v in schema.values())], default=0)
+
+
 class LLMProviderStandIn:
     """Serves ``profile`` on 127.0.0.1 (see the module docstring); ``fault`` may change
     while it runs. ``requests``/``chat_requests`` show what the client sent."""
@@ -360,6 +388,8 @@ class LLMProviderStandIn:
         #: one company's model hanging while the others answer.
         self.hanging_models: set[str] = set()
         self._rate_limited = False
+        #: The server process died (``ProviderProfile.grammar_limit``): every request drops.
+        self.crashed = False
         self._lock = threading.Lock()
         self.server = FakeOpenAIServer(models=profile.models)
         self.server.set_handler(FakeOpenAIServer.CHAT_COMPLETIONS, self._chat)
@@ -395,13 +425,17 @@ class LLMProviderStandIn:
     # --- endpoints --------------------------------------------------------------------------
 
     def _models(self, request: RecordedRequest) -> ScriptedResponse:
+        if self.crashed:
+            return ScriptedResponse(drop=True)
         ids = [] if self.fault is Fault.NO_MODELS else list(self.profile.models)
         return ScriptedResponse(json=self.profile.models_body(ids))
 
     def _chat(self, request: RecordedRequest) -> ScriptedResponse:
+        if self.crashed:
+            return ScriptedResponse(drop=True)
         body = request.json()
         profile, fault = self.profile, self.fault
-        model = body.get("model")
+        model = requested = body.get("model")
         served = profile.models[0]
         if model not in profile.models:
             if profile.unknown_model is not None:
@@ -424,6 +458,13 @@ class LLMProviderStandIn:
             type_ = (response_format or {}).get("type")
             if fault is Fault.NO_STRUCTURED_OUTPUT or type_ not in profile.response_formats:
                 return profile.refuse_format(str(type_))
+            schema = response_format.get("schema")
+            if (
+                profile.grammar_limit is not None
+                and _largest_bound(schema) >= profile.grammar_limit
+            ):
+                self.crashed = True  # the process is gone: nothing answers any more
+                return ScriptedResponse(drop=True)
             content = answer  # constrained decoding: the bare answer
         elif answer.lstrip()[:1] in ("{", "["):
             content = WRAPS.get(fault, profile.wrap)(answer)  # type: ignore[arg-type]
@@ -434,6 +475,8 @@ class LLMProviderStandIn:
         finish_reason = "stop"
         if fault is Fault.TRUNCATED:
             content, finish_reason = content[: max(1, len(content) // 2)], "length"
+        if profile.echoes_model and requested:
+            model = requested
         payload = chat_completion_payload(content, model=model, finish_reason=finish_reason)
         if fault is Fault.TRICKLE:
             return ScriptedResponse(body=json.dumps(payload).encode(), trickle=0.05)

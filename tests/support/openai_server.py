@@ -44,7 +44,8 @@ class RecordedRequest:
 @dataclass(frozen=True)
 class ScriptedResponse:
     """What to answer. ``body`` (raw bytes) wins over ``json``; ``delay`` waits before answering;
-    ``trickle`` sends the body one byte every ``trickle`` seconds (a slow, never-idle stream)."""
+    ``trickle`` sends the body one byte every ``trickle`` seconds (a slow, never-idle stream);
+    ``drop`` closes the connection without answering (a server process that died)."""
 
     status: int = 200
     json: Any = None
@@ -52,6 +53,7 @@ class ScriptedResponse:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     trickle: float = 0.0
+    drop: bool = False
 
 
 Handler = Callable[[RecordedRequest], ScriptedResponse]
@@ -246,6 +248,9 @@ def _make_request_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandl
             self._send(server.handle(request))
 
         def _send(self, response: ScriptedResponse) -> None:
+            if response.drop:
+                self.close_connection = True
+                return
             if response.delay and server.wait_unless_stopped(response.delay):
                 self.close_connection = True
                 return
