@@ -6,6 +6,8 @@ model answered a helm timeout with ``{"condition": "null", "action": "destroy", 
 
 * **placeholder** — a tier that says nothing ("null", "none", "n/a", "…") or an action of
   fewer than three words;
+* **template** — a tier that copies the prompt's answer template back ("one or two
+  sentences (<= 600 chars) …", "short-kebab-case-skill-name");
 * **ungrounded** — the discovery, condition and action name nothing of the evidence: no task
   type, error category, tool, nor any word of the error message or the recovery;
 * **unstated number** — a count or a rate the answer states ("3 retries", "failed 4 times",
@@ -46,6 +48,12 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?")
 _COUNTED = re.compile(
     r"(?<![\w.])(\d+(?:\.\d+)?)\s*(?:%|(?:percent|times|retries|retry|attempts|reports|"
     r"agents|failures|runs)\b)",
+    re.IGNORECASE,
+)
+# the answer template's own words, copied back by a model that did not understand it
+_TEMPLATE = re.compile(
+    r"<=\s*\d+\s*chars|short-kebab-case|one or two sentences|ordered concrete steps|"
+    r"when this (?:lesson|skill) applies \(|what to do \(<=",
     re.IGNORECASE,
 )
 _DESTRUCTIVE = re.compile(
@@ -103,6 +111,13 @@ def answer_problems(
         value = getattr(proposal, name).strip().strip(".").lower()
         if value in PLACEHOLDERS:
             problems.append(f"placeholder: the {name} says {getattr(proposal, name)!r}")
+    echoed = [
+        name
+        for name in ("name", "discovery", "condition", "action", "rationale")
+        if _TEMPLATE.search(str(getattr(proposal, name) or ""))
+    ]
+    if echoed:
+        problems.append(f"template: the {', '.join(echoed)} copies the prompt's answer template")
     if len(proposal.action.split()) < MIN_ACTION_WORDS and not problems:
         problems.append(f"placeholder: the action {proposal.action!r} is not advice")
     said = " ".join([proposal.discovery, proposal.condition, proposal.action]).lower()

@@ -42,9 +42,7 @@ def dashboard_world(db):
     month_start = today.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     earlier_this_month = max(today - dt.timedelta(days=2), month_start)
     CostRecordFactory(company=company, agent=alice, cost="1.25", occurred_at=today)
-    CostRecordFactory(
-        company=company, agent=bob, cost="0.50", occurred_at=earlier_this_month
-    )
+    CostRecordFactory(company=company, agent=bob, cost="0.50", occurred_at=earlier_this_month)
     CostRecordFactory(company=company, agent=bob, cost="3", currency="EUR", occurred_at=today)
     CostRecordFactory(
         company=other,

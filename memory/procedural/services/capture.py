@@ -55,7 +55,7 @@ from memory.procedural.models import (
 )
 from memory.procedural.propagation import strategy_scope
 from memory.procedural.proposer import failure_payload, propose, success_payload
-from memory.procedural.rule_lessons import rule_lesson
+from memory.procedural.rule_lessons import RULE_CONFIDENCE, rule_lesson
 from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
@@ -251,6 +251,11 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
             # The rule lesson stays: a low-confidence LLM answer is no reason to drop it.
             _finish(capture, CaptureStatus.CAPTURED, f"LLM proposal dropped: {reason}")
             return capture
+        if procedural.min_confidence <= RULE_CONFIDENCE:
+            # The model does not stand by its lesson; the report's own lesson does.
+            return _fall_back_to_rule(
+                capture, procedural, f"LLM proposal dropped: {reason}", now=now
+            )
         _finish(
             capture,
             CaptureStatus.BELOW_CONFIDENCE,

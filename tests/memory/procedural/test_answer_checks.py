@@ -80,3 +80,9 @@ def test_a_count_the_records_hold_and_a_proposed_setting_are_fine():
 
 def test_an_action_that_is_not_advice_is_refused():
     assert problems(action="Helm.") == ["placeholder: the action 'Helm.' is not advice"]
+
+
+def test_an_answer_that_copies_the_prompts_template_is_refused():
+    """What Gemma 3 270M answered with the lesson schema and no length bounds."""
+    found = problems(discovery="one or two sentences (<= 600 chars) an agent would search for")
+    assert found[0] == "template: the discovery copies the prompt's answer template"

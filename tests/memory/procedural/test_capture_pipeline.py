@@ -310,6 +310,19 @@ def test_below_min_confidence_is_dropped(caller, llm_server):
     assert CostRecord.objects.count() == 1  # the call was made and is paid for
 
 
+def test_a_model_that_does_not_stand_by_its_lesson_leaves_the_rule_lesson(caller, llm_server):
+    """A small model copied the template's ``confidence: 0.0``: its lesson is dropped and the
+    report's own (rule) lesson stands in, the LLM asked again later."""
+    reply(llm_server, _proposal(confidence=0.0))
+    report_id = submit(caller)
+    assert capture_execution_report(report_id) == "captured"
+    capture = capture_of(report_id)
+    assert capture.reason == (
+        f"LLM proposal dropped: confidence 0 < min_confidence 0.5 ({RULE_STANDS_IN})"
+    )
+    assert_rule_lesson_stands_in(capture)
+
+
 def test_agent_at_memory_level_none(caller, llm_server):
     caller.agent.memory_level = "none"
     caller.agent.save()
