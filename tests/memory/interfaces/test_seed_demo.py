@@ -6,6 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from memory.ingestion.models import DreamRun, JournalEntry
+from memory.interfaces.demo_llm import MODEL_ID, DemoLLMServer
 from memory.interfaces.service import MemoryService
 from memory.procedural.advice import Advice, contradiction
 from memory.procedural.models import ExecutionReport, ProceduralLesson
@@ -34,12 +35,20 @@ def assert_the_skill_is_right(company, item, agents) -> None:
     assert item.title == f"Org skill: {ADVICE}"
     proposal = item.metadata["proposal"]
     day = ExecutionReport.objects.filter(company=company).earliest("created_at").created_at
-    assert proposal["rationale"] == (
+    evidence = (
         "Evidence: 3 execution reports of 3 agents (deployer, planner, reviewer) (3 partial); "
         "task type 'deploy'; error category 'timeout'; failing tool `helm_upgrade`; 2 retries "
-        f"each; reported {day:%Y-%m-%d}. 3 of 3 reports support this advice. Drafted without "
-        "an LLM, from the reports' fields."
+        f"each; reported {day:%Y-%m-%d}."
     )
+    if item.metadata["method"] == "rule":
+        assert proposal["rationale"] == (
+            f"{evidence} 3 of 3 reports support this advice. Drafted without an LLM, from the "
+            "reports' fields."
+        )
+    else:  # the stand-in words the advice; the evidence is the product's
+        assert proposal["rationale"] == (
+            f"Worded by the stand-in. 3 of 3 reports support this advice. {evidence}"
+        )
     assert item.evidence["contradicts"] == [] and item.evidence["verdict"] == "PARTIAL"
     skill = Advice.from_dict(proposal["advice"])
     for lesson in ProceduralLesson.objects.filter(company=company):
@@ -54,6 +63,25 @@ def assert_the_skill_is_right(company, item, agents) -> None:
         included = [{"id": e.key, "kind": e.kind} for e in prepared.included]
         assert context_problems(included, prepared.messages) == [], name
         assert any(e.label == "org procedure" for e in prepared.included), name
+
+
+def test_the_demo_under_its_stand_in_learns_the_same_right_things(settings):
+    """``make demo``'s default: learning through the LLM paths against the stand-in."""
+    with DemoLLMServer() as server:
+        settings.SYNTHORG_LLM = {
+            **settings.SYNTHORG_LLM,
+            "BASE_URL": server.base_url,
+            "MODEL": MODEL_ID,
+            "API_KEY": "",
+        }
+        call_command("seed_demo")
+        company = Company.objects.get(slug="demo-fleet")
+        agents = {a.name: a for a in Agent.objects.filter(company=company)}
+        lessons = ProceduralLesson.objects.filter(company=company)
+        assert lessons.count() == 3 and {lesson.method for lesson in lessons} == {"llm"}
+        [item] = ApprovalItem.objects.filter(company=company)
+        assert item.status == "pending" and item.metadata["method"] == "llm"
+        assert_the_skill_is_right(company, item, agents)
 
 
 def test_the_demo_shows_the_learning_half_without_an_llm(settings, capsys):
