@@ -244,13 +244,17 @@ def _entry_advice(entries: Sequence[ContextEntry]) -> dict[str, tuple[str, Advic
 
 
 def drop_contradictions(
-    candidates: Sequence[ContextEntry], *, pinned: Sequence[str] = ()
+    candidates: Sequence[ContextEntry],
+    *,
+    pinned: Sequence[str] = (),
+    advice: dict[str, tuple[str, Advice]] | None = None,
 ) -> tuple[list[ContextEntry], list[ContextEntry]]:
     """Two entries that contradict never both reach the agent
     (:mod:`memory.procedural.contradictions`): a core policy (pinned) wins over any entry,
     an org skill over a lesson, and otherwise the higher-ranked entry. Returns the kept
-    candidates (in order) and the left-out ones, each with its ``reason``."""
-    advice = _entry_advice(candidates)
+    candidates (in order) and the left-out ones, each with its ``reason``. ``advice``: each
+    advising entry's (kind, advice) by key (read from the database when not given)."""
+    advice = _entry_advice(candidates) if advice is None else advice
     if not advice:
         return list(candidates), []
     policies = [advice_from_text(text) for text in pinned]
@@ -265,7 +269,7 @@ def drop_contradictions(
         if clash is not None:
             left_out.append(replace(entry, reason=f"contradicts a core policy: {clash.reason()}"))
             continue
-        for other in kept:
+        for other in list(kept):
             if other.key not in advice:
                 continue
             other_kind, theirs = advice[other.key]
