@@ -37,14 +37,3 @@ def clip(text: str, limit: int) -> str:
     if space > 0:
         return head[:space].rstrip(" ,;:-") + MARK
     return text[:room] + MARK
-
-
-def is_clipped_mid_word(original: str, shown: str) -> bool:
-    """True when ``shown`` ends inside a word of ``original`` (a check for tests and
-    benchmarks: what :func:`clip` never does unless one word exceeds the allowance)."""
-    body = shown.removesuffix(MARK).rstrip()
-    folded = fold(original)
-    if not shown.endswith(MARK) or not body or not folded.startswith(body):
-        return False
-    following = folded[len(body) : len(body) + 1]
-    return bool(following) and following.isalnum() and body[-1].isalnum()

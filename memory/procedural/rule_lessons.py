@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory.procedural.advice import (
+    EXCERPT,
     RECOVERY,
     SEQUENCE,
     Advice,
@@ -41,7 +42,6 @@ from synthorg.text import clip
 
 RULE_CONFIDENCE = 0.6
 RULE_TAG = "rule-based"
-EXCERPT = 300
 WITHOUT_LLM = "Written without an LLM, from the report's fields."
 
 
