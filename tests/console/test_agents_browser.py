@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from memory.core.models.memory import Memory
 from persistence.models import AgentApiKey, AuditEntry
@@ -16,12 +15,13 @@ from tests.console.test_browser import PASSWORD
 from tests.console.test_csp import LISTENER
 from tests.memory.factories import MemoryFactory
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
+from tests.support.browser import browser_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _wait(browser, condition):
-    return WebDriverWait(browser, 30).until(condition)
+    return browser_wait(browser, condition)
 
 
 def _login(browser, base, path, username):

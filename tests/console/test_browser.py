@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models.memory import Memory
@@ -22,6 +21,7 @@ from orgmemory.services.approvals import approval_decide, approval_request
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
+from tests.support.browser import browser_wait
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _wait(browser, condition, timeout=30):
-    return WebDriverWait(browser, timeout).until(condition)
+    return browser_wait(browser, condition, timeout)
 
 
 def _shot(browser, name: str, width: int = 1280) -> Path:

@@ -8,13 +8,13 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from persistence.models import AuditEntry, Company
 from persistence.services.companies import company_config_set
 from synthorg.company_config import parse_company_config
 from tests.console.test_browser import PASSWORD
 from tests.persistence.factories import CompanyFactory, MembershipFactory
+from tests.support.browser import browser_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +22,7 @@ RRF_K = "input[name='rjf§memory§retrieval§rrf_k']"
 
 
 def _wait(browser, condition):
-    return WebDriverWait(browser, 30).until(condition)
+    return browser_wait(browser, condition)
 
 
 def _open_form(browser, base):

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import pytest
 from django.contrib import admin
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from memory.core.models.memory import Memory
 from orgmemory.models import ApprovalItem, OrgFact, WriteAccessRequest
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 from tests.persistence.test_admin_scoping import SCOPED_MODELS, _build, _url
+from tests.support.browser import browser_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,12 +32,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 
 def _wait(browser, condition, timeout=30):
-    # An element read while the page navigates goes stale: ask again, as for a missing one.
-    return WebDriverWait(
-        browser,
-        timeout,
-        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
-    ).until(condition)
+    return browser_wait(browser, condition, timeout)
 
 
 def _violations(browser) -> list[str]:

@@ -9,12 +9,13 @@ import pytest
 from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from orgmemory.approval_models import ApprovalDecision, ApprovalItem
 from orgmemory.models import OrgFact
 from orgmemory.services.approvals import approval_request
 from tests.persistence.factories import CompanyFactory, MembershipFactory
+from tests.support.browser import browser_wait
 
 PASSWORD = "pw-for-tests-123"
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _wait(browser, condition, timeout=30):
-    return WebDriverWait(browser, timeout).until(condition)
+    return browser_wait(browser, condition, timeout)
 
 
 def _ids(browser) -> list[str]:

@@ -6,18 +6,18 @@ from __future__ import annotations
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from orgmemory.models import OrgFact
 from orgmemory.selectors.policies import CORE_POLICIES_HEADER, core_policy_block
 from tests.console.test_browser import PASSWORD
 from tests.persistence.factories import CompanyFactory, MembershipFactory
+from tests.support.browser import browser_wait
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _wait(browser, condition):
-    return WebDriverWait(browser, 30).until(condition)
+    return browser_wait(browser, condition)
 
 
 def test_admin_adds_and_reorders_core_policies(live_server, browser):

@@ -20,12 +20,12 @@ from django.core.management import call_command
 from django.utils import timezone
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
-from selenium.webdriver.support.ui import WebDriverWait
 
 from orgmemory.models import ApprovalItem, OrgFact
 from persistence.services.agents import agent_create, api_key_issue
 from persistence.services.companies import company_create
 from tests.persistence.factories import MembershipFactory
+from tests.support.browser import browser_wait
 from tests.support.context_checks import context_problems
 from tests.synthorg.test_mcp_server import mcp, structured
 from tests.synthorg.test_recovery import wait_for
@@ -252,7 +252,7 @@ def wait_for_approval_item(company, django_db_blocker) -> ApprovalItem:
 
 def approve_in_console(base: str, browser, item: ApprovalItem, operator) -> None:
     def wait(condition):
-        return WebDriverWait(browser, 30).until(condition)
+        return browser_wait(browser, condition)
 
     browser.get(f"{base}/console/inbox/")
     wait(ec.presence_of_element_located((By.ID, "id_username")))

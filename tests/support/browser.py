@@ -1,4 +1,12 @@
-"""A real headless Chromium (Debian chromium + chromium-driver) driven by selenium."""
+"""A real headless Chromium (Debian chromium + chromium-driver) driven by selenium, and
+:func:`browser_wait`, the one way the browser tests wait for a condition.
+
+A condition read while the console navigates (a form submits, a page redirects) can find its
+element gone: Selenium raises ``StaleElementReferenceException``, or Chromium answers with an
+inspector error ("Node with given id does not belong to the document") as a plain
+``WebDriverException``. Either means "not yet": :func:`browser_wait` asks again, as for a
+missing element, until its timeout — a condition that never holds still fails.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,12 @@ import shutil
 import tempfile
 
 import pytest
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -43,3 +57,10 @@ def browser():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+NOT_YET = (NoSuchElementException, StaleElementReferenceException, WebDriverException)
+
+
+def browser_wait(browser, condition, timeout: float = 30):
+    return WebDriverWait(browser, timeout, ignored_exceptions=NOT_YET).until(condition)
