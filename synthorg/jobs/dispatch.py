@@ -10,7 +10,10 @@ whose LLM call fails (an outage) stops the batch, the others keep their due time
 **Fair turns.** A kind whose company task finds every slot taken does not run, and records
 that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
 company — another kind's batch — serves the waiting kinds' due jobs before letting the slot
-go, so two kinds whose ticks collide every minute cannot starve each other.
+go, so two kinds whose ticks collide every minute cannot starve each other. Work that is
+not a job table but takes the same slots (a :class:`~synthorg.jobs.registry.SlotSweep`, e.g.
+the extraction sweep) waits and serves turns the same way (:func:`jobs_wait_turn`,
+:func:`jobs_take_turn`, :func:`jobs_serve_turns`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
-from synthorg.jobs.registry import JobKind, job_kinds
+from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
 from synthorg.jobs.services import job_claim, job_reclaim_expired, job_requeue
 from synthorg.llm.slots import company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
@@ -85,9 +88,7 @@ def jobs_run_company(
     with company_llm_slot(company_id) as slot:
         if not slot:
             logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)
-            JobTurn.objects.get_or_create(
-                company_id=company_id, kind=kind.name, defaults={"waiting_since": now}
-            )
+            jobs_wait_turn(company_id, kind.name, now=now)
             return JobRunSummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
         summary = _run_batch(kind, company_id, due, now)
         jobs_serve_turns(company_id, now=now, holder=kind.name)
@@ -96,7 +97,7 @@ def jobs_run_company(
 
 def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) -> JobRunSummary:
     """Claim and run ``due`` (the caller holds a slot of the company)."""
-    JobTurn.objects.filter(company_id=company_id, kind=kind.name).delete()
+    jobs_take_turn(company_id, kind.name)
     retried = waiting = 0
     with kind.batch(company_id, now) as batch:
         for index, (pk, status) in enumerate(due):
@@ -116,16 +117,37 @@ def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) 
     return JobRunSummary(reclaimed=0, retried=retried, waiting=waiting)
 
 
+def jobs_wait_turn(company_id: int, name: str, *, now: datetime) -> None:
+    """Job kind or sweep ``name`` found every LLM slot of ``company_id`` taken: it waits for
+    a turn (one row per company and name, however often it is found busy)."""
+    JobTurn.objects.get_or_create(company_id=company_id, kind=name, defaults={"waiting_since": now})
+
+
+def jobs_take_turn(company_id: int, name: str) -> None:
+    """``name`` runs now under a slot of ``company_id``: its wait, if any, is over."""
+    JobTurn.objects.filter(company_id=company_id, kind=name).delete()
+
+
 def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
-    """Run the due jobs of every kind waiting for a turn at ``company_id`` (oldest wait
-    first). The caller holds one of the company's LLM slots. Returns how many ran."""
+    """Run the due work of every job kind and sweep waiting for a turn at ``company_id``
+    (oldest wait first). The caller holds one of the company's LLM slots. Returns how many
+    runs were made."""
     kinds = {kind.name: kind for kind in job_kinds()}
+    sweeps = {sweep.name: sweep for sweep in slot_sweeps()}
     ran = 0
     for turn in (
         JobTurn.objects.filter(company_id=company_id)
         .exclude(kind=holder)
         .order_by("waiting_since", "kind")
     ):
+        sweep = sweeps.get(turn.kind)
+        if sweep is not None:
+            turn.delete()
+            try:
+                ran += sweep.serve(company_id, now)
+            except Exception:  # its own sweep logs and keeps its work due; the holder goes on
+                logger.exception("%s turn of company %s failed", sweep.name, company_id)
+            continue
         kind = kinds.get(turn.kind)
         if kind is None:
             turn.delete()

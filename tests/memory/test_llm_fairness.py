@@ -52,6 +52,7 @@ from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
+from synthorg.jobs.models import JobTurn
 from synthorg.jobs.services import SLOT_DEFER
 from synthorg.llm.slots import slot_key
 from tests.conftest import make_agent_caller
@@ -379,6 +380,76 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
     run = ExtractionRun.objects.get(conversation=conversation, method="llm")
     assert (run.status, run.added) == ("succeeded", 1)
     assert Memory.objects.filter(agent=conversation.agent).count() == 2  # the turn + a fact
+
+
+def answer_by_schema(body: dict) -> str:
+    """Facts for an extraction, a lesson for a capture (the schema names what is asked)."""
+    schema = (body.get("response_format") or {}).get("json_schema") or {}
+    return json.dumps(FACTS if schema.get("name") == "extracted_facts" else PROPOSAL)
+
+
+def failed_capture(company) -> str:
+    report_id = submit(make_agent_caller(company=company), 1)
+    ExecutionCapture.objects.filter(report_id=report_id).update(
+        status="failed", reason="llm_error: down", attempts=1, next_attempt_at=timezone.now()
+    )
+    return report_id
+
+
+def test_a_capture_retry_found_busy_is_served_by_the_extraction_sweep(stand_in):
+    """The finding: the capture retry and the extraction sweep fire in the same second every
+    minute against one slot, and the retry was skipped as busy ten minutes in a row. Found
+    busy, the retry waits for its turn; the sweep holding the slot serves it before letting
+    go — no minute is lost."""
+    stand_in.hanging_models = set()
+    stand_in.answer = answer_by_schema
+    company = company_using("model-b")
+    configure(company, extraction={"model": "model-b", "store_turns": False})
+    report_id = failed_capture(company)
+    conversation = due_conversation(company, "b-1")
+
+    with slot_held_elsewhere(company.pk):  # the sweep holds the slot as the retry fires
+        summary = execution_captures_retry_company(company_id=company.pk)
+    assert (summary.busy, summary.retried) == (True, 0)
+    assert list(JobTurn.objects.values_list("company_id", "kind")) == [
+        (company.pk, "procedural.capture")
+    ]
+
+    assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
+
+    capture = ExecutionCapture.objects.get(report_id=report_id)
+    assert (capture.status, capture.method, capture.attempts) == ("captured", "llm", 2)
+    assert ExtractionRun.objects.get(conversation=conversation).status == "succeeded"
+    schemas = [r.json()["response_format"]["json_schema"]["name"] for r in stand_in.chat_requests]
+    assert schemas == ["extracted_facts", "procedural_lesson"]  # its own work first
+    assert not JobTurn.objects.exists()
+
+
+def test_an_extraction_sweep_found_busy_is_served_by_the_capture_retry(stand_in):
+    stand_in.hanging_models = set()
+    stand_in.answer = answer_by_schema
+    company = company_using("model-b")
+    configure(company, extraction={"model": "model-b", "store_turns": False})
+    report_id = failed_capture(company)
+    conversation = due_conversation(company, "b-1")
+
+    with slot_held_elsewhere(company.pk):
+        assert extract_company_conversations(company.pk) == {
+            "runs": 0,
+            "waiting": 1,
+            "busy": True,
+        }
+    assert list(JobTurn.objects.values_list("kind", flat=True)) == ["ingestion.extraction"]
+    assert stand_in.chat_requests == []
+
+    summary = execution_captures_retry_company(company_id=company.pk)
+
+    assert (summary.busy, summary.retried) == (False, 1)
+    run = ExtractionRun.objects.get(conversation=conversation, method="llm")
+    assert (run.status, run.added) == ("succeeded", 1)
+    capture = ExecutionCapture.objects.get(report_id=report_id)
+    assert (capture.status, capture.method) == ("captured", "llm")
+    assert not JobTurn.objects.exists()
 
 
 def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):

@@ -72,6 +72,7 @@ from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
+from synthorg.jobs.dispatch import jobs_serve_turns, jobs_take_turn, jobs_wait_turn
 from synthorg.llm import Completion, CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
@@ -91,6 +92,9 @@ DEFERRED = (
     "the next sweep runs it"
 )
 EXTRACT_COMPANY_TASK = "memory.ingestion.tasks.extract_company_conversations"
+#: The extraction sweep's name among the kinds sharing a company's LLM slots
+#: (:mod:`synthorg.jobs.dispatch`): found busy, it waits for its turn under this name.
+EXTRACTION_SWEEP = "ingestion.extraction"
 
 
 @dataclass
@@ -130,6 +134,8 @@ def conversation_extract(
         return _extract_verbatim(claim, config=config) if claim is not None else None
     with company_llm_slot(agent.company_id) as slot:
         if not slot:
+            # whoever holds the slot serves the sweep's turn before letting it go
+            jobs_wait_turn(agent.company_id, EXTRACTION_SWEEP, now=now)
             deferred = _defer(conversation.pk, trigger=trigger, force=force, now=now, config=config)
             if deferred is not None and config.store_turns:
                 # the turns need no LLM: remembered now; the LLM's facts follow once a slot
@@ -214,11 +220,14 @@ def conversations_extract_due_company(
     schedules, the rest of capped batches, retries after failures.
 
     With an LLM configured this holds one of the company's LLM slots
-    (:mod:`synthorg.llm.slots`); with every slot taken no LLM runs (``busy``: the next
-    sweep tries again, nothing is charged) but each due conversation's turns are stored at
-    once, as when its own task finds the slots busy. The first run that fails (an LLM outage, a
-    hanging model cut by its timeout) stops the batch: the others keep their due time, so
-    an outage costs one LLM call per company per sweep, not one per conversation. Without
+    (:mod:`synthorg.llm.slots`); with every slot taken no LLM runs (``busy``: nothing is
+    charged, the sweep waits for its turn — whoever holds the slot, a capture retry or an
+    evolver draft, runs it before letting go — or for the next sweep) but each due
+    conversation's turns are stored at once, as when its own task finds the slots busy.
+    Holding the slot, it serves the turns of the kinds that found it busy meanwhile. The
+    first run that fails (an LLM outage, a hanging model cut by its timeout) stops the
+    batch: the others keep their due time, so an outage costs one LLM call per company per
+    sweep, not one per conversation. Without
     an LLM the turns are stored verbatim, no slot needed.
     """
     now = now or timezone.now()
@@ -237,7 +246,7 @@ def conversations_extract_due_company(
     runs = 0
     with company_llm_slot(company_id) as slot:
         if not slot:
-            logger.info("extraction sweep of company %s skipped: LLM slots busy", company_id)
+            logger.info("extraction sweep of company %s waits: LLM slots busy", company_id)
             # The turns need no LLM: each conversation takes the per-conversation path,
             # which finds the slots busy too, records the wait and stores the turns now.
             for conversation in due:
@@ -249,6 +258,8 @@ def conversations_extract_due_company(
                     now=now,
                 )
             return DueRuns(runs=0, waiting=len(due), busy=True)
+        jobs_take_turn(company_id, EXTRACTION_SWEEP)
+        waiting = 0
         for index, conversation in enumerate(due):
             provider = completion_provider_for(
                 company=conversation.company, agent=conversation.agent
@@ -258,8 +269,18 @@ def conversations_extract_due_company(
                 continue
             runs += 1
             if run.status == ExtractionRun.Status.FAILED:
-                return DueRuns(runs=runs, waiting=len(due) - index - 1)
-    return DueRuns(runs=runs, waiting=0)
+                waiting = len(due) - index - 1
+                break
+        # The kinds that found the slot busy meanwhile (a capture retry, an evolver draft)
+        # run before it is let go: two ticks that collide every minute cannot starve one.
+        jobs_serve_turns(company_id, now=now, holder=EXTRACTION_SWEEP)
+    return DueRuns(runs=runs, waiting=waiting)
+
+
+def extraction_sweep_serve(company_id: int, now: datetime) -> int:
+    """The sweep's turn (:class:`~synthorg.jobs.registry.SlotSweep`): a holder of one of the
+    company's LLM slots runs its due conversations; returns the runs made."""
+    return conversations_extract_due_company(company_id=company_id, now=now).runs
 
 
 def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
