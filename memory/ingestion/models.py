@@ -20,6 +20,7 @@ from django.db import models
 
 from memory.ingestion.domain import CONVERSATION_ID_MAX_CHARS, MESSAGE_NAME_MAX_CHARS
 from persistence.models import Agent, Company, Project
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 
 class Conversation(models.Model):
@@ -345,24 +346,28 @@ class DreamRun(models.Model):
         return f"dream {self.created_at:%Y-%m-%d %H:%M} {self.status} ({self.agent.name})"
 
 
-class DreamRequest(models.Model):
+class DreamRequest(DurableJob):
     """An agent asked for a deep dream now (REST ``POST /dreams`` or the ``request_dream``
-    tool): the row the per-agent and per-company rate limits count, and the link to the run
-    the queued task recorded."""
+    tool): the row the per-agent and per-company rate limits count, a durable job
+    (:mod:`synthorg.jobs`: claimed under a lease, retried with back-off when the LLM fails)
+    and the link to the run that answered it."""
 
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
         RAN = "ran", "Ran"
+        # its LLM dream failed: due again at ``next_attempt_at`` (or given up)
+        FAILED = "failed", "Failed"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="dream_requests")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
     #: the interface it came through (``rest``, ``mcp``, ``stdio``)
     via = models.CharField(max_length=16)
     #: the method it was expected to run with when requested (``llm`` or ``extractive``)
     method = models.CharField(max_length=16, choices=DreamRun.Method.choices)
-    #: times the task found the company's LLM slots busy and re-armed itself
+    #: times it found the company's LLM slots busy and waited (not counted as attempts)
     deferrals = models.PositiveIntegerField(default=0)
     run = models.OneToOneField(
         DreamRun, on_delete=models.SET_NULL, null=True, blank=True, related_name="request"
@@ -376,13 +381,36 @@ class DreamRequest(models.Model):
                 fields=["company", "agent", "-requested_at"], name="ingestion_dreamreq_agent"
             ),
             models.Index(fields=["company", "-requested_at"], name="ingestion_dreamreq_company"),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(next_attempt_at__isnull=False),
+                name="ingestion_dreamreq_due",
+            ),
         ]
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(status="queued", run__isnull=True) | models.Q(status="ran"),
+                condition=models.Q(status__in=["queued", "running", "failed"], run__isnull=True)
+                | models.Q(status="ran"),
                 name="ingestion_dreamreq_queued_has_no_run",
             ),
         ]
 
     def __str__(self) -> str:
         return f"dream request {self.requested_at:%Y-%m-%d %H:%M} {self.status}"
+
+
+class DreamRequestStatusChange(JobStatusChange):
+    """One status transition of a dream request. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE). It names the request by id, not by a foreign key, and holds no
+    content: an agent's erasure deletes its requests and leaves this history of states."""
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    request_id = models.UUIDField()
+    status = models.CharField(max_length=24, choices=DreamRequest.Status.choices)
+
+    class Meta:
+        ordering = ("request_id", "id")
+        indexes = [models.Index(fields=["request_id", "id"], name="ingestion_dreamreqhist")]
+
+    def __str__(self) -> str:
+        return f"{self.request_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"

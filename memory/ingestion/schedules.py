@@ -11,6 +11,7 @@ from memory.core.schedules import interval_schedule_type
 from memory.core.services.edit import on_session_ended
 from memory.ingestion.portability import CONTENT_KINDS
 from memory.ingestion.scheduling import DREAM_TASK
+from memory.ingestion.services.dream_requests import DREAM_REQUEST_JOB
 from memory.ingestion.services.extraction import EXTRACTION_SWEEP, extraction_sweep_serve
 from memory.ingestion.services.messages import (
     conversations_purge_project,
@@ -21,7 +22,7 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.companies import on_company_created
 from persistence.services.projects import on_project_closed
-from synthorg.jobs.registry import SlotSweep, register_slot_sweep
+from synthorg.jobs.registry import SlotSweep, register_job_kind, register_slot_sweep
 from synthorg.schedules import (
     LLM_CLUSTER,
     ScheduleSpec,
@@ -31,6 +32,7 @@ from synthorg.schedules import (
 )
 
 SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
+DREAM_REQUESTS_DUE_TASK = "memory.ingestion.tasks.dream_requests_due"
 
 
 def dream_schedule_name(company_id: int) -> str:
@@ -95,3 +97,13 @@ def register() -> None:
     )
     register_schedule_provider(dream_schedules)
     register_slot_sweep(SlotSweep(name=EXTRACTION_SWEEP, serve=extraction_sweep_serve))
+    register_job_kind(DREAM_REQUEST_JOB)
+    register_schedule(
+        ScheduleSpec(
+            name="ingestion-dream-request-retry",
+            func=DREAM_REQUESTS_DUE_TASK,
+            schedule_type=Schedule.MINUTES,
+            minutes=1,
+            cluster=LLM_CLUSTER,
+        )
+    )

@@ -8,7 +8,11 @@ from dataclasses import asdict
 from memory.ingestion.models import Conversation, DreamRequest
 from memory.ingestion.services.context import conversation_summary_refresh
 from memory.ingestion.services.dream import agent_dream, company_dream_scheduled
-from memory.ingestion.services.dream_requests import dream_request_run
+from memory.ingestion.services.dream_requests import (
+    dream_request_run,
+    dream_requests_dispatch,
+    dream_requests_run_company,
+)
 from memory.ingestion.services.extraction import (
     conversation_extract,
     conversations_extract_dispatch,
@@ -66,12 +70,24 @@ def dream_agent(agent_id: int) -> str | None:
 
 def dream_requested(request_id: str) -> str | None:
     """An agent's dream request (``memory.ingestion.services.dream_requests``): the run's
-    status, or ``None`` when the company's LLM slots were busy (re-armed) or it already ran."""
+    status, or ``None`` when it was not claimable (it ran, another worker has it) or the
+    company's LLM slots were busy (deferred: it runs at its turn)."""
 
-    request = (
-        DreamRequest.objects.select_related("agent", "agent__company").filter(pk=request_id).first()
-    )
+    request = DreamRequest.objects.filter(pk=request_id).first()
     if request is None:  # erased since
         return None
     run = dream_request_run(request=request)
     return run.status if run is not None else None
+
+
+def dream_requests_due() -> dict:
+    """Every minute: reclaim requests whose worker died, hand each company with due requests
+    its own :func:`dream_requests_company` task."""
+    dispatch = dream_requests_dispatch()
+    return {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
+
+
+def dream_requests_company(company_id: int, now=None) -> dict:
+    """One company's due dream requests, under one of its LLM slots."""
+    summary = dream_requests_run_company(company_id=company_id, now=now)
+    return {"ran": summary.retried, "waiting": summary.waiting, "busy": summary.busy}

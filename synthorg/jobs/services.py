@@ -138,9 +138,12 @@ def job_fail(
     return next_attempt is not None
 
 
-def job_defer(kind: JobKind, job, *, reason: str, now: datetime | None = None) -> None:
+def job_defer(
+    kind: JobKind, job, *, reason: str, now: datetime | None = None, **fields
+) -> None:
     """Every LLM slot of the job's company is taken: back to ``queued``, due in
-    :data:`SLOT_DEFER`, this run not counted as an attempt (the worker is free at once)."""
+    :data:`SLOT_DEFER`, this run not counted as an attempt (the worker is free at once);
+    ``fields`` are saved with it (e.g. a deferral counter)."""
     now = now or timezone.now()
     job_finish(
         kind,
@@ -152,6 +155,7 @@ def job_defer(kind: JobKind, job, *, reason: str, now: datetime | None = None) -
         attempts=max(job.attempts - 1, 0),
         next_attempt_at=now + SLOT_DEFER,
         completed_at=None,
+        **fields,
     )
 
 

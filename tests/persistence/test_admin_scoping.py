@@ -129,7 +129,13 @@ def _ingestion_rows(company, agent, label, now) -> dict:
         ),
         DreamRun: DreamRun.objects.create(**common, status="nothing_new"),
         DreamRequest: DreamRequest.objects.create(
-            company=company, agent=agent, via="rest", method="extractive", requested_at=now
+            company=company,
+            agent=agent,
+            via="rest",
+            method="extractive",
+            requested_at=now,
+            created_at=now,
+            updated_at=now,
         ),
     }
 

@@ -12,17 +12,23 @@ advisory lock so two concurrent requests cannot both slip under them):
 
 each 429 carries ``Retry-After``: the seconds until the same request would be accepted.
 
-The task (:func:`dream_request_run`) runs the one dream there is, :func:`agent_dream`
-(trigger ``agent``), so an agent-asked dream writes its core exactly as a scheduled one.
-With an LLM configured it takes one of the company's LLM slots (:mod:`synthorg.llm.slots`)
-without waiting; every slot busy ⇒ nothing runs, the request stays ``queued`` and is re-armed
-:data:`~memory.ingestion.services.dream.DREAM_DEFER` later. With no LLM there is no slot to
-take: the extractive dream runs at once (``method`` ``extractive``: the previous core and the
-journal's key facts and anchors, verbatim).
+A request is a **durable job** (:mod:`synthorg.jobs`, the kind :data:`DREAM_REQUEST_JOB`):
+the task (:func:`dream_request_run`) claims it under a lease and runs the one dream there
+is, :func:`agent_dream` (trigger ``agent``), so an agent-asked dream writes its core exactly
+as a scheduled one. With an LLM configured it takes one of the company's LLM slots
+(:mod:`synthorg.llm.slots`) without waiting; every slot busy ⇒ nothing runs, the request
+stays ``queued`` (a deferral, not an attempt), due again shortly, and waits for its turn —
+the slot's holder serves it before letting go. An LLM dream that fails is retried with the
+kernel's back-off (``failed`` with ``next_attempt_at``; given up after its last attempt,
+an operator can re-queue it); a worker that dies mid-dream leaves the request ``running``
+until its lease ends, then the every-minute dispatcher runs it again. With no LLM the
+extractive dream runs (``method`` ``extractive``: the previous core and the journal's key
+facts and anchors, verbatim).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from datetime import datetime, timedelta
@@ -31,16 +37,32 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
-from memory.ingestion.models import DreamRequest, DreamRun
-from memory.ingestion.services.dream import DREAM_DEFER, NOT_PERSISTENT, agent_dream
+from memory.ingestion.models import DreamRequest, DreamRequestStatusChange, DreamRun
+from memory.ingestion.services.dream import NOT_PERSISTENT, agent_dream
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryLevel
 from synthorg.errors import RateLimitedError, UnprocessableError
-from synthorg.llm.slots import company_llm_slot
-from synthorg.schedules import LLM_CLUSTER, schedule_once
+from synthorg.jobs.dispatch import (
+    JobDispatch,
+    JobRunSummary,
+    jobs_dispatch,
+    jobs_run_company,
+    jobs_wait_turn,
+)
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import REASON_MAX, LeaseLost, job_claim, job_defer, job_fail, job_finish
+from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
+from synthorg.schedules import LLM_CLUSTER
 
 DREAM_REQUEST_TASK = "memory.ingestion.tasks.dream_requested"
+DREAM_REQUESTS_COMPANY_TASK = "memory.ingestion.tasks.dream_requests_company"
+DEFERRED = (
+    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
+    "it runs at its turn"
+)
+LLM_FAILURE = "llm_error"
+GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 AGENT_LIMITED = (
     "You asked for a dream {ago} s ago; this company allows one per "
     "{interval} s (memory.dream.agent_request_interval_seconds). Retry after {wait} s."
@@ -109,7 +131,11 @@ def dream_request(*, agent: Agent, via: str = "rest", now: datetime | None = Non
         via=via,
         method=DreamRun.Method.LLM if llm else DreamRun.Method.EXTRACTIVE,
         requested_at=now,
+        created_at=now,
+        updated_at=now,
+        next_attempt_at=now,  # due: its task runs it, or the dispatcher's next tick
     )
+    dream_request_history(request, now=now)
     request_id = request.pk
     transaction.on_commit(lambda: _enqueue(request_id))
     return request
@@ -120,41 +146,109 @@ def _enqueue(request_id) -> None:
         from django_q.tasks import async_task
 
         async_task(DREAM_REQUEST_TASK, request_id=str(request_id), cluster=LLM_CLUSTER)
-    except Exception:  # the request stays queued; the deferral schedule is the retry
+    except Exception:  # the request is due: the dispatcher's next tick runs it
         logger.exception("queueing dream request %s failed", request_id)
-        _rearm(request_id, timezone.now())
-
-
-def _rearm(request_id, now: datetime) -> None:
-    schedule_once(
-        name=f"ingestion-dream-request:{request_id}",
-        func=DREAM_REQUEST_TASK,
-        kwargs={"request_id": str(request_id)},
-        at=now + DREAM_DEFER,
-        cluster=LLM_CLUSTER,
-    )
 
 
 def dream_request_run(*, request: DreamRequest, now: datetime | None = None) -> DreamRun | None:
-    """Run a queued request's dream; ``None`` when the company's LLM slots were busy (the
-    request is re-armed) or it already ran."""
-    if request.status != DreamRequest.Status.QUEUED:
+    """Claim and run a queued request's dream; ``None`` when it was not claimable (it ran,
+    another worker has it) or the company's LLM slots were busy (deferred)."""
+    job = job_claim(DREAM_REQUEST_JOB, request.pk, now=now)
+    if job is None:
         return None
-    now = now or timezone.now()
-    agent = request.agent
+    return _run_claimed(job, now=now)
+
+
+def _run_claimed(job: DreamRequest, *, now: datetime | None) -> DreamRun | None:
+    try:
+        return _dream(job, now=now or timezone.now())
+    except LeaseLost:
+        logger.warning("dream request %s lost its lease", job.pk)
+        return None
+    except Exception as exc:
+        # A bug must not leave the request "running" until its lease ends: record it.
+        logger.exception("dream request %s crashed", job.pk)
+        with contextlib.suppress(LeaseLost):
+            job_finish(
+                DREAM_REQUEST_JOB,
+                job,
+                status=DreamRequest.Status.FAILED,
+                reason=f"internal error: {type(exc).__name__}",
+            )
+        return None
+
+
+def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
+    agent = job.agent
     provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
-        return _ran(request, agent_dream(agent=agent, trigger="agent", now=now))
-    with company_llm_slot(agent.company_id) as slot:
-        if not slot:
-            DreamRequest.objects.filter(pk=request.pk).update(deferrals=request.deferrals + 1)
-            _rearm(request.pk, now)
-            return None
-        return _ran(request, agent_dream(agent=agent, trigger="agent", provider=provider, now=now))
-
-
-def _ran(request: DreamRequest, run: DreamRun) -> DreamRun:
-    request.status = DreamRequest.Status.RAN
-    request.run = run
-    request.save(update_fields=["status", "run"])
+        run = agent_dream(agent=agent, trigger="agent", now=now)
+    else:
+        with company_llm_slot(agent.company_id) as slot:
+            if not slot:
+                jobs_wait_turn(agent.company_id, DREAM_REQUEST_JOB.name, now=now)
+                job_defer(
+                    DREAM_REQUEST_JOB,
+                    job,
+                    reason=DEFERRED.format(limit=company_llm_concurrency()),
+                    now=now,
+                    deferrals=job.deferrals + 1,
+                )
+                return None
+            run = agent_dream(agent=agent, trigger="agent", provider=provider, now=now)
+    if run.status == DreamRun.Status.FAILED and run.method == DreamRun.Method.LLM:
+        # The LLM failed (an outage, a refused answer): the dream is asked again later.
+        job_fail(
+            DREAM_REQUEST_JOB,
+            job,
+            status=DreamRequest.Status.FAILED,
+            reason=f"{LLM_FAILURE}: {run.error}",
+            now=now,
+            gave_up_suffix=GAVE_UP,
+        )
+        return run
+    job_finish(DREAM_REQUEST_JOB, job, status=DreamRequest.Status.RAN, now=now, run=run)
     return run
+
+
+def dream_request_job_run(job: DreamRequest, batch) -> bool:
+    """The job kind's ``run`` (the dispatcher's retries): ``False`` when the LLM failed."""
+    run = _run_claimed(job, now=None)
+    return not (run is not None and run.status == DreamRun.Status.FAILED and run.method == "llm")
+
+
+def dream_request_history(
+    job: DreamRequest, *, now: datetime, reason: str | None = None, actor: str = ""
+) -> DreamRequestStatusChange:
+    """Append the request's current status to its (content-free) history."""
+    return DreamRequestStatusChange.objects.create(
+        company_id=job.company_id,
+        request_id=job.pk,
+        status=job.status,
+        method=job.method,
+        reason=(job.reason if reason is None else reason)[:REASON_MAX],
+        attempt=job.attempts,
+        actor=actor,
+        created_at=now,
+    )
+
+
+def dream_requests_dispatch(*, now: datetime | None = None) -> JobDispatch:
+    """The ``ingestion-dream-request-retry`` schedule (every minute): reclaim requests whose
+    worker died, hand every company with due requests its own task on the LLM cluster."""
+    return jobs_dispatch(DREAM_REQUEST_JOB, now=now)
+
+
+def dream_requests_run_company(*, company_id: int, now: datetime | None = None) -> JobRunSummary:
+    """One company's due requests, under one of its LLM slots (its turn when all are busy)."""
+    return jobs_run_company(DREAM_REQUEST_JOB, company_id=company_id, now=now)
+
+
+DREAM_REQUEST_JOB = JobKind(
+    name="ingestion.dream_request",
+    model=DreamRequest,
+    history=dream_request_history,
+    run=dream_request_job_run,
+    company_task=DREAM_REQUESTS_COMPANY_TASK,
+    select_related=("agent", "agent__company"),
+)

@@ -7,21 +7,26 @@ from datetime import timedelta
 import pytest
 from django.db import connections
 from django.utils import timezone
-from django_q.models import OrmQ, Schedule
+from django_q.models import OrmQ
 
-from memory.ingestion.models import DreamRequest, DreamRun
+from memory.ingestion.models import DreamRequest, DreamRequestStatusChange, DreamRun
 from memory.ingestion.services.dream import current_core
 from memory.ingestion.services.dream_requests import (
     AGENT_LIMITED,
     COMPANY_LIMITED,
+    DEFERRED,
     DREAM_DISABLED,
+    DREAM_REQUEST_JOB,
     dream_request,
+    dream_requests_dispatch,
 )
 from memory.ingestion.services.extraction import conversation_extract
-from memory.ingestion.tasks import dream_requested
+from memory.ingestion.tasks import dream_requested, dream_requests_company
 from memory.interfaces.tools.catalogue import DREAM_QUEUED
 from persistence.services.companies import company_config_set
 from synthorg.errors import RateLimitedError
+from synthorg.jobs.models import JobTurn
+from synthorg.jobs.services import SLOT_DEFER, job_claim
 from synthorg.llm.slots import slot_key
 from synthorg.schedules import LLM_CLUSTER
 from tests.conftest import make_agent_caller
@@ -59,6 +64,9 @@ def test_rest_request_without_llm_queues_then_runs_the_extractive_dream(
         "method": "extractive",
         "via": "rest",
         "deferrals": 0,
+        "attempts": 0,
+        "reason": "",
+        "next_attempt_at": body["requested_at"],  # due at once
         "requested_at": body["requested_at"],
         "run": None,
     }
@@ -143,7 +151,15 @@ def test_refusals_422(caller, no_llm):
     assert not DreamRequest.objects.exists()
 
 
-def test_with_llm_busy_slots_defer_and_a_free_slot_runs_the_llm_dream(caller, llm):
+def history(request) -> list[tuple]:
+    return list(
+        DreamRequestStatusChange.objects.filter(request_id=request.pk).values_list(
+            "status", "attempt"
+        )
+    )
+
+
+def test_with_llm_busy_slots_defer_and_its_turn_runs_the_llm_dream(caller, llm):
     journal(caller, llm)
     request = dream_request(agent=caller.agent, via="mcp")
     assert request.method == "llm"
@@ -155,20 +171,104 @@ def test_with_llm_busy_slots_defer_and_a_free_slot_runs_the_llm_dream(caller, ll
         assert dream_requested(str(request.pk)) is None
         assert len(llm.requests_to(llm.CHAT_COMPLETIONS)) == calls  # no LLM call
         request.refresh_from_db()
-        assert (request.status, request.deferrals, request.run_id) == ("queued", 1, None)
-        schedule = Schedule.objects.get(name=f"ingestion-dream-request:{request.pk}")
-        assert (schedule.func, schedule.cluster) == (
-            "memory.ingestion.tasks.dream_requested",
-            LLM_CLUSTER,
+        # a deferral, not an attempt: queued, due shortly, waiting for its turn
+        assert (request.status, request.deferrals, request.attempts, request.run_id) == (
+            "queued",
+            1,
+            0,
+            None,
         )
+        assert request.reason == DEFERRED.format(limit=1)
+        assert request.next_attempt_at == request.updated_at + SLOT_DEFER
+        assert list(JobTurn.objects.values_list("company_id", "kind")) == [
+            (caller.company.pk, "ingestion.dream_request")
+        ]
         assert not DreamRun.objects.exists()
     finally:
         holder.close()  # its session ends: the slot is free
     reply(llm, {"core_summary": "Billing deploys Fridays.", "diary": "Learned the deploy day."})
-    assert dream_requested(str(request.pk)) == "succeeded"
+    assert dream_requests_company(caller.company.pk, now=request.next_attempt_at) == {
+        "ran": 1,
+        "waiting": 0,
+        "busy": False,
+    }
     request.refresh_from_db()
     assert (request.status, request.run.method, request.run.trigger) == ("ran", "llm", "agent")
+    assert (request.attempts, request.next_attempt_at, request.claimed_until) == (1, None, None)
     assert current_core(caller.agent).content == "Billing deploys Fridays."
+    assert history(request) == [
+        ("queued", 0),
+        ("running", 1),
+        ("queued", 0),
+        ("running", 1),
+        ("ran", 1),
+    ]
+    assert not JobTurn.objects.exists()
+    assert dream_requested(str(request.pk)) is None  # ran once; a duplicate task is a no-op
+
+
+def test_a_failed_llm_dream_is_retried_with_back_off(caller, llm):
+    journal(caller, llm)
+    request = dream_request(agent=caller.agent)
+    reply(llm, {"error": {"message": "upstream overloaded", "type": "server_error"}}, status=500)
+
+    assert dream_requested(str(request.pk)) == "failed"
+
+    request.refresh_from_db()
+    failed_run = DreamRun.objects.get()
+    assert (failed_run.status, failed_run.method) == ("failed", "llm")
+    assert (request.status, request.attempts, request.run_id) == ("failed", 1, None)
+    assert request.reason == f"llm_error: {failed_run.error}"
+    assert request.next_attempt_at == request.updated_at + timedelta(minutes=1)
+    assert current_core(caller.agent) is None  # nothing written by the failed dream
+
+    reply(llm, {"core_summary": "Billing deploys Fridays.", "diary": "Learned the deploy day."})
+    assert dream_requests_company(caller.company.pk, now=request.next_attempt_at)["ran"] == 1
+    request.refresh_from_db()
+    assert (request.status, request.attempts, request.run.status) == ("ran", 2, "succeeded")
+    assert current_core(caller.agent).content == "Billing deploys Fridays."
+    assert [status for status, _ in history(request)] == [
+        "queued",
+        "running",
+        "failed",
+        "queued",
+        "running",
+        "ran",
+    ]
+
+
+def test_a_request_whose_worker_died_runs_again_when_its_lease_ends(caller, no_llm):
+    """kill -9 of the worker mid-dream: the request stays ``running`` until its lease ends
+    (seconds, not q2's 900 s retry), then the dispatcher makes it due and runs it."""
+    journal(caller)
+    t0 = timezone.now()
+    request = dream_request(agent=caller.agent, now=t0)
+    claimed = job_claim(DREAM_REQUEST_JOB, request.pk, now=t0)  # the worker that dies
+    assert claimed.status == "running"
+    assert dream_requested(str(request.pk)) is None  # another worker: not claimable
+
+    within = claimed.claimed_until - timedelta(seconds=1)
+    assert dream_requests_dispatch(now=within).reclaimed == 0
+    after = claimed.claimed_until + timedelta(seconds=1)
+    dispatch = dream_requests_dispatch(now=after)
+    assert (dispatch.reclaimed, dispatch.companies) == (1, (caller.company.pk,))
+    assert dream_requests_company(caller.company.pk, now=after)["ran"] == 1
+    request.refresh_from_db()
+    assert (request.status, request.attempts, request.run.method) == ("ran", 2, "extractive")
+    assert DreamRun.objects.count() == 1
+
+
+def test_erasing_the_agent_keeps_the_content_free_history(caller, no_llm):
+    from persistence.services.erasure import agent_erase
+
+    journal(caller)
+    request = dream_request(agent=caller.agent)
+    assert dream_requested(str(request.pk)) == "succeeded"
+    agent_erase(agent=caller.agent, reason="test")
+    assert not DreamRequest.objects.filter(pk=request.pk).exists()
+    assert [status for status, _ in history(request)] == ["queued", "running", "ran"]
+    with pytest.raises(Exception, match="append-only"):
+        DreamRequestStatusChange.objects.filter(request_id=request.pk).delete()
 
 
 def test_request_dream_tool_says_what_it_does_without_llm(caller, no_llm):

@@ -238,7 +238,18 @@ class DreamRequestSerializer(ModelSerializer):
 
     class Meta:
         model = DreamRequest
-        fields = ["id", "status", "method", "via", "deferrals", "requested_at", "run"]
+        fields = [
+            "id",
+            "status",
+            "method",
+            "via",
+            "deferrals",
+            "attempts",
+            "reason",
+            "next_attempt_at",
+            "requested_at",
+            "run",
+        ]
 
 
 def cursor_page(serializer_class, name: str):
