@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memory.procedural.models import ExecutionCapture
 from memory.procedural.services.capture import (
-    execution_captures_requeue,
     execution_captures_retry_company,
     execution_captures_retry_due,
     execution_report_capture,
@@ -21,7 +20,8 @@ def capture_execution_report(report_id: str) -> str | None:
 
 
 def run_procedural_maintenance(company_id: int) -> dict | None:
-    """Daily per company: prune lessons, re-queue captures a lost message left behind."""
+    """Daily per company: prune lessons. (A capture whose task was lost is run by the retry
+    dispatcher once its grace has passed: ``memory.procedural.services.reports``.)"""
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:
@@ -30,7 +30,6 @@ def run_procedural_maintenance(company_id: int) -> dict | None:
     return {
         "agents": len(results),
         "pruned": sum(r.pruned for r in results),
-        "requeued": execution_captures_requeue(company=company),
     }
 
 

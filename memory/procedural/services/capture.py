@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
@@ -61,7 +61,6 @@ from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
 from persistence.access import ROLE_RANK
-from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
@@ -84,7 +83,6 @@ from synthorg.text import clip
 logger = logging.getLogger(__name__)
 
 NO_LLM = "no LLM configured (set SYNTHORG_LLM_BASE_URL and SYNTHORG_LLM_MODEL)"
-STALE_AFTER = timedelta(minutes=15)
 LLM_FAILURE = "llm_error"  # the prefix of a reason naming a failed LLM call (an outage)
 MAX_ATTEMPTS = 8
 CAPTURE_POLICY = RetryPolicy(max_attempts=MAX_ATTEMPTS)
@@ -413,31 +411,6 @@ def _rule_lesson_to_supersede(capture: ExecutionCapture) -> tuple:
         memory__superseded_at__isnull=True,
     ).exists()
     return (capture.memory_id,) if live else ()
-
-
-def execution_captures_requeue(
-    *, company: Company, now: datetime | None = None, stale_after: timedelta = STALE_AFTER
-) -> int:
-    """Re-queue captures left ``queued``/``running`` for longer than ``stale_after`` (a lost
-    broker message or a worker killed mid-run); returns how many were handed to q2 again."""
-
-    cutoff = (now or timezone.now()) - stale_after
-    with transaction.atomic():
-        stale = list(
-            ExecutionCapture.objects.select_for_update(skip_locked=True)
-            .filter(
-                company=company,
-                status__in=[CaptureStatus.QUEUED, CaptureStatus.RUNNING],
-                updated_at__lt=cutoff,
-            )
-            .values_list("report_id", flat=True)[:1000]
-        )
-        ExecutionCapture.objects.filter(report_id__in=stale).update(
-            status=CaptureStatus.QUEUED, claimed_until=None, updated_at=timezone.now()
-        )
-        for report_id in stale:
-            transaction.on_commit(lambda report_id=str(report_id): enqueue_capture(report_id))
-    return len(stale)
 
 
 def execution_captures_reclaim(*, now: datetime | None = None) -> int:

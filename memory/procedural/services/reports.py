@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 TASK_NOT_FOUND = "No task with this id exists in the caller's company."
 CAPTURE_TASK = "memory.procedural.tasks.capture_execution_report"
+#: How long a queued capture waits for its own task before the retry dispatcher (every
+#: minute) takes it as lost and runs it: a stranded capture runs within about 2 minutes.
+LOST_TASK_GRACE = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,11 @@ def execution_report_submit(
         created_at=created_at,
         updated_at=created_at,
         completed_at=None if status == ExecutionCapture.Status.QUEUED else created_at,
+        # Its task runs it at once; should that task be lost (a broker failure, a cluster
+        # killed before it took the message), the retry dispatcher runs it after the grace.
+        next_attempt_at=(
+            created_at + LOST_TASK_GRACE if status == ExecutionCapture.Status.QUEUED else None
+        ),
     )
     capture_history_record(capture=capture, now=created_at)
     audit_record(
@@ -152,7 +160,8 @@ def execution_report_submit(
 
 def enqueue_capture(report_id: str) -> None:
     """Hand the capture to the q2 cluster. A broker failure leaves the report ``queued``
-    (the daily procedural maintenance task re-queues stale captures), never fails the submit."""
+    and due after :data:`LOST_TASK_GRACE` (the every-minute retry dispatcher runs it), never
+    fails the submit."""
     from django_q.tasks import async_task
 
     try:

@@ -8,16 +8,17 @@ import logging
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
 from memory.procedural.services.capture import (
     RULE_STANDS_IN,
-    execution_captures_requeue,
+    execution_captures_retry_company,
+    execution_captures_retry_due,
     execution_report_capture,
 )
+from memory.procedural.services.reports import LOST_TASK_GRACE
 from memory.procedural.tasks import capture_execution_report
 from persistence.models import CostRecord
 from tests.memory.procedural.conftest import (
@@ -377,19 +378,32 @@ def test_submit_enqueues_the_capture_task_on_commit(caller, django_capture_on_co
     assert OrmQ.objects.count() == 1
 
 
-def test_stale_captures_are_requeued(caller, company, django_capture_on_commit_callbacks):
+def test_a_capture_whose_task_was_lost_runs_after_the_grace(caller, company):
+    """The broker lost the capture's task (or the cluster died before taking it): the
+    every-minute retry dispatcher runs the capture once ``LOST_TASK_GRACE`` has passed —
+    minutes, not the next day."""
     from django_q.models import OrmQ
 
-    report_id = submit(caller)
-    ExecutionCapture.objects.filter(report_id=report_id).update(
-        status="running", updated_at=timezone.now() - timedelta(hours=1)
-    )
-    fresh = submit(caller)
-    with django_capture_on_commit_callbacks(execute=True):
-        assert execution_captures_requeue(company=company) == 1
-    assert capture_of(report_id).status == "queued"
-    assert capture_of(fresh).status == "queued"
-    assert [task.args() for task in OrmQ.objects.all()] == [(report_id,)]
+    report_id = submit(caller)  # its on-commit task never reaches a worker
+    capture = capture_of(report_id)
+    assert (capture.status, capture.attempts) == ("queued", 0)
+    assert capture.next_attempt_at == capture.created_at + LOST_TASK_GRACE
+
+    before = execution_captures_retry_due(now=capture.next_attempt_at - timedelta(seconds=1))
+    assert before.companies == ()  # its own task still has the grace to run it
+    OrmQ.objects.all().delete()
+    dispatch = execution_captures_retry_due(now=capture.next_attempt_at)
+    assert dispatch.companies == (company.pk,)
+    assert [(t.func(), t.args()) for t in OrmQ.objects.all()] == [
+        ("memory.procedural.tasks.retry_company_captures", (company.pk,))
+    ]
+    summary = execution_captures_retry_company(company_id=company.pk, now=capture.next_attempt_at)
+    assert (summary.retried, summary.busy) == (1, False)
+    capture = capture_of(report_id)
+    assert (capture.status, capture.method, capture.attempts) == ("captured", "rule", 1)
+    # the task arriving late finds nothing to do
+    assert capture_execution_report(report_id) == "captured"
+    assert capture_of(report_id).attempts == 1
 
 
 def test_an_unexpected_error_is_recorded_not_left_running(caller, llm_server):

@@ -118,7 +118,6 @@ def test_scheduled_task_and_command(caller, outsider):
     assert run_procedural_maintenance(caller.company.pk) == {
         "agents": 1,
         "pruned": 1,
-        "requeued": 0,
     }
     assert Memory.objects.filter(agent=outsider.agent).count() == 1
     out = io.StringIO()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 import uuid
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.db.utils import InternalError, ProgrammingError
+from django.utils.dateparse import parse_datetime
 
 from memory.procedural.models import ExecutionCapture, ExecutionReport
 from persistence.models import AuditEntry
@@ -75,9 +77,14 @@ def test_detail_shows_capture_and_exact_payload(caller):
         "capture_strategy": "",
         "capture_method": "",
         "capture_attempts": 0,
-        "capture_next_attempt_at": None,
+        # due for the retry dispatcher should its own task be lost (LOST_TASK_GRACE)
+        "capture_next_attempt_at": body["capture_next_attempt_at"],
         "memory_id": None,
     }
+    capture = ExecutionCapture.objects.get(report_id=report_id)
+    assert parse_datetime(body["capture_next_attempt_at"]) == capture.created_at + timedelta(
+        minutes=1
+    )
 
 
 @pytest.mark.parametrize(
