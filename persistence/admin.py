@@ -91,6 +91,17 @@ def _form_errors(exc: DomainError) -> list[str]:
     ] or [exc.detail]
 
 
+IGNORED_SECTIONS = (
+    "Ignored top-level sections (this service reads only memory and org_memory): {names}."
+)
+
+
+def _say_ignored_sections(request, form) -> None:
+    ignored = getattr(form, "ignored_sections", ())
+    if ignored:
+        messages.warning(request, IGNORED_SECTIONS.format(names=", ".join(ignored)))
+
+
 class CompanyAdminForm(forms.ModelForm):
     config_yaml = forms.CharField(
         label="Configuration (YAML)",
@@ -136,12 +147,13 @@ class CompanyAdminForm(forms.ModelForm):
     def clean_config_yaml(self):
         # Parses and validates only: nothing is written until the services run on save.
         try:
-            data, _ignored = company_config_from_yaml(
+            data, ignored = company_config_from_yaml(
                 self.cleaned_data["config_yaml"] or "",
                 slug=self.cleaned_data.get("slug") or self.instance.slug or None,
             )
         except DomainError as exc:
             raise forms.ValidationError(_form_errors(exc)) from exc
+        self.ignored_sections = ignored  # said on save: nothing is dropped silently
         return data
 
 
@@ -160,6 +172,7 @@ class CompanyAdmin(CompanyScopedAdmin):
         return False  # a company is never deleted from the admin (ledgers reference it)
 
     def save_model(self, request, obj, form, change):
+        _say_ignored_sections(request, form)
         data = form.cleaned_data["config_yaml"]
         if not change:
             created = company_create(name=obj.name, slug=obj.slug, config=data)

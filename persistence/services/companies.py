@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +24,11 @@ COMPANY_EXISTS = "A company with this name or slug already exists."
 INVALID_CONFIG = "The company configuration is invalid: {error}"
 CONFIG_NOT_YAML = "The configuration is not valid YAML: {error}"
 CONFIG_NOT_MAPPING = "The configuration must be a YAML mapping (memory: / org_memory:)."
+SECTION_MISSPELT = (
+    "Top-level section {key!r} is not one this service reads; did you mean {section!r}? "
+    "(Sections other than memory and org_memory are ignored, so a misspelt one would be "
+    "dropped with everything in it.)"
+)
 CONFIG_SECTIONS = ("memory", "org_memory")
 CONFIG_REVISION_CONFLICT = (
     "The configuration was changed by someone else (revision {current}, you edited "
@@ -36,7 +42,9 @@ def company_config_from_yaml(
     """Parse and validate a company config document (YAML; empty means all defaults).
 
     Returns the ``memory``/``org_memory`` sections and the names of other top-level
-    sections, which are ignored (a whole SynthOrg company file may carry more). Raises
+    sections, which are ignored (a whole SynthOrg company file may carry more: the caller
+    tells the user which); a top-level key that looks like a misspelt ``memory`` /
+    ``org_memory`` is refused (``unknown_section``) rather than dropped. Raises
     ``InvalidInputError`` (code ``invalid_company_config``) naming the field. The one parser
     shared by the admin form and ``manage.py load_company_config``; it never writes. With
     the company's ``slug`` the server's rules (granted secrets, outbound URLs) are checked too.
@@ -58,6 +66,19 @@ def company_config_from_yaml(
             errors=[{"field": "", "message": CONFIG_NOT_MAPPING, "code": "type"}],
         )
     ignored = sorted(str(k) for k in data if k not in CONFIG_SECTIONS)
+    misspelt = [
+        {
+            "field": key,
+            "message": SECTION_MISSPELT.format(key=key, section=close[0]),
+            "code": "unknown_section",
+        }
+        for key in ignored
+        if (close := difflib.get_close_matches(key, CONFIG_SECTIONS, n=1, cutoff=0.75))
+    ]
+    if misspelt:
+        raise InvalidInputError(
+            misspelt[0]["message"], code="invalid_company_config", errors=misspelt
+        )
     sections = {k: data[k] for k in CONFIG_SECTIONS if k in data}
     validate_company_config(sections, slug=slug)
     return sections, ignored

@@ -315,6 +315,20 @@ LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 
 
+#: The linear formula's weights: under ``rrf`` the legs' ranks decide the order, so a value
+#: other than the default would change no ranking.
+LINEAR_WEIGHTS = ("relevance_weight", "recency_weight", "recency_decay_rate")
+RRF_IGNORES_WEIGHT = (
+    "is only used by fusion_strategy 'linear' (under 'rrf' the ranks of the dense and BM25 "
+    "legs decide the order); set fusion_strategy: linear, or remove it"
+)
+
+
+def _tunes_linear_weights(data: Mapping[str, Any]) -> bool:
+    fields = MemoryRetrievalConfig.model_fields
+    return any(name in data and data[name] != fields[name].default for name in LINEAR_WEIGHTS)
+
+
 class MemoryRetrievalConfig(BaseModel):
     """``fusion_strategy`` ``rrf`` (the default) ranks by RRF of the dense and BM25 legs;
     ``linear`` (the seeds' formula) ranks the candidates of both legs by cosine relevance
@@ -357,9 +371,12 @@ class MemoryRetrievalConfig(BaseModel):
     def _linear_defaults(cls, data: Any) -> Any:
         if not isinstance(data, Mapping):
             return data
-        if "fusion_strategy" not in data and "personal_boost" in data:
-            # personal_boost only exists in the seeds' linear formula: a config that tunes
-            # it without naming a strategy (as the seeds' own example does) is a linear one.
+        if "fusion_strategy" not in data and (
+            "personal_boost" in data or _tunes_linear_weights(data)
+        ):
+            # personal_boost and the relevance / recency weights are the seeds' linear
+            # formula: a config that tunes them without naming a strategy (as the seeds' own
+            # example does) is a linear one, so they act.
             data = {**data, "fusion_strategy": FusionStrategy.LINEAR.value}
         if data.get("fusion_strategy") in (FusionStrategy.LINEAR, FusionStrategy.LINEAR.value):
             return {**LINEAR_DEFAULTS, **data}
@@ -369,6 +386,14 @@ class MemoryRetrievalConfig(BaseModel):
         # "Set to something other than its default": a stored, fully dumped config
         # re-parses cleanly, while a knob set without the feature it tunes is refused.
         return getattr(self, name) != type(self).model_fields[name].default
+
+    @model_validator(mode="after")
+    def _linear_weights_need_linear(self) -> MemoryRetrievalConfig:
+        if self.fusion_strategy is FusionStrategy.RRF:
+            for name in LINEAR_WEIGHTS:
+                if self._explicit(name):
+                    raise ConfigFieldError(name, RRF_IGNORES_WEIGHT, code=NOT_OFFERED_CODE)
+        return self
 
     @model_validator(mode="after")
     def _validate_consistency(self) -> MemoryRetrievalConfig:
@@ -653,6 +678,26 @@ LLM_GROUP_THRESHOLD_BELOW = (
 )
 
 
+DUAL_MODE_ENABLED_CONFLICT = (
+    "selects strategy 'dual_mode', but strategy is {strategy!r}; remove one of the two"
+)
+DUAL_MODE_ONLY = (
+    "is only used by strategy 'dual_mode' (set archival.dual_mode.enabled: true), or remove it"
+)
+LLM_ONLY = "is only used by strategy 'llm' (set strategy: llm), or remove it"
+
+
+def _explicit_fields(section: BaseModel, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """The fields of ``section`` set to something other than their default."""
+    fields = type(section).model_fields
+    return [
+        name
+        for name, field in fields.items()
+        if name not in skip
+        and getattr(section, name) != field.get_default(call_default_factory=True)
+    ]
+
+
 class ConsolidationConfig(BaseModel):
     model_config = FROZEN
 
@@ -668,6 +713,38 @@ class ConsolidationConfig(BaseModel):
         default_factory=ExperienceCompressorConfig
     )
     wiki_export: WikiExportConfig = Field(default_factory=WikiExportConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dual_mode_selects_its_strategy(cls, data: Any) -> Any:
+        # ``archival.dual_mode.enabled: true`` without a strategy (the seeds' own example)
+        # means the dual-mode strategy: otherwise it would change nothing.
+        if not isinstance(data, Mapping) or "strategy" in data:
+            return data
+        archival = data.get("archival")
+        dual = archival.get("dual_mode") if isinstance(archival, Mapping) else None
+        if isinstance(dual, Mapping) and dual.get("enabled") is True:
+            return {**data, "strategy": ConsolidationStrategyType.DUAL_MODE.value}
+        return data
+
+    @model_validator(mode="after")
+    def _strategy_knobs_need_their_strategy(self) -> ConsolidationConfig:
+        dual = self.archival.dual_mode
+        if self.strategy is not ConsolidationStrategyType.DUAL_MODE:
+            if dual.enabled:
+                raise ConfigFieldError(
+                    "archival.dual_mode.enabled",
+                    DUAL_MODE_ENABLED_CONFLICT.format(strategy=self.strategy.value),
+                    code=NOT_OFFERED_CODE,
+                )
+            for name in _explicit_fields(dual, skip=("enabled",)):
+                raise ConfigFieldError(
+                    f"archival.dual_mode.{name}", DUAL_MODE_ONLY, code=NOT_OFFERED_CODE
+                )
+        if self.strategy is not ConsolidationStrategyType.LLM:
+            for name in _explicit_fields(self.llm, skip=("fallback_truncate_length",)):
+                raise ConfigFieldError(f"llm.{name}", LLM_ONLY, code=NOT_OFFERED_CODE)
+        return self
 
     @model_validator(mode="after")
     def _validate_strategy(self) -> ConsolidationConfig:

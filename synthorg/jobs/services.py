@@ -138,9 +138,7 @@ def job_fail(
     return next_attempt is not None
 
 
-def job_defer(
-    kind: JobKind, job, *, reason: str, now: datetime | None = None, **fields
-) -> None:
+def job_defer(kind: JobKind, job, *, reason: str, now: datetime | None = None, **fields) -> None:
     """Every LLM slot of the job's company is taken: back to ``queued``, due in
     :data:`SLOT_DEFER`, this run not counted as an attempt (the worker is free at once);
     ``fields`` are saved with it (e.g. a deferral counter)."""

@@ -2,9 +2,13 @@
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.utils.html import escape
 
+from persistence.admin import IGNORED_SECTIONS
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from persistence.services.companies import SECTION_MISSPELT, company_config_from_yaml
+from synthorg.errors import InvalidInputError
 from tests.persistence.factories import CompanyFactory
 
 VALID = """
@@ -129,3 +133,52 @@ def test_admin_saves_valid_config(admin_client):
     company.refresh_from_db()
     assert company.config_revision == 2
     assert company.config["memory"]["retrieval"]["relevance_weight"] == 0.6
+
+
+def _admin_post(admin_client, company, config_yaml):
+    return admin_client.post(
+        f"/admin/persistence/company/{company.pk}/change/",
+        {
+            "name": company.name,
+            "slug": company.slug,
+            "config_yaml": config_yaml,
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        },
+        follow=True,
+    )
+
+
+@pytest.mark.django_db
+def test_admin_says_which_sections_it_ignored(admin_client):
+    """A whole company file may carry sections this service does not read: saved, and the
+    operator is told which were ignored (before: dropped without a word)."""
+    company = CompanyFactory(name="Initech", slug="initech")
+    text = "persistence:\n  sqlite: {path: x.db}\nagents: []\nmemory:\n  level: persistent\n"
+    response = _admin_post(admin_client, company, text)
+    assert response.status_code == 200
+    messages = [str(m) for m in response.context["messages"]]
+    assert IGNORED_SECTIONS.format(names="agents, persistence") in messages
+    company.refresh_from_db()
+    assert company.config_revision == 2
+    assert "persistence" not in company.config and company_config(company).memory.level == (
+        "persistent"
+    )
+
+
+@pytest.mark.django_db
+def test_a_misspelt_section_is_refused_not_dropped(admin_client, yaml_file):
+    company = CompanyFactory(name="Initech", slug="initech")
+    text = "memroy:\n  level: persistent\n"
+    response = _admin_post(admin_client, company, text)
+    message = escape(SECTION_MISSPELT.format(key="memroy", section="memory"))
+    assert message in response.content.decode()
+    with pytest.raises(CommandError, match="did you mean 'memory'"):
+        call_command("load_company_config", company.slug, str(yaml_file(text)))
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_from_yaml("org_memroy: {}\n")
+    assert [(e["field"], e["code"]) for e in caught.value.errors] == [
+        ("org_memroy", "unknown_section")
+    ]
+    company.refresh_from_db()
+    assert (company.config_revision, company.config) == (1, {})

@@ -14,6 +14,7 @@ from persistence.models import AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.agents import agent_create, agent_update
 from persistence.services.companies import company_config_set
+from synthorg.company_config import parse_company_config
 from synthorg.company_config.memory import MAX_EMBEDDING_DIMS
 from synthorg.errors import ConflictError, InvalidInputError
 from tests.memory.core.maintenance.conftest import seed
@@ -470,3 +471,73 @@ def test_stored_configs_with_values_not_offered_are_cleaned_by_the_migration():
     assert entries[0].details["after"] == seeds.config
     assert company_config(seeds).org_memory.extended_store.max_retrieved_per_query == 7
     assert company_config(remote).memory.embedder.model == "m"
+
+
+def test_stored_configs_with_values_that_never_acted_are_reset_by_the_migration():
+    """persistence 0010: knobs accepted under a setting that ignored them (weights under
+    rrf, dual-mode and llm knobs under the simple strategy) go back to what ran, so every
+    stored config still loads under the stricter rules, and behaves as before."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "persistence.migrations.0010_config_values_that_never_acted"
+    )
+    full_dump = CompanyFactory()
+    bare = CompanyFactory()
+    linear = CompanyFactory()
+    dual = CompanyFactory()
+    stored = parse_company_config({}).model_dump(mode="json")
+    stored["memory"]["retrieval"].update(relevance_weight=0.6, recency_weight=0.4)
+    stored["memory"]["consolidation"]["llm"].update(temperature=0.9, fallback_truncate_length=99)
+    stored["memory"]["consolidation"]["archival"]["dual_mode"].update(
+        enabled=True, summarization_model="tiny", max_facts=5
+    )
+    Company.objects.filter(pk=full_dump.pk).update(config=stored)
+    Company.objects.filter(pk=bare.pk).update(
+        config={"memory": {"retrieval": {"recency_weight": 0.5, "rrf_k": 20}}}
+    )
+    linear_config = {
+        "memory": {
+            "retrieval": {"personal_boost": 0.2, "relevance_weight": 0.6, "recency_weight": 0.4}
+        }
+    }
+    Company.objects.filter(pk=linear.pk).update(config=linear_config)
+    dual_config = {
+        "memory": {
+            "consolidation": {
+                "strategy": "dual_mode",
+                "archival": {"dual_mode": {"enabled": True, "summarization_model": "tiny"}},
+            }
+        }
+    }
+    Company.objects.filter(pk=dual.pk).update(config=dual_config)
+
+    migration.reset_values_that_never_acted(apps, None)
+
+    for company in (full_dump, bare, linear, dual):
+        company.refresh_from_db()
+    config = company_config(full_dump)
+    retrieval = config.memory.retrieval
+    assert (retrieval.fusion_strategy, retrieval.relevance_weight, retrieval.recency_weight) == (
+        "rrf",
+        0.7,
+        0.3,
+    )
+    consolidation = config.memory.consolidation
+    assert (consolidation.strategy, consolidation.archival.dual_mode.enabled) == ("simple", False)
+    assert consolidation.archival.dual_mode.max_facts == 20
+    assert (consolidation.llm.temperature, consolidation.llm.fallback_truncate_length) == (0.3, 99)
+    assert bare.config == {"memory": {"retrieval": {"rrf_k": 20, "fusion_strategy": "rrf"}}}
+    assert company_config(bare).memory.retrieval.fusion_strategy == "rrf"  # as it ran
+    assert (linear.config, dual.config) == (linear_config, dual_config)  # they acted
+    assert [c.config_revision for c in (full_dump, bare, linear, dual)] == [2, 2, 1, 1]
+    entries = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
+    assert [(e.company_id, e.details["via"]) for e in entries] == [
+        (full_dump.pk, "migration"),
+        (bare.pk, "migration"),
+    ]
+    assert entries[1].details["before"] == {
+        "memory": {"retrieval": {"recency_weight": 0.5, "rrf_k": 20}}
+    }

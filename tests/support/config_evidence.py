@@ -116,10 +116,19 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "tests/memory/interfaces/api/test_non_inferable.py::"
         "test_the_strategies_instructions_carry_the_guidance"
     ),
-    "memory.retrieval.relevance_weight": Acts(RANKING + "test_linear_weights_change_the_order"),
-    "memory.retrieval.recency_weight": Acts(RANKING + "test_linear_weights_change_the_order"),
+    "memory.retrieval.relevance_weight": Acts(
+        RANKING + "test_linear_weights_change_the_order",
+        CONFIG + "test_linear_weights_without_a_strategy_select_linear_and_act",
+        CONFIG + "test_linear_weights_under_rrf_are_refused",
+    ),
+    "memory.retrieval.recency_weight": Acts(
+        RANKING + "test_linear_weights_change_the_order",
+        CONFIG + "test_linear_weights_without_a_strategy_select_linear_and_act",
+        CONFIG + "test_linear_weights_under_rrf_are_refused",
+    ),
     "memory.retrieval.recency_decay_rate": Acts(
-        RANKING + "test_recency_decay_rate_is_the_companys"
+        RANKING + "test_recency_decay_rate_is_the_companys",
+        CONFIG + "test_linear_weights_under_rrf_are_refused",
     ),
     "memory.retrieval.personal_boost": Acts(RANKING + "test_personal_boost_is_added_to_relevance"),
     "memory.retrieval.min_relevance": Acts(RANKING + "test_min_relevance_is_the_companys_default"),
@@ -226,7 +235,9 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         CONSOL + "test_age_threshold_days_is_the_companys"
     ),
     "memory.consolidation.archival.dual_mode.enabled": Acts(
-        LLM_STRAT + "test_dual_mode_routes_by_density"
+        LLM_STRAT + "test_dual_mode_routes_by_density",
+        CONSOL + "test_dual_mode_enabled_alone_selects_the_dual_mode_strategy",
+        CONSOL + "test_a_strategys_knob_under_another_strategy_is_refused",
     ),
     "memory.consolidation.archival.dual_mode.dense_threshold": Acts(
         CONSOL + "test_dual_mode_dense_threshold_routes_the_group"
@@ -238,7 +249,8 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         CONSOL + "test_dual_mode_limits_are_the_companys"
     ),
     "memory.consolidation.archival.dual_mode.max_facts": Acts(
-        CONSOL + "test_dual_mode_limits_are_the_companys"
+        CONSOL + "test_dual_mode_limits_are_the_companys",
+        CONSOL + "test_a_strategys_knob_under_another_strategy_is_refused",
     ),
     "memory.consolidation.archival.dual_mode.anchor_length": Acts(
         CONSOL + "test_dual_mode_limits_are_the_companys"
@@ -248,10 +260,12 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         CONSOL + "test_llm_group_threshold_that_would_change_nothing_is_refused",
     ),
     "memory.consolidation.llm.temperature": Acts(
-        CONSOL + "test_llm_request_limits_are_the_companys"
+        CONSOL + "test_llm_request_limits_are_the_companys",
+        CONSOL + "test_a_strategys_knob_under_another_strategy_is_refused",
     ),
     "memory.consolidation.llm.max_summary_tokens": Acts(
-        CONSOL + "test_llm_request_limits_are_the_companys"
+        CONSOL + "test_llm_request_limits_are_the_companys",
+        CONSOL + "test_a_strategys_knob_under_another_strategy_is_refused",
     ),
     "memory.consolidation.llm.max_entry_input_chars": Acts(
         CONSOL + "test_llm_request_limits_are_the_companys"

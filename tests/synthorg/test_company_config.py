@@ -6,7 +6,11 @@ import pytest
 import yaml
 
 from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
-from synthorg.company_config.memory import AgentRetentionOverrides, FusionStrategy
+from synthorg.company_config.memory import (
+    RRF_IGNORES_WEIGHT,
+    AgentRetentionOverrides,
+    FusionStrategy,
+)
 from synthorg.enums import ConsolidationInterval, MemoryLevel, OrgFactCategory, SeniorityLevel
 
 # The "Practical Example" of the memory configuration guide, verbatim but for the storage
@@ -403,8 +407,6 @@ def test_valid_combinations_are_accepted():
             fusion_strategy="rrf",
             rrf_k=20,
             personal_boost=0,
-            relevance_weight=0.9,
-            recency_weight=0.3,  # weights need not sum to 1 for RRF
             diversity_penalty_enabled=True,
             diversity_lambda=0.5,
             candidate_pool_multiplier=4,
@@ -470,3 +472,32 @@ def test_self_editing_config():
     assert settings.archival_write_categories == ("episodic",)
     assert settings.core_writes_allowed("writer") and not settings.core_writes_allowed("auditor")
     assert parse_company_config({}).memory.self_editing.core_token_budget == 500
+
+
+def test_linear_weights_without_a_strategy_select_linear_and_act():
+    """The seeds' weights are the linear formula's: tuned without naming a strategy they
+    select it (before: accepted under rrf and changing no ranking)."""
+    config = parse_company_config(retrieval(relevance_weight=0.6, recency_weight=0.4))
+    retrieval_config = config.memory.retrieval
+    assert (retrieval_config.fusion_strategy, retrieval_config.relevance_weight) == ("linear", 0.6)
+    assert retrieval_config.rrf_k == 60  # the linear defaults came with it
+    # the defaults spelled out select nothing
+    default = parse_company_config(retrieval(relevance_weight=0.7, recency_weight=0.3))
+    assert default.memory.retrieval.fusion_strategy == "rrf"
+    stored = parse_company_config(parse_company_config({}).model_dump(mode="json"))
+    assert stored.memory.retrieval.fusion_strategy == "rrf"
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"relevance_weight": 0.6, "recency_weight": 0.4},
+        {"recency_weight": 0.5},
+        {"recency_decay_rate": 0.5},
+    ],
+)
+def test_linear_weights_under_rrf_are_refused(knobs):
+    field = next(iter(knobs))
+    assert errors_of(retrieval(fusion_strategy="rrf", **knobs)) == [
+        (f"memory.retrieval.{field}", RRF_IGNORES_WEIGHT)
+    ]

@@ -6,7 +6,9 @@ import pytest
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
 from memory.core.services.maintenance import run_maintenance
+from persistence.selectors.config import company_config
 from persistence.services.companies import company_config_set
+from synthorg.company_config.memory import DUAL_MODE_ENABLED_CONFLICT, DUAL_MODE_ONLY, LLM_ONLY
 from synthorg.errors import InvalidInputError
 from tests.memory.core.maintenance.conftest import configure, seed
 from tests.support.openai_server import FakeOpenAIServer
@@ -103,7 +105,13 @@ def test_llm_group_threshold_that_would_change_nothing_is_refused(company):
         company_config_set(
             company=company,
             data={
-                "memory": {"consolidation": {"group_threshold": 4, "llm": {"group_threshold": 2}}}
+                "memory": {
+                    "consolidation": {
+                        "strategy": "llm",
+                        "group_threshold": 4,
+                        "llm": {"group_threshold": 2},
+                    }
+                }
             },
         )
     assert caught.value.errors == [
@@ -151,3 +159,60 @@ def test_dual_mode_dense_threshold_routes_the_group(threshold, modes, caller, no
     run_maintenance(agent=caller.agent, now=now)
     assert set(ArchivedMemory.objects.values_list("mode", flat=True)) == modes
     assert len(llm.requests_to(llm.CHAT_COMPLETIONS)) == (1 if "abstractive" in modes else 0)
+
+
+@pytest.mark.parametrize(
+    ("consolidation", "field", "message"),
+    [
+        (
+            {"llm": {"temperature": 0.9}},
+            "memory.consolidation.llm.temperature",
+            LLM_ONLY,
+        ),
+        (
+            {"strategy": "dual_mode", "llm": {"max_summary_tokens": 900}, **_dual()},
+            "memory.consolidation.llm.max_summary_tokens",
+            LLM_ONLY,
+        ),
+        (
+            {"archival": {"dual_mode": {"max_facts": 5}}},
+            "memory.consolidation.archival.dual_mode.max_facts",
+            DUAL_MODE_ONLY,
+        ),
+        (
+            {
+                "strategy": "simple",
+                "archival": {"dual_mode": {"enabled": True, "summarization_model": "m"}},
+            },
+            "memory.consolidation.archival.dual_mode.enabled",
+            DUAL_MODE_ENABLED_CONFLICT.format(strategy="simple"),
+        ),
+    ],
+)
+def test_a_strategys_knob_under_another_strategy_is_refused(company, consolidation, field, message):
+    """Under the default ``simple`` strategy the llm and dual-mode knobs would change
+    nothing: refused at load, naming the setting they need (issue 33)."""
+    with pytest.raises(InvalidInputError) as caught:
+        company_config_set(company=company, data={"memory": {"consolidation": consolidation}})
+    assert caught.value.errors == [
+        {"field": field, "message": message, "code": "config_value_not_offered"}
+    ]
+    company.refresh_from_db()
+    assert (company.config, company.config_revision) == ({}, 1)
+
+
+def test_dual_mode_enabled_alone_selects_the_dual_mode_strategy(caller, now, llm):
+    """The seeds' own example sets only ``archival.dual_mode.enabled: true``: that is the
+    dual-mode strategy, which asks the summarisation model (before: plain concatenation,
+    no LLM call)."""
+    dual = _dual()
+    dual.pop("strategy")
+    company_config_set(company=caller.company, data={"memory": {"consolidation": dual}})
+    assert company_config(caller.company).memory.consolidation.strategy == "dual_mode"
+    seed(caller.agent, 4, now=now, age_days=40, category="episodic", template=SPARSE)
+    report = run_maintenance(agent=caller.agent, now=now)
+    assert report.status == "succeeded", report.errors
+    assert len(llm.requests_to(llm.CHAT_COMPLETIONS)) == 1
+    assert set(ArchivedMemory.objects.values_list("mode", flat=True)) == {"abstractive"}
+    summary = Memory.objects.get(agent=caller.agent, source="consolidation").content
+    assert SUMMARY in summary
