@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+#: 2**30 × any base exceeds every sensible ``max_delay``; beyond it timedelta could overflow.
+_MAX_DOUBLINGS = 30
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -20,8 +23,9 @@ class RetryPolicy:
     max_attempts: int = 8
 
     def delay(self, attempts: int) -> timedelta:
-        """The wait before attempt ``attempts + 1``."""
-        return min(self.base * (2 ** max(attempts - 1, 0)), self.max_delay)
+        """The wait before attempt ``attempts + 1`` (any count: the doubling is bounded
+        before it could overflow)."""
+        return min(self.base * (2 ** min(max(attempts - 1, 0), _MAX_DOUBLINGS)), self.max_delay)
 
     def gives_up(self, attempts: int) -> bool:
         return attempts >= self.max_attempts

@@ -73,6 +73,8 @@ from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
 from synthorg.jobs.dispatch import jobs_serve_turns, jobs_take_turn, jobs_wait_turn
+from synthorg.jobs.policy import RetryPolicy
+from synthorg.jobs.registry import llm_job_lease
 from synthorg.llm import Completion, CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
@@ -81,7 +83,6 @@ from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
-CLAIM_LEASE = timedelta(minutes=10)
 MAX_BACKOFF = timedelta(hours=1)
 CLAIM_EXPIRED = "the worker holding the claim did not finish within the lease"
 NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
@@ -401,7 +402,8 @@ def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config,
         created_at=now,
     )
     conversation.claim_run = run
-    conversation.claim_expires_at = now + CLAIM_LEASE
+    # the lease of an LLM job: a worker killed mid-run frees the range when it ends
+    conversation.claim_expires_at = now + llm_job_lease()
     conversation.save(update_fields=["claim_run", "claim_expires_at"])
     return _Claim(run=run, conversation=conversation)
 
@@ -793,6 +795,13 @@ def _pending_tokens(conversation: Conversation, *, after: int) -> int:
     return total or 0
 
 
+def extraction_retry_policy(config) -> RetryPolicy:
+    """The kernel's retry policy with the company's base (``retry_backoff_seconds``),
+    doubling per consecutive failure, at most an hour; extraction never gives up (the turns
+    are stored verbatim meanwhile)."""
+    return RetryPolicy(base=timedelta(seconds=config.retry_backoff_seconds), max_delay=MAX_BACKOFF)
+
+
 def _finish_unsuccessful(claim: _Claim, status: str, error: str, *, now: datetime):
     """Record a run that extracted nothing; the range stays pending and is retried later
     (after a backoff doubling per consecutive failure, at most an hour)."""
@@ -812,10 +821,9 @@ def _finish_unsuccessful(claim: _Claim, status: str, error: str, *, now: datetim
             conversation.claim_run = None
             conversation.claim_expires_at = None
             conversation.consecutive_failures += 1
-            backoff = timedelta(seconds=config.retry_backoff_seconds) * (
-                2 ** min(conversation.consecutive_failures - 1, 12)
+            conversation.extraction_due_at = now + extraction_retry_policy(config).delay(
+                conversation.consecutive_failures
             )
-            conversation.extraction_due_at = now + min(backoff, MAX_BACKOFF)
             conversation.save(
                 update_fields=[
                     "claim_run",
