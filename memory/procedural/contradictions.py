@@ -20,6 +20,7 @@ from datetime import datetime
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.core.models.memory import live_q
 from memory.procedural.advice import Advice, advice_from_text, contradiction
 from memory.procedural.models import ProceduralLesson
 from orgmemory.models import ApprovalItem, OrgFact
@@ -107,8 +108,7 @@ def advising_entries(
             )
         )
     lessons = (
-        ProceduralLesson.objects.filter(company=company, memory__superseded_at__isnull=True)
-        .filter(Q(memory__expires_at__isnull=True) | Q(memory__expires_at__gt=now))
+        ProceduralLesson.objects.filter(live_q(now, "memory__"), company=company)
         .select_related("memory__agent")
         .order_by("created_at", "memory_id")
     )

@@ -9,6 +9,7 @@ migration 0002), so they can never drift from ``content``/``context``.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -31,6 +32,28 @@ MAX_CHUNK_ROWS = 31
 
 def _choices(enum) -> list[tuple[str, str]]:
     return [(member.value, member.value.replace("_", " ").title()) for member in enum]
+
+
+def unexpired_q(now: datetime, prefix: str = "") -> models.Q:
+    """Not expired at ``now`` (``prefix``: the path to a memory, e.g. ``"memory__"``)."""
+    return models.Q(**{f"{prefix}expires_at__isnull": True}) | models.Q(
+        **{f"{prefix}expires_at__gt": now}
+    )
+
+
+def live_q(now: datetime, prefix: str = "") -> models.Q:
+    """**The live-memory rule**: retrievable at ``now`` — not expired and not superseded
+    (``prefix``: the path to a memory from another model, e.g. ``"memory__"``)."""
+    return unexpired_q(now, prefix) & models.Q(**{f"{prefix}superseded_at__isnull": True})
+
+
+class MemoryQuerySet(models.QuerySet):
+    def live(self, now: datetime) -> MemoryQuerySet:
+        """Memories retrievable at ``now`` (:func:`live_q`)."""
+        return self.filter(live_q(now))
+
+    def unexpired(self, now: datetime) -> MemoryQuerySet:
+        return self.filter(unexpired_q(now))
 
 
 class Memory(models.Model):
@@ -90,6 +113,8 @@ class Memory(models.Model):
     # token count (after stop words) that BM25 normalises by.
     search_vector = SearchVectorField(null=True, editable=False)
     doc_length = models.PositiveIntegerField(default=0, editable=False)
+
+    objects = MemoryQuerySet.as_manager()
 
     class Meta:
         ordering = ("-created_at", "id")

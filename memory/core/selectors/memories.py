@@ -10,24 +10,15 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.core.errors import MemoryNotFoundError
-from memory.core.models.memory import Memory
+from memory.core.models.memory import Memory, live_q
 from persistence.models import Agent, Company
 
 MEMORY_NOT_FOUND = "No such memory."
 SHARED_NOT_FOUND = "No such shared knowledge entry."
-
-
-def unexpired_q(now: datetime) -> Q:
-    return Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-
-
-def live_q(now: datetime) -> Q:
-    """Retrievable: not expired and not superseded."""
-    return unexpired_q(now) & Q(superseded_at__isnull=True)
 
 
 def agent_memories(
@@ -36,7 +27,7 @@ def agent_memories(
     """The agent's private, unexpired memories (superseded ones only when asked)."""
     now = now or timezone.now()
     query = Memory.objects.filter(company_id=agent.company_id, agent=agent, is_shared=False)
-    query = query.filter(unexpired_q(now) if include_superseded else live_q(now))
+    query = query.unexpired(now) if include_superseded else query.live(now)
     return query.order_by("-created_at", "-id")
 
 

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from memory.core.models.memory import live_q
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import (
     agent_memories,
@@ -58,8 +59,7 @@ def agents_view(request, user: ConsoleUser):
         .annotate(
             live_memories=Count(
                 "memories",
-                filter=Q(memories__is_shared=False, memories__superseded_at__isnull=True)
-                & (Q(memories__expires_at__isnull=True) | Q(memories__expires_at__gt=now)),
+                filter=Q(memories__is_shared=False) & live_q(now, "memories__"),
             )
         )
         .order_by("name")

@@ -17,8 +17,7 @@ from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalMode
 from memory.core.models.maintenance import ArchivedMemory
-from memory.core.models.memory import Memory
-from memory.core.selectors.memories import unexpired_q
+from memory.core.models.memory import Memory, unexpired_q
 from memory.core.services.archive import archived_from_memory
 from memory.procedural.models import ProceduralLesson
 from memory.procedural.pruning import PruneCandidate, PruneDecision, decide_pruning
