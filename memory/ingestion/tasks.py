@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 from memory.ingestion.models import Conversation, DreamRequest
 from memory.ingestion.services.context import conversation_summary_refresh
-from memory.ingestion.services.dream import agent_dream, company_dream_scheduled
+from memory.ingestion.services.dream import company_dream_scheduled
 from memory.ingestion.services.dream_requests import (
     dream_request_run,
     dream_requests_dispatch,
@@ -18,7 +18,7 @@ from memory.ingestion.services.extraction import (
     conversations_extract_dispatch,
     conversations_extract_due_company,
 )
-from persistence.models import Agent, Company
+from persistence.models import Company
 
 
 def extract_conversation(conversation_pk: int) -> str | None:
@@ -58,14 +58,6 @@ def dream_company(company_id: int) -> int | None:
         return 0
     runs = company_dream_scheduled(company=company)
     return None if runs is None else len(runs)
-
-
-def dream_agent(agent_id: int) -> str | None:
-
-    agent = Agent.objects.select_related("company").filter(pk=agent_id).first()
-    if agent is None:
-        return None
-    return agent_dream(agent=agent, trigger="schedule").status
 
 
 def dream_requested(request_id: str) -> str | None:

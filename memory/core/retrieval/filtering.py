@@ -77,15 +77,6 @@ class TagBasedMemoryFilter:
         return [item for item in items if self.required_tag in {t.lower() for t in tags(item)}]
 
 
-class PassthroughMemoryFilter:
-    @property
-    def strategy_name(self) -> str:
-        return "passthrough"
-
-    def filter_for_injection(self, items, tags):
-        return list(items)
-
-
 def apply_filter(
     memory_filter: MemoryFilterStrategy, items: Sequence[T], tags: Callable[[T], Iterable[str]]
 ) -> tuple[list[T], bool]:

@@ -86,6 +86,3 @@ def archive_count(*, agent: Agent, include_restored: bool = False) -> int:
         rows = rows.filter(restored_at__isnull=True)
     return rows.count()
 
-
-def archive_by_original(*, agent: Agent, original_id: UUID) -> ArchivedMemory | None:
-    return agent_archive(agent=agent).filter(original_id=original_id).first()

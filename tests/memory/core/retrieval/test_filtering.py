@@ -1,6 +1,5 @@
 from memory.core.retrieval.filtering import (
     NON_INFERABLE_TAG,
-    PassthroughMemoryFilter,
     TagBasedMemoryFilter,
     apply_filter,
 )
@@ -16,11 +15,6 @@ def test_tag_filter_keeps_only_non_inferable_in_order():
     kept, failed = apply_filter(TagBasedMemoryFilter(), ITEMS, tags)
     assert [k for k, _ in kept] == ["a", "c"] and failed is False
     assert NON_INFERABLE_TAG == "non-inferable"
-
-
-def test_passthrough():
-    kept, failed = apply_filter(PassthroughMemoryFilter(), ITEMS, tags)
-    assert kept == ITEMS and not failed
 
 
 class Broken:
