@@ -2,10 +2,11 @@
 
 :func:`mcp_http_app` returns an ASGI app serving ``/mcp`` (and ``/mcp/``): a request without
 a valid ``Authorization: Bearer <agent API key>`` gets ``401`` problem+json with
-``WWW-Authenticate: Bearer`` before the SDK sees it; otherwise the agent's principal is put
-in the ASGI scope, where each tool call reads it from the SDK's request context. Stateless
-(every POST stands alone, JSON responses), so any web worker can answer any request and no
-session needs to stick to a process.
+``WWW-Authenticate: Bearer`` before the SDK sees it (to an MCP client — it accepts an event
+stream — the same problem as a JSON-RPC error, so the client shows its code and detail);
+otherwise the agent's principal is put in the ASGI scope, where each tool call reads it from
+the SDK's request context. Stateless (every POST stands alone, JSON responses), so any web
+worker can answer any request and no session needs to stick to a process.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ SCOPE_KEY = "synthorg.principal"
 MCP_PATH = "/mcp"
 NOT_AUTHENTICATED = "Send the agent's API key as 'Authorization: Bearer <key>'."
 NO_PRINCIPAL = "The MCP request carries no authenticated agent."
+#: JSON-RPC's implementation-defined server error range; what our 401 maps to for MCP clients
+JSONRPC_UNAUTHORIZED = -32001
 
 
 def _principal_from_context(ctx):
@@ -50,14 +53,35 @@ def _authenticate(header: str):
         close_old_connections()
 
 
-async def _respond(send, status: int, body: dict, headers=()) -> None:
+def _speaks_mcp(headers: dict) -> bool:
+    """An MCP client (streamable HTTP) accepts an event stream: it reads an error only as a
+    JSON-RPC error in an ``application/json`` body, and shows anything else as "Server
+    returned an error response"."""
+    return b"text/event-stream" in headers.get(b"accept", b"").lower()
+
+
+def _jsonrpc_error(problem: dict) -> dict:
+    """The problem as a JSON-RPC error (what an MCP client shows: ``message``), the problem
+    itself in ``error.data`` and at the top level too, for HTTP clients that read it there."""
+    message = f"{problem['title']} ({problem['code']}): {problem['detail']}"
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": JSONRPC_UNAUTHORIZED, "message": message, "data": problem},
+        **problem,
+    }
+
+
+async def _respond(
+    send, status: int, body: dict, headers=(), content_type: bytes = b"application/problem+json"
+) -> None:
     payload = json.dumps(body).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", b"application/problem+json"),
+                (b"content-type", content_type),
                 (b"content-length", str(len(payload)).encode()),
                 *headers,
             ],
@@ -101,11 +125,16 @@ class AgentKeyMiddleware:
             principal, problem = await sync_to_async(_authenticate, thread_sensitive=False)(header)
         if principal is None:
             code, detail = problem
+            body = _problem(401, code, "Not authenticated", detail)
+            content_type = b"application/problem+json"
+            if _speaks_mcp(headers):
+                body, content_type = _jsonrpc_error(body), b"application/json"
             await _respond(
                 send,
                 401,
-                _problem(401, code, "Not authenticated", detail),
+                body,
                 headers=[(b"www-authenticate", b'Bearer realm="synthorg"')],
+                content_type=content_type,
             )
             return
         scope = {**scope, SCOPE_KEY: principal, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}

@@ -22,6 +22,7 @@ from django.db import connection
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models.memory import Memory
@@ -29,6 +30,7 @@ from memory.core.services.store import memory_store
 from persistence.models import AuditEntry
 from persistence.selectors.identity import agent_for_api_key
 from synthorg.asgi import Router
+from synthorg.mcp.http import NOT_AUTHENTICATED
 from synthorg.tools import registered_tools
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory
@@ -183,20 +185,57 @@ def test_wrong_key_is_refused(live_server_url, committed):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     for headers in ({}, {"Authorization": "Bearer sok_nope_nope"}, {"Authorization": "Basic x"}):
         response = httpx.post(
-            f"{live_server_url}/mcp/",
-            json=body,
-            headers={"Accept": "application/json, text/event-stream", **headers},
+            f"{live_server_url}/mcp/", json=body, headers={"Accept": "application/json", **headers}
         )
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == 'Bearer realm="synthorg"'
         assert response.headers["content-type"] == "application/problem+json"
         assert response.json()["status"] == 401
+    # An MCP client (it accepts an event stream) gets the problem as a JSON-RPC error.
+    response = httpx.post(
+        f"{live_server_url}/mcp/",
+        json=body,
+        headers={"Accept": "application/json, text/event-stream", "Authorization": "Basic x"},
+    )
+    assert (response.status_code, response.headers["content-type"]) == (401, "application/json")
+    problem = {
+        "type": "https://synthorg.dev/problems/malformed_credentials",
+        "title": "Not authenticated",
+        "status": 401,
+        "detail": NOT_AUTHENTICATED,
+        "code": "malformed_credentials",
+        "errors": [],
+    }
+    assert response.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32001,
+            "message": f"Not authenticated (malformed_credentials): {NOT_AUTHENTICATED}",
+            "data": problem,
+        },
+        **problem,
+    }
 
     async def work(session):
         return await session.list_tools()
 
-    with pytest.raises(Exception):  # noqa: B017 — the SDK surfaces the 401 as its own error
+    # The official client shows the server's code and detail, not "Server returned an error
+    # response" (issue 32).
+    with pytest.raises(BaseExceptionGroup) as refused:
         mcp(live_server_url, caller.raw_key + "x", work)
+    [error] = _leaves(refused.value)
+    assert isinstance(error, MCPError)
+    assert str(error) == "Not authenticated (invalid_credentials): The API key is not valid."
+    assert error.data["code"] == "invalid_credentials"
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    return [
+        leaf
+        for exc in group.exceptions
+        for leaf in (_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    ]
 
 
 def test_another_companys_memory_is_not_found(live_server_url, committed):
