@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -46,7 +46,7 @@ from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
 #: the one value each storage key may take: memories, their vectors and their history are
 #: rows in this service's PostgreSQL (with pgvector); no directory is opened
-DATA_DIR_DEFAULT = "/data/memory"
+DATA_DIR_DEFAULT: Final = "/data/memory"
 STORAGE_REASONS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "vector_store": (

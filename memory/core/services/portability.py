@@ -418,7 +418,9 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
         groups = [windows_for(m.content, m.context, chunking) for m in chunk]
         texts = flat_texts(groups)
         embedded = embed_texts(company=company, texts=texts, embedder=embedder)
-        by_text = dict(zip(texts, embedded.vectors, strict=True)) if embedded.ok else {}
+        by_text = (
+            dict(zip(texts, embedded.vectors, strict=True)) if embedded.vectors is not None else {}
+        )
         for memory, group in zip(chunk, groups, strict=True):
             if embedded.ok:
                 memory.embedding = by_text[group[0]].tolist()
