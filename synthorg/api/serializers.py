@@ -112,15 +112,14 @@ class SharedFieldsRepresentation(_SerializerMixinBase):
         return fields
 
     def to_representation(self, instance):
-        ret = {}
+        ret: dict[str, Any] = {}
         for field in self.shared_readable_fields():
             try:
                 attribute = field.get_attribute(instance)
             except SkipField:
                 continue
             check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
-            if check_for_none is None:
-                ret[field.field_name] = None
-            else:
-                ret[field.field_name] = field.to_representation(attribute)
+            value = None if check_for_none is None else field.to_representation(attribute)
+            # drf-stubs type field_name as an unbound field's (None); these are bound: a str
+            ret[field.field_name] = value  # type: ignore[index]
         return ret
