@@ -25,9 +25,9 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 
 NOT_JSON = "the reply contains no JSON {kind}"
 ONLY_REASONING = "the reply is a reasoning block with no answer after it"
+TRUNCATED = "the reply was cut off at max_tokens (finish_reason: length) before its JSON ended"
 #: how an error message names each JSON kind ``expect`` may ask for
 _KIND_NAMES: dict[type, str] = {dict: "object", list: "array"}
-TRUNCATED = "the reply was cut off at max_tokens (finish_reason: length) before its JSON ended"
 
 
 class ReplyFormatError(ValueError):
