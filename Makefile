@@ -78,12 +78,16 @@ browser:
 		(echo "installing chromium + chromium-driver for the browser tests" && \
 		apt-get update -q && apt-get install -y -q chromium chromium-driver)
 
-# ruff (lint + format) and the import contract (.importlinter: apps import downward,
-# memory/'s layers, no import circles; function-level imports count too).
+# ruff (lint + format, complexity at most 15 per function), the import contract
+# (.importlinter: apps import downward, memory/'s layers, no import circles; function-level
+# imports count too) and mypy with the Django and DRF plugins on synthorg/ and memory/core
+# ([tool.mypy] in pyproject.toml). The plugin loads the settings; a DATABASE_URL keeps them
+# from starting the embedded server (mypy never connects).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	DATABASE_URL=postgresql://localhost/typecheck $(BIN)/mypy
 
 format: setup
 	$(BIN)/ruff format .

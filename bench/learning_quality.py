@@ -80,7 +80,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -546,29 +546,11 @@ def entry_advice(entry):
     return advice_from_text(entry.content)
 
 
-def run(items: list[dict], method: str) -> dict:
-    import numpy as np
-    from django.contrib.auth import get_user_model
-
-    from memory.procedural.evolver.services import skill_evolver_run_now
-    from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
-    from memory.procedural.services.capture import execution_report_capture
-    from memory.procedural.services.reports import execution_report_submit
-    from memory.prompting.context import ContextRequest, agent_prompt_context
-    from orgmemory.models import ApprovalItem
-    from orgmemory.services.approvals import approval_decide
-    from persistence.principal import Principal
-    from persistence.selectors.config import company_config
+def make_fleet(company, items: list[dict], systems: list[str]) -> tuple[dict, dict[str, Any]]:
+    """``AGENTS_PER_SYSTEM`` agents per system, and the agent each log's report comes from
+    (the system's agents in turn)."""
     from persistence.services.agents import agent_create
-    from persistence.services.companies import company_create, membership_set
-    from synthorg.embedding import default_embedder
 
-    timings: dict[str, float] = {}
-    started = time.perf_counter()
-    company = company_create(
-        name="Learning quality", slug="learning-quality", config=COMPANY_CONFIG
-    )
-    systems = sorted({item["system"] for item in items})
     agents = {}
     for system in systems:
         for k in range(AGENTS_PER_SYSTEM):
@@ -583,6 +565,186 @@ def run(items: list[dict], method: str) -> dict:
             (item["system"], position[item["system"]] % AGENTS_PER_SYSTEM)
         ]
         position[item["system"]] += 1
+    return agents, agent_of
+
+
+def fidelity_of(
+    company, lesson_of_log: dict, stored_reports: dict, all_agent_names: tuple[str, ...]
+) -> tuple[dict[str, list[int]], list[dict]]:
+    """The facts lessons and evolver approval items state, and how many match their records
+    (``[stated, matching]`` per kind), with the mismatches."""
+    from orgmemory.models import ApprovalItem
+
+    fidelity = {"lesson": [0, 0], "approval_item": [0, 0]}
+    mismatches: list[dict] = []
+    for key, lesson in lesson_of_log.items():
+        if lesson is None:
+            continue
+        source = stored_reports[str(lesson.report_id)]
+        records = Records([source], [source["agent__name"]], all_agent_names)
+        stated, matching, wrong = check_text(lesson_text(lesson), records)
+        fidelity["lesson"][0] += stated
+        fidelity["lesson"][1] += matching
+        mismatches += [{"log": key, "kind": "lesson", "fact": w} for w in wrong]
+    for approval in ApprovalItem.objects.filter(company=company, source="skill_evolver"):
+        ids = [str(i) for i in approval.evidence.get("report_ids") or []]
+        rows = [stored_reports[i] for i in ids if i in stored_reports]
+        records = Records(rows, [r["agent__name"] for r in rows], all_agent_names)
+        proposal = approval.metadata.get("proposal") or {}
+        text = "\n".join(
+            [
+                approval.title,
+                approval.description,
+                str(proposal.get("content") or ""),
+                str(proposal.get("rationale") or ""),
+            ]
+        )
+        stated, matching, wrong = check_text(text, records)
+        fidelity["approval_item"][0] += stated
+        fidelity["approval_item"][1] += matching
+        mismatches += [
+            {"item": str(approval.pk), "kind": "approval_item", "fact": w} for w in wrong
+        ]
+    return fidelity, mismatches
+
+
+def dump_texts(path: Path, company, lesson_of_log: dict) -> None:
+    """Every lesson's and evolver approval item's text, for debugging."""
+    from orgmemory.models import ApprovalItem
+
+    texts: dict[str, Any] = {k: lesson_text(v) for k, v in lesson_of_log.items() if v is not None}
+    texts["approval_items"] = [
+        {"title": a.title, "description": a.description, "proposal": a.metadata.get("proposal")}
+        for a in ApprovalItem.objects.filter(company=company, source="skill_evolver")
+    ]
+    path.write_text(json.dumps(texts, indent=1, default=str))
+
+
+@dataclass
+class ContextTally:
+    """What the context probes delivered: readability, contradictions and delivery."""
+
+    sources: list[str]  # the reports' texts (a cut mark inside one of their words)
+    contexts: int = 0
+    pairs: int = 0
+    contexts_with_pair: int = 0
+    pair_examples: list[dict] = field(default_factory=list)
+    internal_found: list[str] = field(default_factory=list)
+    cuts_found: list[str] = field(default_factory=list)
+    cut_marks: int = 0
+    entry_kinds: Counter = field(default_factory=Counter)
+    probes_follow: int = 0
+    delivered_follow: int = 0
+    probes_unrelated: int = 0
+    delivered_unrelated: int = 0
+    same_lesson: int = 0
+
+    def read(self, key: str, probe: str, text: str, included: list) -> None:
+        """One context's text and entries: internal ids, cut marks, contradicting pairs."""
+        self.contexts += 1
+        self.internal_found += internal_ids(text)
+        self.cut_marks += text.count("…")
+        self.cuts_found += cut_mid_word(text, self.sources)
+        self.entry_kinds.update(
+            "lesson" if (e.memory is not None and e.memory.category == "procedural") else e.kind
+            for e in included
+        )
+        found = contradicting_pairs([entry_advice(e) for e in included])
+        self.pairs += len(found)
+        self.contexts_with_pair += bool(found)
+        for i, j, reason in found[:2]:
+            if len(self.pair_examples) < 10:
+                self.pair_examples.append(
+                    {"log": key, "probe": probe, "a": included[i].key, "b": included[j].key,
+                     "reason": reason[:300]}
+                )  # fmt: skip
+
+    def deliver(self, probe: str, hit: bool, *, same_lesson: bool) -> None:
+        """Whether the log's lesson was in the context of a follow-up or unrelated probe."""
+        if probe == "follow_up":
+            self.probes_follow += 1
+            self.delivered_follow += hit
+        else:
+            self.probes_unrelated += 1
+            self.delivered_unrelated += hit
+            self.same_lesson += same_lesson
+
+
+def probe_contexts(
+    company,
+    items: list[dict],
+    other: dict[str, str],
+    *,
+    agent_of: dict[str, Any],
+    lesson_of_log: dict,
+    reports: dict[str, dict],
+) -> ContextTally:
+    """For each log, a context request for a reworded follow-up of its question and one for
+    an unrelated log's (``other``), by the log's agent."""
+    from memory.prompting.context import ContextRequest, agent_prompt_context
+    from persistence.selectors.config import company_config
+
+    keys = [item["id"] for item in items]
+    question = {item["id"]: item["question"] for item in items}
+    config = company_config(company).memory.retrieval
+    tally = ContextTally(
+        sources=[
+            str(body.get(name) or "")
+            for body in reports.values()
+            for name in ("task_title", "task_description", "recovery")
+        ]
+        + [str((body.get("error") or {}).get("message") or "") for body in reports.values()]
+    )
+    for n, key in enumerate(keys, 1):
+        lesson = lesson_of_log[key]
+        wanted = str(lesson.memory_id) if lesson is not None else None
+        for probe, query in (
+            ("follow_up", follow_up_query(question[key])),
+            ("unrelated", question[other[key]] if key in other else None),
+        ):
+            if query is None:
+                continue
+            request = ContextRequest.build(query_text=query, token_budget=TOKEN_BUDGET)
+            prepared = agent_prompt_context(agent=agent_of[key], request=request, config=config)
+            included = list(prepared.included)
+            tally.read(key, probe, "\n".join(m["content"] for m in prepared.messages), included)
+            if wanted is None:
+                continue
+            hit = any(e.key == wanted for e in included)
+            other_lesson = lesson_of_log.get(other[key]) if probe == "unrelated" else None
+            tally.deliver(
+                probe,
+                hit,
+                same_lesson=bool(
+                    hit and other_lesson is not None and str(other_lesson.memory_id) == wanted
+                ),
+            )
+        if n % 10 == 0 or n == len(keys):
+            log(f"  contexts for {n}/{len(keys)} logs")
+    return tally
+
+
+def run(items: list[dict], method: str) -> dict:
+    import numpy as np
+    from django.contrib.auth import get_user_model
+
+    from memory.procedural.evolver.services import skill_evolver_run_now
+    from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
+    from memory.procedural.services.capture import execution_report_capture
+    from memory.procedural.services.reports import execution_report_submit
+    from orgmemory.models import ApprovalItem
+    from orgmemory.services.approvals import approval_decide
+    from persistence.principal import Principal
+    from persistence.services.companies import company_create, membership_set
+    from synthorg.embedding import default_embedder
+
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    company = company_create(
+        name="Learning quality", slug="learning-quality", config=COMPANY_CONFIG
+    )
+    systems = sorted({item["system"] for item in items})
+    agents, agent_of = make_fleet(company, items, systems)
 
     # 1. reports → captures
     reports: dict[str, dict] = {}
@@ -636,115 +798,24 @@ def run(items: list[dict], method: str) -> dict:
             "error_message", "tool_calls", "retry_count", "recovery", "created_at",
         )
     }  # fmt: skip
-    all_agent_names = tuple(a.name for a in agents.values())
 
     # 3. fidelity: lessons and approval items against their records
-    fidelity = {"lesson": [0, 0], "approval_item": [0, 0]}
-    mismatches: list[dict] = []
-    for key, lesson in lesson_of_log.items():
-        if lesson is None:
-            continue
-        source = stored_reports[str(lesson.report_id)]
-        records = Records([source], [source["agent__name"]], all_agent_names)
-        stated, matching, wrong = check_text(lesson_text(lesson), records)
-        fidelity["lesson"][0] += stated
-        fidelity["lesson"][1] += matching
-        mismatches += [{"log": key, "kind": "lesson", "fact": w} for w in wrong]
-    for approval in ApprovalItem.objects.filter(company=company, source="skill_evolver"):
-        ids = [str(i) for i in approval.evidence.get("report_ids") or []]
-        rows = [stored_reports[i] for i in ids if i in stored_reports]
-        records = Records(rows, [r["agent__name"] for r in rows], all_agent_names)
-        proposal = approval.metadata.get("proposal") or {}
-        text = "\n".join(
-            [
-                approval.title,
-                approval.description,
-                str(proposal.get("content") or ""),
-                str(proposal.get("rationale") or ""),
-            ]
-        )
-        stated, matching, wrong = check_text(text, records)
-        fidelity["approval_item"][0] += stated
-        fidelity["approval_item"][1] += matching
-        mismatches += [
-            {"item": str(approval.pk), "kind": "approval_item", "fact": w} for w in wrong
-        ]
+    fidelity, mismatches = fidelity_of(
+        company, lesson_of_log, stored_reports, tuple(a.name for a in agents.values())
+    )
     dump = os.environ.get("LEARNING_QUALITY_DUMP")  # texts for debugging, outside the project
     if dump:
-        texts = {k: lesson_text(v) for k, v in lesson_of_log.items() if v is not None}
-        texts["approval_items"] = [
-            {"title": a.title, "description": a.description, "proposal": a.metadata.get("proposal")}
-            for a in ApprovalItem.objects.filter(company=company, source="skill_evolver")
-        ]
-        Path(dump).write_text(json.dumps(texts, indent=1, default=str))
+        dump_texts(Path(dump), company, lesson_of_log)
     facts = sum(v[0] for v in fidelity.values())
     matching = sum(v[1] for v in fidelity.values())
 
     # 4. contexts: follow-up and unrelated probes
     t = time.perf_counter()
     keys = [item["id"] for item in items]
-    question = {item["id"]: item["question"] for item in items}
     other = derangement(keys, [item["system"] for item in items])
-    config = company_config(company).memory.retrieval
-    delivered_follow, delivered_unrelated, same_lesson = 0, 0, 0
-    probes_follow, probes_unrelated = 0, 0
-    contexts, pairs, contexts_with_pair = 0, 0, 0
-    pair_examples: list[dict] = []
-    sources = [
-        str(body.get(field) or "")
-        for body in reports.values()
-        for field in ("task_title", "task_description", "recovery")
-    ] + [str((body.get("error") or {}).get("message") or "") for body in reports.values()]
-    internal_found: list[str] = []
-    cuts_found: list[str] = []
-    cut_marks = 0
-    entry_kinds: Counter = Counter()
-    for n, key in enumerate(keys, 1):
-        agent = agent_of[key]
-        lesson = lesson_of_log[key]
-        wanted = str(lesson.memory_id) if lesson is not None else None
-        for probe, query in (
-            ("follow_up", follow_up_query(question[key])),
-            ("unrelated", question[other[key]] if key in other else None),
-        ):
-            if query is None:
-                continue
-            request = ContextRequest.build(query_text=query, token_budget=TOKEN_BUDGET)
-            prepared = agent_prompt_context(agent=agent, request=request, config=config)
-            contexts += 1
-            text = "\n".join(m["content"] for m in prepared.messages)
-            internal_found += internal_ids(text)
-            cut_marks += text.count("…")
-            cuts_found += cut_mid_word(text, sources)
-            included = list(prepared.included)
-            entry_kinds.update(
-                "lesson" if (e.memory is not None and e.memory.category == "procedural") else e.kind
-                for e in included
-            )
-            found = contradicting_pairs([entry_advice(e) for e in included])
-            pairs += len(found)
-            contexts_with_pair += bool(found)
-            for i, j, reason in found[:2]:
-                if len(pair_examples) < 10:
-                    pair_examples.append(
-                        {"log": key, "probe": probe, "a": included[i].key, "b": included[j].key,
-                         "reason": reason[:300]}
-                    )  # fmt: skip
-            if wanted is None:
-                continue
-            hit = any(e.key == wanted for e in included)
-            if probe == "follow_up":
-                probes_follow += 1
-                delivered_follow += hit
-            else:
-                probes_unrelated += 1
-                delivered_unrelated += hit
-                other_lesson = lesson_of_log.get(other[key])
-                same_lesson += bool(
-                    hit and other_lesson is not None and str(other_lesson.memory_id) == wanted
-                )
-        if n % 10 == 0 or n == len(keys):
-            log(f"  contexts for {n}/{len(keys)} logs")
+    tally = probe_contexts(
+        company, items, other, agent_of=agent_of, lesson_of_log=lesson_of_log, reports=reports
+    )
     timings["contexts_s"] = round(time.perf_counter() - t, 1)
 
     # 5. root cause and attribution
@@ -825,20 +896,20 @@ def run(items: list[dict], method: str) -> dict:
             "by_kind": {k: {"facts": v[0], "matching": v[1]} for k, v in fidelity.items()},
             "mismatches": mismatches[:20],
         },
-        "contradictions": pairs,
+        "contradictions": tally.pairs,
         "contradictions_counts": {
-            "contexts": contexts,
-            "pairs": pairs,
-            "contexts_with_a_pair": contexts_with_pair,
-            "delivered_entries": dict(entry_kinds),
-            "examples": pair_examples,
+            "contexts": tally.contexts,
+            "pairs": tally.pairs,
+            "contexts_with_a_pair": tally.contexts_with_pair,
+            "delivered_entries": dict(tally.entry_kinds),
+            "examples": tally.pair_examples,
         },
         "readability": {
-            "contexts": contexts,
-            "internal_ids": len(internal_found),
-            "cut_marks": cut_marks,
-            "cut_mid_word": len(cuts_found),
-            "examples": (internal_found[:5] + cuts_found[:5]),
+            "contexts": tally.contexts,
+            "internal_ids": len(tally.internal_found),
+            "cut_marks": tally.cut_marks,
+            "cut_mid_word": len(tally.cuts_found),
+            "examples": (tally.internal_found[:5] + tally.cuts_found[:5]),
         },
         "attribution": ratio(len(naming), len(scored)),
         "attribution_counts": {
@@ -855,15 +926,17 @@ def run(items: list[dict], method: str) -> dict:
             "method_beats_baseline": beats,
         },
         "delivery": {
-            "precision": ratio(delivered_follow, delivered_follow + delivered_unrelated),
-            "recall": ratio(delivered_follow, probes_follow),
+            "precision": ratio(
+                tally.delivered_follow, tally.delivered_follow + tally.delivered_unrelated
+            ),
+            "recall": ratio(tally.delivered_follow, tally.probes_follow),
         },
         "delivery_counts": {
-            "follow_up_probes": probes_follow,
-            "delivered_for_follow_up": delivered_follow,
-            "unrelated_probes": probes_unrelated,
-            "delivered_for_unrelated": delivered_unrelated,
-            "unrelated_with_the_same_merged_lesson": same_lesson,
+            "follow_up_probes": tally.probes_follow,
+            "delivered_for_follow_up": tally.delivered_follow,
+            "unrelated_probes": tally.probes_unrelated,
+            "delivered_for_unrelated": tally.delivered_unrelated,
+            "unrelated_with_the_same_merged_lesson": tally.same_lesson,
             "token_budget": TOKEN_BUDGET,
         },
         "by_system": by_system,

@@ -80,12 +80,50 @@ def echo_handler(request):
     return ScriptedResponse(json=chat_completion_payload(json.dumps({"facts": facts})))
 
 
+def session_messages(date_text: str, start, session: list[dict]) -> list:
+    """One LoCoMo session's turns as messages, a second apart, each prefixed with its date
+    (an image's caption appended)."""
+    from memory.ingestion.domain import MessageIn
+
+    messages = []
+    for position, turn in enumerate(session):
+        text = turn["text"]
+        if turn.get("blip_caption"):
+            text += f" [shares image: {turn['blip_caption']}]"
+        messages.append(
+            MessageIn(
+                role="user",
+                name=turn["speaker"][:200],
+                content=f"[{date_text}] {text}",
+                created_at=start + timedelta(seconds=position),
+            )
+        )
+    return messages
+
+
+def extract_all(conversation, sample_id: str, runs_by_status: dict[str, int]) -> None:
+    """Extraction runs until the conversation is extracted through its last message (or a
+    run fails), counting the runs by status."""
+    from memory.ingestion.models import ExtractionRun
+    from memory.ingestion.services.extraction import conversation_extract
+
+    while True:
+        run_ = conversation_extract(conversation=conversation, force=True)
+        if run_ is None:
+            return
+        runs_by_status[run_.status] += 1
+        if run_.status != ExtractionRun.Status.SUCCEEDED:
+            log(f"{sample_id}: run {run_.pk} {run_.status}: {run_.error}")
+            return
+        conversation.refresh_from_db()
+        if conversation.extracted_through_seq >= conversation.message_count:
+            return
+
+
 def run(args) -> dict:
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
-    from memory.ingestion.domain import MessageIn
-    from memory.ingestion.models import Conversation, ExtractedFact, ExtractionRun
-    from memory.ingestion.services.extraction import conversation_extract
+    from memory.ingestion.models import Conversation, ExtractedFact
     from memory.ingestion.services.messages import conversation_messages_append
     from persistence.models import Agent, Company
 
@@ -122,38 +160,17 @@ def run(args) -> dict:
         dia_of_message: dict[int, str] = {}
         started = time.perf_counter()
         for date_text, start, session in sessions(sample):
-            messages = []
-            for position, turn in enumerate(session):
-                text = turn["text"]
-                if turn.get("blip_caption"):
-                    text += f" [shares image: {turn['blip_caption']}]"
-                messages.append(
-                    MessageIn(
-                        role="user",
-                        name=turn["speaker"][:200],
-                        content=f"[{date_text}] {text}",
-                        created_at=start + timedelta(seconds=position),
-                    )
-                )
             result = conversation_messages_append(
-                agent=agent, conversation_id="locomo", messages=messages
+                agent=agent,
+                conversation_id="locomo",
+                messages=session_messages(date_text, start, session),
             )
             for message_id, turn in zip(result.message_ids, session, strict=True):
                 dia_of_message[message_id] = turn["dia_id"]
             conversation = Conversation.objects.select_related("agent", "company").get(
                 agent=agent, external_id="locomo"
             )
-            while True:
-                run_ = conversation_extract(conversation=conversation, force=True)
-                if run_ is None:
-                    break
-                runs_by_status[run_.status] += 1
-                if run_.status != ExtractionRun.Status.SUCCEEDED:
-                    log(f"{sample['sample_id']}: run {run_.pk} {run_.status}: {run_.error}")
-                    break
-                conversation.refresh_from_db()
-                if conversation.extracted_through_seq >= conversation.message_count:
-                    break
+            extract_all(conversation, sample["sample_id"], runs_by_status)
             turns += len(session)
             log(f"{sample['sample_id']}: {date_text}: {len(session)} turns flushed and extracted")
         extract_seconds += time.perf_counter() - started

@@ -265,6 +265,78 @@ def percentile(values, p):
     return ordered[index]
 
 
+def wait_until_serving(port: int) -> None:
+    """Up to two minutes for the web server's health check to answer."""
+    for _ in range(120):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+
+
+def store_noise(clients: dict, rng: random.Random, noise: int) -> None:
+    """Noise memories, stored through the API in one batch per agent."""
+    for client in clients.values():
+        batch = [
+            {"content": f"{rng.choice(NOISE)} (note {i})", "category": "semantic"}
+            for i in range(noise)
+        ] + [{"content": fact, "category": "semantic"} for fact in TOPICAL]
+        response = client.post("/memories", json={"memories": batch})
+        assert response.status_code in (200, 201), response.text
+    print(
+        f"stored {noise} unrelated + {len(TOPICAL)} topical memories for each "
+        f"of {len(clients)} agents",
+        flush=True,
+    )
+
+
+def wait_for_captures(company, timeout: float) -> None:
+    """Wait (at most ``timeout`` seconds) for the q2 cluster to drain the captures."""
+    from memory.procedural.models import ExecutionCapture
+
+    started = time.perf_counter()
+    while True:
+        pending = ExecutionCapture.objects.filter(
+            company=company, status__in=["queued", "running"]
+        ).count()
+        print(f"  captures pending: {pending}", flush=True)
+        if pending == 0 or time.perf_counter() - started > timeout:
+            return
+        time.sleep(5)
+
+
+def lessons_learnt(accepted: list, captures: list) -> dict[tuple[int, int], str]:
+    """(agent, signature) → the lesson memory id its first captured report gave."""
+    lessons: dict[tuple[int, int], str] = {}
+    capture_by_report = {str(c.report_id): c for c in captures}
+    for pk, sig, report_id, _ in accepted:
+        capture = capture_by_report.get(report_id)
+        if capture and capture.status == "captured" and capture.memory_id:
+            lessons.setdefault((pk, sig), str(capture.memory_id))
+    return lessons
+
+
+def lesson_hits(
+    lessons: dict[tuple[int, int], str], clients: dict
+) -> tuple[int, int, list[int | None]]:
+    """Hit rate: a later context request for a similar, reworded task. Returns the top-3
+    hits, the probes and each lesson's rank (``None``: not in the context)."""
+    hits, probes, ranks = 0, 0, []
+    for (pk, sig), memory_id in sorted(lessons.items()):
+        query = SIGNATURES[sig][5]
+        response = clients[pk].post(
+            "/memories/context", json={"query": query, "token_budget": 2000}
+        )
+        ids = [entry["id"] for entry in response.json()["included"] if entry["kind"] == "memory"]
+        probes += 1
+        if memory_id in ids[:3]:
+            hits += 1
+        ranks.append(ids.index(memory_id) + 1 if memory_id in ids else None)
+    return hits, probes, ranks
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=20)
@@ -354,13 +426,7 @@ def main() -> None:
                 f"workers), proposer at {llm.base_url} (delay {args.llm_delay}s)",
                 flush=True,
             )
-            for _ in range(120):
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code < 500:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(1)
+            wait_until_serving(port)
             clients = {
                 pk: httpx.Client(
                     base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
@@ -368,20 +434,8 @@ def main() -> None:
                 for pk, key in keys.items()
             }
 
-            # Noise memories, stored through the API in one batch per agent.
             if args.noise:
-                for client in clients.values():
-                    batch = [
-                        {"content": f"{rng.choice(NOISE)} (note {i})", "category": "semantic"}
-                        for i in range(args.noise)
-                    ] + [{"content": fact, "category": "semantic"} for fact in TOPICAL]
-                    response = client.post("/memories", json={"memories": batch})
-                    assert response.status_code in (200, 201), response.text
-                print(
-                    f"stored {args.noise} unrelated + {len(TOPICAL)} topical memories for each "
-                    f"of {len(clients)} agents",
-                    flush=True,
-                )
+                store_noise(clients, rng, args.noise)
 
             # Posting phase.
             plan = []
@@ -431,15 +485,7 @@ def main() -> None:
             from memory.procedural.models import ExecutionCapture
 
             connection.connect()
-            t1 = time.perf_counter()
-            while True:
-                pending = ExecutionCapture.objects.filter(
-                    company=company, status__in=["queued", "running"]
-                ).count()
-                print(f"  captures pending: {pending}", flush=True)
-                if pending == 0 or time.perf_counter() - t1 > args.timeout:
-                    break
-                time.sleep(5)
+            wait_for_captures(company, args.timeout)
             drain_seconds = time.perf_counter() - t0
 
             captures = list(
@@ -453,30 +499,8 @@ def main() -> None:
                 for c in captures
                 if c.status == "captured" and c.completed_at
             ]
-            # (agent, signature) → lesson memory id
-            lessons: dict[tuple[int, int], str] = {}
-            capture_by_report = {str(c.report_id): c for c in captures}
-            for pk, sig, report_id, _ in accepted:
-                capture = capture_by_report.get(report_id)
-                if capture and capture.status == "captured" and capture.memory_id:
-                    lessons.setdefault((pk, sig), str(capture.memory_id))
-
-            # Hit rate: a later context request for a similar, reworded task.
-            hits, probes, ranks = 0, 0, []
-            for (pk, sig), memory_id in sorted(lessons.items()):
-                query = SIGNATURES[sig][5]
-                response = clients[pk].post(
-                    "/memories/context", json={"query": query, "token_budget": 2000}
-                )
-                ids = [
-                    entry["id"]
-                    for entry in response.json()["included"]
-                    if entry["kind"] == "memory"
-                ]
-                probes += 1
-                if memory_id in ids[:3]:
-                    hits += 1
-                ranks.append(ids.index(memory_id) + 1 if memory_id in ids else None)
+            lessons = lessons_learnt(accepted, captures)
+            hits, probes, ranks = lesson_hits(lessons, clients)
 
             result = {
                 "benchmark": "procedural",

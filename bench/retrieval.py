@@ -136,25 +136,7 @@ def run(args: argparse.Namespace) -> dict:
             return run_levers(data=args.data, legs_file=args.legs_file)
     from bench.locomo import run_locomo
 
-    # The product's default retrieval config unless told otherwise, so the figures are what
-    # a company created without a config gets.
-    retrieval: dict = {}
-    if args.fusion == "linear":
-        retrieval = {"fusion_strategy": "linear"}
-    if args.rrf_k is not None:
-        retrieval["rrf_k"] = args.rrf_k
-    if args.min_relevance is not None:
-        retrieval["min_relevance"] = args.min_relevance
-    if args.speaker_boost is not None:
-        retrieval["speaker_boost"] = args.speaker_boost
-    if args.retriever == "hierarchical":
-        retrieval["retriever"] = "hierarchical"
-        if args.retry:
-            retrieval |= {"reflective_retry_enabled": True, "max_retry_count": args.retry}
-    elif args.retry:
-        raise SystemExit("--retry needs --retriever hierarchical")
-    if args.rerank:
-        retrieval["query_specific_rerank_enabled"] = True
+    retrieval = _retrieval_config(args)
     ks = tuple(sorted({int(k) for k in args.k.split(",") if k}))
     if not ks or min(ks) < 1 or max(ks) > 1000:
         raise SystemExit("--k takes values between 1 and 1000")
@@ -180,6 +162,29 @@ def run(args: argparse.Namespace) -> dict:
             )
     except (OSError, ValueError) as exc:
         raise SystemExit(str(exc)) from exc
+
+
+def _retrieval_config(args: argparse.Namespace) -> dict:
+    """The company's ``memory.retrieval`` for the run: the product's default unless told
+    otherwise, so the figures are what a company created without a config gets."""
+    retrieval: dict = {}
+    if args.fusion == "linear":
+        retrieval = {"fusion_strategy": "linear"}
+    if args.rrf_k is not None:
+        retrieval["rrf_k"] = args.rrf_k
+    if args.min_relevance is not None:
+        retrieval["min_relevance"] = args.min_relevance
+    if args.speaker_boost is not None:
+        retrieval["speaker_boost"] = args.speaker_boost
+    if args.retriever == "hierarchical":
+        retrieval["retriever"] = "hierarchical"
+        if args.retry:
+            retrieval |= {"reflective_retry_enabled": True, "max_retry_count": args.retry}
+    elif args.retry:
+        raise SystemExit("--retry needs --retriever hierarchical")
+    if args.rerank:
+        retrieval["query_specific_rerank_enabled"] = True
+    return retrieval
 
 
 @contextlib.contextmanager

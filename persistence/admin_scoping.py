@@ -16,6 +16,9 @@ transaction of the admin view has rolled back by then).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
@@ -222,7 +225,8 @@ class CompanyScopedAdmin(admin.ModelAdmin):
 class ReadOnlyScopedAdmin(CompanyScopedAdmin):
     """Scoped and view-only: append-only ledgers and records only services write."""
 
-    actions = None
+    # None: not even delete; a subclass may name actions that call a service
+    actions: Sequence[Callable[..., Any] | str] | None = None
 
     def has_add_permission(self, request, *args):
         return False

@@ -46,7 +46,8 @@ class Router:
             await self.django_app(scope, receive, send)
 
 
-application = Router(WSGIMiddleware(get_wsgi_application(), workers=web_threads()))
+# django-stubs types WSGIHandler's return as HttpResponseBase; what it returns iterates bytes.
+application = Router(WSGIMiddleware(get_wsgi_application(), workers=web_threads()))  # type: ignore[arg-type]
 
 
 def native_application():

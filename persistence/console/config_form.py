@@ -78,47 +78,74 @@ def _widget_node(node: dict, name: str, path: str) -> dict | None:
     if path in LEFT_OUT or "const" in node:
         return None
     out: dict[str, Any] = {}
-    branches = node.get("anyOf")
-    if branches:
-        real = [b for b in branches if b.get("type") != "null"]
-        if len(real) == 1:
-            out[NULLABLE] = len(real) < len(branches)
-            node = {**real[0], **{k: v for k, v in node.items() if k != "anyOf"}}
+    node, nullable = _unwrap_optional(node)
+    if nullable is not None:
+        out[NULLABLE] = nullable
     kind = node.get("type")
     out["type"] = kind or "string"
     out["title"] = name
-    help_parts = []
-    if node.get("description") and kind != "object":
-        help_parts.append(_plain(node["description"]))
-    if "default" in node and kind != "object":
-        help_parts.append(f"Default: {_default_text(node['default'])}.")
-    if out.get(NULLABLE):
-        help_parts.append("Leave empty for none.")
-    if help_parts:
-        out["help_text"] = " ".join(help_parts)
+    help_text = _help_text(node, kind, nullable=bool(nullable))
+    if help_text:
+        out["help_text"] = help_text
     for key in ("enum", "minimum", "maximum", "minLength", "maxLength"):
         if key in node:
             out[key] = node[key]
     if kind == "object" and "properties" in node:
-        out["properties"] = {}
-        for key, child in node["properties"].items():
-            widget = _widget_node(child, key, f"{path}.{key}" if path else key)
-            if widget is not None:
-                out["properties"][key] = widget
-        if node.get("description"):
-            out["description"] = _plain(node["description"].split("\n\n")[0])
+        _add_sections(out, node, path)
     elif kind == "object":  # a mapping with free keys (write rules, extra patterns)
-        out["properties"] = {}  # the widget requires the key; the keys are added by hand
-        values = node.get("additionalProperties") or {"type": "string"}
-        out["additionalProperties"] = _widget_node(values, "value", f"{path}.*") or {}
-        names = node.get("propertyNames") or {}
-        if "enum" in names:
-            out["help_text"] = " ".join(
-                [out.get("help_text", ""), "Keys: " + ", ".join(names["enum"]) + "."]
-            ).strip()
+        _add_free_keys(out, node, path)
     elif kind == "array":
         out["items"] = _widget_node(node.get("items") or {}, "item", f"{path}.*") or {}
     return out
+
+
+def _unwrap_optional(node: dict) -> tuple[dict, bool | None]:
+    """An ``anyOf`` of one type (and maybe ``null``) as that type, with whether ``null`` was
+    one of the branches (``None``: the node is not such an ``anyOf``)."""
+    branches = node.get("anyOf")
+    if not branches:
+        return node, None
+    real = [b for b in branches if b.get("type") != "null"]
+    if len(real) != 1:
+        return node, None
+    merged = {**real[0], **{k: v for k, v in node.items() if k != "anyOf"}}
+    return merged, len(real) < len(branches)
+
+
+def _help_text(node: dict, kind: str | None, *, nullable: bool) -> str:
+    """A field's description, default and (``nullable``) that empty means none."""
+    parts = []
+    if node.get("description") and kind != "object":
+        parts.append(_plain(node["description"]))
+    if "default" in node and kind != "object":
+        parts.append(f"Default: {_default_text(node['default'])}.")
+    if nullable:
+        parts.append("Leave empty for none.")
+    return " ".join(parts)
+
+
+def _add_sections(out: dict[str, Any], node: dict, path: str) -> None:
+    """An object with named fields: each field the form shows, and the first paragraph of
+    the object's description."""
+    out["properties"] = {}
+    for key, child in node["properties"].items():
+        widget = _widget_node(child, key, f"{path}.{key}" if path else key)
+        if widget is not None:
+            out["properties"][key] = widget
+    if node.get("description"):
+        out["description"] = _plain(node["description"].split("\n\n")[0])
+
+
+def _add_free_keys(out: dict[str, Any], node: dict, path: str) -> None:
+    """A mapping with free keys: its value widget, and the allowed keys in the help text."""
+    out["properties"] = {}  # the widget requires the key; the keys are added by hand
+    values = node.get("additionalProperties") or {"type": "string"}
+    out["additionalProperties"] = _widget_node(values, "value", f"{path}.*") or {}
+    names = node.get("propertyNames") or {}
+    if "enum" in names:
+        out["help_text"] = " ".join(
+            [out.get("help_text", ""), "Keys: " + ", ".join(names["enum"]) + "."]
+        ).strip()
 
 
 def config_form_schema() -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from django.utils import timezone
 
@@ -27,7 +28,7 @@ def audit_record(
     actor_user=None,
     principal: Principal | None = None,
     target_type: str = "",
-    target_id: str | int = "",
+    target_id: str | int | UUID = "",
     verdict: str = AuditEntry.Verdict.ALLOWED,
     risk_level: str = AuditEntry.RiskLevel.LOW,
     details: Mapping[str, Any] | None = None,

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db import models
 from django.http import QueryDict
 from rest_framework import serializers
-from rest_framework.fields import SkipField
+from rest_framework.fields import Field, SkipField
 from rest_framework.relations import PKOnlyObject
 
 from synthorg.api.fields import JSONObjectField
@@ -74,8 +75,14 @@ class ModelSerializer(Serializer, serializers.ModelSerializer):
 
 _shared_fields_lock = threading.Lock()
 
+# The mixin goes before a DRF serializer in the bases; the type checker sees that serializer.
+if TYPE_CHECKING:
+    _SerializerMixinBase = serializers.Serializer
+else:
+    _SerializerMixinBase = object
 
-class SharedFieldsRepresentation:
+
+class SharedFieldsRepresentation(_SerializerMixinBase):
     """Mixin for output serializers whose fields need no context: represent instances with
     one set of fields built per class and process, not a fresh set per serializer instance.
 
@@ -90,8 +97,10 @@ class SharedFieldsRepresentation:
     like see that prototype. Input validation still uses the serializer's own fields.
     """
 
+    _shared_readable_fields: ClassVar[list[Field[Any, Any, Any, Any]]]
+
     @classmethod
-    def shared_readable_fields(cls) -> list:
+    def shared_readable_fields(cls) -> list[Field[Any, Any, Any, Any]]:
         fields = cls.__dict__.get("_shared_readable_fields")
         if fields is None:
             with _shared_fields_lock:
@@ -103,15 +112,14 @@ class SharedFieldsRepresentation:
         return fields
 
     def to_representation(self, instance):
-        ret = {}
+        ret: dict[str, Any] = {}
         for field in self.shared_readable_fields():
             try:
                 attribute = field.get_attribute(instance)
             except SkipField:
                 continue
             check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
-            if check_for_none is None:
-                ret[field.field_name] = None
-            else:
-                ret[field.field_name] = field.to_representation(attribute)
+            value = None if check_for_none is None else field.to_representation(attribute)
+            # drf-stubs type field_name as an unbound field's (None); these are bound: a str
+            ret[field.field_name] = value  # type: ignore[index]
         return ret

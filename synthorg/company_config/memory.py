@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -46,7 +46,7 @@ from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
 #: the one value each storage key may take: memories, their vectors and their history are
 #: rows in this service's PostgreSQL (with pgvector); no directory is opened
-DATA_DIR_DEFAULT = "/data/memory"
+DATA_DIR_DEFAULT: Final = "/data/memory"
 STORAGE_REASONS: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
         "vector_store": (
@@ -397,6 +397,15 @@ class MemoryRetrievalConfig(BaseModel):
 
     @model_validator(mode="after")
     def _validate_consistency(self) -> MemoryRetrievalConfig:
+        self._check_fusion()
+        self._check_diversity()
+        self._check_reformulation()
+        self._check_hierarchical()
+        self._check_rerank()
+        return self
+
+    def _check_fusion(self) -> None:
+        """Each fusion strategy's knobs only with that strategy."""
         linear = self.fusion_strategy is FusionStrategy.LINEAR
         if linear and not math.isclose(
             self.relevance_weight + self.recency_weight, 1.0, abs_tol=1e-6
@@ -415,6 +424,9 @@ class MemoryRetrievalConfig(BaseModel):
             )
         if linear and self.speaker_boost:
             raise ConfigFieldError("speaker_boost", "is only used with fusion_strategy 'rrf'")
+
+    def _check_diversity(self) -> None:
+        """The diversity penalty's knobs only when it is on, and it only with 'context'."""
         if self._explicit("diversity_lambda") and not self.diversity_penalty_enabled:
             raise ConfigFieldError(
                 "diversity_lambda", "is only used when diversity_penalty_enabled is true"
@@ -428,14 +440,20 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "diversity_penalty_enabled", "is only supported with strategy 'context'"
             )
+
+    def _check_reformulation(self) -> None:
+        """Query reformulation only with 'tool_based', its rounds only when it is on."""
         if self.query_reformulation_enabled and self.strategy is not InjectionStrategy.TOOL_BASED:
             raise ConfigFieldError("query_reformulation_enabled", "requires strategy 'tool_based'")
         if self._explicit("max_reformulation_rounds") and not self.query_reformulation_enabled:
             raise ConfigFieldError(
                 "max_reformulation_rounds", "is only used when query_reformulation_enabled"
             )
-        # The seeds' three validators (hierarchical requires context; hierarchical field
-        # consistency; rerank TTL consistency): a knob set without what it tunes is refused.
+
+    # The seeds' three validators (hierarchical requires context; hierarchical field
+    # consistency; rerank TTL consistency): a knob set without what it tunes is refused.
+    def _check_hierarchical(self) -> None:
+        """The hierarchical retriever only with 'context', its knobs only with it."""
         hierarchical = self.retriever == "hierarchical"
         if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
             raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
@@ -449,6 +467,9 @@ class MemoryRetrievalConfig(BaseModel):
                 "max_retry_count",
                 "is only used with retriever 'hierarchical' and reflective_retry_enabled",
             )
+
+    def _check_rerank(self) -> None:
+        """Query-specific re-ranking only where a re-ranking step runs; its TTL only with it."""
         # The self-editing strategy's archival search is the agent's own tool over its own
         # archive: no re-ranking step runs there, so the flag would be ignored.
         if self.query_specific_rerank_enabled and self.strategy is InjectionStrategy.SELF_EDITING:
@@ -460,7 +481,6 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
             )
-        return self
 
 
 class SelfEditingMemoryConfig(BaseModel):

@@ -71,7 +71,7 @@ def replica_aliases() -> list[str]:
 
 
 def is_replica(alias: str | None) -> bool:
-    return bool(alias) and alias.startswith(REPLICA_ALIAS_PREFIX)
+    return alias is not None and alias.startswith(REPLICA_ALIAS_PREFIX)
 
 
 # --- replica state (per process) -------------------------------------------------------------

@@ -26,6 +26,8 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 NOT_JSON = "the reply contains no JSON {kind}"
 ONLY_REASONING = "the reply is a reasoning block with no answer after it"
 TRUNCATED = "the reply was cut off at max_tokens (finish_reason: length) before its JSON ended"
+#: how an error message names each JSON kind ``expect`` may ask for
+_KIND_NAMES: dict[type, str] = {dict: "object", list: "array"}
 
 
 class ReplyFormatError(ValueError):
@@ -51,9 +53,7 @@ def reply_json(
     message: a cut-off reply is reported as such rather than as "not JSON".
     """
     kinds = expect if isinstance(expect, tuple) else (expect,)
-    not_json = NOT_JSON.format(
-        kind=" or ".join({dict: "object", list: "array"}.get(k, k.__name__) for k in kinds)
-    )
+    not_json = NOT_JSON.format(kind=" or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds))
     answer = reply_text(text)
     if not answer:
         raise ReplyFormatError(

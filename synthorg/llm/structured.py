@@ -109,12 +109,13 @@ def complete_json(
 ) -> Completion:
     """One completion asking for structured output; when the provider refuses the format,
     asked again with the next of :func:`fallback_formats`."""
-    *structured, _ = formats = fallback_formats(response_format)
-    for response_format_ in structured:
+    formats = fallback_formats(response_format)
+    structured = [format_ for format_ in formats if format_ is not None]
+    for index, response_format_ in enumerate(structured):
         try:
             return provider.complete(messages, response_format=response_format_, **kwargs)
         except LLMFormatRefusedError as exc:
-            following = formats[formats.index(response_format_) + 1]
+            following = formats[index + 1]
             logger.info(
                 "response_format %s refused (%s); asking with %s",
                 response_format_.get("type"),

@@ -49,6 +49,8 @@ class WireServer:
         if self._httpd is None:
             raise RuntimeError("server is not running")
         host, port = self._httpd.server_address[:2]
+        if isinstance(host, bytes):
+            host = host.decode()
         return f"http://{f'[{host}]' if ':' in host else host}:{port}/v1"
 
     def start(self) -> None:

@@ -436,11 +436,33 @@ class LLMProviderStandIn:
         body = request.json()
         profile, fault = self.profile, self.fault
         model = requested = body.get("model")
-        served = profile.models[0]
         if model not in profile.models:
             if profile.unknown_model is not None:
                 return profile.unknown_model(str(model))
-            model = served
+            model = profile.models[0]
+        failure = self._fault_reply(model)
+        if failure is not None:
+            return failure
+        response_format = body.get("response_format")
+        answer = self.answer(body) if callable(self.answer) else self.answer
+        if response_format is not None:
+            refusal = self._format_refusal(response_format)
+            if refusal is not None:
+                return refusal
+        content = self._content(answer, structured=response_format is not None)
+        finish_reason = "stop"
+        if fault is Fault.TRUNCATED:
+            content, finish_reason = content[: max(1, len(content) // 2)], "length"
+        if profile.echoes_model and requested:
+            model = requested
+        payload = chat_completion_payload(content, model=model, finish_reason=finish_reason)
+        if fault is Fault.TRICKLE:
+            return ScriptedResponse(body=json.dumps(payload).encode(), trickle=0.05)
+        return ScriptedResponse(json=payload)
+
+    def _fault_reply(self, model: str) -> ScriptedResponse | None:
+        """What the fault answers instead of a completion (``None``: it does not, yet)."""
+        profile, fault = self.profile, self.fault
         if fault is Fault.HANG or model in self.hanging_models:
             return ScriptedResponse(delay=3600)
         if fault is Fault.SERVER_ERROR:
@@ -452,32 +474,30 @@ class LLMProviderStandIn:
                 return profile.rate_limited
         if fault is Fault.CONTEXT_LENGTH and profile.context_length is not None:
             return profile.context_length
-        response_format = body.get("response_format")
-        answer = self.answer(body) if callable(self.answer) else self.answer
-        if response_format is not None:
-            type_ = (response_format or {}).get("type")
-            if fault is Fault.NO_STRUCTURED_OUTPUT or type_ not in profile.response_formats:
-                return profile.refuse_format(str(type_))
-            schema = response_format.get("schema")
-            if (
-                profile.grammar_limit is not None
-                and _largest_bound(schema) >= profile.grammar_limit
-            ):
-                self.crashed = True  # the process is gone: nothing answers any more
-                return ScriptedResponse(drop=True)
-            content = answer  # constrained decoding: the bare answer
-        elif answer.lstrip()[:1] in ("{", "["):
-            content = WRAPS.get(fault, profile.wrap)(answer)  # type: ignore[arg-type]
+        return None
+
+    def _format_refusal(self, response_format: dict) -> ScriptedResponse | None:
+        """A ``response_format`` the server refuses, or whose grammar crashes it."""
+        profile = self.profile
+        type_ = (response_format or {}).get("type")
+        if self.fault is Fault.NO_STRUCTURED_OUTPUT or type_ not in profile.response_formats:
+            return profile.refuse_format(str(type_))
+        schema = response_format.get("schema")
+        if profile.grammar_limit is not None and _largest_bound(schema) >= profile.grammar_limit:
+            self.crashed = True  # the process is gone: nothing answers any more
+            return ScriptedResponse(drop=True)
+        return None
+
+    def _content(self, answer: str, *, structured: bool) -> str:
+        """The message content for ``answer``: bare under constrained decoding, else the way
+        this server wraps JSON and prefixes reasoning."""
+        if structured:
+            return answer  # constrained decoding: the bare answer
+        fault = self.fault
+        if answer.lstrip()[:1] in ("{", "["):
+            content = WRAPS.get(fault, self.profile.wrap)(answer)  # type: ignore[arg-type]
         else:
             content = answer  # plain-text tasks (a summary, a query) come back as text
-        if response_format is None and (profile.reasoning or fault is Fault.REASONING):
+        if self.profile.reasoning or fault is Fault.REASONING:
             content = THINK + content
-        finish_reason = "stop"
-        if fault is Fault.TRUNCATED:
-            content, finish_reason = content[: max(1, len(content) // 2)], "length"
-        if profile.echoes_model and requested:
-            model = requested
-        payload = chat_completion_payload(content, model=model, finish_reason=finish_reason)
-        if fault is Fault.TRICKLE:
-            return ScriptedResponse(body=json.dumps(payload).encode(), trickle=0.05)
-        return ScriptedResponse(json=payload)
+        return content

@@ -121,19 +121,27 @@ class Seeder:
         if field.name == "company":
             return self.company
         if isinstance(field, models.ForeignKey | models.OneToOneField):
-            target = field.related_model
-            if field.null and target not in self.made:
-                return _SKIP
-            if isinstance(field, models.OneToOneField) and target in self.made:
-                if target.__name__ in {"Agent"} and model.__name__ == "AgentRuntimeState":
-                    return self.made[target]
-                if field.null:
-                    return _SKIP
-            return self.made.get(target) or self.row(target)
+            return self._related(model, field)
         if field.has_default():
             return _SKIP
         if field.choices:
             return field.choices[0][0]
+        return self._made_up(field)
+
+    def _related(self, model, field):
+        """A row of the field's model: one made already, else a new one (nullable: none)."""
+        target = field.related_model
+        if field.null and target not in self.made:
+            return _SKIP
+        if isinstance(field, models.OneToOneField) and target in self.made:
+            if target.__name__ in {"Agent"} and model.__name__ == "AgentRuntimeState":
+                return self.made[target]
+            if field.null:
+                return _SKIP
+        return self.made.get(target) or self.row(target)
+
+    def _made_up(self, field):
+        """A value of the field's type carrying the seeder's marker where it can."""
         if isinstance(field, ArrayField):
             return [f"{self.marker}-{field.name}"[: field.base_field.max_length or 64]]
         if isinstance(field, models.JSONField):
@@ -142,22 +150,22 @@ class Seeder:
             return f"{self.marker}-{field.name}"[: field.max_length or 200]
         if field.null:
             return _SKIP
-        if isinstance(field, models.UUIDField):
-            return uuid.uuid4()
-        if isinstance(field, models.DateTimeField):
-            return datetime(2026, 3, 1, tzinfo=UTC)
-        if isinstance(field, models.BooleanField):
-            return True
-        if isinstance(field, models.DecimalField):
-            return Decimal("1")
-        if isinstance(field, models.FloatField):
-            return 0.5
-        if isinstance(field, models.IntegerField):
-            return 1
+        for kind, make in _SCALARS:
+            if isinstance(field, kind):
+                return make()
         return _SKIP
 
 
 _SKIP = object()
+# A value for a NOT NULL field of each type (the first type the field is an instance of).
+_SCALARS = (
+    (models.UUIDField, uuid.uuid4),
+    (models.DateTimeField, lambda: datetime(2026, 3, 1, tzinfo=UTC)),
+    (models.BooleanField, lambda: True),
+    (models.DecimalField, lambda: Decimal("1")),
+    (models.FloatField, lambda: 0.5),
+    (models.IntegerField, lambda: 1),
+)
 
 # Check constraints a generic row cannot guess (one actor, a distinct peer, …).
 SEED_HINTS = {

@@ -8,6 +8,7 @@ row and the others with :func:`chunks_replace`, in the transaction that writes t
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from uuid import UUID
 
 import numpy as np
 from django.db import connection
@@ -38,7 +39,7 @@ def flat_texts(windows: Iterable[Sequence[str]]) -> list[str]:
 
 def chunks_replace(
     company_id: int,
-    vectors: Sequence[tuple[object, Sequence[np.ndarray] | None]],
+    vectors: Sequence[tuple[UUID, Sequence[np.ndarray] | None]],
     embedder_id: str,
 ) -> None:
     """Make each memory's chunk rows exactly its windows after the first (``None``: no
@@ -63,7 +64,7 @@ def chunks_replace(
 
 
 def chunks_insert(
-    company_id: int, rows: Sequence[tuple[object, int, np.ndarray]], embedder_id: str
+    company_id: int, rows: Sequence[tuple[UUID, int, np.ndarray]], embedder_id: str
 ) -> None:
     """Write chunk rows ``(memory_id, ordinal, vector)`` with one binary ``COPY`` (vectors as
     binary float4s, like the memory rows of a store)."""

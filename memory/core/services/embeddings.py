@@ -11,6 +11,8 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypedDict
+from uuid import UUID
 
 import numpy as np
 from django.db import transaction
@@ -25,6 +27,15 @@ from synthorg.errors import DomainError
 logger = logging.getLogger(__name__)
 
 BACKFILL_BATCH = 500
+
+
+class _PendingRow(TypedDict):
+    """The fields of a pending memory the backfill reads (and re-checks when it writes)."""
+
+    id: UUID
+    company_id: int
+    content: str
+    context: str
 
 
 @dataclass(frozen=True)
@@ -79,7 +90,7 @@ def memory_embeddings_backfill(*, limit: int = BACKFILL_BATCH) -> int:
         .order_by("updated_at", "id")
         .values("id", "company_id", "content", "context")[:limit]
     )
-    by_company: dict[int, list[dict]] = defaultdict(list)
+    by_company: dict[int, list[_PendingRow]] = defaultdict(list)
     for row in pending:
         by_company[row["company_id"]].append(row)
     filled = 0
@@ -89,7 +100,7 @@ def memory_embeddings_backfill(*, limit: int = BACKFILL_BATCH) -> int:
         windows = [windows_for(r["content"], r["context"], chunking) for r in rows]
         texts = flat_texts(windows)
         embedded = embed_texts(company=company, texts=texts)
-        if not embedded.ok:
+        if embedded.vectors is None:
             continue
         by_text = dict(zip(texts, embedded.vectors, strict=True))
         with transaction.atomic():

@@ -40,6 +40,7 @@ from persistence.content_registry import (
 )
 from persistence.models import Agent, Company, Project
 from persistence.services.projects import project_create
+from synthorg.company_config.memory import MemoryChunkingConfig
 from synthorg.errors import DomainError, InvalidInputError
 
 EXPORT_CHUNK = 500
@@ -355,6 +356,32 @@ def _project(company: Company, name: str | None, cache: dict) -> Project | None:
 
 def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> ImportCounts:
     counts = ImportCounts()
+    new = _new_memories(company, rows, ctx, counts)
+    if not new:
+        return counts
+    windows = _memory_vectors(company, new, counts)
+    for memory in (m for m, _ in new):
+        _validate(memory, exclude=[*_RELATIONS, "embedding", "search_vector", "doc_length"])
+    Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
+    chunks_insert(
+        company.pk,
+        [
+            (m.pk, ordinal, vector)
+            for m, _ in new
+            for ordinal, vector in enumerate(windows.get(m.pk, ()), start=1)
+        ],
+        next((m.embedder_id for m, _ in new if windows.get(m.pk)), ""),
+    )
+    counts.created += len(new)
+    _link_superseded(company, new, ctx)
+    return counts
+
+
+def _new_memories(
+    company: Company, rows: list[dict], ctx: ImportContext, counts: ImportCounts
+) -> list[tuple[Memory, dict]]:
+    """The memories the file's rows become (unsaved, pending embedding), each with its row;
+    rows :func:`_target_ids` skips are left out."""
     projects: dict[str, Project] = {}
     new: list[tuple[Memory, dict]] = []
     raw_ids = [_uuid(row.get("id"), row.get("id"), "id") or uuid.uuid4() for row in rows]
@@ -383,73 +410,83 @@ def import_memories(company: Company, rows: list[dict], ctx: ImportContext) -> I
         memory.embedder_id = ""
         memory.embedding_status = Memory.EmbeddingStatus.PENDING
         new.append((memory, row))
-    if not new:
-        return counts
+    return new
+
+
+def _memory_vectors(
+    company: Company, new: list[tuple[Memory, dict]], counts: ImportCounts
+) -> dict[uuid.UUID, list]:
+    """Give each new memory its vectors: the exported ones when they fit the company's
+    embedder and chunking, else embedded now (pending when the embedder fails). Returns each
+    memory's window vectors after the first, by memory id."""
     try:
         embedder = embedder_for(company)
         current_id, current_dims = embedder.embedder_id, embedder.dims
     except DomainError:  # the company's embedder is unusable: every row goes pending
         embedder, current_id, current_dims = None, None, None
-    to_embed = []
     chunking = chunking_for(company)
-    windows: dict = {}  # memory id → its window vectors after the first
+    windows: dict[uuid.UUID, list] = {}  # memory id → its window vectors after the first
+    to_embed: list[Memory] = []
     for memory, row in new:
-        count = len(windows_for(memory.content, memory.context, chunking))
-        vector = _vector(row.get("embedding"), current_dims)
-        exported = row.get("chunks") or []
-        later = [_vector(v, current_dims) for v in exported] if isinstance(exported, list) else []
-        # Reused only whole: the first vector and one per later window this company's
-        # chunking gives (else every window is embedded again).
-        if (
-            vector is not None
-            and row.get("embedder_id") == current_id
-            and len(later) == count - 1
-            and all(v is not None for v in later)
-        ):
-            memory.embedding = vector
-            memory.embedder_id = row["embedder_id"]
-            memory.embedding_status = Memory.EmbeddingStatus.READY
-            memory.chunk_count = len(later)
-            windows[memory.pk] = later
-        else:
+        if not _reuse_exported(memory, row, chunking, current_id, current_dims, windows):
             to_embed.append(memory)
     for start in range(0, len(to_embed), EXPORT_CHUNK):
         chunk = to_embed[start : start + EXPORT_CHUNK]
         groups = [windows_for(m.content, m.context, chunking) for m in chunk]
         texts = flat_texts(groups)
         embedded = embed_texts(company=company, texts=texts, embedder=embedder)
-        by_text = dict(zip(texts, embedded.vectors, strict=True)) if embedded.ok else {}
+        if embedded.vectors is None:
+            counts.pending += len(chunk)
+            continue
+        by_text = dict(zip(texts, embedded.vectors, strict=True))
         for memory, group in zip(chunk, groups, strict=True):
-            if embedded.ok:
-                memory.embedding = by_text[group[0]].tolist()
-                memory.embedder_id = embedded.embedder_id
-                memory.embedding_status = Memory.EmbeddingStatus.READY
-                memory.chunk_count = len(group) - 1
-                windows[memory.pk] = [by_text[text] for text in group[1:]]
-                counts.embedded += 1
-            else:
-                counts.pending += 1
-    for memory in (m for m, _ in new):
-        _validate(memory, exclude=[*_RELATIONS, "embedding", "search_vector", "doc_length"])
-    Memory.objects.bulk_create([m for m, _ in new], batch_size=EXPORT_CHUNK)
-    chunks_insert(
-        company.pk,
-        [
-            (m.pk, ordinal, vector)
-            for m, _ in new
-            for ordinal, vector in enumerate(windows.get(m.pk, ()), start=1)
-        ],
-        next((m.embedder_id for m, _ in new if windows.get(m.pk)), ""),
-    )
-    counts.created += len(new)
-    # Supersession links, now that every row of the file exists (ids may be remapped).
+            memory.embedding = by_text[group[0]].tolist()
+            memory.embedder_id = embedded.embedder_id
+            memory.embedding_status = Memory.EmbeddingStatus.READY
+            memory.chunk_count = len(group) - 1
+            windows[memory.pk] = [by_text[text] for text in group[1:]]
+            counts.embedded += 1
+    return windows
+
+
+def _reuse_exported(
+    memory: Memory,
+    row: dict,
+    chunking: MemoryChunkingConfig,
+    current_id: str | None,
+    current_dims: int | None,
+    windows: dict[uuid.UUID, list],
+) -> bool:
+    """Take the row's exported vectors when whole: the first vector and one per later window
+    this company's chunking gives, from the company's current embedder (else every window is
+    embedded again: False)."""
+    count = len(windows_for(memory.content, memory.context, chunking))
+    vector = _vector(row.get("embedding"), current_dims)
+    exported = row.get("chunks") or []
+    later = [_vector(v, current_dims) for v in exported] if isinstance(exported, list) else []
+    if (
+        vector is None
+        or row.get("embedder_id") != current_id
+        or len(later) != count - 1
+        or any(v is None for v in later)
+    ):
+        return False
+    memory.embedding = vector
+    memory.embedder_id = row["embedder_id"]
+    memory.embedding_status = Memory.EmbeddingStatus.READY
+    memory.chunk_count = len(later)
+    windows[memory.pk] = later
+    return True
+
+
+def _link_superseded(company: Company, new: list[tuple[Memory, dict]], ctx: ImportContext) -> None:
+    """Supersession links, now that every row of the file exists (ids may be remapped)."""
     for memory, row in new:
         old = row.get("superseded_by")
         if old:
             target = ctx.remapped.get(str(old), str(old))
             if Memory.objects.filter(pk=target, company=company).exists():
                 Memory.objects.filter(pk=memory.pk).update(superseded_by_id=target)
-    return counts
 
 
 def _original_id(row: dict, raw_id, company: Company, ctx: ImportContext) -> uuid.UUID:

@@ -54,6 +54,7 @@ def shared_publish(
             audit=False,  # recorded below as memory.shared_published
         )[0]
         if not result.deduplicated:
+            assert result.id is not None  # shared knowledge is stored whatever the agent's level
             audit_record(
                 company=agent.company,
                 principal=principal,

@@ -70,11 +70,10 @@ class StoreEmbeddings:
         """The request's window vectors, first window first (``None``: not all embedded)."""
         if self.chunking is None:
             return None
-        vectors = [
-            self.by_text.get(text)
-            for text in windows_for(request.content, request.context, self.chunking)
-        ]
-        return None if any(v is None for v in vectors) else vectors
+        windows = windows_for(request.content, request.context, self.chunking)
+        if not all(text in self.by_text for text in windows):
+            return None
+        return [self.by_text[text] for text in windows]
 
 
 def memory_store_embed(
@@ -304,8 +303,14 @@ def _store(
             tags=list(request.tags),
             is_shared=shared,
             level=level.value,
-            session_id=request.session_id if level is MemoryLevel.SESSION else "",
-            project=projects.get(request.project_id) if level is MemoryLevel.PROJECT else None,
+            # _check_requests holds: a session-level request names its session, a project-level
+            # one its (locked) project
+            session_id=(request.session_id or "") if level is MemoryLevel.SESSION else "",
+            project=(
+                projects.get(request.project_id)
+                if level is MemoryLevel.PROJECT and request.project_id is not None
+                else None
+            ),
             created_at=request.created_at or now,
             updated_at=now,
             expires_at=request.expires_at,

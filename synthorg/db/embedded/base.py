@@ -14,6 +14,7 @@ backend, so the first one that needs it after a crash brings it back — the q2 
 polls the database every few seconds, so that happens without any request arriving.
 """
 
+import psycopg
 from django.db.backends.postgresql import base
 
 from synthorg.database import current_embedded_server
@@ -23,7 +24,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         try:
             return super().get_new_connection(conn_params)
-        except base.Database.OperationalError:
+        except psycopg.OperationalError:
             server = current_embedded_server()
             if server is None or not server.recover():
                 raise

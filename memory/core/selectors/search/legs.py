@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from uuid import UUID
 
 import numpy as np
 
@@ -138,6 +139,7 @@ def run_legs(
     timings: dict[str, float] = {"embed_ms": 0.0}
     clock = time.perf_counter()
     embedding: Callable[[], tuple[np.ndarray, float]] | None = None
+    reembed: tuple[int, str, int] | None = None
     if use_dense:
         try:
             embedder = embedder or embedder_for(company)
@@ -146,10 +148,11 @@ def run_legs(
         except DomainError as exc:
             logger.warning("query embedding failed for company %s: %s", company.pk, exc)
             degraded.append(DEGRADED_DENSE)
+        else:
+            reembed = (company.pk, embedder_id, embedder.dims)
 
     # The planning round trip runs while the query is being embedded (onnxruntime and a
     # remote embedder's socket wait both release the GIL).
-    reembed = (company.pk, embedder_id, embedder.dims) if embedding is not None else None
     lexemes, counts, job, adapter_id = _plan(
         text, parts, sparse=use_sparse, reembed=reembed, adapter=use_adapter
     )
@@ -202,7 +205,7 @@ def _plan(
     sparse: bool,
     reembed: tuple[int, str, int] | None,
     adapter: bool = False,
-) -> tuple[list[str], ScopeRows | None, dict | None, object | None]:
+) -> tuple[list[str], ScopeRows | None, dict | None, UUID | None]:
     """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
     the table (private and shared) and of each part (path choice; common lexemes); and,
     when the dense leg runs
@@ -221,9 +224,9 @@ def _plan(
         job_expr, job_params = reembedding_sql(*reembed)
         exprs.append(job_expr)
         params += job_params
-    with_adapter = adapter and reembed is not None
-    if with_adapter:
-        adapter_expr, adapter_params = active_adapter_sql(*reembed)
+    adapter_for = reembed if adapter else None
+    if adapter_for is not None:
+        adapter_expr, adapter_params = active_adapter_sql(*adapter_for)
         exprs.append(adapter_expr)
         params += adapter_params
     if not exprs:
@@ -232,7 +235,7 @@ def _plan(
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
-    adapter_id = row.pop() if with_adapter else None
+    adapter_id = row.pop() if adapter_for is not None else None
     job = row.pop() if reembed is not None else None
     return lexemes, scope_rows(row) if row else None, job, adapter_id
 
