@@ -59,7 +59,9 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
     )
     for company_id in companies:
         kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(kind.company_task, company_id, cluster=LLM_CLUSTER, **kwargs)
+        if kind.llm_slots:
+            kwargs["cluster"] = LLM_CLUSTER
+        async_task(kind.company_task, company_id, **kwargs)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
 
 
@@ -77,11 +79,14 @@ def jobs_run_company(
 ) -> JobRunSummary:
     """Run ``company_id``'s due jobs of ``kind`` (oldest first, at most ``limit``) while
     holding one of its LLM slots, then the turns of kinds waiting for that company; with
-    every slot taken run nothing (``busy``) and wait for a turn."""
+    every slot taken run nothing (``busy``) and wait for a turn. A kind without
+    ``llm_slots`` runs its batch at once."""
     now = now or timezone.now()
     due = _due(kind, company_id, now, limit or kind.batch_size)
     if not due:
         return JobRunSummary(reclaimed=0, retried=0, waiting=0)
+    if not kind.llm_slots:
+        return _run_batch(kind, company_id, due, now)
     with company_llm_slot(company_id) as slot:
         if not slot:
             logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)

@@ -123,17 +123,27 @@ def job_fail(
     reason: str,
     now: datetime | None = None,
     gave_up_suffix: str = "",
+    gave_up_status: str | None = None,
     **fields,
 ) -> bool:
     """A failure the kind's policy retries: due again after the back-off, or — after the
     policy's last attempt — given up (``reason`` + ``gave_up_suffix``, formatted with
-    ``attempts``). Returns whether it will be retried."""
+    ``attempts``). ``gave_up_status``: the status of a job given up (``status`` is then the
+    one of a job waiting for its retry, not completed). Returns whether it will be retried."""
     now = now or timezone.now()
     next_attempt = kind.policy.next_attempt(job.attempts, now)
     if next_attempt is None:
         reason += gave_up_suffix.format(attempts=job.attempts)
+        status = gave_up_status or status
     job_finish(
-        kind, job, status=status, reason=reason, now=now, next_attempt_at=next_attempt, **fields
+        kind,
+        job,
+        status=status,
+        reason=reason,
+        now=now,
+        next_attempt_at=next_attempt,
+        completed=gave_up_status is None or next_attempt is None,
+        **fields,
     )
     return next_attempt is not None
 
@@ -230,7 +240,7 @@ def job_reclaim_expired(kind: JobKind, *, now: datetime | None = None, limit: in
             job.reason = reason
             job.claimed_until = None
             job.updated_at = job.completed_at = now
-            job.next_attempt_at = now
+            job.next_attempt_at = now - kind.grace  # due at once, even past a kind's grace
             job.save(
                 update_fields=[
                     "status",

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -383,6 +384,14 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
     return draft
 
 
+def _operator_requeue(*, principal, job_id) -> DraftFailure:
+    return evolver_draft_requeue(principal=principal, draft_id=job_id)
+
+
+def _detail_url(draft: DraftFailure) -> str:
+    return reverse("memory_console:evolver-runs") + f"#draft-{draft.pk}"
+
+
 def _due(now: datetime):
     return DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
 
@@ -401,4 +410,10 @@ DRAFT_JOB = JobKind(
     batch_size=RETRY_BATCH,
     reclaimed_reason=RECLAIMED,
     reclaimed_status=DraftStatus.PENDING,
+    label="Skill-evolver draft",
+    failed_statuses=(DraftStatus.GAVE_UP,),
+    describe=lambda draft: draft.pattern,
+    detail_url=_detail_url,
+    target_type="evolver_draft",
+    requeue=_operator_requeue,
 )

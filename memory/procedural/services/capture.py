@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -541,6 +542,18 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
     return capture
 
 
+def _operator_requeue(*, principal, job_id):
+    return execution_capture_requeue(principal=principal, report_id=job_id)
+
+
+def _describe(capture: ExecutionCapture) -> str:
+    return capture.report.task_title
+
+
+def _detail_url(capture: ExecutionCapture) -> str:
+    return reverse("memory_console:execution", args=[capture.report_id])
+
+
 @contextmanager
 def _batch_clock(company_id: int, now: datetime) -> Iterator[datetime]:
     yield now  # a retry batch's lessons are dated by its run
@@ -559,4 +572,10 @@ CAPTURE_JOB = JobKind(
     select_related=("report__agent__company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=CaptureStatus.FAILED,
+    label="Lesson capture",
+    failed_statuses=(CaptureStatus.FAILED,),
+    describe=_describe,
+    detail_url=_detail_url,
+    target_type="execution_capture",
+    requeue=_operator_requeue,
 )
