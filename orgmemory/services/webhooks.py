@@ -65,6 +65,7 @@ from synthorg.jobs.dispatch import (
     jobs_run_company,
     jobs_run_due,
 )
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import LeaseLost, job_claim, job_fail, job_finish
@@ -367,19 +368,8 @@ def webhook_deliveries_run_company(
     return jobs_run_company(WEBHOOK_JOB, company_id=company_id, now=now)
 
 
-def webhook_history_record(
-    delivery: WebhookDelivery, *, now: datetime, reason: str | None = None, actor: str = ""
-) -> WebhookDeliveryStatusChange:
-    """Append the delivery's current status to its history (``reason`` overrides the row's)."""
-    return WebhookDeliveryStatusChange.objects.create(
-        company_id=delivery.company_id,
-        delivery_id=delivery.pk,
-        status=delivery.status,
-        reason=(delivery.reason if reason is None else reason)[:1000],
-        attempt=delivery.attempts,
-        actor=actor,
-        created_at=now,
-    )
+#: appends the delivery's status to its history (``webhook_history_record(delivery, now=…)``)
+webhook_history_record = history_writer(WebhookDeliveryStatusChange, "delivery")
 
 
 def _due(cutoff: datetime):

@@ -11,6 +11,10 @@ whose LLM call fails (an outage) stops the batch, the others keep their due time
 that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
 company — another kind's batch — serves the waiting kinds' due jobs before letting the slot
 go, so two kinds whose ticks collide every minute cannot starve each other.
+
+**Work that is not LLM work** (``kind.llm_slots`` false: webhook deliveries, re-embedding):
+its company tasks go to the default cluster and run their batch without a slot or a turn —
+still one task per company, so one company's dead endpoint holds up only its own task.
 """
 
 from __future__ import annotations

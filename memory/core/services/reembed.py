@@ -61,6 +61,7 @@ from persistence.services.audit import audit_record
 from synthorg.embedding import EmbeddingError, default_embedder
 from synthorg.errors import DomainError, NotFoundError
 from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
     LeaseLost,
@@ -500,19 +501,8 @@ def running_job(company: Company) -> ReembedJob:
 # --- the durable job -------------------------------------------------------------------------
 
 
-def reembed_history_record(
-    job: ReembedJob, *, now: datetime, reason: str | None = None, actor: str = ""
-) -> ReembedStatusChange:
-    """Append the job's current status to its history (``reason`` overrides the row's)."""
-    return ReembedStatusChange.objects.create(
-        company_id=job.company_id,
-        job_id=job.pk,
-        status=job.status,
-        reason=(job.reason if reason is None else reason)[:1000],
-        attempt=job.attempts,
-        actor=actor,
-        created_at=now,
-    )
+#: appends the job's status to its history (``reembed_history_record(job, now=…)``)
+reembed_history_record = history_writer(ReembedStatusChange, "job")
 
 
 def reembed_jobs_dispatch(*, now: datetime | None = None) -> JobDispatch:

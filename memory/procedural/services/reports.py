@@ -135,7 +135,7 @@ def execution_report_submit(
         updated_at=created_at,
         completed_at=None if status == ExecutionCapture.Status.QUEUED else created_at,
     )
-    capture_history_record(capture=capture, now=created_at)
+    capture_history_record(capture, now=created_at)
     audit_record(
         company=company,
         actor_agent=agent,
