@@ -56,11 +56,11 @@ from memory.procedural.evolver.services import (
     run_finish,
 )
 from orgmemory.models import ApprovalItem, OrgFact
-from persistence.access import ROLE_RANK
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
+from persistence.services.jobs import require_operator
+from synthorg.errors import ConflictError, NotFoundError
 from synthorg.jobs.dispatch import (
     JobDispatch,
     JobRunSummary,
@@ -329,8 +329,7 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
     viewers and agents, 404 for another company's draft, 409 unless it is ``gave_up`` with
     its rule item rejected or expired (a pending item is decided first; an approved one
     already published the skill)."""
-    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
-        raise AccessDeniedError(OPERATORS_ONLY, code="draft_requeue_forbidden")
+    require_operator(principal, OPERATORS_ONLY, code="draft_requeue_forbidden")
     now = now or timezone.now()
     with transaction.atomic():
         draft = (

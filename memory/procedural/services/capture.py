@@ -61,11 +61,11 @@ from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
-from persistence.access import ROLE_RANK
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
+from persistence.services.jobs import require_operator
+from synthorg.errors import ConflictError, DomainError, NotFoundError
 from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
@@ -502,8 +502,7 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
     enqueued after commit, and an ``execution_capture.requeued`` audit entry is written in
     the same transaction. 403 for viewers and agents, 404 for another company's report, 409
     for a capture that is queued/running or whose strategy does not apply."""
-    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
-        raise AccessDeniedError(OPERATORS_ONLY, code="capture_requeue_forbidden")
+    require_operator(principal, OPERATORS_ONLY, code="capture_requeue_forbidden")
     now = now or timezone.now()
     with transaction.atomic():
         current = (
