@@ -84,6 +84,7 @@ TASK_TIME_BUDGET_S = 240.0
 REEMBED_LEASE = timedelta(minutes=2)
 _Status = ReembedJob.Status
 CLAIMED_ELSEWHERE = "claimed by another worker"
+GAVE_UP_REQUEUE = "the job gave up after its retries: re-queue it on the console's failures page"
 RECLAIMED = "reclaimed: the worker re-embedding this job did not renew its lease ({seconds} s)"
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 
@@ -264,11 +265,11 @@ def reembed_job_run(
         raise RuntimeError("a re-embedding job runs outside transactions")
     claimed = job_claim(REEMBED_JOB, job.pk, queryset=ReembedJob.objects.select_related("company"))
     if claimed is None:
-        current = ReembedJob.objects.get(pk=job.pk)
-        finished = current.status not in (_Status.RUNNING, _Status.WORKING)
-        return Progress(
-            batches=0, rows=0, finished=finished, error="" if finished else CLAIMED_ELSEWHERE
-        )
+        status = ReembedJob.objects.filter(pk=job.pk).values_list("status", flat=True).get()
+        if status in (_Status.COMPLETED, _Status.SUPERSEDED):
+            return Progress(batches=0, rows=0, finished=True)
+        error = GAVE_UP_REQUEUE if status == _Status.FAILED else CLAIMED_ELSEWHERE
+        return Progress(batches=0, rows=0, finished=False, error=error)
     try:
         return _run_claimed(claimed, batch_size, max_batches, time_budget, on_batch)
     except LeaseLost:  # superseded, or reclaimed after a stall: the job's new owner goes on

@@ -459,6 +459,9 @@ def test_an_embedder_that_keeps_failing_is_retried_then_given_up(server, org_emb
     job.refresh_from_db()
     assert (job.status, job.attempts, job.next_attempt_at) == ("failed", 8, None)
     assert job.reason.endswith("(gave up after 8 attempts; an operator can re-queue it)")
+    assert reembed_job_run(job=job).error == (
+        "the job gave up after its retries: re-queue it on the console's failures page"
+    )
     # still the company's current job: search keeps saying it is degraded
     with pytest.raises(IntegrityError), transaction.atomic():
         ReembedJob.objects.create(
