@@ -3,8 +3,8 @@ in flight, under its lease), ``updated_at`` / ``completed_at``, ``last_error`` r
 job's ``reason`` (the column keeps its name), and the append-only status history.
 
 Existing rows: ``updated_at`` is their last attempt (or creation), ``completed_at`` the time a
-delivered or failed one ended. A delivery that was mid-attempt stays ``pending`` with its old
-lease, so the sweeper retries it as before.
+delivered or failed one ended. A pending delivery still under a worker's lease becomes
+``sending``: the sweep reclaims it once that lease has passed, never during the attempt.
 """
 
 import django.db.models.deletion
@@ -77,6 +77,12 @@ class Migration(migrations.Migration):
                 condition=models.Q(status__in=["pending", "sending", "delivered", "failed"]),
                 name="webhook_delivery_status_valid",
             ),
+        ),
+        migrations.RunSQL(
+            "UPDATE orgmemory_webhookdelivery SET status = 'sending' "
+            "WHERE status = 'pending' AND claimed_until > now()",
+            reverse_sql="UPDATE orgmemory_webhookdelivery SET status = 'pending' "
+            "WHERE status = 'sending'",
         ),
         migrations.CreateModel(
             name="WebhookDeliveryStatusChange",
