@@ -25,22 +25,6 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.RenameField("reembedjob", "last_error", "reason"),
-                migrations.AlterField(
-                    model_name="reembedjob",
-                    name="reason",
-                    field=models.TextField(blank=True, db_column="last_error", default=""),
-                ),
-                migrations.RenameField("reembedjob", "finished_at", "completed_at"),
-                migrations.AlterField(
-                    model_name="reembedjob",
-                    name="completed_at",
-                    field=models.DateTimeField(blank=True, db_column="finished_at", null=True),
-                ),
-            ],
-        ),
         migrations.AddField(
             model_name="reembedjob",
             name="attempts",
@@ -71,6 +55,30 @@ class Migration(migrations.Migration):
         migrations.RemoveConstraint(model_name="reembedjob", name="reembed_status_valid"),
         migrations.RemoveConstraint(
             model_name="reembedjob", name="reembed_finished_iff_not_running"
+        ),
+        # the renames after the old constraints are gone and before the new ones: each
+        # constraint is added (either way) while the state names its field
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.RenameField("reembedjob", "last_error", "reason"),
+                migrations.AlterField(
+                    model_name="reembedjob",
+                    name="reason",
+                    field=models.TextField(blank=True, db_column="last_error", default=""),
+                ),
+                migrations.RenameField("reembedjob", "finished_at", "completed_at"),
+                migrations.AlterField(
+                    model_name="reembedjob",
+                    name="completed_at",
+                    field=models.DateTimeField(blank=True, db_column="finished_at", null=True),
+                ),
+            ],
+        ),
+        migrations.RunSQL(
+            migrations.RunSQL.noop,
+            # back to the old statuses before the old constraints return
+            reverse_sql="UPDATE memory_reembedjob SET status = 'running', finished_at = NULL "
+            "WHERE status IN ('working', 'failed')",
         ),
         migrations.AddConstraint(
             model_name="reembedjob",
