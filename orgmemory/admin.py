@@ -25,6 +25,7 @@ from orgmemory.models import (
     OrgFact,
     WebhookDelivery,
     WebhookDeliveryAttempt,
+    WebhookDeliveryStatusChange,
     WriteAccessRequest,
     WriteRequestDecision,
 )
@@ -423,7 +424,7 @@ class ApprovalItemAdmin(LedgerAdmin):
 
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(LedgerAdmin):
-    list_display = ("event", "url", "status", "attempts", "last_error", "created_at")
+    list_display = ("event", "url", "status", "attempts", "reason", "created_at")
     list_filter = ("company", "status", "event")
 
 
@@ -441,6 +442,13 @@ class ApprovalDecisionAdmin(LedgerAdmin):
 class WebhookDeliveryAttemptAdmin(LedgerAdmin):
     list_display = ("delivery", "attempt", "status_code", "failure", "duration_ms", "created_at")
     list_filter = ("company", "failure")
+    list_select_related = ("delivery",)
+
+
+@admin.register(WebhookDeliveryStatusChange)
+class WebhookDeliveryStatusChangeAdmin(LedgerAdmin):
+    list_display = ("delivery", "status", "attempt", "reason", "actor", "created_at")
+    list_filter = ("company", "status")
     list_select_related = ("delivery",)
 
 

@@ -13,6 +13,10 @@ lives in append-only records (Postgres triggers reject UPDATE/DELETE/TRUNCATE, m
 0008), written by the services in the same transaction as the change they record:
 ``ApprovalDecision`` (each approve, reject or expiry) and ``WebhookDeliveryAttempt`` (each
 delivery attempt's outcome: status code or failure kind and duration, never a body).
+
+A ``WebhookDelivery`` is a durable job (:mod:`synthorg.jobs`): ``pending`` is its queued
+status, ``sending`` its running one (an attempt in flight, under a lease); every transition
+is a ``WebhookDeliveryStatusChange`` row (append-only, with the actor of a re-queue).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from django.db import models
 from django.db.models import F, Q
 
 from persistence.models import Agent, AuditEntry, Company, Task
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 MIN_TTL = timedelta(seconds=60)
 MAX_TTL = timedelta(days=7)
@@ -176,13 +181,22 @@ class ApprovalWebhook(models.Model):
         return f"{self.company}: {self.url}"
 
 
-class WebhookDelivery(models.Model):
-    """One notification of one item's event, with its delivery attempts."""
+class WebhookDeliveryStatus(models.TextChoices):
+    PENDING = "pending", "Pending"  # waiting for its (next) attempt
+    SENDING = "sending", "Sending"  # an attempt is in flight (``claimed_until`` its lease)
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed"  # gave up (or the webhook was removed); can be re-queued
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        DELIVERED = "delivered", "Delivered"
-        FAILED = "failed", "Failed"
+
+class WebhookDelivery(DurableJob):
+    """One notification of one item's event, with its delivery attempts.
+
+    ``url`` is where the last attempt went: each attempt reads the company's webhook as it
+    is then (an admin's new URL or secret counts from the next attempt). ``reason`` (the
+    column ``last_error``) is the last attempt's failure, a status or a kind, never a body.
+    """
+
+    Status = WebhookDeliveryStatus
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(
@@ -194,24 +208,22 @@ class WebhookDelivery(models.Model):
     event = models.CharField(max_length=40)
     url = models.URLField(max_length=500)
     payload = models.JSONField()
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    status = models.CharField(
+        max_length=16, choices=WebhookDeliveryStatus.choices, default=WebhookDeliveryStatus.PENDING
+    )
     attempts = models.PositiveSmallIntegerField(default=0)
-    last_error = models.TextField(blank=True, default="")
+    reason = models.TextField(db_column="last_error", blank=True, default="")
+    method = None  # not LLM work
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField()
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
-    #: when the next attempt is due (pending only); the sweeper catches a lost enqueue
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    #: a worker's lease on the attempt in flight (the HTTP call runs outside any transaction)
-    claimed_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
         verbose_name_plural = "webhook deliveries"
         constraints = [
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "delivered", "failed"]),
+                condition=Q(status__in=["pending", "sending", "delivered", "failed"]),
                 name="webhook_delivery_status_valid",
             ),
             models.CheckConstraint(
@@ -233,6 +245,30 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} → {self.url} ({self.status})"
+
+
+class WebhookDeliveryStatusChange(JobStatusChange):
+    """One status transition of a delivery (a claim, an attempt's outcome, a reclaim, an
+    operator's re-queue). **Append-only** (a Postgres trigger rejects UPDATE/DELETE/TRUNCATE).
+
+    ``WebhookDeliveryAttempt`` stays the record of each attempt (its HTTP status or failure
+    kind and duration, one row per attempt number); this is the job's history, which has
+    transitions that are no attempt (a claim, a dead worker's reclaim, a re-queue that
+    starts the count again)."""
+
+    method = None
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    delivery = models.ForeignKey(
+        WebhookDelivery, on_delete=models.PROTECT, related_name="status_history"
+    )
+    status = models.CharField(max_length=16, choices=WebhookDeliveryStatus.choices)
+
+    class Meta:
+        ordering = ("delivery", "id")
+        indexes = [models.Index(fields=["delivery", "id"], name="webhookhist_delivery")]
+
+    def __str__(self) -> str:
+        return f"{self.delivery_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class ApprovalDecision(models.Model):

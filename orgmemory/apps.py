@@ -12,12 +12,16 @@ class OrgMemoryConfig(AppConfig):
             core_policies_config_applier,
             core_policies_for_editing,
         )
+        from orgmemory.services.webhooks import WEBHOOK_JOB
         from orgmemory.tools import register_org_tools
         from persistence.services.companies import (
             register_config_applier,
             register_config_presenter,
         )
+        from synthorg.jobs.registry import register_job_kind
         from synthorg.schedules import ScheduleSpec, register_schedule
+
+        register_job_kind(WEBHOOK_JOB)
 
         register_org_tools()
         # A config save's core_policies list becomes versioned facts; editors show the live list.

@@ -388,7 +388,7 @@ def webhook_failures(*, company: Company, limit: int = 20) -> list[WebhookDelive
     """Deliveries that failed for good or are retrying after an error, newest first."""
     return list(
         WebhookDelivery.objects.filter(company=company)
-        .exclude(last_error="")
+        .exclude(reason="")
         .exclude(status=WebhookDelivery.Status.DELIVERED)
         .select_related("item")
         .order_by("-created_at")[:limit]

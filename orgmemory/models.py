@@ -442,6 +442,7 @@ from orgmemory.approval_models import (  # noqa: E402
     ApprovalWebhook,
     WebhookDelivery,
     WebhookDeliveryAttempt,
+    WebhookDeliveryStatusChange,
 )
 
 __all__ = [
@@ -455,6 +456,7 @@ __all__ = [
     "PolicyDelivery",
     "WebhookDelivery",
     "WebhookDeliveryAttempt",
+    "WebhookDeliveryStatusChange",
     "WriteAccessRequest",
     "WriteRequestDecision",
 ]

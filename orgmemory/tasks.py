@@ -21,6 +21,14 @@ def deliver_webhook(delivery_id: str) -> str | None:
 
 
 def deliver_due_webhooks() -> int:
-    from orgmemory.services.webhooks import webhook_deliver_due
+    """The sweep: one task per company with overdue deliveries; returns how many companies."""
+    from orgmemory.services.webhooks import webhook_deliveries_dispatch
 
-    return webhook_deliver_due()
+    return len(webhook_deliveries_dispatch().companies)
+
+
+def deliver_company_webhooks(company_id: int, now=None) -> int:
+    """One company's overdue deliveries; returns how many were attempted."""
+    from orgmemory.services.webhooks import webhook_deliveries_run_company
+
+    return webhook_deliveries_run_company(company_id=company_id, now=now).retried

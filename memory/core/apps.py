@@ -53,12 +53,16 @@ def _register_fact_query_adapter() -> None:
 
 
 def _register_reembedding() -> None:
-    """A changed embedder starts a re-embedding job; running jobs are resumed every 5 min."""
+    """A changed embedder starts a re-embedding job; the resume schedule (every minute)
+    reclaims and hands out jobs whose worker died or whose retry is due."""
     from django_q.models import Schedule
 
-    from memory.core.services.reembed import reembed_on_config_change
+    from memory.core.services.reembed import REEMBED_JOB, reembed_on_config_change
     from persistence.services.companies import on_company_config_change, on_company_created
+    from synthorg.jobs.registry import register_job_kind
     from synthorg.schedules import ScheduleSpec, register_schedule
+
+    register_job_kind(REEMBED_JOB)
 
     on_company_config_change(reembed_on_config_change)
     # A company created with another embedder gets its index built by a (row-less) job.
@@ -68,7 +72,7 @@ def _register_reembedding() -> None:
             name="memory-reembed-resume",
             func="memory.core.tasks.resume_reembed_jobs",
             schedule_type=Schedule.MINUTES,
-            minutes=5,
+            minutes=1,
         )
     )
 

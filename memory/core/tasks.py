@@ -10,7 +10,13 @@ from memory.core.services.finetune import (
 )
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
-from memory.core.services.reembed import enqueue_reembed_job, reembed_job_run
+from memory.core.services.reembed import (
+    TASK_TIME_BUDGET_S,
+    enqueue_reembed_job,
+    reembed_job_run,
+    reembed_jobs_dispatch,
+    reembed_jobs_run_company,
+)
 from memory.core.services.request_log import request_log_trim
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
@@ -36,10 +42,6 @@ def run_agent_maintenance(agent_id: int) -> str | None:
     return _maintain_agent(agent=agent, trigger="schedule").status
 
 
-#: Seconds one task works before queueing its continuation (under the q2 timeout).
-TASK_TIME_BUDGET_S = 240.0
-
-
 def run_reembed_job(job_id: int) -> str | None:
     """Work on the job for up to ``TASK_TIME_BUDGET_S``; queue the rest. Returns its status."""
     job = ReembedJob.objects.filter(pk=job_id).first()
@@ -48,23 +50,20 @@ def run_reembed_job(job_id: int) -> str | None:
     progress = reembed_job_run(job=job, time_budget=TASK_TIME_BUDGET_S)
     if not progress.finished and not progress.error:
         enqueue_reembed_job(job_id)  # budget spent: continue in a fresh task
-    # After an embedder error the job waits for the resume schedule (every 5 minutes).
+    # After an embedder error the job is due again after the retry policy's back-off.
     job.refresh_from_db()
     return job.status
 
 
 def resume_reembed_jobs() -> int:
-    """Schedule: queue a task for every running job (a crashed worker's, one paused by an
-    embedder error); a task whose job another worker is running returns at once (the job's
-    lock). Returns how many were queued."""
-    ids = list(
-        ReembedJob.objects.filter(status=ReembedJob.Status.RUNNING)
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
-    for job_id in ids:
-        enqueue_reembed_job(job_id)
-    return len(ids)
+    """Schedule (every minute): reclaim jobs whose worker stopped renewing its lease, then one
+    task per company with a due job; returns how many companies."""
+    return len(reembed_jobs_dispatch().companies)
+
+
+def run_company_reembed(company_id: int, now=None) -> int:
+    """The dispatcher's per-company task: work on the company's due job; returns how many ran."""
+    return reembed_jobs_run_company(company_id=company_id, now=now).retried
 
 
 def trim_request_logs() -> dict[str, int]:

@@ -4,11 +4,22 @@ The request that changed the item only writes a ``WebhookDelivery`` row (same tr
 and enqueues the delivery on commit, so a slow or dead endpoint never blocks or fails it.
 The body is signed with HMAC-SHA256 over the exact bytes sent, using the company's secret:
 ``X-SynthOrg-Signature: sha256=<hex>``; receivers recompute it over the raw body.
-A failed attempt (network error, non-2xx) is recorded and retried with backoff
-(30 s, 2 min, 8 min, 32 min) up to ``MAX_ATTEMPTS``; then the delivery is ``failed`` and the
-console shows it. The HTTP call holds no row lock and no transaction: an attempt is claimed with
-a lease, and a sweeper (every minute) retries deliveries whose enqueue was lost or whose worker
-died mid-call, so a slow endpoint ties up one worker for at most ``TOTAL_SECONDS``.
+
+Each attempt reads the company's webhook **as it is when the attempt is sent**: a URL or
+secret an admin changed meanwhile counts from the next attempt (``delivery.url`` records
+where the last one went), and a delivery whose webhook was removed or disabled stops
+(``failed``, "The company's webhook was removed or disabled.").
+
+A delivery is a durable job (:mod:`synthorg.jobs`, the kind :data:`WEBHOOK_JOB`, which takes
+no LLM slot): an attempt is claimed under a lease (``pending`` → ``sending``), the HTTP call
+holds no row lock and no transaction, and a failed attempt (network error, non-2xx) is
+retried by :data:`WEBHOOK_POLICY` (30 s, 2 min, 8 min, 32 min) up to ``MAX_ATTEMPTS``; then
+the delivery is ``failed``, listed in the console (the inbox and the failures page, where an
+operator can re-queue it). A retry is enqueued for its time; the ``orgmemory-webhook-sweep``
+schedule (every minute) reclaims attempts whose worker died (their lease passed) and hands
+every company with deliveries overdue by ``SWEEP_GRACE`` (a lost enqueue) its own task, so
+one company's dead receiver holds up only that company's task. A slow endpoint ties up one
+worker for at most ``TOTAL_SECONDS``.
 
 Webhook URLs are set by company admins only and go through the outbound guard
 (:mod:`synthorg.outbound`): checked when configured and again, on every resolved address,
@@ -17,9 +28,10 @@ never the answer's body or the connection error's text: every member sees the re
 a body or an error message would make the webhook a reader and port scanner of whatever
 network the server sits in (operators find the details in the worker's log).
 
-The delivery row is a mutable queue row (its latest state). Each attempt's outcome is also
-written, in the same transaction as that state, to the append-only
-``WebhookDeliveryAttempt``: attempt number, status code or failure kind, duration in ms.
+The delivery row is the job's latest state. Each attempt's outcome is also written, in the
+same transaction as that state, to the append-only ``WebhookDeliveryAttempt`` (attempt
+number, status code or failure kind, duration in ms), and each transition to the
+append-only ``WebhookDeliveryStatusChange``.
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 from django.db import transaction
-from django.db.models import F, Q
+from django.urls import reverse
 from django.utils import timezone
 
 from orgmemory.approval_models import (
@@ -42,9 +54,21 @@ from orgmemory.approval_models import (
     ApprovalWebhook,
     WebhookDelivery,
     WebhookDeliveryAttempt,
+    WebhookDeliveryStatusChange,
 )
 from persistence.access import UPDATE, require_write
 from synthorg.errors import InvalidInputError
+from synthorg.jobs.dispatch import (
+    JobDispatch,
+    JobRunSummary,
+    jobs_dispatch,
+    jobs_run_company,
+    jobs_run_due,
+)
+from synthorg.jobs.history import history_writer
+from synthorg.jobs.policy import RetryPolicy
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import LeaseLost, job_claim, job_fail, job_finish
 from synthorg.outbound import OutboundRefused, UnsafeURLError, check_url, guarded_client
 
 if TYPE_CHECKING:
@@ -77,17 +101,21 @@ _FAILURE_KINDS = {
 CLAIM_LEASE = timedelta(seconds=60)
 SWEEP_GRACE = timedelta(seconds=60)
 SWEEP_BATCH = 100
-BACKOFF_BASE = timedelta(seconds=30)
+#: 30 s × 4^(attempts − 1): 30 s, 2 min, 8 min, 32 min; five attempts
+WEBHOOK_POLICY = RetryPolicy(
+    base=timedelta(seconds=30), factor=4, max_delay=timedelta(hours=1), max_attempts=5
+)
+MAX_ATTEMPTS = WEBHOOK_POLICY.max_attempts
 TASK = "orgmemory.tasks.deliver_webhook"
+COMPANY_TASK = "orgmemory.tasks.deliver_company_webhooks"
+RECLAIMED = (
+    "reclaimed: the worker sending this delivery did not finish within its lease ({seconds} s)"
+)
+_Status = WebhookDelivery.Status
 
 
 def sign(secret: str, body: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def retry_delay(attempts: int) -> timedelta:
-    """Delay before attempt ``attempts + 1``: 30 s × 4^(attempts − 1)."""
-    return BACKOFF_BASE * (4 ** max(attempts - 1, 0))
 
 
 def item_payload(item: ApprovalItem, event: str) -> dict:
@@ -155,6 +183,7 @@ def webhook_enqueue(*, item: ApprovalItem, event: str) -> WebhookDelivery | None
         url=webhook.url,
         payload=item_payload(item, event),
         created_at=now,
+        updated_at=now,
         next_attempt_at=now,
     )
     transaction.on_commit(lambda: _enqueue(delivery.pk))
@@ -180,18 +209,6 @@ def _enqueue(delivery_id, *, at: datetime | None = None) -> None:
             )
     except Exception:  # the broker is the same database; never fail the caller over it
         logger.exception("could not enqueue webhook delivery %s", delivery_id)
-
-
-def _claim(delivery_id, now: datetime) -> WebhookDelivery | None:
-    """Take the lease on a pending delivery (a short transaction of its own), or None."""
-    claimed = WebhookDelivery.objects.filter(
-        Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
-        pk=delivery_id,
-        status=WebhookDelivery.Status.PENDING,
-    ).update(claimed_until=now + CLAIM_LEASE, attempts=F("attempts") + 1, last_attempt_at=now)
-    if not claimed:  # delivered, given up, or another worker holds the lease
-        return None
-    return WebhookDelivery.objects.get(pk=delivery_id)
 
 
 def _post(url: str, body: bytes, headers: dict, client: httpx.Client | None) -> tuple:
@@ -226,23 +243,38 @@ def _post(url: str, body: bytes, headers: dict, client: httpx.Client | None) -> 
 
 
 def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> WebhookDelivery | None:
-    """Attempt one delivery; on failure record it and schedule the next attempt.
+    """Attempt one delivery (the task enqueued on commit and at each retry's time); ``None``
+    when it is not pending (delivered, given up, or another worker's attempt is in flight).
 
     The attempt is claimed with a lease (``CLAIM_LEASE``) in a short transaction, the HTTP
     call runs outside any transaction (no row lock or connection held across it), and the
     outcome is recorded in another short transaction. A worker that dies mid-call leaves the
-    lease to expire; :func:`webhook_deliver_due` then retries it.
+    lease to expire; the sweep then reclaims and retries it.
     """
     now = timezone.now()
-    delivery = _claim(delivery_id, now)
+    delivery = job_claim(WEBHOOK_JOB, delivery_id, now=now)
     if delivery is None:
         return None
-    webhook = ApprovalWebhook.objects.filter(company_id=delivery.company_id).first()
+    _attempt(delivery, now=now, client=client)
+    return delivery
+
+
+def webhook_job_run(delivery: WebhookDelivery, batch=None) -> bool:
+    """The job kind's ``run``: one claimed attempt. ``False`` when the endpoint failed, so
+    the rest of the company's due deliveries (same endpoint) wait for the next sweep."""
+    return _attempt(delivery, now=delivery.updated_at, client=None)
+
+
+def _attempt(delivery: WebhookDelivery, *, now: datetime, client: httpx.Client | None) -> bool:
+    """POST the claimed ``delivery`` to the company's webhook as it is now and record the
+    outcome; ``False`` when the endpoint failed (a removed webhook is no endpoint failure)."""
+    webhook = ApprovalWebhook.objects.filter(company_id=delivery.company_id, enabled=True).first()
     error, status = "", None
     started = time.monotonic()
-    if webhook is None or not webhook.enabled:
+    if webhook is None:
         error = FAILED_DISABLED
     else:
+        delivery.url = webhook.url
         body = json.dumps(delivery.payload, separators=(",", ":"), sort_keys=True).encode()
         headers = {
             "Content-Type": "application/json",
@@ -250,23 +282,48 @@ def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> Webho
             DELIVERY_HEADER: str(delivery.pk),
             SIGNATURE_HEADER: sign(webhook.secret, body),
         }
-        status, error = _post(delivery.url, body, headers, client)
+        status, error = _post(webhook.url, body, headers, client)
     duration_ms = round((time.monotonic() - started) * 1000)
-    delivery.response_status = status
-    delivery.last_error = error
-    delivery.claimed_until = None
+    fields = {"response_status": status, "last_attempt_at": now}
     retry_at = None
-    if not error:
-        delivery.status = WebhookDelivery.Status.DELIVERED
-        delivery.delivered_at = now
-        delivery.next_attempt_at = None
-    elif delivery.attempts >= MAX_ATTEMPTS or webhook is None or not webhook.enabled:
-        delivery.status = WebhookDelivery.Status.FAILED
-        delivery.next_attempt_at = None
-        logger.warning("webhook delivery %s failed for good: %s", delivery.pk, error)
-    else:
-        retry_at = now + retry_delay(delivery.attempts)
-        delivery.next_attempt_at = retry_at
+    try:
+        with transaction.atomic():
+            if not error:
+                job_finish(
+                    WEBHOOK_JOB,
+                    delivery,
+                    status=_Status.DELIVERED,
+                    now=now,
+                    delivered_at=now,
+                    **fields,
+                )
+            elif webhook is None:
+                job_finish(
+                    WEBHOOK_JOB, delivery, status=_Status.FAILED, reason=error, now=now, **fields
+                )
+            elif job_fail(
+                WEBHOOK_JOB,
+                delivery,
+                now=now,
+                status=_Status.PENDING,
+                gave_up_status=_Status.FAILED,
+                reason=error,
+                **fields,
+            ):
+                retry_at = delivery.next_attempt_at
+            WebhookDeliveryAttempt.objects.create(
+                company_id=delivery.company_id,
+                delivery=delivery,
+                attempt=delivery.attempts,
+                status_code=status,
+                failure=_failure_kind(status, error),
+                duration_ms=duration_ms,
+                created_at=now,
+            )
+    except LeaseLost:  # the lease passed and the delivery was reclaimed: its retry records
+        logger.warning("webhook delivery %s lost its lease", delivery.pk)
+        return True
+    if retry_at is not None:
         logger.warning(
             "webhook delivery %s attempt %d failed (%s); retrying at %s",
             delivery.pk,
@@ -274,29 +331,10 @@ def webhook_deliver(*, delivery_id, client: httpx.Client | None = None) -> Webho
             error,
             retry_at.isoformat(),
         )
-    with transaction.atomic():
-        delivery.save(
-            update_fields=[
-                "response_status",
-                "last_error",
-                "claimed_until",
-                "status",
-                "delivered_at",
-                "next_attempt_at",
-            ]
-        )
-        WebhookDeliveryAttempt.objects.create(
-            company_id=delivery.company_id,
-            delivery=delivery,
-            attempt=delivery.attempts,
-            status_code=status,
-            failure=_failure_kind(status, error),
-            duration_ms=duration_ms,
-            created_at=now,
-        )
-    if retry_at is not None:
         _enqueue(delivery.pk, at=retry_at)
-    return delivery
+    elif error:
+        logger.warning("webhook delivery %s failed for good: %s", delivery.pk, error)
+    return not error or webhook is None
 
 
 def _failure_kind(status: int | None, error: str) -> str:
@@ -309,18 +347,62 @@ def _failure_kind(status: int | None, error: str) -> str:
 
 
 def webhook_deliver_due(*, limit: int = SWEEP_BATCH, now: datetime | None = None) -> int:
-    """Attempt the pending deliveries overdue by ``SWEEP_GRACE`` (a lost enqueue, a dead
-    worker's expired lease); a q2 schedule runs it every minute. Returns how many it tried."""
-    now = now or timezone.now()
-    due = list(
-        WebhookDelivery.objects.filter(
-            Q(claimed_until__isnull=True) | Q(claimed_until__lt=now),
-            status=WebhookDelivery.Status.PENDING,
-            next_attempt_at__lte=now - SWEEP_GRACE,
-        )
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
-    )
-    for delivery_id in due:
-        webhook_deliver(delivery_id=delivery_id)
-    return len(due)
+    """Reclaim attempts whose worker died, then attempt the pending deliveries overdue by
+    ``SWEEP_GRACE`` (a lost enqueue), company by company, in this process; returns how many
+    it attempted (the schedule hands each company its own task instead:
+    :func:`webhook_deliveries_dispatch`)."""
+    return jobs_run_due(WEBHOOK_JOB, now=now, limit=limit).retried
+
+
+def webhook_deliveries_dispatch(*, now: datetime | None = None) -> JobDispatch:
+    """The ``orgmemory-webhook-sweep`` schedule (every minute): reclaim, then one task per
+    company with overdue deliveries (:func:`webhook_deliveries_run_company`)."""
+    return jobs_dispatch(WEBHOOK_JOB, now=now)
+
+
+def webhook_deliveries_run_company(
+    *, company_id: int, now: datetime | None = None
+) -> JobRunSummary:
+    """Attempt one company's overdue deliveries, oldest first; the first that fails stops
+    the batch (the others keep their due time)."""
+    return jobs_run_company(WEBHOOK_JOB, company_id=company_id, now=now)
+
+
+#: appends the delivery's status to its history (``webhook_history_record(delivery, now=…)``)
+webhook_history_record = history_writer(WebhookDeliveryStatusChange, "delivery")
+
+
+def _due(cutoff: datetime):
+    return WebhookDelivery.objects.filter(status=_Status.PENDING, next_attempt_at__lte=cutoff)
+
+
+def _describe(delivery: WebhookDelivery) -> str:
+    return f"{delivery.event}: {delivery.item.title}"
+
+
+def _detail_url(delivery: WebhookDelivery) -> str:
+    return reverse("approvals_console:item", args=[delivery.item_id])
+
+
+WEBHOOK_JOB = JobKind(
+    name="orgmemory.webhook",
+    model=WebhookDelivery,
+    history=webhook_history_record,
+    run=webhook_job_run,
+    company_task=COMPANY_TASK,
+    queued=_Status.PENDING,
+    running=_Status.SENDING,
+    policy=WEBHOOK_POLICY,
+    lease=lambda: CLAIM_LEASE,
+    due=_due,
+    batch_size=SWEEP_BATCH,
+    reclaimed_reason=RECLAIMED,
+    llm_slots=False,
+    grace=SWEEP_GRACE,
+    label="Webhook delivery",
+    failed_statuses=(_Status.FAILED,),
+    describe=_describe,
+    detail_url=_detail_url,
+    target_type="webhook_delivery",
+    enqueue=_enqueue,
+)

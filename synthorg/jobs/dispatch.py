@@ -14,6 +14,10 @@ go, so two kinds whose ticks collide every minute cannot starve each other. Work
 not a job table but takes the same slots (a :class:`~synthorg.jobs.registry.SlotSweep`, e.g.
 the extraction sweep) waits and serves turns the same way (:func:`jobs_wait_turn`,
 :func:`jobs_take_turn`, :func:`jobs_serve_turns`).
+
+**Work that is not LLM work** (``kind.llm_slots`` false: webhook deliveries, re-embedding):
+its company tasks go to the default cluster and run their batch without a slot or a turn —
+still one task per company, so one company's dead endpoint holds up only its own task.
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
     )
     for company_id in companies:
         kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(kind.company_task, company_id, cluster=LLM_CLUSTER, **kwargs)
+        if kind.llm_slots:
+            kwargs["cluster"] = LLM_CLUSTER
+        async_task(kind.company_task, company_id, **kwargs)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
 
 
@@ -80,11 +86,14 @@ def jobs_run_company(
 ) -> JobRunSummary:
     """Run ``company_id``'s due jobs of ``kind`` (oldest first, at most ``limit``) while
     holding one of its LLM slots, then the turns of kinds waiting for that company; with
-    every slot taken run nothing (``busy``) and wait for a turn."""
+    every slot taken run nothing (``busy``) and wait for a turn. A kind without
+    ``llm_slots`` runs its batch at once."""
     now = now or timezone.now()
     due = _due(kind, company_id, now, limit or kind.batch_size)
     if not due:
         return JobRunSummary(reclaimed=0, retried=0, waiting=0)
+    if not kind.llm_slots:
+        return _run_batch(kind, company_id, due, now)
     with company_llm_slot(company_id) as slot:
         if not slot:
             logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)

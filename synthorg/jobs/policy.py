@@ -15,17 +15,20 @@ _MAX_DOUBLINGS = 30
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Wait ``base``, ``2 × base``, ``4 × base`` … (at most ``max_delay``) between attempts;
-    after ``max_attempts`` attempts the job gives up (an operator may re-queue it)."""
+    """Wait ``base``, ``factor × base``, ``factor² × base`` … (at most ``max_delay``) between
+    attempts; after ``max_attempts`` attempts the job gives up (an operator may re-queue it)."""
 
     base: timedelta = timedelta(minutes=1)
     max_delay: timedelta = timedelta(hours=1)
     max_attempts: int = 8
+    factor: int = 2
 
     def delay(self, attempts: int) -> timedelta:
-        """The wait before attempt ``attempts + 1`` (any count: the doubling is bounded
-        before it could overflow)."""
-        return min(self.base * (2 ** min(max(attempts - 1, 0), _MAX_DOUBLINGS)), self.max_delay)
+        """The wait before attempt ``attempts + 1`` (any count: the growth is bounded before
+        it could overflow)."""
+        return min(
+            self.base * (self.factor ** min(max(attempts - 1, 0), _MAX_DOUBLINGS)), self.max_delay
+        )
 
     def gives_up(self, attempts: int) -> bool:
         return attempts >= self.max_attempts

@@ -45,6 +45,17 @@ class JobKind:
     stops, the others keep their due time uncharged). ``batch(company_id, now)`` is an
     optional context manager around one company's batch (what its jobs share: a plan, a
     provider, a run report); ``run`` receives what it yields (``None`` by default).
+
+    ``llm_slots=False``: the kind is not LLM work (a webhook POST, a re-embedding batch): its
+    company tasks run on the default q2 cluster and take none of the company's LLM slots
+    (no turns either), still one task per company so one company's dead endpoint holds up
+    only its own task.
+
+    The console's failures page lists, for every kind, the jobs in ``failed_statuses``
+    (``label``, ``describe(job)`` and ``detail_url(job)`` say what each is) and re-queues
+    one with ``requeue(principal=..., job_id=...)`` — by default
+    :func:`persistence.services.jobs.job_operator_requeue`, which audits
+    ``<target_type>.requeued`` and hands the job to ``enqueue(pk)`` after commit.
     """
 
     name: str  # unique, e.g. "procedural.capture"
@@ -67,11 +78,32 @@ class JobKind:
     )
     #: the status a reclaimed job gets (due at once); ``None``: the kind's ``queued``
     reclaimed_status: str | None = None
+    #: whether a run takes one of the company's LLM slots (and runs on the LLM cluster)
+    llm_slots: bool = True
+    #: how long past ``next_attempt_at`` a job is left to the task enqueued for it (on commit,
+    #: at its retry time) before the dispatcher takes it; a reclaimed job is due at once
+    grace: timedelta = timedelta(0)
+    # --- the failures page ---
+    label: str = ""  # what the console calls a job of this kind, e.g. "Lesson capture"
+    failed_statuses: tuple[str, ...] = ()  # failed or given up: listed and re-queueable
+    describe: Callable[[Any], str] | None = None  # one line naming the job's subject
+    detail_url: Callable[[Any], str] | None = None  # the family's own page for the job
+    target_type: str = ""  # the audit target (``<target_type>.requeued``); default the name
+    #: the operator's re-queue: ``requeue(principal=..., job_id=...)``; None: the default one
+    requeue: Callable[..., Any] | None = None
+    #: hands one job to a worker now (called after a re-queue commits)
+    enqueue: Callable[[Any], None] | None = None
 
     def due_jobs(self, now: datetime):
+        """The jobs due for the dispatcher at ``now`` (``next_attempt_at`` ≤ now − grace)."""
+        cutoff = now - self.grace
         if self.due is not None:
-            return self.due(now)
-        return self.model.objects.filter(next_attempt_at__lte=now)
+            return self.due(cutoff)
+        return self.model.objects.filter(next_attempt_at__lte=cutoff)
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
 
     def objects(self):
         return self.model.objects.select_related(*self.select_related)

@@ -4,6 +4,7 @@
   ``queued`` status to ``running`` with a lease (``claimed_until``) and one more attempt, or
   nothing happens (another worker won, or the job is not claimable). No row lock is held
   across the work.
+* :func:`job_extend` — a long run renews its lease step by step (or learns it lost it).
 * :func:`job_finish` — the outcome of a claimed run, fenced by the lease the claim took: a
   worker whose lease expired (and whose job was reclaimed) cannot overwrite a later run
   (:class:`LeaseLost`).
@@ -115,6 +116,20 @@ def job_finish(
         kind.history(job, now=now, reason=history_reason, actor=actor)
 
 
+def job_extend(kind: JobKind, job, *, now: datetime | None = None) -> None:
+    """Renew the lease of ``job``, claimed by this worker (a long job renews it step by
+    step); raises :class:`LeaseLost` when the job is not this worker's any more (reclaimed,
+    or ended by someone else — e.g. superseded)."""
+    now = now or timezone.now()
+    until = now + kind.lease()
+    renewed = kind.model.objects.filter(
+        pk=job.pk, status=kind.running, claimed_until=job.claimed_until
+    ).update(claimed_until=until, updated_at=now)
+    if not renewed:
+        raise LeaseLost(f"{kind.name} {job.pk}: the lease of this run was taken over")
+    job.claimed_until, job.updated_at = until, now
+
+
 def job_fail(
     kind: JobKind,
     job,
@@ -123,17 +138,27 @@ def job_fail(
     reason: str,
     now: datetime | None = None,
     gave_up_suffix: str = "",
+    gave_up_status: str | None = None,
     **fields,
 ) -> bool:
     """A failure the kind's policy retries: due again after the back-off, or — after the
     policy's last attempt — given up (``reason`` + ``gave_up_suffix``, formatted with
-    ``attempts``). Returns whether it will be retried."""
+    ``attempts``). ``gave_up_status``: the status of a job given up (``status`` is then the
+    one of a job waiting for its retry, not completed). Returns whether it will be retried."""
     now = now or timezone.now()
     next_attempt = kind.policy.next_attempt(job.attempts, now)
     if next_attempt is None:
         reason += gave_up_suffix.format(attempts=job.attempts)
+        status = gave_up_status or status
     job_finish(
-        kind, job, status=status, reason=reason, now=now, next_attempt_at=next_attempt, **fields
+        kind,
+        job,
+        status=status,
+        reason=reason,
+        now=now,
+        next_attempt_at=next_attempt,
+        completed=gave_up_status is None or next_attempt is None,
+        **fields,
     )
     return next_attempt is not None
 
@@ -231,8 +256,9 @@ def job_reclaim_expired(kind: JobKind, *, now: datetime | None = None, limit: in
             job.status = status
             job.reason = reason
             job.claimed_until = None
-            job.updated_at = job.completed_at = now
-            job.next_attempt_at = now
+            job.updated_at = now
+            job.completed_at = None if status == kind.queued else now
+            job.next_attempt_at = now - kind.grace  # due at once, even past a kind's grace
             job.save(
                 update_fields=[
                     "status",

@@ -276,11 +276,11 @@ def test_connection_failures_and_a_disabled_webhook_record_their_kind(company):
     )
     delivery = _item(company).webhook_deliveries.get()
     webhook_deliver(delivery_id=delivery.pk)
-    assert WebhookDelivery.objects.get(pk=delivery.pk).last_error == FAILED_CONNECT
+    assert WebhookDelivery.objects.get(pk=delivery.pk).reason == FAILED_CONNECT
     webhook.enabled = False
     webhook.save()
     webhook_deliver(delivery_id=delivery.pk)
-    assert WebhookDelivery.objects.get(pk=delivery.pk).last_error == FAILED_DISABLED
+    assert WebhookDelivery.objects.get(pk=delivery.pk).reason == FAILED_DISABLED
     assert list(
         WebhookDeliveryAttempt.objects.order_by("attempt").values_list(
             "attempt", "status_code", "failure"

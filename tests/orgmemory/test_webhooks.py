@@ -15,11 +15,12 @@ from orgmemory.services.approvals import approval_decide, approval_request
 from orgmemory.services.webhooks import (
     MAX_ATTEMPTS,
     SIGNATURE_HEADER,
-    retry_delay,
+    WEBHOOK_POLICY,
     webhook_configure,
     webhook_deliver,
 )
 from persistence.principal import Principal
+from synthorg.jobs.policy import retry_delay
 from tests.persistence.factories import MembershipFactory
 
 pytestmark = pytest.mark.django_db
@@ -131,10 +132,15 @@ def test_failures_are_recorded_retried_then_given_up(company, receiver):
     webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("pending", 1, 503)
-    assert delivery.last_error == "HTTP 503"  # the status, never the answer's body
+    assert delivery.reason == "HTTP 503"  # the status, never the answer's body
     retry = Schedule.objects.get(func="orgmemory.tasks.deliver_webhook")
     assert retry.schedule_type == Schedule.ONCE
-    assert abs((retry.next_run - delivery.last_attempt_at) - retry_delay(1)).total_seconds() < 1
+    assert (
+        abs(
+            (retry.next_run - delivery.last_attempt_at) - retry_delay(1, WEBHOOK_POLICY)
+        ).total_seconds()
+        < 1
+    )
     for _ in range(MAX_ATTEMPTS - 1):
         webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
@@ -152,12 +158,17 @@ def test_a_dead_endpoint_never_blocks_the_request(company):
     webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert delivery.status == "pending"
-    assert delivery.last_error == "The endpoint could not be reached."
+    assert delivery.reason == "The endpoint could not be reached."
     assert delivery.last_attempt_at <= timezone.now()
 
 
 def test_retry_backoff():
-    assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 4)] == [30, 120, 480, 1920]
+    assert [retry_delay(n, WEBHOOK_POLICY).total_seconds() for n in (1, 2, 3, 4)] == [
+        30,
+        120,
+        480,
+        1920,
+    ]
 
 
 def test_admin_saves_the_webhook_through_the_service(company, client):
@@ -229,7 +240,7 @@ def test_the_http_call_holds_no_row_lock_and_no_transaction(company):
         server.shutdown()
         server.server_close()
     assert "error" not in seen, seen.get("error")
-    assert seen["row"]["attempts"] == 1 and seen["row"]["status"] == "pending"
+    assert seen["row"]["attempts"] == 1 and seen["row"]["status"] == "sending"
     assert seen["row"]["claimed_until"] is not None  # the lease, visible to other workers
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.response_status) == ("delivered", 1, 204)
@@ -296,11 +307,12 @@ def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver
     )
     overdue = now - SWEEP_GRACE - timedelta(seconds=1)
     WebhookDelivery.objects.filter(pk=lost.pk).update(next_attempt_at=overdue)
+    # an attempt in flight is ``sending`` under its lease (the abandoned one's has passed)
     WebhookDelivery.objects.filter(pk=abandoned.pk).update(
-        next_attempt_at=overdue, attempts=1, claimed_until=now - timedelta(seconds=1)
+        status="sending", attempts=1, claimed_until=now - timedelta(seconds=1)
     )
     WebhookDelivery.objects.filter(pk=leased.pk).update(
-        next_attempt_at=overdue, attempts=1, claimed_until=now + timedelta(seconds=30)
+        status="sending", attempts=1, claimed_until=now + timedelta(seconds=30)
     )
     WebhookDelivery.objects.filter(pk=not_due.pk).update(next_attempt_at=now)
     WebhookDelivery.objects.filter(pk=done.pk).update(
@@ -311,7 +323,7 @@ def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver
     assert states == {
         lost.pk: ("delivered", 1),
         abandoned.pk: ("delivered", 2),
-        leased.pk: ("pending", 1),
+        leased.pk: ("sending", 1),
         not_due.pk: ("pending", 0),
         done.pk: ("delivered", 1),
     }
@@ -328,12 +340,12 @@ def test_a_leased_delivery_is_not_attempted_twice(company, receiver):
     webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     delivery = _item(company).webhook_deliveries.get()
     WebhookDelivery.objects.filter(pk=delivery.pk).update(
-        claimed_until=timezone.now() + timedelta(seconds=30)
+        status="sending", claimed_until=timezone.now() + timedelta(seconds=30)
     )
     assert webhook_deliver(delivery_id=delivery.pk) is None
     assert receiver.requests == []
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.attempts) == ("pending", 0)
+    assert (delivery.status, delivery.attempts) == ("sending", 0)
 
 
 # --- outbound safety (issue 22, findings 3) ------------------------------------------------
@@ -391,7 +403,7 @@ def test_a_webhook_whose_name_now_resolves_inside_is_refused_at_delivery(
     webhook_deliver(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert receiver.requests == []
-    assert (delivery.status, delivery.response_status, delivery.last_error) == (
+    assert (delivery.status, delivery.response_status, delivery.reason) == (
         "pending",
         None,
         "The webhook URL is refused by the server's outbound policy.",
@@ -433,7 +445,7 @@ def test_no_answer_body_or_connection_error_reaches_members(company, settings):
         server.shutdown()
         server.server_close()
     delivery.refresh_from_db()
-    assert (delivery.response_status, delivery.last_error) == (500, "HTTP 500")
+    assert (delivery.response_status, delivery.reason) == (500, "HTTP 500")
     viewer = MembershipFactory(company=company, role="viewer", user__password=None)
     client = Client()
     client.force_login(viewer.user)
@@ -447,19 +459,26 @@ def test_no_answer_body_or_connection_error_reaches_members(company, settings):
 def test_old_deliveries_are_scrubbed_by_the_migration(company):
     import importlib
 
-    from django.apps import apps
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
 
     migration = importlib.import_module("orgmemory.migrations.0007_webhook_delivery_no_bodies")
+    # the models as that migration knew them (``last_error`` is the delivery's ``reason`` now)
+    apps = (
+        MigrationLoader(connection)
+        .project_state(("orgmemory", "0007_webhook_delivery_no_bodies"))
+        .apps
+    )
     webhook_configure(company=company, url="http://127.0.0.1:9/", secret=SECRET, principal=None)
     first, second = _item(company), _item(company)
     WebhookDelivery.objects.filter(item=first).update(
-        response_status=500, last_error="HTTP 500: AKIA-INTERNAL-SECRET"
+        response_status=500, reason="HTTP 500: AKIA-INTERNAL-SECRET"
     )
     WebhookDelivery.objects.filter(item=second).update(
-        last_error="ConnectError: [Errno 111] Connection refused"
+        reason="ConnectError: [Errno 111] Connection refused"
     )
     migration.scrub(apps, None)
-    assert set(WebhookDelivery.objects.values_list("last_error", flat=True)) == {
+    assert set(WebhookDelivery.objects.values_list("reason", flat=True)) == {
         "HTTP 500",
         "The endpoint could not be reached.",
     }
@@ -527,3 +546,116 @@ def test_the_admin_form_names_the_refused_url(company, client, settings):
         "The server operator may allow-list a host or range with SYNTHORG_OUTBOUND_ALLOW"
     ]
     assert not ApprovalWebhook.objects.filter(company=company).exists()
+
+
+# --- a durable job (issue 34) -----------------------------------------------------------------
+
+
+def test_a_retry_goes_to_the_url_the_admin_set_meanwhile(company, receiver):
+    """Regression: retries kept POSTing to the URL stored when the item was created."""
+    other = Receiver()
+    try:
+        receiver.status = 503
+        webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
+        delivery = _item(company).webhook_deliveries.get()
+        webhook_deliver(delivery_id=delivery.pk)
+        webhook_configure(company=company, url=other.url, secret="whsec-new", principal=None)
+        webhook_deliver(delivery_id=delivery.pk)
+        assert len(receiver.requests) == 1
+        assert len(other.requests) == 1
+        headers, body = other.requests[0]
+        assert headers[SIGNATURE_HEADER] == (
+            "sha256=" + hmac.new(b"whsec-new", body, hashlib.sha256).hexdigest()
+        )
+        delivery.refresh_from_db()
+        assert (delivery.status, delivery.attempts, delivery.url) == ("delivered", 2, other.url)
+    finally:
+        other.close()
+
+
+def test_a_retry_after_the_webhook_was_deleted_stops_with_the_reason(company, receiver):
+    from orgmemory.models import ApprovalWebhook
+
+    receiver.status = 503
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
+    delivery = _item(company).webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    ApprovalWebhook.objects.filter(company=company).delete()
+    webhook_deliver(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("failed", 2, None)
+    assert delivery.reason == "The company's webhook was removed or disabled."
+    assert len(receiver.requests) == 1
+    assert webhook_deliver(delivery_id=delivery.pk) is None  # stopped: no third attempt
+
+
+def test_every_transition_is_in_the_append_only_history(company, receiver):
+    receiver.status = 503
+    webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
+    delivery = _item(company).webhook_deliveries.get()
+    webhook_deliver(delivery_id=delivery.pk)
+    receiver.status = 200
+    webhook_deliver(delivery_id=delivery.pk)
+    assert list(
+        delivery.status_history.order_by("id").values_list("status", "attempt", "reason")
+    ) == [
+        ("sending", 1, ""),
+        ("pending", 1, "HTTP 503"),
+        ("sending", 2, ""),
+        ("delivered", 2, ""),
+    ]
+
+
+def test_the_sweep_hands_each_company_its_own_task_on_the_default_cluster(company, receiver):
+    """Webhooks are not LLM work: the per-company tasks go to the default cluster's queue and
+    run while every LLM slot of the company is taken."""
+    from datetime import timedelta
+
+    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliveries_dispatch
+    from orgmemory.tasks import deliver_company_webhooks
+    from tests.persistence.factories import CompanyFactory
+    from tests.support.llm_slots import slot_held_elsewhere
+
+    other = CompanyFactory()
+    for owner in (company, other):
+        webhook_configure(company=owner, url=receiver.url, secret=SECRET, principal=None)
+    ours, theirs = _item(company).webhook_deliveries.get(), _item(other).webhook_deliveries.get()
+    overdue = timezone.now() - SWEEP_GRACE - timedelta(seconds=1)
+    WebhookDelivery.objects.update(next_attempt_at=overdue)
+    OrmQ.objects.all().delete()
+    dispatch = webhook_deliveries_dispatch()
+    assert sorted(dispatch.companies) == sorted([company.pk, other.pk])
+    assert [q.key for q in OrmQ.objects.all()] == ["synthorg", "synthorg"]
+    assert sorted(q.task["args"] for q in OrmQ.objects.all()) == sorted(
+        [(company.pk,), (other.pk,)]
+    )
+    with slot_held_elsewhere(company.pk):
+        assert deliver_company_webhooks(company.pk) == 1
+    states = dict(WebhookDelivery.objects.values_list("pk", "status"))
+    assert states == {ours.pk: "delivered", theirs.pk: "pending"}
+    assert len(receiver.requests) == 1
+
+
+def test_a_dead_receiver_stops_its_companys_batch_only(company, receiver):
+    """The first failure stops the company's batch (its endpoint is down): the others keep
+    their due time and are not charged an attempt."""
+    from datetime import timedelta
+
+    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliver_due
+    from tests.persistence.factories import CompanyFactory
+
+    other = CompanyFactory()
+    webhook_configure(company=company, url="http://127.0.0.1:9/hook", secret=SECRET, principal=None)
+    webhook_configure(company=other, url=receiver.url, secret=SECRET, principal=None)
+    dead = [_item(company).webhook_deliveries.get() for _ in range(3)]
+    alive = _item(other).webhook_deliveries.get()
+    now = timezone.now()
+    WebhookDelivery.objects.update(next_attempt_at=now - SWEEP_GRACE - timedelta(seconds=1))
+    assert webhook_deliver_due(now=now) == 2
+    states = sorted(
+        WebhookDelivery.objects.filter(pk__in=[d.pk for d in dead]).values_list(
+            "status", "attempts"
+        )
+    )
+    assert states == [("pending", 0), ("pending", 0), ("pending", 1)]
+    assert WebhookDelivery.objects.get(pk=alive.pk).status == "delivered"

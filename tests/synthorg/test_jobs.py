@@ -26,6 +26,7 @@ from synthorg.jobs.services import (
     LeaseLost,
     job_claim,
     job_defer,
+    job_extend,
     job_fail,
     job_finish,
     job_reclaim_expired,
@@ -296,3 +297,52 @@ def test_a_busy_kind_waits_for_its_turn_and_the_slot_holder_serves_it(sample, ki
     assert (other.run.ids, kind.run.ids) == ([b_job.pk], [a_job.pk])
     assert (state(a_job)[:2], state(b_job)[:2]) == (("done", 1), ("done", 1))
     assert not JobTurn.objects.exists()
+
+
+# --- what the webhook and re-embedding kinds added (issue 34) ---------------------------------
+
+
+def test_a_policy_may_grow_by_another_factor():
+    policy = RetryPolicy(base=timedelta(seconds=30), factor=4, max_attempts=5)
+    assert [retry_delay(n, policy).total_seconds() for n in (1, 2, 3, 4, 5)] == [
+        30,
+        120,
+        480,
+        1920,
+        3600,  # max_delay
+    ]
+
+
+def test_a_long_run_renews_its_lease_until_it_is_taken_over(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    worker = job_claim(kind, job.pk, now=now)
+    job_extend(kind, worker, now=now + timedelta(seconds=20))
+    assert state(job)[3] == now + timedelta(seconds=20) + LEASE
+    # not reclaimed at the first lease's end: the renewal holds
+    assert job_reclaim_expired(kind, now=now + LEASE + timedelta(seconds=1)) == 0
+    later = now + timedelta(seconds=20) + LEASE + timedelta(seconds=1)
+    assert job_reclaim_expired(kind, now=later) == 1
+    job.refresh_from_db()
+    assert (job.status, job.completed_at) == ("queued", None)  # due again, not completed
+    with pytest.raises(LeaseLost):
+        job_extend(kind, worker, now=later)
+
+
+def test_a_kind_without_llm_slots_runs_while_they_are_taken_and_honours_its_grace(sample):
+    """``llm_slots=False``: the company's batch runs with every LLM slot held elsewhere;
+    ``grace``: a job is the dispatcher's only once it is overdue by it."""
+    from dataclasses import replace
+
+    plain = replace(
+        make_kind(sample, "sample.plain", "p"), llm_slots=False, grace=timedelta(seconds=60)
+    )
+    plain.run.kind = plain
+    now = timezone.now()
+    overdue = new_job(sample, lane="p", due=now - timedelta(seconds=61))
+    recent = new_job(sample, lane="p", due=now - timedelta(seconds=59))
+    with slot_held_elsewhere(COMPANY):
+        summary = jobs_run_company(plain, company_id=COMPANY, now=now)
+    assert (summary.retried, summary.busy) == (1, False)
+    assert (state(overdue)[0], state(recent)[0]) == ("done", "queued")
+    assert not JobTurn.objects.filter(kind="sample.plain").exists()

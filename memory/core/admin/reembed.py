@@ -2,7 +2,8 @@
 
 Jobs are started by the config service when a company's embedder changes (the company's
 admin page saves through it); here an operator watches them and may queue a paused job
-again ("Resume now") instead of waiting for the five-minute resume schedule.
+again ("Resume now") instead of waiting for its next attempt (a failed one is re-queued from
+the console's failures page).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from persistence.admin_scoping import ReadOnlyScopedAdmin
 class ReembedJobAdmin(ReadOnlyScopedAdmin):
     list_display = (
         "id", "company", "to_embedder_id", "to_dims", "status", "phase", "progress",
-        "updated_at", "last_error",
+        "updated_at", "reason",
     )  # fmt: skip
     list_filter = ("status",)
     ordering = ("-created_at", "-id")
@@ -28,8 +29,8 @@ class ReembedJobAdmin(ReadOnlyScopedAdmin):
     readonly_fields = (
         "company", "from_embedder_id", "from_dims", "to_embedder_id", "to_dims", "status",
         "phase", "progress", "memories_done", "memories_total", "facts_done", "facts_total",
-        "batches", "passes", "started_via", "created_at", "updated_at", "finished_at",
-        "last_error",
+        "batches", "passes", "started_via", "created_at", "updated_at", "completed_at",
+        "attempts", "next_attempt_at", "reason",
     )  # fmt: skip
     fields = readonly_fields
 

@@ -5,7 +5,7 @@ checkpoints."""
 from memory.core.models.finetune import AdapterCheckpoint, FineTuneRun
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory, MemoryChunk
-from memory.core.models.reembed import ReembedJob
+from memory.core.models.reembed import ReembedJob, ReembedStatusChange
 from memory.core.models.request_log import RequestLogEntry
 from memory.core.models.revision import MemoryRevision
 
@@ -18,5 +18,6 @@ __all__ = [
     "MemoryChunk",
     "MemoryRevision",
     "ReembedJob",
+    "ReembedStatusChange",
     "RequestLogEntry",
 ]

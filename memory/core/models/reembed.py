@@ -1,4 +1,9 @@
-"""The re-embedding job: which embedder to move a company's vectors to, and how far it got."""
+"""The re-embedding job: which embedder to move a company's vectors to, and how far it got.
+
+A durable job (:mod:`synthorg.jobs`): ``running`` is its queued status (started, batches left,
+waiting for a worker), ``working`` its claimed one (a worker holds its lease, renewed every
+batch); every transition is a :class:`ReembedStatusChange` row (append-only).
+"""
 
 from __future__ import annotations
 
@@ -6,13 +11,25 @@ from django.db import models
 from django.db.models import F, Q
 
 from persistence.models import Company
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 
-class ReembedJob(models.Model):
-    class Status(models.TextChoices):
-        RUNNING = "running", "Running"  # started; batches left (or being processed)
-        COMPLETED = "completed", "Completed"
-        SUPERSEDED = "superseded", "Superseded"  # the company switched embedder again
+class ReembedStatus(models.TextChoices):
+    RUNNING = "running", "Running"  # started; batches left, waiting for a worker
+    WORKING = "working", "Working"  # a worker holds its lease and processes batches
+    COMPLETED = "completed", "Completed"
+    SUPERSEDED = "superseded", "Superseded"  # the company switched embedder again
+    FAILED = "failed", "Failed"  # the embedder failed every attempt; an operator re-queues
+
+
+#: The company's one current job (a DB constraint): search reports its progress.
+ACTIVE_STATUSES = ("running", "working", "failed")
+#: Not finished: ``completed_at`` is null.
+OPEN_STATUSES = ("running", "working")
+
+
+class ReembedJob(DurableJob):
+    Status = ReembedStatus
 
     class Phase(models.TextChoices):
         INDEX = "index", "Building the vector index"
@@ -26,7 +43,9 @@ class ReembedJob(models.Model):
     from_dims = models.PositiveIntegerField(null=True, blank=True)
     to_embedder_id = models.CharField(max_length=100)
     to_dims = models.PositiveIntegerField()
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    status = models.CharField(
+        max_length=16, choices=ReembedStatus.choices, default=ReembedStatus.RUNNING
+    )
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.INDEX)
     # Rows whose vector is not the target embedder's when the job started (grown if more
     # turn up), and how many the job has processed.
@@ -42,22 +61,22 @@ class ReembedJob(models.Model):
     #: Passes over the rows: a last sweep picks up rows that got another embedder's vector
     #: behind the cursor while the job ran (bounded, see services.MAX_PASSES).
     passes = models.PositiveIntegerField(default=1)
-    last_error = models.TextField(blank=True, default="")
+    #: the last embedder failure ("" after a committed batch)
+    reason = models.TextField(db_column="last_error", blank=True, default="")
+    method = None  # not LLM work
     started_via = models.CharField(max_length=16, default="config")
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(db_column="finished_at", null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
         constraints = [
             models.UniqueConstraint(
                 fields=["company"],
-                condition=Q(status="running"),
+                condition=Q(status__in=ACTIVE_STATUSES),
                 name="reembed_one_running_per_company",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["running", "completed", "superseded"]),
+                condition=Q(status__in=[s.value for s in ReembedStatus]),
                 name="reembed_status_valid",
             ),
             models.CheckConstraint(
@@ -70,8 +89,8 @@ class ReembedJob(models.Model):
                 name="reembed_done_within_total",
             ),
             models.CheckConstraint(
-                condition=Q(status="running", finished_at__isnull=True)
-                | (~Q(status="running") & Q(finished_at__isnull=False)),
+                condition=Q(status__in=OPEN_STATUSES, completed_at__isnull=True)
+                | (~Q(status__in=OPEN_STATUSES) & Q(completed_at__isnull=False)),
                 name="reembed_finished_iff_not_running",
             ),
             models.CheckConstraint(
@@ -99,3 +118,24 @@ class ReembedJob(models.Model):
     def share_done(self) -> float:
         """Processed share of the rows to re-embed (1.0 when there were none)."""
         return 1.0 if self.total == 0 else round(self.done / self.total, 4)
+
+
+class ReembedStatusChange(JobStatusChange):
+    """One status transition of a re-embedding job. **Append-only** (a Postgres trigger
+    rejects UPDATE/DELETE/TRUNCATE): the job row holds the latest state, this the history."""
+
+    method = None
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    # The record outlives its job (nothing deletes one in the product; a test or a manual
+    # clean-up may): no constraint, nothing cascades into an append-only table.
+    job = models.ForeignKey(
+        ReembedJob, on_delete=models.DO_NOTHING, db_constraint=False, related_name="history"
+    )
+    status = models.CharField(max_length=16, choices=ReembedStatus.choices)
+
+    class Meta:
+        ordering = ("job", "id")
+        indexes = [models.Index(fields=["job", "id"], name="reembedhist_job")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"

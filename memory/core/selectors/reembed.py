@@ -28,13 +28,15 @@ def job_progress(job: ReembedJob) -> dict:
 
 
 def reembedding_sql(company_id: int, embedder_id: str, dims: int) -> tuple[str, list]:
-    """A SQL expression for the running job moving ``company_id`` to ``(embedder_id, dims)``
-    (JSON ``{job, done, total}``, NULL if none), for a statement the search sends anyway:
-    one lookup in the partial unique index on running jobs, no extra round trip."""
+    """A SQL expression for the current job (running, working or failed) moving
+    ``company_id`` to ``(embedder_id, dims)`` (JSON ``{job, done, total}``, NULL if none),
+    for a statement the search sends anyway: one lookup in the partial unique index on
+    current jobs, no extra round trip."""
     return (
         "(SELECT json_build_object('job', j.id, 'done', j.memories_done + j.facts_done, "
         "'total', j.memories_total + j.facts_total) FROM memory_reembedjob j "
-        "WHERE j.company_id = %s AND j.status = 'running' AND j.to_embedder_id = %s "
+        "WHERE j.company_id = %s AND j.status IN ('running', 'working', 'failed') "
+        "AND j.to_embedder_id = %s "
         "AND j.to_dims = %s)",
         [company_id, embedder_id, dims],
     )

@@ -23,9 +23,15 @@ is embedded by the new embedder on its own write path; the batch update skips a 
 text changed since it was read. Memories still ``pending`` (no vector: the embedder failed
 when they were stored) are the embedding backfill's, not the job's.
 
-Only one process runs a job at a time: :func:`reembed_job_run` holds a session advisory lock
-on the job while it works, so the task, the resume schedule and ``manage.py reembed`` may all
-try.
+A durable job (:mod:`synthorg.jobs`, the kind :data:`REEMBED_JOB`, which takes no LLM slot):
+one worker at a time claims it (``running`` → ``working``) under a lease it renews with every
+committed batch, so the task, the dispatcher and ``manage.py reembed`` may all try; a worker
+killed mid-job leaves its lease to expire and the ``memory-reembed-resume`` schedule (every
+minute) reclaims the job and hands it to a worker — within :data:`REEMBED_LEASE` of the
+last batch, not after q2's retry. An embedder failure is retried by the one retry policy
+(1, 2, 4 … min, at most an hour; after 8 failed attempts in a row the job is ``failed`` and
+an operator re-queues it from the console's failures page). Every transition is a
+:class:`~memory.core.models.reembed.ReembedStatusChange` row (append-only).
 """
 
 from __future__ import annotations
@@ -35,13 +41,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from memory.core.models.reembed import ReembedJob
+from memory.core.models.reembed import ACTIVE_STATUSES, ReembedJob, ReembedStatusChange
 from memory.core.services.chunks import chunking_for, chunks_replace, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from memory.core.vector_indexes import dense_condition, ensure_vector_index, vector_index_state
@@ -53,6 +60,16 @@ from persistence.selectors.embedder import company_embedder, company_embedder_ke
 from persistence.services.audit import audit_record
 from synthorg.embedding import EmbeddingError, default_embedder
 from synthorg.errors import DomainError, NotFoundError
+from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
+from synthorg.jobs.history import history_writer
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import (
+    LeaseLost,
+    job_claim,
+    job_extend,
+    job_fail,
+    job_finish,
+)
 from synthorg.retrieval.vectors import vector_literal
 
 logger = logging.getLogger(__name__)
@@ -60,8 +77,16 @@ logger = logging.getLogger(__name__)
 BATCH_SIZE = 100
 MAX_PASSES = 3
 TASK = "memory.core.tasks.run_reembed_job"
-#: Advisory-lock namespace (the job id is the second key).
-_LOCK_NAMESPACE = 0x52454D42  # "REMB"
+COMPANY_TASK = "memory.core.tasks.run_company_reembed"
+#: Seconds one task works before queueing its continuation (under the q2 timeout).
+TASK_TIME_BUDGET_S = 240.0
+#: A worker's lease on a job, renewed with every committed batch (and after the index build).
+REEMBED_LEASE = timedelta(minutes=2)
+_Status = ReembedJob.Status
+CLAIMED_ELSEWHERE = "claimed by another worker"
+GAVE_UP_REQUEUE = "the job gave up after its retries: re-queue it on the console's failures page"
+RECLAIMED = "reclaimed: the worker re-embedding this job did not renew its lease ({seconds} s)"
+GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 
 NO_RUNNING_JOB = "Company {company} has no running re-embedding job."
 ACTION_STARTED = "memory.reembed_started"
@@ -141,7 +166,7 @@ def reembed_job_start(
     Company.objects.select_for_update().filter(pk=company.pk).first()  # one start at a time
     embedder_id, dims = company_embedder_key(company)
     now = timezone.now()
-    running = ReembedJob.objects.filter(company=company, status=ReembedJob.Status.RUNNING).first()
+    running = ReembedJob.objects.filter(company=company, status__in=ACTIVE_STATUSES).first()
     if running is not None:
         if (running.to_embedder_id, running.to_dims) == (embedder_id, dims):
             return running
@@ -158,9 +183,8 @@ def reembed_job_start(
         if unchanged:
             return None
     if running is not None:
-        running.status = ReembedJob.Status.SUPERSEDED
-        running.finished_at = running.updated_at = now
-        running.save(update_fields=["status", "finished_at", "updated_at"])
+        # A worker holding it loses its lease (its next batch or outcome is refused).
+        job_finish(REEMBED_JOB, running, status=_Status.SUPERSEDED, reason=running.reason, now=now)
         audit_record(
             company=company, principal=principal, actor_user=actor_user,
             action_type=ACTION_SUPERSEDED, target_type="reembed_job", target_id=running.pk,
@@ -183,7 +207,9 @@ def reembed_job_start(
         started_via=via[:16],
         created_at=now,
         updated_at=now,
+        next_attempt_at=now,
     )
+    reembed_history_record(job, now=now)
     audit_record(
         company=company, principal=principal, actor_user=actor_user,
         action_type=ACTION_STARTED, target_type="reembed_job", target_id=job.pk,
@@ -231,51 +257,65 @@ def reembed_job_run(
     time_budget: float | None = None,
     on_batch: Callable[[ReembedJob], None] | None = None,
 ) -> Progress:
-    """Process the job's batches until it completes, ``max_batches`` / ``time_budget`` are
-    spent, or the embedder fails (the error is recorded; the job stays running and resumes
-    on the next call). Must run outside a transaction. Returns what this call did."""
+    """Claim the job and process its batches until it completes, ``max_batches`` /
+    ``time_budget`` are spent, or the embedder fails (the error is recorded and retried with
+    back-off; the job stays ``running``). Must run outside a transaction. Returns what this
+    call did; a job another worker holds is left alone (``error``: claimed elsewhere)."""
     if connection.in_atomic_block:
         raise RuntimeError("a re-embedding job runs outside transactions")
-    if job.phase == ReembedJob.Phase.INDEX and job.status == ReembedJob.Status.RUNNING:
-        # Before taking the lock: building switches the connection to the owner role (a
-        # session lock would not survive that). Idempotent if two workers get here.
-        ensure_vector_index(job.to_embedder_id, job.to_dims)
-        ReembedJob.objects.filter(pk=job.pk, phase=ReembedJob.Phase.INDEX).update(
-            phase=ReembedJob.Phase.MEMORIES, updated_at=timezone.now()
-        )
-    if not _try_lock(job.pk):
-        return Progress(batches=0, rows=0, finished=False, error="locked by another worker")
+    claimed = job_claim(REEMBED_JOB, job.pk, queryset=ReembedJob.objects.select_related("company"))
+    if claimed is None:
+        status = ReembedJob.objects.filter(pk=job.pk).values_list("status", flat=True).get()
+        if status in (_Status.COMPLETED, _Status.SUPERSEDED):
+            return Progress(batches=0, rows=0, finished=True)
+        error = GAVE_UP_REQUEUE if status == _Status.FAILED else CLAIMED_ELSEWHERE
+        return Progress(batches=0, rows=0, finished=False, error=error)
     try:
-        return _run_locked(job.pk, batch_size, max_batches, time_budget, on_batch)
-    finally:
-        _unlock(job.pk)
+        return _run_claimed(claimed, batch_size, max_batches, time_budget, on_batch)
+    except LeaseLost:  # superseded, or reclaimed after a stall: the job's new owner goes on
+        logger.warning("re-embedding job %s lost its lease", job.pk)
+        return Progress(batches=0, rows=0, finished=True)
 
 
-def _run_locked(job_id, batch_size, max_batches, time_budget, on_batch) -> Progress:
+def reembed_job_work(job: ReembedJob, batch=None) -> bool:
+    """The job kind's ``run`` (the dispatcher's per-company task): work on the claimed job
+    for up to ``TASK_TIME_BUDGET_S`` and queue its continuation; ``False`` when the embedder
+    failed."""
+    try:
+        progress = _run_claimed(job, BATCH_SIZE, None, TASK_TIME_BUDGET_S, None)
+    except LeaseLost:
+        logger.warning("re-embedding job %s lost its lease", job.pk)
+        return True
+    if not progress.finished and not progress.error:
+        enqueue_reembed_job(job.pk)  # budget spent: continue in a fresh task
+    return not progress.error
+
+
+def _run_claimed(job: ReembedJob, batch_size, max_batches, time_budget, on_batch) -> Progress:
+    """Work on ``job``, claimed by this worker; record how the call ended (back to
+    ``running`` with its progress kept, ``completed``, or an embedder failure retried)."""
+    if job.phase == ReembedJob.Phase.INDEX:
+        # Idempotent if two workers ever get here (a lease lost during a long build).
+        ensure_vector_index(job.to_embedder_id, job.to_dims)
+        job_extend(REEMBED_JOB, job)
+        _update(job, phase=ReembedJob.Phase.MEMORIES)
     deadline = None if time_budget is None else time.monotonic() + time_budget
     batches = rows = 0
-    job = ReembedJob.objects.select_related("company").get(pk=job_id)
-    if job.status != ReembedJob.Status.RUNNING:
-        return Progress(batches=0, rows=0, finished=True)
-    company = job.company
     try:
-        embedder = company_embedder(company)
+        embedder = company_embedder(job.company)
     except DomainError as exc:
-        _record_error(job, str(exc))
-        return Progress(batches=0, rows=0, finished=False, error=str(exc))
+        return _failed(job, str(exc), batches=0, rows=0)
     if (embedder.embedder_id, embedder.dims) != (job.to_embedder_id, job.to_dims):
         # The company switched embedder again: a new job takes over.
-        reembed_job_start(company=company, via="resume")
+        reembed_job_start(company=job.company, via="resume")
         return Progress(batches=0, rows=0, finished=True)
-
     while True:
-        if max_batches is not None and batches >= max_batches:
+        if (max_batches is not None and batches >= max_batches) or (
+            deadline is not None and time.monotonic() >= deadline
+        ):
+            job_finish(REEMBED_JOB, job, status=_Status.RUNNING, completed=False, attempts=0,
+                       next_attempt_at=timezone.now())  # fmt: skip
             return Progress(batches=batches, rows=rows, finished=False)
-        if deadline is not None and time.monotonic() >= deadline:
-            return Progress(batches=batches, rows=rows, finished=False)
-        job.refresh_from_db()
-        if job.status != ReembedJob.Status.RUNNING:
-            return Progress(batches=batches, rows=rows, finished=True)
         try:
             if job.phase == ReembedJob.Phase.MEMORIES:
                 count = _memory_batch(job, embedder, batch_size)
@@ -291,13 +331,28 @@ def _run_locked(job_id, batch_size, max_batches, time_budget, on_batch) -> Progr
             else:
                 return Progress(batches=batches, rows=rows, finished=True)
         except EmbeddingError as exc:
-            _record_error(job, str(exc))
-            return Progress(batches=batches, rows=rows, finished=False, error=str(exc))
+            return _failed(job, str(exc), batches=batches, rows=rows)
         batches += 1
         rows += count
         if on_batch is not None:
-            job.refresh_from_db()
             on_batch(job)
+
+
+def _failed(job: ReembedJob, message: str, *, batches: int, rows: int) -> Progress:
+    """The embedder failed: the job waits for its next attempt (the policy's back-off; an
+    attempt that committed batches first counts as the first failure in a row)."""
+    logger.warning("re-embedding job %s paused: %s", job.pk, message)
+    if batches:
+        job.attempts = 1
+    job_fail(
+        REEMBED_JOB,
+        job,
+        status=_Status.RUNNING,
+        gave_up_status=_Status.FAILED,
+        reason=message[:2000],
+        gave_up_suffix=GAVE_UP,
+    )
+    return Progress(batches=batches, rows=rows, finished=False, error=message)
 
 
 def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
@@ -377,9 +432,11 @@ def _fact_batch(job: ReembedJob, batch_size: int) -> int:
 
 def _advance(job: ReembedJob, kind: str, *, cursor, count: int) -> None:
     """Record a committed batch of ``kind`` ("memories" / "facts"): cursor, counts (the total
-    grows if more rows turned up than were counted at the start)."""
+    grows if more rows turned up than were counted at the start), the lease renewed —
+    :class:`LeaseLost` (rolling the batch back) when the job is not this worker's any more."""
     cursor_field = "memory_cursor" if kind == "memories" else "fact_cursor"
     done, total = f"{kind}_done", f"{kind}_total"
+    job_extend(REEMBED_JOB, job)  # the batch commits only while this worker holds the job
     ReembedJob.objects.filter(pk=job.pk).update(
         **{
             cursor_field: cursor,
@@ -387,9 +444,20 @@ def _advance(job: ReembedJob, kind: str, *, cursor, count: int) -> None:
             done: F(done) + count,
         },
         batches=F("batches") + 1,
-        last_error="",
-        updated_at=timezone.now(),
+        reason="",
     )
+    _reload_progress(job)
+
+
+#: What batches change on the row (the status and the lease stay this worker's view).
+_PROGRESS = (
+    "phase", "memories_total", "memories_done", "facts_total", "facts_done", "memory_cursor",
+    "fact_cursor", "batches", "passes", "reason", "updated_at",
+)  # fmt: skip
+
+
+def _reload_progress(job: ReembedJob) -> None:
+    job.refresh_from_db(fields=_PROGRESS)
 
 
 def _finish_or_sweep(job: ReembedJob) -> bool:
@@ -400,23 +468,13 @@ def _finish_or_sweep(job: ReembedJob) -> bool:
         company, job.to_embedder_id, job.to_dims
     )
     with transaction.atomic():
-        job = ReembedJob.objects.select_for_update().get(pk=job.pk)
-        if job.status != ReembedJob.Status.RUNNING:
-            return True
-        now = timezone.now()
         if left and job.passes < MAX_PASSES:
-            job.memory_cursor = job.fact_cursor = None
-            job.phase = ReembedJob.Phase.MEMORIES
-            job.passes += 1
-            job.updated_at = now
-            job.save(
-                update_fields=["memory_cursor", "fact_cursor", "phase", "passes", "updated_at"]
-            )
+            job_extend(REEMBED_JOB, job)
+            _update(job, memory_cursor=None, fact_cursor=None, phase=ReembedJob.Phase.MEMORIES,
+                    passes=job.passes + 1)  # fmt: skip
             return False
-        job.status = ReembedJob.Status.COMPLETED
-        job.phase = ReembedJob.Phase.DONE
-        job.finished_at = job.updated_at = now
-        job.save(update_fields=["status", "phase", "finished_at", "updated_at"])
+        _reload_progress(job)
+        job_finish(REEMBED_JOB, job, status=_Status.COMPLETED, phase=ReembedJob.Phase.DONE)
         audit_record(
             company=company, action_type=ACTION_COMPLETED, target_type="reembed_job",
             target_id=job.pk,
@@ -434,24 +492,51 @@ def _update(job: ReembedJob, **fields) -> None:
         setattr(job, name, value)
 
 
-def _record_error(job: ReembedJob, message: str) -> None:
-    logger.warning("re-embedding job %s paused: %s", job.pk, message)
-    _update(job, last_error=message[:2000])
-
-
-def _try_lock(job_id: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, job_id])
-        return bool(cursor.fetchone()[0])
-
-
-def _unlock(job_id: int) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, job_id])
-
-
 def running_job(company: Company) -> ReembedJob:
-    job = ReembedJob.objects.filter(company=company, status=ReembedJob.Status.RUNNING).first()
+    job = ReembedJob.objects.filter(company=company, status__in=ACTIVE_STATUSES).first()
     if job is None:
         raise NotFoundError(NO_RUNNING_JOB.format(company=company.slug), code="no_reembed_job")
     return job
+
+
+# --- the durable job -------------------------------------------------------------------------
+
+
+#: appends the job's status to its history (``reembed_history_record(job, now=…)``)
+reembed_history_record = history_writer(ReembedStatusChange, "job")
+
+
+def reembed_jobs_dispatch(*, now: datetime | None = None) -> JobDispatch:
+    """The ``memory-reembed-resume`` schedule (every minute): reclaim jobs whose worker
+    stopped renewing its lease, then one task per company with a due job."""
+    return jobs_dispatch(REEMBED_JOB, now=now)
+
+
+def reembed_jobs_run_company(*, company_id: int, now: datetime | None = None) -> JobRunSummary:
+    """Work on the company's due job (the dispatcher's per-company task)."""
+    return jobs_run_company(REEMBED_JOB, company_id=company_id, now=now)
+
+
+def _describe(job: ReembedJob) -> str:
+    return f"{job.from_embedder_id or '—'} → {job.to_embedder_id} ({job.done}/{job.total} rows)"
+
+
+REEMBED_JOB = JobKind(
+    name="memory.reembed",
+    model=ReembedJob,
+    history=reembed_history_record,
+    run=reembed_job_work,
+    company_task=COMPANY_TASK,
+    queued=_Status.RUNNING,
+    running=_Status.WORKING,
+    lease=lambda: REEMBED_LEASE,
+    batch_size=1,
+    select_related=("company",),
+    reclaimed_reason=RECLAIMED,
+    llm_slots=False,
+    label="Re-embedding",
+    failed_statuses=(_Status.FAILED,),
+    describe=_describe,
+    target_type="reembed_job",
+    enqueue=enqueue_reembed_job,
+)

@@ -19,6 +19,7 @@ from memory.procedural.evolver.models import (
     DraftStatusChange,
     EvolverReport,
 )
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.llm import LLMError
 
@@ -37,20 +38,9 @@ def failure_reason(exc: Exception) -> str:
     return str(getattr(exc, "reason", exc))[:REASON_MAX]
 
 
-def draft_history_record(
-    draft: DraftFailure, *, now: datetime, reason: str | None = None, actor: str = ""
-) -> DraftStatusChange:
-    """Append the draft's current status (``reason`` overrides the row's) to its history."""
-    return DraftStatusChange.objects.create(
-        company_id=draft.company_id,
-        draft=draft,
-        status=draft.status,
-        method=draft.method,
-        reason=(draft.reason if reason is None else reason)[:REASON_MAX],
-        attempt=draft.attempts,
-        actor=actor,
-        created_at=now,
-    )
+#: ``draft_history_record(draft, now=…, reason=None, actor="")``: append the draft's current
+#: status (``reason`` overrides the row's) to its history.
+draft_history_record = history_writer(DraftStatusChange, "draft")
 
 
 def draft_failure_open(

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -55,11 +56,11 @@ from memory.procedural.evolver.services import (
     run_finish,
 )
 from orgmemory.models import ApprovalItem, OrgFact
-from persistence.access import ROLE_RANK
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
+from persistence.services.jobs import require_operator
+from synthorg.errors import ConflictError, NotFoundError
 from synthorg.jobs.dispatch import (
     JobDispatch,
     JobRunSummary,
@@ -328,8 +329,7 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
     viewers and agents, 404 for another company's draft, 409 unless it is ``gave_up`` with
     its rule item rejected or expired (a pending item is decided first; an approved one
     already published the skill)."""
-    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
-        raise AccessDeniedError(OPERATORS_ONLY, code="draft_requeue_forbidden")
+    require_operator(principal, OPERATORS_ONLY, code="draft_requeue_forbidden")
     now = now or timezone.now()
     with transaction.atomic():
         draft = (
@@ -383,6 +383,14 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
     return draft
 
 
+def _operator_requeue(*, principal, job_id) -> DraftFailure:
+    return evolver_draft_requeue(principal=principal, draft_id=job_id)
+
+
+def _detail_url(draft: DraftFailure) -> str:
+    return reverse("memory_console:evolver-runs") + f"#draft-{draft.pk}"
+
+
 def _due(now: datetime):
     return DraftFailure.objects.filter(status=DraftStatus.PENDING, next_attempt_at__lte=now)
 
@@ -401,4 +409,10 @@ DRAFT_JOB = JobKind(
     batch_size=RETRY_BATCH,
     reclaimed_reason=RECLAIMED,
     reclaimed_status=DraftStatus.PENDING,
+    label="Skill-evolver draft",
+    failed_statuses=(DraftStatus.GAVE_UP,),
+    describe=lambda draft: draft.pattern,
+    detail_url=_detail_url,
+    target_type="evolver_draft",
+    requeue=_operator_requeue,
 )

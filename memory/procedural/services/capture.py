@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -60,10 +61,10 @@ from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
-from persistence.access import ROLE_RANK
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
-from synthorg.errors import AccessDeniedError, ConflictError, DomainError, NotFoundError
+from persistence.services.jobs import require_operator
+from synthorg.errors import ConflictError, DomainError, NotFoundError
 from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
@@ -474,8 +475,7 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
     enqueued after commit, and an ``execution_capture.requeued`` audit entry is written in
     the same transaction. 403 for viewers and agents, 404 for another company's report, 409
     for a capture that is queued/running or whose strategy does not apply."""
-    if not principal.is_human or ROLE_RANK.get(principal.role, -1) < ROLE_RANK["operator"]:
-        raise AccessDeniedError(OPERATORS_ONLY, code="capture_requeue_forbidden")
+    require_operator(principal, OPERATORS_ONLY, code="capture_requeue_forbidden")
     now = now or timezone.now()
     with transaction.atomic():
         current = (
@@ -514,6 +514,18 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
     return capture
 
 
+def _operator_requeue(*, principal, job_id):
+    return execution_capture_requeue(principal=principal, report_id=job_id)
+
+
+def _describe(capture: ExecutionCapture) -> str:
+    return capture.report.task_title
+
+
+def _detail_url(capture: ExecutionCapture) -> str:
+    return reverse("memory_console:execution", args=[capture.report_id])
+
+
 @contextmanager
 def _batch_clock(company_id: int, now: datetime) -> Iterator[datetime]:
     yield now  # a retry batch's lessons are dated by its run
@@ -532,4 +544,10 @@ CAPTURE_JOB = JobKind(
     select_related=("report__agent__company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=CaptureStatus.FAILED,
+    label="Lesson capture",
+    failed_statuses=(CaptureStatus.FAILED,),
+    describe=_describe,
+    detail_url=_detail_url,
+    target_type="execution_capture",
+    requeue=_operator_requeue,
 )

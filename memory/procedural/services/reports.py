@@ -143,7 +143,7 @@ def execution_report_submit(
             created_at + LOST_TASK_GRACE if status == ExecutionCapture.Status.QUEUED else None
         ),
     )
-    capture_history_record(capture=capture, now=created_at)
+    capture_history_record(capture, now=created_at)
     audit_record(
         company=company,
         actor_agent=agent,

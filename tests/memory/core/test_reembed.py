@@ -210,7 +210,7 @@ def test_an_interrupted_job_resumes_where_it_stopped(server, org_embeddings):
     job.refresh_from_db()
     assert (job.status, job.phase) == ("completed", "done")
     assert (job.memories_done, job.facts_done, job.share_done) == (7, 1, 1.0)
-    assert job.finished_at is not None and job.last_error == ""
+    assert job.completed_at is not None and job.reason == ""
     new_inputs = [
         text
         for r in server.requests_to(server.EMBEDDINGS)[server_requests_before:]
@@ -253,13 +253,13 @@ def test_an_embedder_failure_pauses_the_job_and_loses_nothing(server, org_embedd
     assert not paused.finished and paused.error
     job.refresh_from_db()
     assert (job.status, job.memories_done) == ("running", 0)
-    assert "failed" in job.last_error
+    assert "failed" in job.reason
     assert vectors_by_embedder(company) == {(OLD, 384): 7}
 
     server.set_handler(server.EMBEDDINGS, words_handler(768))
     assert reembed_job_run(job=job, batch_size=3).finished
     job.refresh_from_db()
-    assert (job.status, job.memories_done, job.last_error) == ("completed", 7, "")
+    assert (job.status, job.memories_done, job.reason) == ("completed", 7, "")
 
 
 def test_switching_again_supersedes_the_running_job(server, org_embeddings):
@@ -269,7 +269,7 @@ def test_switching_again_supersedes_the_running_job(server, org_embeddings):
     with words_server(1024) as wider:
         use_wide_embedder(company, wider, model="wider-embed")
         first.refresh_from_db()
-        assert first.status == "superseded" and first.finished_at is not None
+        assert first.status == "superseded" and first.completed_at is not None
         second = ReembedJob.objects.get(company=company, status="running")
         assert (second.to_embedder_id, second.to_dims) == ("openai:wider-embed", 1024)
         assert second.memories_total == 7  # 3 on the first new embedder, 4 on the old one
@@ -391,3 +391,104 @@ def test_the_job_rewrites_every_window_of_a_long_memory(server, org_embeddings):
     assert set(windows) <= set(embedded_inputs(server))
     hits = search(agent, "glacier telescope calibration").hits
     assert hits[0].memory.pk == long.pk and hits[0].dense_rank == 1
+
+
+# --- a durable job (issue 34) -----------------------------------------------------------------
+
+
+def test_a_killed_workers_job_continues_when_its_lease_ends(server, org_embeddings):
+    """A worker killed mid-job leaves the job ``working`` under its lease; once the lease
+    has passed the resume schedule reclaims it and a company task finishes it from its
+    cursor (not after q2's retry of the dead task)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memory.core.services.reembed import REEMBED_LEASE, reembed_jobs_run_company
+    from synthorg.jobs.dispatch import jobs_run_due
+
+    company, _ = seed_company()
+    job = switch(company, server, org_embeddings)
+    assert reembed_job_run(job=job, batch_size=3, max_batches=1).rows == 3
+    # The next worker claims it, then dies (its process is gone: only the row remains).
+    claimed_at = timezone.now()
+    ReembedJob.objects.filter(pk=job.pk).update(
+        status="working", claimed_until=claimed_at + REEMBED_LEASE, attempts=1
+    )
+    job.refresh_from_db()
+    assert reembed_job_run(job=job).error == "claimed by another worker"
+    assert reembed_jobs_run_company(company_id=company.pk, now=claimed_at).retried == 0
+
+    after_lease = claimed_at + REEMBED_LEASE + timedelta(seconds=1)
+    from memory.core.services.reembed import REEMBED_JOB
+
+    summary = jobs_run_due(REEMBED_JOB, now=after_lease)
+    assert (summary.reclaimed, summary.retried) == (1, 1)
+    job.refresh_from_db()
+    assert (job.status, job.memories_done, job.facts_done) == ("completed", 7, 1)
+    assert len(embedded_inputs(server)) == len(set(embedded_inputs(server))) == 8  # no redo
+    assert list(job.history.order_by("id").values_list("status", flat=True)) == [
+        "running",  # started
+        "working",  # the first worker
+        "running",  # its batch budget spent
+        "running",  # reclaimed: the dead worker's lease passed
+        "working",
+        "completed",
+    ]
+    assert job.history.order_by("id")[3].reason == (
+        "reclaimed: the worker re-embedding this job did not renew its lease (120 s)"
+    )
+
+
+def test_an_embedder_that_keeps_failing_is_retried_then_given_up(server, org_embeddings):
+    from memory.core.services.reembed import REEMBED_JOB
+
+    company, _ = seed_company()
+    job = switch(company, server, org_embeddings)
+    server.set_handler(
+        server.EMBEDDINGS, lambda request: ScriptedResponse(status=503, json=error_payload("x"))
+    )
+    waits = []
+    for _ in range(REEMBED_JOB.policy.max_attempts - 1):
+        assert reembed_job_run(job=job, batch_size=3).error
+        job.refresh_from_db()
+        assert job.status == "running" and job.completed_at is None
+        waits.append(round((job.next_attempt_at - job.updated_at).total_seconds() / 60))
+    assert waits == [1, 2, 4, 8, 16, 32, 60]
+    assert reembed_job_run(job=job, batch_size=3).error
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.next_attempt_at) == ("failed", 8, None)
+    assert job.reason.endswith("(gave up after 8 attempts; an operator can re-queue it)")
+    assert reembed_job_run(job=job).error == (
+        "the job gave up after its retries: re-queue it on the console's failures page"
+    )
+    # still the company's current job: search keeps saying it is degraded
+    with pytest.raises(IntegrityError), transaction.atomic():
+        ReembedJob.objects.create(
+            company=company, to_embedder_id="x", to_dims=3, created_at=job.created_at,
+            updated_at=job.created_at,
+        )  # fmt: skip
+    with pytest.raises(Exception, match="append-only"), transaction.atomic():
+        job.history.update(reason="rewritten")
+
+
+def test_superseding_a_job_mid_batch_drops_the_old_workers_batch(server, org_embeddings):
+    """The company switches embedder while a worker holds the job: that worker's next batch
+    is refused (its lease is gone) and rolled back; the new job takes over."""
+    from memory.core.services.reembed import reembed_job_start
+
+    company, _ = seed_company()
+    job = switch(company, server, org_embeddings)
+    superseded = []
+
+    def switch_meanwhile(current):
+        if not superseded:
+            use_wide_embedder(company, server, model="wider-embed")
+            superseded.append(reembed_job_start(company=company))
+
+    progress = reembed_job_run(job=job, batch_size=3, on_batch=switch_meanwhile)
+    job.refresh_from_db()
+    assert progress.finished and job.status == "superseded"
+    assert job.memories_done == 3  # the batch after the switch was rolled back
+    new = ReembedJob.objects.get(company=company, status="running")
+    assert new.to_embedder_id == "openai:wider-embed"

@@ -70,7 +70,7 @@ def test_saving_another_embedder_in_the_admin_starts_a_job(
 
 def test_staff_see_their_companies_jobs_with_progress():
     mine, theirs = CompanyFactory(slug="mine"), CompanyFactory(slug="theirs")
-    own = job(mine, 3, 8, last_error="embedding request failed")
+    own = job(mine, 3, 8, reason="embedding request failed")
     other = job(theirs, 1, 2)
     client = staff_client(mine)
     page = client.get(URL).content.decode()
@@ -106,26 +106,32 @@ def test_resume_now_queues_only_running_jobs_of_own_company():
     assert [t["args"] for t in queued] == [(running.pk,)]
 
 
-def test_the_resume_schedule_queues_every_running_job():
+def test_the_resume_schedule_hands_each_company_with_a_due_job_its_task():
+    """Every minute (durable jobs, issue 34: was every 5 minutes, one task per job)."""
     from django_q.models import OrmQ
 
     from memory.core.tasks import resume_reembed_jobs, run_reembed_job
     from synthorg.schedules import declared_schedules
 
     spec = declared_schedules()["memory-reembed-resume"]
-    assert (spec.func, spec.minutes) == ("memory.core.tasks.resume_reembed_jobs", 5)
+    assert (spec.func, spec.minutes) == ("memory.core.tasks.resume_reembed_jobs", 1)
     running = job(CompanyFactory(slug="a"), 1, 4)
+    ReembedJob.objects.filter(pk=running.pk).update(next_attempt_at=running.created_at)
     finished = job(
         CompanyFactory(slug="b"),
         4,
         4,
         status="completed",
         phase="done",
-        finished_at=running.created_at,
+        completed_at=running.created_at,
     )
     before = OrmQ.objects.count()
     assert resume_reembed_jobs() == 1
-    assert [t.task["args"] for t in OrmQ.objects.all()[before:]] == [(running.pk,)]
+    queued = [t.task for t in OrmQ.objects.all()[before:]]
+    assert [(t["func"], t["args"]) for t in queued] == [
+        ("memory.core.tasks.run_company_reembed", (running.company_id,))
+    ]
+    assert [q.key for q in OrmQ.objects.all()[before:]] == ["synthorg"]  # the default cluster
     # The task of a job that is gone or finished does nothing.
     assert run_reembed_job(finished.pk) == "completed"
     assert run_reembed_job(10**9) is None

@@ -14,7 +14,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.core.models.reembed import ReembedJob
+from memory.core.models.reembed import ACTIVE_STATUSES, ReembedJob
 from memory.core.selectors.reembed import job_progress
 from memory.core.services.reembed import reembed_job_run, reembed_job_start, running_job
 from persistence.models import Company
@@ -99,7 +99,7 @@ class Command(BaseCommand):
         if company is not None:
             jobs = jobs.filter(company=company)[:10]
         else:
-            jobs = jobs.filter(status=ReembedJob.Status.RUNNING)
+            jobs = jobs.filter(status__in=ACTIVE_STATUSES)
         rows = list(jobs)
         if not rows:
             self.stdout.write("No re-embedding jobs.")
@@ -110,7 +110,7 @@ class Command(BaseCommand):
                 f"job {info['job']} {job.company.slug}: {info['status']} "
                 f"{info['from_embedder_id'] or '-'} → {info['to_embedder_id']} "
                 f"({info['to_dims']} dims) {progress_line(job)}"
-                + (f" last error: {job.last_error}" if job.last_error else "")
+                + (f" last error: {job.reason}" if job.reason else "")
             )
 
     def _company(self, value: str) -> Company:
