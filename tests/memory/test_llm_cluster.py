@@ -18,6 +18,7 @@ LLM_FUNCS = {
     "memory.procedural.evolver.tasks.retry_due_drafts",
     "memory.ingestion.tasks.extract_due_conversations",
     "memory.ingestion.tasks.dream_company",
+    "memory.ingestion.tasks.dream_requests_due",
 }
 
 

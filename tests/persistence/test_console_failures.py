@@ -103,6 +103,7 @@ def test_every_registered_kind_is_on_the_page():
         "evolver.draft",
         "orgmemory.webhook",
         "memory.reembed",
+        "ingestion.dream_request",
     }
 
 

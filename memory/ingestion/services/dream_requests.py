@@ -251,4 +251,9 @@ DREAM_REQUEST_JOB = JobKind(
     run=dream_request_job_run,
     company_task=DREAM_REQUESTS_COMPANY_TASK,
     select_related=("agent", "agent__company"),
+    label="Dream request",
+    failed_statuses=(DreamRequest.Status.FAILED,),
+    describe=lambda job: f"a dream of {job.agent.name} (asked via {job.via})",
+    target_type="dream_request",
+    enqueue=_enqueue,
 )
