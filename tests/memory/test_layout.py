@@ -32,8 +32,6 @@ def test_the_core_keeps_the_memory_app_label_and_its_tables():
         "memory_archivedmemory",
         "memory_maintenancerun",
         "memory_reembedjob",
-        "memory_finetunerun",
-        "memory_adaptercheckpoint",
         "memory_requestlogentry",
         "memory_memorychunk",
         "memory_memoryrevision",

@@ -11,11 +11,12 @@ import re
 import pytest
 from django_q.models import OrmQ
 
-from memory.core.models import FineTuneRun, Memory
-from memory.core.services.finetune import fine_tune_execute, fine_tune_synthesize
-from memory.core.services.finetune_synthetic import SCHEMA
+from memory.core.models import Memory
+from memory.finetune.models import FineTuneRun
+from memory.finetune.services import fine_tune_execute, fine_tune_synthesize
+from memory.finetune.synthetic import SCHEMA
 from synthorg.llm.resolution import forget_discovered_models
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import MembershipFactory
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
 

@@ -71,6 +71,7 @@ class FineTuneRun(models.Model):
     synthetic_pairs = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
+        db_table = "memory_finetunerun"  # the table it had in memory.core
         ordering = ("-created_at", "id")
         constraints = [
             models.CheckConstraint(
@@ -137,6 +138,7 @@ class AdapterCheckpoint(models.Model):
     activated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "memory_adaptercheckpoint"  # the table it had in memory.core
         ordering = ("-created_at", "id")
         constraints = [
             models.UniqueConstraint(

@@ -1,7 +1,7 @@
 """Synthetic queries for the query-adapter fine-tune (seed 000 "Domain-Specific Embedding
 Fine-Tuning"): the company's LLM writes, per memory, the search questions it answers.
 
-Generated once per run, on the LLM cluster (:func:`memory.core.services.finetune.
+Generated once per run, on the LLM cluster (:func:`memory.finetune.services.
 fine_tune_synthesize`), before training; never during preflight. The call path is every
 other LLM feature's: :func:`memory.core.llm.completion_provider_for` (one model resolution:
 the deployment's ``SYNTHORG_LLM_MODEL``, else the first one the endpoint lists; costs

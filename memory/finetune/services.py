@@ -8,7 +8,7 @@
 * **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster): with an LLM configured
   and ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first
   task hands over to it; it asks the LLM for questions per memory once
-  (:mod:`memory.core.services.finetune_synthetic`), saves them with the run and queues the
+  (:mod:`memory.finetune.synthetic`), saves them with the run and queues the
   training again.
 * **Execute** (:func:`fine_tune_execute`, the task body) holds the run's advisory lock (a
   worker that dies releases it, which is how a crash is told from a run in progress), mines
@@ -48,11 +48,10 @@ from django.utils import timezone
 
 from memory.core.embedding import embedder_for
 from memory.core.llm import completion_provider_for
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.models.finetune import RESUMABLE
-from memory.core.retrieval import query_adapter as qa
-from memory.core.selectors.finetune import checkpoint_file, dev_questions, mine_pairs, pair_counts
-from memory.core.services.finetune_synthetic import SyntheticQueries, synthetic_queries_generate
+from memory.finetune import query_adapter as qa
+from memory.finetune.models import RESUMABLE, AdapterCheckpoint, FineTuneRun
+from memory.finetune.selectors import checkpoint_file, dev_questions, mine_pairs, pair_counts
+from memory.finetune.synthetic import SyntheticQueries, synthetic_queries_generate
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
 from persistence.principal import Principal
@@ -68,8 +67,8 @@ from synthorg.tools import Confirmation
 
 logger = logging.getLogger(__name__)
 
-TASK = "memory.core.tasks.run_fine_tune"
-SYNTHESIS_TASK = "memory.core.tasks.run_fine_tune_synthesis"
+TASK = "memory.finetune.tasks.run_fine_tune"
+SYNTHESIS_TASK = "memory.finetune.tasks.run_fine_tune_synthesis"
 RESOURCE = "fine_tune"
 LINEAR_ADAPTER = FineTuneRun.Method.LINEAR_ADAPTER.value
 FULL_MODEL = "full_model"
@@ -672,7 +671,7 @@ def fine_tune_synthesize(
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
     """The LLM-cluster task body: generate the run's synthetic queries once
-    (:mod:`memory.core.services.finetune_synthetic`; LLM failures degrade, counted), save
+    (:mod:`memory.finetune.synthetic`; LLM failures degrade, counted), save
     them with the run, then queue its training again. Holds the run's lock, so a sweep or a
     second task leaves it alone; the heartbeat moves after every LLM call. Returns
     ``"continue"`` (training queued), ``"locked"``, or the status of a run no longer

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services.finetune import FineTunePlan, fine_tune_execute, fine_tune_start
-from memory.interfaces.tools.finetune import NO_RUN
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import FineTunePlan, fine_tune_execute, fine_tune_start
+from memory.finetune.tools import NO_RUN
 from persistence.principal import Principal
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 from tests.synthorg.test_mcp_server import committed, live_server_url, mcp, structured  # noqa: F401
 

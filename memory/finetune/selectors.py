@@ -6,7 +6,8 @@ and the active adapter's matrix for search.
 
 * ``turn``: a memory stored verbatim from a conversation carries the message it answers as
   its ``context``; that message is the query, the turn the answer;
-* sources capabilities register (:func:`memory.core.extensions.register_training_pair_source`;
+* sources other capabilities register (:func:`memory.core.extensions.
+  register_training_pair_source`;
   procedural learning: a lesson's activation condition → the lesson);
 * ``org_fact``: an org fact's earlier wording → its current version. Org facts are embedded
   with the company's embedder into their own table (``FactVersionEmbedding``), so the
@@ -39,12 +40,14 @@ from uuid import UUID
 import numpy as np
 
 from memory.core.embedding import embedder_for
-from memory.core.extensions import training_pair_sources
-from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
-from memory.core.retrieval.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
+from memory.core.extensions import QueryAdapterUnavailable, training_pair_sources
+from memory.core.models import Memory
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
 from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.redaction import redactor_for
 from synthorg.tenancy import tenant_path
@@ -262,7 +265,7 @@ _matrices_lock = threading.Lock()
 MATRIX_CACHE_MAX = 64
 
 
-class AdapterUnavailableError(Exception):
+class AdapterUnavailableError(QueryAdapterUnavailable):
     """The active checkpoint's file is missing or does not match its recorded digest."""
 
 
@@ -304,6 +307,23 @@ def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[st
     )
 
 
+def plan_query_adapter(
+    config: CompanyConfig, company_id: int, embedder_id: str, dims: int
+) -> tuple[str, list] | None:
+    """The memory search's choice (:class:`memory.core.extensions.QueryVectorAdapter`): the
+    company's active checkpoint for the query's embedder and width, while
+    ``memory.fine_tune.enabled``."""
+    if not config.memory.fine_tune.enabled:
+        return None
+    return active_adapter_sql(company_id, embedder_id, dims)
+
+
+def apply_query_adapter(checkpoint_id: UUID, vector: np.ndarray) -> np.ndarray:
+    """The query vector through checkpoint ``checkpoint_id`` (raises
+    :class:`AdapterUnavailableError` when its file is gone or altered)."""
+    return apply_adapter(adapter_matrix(checkpoint_id), vector)
+
+
 # --- listings ---------------------------------------------------------------------------------
 
 
@@ -316,7 +336,7 @@ def fine_tune_runs(company: Company):
 
 
 def fine_tune_run_get(company: Company, run_id):
-    return fine_tune_runs(company).filter(pk=run_id).first()
+    return fine_tune_runs(company).select_related("checkpoint").filter(pk=run_id).first()
 
 
 def adapter_checkpoints(company: Company):
@@ -387,7 +407,7 @@ def adapt_fact_query_vector(company: Company, embedder_id: str, vector: np.ndarr
     if checkpoint_id is None:
         return vector
     try:
-        return apply_adapter(adapter_matrix(checkpoint_id), vector)
+        return apply_query_adapter(checkpoint_id, vector)
     except AdapterUnavailableError as exc:
         logger.warning("query adapter skipped for org facts of company %s: %s", company.pk, exc)
         return vector

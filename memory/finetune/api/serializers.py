@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services.finetune import FULL_MODEL, LINEAR_ADAPTER
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import FULL_MODEL, LINEAR_ADAPTER
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 METHOD_HELP = (

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from rest_framework.test import APIClient
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.retrieval.query_adapter import matrix_from_bytes
-from memory.core.services.finetune import fine_tune_execute
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.query_adapter import matrix_from_bytes
+from memory.finetune.services import fine_tune_execute
 from persistence.models import AuditEntry
 from tests.conftest import make_agent_caller
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -459,7 +459,7 @@ def test_a_spent_task_budget_queues_a_continuation_after_each_saved_epoch(setup)
 
 
 def test_a_missing_checkpoint_file_degrades_search_to_the_base_vector(setup, tmp_path):
-    from memory.core.selectors import finetune as finetune_selectors
+    from memory.finetune import selectors as finetune_selectors
 
     caller, client, embedder = setup
     fine_tune_execute(start(client)["id"], embedder=embedder)

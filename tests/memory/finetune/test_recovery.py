@@ -11,9 +11,9 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django_q.models import OrmQ
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services import finetune as services
-from memory.core.services.finetune import (
+from memory.finetune import services as services
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import (
     AUTO_RESUME_EXHAUSTED,
     FineTunePlan,
     Revival,
@@ -22,11 +22,11 @@ from memory.core.services.finetune import (
     fine_tune_runs_revive,
     fine_tune_start,
 )
-from memory.core.tasks import revive_fine_tune_runs
+from memory.finetune.tasks import revive_fine_tune_runs
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from synthorg.schedules import declared_schedules
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -183,7 +183,7 @@ def test_a_worker_holding_the_lock_is_alive_whatever_its_heartbeat(crashed):
 def test_the_schedule_is_declared():
     spec = declared_schedules()["memory-fine-tune-revive"]
     assert (spec.func, spec.schedule_type, spec.minutes) == (
-        "memory.core.tasks.revive_fine_tune_runs",
+        "memory.finetune.tasks.revive_fine_tune_runs",
         "I",
         5,
     )
