@@ -50,7 +50,13 @@ from memory.core.embedding import embedder_for
 from memory.core.llm import completion_provider_for
 from memory.finetune import query_adapter as qa
 from memory.finetune.models import RESUMABLE, AdapterCheckpoint, FineTuneRun
-from memory.finetune.selectors import checkpoint_file, dev_questions, mine_pairs, pair_counts
+from memory.finetune.selectors import (
+    checkpoint_file,
+    dev_questions,
+    evaluation_file_problem,
+    mine_pairs,
+    pair_counts,
+)
 from memory.finetune.synthetic import SyntheticQueries, synthetic_queries_generate
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
@@ -182,6 +188,9 @@ def fine_tune_preflight(*, company: Company, plan: FineTunePlan) -> Preflight:
         checkpoint_directory(company, config)
     except UnprocessableError as exc:
         problems.append({"code": exc.code, "detail": exc.detail})
+    evaluation = evaluation_file_problem(company, config, embedder.embedder_id)
+    if evaluation is not None:
+        problems.append(evaluation.as_dict())
     pairs = pair_counts(company, embedder.embedder_id)
     found = min(sum(pairs.values()), config.max_pairs)
     if found < config.min_pairs:
@@ -726,6 +735,9 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
             raise _Synthesize
         _save_synthetic(run, SyntheticQueries(method="none"))  # no LLM: nothing to ask
     config = _config(company)
+    evaluation = evaluation_file_problem(company, config, run.embedder_id)
+    if evaluation is not None:  # changed since preflight: training could not be judged
+        raise RuntimeError(f"{evaluation.code}: {evaluation.detail}")
     synthetic = [(query, uuid.UUID(memory_id)) for query, memory_id in run.synthetic_pairs]
     pairs = mine_pairs(
         company, run.embedder_id, config, max_pairs=params["max_pairs"], synthetic=synthetic
@@ -831,8 +843,14 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, 
     promote = gain >= params["min_gain"]
     dev = _dev_figures(run, pairs, state, embedder)
     if dev is not None:
+        # A gate of 0 dev questions shows nothing: it never passes.
         gain_on_dev = dev["ndcg_gain"]
-        promote = promote and gain_on_dev is not None and gain_on_dev >= params["min_gain"]
+        promote = (
+            promote
+            and dev["questions"] > 0
+            and gain_on_dev is not None
+            and gain_on_dev >= params["min_gain"]
+        )
     figures = {
         **run.figures,
         "pairs": pairs.counts,
