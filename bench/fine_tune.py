@@ -267,7 +267,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
         "ingest_seconds": round(ingest_seconds, 1),
         "dev_gate_questions": dev_questions,
         "run_status": run.status,
-        "run_error": run.error,
+        "run_error": run.reason,
         "params": run.params,
         "held_out": {
             "before": figures.get("before"),

@@ -32,15 +32,19 @@ class FineTuneConfig(AppConfig):
 
 
 def _register_jobs() -> None:
+    """Runs are durable jobs; a schedule reclaims those whose worker died every minute."""
     from django_q.models import Schedule
 
+    from memory.finetune.services import FINE_TUNE_JOB
+    from synthorg.jobs.registry import register_job_kind
     from synthorg.schedules import ScheduleSpec, register_schedule
 
+    register_job_kind(FINE_TUNE_JOB)
     register_schedule(
         ScheduleSpec(
             name="memory-fine-tune-revive",
             func="memory.finetune.tasks.revive_fine_tune_runs",
             schedule_type=Schedule.MINUTES,
-            minutes=5,
+            minutes=1,
         )
     )

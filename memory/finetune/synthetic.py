@@ -185,7 +185,7 @@ def synthetic_queries_generate(
 ) -> SyntheticQueries:
     """Ask the company's LLM for ``per_memory`` questions for each of up to ``max_memories``
     memories. Never raises for an LLM problem (see the module docstring). ``on_batch`` runs
-    after each call (the run's heartbeat)."""
+    after each call (the run renews its lease)."""
     if per_memory == 0 or max_memories == 0:
         return SyntheticQueries(method="none")
     owned = provider is None

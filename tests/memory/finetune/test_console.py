@@ -154,7 +154,7 @@ def test_cancel_resume_rollback_and_delete_through_the_services(trained):
     entry = AuditEntry.objects.get(action_type="memory.fine_tune.cancelled")
     assert entry.details == {"reason": "oops", "via": "console", "from_status": "planned"}
     assert admin.post(f"{PAGE}/runs/{run.pk}/resume").status_code == 302
-    assert FineTuneRun.objects.get(pk=run.pk).status == "running"
+    assert FineTuneRun.objects.get(pk=run.pk).status == "planned"
     assert fine_tune_execute(run.pk, embedder=embedder) == "promoted"
     first = AdapterCheckpoint.objects.get()
     second_run = start(admin)

@@ -73,7 +73,10 @@ def synthesized(client, embedder, llm, settings) -> FineTuneRun:
     assert fine_tune_execute(run_id, embedder=embedder) == "synthesize"
     assert OrmQ.objects.filter(key="llm").count() == llm_queue + 1
     row = FineTuneRun.objects.get(pk=run_id)
-    assert (row.status, row.epochs_done, row.synthetic_pairs) == ("running", 0, [])
+    # Given back for the LLM cluster's task (not an attempt: the claim's count is returned).
+    assert (row.status, row.epochs_done, row.synthetic_pairs, row.attempts) == (
+        "planned", 0, [], 0,
+    )  # fmt: skip
     trainer_queue = OrmQ.objects.exclude(key="llm").count()
     assert fine_tune_synthesize(run_id) == "continue"
     assert OrmQ.objects.exclude(key="llm").count() == trainer_queue + 1  # training queued

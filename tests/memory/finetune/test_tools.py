@@ -65,7 +65,6 @@ def test_status_and_active_embedder_over_mcp(live_server_url, committed, tmp_pat
     foreign = FineTuneRun.objects.create(
         company=stranger.agent.company, method="linear_adapter", embedder_id="x", dims=4,
         epochs_total=1, created_at=run.created_at, updated_at=run.created_at,
-        heartbeat_at=run.created_at,
     )  # fmt: skip
 
     async def after(session):
@@ -88,7 +87,7 @@ def test_status_and_active_embedder_over_mcp(live_server_url, committed, tmp_pat
         "checkpoint": str(checkpoint.pk),
         "created_at": run.created_at.isoformat().replace("+00:00", "Z"),
         "started_at": run.started_at.isoformat().replace("+00:00", "Z"),
-        "finished_at": run.finished_at.isoformat().replace("+00:00", "Z"),
+        "finished_at": run.completed_at.isoformat().replace("+00:00", "Z"),
     }  # fmt: skip
     assert structured(latest) == {"run": expected} == structured(by_id)
     assert latest.content[0].text == (
