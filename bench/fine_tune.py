@@ -150,9 +150,9 @@ def _force_checkpoint(run, principal) -> str:
 
     from django.utils import timezone
 
-    from memory.core.models import AdapterCheckpoint
-    from memory.core.retrieval.query_adapter import TrainingState, matrix_to_bytes
-    from memory.core.services.finetune import _config, adapter_rollback, checkpoint_directory
+    from memory.finetune.models import AdapterCheckpoint
+    from memory.finetune.query_adapter import TrainingState, matrix_to_bytes
+    from memory.finetune.services import _config, adapter_rollback, checkpoint_directory
     from synthorg.tools import Confirmation
 
     state = TrainingState.from_bytes(bytes(run.state))
@@ -178,8 +178,8 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
     from memory.core.embedding import embedder_for
-    from memory.core.models import FineTuneRun
-    from memory.core.services.finetune import FineTunePlan, fine_tune_execute, fine_tune_start
+    from memory.finetune.models import FineTuneRun
+    from memory.finetune.services import FineTunePlan, fine_tune_execute, fine_tune_start
     from persistence.models import CompanyMembership
     from persistence.principal import Principal
     from persistence.services.agents import agent_create
@@ -267,7 +267,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
         "ingest_seconds": round(ingest_seconds, 1),
         "dev_gate_questions": dev_questions,
         "run_status": run.status,
-        "run_error": run.error,
+        "run_error": run.reason,
         "params": run.params,
         "held_out": {
             "before": figures.get("before"),

@@ -1,7 +1,7 @@
 """Extension point: a transform of the query vector the org-fact dense leg ranks with.
 
 Org memory embeds a query with the company's embedder; the app that owns per-company query
-adapters (memory's fine-tune, ``memory.core``) registers a transform in ``AppConfig.ready``
+adapters (``memory.finetune``) registers a transform in ``AppConfig.ready``
 that maps the vector through the company's active adapter, the way the memory search does,
 so facts and memories are ranked with the same query vector. Without a registration (or
 when the transform declines) the base vector ranks.

@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "memory.ingestion",
     "memory.procedural.evolver",
     "memory.interfaces",
+    "memory.finetune",  # a leaf: nothing imports it (.importlinter)
 ]
 
 MIDDLEWARE = [

@@ -15,7 +15,7 @@ api_v1 = [
     path("", include("memory.interfaces.api.archive_urls")),
     path("", include("memory.interfaces.api.procedural.urls")),
     path("", include("memory.interfaces.api.conversations.urls")),
-    path("", include("memory.interfaces.api.finetune.urls")),
+    path("", include("memory.finetune.api.urls")),  # the leaf app: named, never imported
 ]
 
 admin.site.site_url = "/console/"  # the admin header's "View site" opens the console
@@ -41,4 +41,5 @@ urlpatterns = [
     path("console/facts/", include("orgmemory.console.facts_urls")),
     path("console/memories/", include("memory.interfaces.console.urls")),
     path("console/agents/", include("memory.interfaces.console.agents_urls")),
+    path("console/memories/", include("memory.finetune.console.urls")),  # leaf app, by name
 ]

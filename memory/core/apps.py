@@ -17,19 +17,10 @@ class MemoryConfig(AppConfig):
         _register_content_kinds()
         _register_maintenance_schedules()
         _register_reembedding()
-        _register_fact_query_adapter()
         register_schedule(
             ScheduleSpec(
                 name="memory-embedding-backfill",
                 func="memory.core.tasks.backfill_pending_embeddings",
-                schedule_type=Schedule.MINUTES,
-                minutes=5,
-            )
-        )
-        register_schedule(
-            ScheduleSpec(
-                name="memory-fine-tune-revive",
-                func="memory.core.tasks.revive_fine_tune_runs",
                 schedule_type=Schedule.MINUTES,
                 minutes=5,
             )
@@ -42,14 +33,6 @@ class MemoryConfig(AppConfig):
                 minutes=15,
             )
         )
-
-
-def _register_fact_query_adapter() -> None:
-    """Org facts are ranked with the company's active query adapter too."""
-    from memory.core.selectors.finetune import adapt_fact_query_vector
-    from orgmemory.query_vectors import register_query_vector_transform
-
-    register_query_vector_transform(adapt_fact_query_vector)
 
 
 def _register_reembedding() -> None:

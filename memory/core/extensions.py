@@ -15,7 +15,13 @@ Other extension points the core uses live with the thing they extend: schedules
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from synthorg.company_config import CompanyConfig
 
 #: ``handler(memory_id=..., company=..., metadata=...)``: runs inside the restore's
 #: transaction after the memory is back in the live set; ``metadata`` is the archive row's.
@@ -36,8 +42,8 @@ def archive_restore_handlers() -> tuple[ArchiveRestoreHandler, ...]:
 
 
 #: ``source(company, embedder_id)`` → iterable of ``(query text, memory id)``: pairs a
-#: capability mines from its own rows for the query-adapter fine-tune (no LLM). The memory
-#: must be the company's; the pair's positive is its stored vector.
+#: capability mines from its own rows for whoever trains a query adapter (no LLM). The
+#: memory must be the company's; the pair's positive is its stored vector.
 TrainingPairSource = Callable[..., Any]
 
 _pair_sources: dict[str, TrainingPairSource] = {}
@@ -69,3 +75,38 @@ def on_company_maintained(handler: MaintenanceHandler) -> None:
 
 def company_maintained_handlers() -> tuple[MaintenanceHandler, ...]:
     return tuple(_maintenance_handlers)
+
+
+class QueryAdapterUnavailable(Exception):
+    """The adapter a :class:`QueryVectorAdapter` chose cannot be applied (its file is gone or
+    altered): the search ranks with the base vector and says ``degraded: ["adapter"]``."""
+
+
+@dataclass(frozen=True)
+class QueryVectorAdapter:
+    """A transform of the dense leg's query vector that a capability owns (a company's
+    trained query adapter), chosen in the search's planning round trip.
+
+    ``plan(config, company_id, embedder_id, dims)`` → ``(sql, params)``, a scalar SQL
+    expression evaluating to the adapter to apply (an id, or NULL for none), or ``None``
+    when the company's ``config`` (its :class:`~synthorg.company_config.CompanyConfig`)
+    turns it off; ``apply(adapter_id, vector)`` → the transformed vector, or raises
+    :class:`QueryAdapterUnavailable`."""
+
+    plan: Callable[[CompanyConfig, int, str, int], tuple[str, list] | None]
+    apply: Callable[[Any, np.ndarray], np.ndarray]
+
+
+_query_vector_adapters: list[QueryVectorAdapter] = []
+
+
+def register_query_vector_adapter(adapter: QueryVectorAdapter) -> None:
+    """Register ``adapter`` (idempotent). The capability that trains per-company query
+    adapters registers the active one this way; without a registration the base vector
+    ranks."""
+    if adapter not in _query_vector_adapters:
+        _query_vector_adapters.append(adapter)
+
+
+def query_vector_adapters() -> tuple[QueryVectorAdapter, ...]:
+    return tuple(_query_vector_adapters)

@@ -3,11 +3,6 @@
 from memory.core.models import RequestLogEntry
 from memory.core.models.reembed import ReembedJob
 from memory.core.services.embeddings import BACKFILL_BATCH, memory_embeddings_backfill
-from memory.core.services.finetune import (
-    fine_tune_execute,
-    fine_tune_runs_revive,
-    fine_tune_synthesize,
-)
 from memory.core.services.maintenance import run_company_maintenance as _maintain_company
 from memory.core.services.maintenance import run_maintenance as _maintain_agent
 from memory.core.services.reembed import (
@@ -77,25 +72,3 @@ def trim_request_logs() -> dict[str, int]:
         expired += result.expired
         over_cap += result.over_cap
     return {"expired": expired, "over_cap": over_cap}
-
-
-def run_fine_tune(run_id: str) -> str:
-    """Train a fine-tune run for up to its task budget (it queues its own continuation);
-    returns its status."""
-    return fine_tune_execute(run_id)
-
-
-def run_fine_tune_synthesis(run_id: str) -> str:
-    """On the LLM cluster: generate a fine-tune run's synthetic queries, then queue its
-    training."""
-    return fine_tune_synthesize(run_id)
-
-
-def revive_fine_tune_runs() -> dict[str, int]:
-    """Schedule: queue again the fine-tune runs whose worker died (stale heartbeat, free
-    lock), a bounded number of times each."""
-    revived = fine_tune_runs_revive()
-    return {
-        "resumed": sum(1 for r in revived if r.outcome == "resumed"),
-        "failed": sum(1 for r in revived if r.outcome == "failed"),
-    }

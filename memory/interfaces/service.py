@@ -42,10 +42,9 @@ from django.db.models import QuerySet
 
 from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
-from memory.core.models import ArchivedMemory, FineTuneRun, Memory
+from memory.core.models import ArchivedMemory, Memory
 from memory.core.retrieval.filtering import tag_missing_warnings
 from memory.core.retrieval.query import MemoryQuery
-from memory.core.selectors import finetune as finetune_selectors
 from memory.core.selectors.archive import ArchiveQuery, archive_search
 from memory.core.selectors.memories import (
     agent_memories,
@@ -56,7 +55,6 @@ from memory.core.selectors.memories import (
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
 from memory.core.services import edit, shared, store
 from memory.core.services.archive import RestoreResult, archive_restore
-from memory.core.services.finetune import NO_SUCH_RUN, RUN_NOT_FOUND
 from memory.core.services.request_log import request_log_entry, request_log_write
 from memory.ingestion import selectors as ingestion_selectors
 from memory.ingestion.domain import FlushResult, MessageIn
@@ -80,7 +78,7 @@ from synthorg.after_response import after_response
 from synthorg.company_config.memory import CompanyMemoryConfig
 from synthorg.company_config.namespaces import NamespaceError, render_namespace
 from synthorg.db.replicas import read_with_fallback
-from synthorg.errors import AccessDeniedError, NotFoundError
+from synthorg.errors import AccessDeniedError
 from synthorg.tools import Confirmation
 
 AGENTS_ONLY = "Only agents (API key) have memories; this endpoint needs an agent's key."
@@ -451,28 +449,6 @@ class MemoryService:
 
     def dream_request_get(self, request_id: UUID | str) -> DreamRequest:
         return ingestion_selectors.agent_dream_request_get(agent=self.agent, request_id=request_id)
-
-    # --- fine-tune (read-only for agents: starting, cancelling, rolling back are for the
-    # company's admins, through REST and the console) ----------------------------------------
-
-    def fine_tune_run(self, run_id: UUID | str | None = None) -> FineTuneRun | None:
-        """The company's run ``run_id`` (404 ``fine_tune_run_not_found``), or its newest run
-        (``None`` before the first)."""
-        if run_id is None:
-            return finetune_selectors.fine_tune_latest_run(self.company)
-        run = (
-            finetune_selectors.fine_tune_runs(self.company)
-            .select_related("checkpoint")
-            .filter(pk=run_id)
-            .first()
-        )
-        if run is None:
-            raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
-        return run
-
-    def active_embedder(self) -> finetune_selectors.ActiveEmbedder:
-        """The embedder and the adapter the company's searches rank with."""
-        return finetune_selectors.active_embedder(self.company)
 
 
 def _guard(confirmation: Confirmation | None) -> dict[str, str]:

@@ -205,7 +205,7 @@ def live_operations(
         return cursor.fetchall()
 
 
-# --- fine-tune training pairs (read by memory.core.selectors.finetune) -------------------------
+# --- fine-tune training pairs (read by memory.finetune.selectors) -------------------------
 
 
 def _current_publish_rows(company: Company, embedder_id: str):

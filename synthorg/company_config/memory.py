@@ -216,8 +216,8 @@ class EmbeddingFineTuneConfig(BaseModel):
     ``evaluation_file``, when set, is a ``*.jsonl`` file there of the company's own dev
     questions (``{"query": ..., "memory_ids": [...]}``). A run's adapter is activated only
     when its nDCG@10 gain is at least ``min_gain`` on the held-out pairs and, when given,
-    on the dev questions. A run whose worker died is resumed by a schedule after
-    ``auto_resume_after_minutes`` without a heartbeat, at most ``max_auto_resumes`` times.
+    on the dev questions. A run whose worker died is resumed by a schedule once its lease of
+    ``auto_resume_after_minutes`` has passed, at most ``max_auto_resumes`` times.
     With an LLM configured, ``synthetic_queries_per_memory`` questions are generated for up
     to ``max_synthetic_memories`` memories as pairs (source ``synthetic``).
     """
@@ -239,9 +239,10 @@ class EmbeddingFineTuneConfig(BaseModel):
     min_pairs: int = Field(default=20, ge=4)
     max_pairs: int = Field(default=20_000, ge=4)
     seed: int = Field(default=0, ge=0)
-    #: A run in flight whose worker is gone (no heartbeat for this long, its lock free) is
-    #: resumed by the schedule, at most ``max_auto_resumes`` times (0: never; then it fails).
-    auto_resume_after_minutes: int = Field(default=15, ge=1, le=1440)
+    #: The lease of a run's worker: renewed by every sign of life (an embedded batch, a
+    #: saved epoch, an LLM call); once it has passed the run is reclaimed and resumed by the
+    #: schedule, at most ``max_auto_resumes`` times (0: never; then it fails).
+    auto_resume_after_minutes: int = Field(default=2, ge=1, le=1440)
     max_auto_resumes: int = Field(default=3, ge=0, le=20)
     #: With an LLM configured, a run first asks it for this many search questions per
     #: memory (the seeds' synthetic queries; 0: none), for at most ``max_synthetic_memories``

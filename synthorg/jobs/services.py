@@ -8,6 +8,8 @@
 * :func:`job_finish` — the outcome of a claimed run, fenced by the lease the claim took: a
   worker whose lease expired (and whose job was reclaimed) cannot overwrite a later run
   (:class:`LeaseLost`).
+* :func:`job_renew` — a long job's worker shows it is alive: its lease is extended (with
+  what it saved on the way), fenced like :func:`job_finish`.
 * :func:`job_fail` — a failure the policy retries: due again after the back-off, or given up.
 * :func:`job_defer` — the company's LLM slots were busy: back to ``queued``, due in a few
   seconds, the attempt not counted.
@@ -116,18 +118,37 @@ def job_finish(
         kind.history(job, now=now, reason=history_reason, actor=actor)
 
 
-def job_extend(kind: JobKind, job, *, now: datetime | None = None) -> None:
-    """Renew the lease of ``job``, claimed by this worker (a long job renews it step by
-    step); raises :class:`LeaseLost` when the job is not this worker's any more (reclaimed,
-    or ended by someone else — e.g. superseded)."""
+def job_renew(
+    kind: JobKind,
+    job,
+    *,
+    lease: timedelta | None = None,
+    now: datetime | None = None,
+    **fields,
+) -> bool:
+    """Extend the lease of ``job``, claimed by this worker, to ``now + lease`` (default
+    ``kind.lease()``), saving ``fields`` with it (a long job's progress). Fenced by the lease
+    the worker holds: ``False`` — nothing saved — when the job left ``running`` (cancelled)
+    or its lease was taken over (reclaimed): the worker stops. No history row: the status
+    does not change."""
     now = now or timezone.now()
-    until = now + kind.lease()
-    renewed = kind.model.objects.filter(
+    until = now + (lease if lease is not None else kind.lease())
+    updated = kind.model.objects.filter(
         pk=job.pk, status=kind.running, claimed_until=job.claimed_until
-    ).update(claimed_until=until, updated_at=now)
-    if not renewed:
+    ).update(claimed_until=until, updated_at=now, **fields)
+    if updated:
+        job.claimed_until, job.updated_at = until, now
+        for name, value in fields.items():
+            setattr(job, name, value)
+    return bool(updated)
+
+
+def job_extend(kind: JobKind, job, *, now: datetime | None = None, **fields) -> None:
+    """:func:`job_renew` for a worker that stops by exception: raises :class:`LeaseLost`
+    when the job is not this worker's any more (reclaimed, or ended by someone else — e.g.
+    superseded)."""
+    if not job_renew(kind, job, now=now, **fields):
         raise LeaseLost(f"{kind.name} {job.pk}: the lease of this run was taken over")
-    job.claimed_until, job.updated_at = until, now
 
 
 def job_fail(

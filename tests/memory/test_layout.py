@@ -33,8 +33,6 @@ def test_the_core_keeps_the_memory_app_label_and_its_tables():
         "memory_maintenancerun",
         "memory_reembedjob",
         "memory_reembedstatuschange",  # durable jobs (issue 34): the job's history
-        "memory_finetunerun",
-        "memory_adaptercheckpoint",
         "memory_requestlogentry",
         "memory_memorychunk",
         "memory_memoryrevision",

@@ -18,9 +18,9 @@ from django.utils import timezone
 
 from memory.core.consolidation.abstractive import SYSTEM_PROMPT as SUMMARISE_SYSTEM
 from memory.core.embedding import embedder_for
-from memory.core.services.finetune_synthetic import SYSTEM_PROMPT as SYNTHETIC_SYSTEM
-from memory.core.services.finetune_synthetic import synthetic_queries_generate
 from memory.core.services.maintenance import run_maintenance
+from memory.finetune.synthetic import SYSTEM_PROMPT as SYNTHETIC_SYSTEM
+from memory.finetune.synthetic import synthetic_queries_generate
 from memory.ingestion.prompts import DREAM_SYSTEM, EXTRACTION_SYSTEM, SUMMARY_SYSTEM
 from memory.ingestion.services.context import conversation_summary_refresh
 from memory.ingestion.services.dream import agent_dream

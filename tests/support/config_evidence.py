@@ -67,9 +67,9 @@ PRUNE = "tests/memory/procedural/test_pruning_strategies.py::"
 PROPAGATE = "tests/memory/procedural/test_propagation.py::"
 EVOLVER = "tests/memory/procedural/evolver/test_evolver.py::"
 DRAFT_RETRY = "tests/memory/procedural/evolver/test_draft_retry.py::"
-FINE_TUNE = "tests/memory/interfaces/api/test_fine_tune.py::"
-AUTO_RESUME = "tests/memory/core/test_fine_tune_auto_resume.py::"
-SYNTHETIC = "tests/memory/core/test_fine_tune_synthetic.py::"
+FINE_TUNE = "tests/memory/finetune/api/test_views.py::"
+AUTO_RESUME = "tests/memory/finetune/test_recovery.py::"
+SYNTHETIC = "tests/memory/finetune/test_synthetic.py::"
 EXTRACTION = "tests/memory/ingestion/test_extraction.py::"
 INGEST_KNOBS = "tests/memory/ingestion/test_ingestion_knobs.py::"
 CONV = "tests/memory/ingestion/test_context.py::"
@@ -399,7 +399,10 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.fine_tune.training_data_dir": Acts(
         FINE_TUNE + "test_labelled_pairs_from_training_data_dir"
     ),
-    "memory.fine_tune.evaluation_file": Acts(FINE_TUNE + "test_dev_questions_gate_promotion"),
+    "memory.fine_tune.evaluation_file": Acts(
+        FINE_TUNE + "test_dev_questions_gate_promotion",
+        "tests/memory/finetune/test_evaluation_file.py::test_a_missing_evaluation_file_is_refused",
+    ),
     "memory.fine_tune.min_gain": Acts(
         FINE_TUNE + "test_margin_refuses_an_adapter_that_does_not_clear_it"
     ),

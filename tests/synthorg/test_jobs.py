@@ -30,6 +30,7 @@ from synthorg.jobs.services import (
     job_fail,
     job_finish,
     job_reclaim_expired,
+    job_renew,
     job_requeue,
 )
 from tests.support.db_roles import owner_cursor
@@ -205,6 +206,29 @@ def test_a_job_whose_lease_ended_is_claimable_again(sample, kind):
         ("running", 2),
         ("done", 2),
     ]
+
+
+def test_a_renewal_extends_the_lease_with_the_progress_and_is_fenced(sample, kind):
+    job = new_job(sample)
+    now = timezone.now()
+    worker = job_claim(kind, job.pk, now=now)
+    later = now + LEASE - timedelta(seconds=1)
+    assert job_renew(kind, worker, now=later, lane="b") is True
+    assert state(job) == ("running", 1, None, later + LEASE, "")
+    assert (worker.claimed_until, worker.lane, job.lane) == (later + LEASE, "b", "b")
+    assert job_renew(kind, worker, lease=timedelta(minutes=5), now=later) is True
+    assert state(job)[3] == later + timedelta(minutes=5)
+    assert history(sample, job) == [("running", 1, "", "")]  # no transition, no row
+
+    # Reclaimed after the worker went silent: its renewal is refused and saves nothing.
+    silent = later + timedelta(minutes=5, seconds=1)
+    assert job_reclaim_expired(kind, now=silent) == 1
+    assert job_renew(kind, worker, now=silent, lane="c") is False
+    assert state(job)[0] == "queued" and job.lane == "b"
+    # So is a renewal of a job that left ``running`` (an operator's outcome).
+    live = job_claim(kind, job.pk, now=silent)
+    job_finish(kind, live, status="done", now=silent)
+    assert job_renew(kind, live, now=silent) is False
 
 
 def test_a_running_row_without_a_lease_is_leased_from_its_last_update(sample, kind):

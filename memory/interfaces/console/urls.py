@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.interfaces.console import activity, finetune, views
+from memory.interfaces.console import activity, views
 
 app_name = "memory_console"
 
@@ -15,25 +15,6 @@ urlpatterns = [
         "skill-evolver/drafts/<uuid:draft_id>/requeue",
         views.evolver_draft_requeue_view,
         name="evolver-draft-requeue",
-    ),
-    path("fine-tune", finetune.fine_tune_view, name="fine-tune"),
-    path("fine-tune/preflight", finetune.fine_tune_preflight_view, name="fine-tune-preflight"),
-    path("fine-tune/runs", finetune.fine_tune_start_view, name="fine-tune-start"),
-    path(
-        "fine-tune/runs/<uuid:run_id>/resume",
-        finetune.fine_tune_resume_view,
-        name="fine-tune-resume",
-    ),
-    path(
-        "fine-tune/runs/<uuid:run_id>/cancel",
-        finetune.fine_tune_cancel_view,
-        name="fine-tune-cancel",
-    ),
-    path("fine-tune/rollback", finetune.fine_tune_rollback_view, name="fine-tune-rollback"),
-    path(
-        "fine-tune/checkpoints/<uuid:checkpoint_id>/delete",
-        finetune.fine_tune_checkpoint_delete_view,
-        name="fine-tune-checkpoint-delete",
     ),
     path("executions", views.executions_view, name="executions"),
     path("wiki.zip", views.wiki_zip_view, name="wiki-zip"),

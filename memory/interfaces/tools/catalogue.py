@@ -25,7 +25,6 @@ from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
 from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.conversations.serializers import DreamRequestSerializer
-from memory.interfaces.tools.finetune import FINE_TUNE_TOOLS
 from memory.interfaces.tools.procedural import PROCEDURAL_TOOLS
 from memory.interfaces.tools.self_editing import SELF_EDITING_TOOLS
 from memory.interfaces.tools.toolkit import (
@@ -359,5 +358,5 @@ MEMORY_TOOLS = (
 
 
 def register_memory_tools() -> None:
-    for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS, *PROCEDURAL_TOOLS, *FINE_TUNE_TOOLS):
+    for spec in (*MEMORY_TOOLS, *SELF_EDITING_TOOLS, *PROCEDURAL_TOOLS):
         register_tool(spec)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from memory.core.embedding import embedder_for
 from memory.core.extensions import training_pair_sources
 from memory.core.models import Memory
-from memory.core.selectors.finetune import mine_pairs, pair_counts
+from memory.finetune.selectors import mine_pairs, pair_counts
 from memory.ingestion.selectors import extracted_fact_training_pairs
 from memory.ingestion.services.extraction import conversation_extract
 from persistence.selectors.config import company_config

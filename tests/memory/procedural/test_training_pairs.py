@@ -6,13 +6,13 @@ from __future__ import annotations
 from django.utils import timezone
 
 from memory.core.extensions import training_pair_sources
-from memory.core.selectors.finetune import mine_pairs, pair_counts
+from memory.finetune.selectors import mine_pairs, pair_counts
 from memory.procedural.models import ProceduralLesson
 from memory.procedural.selectors import lesson_training_pairs
 from persistence.selectors.config import company_config
 from synthorg.embedding.minilm_onnx import MINILM_EMBEDDER_ID
 from tests.conftest import make_agent_caller
-from tests.memory.finetune_data import crafted, store_pairs
+from tests.memory.finetune.data import crafted, store_pairs
 from tests.persistence.factories import CompanyFactory
 
 

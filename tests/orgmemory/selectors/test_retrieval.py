@@ -202,13 +202,13 @@ def test_org_facts_rank_with_the_companys_active_query_adapter(
     import numpy as np
     from django.utils import timezone
 
-    from memory.core.models import AdapterCheckpoint
-    from memory.core.retrieval.query_adapter import matrix_to_bytes
-    from memory.core.selectors.finetune import checkpoint_file
+    from memory.finetune.models import AdapterCheckpoint
+    from memory.finetune.query_adapter import matrix_to_bytes
+    from memory.finetune.selectors import checkpoint_file
     from orgmemory.embedding import embed_fact, embed_query_text
     from persistence.services.companies import company_config_set
     from synthorg.embedding import MINILM_EMBEDDER_ID
-    from tests.memory.finetune_data import enable
+    from tests.memory.finetune.data import enable
 
     query = "where do I leave my car at night?"
     garage = _publish(company, human, "Automobiles must be parked in the garage overnight")

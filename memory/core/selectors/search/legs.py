@@ -24,13 +24,12 @@ from uuid import UUID
 import numpy as np
 
 from memory.core.embedding import embedder_for
-from memory.core.retrieval.query_adapter import apply_adapter
-from memory.core.retrieval.speakers import SPEAKER_TAG_PREFIX
-from memory.core.selectors.finetune import (
-    AdapterUnavailableError,
-    active_adapter_sql,
-    adapter_matrix,
+from memory.core.extensions import (
+    QueryAdapterUnavailable,
+    QueryVectorAdapter,
+    query_vector_adapters,
 )
+from memory.core.retrieval.speakers import SPEAKER_TAG_PREFIX
 from memory.core.selectors.reembed import reembedding_progress, reembedding_sql
 from memory.core.selectors.search.dense import (
     HNSW,
@@ -49,6 +48,7 @@ from memory.core.selectors.search.scope import Part
 from memory.core.selectors.search.sparse import sparse_ctes
 from memory.core.vector_indexes import dense_condition, vector_index_ready
 from persistence.models import Company
+from synthorg.company_config import CompanyConfig
 from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
 from synthorg.errors import DomainError
@@ -127,11 +127,12 @@ def run_legs(
     use_dense: bool = True,
     use_sparse: bool = True,
     with_meta: bool = True,
-    use_adapter: bool = False,
+    adapter_config: CompanyConfig | None = None,
     with_tags: bool = False,
 ) -> Legs:
-    """Both legs for ``text``. ``use_adapter`` (the company's ``memory.fine_tune.enabled``):
-    the query vector goes through the company's active adapter for its embedder, if any.
+    """Both legs for ``text``. ``adapter_config`` (the company's config): the query vector
+    goes through the query adapter a registered :class:`~memory.core.extensions.
+    QueryVectorAdapter` chooses for the company and its embedder, if any.
     ``with_tags``: each candidate's ``speaker:`` tags too (:attr:`Legs.tags`)."""
     degraded: list[str] = []
     vector: np.ndarray | None = None
@@ -153,8 +154,9 @@ def run_legs(
 
     # The planning round trip runs while the query is being embedded (onnxruntime and a
     # remote embedder's socket wait both release the GIL).
-    lexemes, counts, job, adapter_id = _plan(
-        text, parts, sparse=use_sparse, reembed=reembed, adapter=use_adapter
+    hooks = query_vector_adapters() if adapter_config is not None else ()
+    lexemes, counts, job, chosen = _plan(
+        text, parts, sparse=use_sparse, reembed=reembed, adapters=hooks, config=adapter_config
     )
     timings["plan_ms"] = (time.perf_counter() - clock) * 1000
     if embedding is not None:
@@ -166,13 +168,14 @@ def run_legs(
     timings["embed_wait_ms"] = (time.perf_counter() - clock) * 1000 - timings["plan_ms"]
     dims = int(vector.shape[0]) if vector is not None else 0
     adapter = None
-    if vector is not None and adapter_id is not None and reembed is not None and reembed[2] == dims:
-        try:
-            vector = apply_adapter(adapter_matrix(adapter_id), vector)
-            adapter = str(adapter_id)
-        except AdapterUnavailableError as exc:
-            logger.warning("query adapter skipped for company %s: %s", company.pk, exc)
-            degraded.append(DEGRADED_ADAPTER)
+    if vector is not None and reembed is not None and reembed[2] == dims:
+        for hook, adapter_id in chosen:
+            try:
+                vector = hook.apply(adapter_id, vector)
+                adapter = str(adapter_id)
+            except QueryAdapterUnavailable as exc:
+                logger.warning("query adapter skipped for company %s: %s", company.pk, exc)
+                degraded.append(DEGRADED_ADAPTER)
     paths = []
     if vector is not None and counts is not None:
         paths = choose_paths(
@@ -204,13 +207,15 @@ def _plan(
     *,
     sparse: bool,
     reembed: tuple[int, str, int] | None,
-    adapter: bool = False,
-) -> tuple[list[str], ScopeRows | None, dict | None, UUID | None]:
+    adapters: Sequence[QueryVectorAdapter] = (),
+    config: CompanyConfig | None = None,
+) -> tuple[list[str], ScopeRows | None, dict | None, list[tuple[QueryVectorAdapter, object]]]:
     """In one round trip: the query's lexemes (when the sparse leg runs); the live rows of
     the table (private and shared) and of each part (path choice; common lexemes); and,
     when the dense leg runs
     (``reembed``: company id, query embedder id, dims), the running re-embedding job toward
-    the query's embedder and (``adapter``) the company's active query adapter for it."""
+    the query's embedder and the query adapter each of ``adapters`` chooses for it (the
+    pairs whose choice is not NULL)."""
     exprs: list[str] = []
     params: list = []
     if sparse:
@@ -224,20 +229,24 @@ def _plan(
         job_expr, job_params = reembedding_sql(*reembed)
         exprs.append(job_expr)
         params += job_params
-    adapter_for = reembed if adapter else None
-    if adapter_for is not None:
-        adapter_expr, adapter_params = active_adapter_sql(*adapter_for)
-        exprs.append(adapter_expr)
-        params += adapter_params
+    planned: list[QueryVectorAdapter] = []
+    for hook in adapters if reembed is not None and config is not None else ():
+        plan = hook.plan(config, *reembed)
+        if plan is not None:
+            planned.append(hook)
+            exprs.append(plan[0])
+            params += plan[1]
     if not exprs:
-        return [], None, None, None
+        return [], None, None, []
     with read_connection().cursor() as cursor:
         cursor.execute(f"SELECT {', '.join(exprs)}", params)
         row = list(cursor.fetchone())
     lexemes = list(row.pop(0) or []) if sparse else []
-    adapter_id = row.pop() if adapter_for is not None else None
+    choices = row[len(row) - len(planned) :] if planned else []
+    del row[len(row) - len(planned) :]
     job = row.pop() if reembed is not None else None
-    return lexemes, scope_rows(row) if row else None, job, adapter_id
+    chosen = [(hook, choice) for hook, choice in zip(planned, choices, strict=True) if choice]
+    return lexemes, scope_rows(row) if row else None, job, chosen
 
 
 def _scope_share(counts: ScopeRows | None) -> float:

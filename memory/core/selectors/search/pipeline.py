@@ -29,6 +29,7 @@ from memory.core.selectors.search.scope import (
 )
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
 from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder
@@ -60,7 +61,6 @@ def memory_search(
     if include_shared is None:
         include_shared = config.include_shared
     include_shared = include_shared and full_config.memory.options.shared_knowledge_base
-    use_adapter = full_config.memory.fine_tune.enabled
     parts = [private_part(agent.company_id, agent.pk)]
     if include_shared:
         parts.append(shared_part(agent.company_id))
@@ -73,7 +73,7 @@ def memory_search(
         now=now,
         leg_depth=leg_depth,
         legs=legs,
-        use_adapter=use_adapter,
+        adapter_config=full_config,
     )
 
 
@@ -103,7 +103,7 @@ def shared_search(
         now=now,
         leg_depth=leg_depth,
         legs=legs,
-        use_adapter=full_config.memory.fine_tune.enabled,
+        adapter_config=full_config,
     )
 
 
@@ -117,7 +117,7 @@ def _search(
     now: datetime | None,
     leg_depth: int | None,
     legs: Sequence[str] = LEGS,
-    use_adapter: bool = False,
+    adapter_config: CompanyConfig | None = None,
 ) -> SearchResult:
     if not legs or not set(legs) <= set(LEGS):
         raise ValueError(LEG_ONLY_UNKNOWN)
@@ -130,7 +130,7 @@ def _search(
     ran = run_legs(
         company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
-        with_meta=config.fusion_strategy is FusionStrategy.LINEAR, use_adapter=use_adapter,
+        with_meta=config.fusion_strategy is FusionStrategy.LINEAR, adapter_config=adapter_config,
         with_tags=config.fusion_strategy is FusionStrategy.RRF and config.speaker_boost > 0,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance

@@ -6,7 +6,8 @@ and the active adapter's matrix for search.
 
 * ``turn``: a memory stored verbatim from a conversation carries the message it answers as
   its ``context``; that message is the query, the turn the answer;
-* sources capabilities register (:func:`memory.core.extensions.register_training_pair_source`;
+* sources other capabilities register (:func:`memory.core.extensions.
+  register_training_pair_source`;
   procedural learning: a lesson's activation condition → the lesson);
 * ``org_fact``: an org fact's earlier wording → its current version. Org facts are embedded
   with the company's embedder into their own table (``FactVersionEmbedding``), so the
@@ -39,15 +40,17 @@ from uuid import UUID
 import numpy as np
 
 from memory.core.embedding import embedder_for
-from memory.core.extensions import training_pair_sources
-from memory.core.models import AdapterCheckpoint, FineTuneRun, Memory
-from memory.core.retrieval.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
+from memory.core.extensions import QueryAdapterUnavailable, training_pair_sources
+from memory.core.models import Memory
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
 from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.redaction import redactor_for
-from synthorg.tenancy import tenant_path
+from synthorg.tenancy import TenantPathError, tenant_path
 
 logger = logging.getLogger(__name__)
 
@@ -125,33 +128,117 @@ class DevQuestions:
     skipped: int = 0
 
 
-def dev_questions(
-    company: Company, config: EmbeddingFineTuneConfig, doc_ids: list[UUID]
-) -> DevQuestions | None:
-    """``None`` when no ``evaluation_file`` is configured. A line whose memories are not in
-    the pool (another company's, no base vector, an agent without pairs) is skipped."""
-    if config.evaluation_file is None:
-        return None
-    path = tenant_path(company.slug, config.evaluation_file)
-    index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
-    redactor = redactor_for(company_config(company).memory.redaction)
-    found = DevQuestions(queries=[], relevant=[])
+def _dev_line(line: str) -> tuple[str, list[UUID]]:
+    """One dev question: ``{"query": "<text>", "memory_ids": ["<uuid>", ...]}`` with a
+    non-blank query and at least one memory (raises ``ValueError`` otherwise)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return found
-    for line in lines:
+        row = json.loads(line[:LABELLED_LINE_MAX_CHARS])
+        query, ids = row["query"], row["memory_ids"]
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("query")
+        if not isinstance(ids, list) or not ids:
+            raise ValueError("memory_ids")
+        return query, [UUID(str(memory_id)) for memory_id in ids]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(str(exc)) from None
+
+
+EVALUATION_FILE_SHAPE = '{"query": "<text>", "memory_ids": ["<memory uuid>", ...]}'
+
+
+@dataclass(frozen=True)
+class EvaluationFileProblem:
+    code: str
+    detail: str
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "detail": self.detail}
+
+
+def _dev_lines(company: Company, config: EmbeddingFineTuneConfig):
+    """The evaluation file's questions, ``(query, memory ids)`` each, or the
+    :class:`EvaluationFileProblem` that makes it unusable (missing, unreadable, a line not
+    of the expected shape)."""
+    name = config.evaluation_file
+    try:
+        path = tenant_path(company.slug, name)
+        text = path.read_text(encoding="utf-8")
+    except TenantPathError as exc:
+        return EvaluationFileProblem("evaluation_file_unreadable", EVALUATION_UNREADABLE.format(
+            name=name, reason=str(exc)))  # fmt: skip
+    except FileNotFoundError:
+        return EvaluationFileProblem(
+            "evaluation_file_missing", EVALUATION_MISSING.format(name=name)
+        )
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return EvaluationFileProblem("evaluation_file_unreadable", EVALUATION_UNREADABLE.format(
+            name=name, reason=reason))  # fmt: skip
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line[:LABELLED_LINE_MAX_CHARS])
-            query = str(row["query"])
-            wanted = [index.get(UUID(str(m))) for m in row["memory_ids"]]
-        except (ValueError, KeyError, TypeError):
-            found.skipped += 1
-            continue
-        wanted = [i for i in wanted if i is not None]
-        if not query.strip() or not wanted:
+            lines.append(_dev_line(line))
+        except ValueError:
+            return EvaluationFileProblem("evaluation_file_invalid", EVALUATION_INVALID.format(
+                name=name, line=number, shape=EVALUATION_FILE_SHAPE))  # fmt: skip
+    return lines
+
+
+EVALUATION_MISSING = (
+    "memory.fine_tune.evaluation_file {name!r} does not exist in the company's server directory."
+)
+EVALUATION_UNREADABLE = "memory.fine_tune.evaluation_file {name!r} cannot be read: {reason}."
+EVALUATION_INVALID = (
+    "memory.fine_tune.evaluation_file {name!r}, line {line}: not a JSON object {shape} "
+    "(one dev question per line)."
+)
+EVALUATION_NO_QUESTIONS = (
+    "memory.fine_tune.evaluation_file {name!r} has no question whose memories are the "
+    "company's live memories with a {embedder_id} vector: the dev-question gate would judge "
+    "0 questions."
+)
+
+
+def evaluation_file_problem(
+    company: Company, config: EmbeddingFineTuneConfig, embedder_id: str
+) -> EvaluationFileProblem | None:
+    """What makes the configured ``evaluation_file`` unusable for the gate, or ``None`` (none
+    configured, or at least one question names a live memory of the company with a vector
+    of ``embedder_id``). Preflight refuses a run on it, and a run checks it again first."""
+    if config.evaluation_file is None:
+        return None
+    found = _dev_lines(company, config)
+    if isinstance(found, EvaluationFileProblem):
+        return found
+    wanted = {memory_id for _, ids in found for memory_id in ids}
+    usable = set(
+        _live_vectors(company, embedder_id).filter(id__in=wanted).values_list("id", flat=True)
+    )
+    if not any(usable.intersection(ids) for _, ids in found):
+        return EvaluationFileProblem("evaluation_file_no_questions", EVALUATION_NO_QUESTIONS.format(
+            name=config.evaluation_file, embedder_id=embedder_id))  # fmt: skip
+    return None
+
+
+def dev_questions(
+    company: Company, config: EmbeddingFineTuneConfig, doc_ids: list[UUID]
+) -> DevQuestions | None:
+    """``None`` when no ``evaluation_file`` is configured. A question whose memories are not
+    in the pool (another company's, no base vector, an agent without pairs) is skipped; an
+    unusable file (:func:`evaluation_file_problem`) gives no question."""
+    if config.evaluation_file is None:
+        return None
+    index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
+    redactor = redactor_for(company_config(company).memory.redaction)
+    found = DevQuestions(queries=[], relevant=[])
+    lines = _dev_lines(company, config)
+    if isinstance(lines, EvaluationFileProblem):
+        return found
+    for query, ids in lines:
+        wanted = [index[m] for m in ids if m in index]
+        if not wanted:
             found.skipped += 1
             continue
         found.queries.append(redactor.redact_value(query))
@@ -262,7 +349,7 @@ _matrices_lock = threading.Lock()
 MATRIX_CACHE_MAX = 64
 
 
-class AdapterUnavailableError(Exception):
+class AdapterUnavailableError(QueryAdapterUnavailable):
     """The active checkpoint's file is missing or does not match its recorded digest."""
 
 
@@ -304,6 +391,23 @@ def active_adapter_sql(company_id: int, embedder_id: str, dims: int) -> tuple[st
     )
 
 
+def plan_query_adapter(
+    config: CompanyConfig, company_id: int, embedder_id: str, dims: int
+) -> tuple[str, list] | None:
+    """The memory search's choice (:class:`memory.core.extensions.QueryVectorAdapter`): the
+    company's active checkpoint for the query's embedder and width, while
+    ``memory.fine_tune.enabled``."""
+    if not config.memory.fine_tune.enabled:
+        return None
+    return active_adapter_sql(company_id, embedder_id, dims)
+
+
+def apply_query_adapter(checkpoint_id: UUID, vector: np.ndarray) -> np.ndarray:
+    """The query vector through checkpoint ``checkpoint_id`` (raises
+    :class:`AdapterUnavailableError` when its file is gone or altered)."""
+    return apply_adapter(adapter_matrix(checkpoint_id), vector)
+
+
 # --- listings ---------------------------------------------------------------------------------
 
 
@@ -316,7 +420,7 @@ def fine_tune_runs(company: Company):
 
 
 def fine_tune_run_get(company: Company, run_id):
-    return fine_tune_runs(company).filter(pk=run_id).first()
+    return fine_tune_runs(company).select_related("checkpoint").filter(pk=run_id).first()
 
 
 def adapter_checkpoints(company: Company):
@@ -387,7 +491,7 @@ def adapt_fact_query_vector(company: Company, embedder_id: str, vector: np.ndarr
     if checkpoint_id is None:
         return vector
     try:
-        return apply_adapter(adapter_matrix(checkpoint_id), vector)
+        return apply_query_adapter(checkpoint_id, vector)
     except AdapterUnavailableError as exc:
         logger.warning("query adapter skipped for org facts of company %s: %s", company.pk, exc)
         return vector

@@ -8,16 +8,16 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services.finetune import (
+from memory.finetune.console.views import ROLE_CANNOT_CHANGE
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import (
     FULL_MODEL_UNSUPPORTED,
     IN_FLIGHT,
     fine_tune_execute,
 )
-from memory.interfaces.console.finetune import ROLE_CANNOT_CHANGE
 from persistence.models import AuditEntry
 from synthorg.tools import CONFIRM_REQUIRED, REASON_REQUIRED
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,7 +154,7 @@ def test_cancel_resume_rollback_and_delete_through_the_services(trained):
     entry = AuditEntry.objects.get(action_type="memory.fine_tune.cancelled")
     assert entry.details == {"reason": "oops", "via": "console", "from_status": "planned"}
     assert admin.post(f"{PAGE}/runs/{run.pk}/resume").status_code == 302
-    assert FineTuneRun.objects.get(pk=run.pk).status == "running"
+    assert FineTuneRun.objects.get(pk=run.pk).status == "planned"
     assert fine_tune_execute(run.pk, embedder=embedder) == "promoted"
     first = AdapterCheckpoint.objects.get()
     second_run = start(admin)

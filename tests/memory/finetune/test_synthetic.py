@@ -11,11 +11,12 @@ import re
 import pytest
 from django_q.models import OrmQ
 
-from memory.core.models import FineTuneRun, Memory
-from memory.core.services.finetune import fine_tune_execute, fine_tune_synthesize
-from memory.core.services.finetune_synthetic import SCHEMA
+from memory.core.models import Memory
+from memory.finetune.models import FineTuneRun
+from memory.finetune.services import fine_tune_execute, fine_tune_synthesize
+from memory.finetune.synthetic import SCHEMA
 from synthorg.llm.resolution import forget_discovered_models
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import MembershipFactory
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
 
@@ -72,7 +73,10 @@ def synthesized(client, embedder, llm, settings) -> FineTuneRun:
     assert fine_tune_execute(run_id, embedder=embedder) == "synthesize"
     assert OrmQ.objects.filter(key="llm").count() == llm_queue + 1
     row = FineTuneRun.objects.get(pk=run_id)
-    assert (row.status, row.epochs_done, row.synthetic_pairs) == ("running", 0, [])
+    # Given back for the LLM cluster's task (not an attempt: the claim's count is returned).
+    assert (row.status, row.epochs_done, row.synthetic_pairs, row.attempts) == (
+        "planned", 0, [], 0,
+    )  # fmt: skip
     trainer_queue = OrmQ.objects.exclude(key="llm").count()
     assert fine_tune_synthesize(run_id) == "continue"
     assert OrmQ.objects.exclude(key="llm").count() == trainer_queue + 1  # training queued

@@ -14,8 +14,8 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from memory.core.selectors import finetune as selectors
-from memory.core.services import finetune as services
+from memory.finetune import selectors as selectors
+from memory.finetune import services as services
 from persistence.console.access import ConsoleUser, console_view
 from persistence.selectors.config import company_config
 from synthorg.errors import DomainError, NotFoundError
@@ -95,7 +95,7 @@ def _page(request, user: ConsoleUser, *, status=200, **extra):
         "plan_form": PlanForm(),
     }
     context.update(extra)
-    return render(request, "console/memory/fine_tune.html", context, status=status)
+    return render(request, "finetune/fine_tune.html", context, status=status)
 
 
 @console_view
@@ -147,7 +147,7 @@ def _act(request, user: ConsoleUser, action):
     except DomainError as exc:
         return _refused(request, user, exc)
     messages.success(request, success)
-    return redirect("memory_console:fine-tune")
+    return redirect("finetune_console:fine-tune")
 
 
 @require_POST

@@ -15,11 +15,14 @@ from uuid import UUID
 
 from pydantic import Field
 
-from memory.interfaces.api.finetune.serializers import (
+from memory.finetune import selectors
+from memory.finetune.api.serializers import (
     ActiveEmbedderSerializer,
     AgentFineTuneRunSerializer,
 )
+from memory.finetune.services import NO_SUCH_RUN, RUN_NOT_FOUND
 from memory.interfaces.tools.toolkit import service_for
+from synthorg.errors import NotFoundError
 from synthorg.tools import ToolArguments, ToolContext, ToolResult, ToolSpec, json_ready
 
 NO_RUN = "No fine-tune run yet: searches use the base embedder."
@@ -53,7 +56,14 @@ def _status_text(run: dict) -> str:
 
 
 def get_fine_tune_status(ctx: ToolContext, args: FineTuneStatusArgs) -> ToolResult:
-    run = service_for(ctx).fine_tune_run(args.run_id)
+    """The company's run ``run_id`` (404 ``fine_tune_run_not_found``), or its newest run."""
+    company = service_for(ctx).company  # agents only, as every memory tool
+    if args.run_id is None:
+        run = selectors.fine_tune_latest_run(company)
+    else:
+        run = selectors.fine_tune_run_get(company, args.run_id)
+        if run is None:
+            raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
     if run is None:
         return ToolResult(NO_RUN, {"run": None})
     data = json_ready(AgentFineTuneRunSerializer(run).data)
@@ -61,7 +71,7 @@ def get_fine_tune_status(ctx: ToolContext, args: FineTuneStatusArgs) -> ToolResu
 
 
 def get_active_embedder(ctx: ToolContext, args: ActiveEmbedderArgs) -> ToolResult:
-    active = service_for(ctx).active_embedder()
+    active = selectors.active_embedder(service_for(ctx).company)
     data = json_ready(ActiveEmbedderSerializer(active.as_dict()).data)
     text = f"Searches embed queries with {active.embedder_id} ({active.dims} dims)"
     if active.applied:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.core.retrieval.query_adapter import normalize_rows
-from memory.core.selectors.finetune import ORG_FACT_GROUP, mine_pairs, pair_counts
+from memory.finetune.query_adapter import normalize_rows
+from memory.finetune.selectors import ORG_FACT_GROUP, mine_pairs, pair_counts
 from orgmemory.models import FactVersionEmbedding
 from orgmemory.services.facts import fact_publish, fact_retract
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
 from synthorg.embedding.minilm_onnx import MINILM_EMBEDDER_ID
-from tests.memory.finetune_data import crafted, store_pairs
+from tests.memory.finetune.data import crafted, store_pairs
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 
 SECRET = "sk-abcdef0123456789abcdef"

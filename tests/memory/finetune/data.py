@@ -15,7 +15,7 @@ import numpy as np
 from django.utils import timezone
 
 from memory.core.models import Memory
-from memory.core.retrieval.query_adapter import normalize_rows
+from memory.finetune.query_adapter import normalize_rows
 from synthorg.embedding.minilm_onnx import MINILM_EMBEDDER_ID
 
 DIMS = 384

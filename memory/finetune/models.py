@@ -1,13 +1,13 @@
 """Per-company query adapters: the runs that train them and the checkpoints they produce.
 
-A :class:`FineTuneRun` moves through ``planned → running → promoted | not_promoted |
-failed | cancelled``; ``failed`` and ``cancelled`` runs can be resumed (back to
-``running``) from the training state saved after their last finished epoch. A run in flight
-carries a heartbeat (set when it is queued, claimed and after every epoch): one whose
-heartbeat is stale and whose lock no worker holds is resumed by a schedule, a bounded
-number of times (``auto_resumes``). A promoted run
-writes an :class:`AdapterCheckpoint`; at most one checkpoint per company is active (a
-partial unique index), and search applies it to the query vector of that embedder only.
+A :class:`FineTuneRun` is a durable job (:mod:`synthorg.jobs`): ``planned`` (queued for a
+worker) → ``running`` (claimed under a lease) → ``promoted | not_promoted | failed |
+cancelled``; a task that spent its budget puts it back to ``planned`` for its
+continuation. ``failed`` and ``cancelled`` runs can be resumed (back to ``planned``) from
+the training state saved after their last finished epoch. Every transition is a
+:class:`FineTuneRunStatusChange` row (append-only). A promoted run writes an
+:class:`AdapterCheckpoint`; at most one checkpoint per company is active (a partial unique
+index), and search applies it to the query vector of that embedder only.
 """
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ from django.db import models
 from django.db.models import Q
 
 from persistence.models import Company
+from synthorg.jobs.models import DurableJob, JobStatusChange
 
 TERMINAL = ("promoted", "not_promoted", "failed", "cancelled")
 RESUMABLE = ("failed", "cancelled")
 
 
-class FineTuneRun(models.Model):
+class FineTuneRun(DurableJob):
+    """``attempts`` counts the claims that ended without an outcome (a worker that died)
+    since the run was started or resumed by hand: a continuation gives its attempt back."""
+
     class Status(models.TextChoices):
         PLANNED = "planned", "Planned"
         RUNNING = "running", "Running"
@@ -49,28 +53,23 @@ class FineTuneRun(models.Model):
     epochs_total = models.PositiveIntegerField()
     #: Pair counts per source, before/after evaluation, training seconds, losses, stop reason.
     figures = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True, default="")
+    #: Why the run failed (the API's ``error``), or why a worker's lease was taken over.
+    reason = models.TextField(blank=True, default="", db_column="error")
     #: The training state after the last finished epoch (numpy ``.npz``): the resume point.
     state = models.BinaryField(null=True, blank=True, editable=False)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField()
-    updated_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    #: When a worker last showed the run alive (queued, claimed, an epoch saved); the
-    #: auto-resume schedule revives an in-flight run whose heartbeat is older than
-    #: ``memory.fine_tune.auto_resume_after_minutes`` and whose lock is free.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    #: How many times the schedule revived the run since it was started or resumed by hand.
-    auto_resumes = models.PositiveIntegerField(default=0)
+    #: When the run ended (the API's ``finished_at``).
+    completed_at = models.DateTimeField(null=True, blank=True, db_column="finished_at")
     #: The LLM's synthetic queries, ``[[query, memory id], ...]``, generated once per run (on
     #: the LLM cluster) and reused by every continuation and resume, so a run trains on one
     #: pair set; ``figures["synthetic"]`` records the generation (set when it is done).
     synthetic_pairs = models.JSONField(default=list, blank=True, editable=False)
 
     class Meta:
+        db_table = "memory_finetunerun"  # the table it had in memory.core
         ordering = ("-created_at", "id")
         constraints = [
             models.CheckConstraint(
@@ -87,8 +86,8 @@ class FineTuneRun(models.Model):
                 name="finetune_one_in_flight_per_company",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["planned", "running"], finished_at__isnull=True)
-                | (Q(status__in=TERMINAL) & Q(finished_at__isnull=False)),
+                condition=Q(status__in=["planned", "running"], completed_at__isnull=True)
+                | (Q(status__in=TERMINAL) & Q(completed_at__isnull=False)),
                 name="finetune_run_finished_iff_terminal",
             ),
             models.CheckConstraint(
@@ -98,10 +97,12 @@ class FineTuneRun(models.Model):
             models.CheckConstraint(
                 condition=~Q(embedder_id="") & Q(dims__gte=1), name="finetune_run_has_embedder"
             ),
-            # A run in flight without a heartbeat could never be told from a crashed one.
-            models.CheckConstraint(
-                condition=~Q(status__in=["planned", "running"]) | Q(heartbeat_at__isnull=False),
-                name="finetune_run_in_flight_has_heartbeat",
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(next_attempt_at__isnull=False),
+                name="finetune_run_due",
             ),
         ]
 
@@ -113,6 +114,22 @@ class FineTuneRun(models.Model):
         if self.status == self.Status.PROMOTED or self.status == self.Status.NOT_PROMOTED:
             return 1.0
         return round(self.epochs_done / self.epochs_total, 4)
+
+
+class FineTuneRunStatusChange(JobStatusChange):
+    """One status transition of a run. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the run row holds the latest state, this the history."""
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    run = models.ForeignKey(FineTuneRun, on_delete=models.PROTECT, related_name="history")
+    status = models.CharField(max_length=24, choices=FineTuneRun.Status.choices)
+
+    class Meta:
+        ordering = ("run", "id")
+        indexes = [models.Index(fields=["run", "id"], name="finetunehist_run")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class AdapterCheckpoint(models.Model):
@@ -137,6 +154,7 @@ class AdapterCheckpoint(models.Model):
     activated_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "memory_adaptercheckpoint"  # the table it had in memory.core
         ordering = ("-created_at", "id")
         constraints = [
             models.UniqueConstraint(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.core.retrieval.query_adapter import (
+from memory.finetune.query_adapter import (
     TrainingParams,
     TrainingState,
     apply_adapter,
@@ -136,7 +136,7 @@ def test_apply_adapter_and_serialisation():
 
 
 def test_evaluation_with_several_relevant_documents_on_hand_computed_ranks():
-    from memory.core.retrieval.query_adapter import evaluate_relevant
+    from memory.finetune.query_adapter import evaluate_relevant
 
     docs = np.eye(4, dtype=np.float32)
     queries = np.array([[0.9, 0.5, 0.1, 0], [0, 0, 0.2, 1]], dtype=np.float32)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services.finetune import FineTunePlan, fine_tune_execute, fine_tune_start
-from memory.interfaces.tools.finetune import NO_RUN
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import FineTunePlan, fine_tune_execute, fine_tune_start
+from memory.finetune.tools import NO_RUN
 from persistence.principal import Principal
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 from tests.synthorg.test_mcp_server import committed, live_server_url, mcp, structured  # noqa: F401
 
@@ -65,7 +65,6 @@ def test_status_and_active_embedder_over_mcp(live_server_url, committed, tmp_pat
     foreign = FineTuneRun.objects.create(
         company=stranger.agent.company, method="linear_adapter", embedder_id="x", dims=4,
         epochs_total=1, created_at=run.created_at, updated_at=run.created_at,
-        heartbeat_at=run.created_at,
     )  # fmt: skip
 
     async def after(session):
@@ -88,7 +87,7 @@ def test_status_and_active_embedder_over_mcp(live_server_url, committed, tmp_pat
         "checkpoint": str(checkpoint.pk),
         "created_at": run.created_at.isoformat().replace("+00:00", "Z"),
         "started_at": run.started_at.isoformat().replace("+00:00", "Z"),
-        "finished_at": run.finished_at.isoformat().replace("+00:00", "Z"),
+        "finished_at": run.completed_at.isoformat().replace("+00:00", "Z"),
     }  # fmt: skip
     assert structured(latest) == {"run": expected} == structured(by_id)
     assert latest.content[0].text == (

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from memory.interfaces.api.finetune import views
+from memory.finetune.api import views
 
 urlpatterns = [
     path("memory/fine-tune/preflight", views.PreflightView.as_view(), name="fine-tune-preflight"),

@@ -1,7 +1,7 @@
 """Synthetic queries for the query-adapter fine-tune (seed 000 "Domain-Specific Embedding
 Fine-Tuning"): the company's LLM writes, per memory, the search questions it answers.
 
-Generated once per run, on the LLM cluster (:func:`memory.core.services.finetune.
+Generated once per run, on the LLM cluster (:func:`memory.finetune.services.
 fine_tune_synthesize`), before training; never during preflight. The call path is every
 other LLM feature's: :func:`memory.core.llm.completion_provider_for` (one model resolution:
 the deployment's ``SYNTHORG_LLM_MODEL``, else the first one the endpoint lists; costs
@@ -185,7 +185,7 @@ def synthetic_queries_generate(
 ) -> SyntheticQueries:
     """Ask the company's LLM for ``per_memory`` questions for each of up to ``max_memories``
     memories. Never raises for an LLM problem (see the module docstring). ``on_batch`` runs
-    after each call (the run's heartbeat)."""
+    after each call (the run renews its lease)."""
     if per_memory == 0 or max_memories == 0:
         return SyntheticQueries(method="none")
     owned = provider is None

@@ -1,6 +1,6 @@
 """``/api/v1/memory/fine-tune/…``: the company's query-adapter fine-tune, for its admins.
 
-Thin: validate the body, call the service (memory.core.services.finetune) with the session's
+Thin: validate the body, call the service (memory.finetune.services) with the session's
 principal, serialise. Cancel, rollback and checkpoint deletion take the guardrail triple (the
 human, ``confirm: true``, a non-blank ``reason``). Guide: docs/operating/fine-tune.md.
 """
@@ -13,9 +13,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.core.selectors import finetune as selectors
-from memory.core.services import finetune as services
-from memory.interfaces.api.finetune import serializers as s
+from memory.finetune import selectors as selectors
+from memory.finetune import services as services
+from memory.finetune.api import serializers as s
 from persistence.access import ADMIN, ROLE_RANK
 from persistence.api.permissions import IsHuman, IsPrincipal
 from synthorg.api.schema import PROBLEM

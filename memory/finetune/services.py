@@ -8,24 +8,32 @@
 * **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster): with an LLM configured
   and ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first
   task hands over to it; it asks the LLM for questions per memory once
-  (:mod:`memory.core.services.finetune_synthetic`), saves them with the run and queues the
+  (:mod:`memory.finetune.synthetic`), saves them with the run and queues the
   training again.
-* **Execute** (:func:`fine_tune_execute`, the task body) holds the run's advisory lock (a
-  worker that dies releases it, which is how a crash is told from a run in progress), mines
+* **A durable job** (:mod:`synthorg.jobs`, the kind :data:`FINE_TUNE_JOB`): a task claims
+  the ``planned`` run (``running``, one more attempt) under a lease of
+  ``auto_resume_after_minutes``, renewed after every embedded batch, saved epoch and LLM
+  call; every write of the worker is fenced by that lease, so a worker whose run was
+  cancelled or reclaimed stops at its next renewal. Every transition is a
+  :class:`~memory.finetune.models.FineTuneRunStatusChange` row (append-only).
+* **Execute** (:func:`fine_tune_execute`, the task body) claims the run, mines
   the pairs (with the run's synthetic ones), embeds the (redacted) queries with the base
   embedder, trains, saving the training state after every epoch, and stops when the epochs
   are done or the run's total ``max_training_seconds`` is spent. A task that has trained
-  ``task_budget`` seconds stops at the next saved epoch and queues its continuation. The
+  ``task_budget`` seconds stops at the next saved epoch, gives the run back (``planned``, the
+  attempt not counted) and queues its continuation. The
   adapter is evaluated on the held-out pairs (recall@10, nDCG@10 before and after) and, when
   ``evaluation_file`` is set, on the company's dev questions; it is **promoted** (written as
   a checkpoint and made active, in one transaction) only when the nDCG@10 gain is at least
   ``min_gain`` on both; otherwise the run ends ``not_promoted`` with the figures.
-* **Resume** continues a ``failed`` or ``cancelled`` run, or a ``running`` one whose worker is
-  gone (its lock is free), from the last saved epoch, with the settings it was planned with.
-* **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every 5 minutes): a run in
-  flight whose heartbeat (queued, claimed, every saved epoch) is older than
-  ``auto_resume_after_minutes`` and whose lock is free is queued again, at most
-  ``max_auto_resumes`` times; then it fails with the reason. Audited.
+* **Resume** (an audited re-queue) continues a ``failed`` or ``cancelled`` run, or a
+  ``running`` one whose lease has passed (its worker is gone), from the last saved epoch,
+  with the settings it was planned with; its attempts start over.
+* **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every minute): a ``running``
+  run whose lease has passed is reclaimed (``planned``, due now) and queued again — until
+  the kernel's :class:`~synthorg.jobs.policy.RetryPolicy` of ``max_auto_resumes + 1``
+  attempts gives up; then it fails with the reason. Audited. A ``planned`` run whose task
+  never claimed it within a lease (a lost broker message) is queued again too.
 * **Cancel**, **rollback** (to any checkpoint of the company or to the base model) and
   **delete** (a checkpoint that is not active) take the guardrail triple (the acting human,
   a literal ``confirm: true``, a non-blank reason) and are audited in their transaction.
@@ -33,6 +41,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -48,11 +57,21 @@ from django.utils import timezone
 
 from memory.core.embedding import embedder_for
 from memory.core.llm import completion_provider_for
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.models.finetune import RESUMABLE
-from memory.core.retrieval import query_adapter as qa
-from memory.core.selectors.finetune import checkpoint_file, dev_questions, mine_pairs, pair_counts
-from memory.core.services.finetune_synthetic import SyntheticQueries, synthetic_queries_generate
+from memory.finetune import query_adapter as qa
+from memory.finetune.models import (
+    RESUMABLE,
+    AdapterCheckpoint,
+    FineTuneRun,
+    FineTuneRunStatusChange,
+)
+from memory.finetune.selectors import (
+    checkpoint_file,
+    dev_questions,
+    evaluation_file_problem,
+    mine_pairs,
+    pair_counts,
+)
+from memory.finetune.synthetic import SyntheticQueries, synthetic_queries_generate
 from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
 from persistence.principal import Principal
@@ -61,6 +80,16 @@ from persistence.services.audit import audit_record
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
+from synthorg.jobs.policy import RetryPolicy
+from synthorg.jobs.registry import JobKind, llm_job_lease
+from synthorg.jobs.services import (
+    LeaseLost,
+    job_claim,
+    job_finish,
+    job_reclaim_expired,
+    job_renew,
+    job_requeue,
+)
 from synthorg.llm import CompletionProvider
 from synthorg.schedules import LLM_CLUSTER
 from synthorg.tenancy import TenantPathError, tenant_path
@@ -68,8 +97,9 @@ from synthorg.tools import Confirmation
 
 logger = logging.getLogger(__name__)
 
-TASK = "memory.core.tasks.run_fine_tune"
-SYNTHESIS_TASK = "memory.core.tasks.run_fine_tune_synthesis"
+TASK = "memory.finetune.tasks.run_fine_tune"
+SYNTHESIS_TASK = "memory.finetune.tasks.run_fine_tune_synthesis"
+COMPANY_TASK = "memory.finetune.tasks.run_company_fine_tunes"
 RESOURCE = "fine_tune"
 LINEAR_ADAPTER = FineTuneRun.Method.LINEAR_ADAPTER.value
 FULL_MODEL = "full_model"
@@ -79,7 +109,12 @@ MAX_ADAPTER_DIMS = 1024
 #: Seconds one task trains before queueing its continuation (under the q2 timeout).
 TASK_TIME_BUDGET_S = 240.0
 EMBED_BATCH = 64
-_LOCK_NAMESPACE = 25_025
+#: The lease a claim takes before the run's company lease (``auto_resume_after_minutes``)
+#: replaces it, and of a ``running`` row from before leases (leased from ``updated_at``).
+CLAIM_LEASE = timedelta(minutes=2)
+RECLAIMED = (
+    "reclaimed: the worker running this run showed no sign of life within its lease ({seconds} s)"
+)
 
 FULL_MODEL_UNSUPPORTED = (
     "A full fine-tune of the base model is an optional extra this installation does not "
@@ -98,7 +133,7 @@ NOT_ENOUGH_PAIRS = "Found {found} training pairs; memory.fine_tune.min_pairs is 
 CHECKPOINT_DIR_UNUSABLE = "memory.fine_tune.checkpoint_path cannot be used: {reason}"
 IN_FLIGHT = "A fine-tune run is already planned or running for this company: {run}."
 NOT_RESUMABLE = "Run {run} is {status}; only failed, cancelled or crashed runs resume."
-STILL_RUNNING = "Run {run} is running on a worker; cancel it first."
+STILL_RUNNING = "Run {run} is running on a worker (its lease holds); cancel it first."
 NOT_CANCELLABLE = "Run {run} is {status}; only planned or running runs can be cancelled."
 NO_SUCH_RUN = "No such fine-tune run."
 NO_SUCH_CHECKPOINT = "No such adapter checkpoint."
@@ -183,6 +218,9 @@ def fine_tune_preflight(*, company: Company, plan: FineTunePlan) -> Preflight:
         checkpoint_directory(company, config)
     except UnprocessableError as exc:
         problems.append({"code": exc.code, "detail": exc.detail})
+    evaluation = evaluation_file_problem(company, config, embedder.embedder_id)
+    if evaluation is not None:
+        problems.append(evaluation.as_dict())
     pairs = pair_counts(company, embedder.embedder_id)
     found = min(sum(pairs.values()), config.max_pairs)
     if found < config.min_pairs:
@@ -235,8 +273,9 @@ def fine_tune_start(
         company=company, method=plan.method, embedder_id=preflight.embedder_id,
         dims=preflight.dims, params=_params_of(config), epochs_total=config.epochs,
         figures={"pairs_available": preflight.pairs}, requested_by=principal.user,
-        created_at=now, updated_at=now, heartbeat_at=now,
+        created_at=now, updated_at=now, next_attempt_at=_dispatched(now),
     )  # fmt: skip
+    fine_tune_history_record(run, now=now, actor=_actor(principal))
     audit_record(
         company=company, action_type="memory.fine_tune.started", principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
@@ -278,36 +317,39 @@ def _get_run(company: Company, run_id) -> FineTuneRun:
     return run
 
 
-def _try_lock(run_id) -> bool:
-    key = uuid.UUID(str(run_id)).int & 0x7FFFFFFF
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, key])
-        return bool(cursor.fetchone()[0])
+def _actor(principal: Principal) -> str:
+    return f"user:{principal.user.pk}" if principal.user is not None else ""
 
 
-def _unlock(run_id) -> None:
-    key = uuid.UUID(str(run_id)).int & 0x7FFFFFFF
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, key])
+def _dispatched(now):
+    """When a ``planned`` run whose task was just queued is due again: if no worker has
+    claimed it within a lease, its task is taken for lost and the schedule queues another."""
+    return now + CLAIM_LEASE
 
 
-def run_is_held(run_id) -> bool:
-    """Whether a worker holds the run's lock (a crashed worker's session released it)."""
-    if not _try_lock(run_id):
-        return True
-    _unlock(run_id)
-    return False
+def _lease(company: Company) -> timedelta:
+    """How long a worker may go without a sign of life before its run is reclaimed."""
+    return timedelta(minutes=_config(company).auto_resume_after_minutes)
+
+
+def _lease_end(run: FineTuneRun):
+    return run.claimed_until or run.updated_at + CLAIM_LEASE
 
 
 @transaction.atomic
 def fine_tune_resume(
     *, company: Company, run_id, principal: Principal, via: str = "api"
 ) -> FineTuneRun:
+    """Queue a ``failed`` or ``cancelled`` run again, or a ``running`` one whose lease has
+    passed (its worker died): ``planned``, due now, its attempts starting over, the history
+    naming the admin; 409 while a worker's lease holds."""
     require_write(principal, RESOURCE, UPDATE)
     run = _get_run(company, run_id)
     run = FineTuneRun.objects.select_for_update().get(pk=run.pk)
+    now = timezone.now()
+    previous = run.status
     if run.status == FineTuneRun.Status.RUNNING:
-        if run_is_held(run.pk):
+        if _lease_end(run) >= now:
             raise ConflictError(STILL_RUNNING.format(run=run.pk), code="fine_tune_running")
     elif run.status not in RESUMABLE:
         raise ConflictError(
@@ -320,17 +362,11 @@ def fine_tune_resume(
     )
     if other is not None:
         raise ConflictError(IN_FLIGHT.format(run=other.pk), code="fine_tune_in_flight")
-    previous = run.status
-    now = timezone.now()
-    run.status = FineTuneRun.Status.RUNNING
-    run.error = ""
-    run.finished_at = None
-    run.updated_at = now
-    run.heartbeat_at = now  # queued again: alive until a worker has had time to claim it
-    run.auto_resumes = 0  # resumed by hand: the schedule's attempts start over
-    run.save(
-        update_fields=["status", "error", "finished_at", "updated_at", "heartbeat_at",
-                       "auto_resumes"]
+    # The worker of a running run is gone: its lease ends now (fenced like its own outcome).
+    job_finish(
+        FINE_TUNE_JOB, run, status=FineTuneRun.Status.PLANNED, reason="", now=now,
+        completed=False, completed_at=None, attempts=0, next_attempt_at=_dispatched(now),
+        history_reason=f"resumed by hand from {previous}", actor=_actor(principal),
     )  # fmt: skip
     audit_record(
         company=company, action_type="memory.fine_tune.resumed", principal=principal,
@@ -342,8 +378,9 @@ def fine_tune_resume(
     return run
 
 
+AUTO_RESUMED = "auto-resumed: its worker was lost"
 AUTO_RESUME_EXHAUSTED = (
-    "The worker running this run was lost {attempts} times (no heartbeat for {minutes} "
+    "The worker running this run was lost {attempts} times (no sign of life for {minutes} "
     "minutes); memory.fine_tune.max_auto_resumes is {max}. Resume it by hand."
 )
 
@@ -355,109 +392,111 @@ class Revival:
 
 
 def fine_tune_runs_revive(*, now=None) -> list[Revival]:
-    """The auto-resume schedule's body: every run in flight whose heartbeat is older than its
-    company's ``auto_resume_after_minutes`` and whose lock no worker holds (a live worker
-    holds it for as long as it trains) and whose task the broker no longer holds (a task
-    still waiting in a busy queue is not a failed attempt) is queued again, up to
-    ``max_auto_resumes`` times since it was started or resumed by hand; after that it fails
-    with the reason (resumable by hand). Each revival is audited. Runs outside any
-    transaction (the locks are the session's)."""
-    if connection.in_atomic_block:
-        raise RuntimeError("the fine-tune revival runs outside transactions")
+    """The auto-resume schedule's body (every minute). Runs ``running`` past their lease
+    (their worker died) are reclaimed (:func:`~synthorg.jobs.services.job_reclaim_expired`:
+    ``failed`` with the reason, due now); each due one is re-queued (``planned``) and
+    audited, unless the retry policy of its company (``max_auto_resumes + 1`` attempts)
+    gives up — then it stays ``failed`` with the reason (resumable by hand). Then every
+    company with a due ``planned`` run (re-queued, or whose task never claimed it within a
+    lease) gets its task queued."""
     now = now or timezone.now()
-    revived: list[Revival] = []
-    in_flight = (
-        FineTuneRun.objects.filter(
-            status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
-        )
-        .select_related("company")
-        .defer("state")
-        .order_by("heartbeat_at", "id")
-    )
-    for run in in_flight:
-        config = _config(run.company)
-        stale_before = now - timedelta(minutes=config.auto_resume_after_minutes)
-        if run.heartbeat_at >= stale_before or not _try_lock(run.pk):
-            continue
-        if _task_pending(run.pk):
-            # Its task is still with the broker (waiting behind other work, or taken by a
-            # worker that died, which q2 redelivers after Q_RETRY): not an attempt that
-            # failed, and queueing another would only run it twice.
-            _unlock(run.pk)
-            continue
-        try:
-            outcome = _revive(run.pk, now, stale_before, config)
-        finally:
-            _unlock(run.pk)
-        if outcome == "resumed":
-            # Queued once the lock is free (and the revival committed): a worker picking the
-            # task up at once must not be turned away by this sweep's lock.
-            enqueue_fine_tune(run.pk)
-        if outcome is not None:
-            revived.append(Revival(run.pk, outcome))
+    job_reclaim_expired(FINE_TUNE_JOB, now=now)
+    due = FineTuneRun.objects.filter(status=FineTuneRun.Status.FAILED, next_attempt_at__lte=now)
+    revived = [
+        Revival(run_id, outcome)
+        for run_id in due.order_by("next_attempt_at", "pk").values_list("pk", flat=True)
+        if (outcome := _revive(run_id, now)) is not None
+    ]
+    _dispatch_due(now)
     return revived
 
 
-def _task_pending(run_id) -> bool:
-    """Whether the broker still holds a task of this run, training or synthesis (queued, or
-    taken and not yet acknowledged). Rows that cannot be decoded (another deployment's key)
-    are not ours."""
-    from django_q.models import OrmQ
-
-    for row in OrmQ.objects.all().iterator():
-        try:
-            if row.func() in (TASK, SYNTHESIS_TASK) and tuple(row.args() or ())[:1] == (
-                str(run_id),
-            ):
-                return True
-        except Exception:  # a payload signed with another key
-            continue
-    return False
-
-
 @transaction.atomic
-def _revive(run_id, now, stale_before, config: EmbeddingFineTuneConfig) -> str | None:
+def _revive(run_id, now) -> str | None:
+    run = FineTuneRun.objects.select_related("company").get(pk=run_id)
+    Company.objects.select_for_update().get(pk=run.company_id)  # as a start does
     run = FineTuneRun.objects.select_for_update().select_related("company").get(pk=run_id)
-    if run.status not in (FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING):
-        return None
-    if run.heartbeat_at >= stale_before:  # a worker claimed it since the sweep read it
-        return None
+    if run.status != FineTuneRun.Status.FAILED or run.next_attempt_at is None:
+        return None  # resumed by hand meanwhile
+    config = _config(run.company)
+    policy = RetryPolicy(max_attempts=config.max_auto_resumes + 1)
     details = {
-        "from_status": run.status, "epochs_done": run.epochs_done,
-        "heartbeat_at": run.heartbeat_at.isoformat(), "attempts": run.auto_resumes,
+        "epochs_done": run.epochs_done, "attempts": run.attempts,
         "max_auto_resumes": config.max_auto_resumes,
     }  # fmt: skip
-    if run.auto_resumes >= config.max_auto_resumes:
-        run.status = FineTuneRun.Status.FAILED
-        run.error = AUTO_RESUME_EXHAUSTED.format(
-            attempts=run.auto_resumes + 1, minutes=config.auto_resume_after_minutes,
-            max=config.max_auto_resumes,
+    other = (
+        FineTuneRun.objects.filter(company=run.company, status__in=["planned", "running"])
+        .exclude(pk=run.pk)
+        .first()
+    )
+    if policy.gives_up(run.attempts) or other is not None:
+        reason = (
+            IN_FLIGHT.format(run=other.pk)
+            if other is not None
+            else AUTO_RESUME_EXHAUSTED.format(
+                attempts=run.attempts, minutes=config.auto_resume_after_minutes,
+                max=config.max_auto_resumes,
+            )
         )  # fmt: skip
-        run.finished_at = now
-        run.updated_at = now
-        run.save(update_fields=["status", "error", "finished_at", "updated_at"])
+        job_finish(FINE_TUNE_JOB, run, status=FineTuneRun.Status.FAILED, now=now, reason=reason)
         audit_record(
             company=run.company, action_type="memory.fine_tune.auto_resume_exhausted",
-            target_type="fine_tune_run", target_id=run.pk, details=details,
+            target_type="fine_tune_run", target_id=run.pk, details={**details, "reason": reason},
         )  # fmt: skip
         return "failed"
-    run.auto_resumes += 1
-    run.heartbeat_at = now
-    run.updated_at = now
-    run.save(update_fields=["auto_resumes", "heartbeat_at", "updated_at"])
+    job_requeue(FINE_TUNE_JOB, run.pk, now=now, reason=AUTO_RESUMED, due=True)
     audit_record(
         company=run.company, action_type="memory.fine_tune.auto_resumed",
-        target_type="fine_tune_run", target_id=run.pk,
-        details={**details, "attempts": run.auto_resumes},
+        target_type="fine_tune_run", target_id=run.pk, details=details,
     )  # fmt: skip
     return "resumed"
+
+
+def _dispatch_due(now) -> list[int]:
+    """Queue the company task of every company with a due ``planned`` run, marking the run
+    dispatched (due again after a lease) so a task waiting in a busy queue is not queued
+    twice. Returns the companies."""
+    with transaction.atomic():
+        due = list(
+            FineTuneRun.objects.select_for_update(skip_locked=True)
+            .filter(status=FineTuneRun.Status.PLANNED, next_attempt_at__lte=now)
+            .order_by("next_attempt_at", "pk")
+            .values_list("pk", "company_id")
+        )
+        FineTuneRun.objects.filter(pk__in=[pk for pk, _ in due]).update(
+            next_attempt_at=_dispatched(now)
+        )
+        companies = sorted({company_id for _, company_id in due})
+        for company_id in companies:
+            transaction.on_commit(lambda company_id=company_id: enqueue_company(company_id))
+    return companies
+
+
+def enqueue_company(company_id: int) -> None:
+    """Queue the company's task on the default cluster (training is CPU work, no LLM)."""
+    try:
+        from django_q.tasks import async_task
+
+        async_task(COMPANY_TASK, company_id, task_name=f"fine-tune-company-{company_id}")
+    except Exception:
+        logger.exception("queueing the fine-tune runs of company %s failed", company_id)
+
+
+def fine_tune_run_company(company_id: int, **work) -> list[str]:
+    """The company task: work on the company's ``planned`` runs (at most one is in flight)
+    as the run's own task does (``work``: :func:`fine_tune_execute`'s options). Returns what
+    each returned."""
+    run_ids = FineTuneRun.objects.filter(
+        company_id=company_id, status=FineTuneRun.Status.PLANNED
+    ).values_list("pk", flat=True)
+    return [fine_tune_execute(run_id, **work) for run_id in list(run_ids)]
 
 
 @transaction.atomic
 def fine_tune_cancel(
     *, company: Company, run_id, principal: Principal, confirmation: Confirmation
 ) -> FineTuneRun:
-    """Stop a planned or running run; the worker notices at its next epoch boundary (the
+    """Stop a planned or running run; the worker notices at its next lease renewal (the
     epoch in progress is not saved). Resumable later from the last saved epoch."""
     require_write(principal, RESOURCE, UPDATE)
     run = _get_run(company, run_id)
@@ -467,12 +506,11 @@ def fine_tune_cancel(
             NOT_CANCELLABLE.format(run=run.pk, status=run.status),
             code="fine_tune_not_cancellable",
         )
-    now = timezone.now()
     previous = run.status
-    run.status = FineTuneRun.Status.CANCELLED
-    run.finished_at = now
-    run.updated_at = now
-    run.save(update_fields=["status", "finished_at", "updated_at"])
+    job_finish(
+        FINE_TUNE_JOB, run, status=FineTuneRun.Status.CANCELLED,
+        history_reason=confirmation.reason, actor=_actor(principal),
+    )  # fmt: skip
     audit_record(
         company=company, action_type="memory.fine_tune.cancelled", principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
@@ -573,9 +611,54 @@ CONTINUE = "continue"
 SYNTHESIZE = "synthesize"
 
 
-def _embed(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    chunks = [embedder.embed(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+def _embed(embedder: Embedder, texts: list[str], beat: Callable[[], None]) -> np.ndarray:
+    chunks = []
+    for i in range(0, len(texts), EMBED_BATCH):
+        chunks.append(embedder.embed(texts[i : i + EMBED_BATCH]))
+        beat()
     return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
+
+
+def fine_tune_history_record(
+    run: FineTuneRun, *, now, reason: str | None = None, actor: str = ""
+) -> FineTuneRunStatusChange:
+    """Append the run's current status (its attempts and reason — ``reason`` overrides the
+    row's) to its history."""
+    return FineTuneRunStatusChange.objects.create(
+        company_id=run.company_id, run_id=run.pk, status=run.status, method=run.method,
+        reason=(run.reason if reason is None else reason)[:1000], attempt=run.attempts,
+        actor=actor, created_at=now,
+    )  # fmt: skip
+
+
+def _renew(run: FineTuneRun, lease: timedelta, **fields) -> None:
+    """The worker is alive: extend its lease (saving ``fields``), or stop (cancelled, or
+    the lease was taken over)."""
+    if not job_renew(FINE_TUNE_JOB, run, lease=lease, **fields):
+        raise _Stopped
+
+
+def _release(run: FineTuneRun, reason: str) -> None:
+    """Give the claimed run back (``planned``) for the task queued next; a continuation is
+    not an attempt."""
+    now = timezone.now()
+    job_finish(
+        FINE_TUNE_JOB, run, status=FineTuneRun.Status.PLANNED, now=now, completed=False,
+        attempts=max(run.attempts - 1, 0), next_attempt_at=_dispatched(now),
+        history_reason=reason,
+    )  # fmt: skip
+
+
+def _claim(run_id) -> FineTuneRun | str:
+    """Claim the run for this worker (outside any transaction), or the status of a run that
+    is not claimable (another worker has it, or it ended)."""
+    if connection.in_atomic_block:
+        raise RuntimeError("a fine-tune run executes outside transactions")
+    run = job_claim(FINE_TUNE_JOB, run_id)
+    if run is None:
+        current = FineTuneRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
+        return current or "missing"
+    return run
 
 
 def fine_tune_execute(
@@ -586,57 +669,57 @@ def fine_tune_execute(
     clock: Callable[[], float] = time.monotonic,
     on_epoch: Callable[[FineTuneRun], None] | None = None,
 ) -> str:
-    """Work on the run (outside any transaction) until it ends or ``task_budget`` is spent;
-    returns its status, or ``"continue"`` when a continuation task was queued (the budget is
-    checked after each saved epoch), or ``"synthesize"`` when the synthetic queries were
-    queued for generation first (that task queues the training again). An error fails the
-    run with the error recorded (resumable)."""
-    if connection.in_atomic_block:
-        raise RuntimeError("a fine-tune run executes outside transactions")
-    if not _try_lock(run_id):
-        return "locked"
+    """Claim the run (outside any transaction) and work on it until it ends or
+    ``task_budget`` is spent; returns its status, or ``"continue"`` when a continuation task
+    was queued (the budget is checked after each saved epoch), or ``"synthesize"`` when the
+    synthetic queries were queued for generation first (that task queues the training
+    again), or the status of a run this task could not claim. An error fails the run with
+    the error recorded (resumable)."""
+    run = _claim(run_id)
+    if isinstance(run, str):
+        return run
+    return fine_tune_job_run(run, task_budget=task_budget, embedder=embedder, clock=clock,
+                             on_epoch=on_epoch)  # fmt: skip
+
+
+def fine_tune_job_run(
+    run: FineTuneRun,
+    batch=None,
+    *,
+    task_budget: float = TASK_TIME_BUDGET_S,
+    embedder: Embedder | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    on_epoch: Callable[[FineTuneRun], None] | None = None,
+) -> str:
+    """Work on ``run``, claimed by this worker (:data:`FINE_TUNE_JOB`'s ``run``): what
+    :func:`fine_tune_execute` does after its claim."""
+    run_id = run.pk
+    lease = _lease(run.company)
     try:
-        status = _execute_locked(run_id, task_budget, embedder, clock, on_epoch)
-    finally:
-        _unlock(run_id)
-    if status == CONTINUE:
-        # Queued only once the lock is free, so the continuation is not turned away.
+        _renew(run, lease, started_at=run.started_at or timezone.now())
+        return _train_and_finish(run, task_budget, embedder, clock, on_epoch, lease)
+    except _Continue:
+        _release(run, "continue: the task's time budget is spent")
         enqueue_fine_tune(run_id)
-    elif status == SYNTHESIZE:
-        enqueue_fine_tune_synthesis(run_id)
-    return status
-
-
-def _execute_locked(run_id, task_budget, embedder, clock, on_epoch) -> str:
-    now = timezone.now()
-    claimed = FineTuneRun.objects.filter(
-        pk=run_id, status__in=[FineTuneRun.Status.PLANNED, FineTuneRun.Status.RUNNING]
-    ).update(status=FineTuneRun.Status.RUNNING, updated_at=now, heartbeat_at=now)
-    run = FineTuneRun.objects.select_related("company").get(pk=run_id)
-    if not claimed:
-        return run.status
-    if run.started_at is None:
-        FineTuneRun.objects.filter(pk=run_id).update(started_at=timezone.now())
-    try:
-        return _train_and_finish(run, task_budget, embedder, clock, on_epoch)
+        return CONTINUE
     except _Synthesize:
+        _release(run, "synthesize: the synthetic queries come first, on the LLM cluster")
+        enqueue_fine_tune_synthesis(run_id)
         return SYNTHESIZE
-    except _Stopped:
+    except (_Stopped, LeaseLost):
         return FineTuneRun.objects.get(pk=run_id).status
     except Exception as exc:
-        return _fail(run_id, exc)
+        return _fail(run, exc)
 
 
-def _fail(run_id, exc: Exception) -> str:
-    logger.exception("fine-tune run %s failed", run_id)
-    now = timezone.now()
-    FineTuneRun.objects.filter(pk=run_id, status=FineTuneRun.Status.RUNNING).update(
-        status=FineTuneRun.Status.FAILED,
-        error=f"{type(exc).__name__}: {exc}"[:2000],
-        finished_at=now,
-        updated_at=now,
-    )
-    return FineTuneRun.Status.FAILED
+def _fail(run: FineTuneRun, exc: Exception) -> str:
+    logger.exception("fine-tune run %s failed", run.pk)
+    with contextlib.suppress(LeaseLost):  # cancelled or reclaimed meanwhile: that stands
+        job_finish(
+            FINE_TUNE_JOB, run, status=FineTuneRun.Status.FAILED,
+            reason=f"{type(exc).__name__}: {exc}"[:2000],
+        )  # fmt: skip
+    return FineTuneRun.objects.get(pk=run.pk).status
 
 
 def _synthetic_pending(run: FineTuneRun) -> bool:
@@ -650,19 +733,11 @@ def _synthetic_pending(run: FineTuneRun) -> bool:
     )
 
 
-def _save_synthetic(run: FineTuneRun, found: SyntheticQueries) -> None:
-    beat = timezone.now()
-    figures = {**run.figures, "synthetic": found.figures()}
-    updated = FineTuneRun.objects.filter(pk=run.pk, status=FineTuneRun.Status.RUNNING).update(
-        figures=figures,
+def _save_synthetic(run: FineTuneRun, found: SyntheticQueries, lease: timedelta) -> None:
+    _renew(
+        run, lease, figures={**run.figures, "synthetic": found.figures()},
         synthetic_pairs=[[query, str(memory_id)] for query, memory_id in found.pairs],
-        updated_at=beat,
-        heartbeat_at=beat,
-    )
-    if not updated:
-        raise _Stopped
-    run.figures = figures
-    run.synthetic_pairs = [[query, str(memory_id)] for query, memory_id in found.pairs]
+    )  # fmt: skip
 
 
 def fine_tune_synthesize(
@@ -671,47 +746,35 @@ def fine_tune_synthesize(
     provider: CompletionProvider | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
-    """The LLM-cluster task body: generate the run's synthetic queries once
-    (:mod:`memory.core.services.finetune_synthetic`; LLM failures degrade, counted), save
-    them with the run, then queue its training again. Holds the run's lock, so a sweep or a
-    second task leaves it alone; the heartbeat moves after every LLM call. Returns
-    ``"continue"`` (training queued), ``"locked"``, or the status of a run no longer
-    running."""
-    if connection.in_atomic_block:
-        raise RuntimeError("a fine-tune run executes outside transactions")
-    if not _try_lock(run_id):
-        return "locked"
+    """The LLM-cluster task body: claim the run, generate its synthetic queries once
+    (:mod:`memory.finetune.synthetic`; LLM failures degrade, counted), save them with the
+    run, give it back and queue its training again. The lease is renewed after every LLM
+    call (at least an LLM call's lease). Returns ``"continue"`` (training queued), or the
+    status of a run this task could not claim or that stopped."""
+    run = _claim(run_id)
+    if isinstance(run, str):
+        return run
+    lease = max(_lease(run.company), llm_job_lease())
     try:
-        run = FineTuneRun.objects.select_related("company").get(pk=run_id)
-        if run.status != FineTuneRun.Status.RUNNING:
-            return run.status
+        _renew(run, lease)
         if _synthetic_pending(run):
-
-            def beat() -> None:
-                now = timezone.now()
-                if not FineTuneRun.objects.filter(
-                    pk=run.pk, status=FineTuneRun.Status.RUNNING
-                ).update(heartbeat_at=now, updated_at=now):
-                    raise _Stopped
-
             found = synthetic_queries_generate(
                 company=run.company, embedder_id=run.embedder_id,
                 per_memory=run.params["synthetic_queries_per_memory"],
                 max_memories=run.params["max_synthetic_memories"], seed=run.params["seed"],
-                provider=provider, on_batch=beat, clock=clock,
+                provider=provider, on_batch=lambda: _renew(run, lease), clock=clock,
             )  # fmt: skip
-            _save_synthetic(run, found)
-    except _Stopped:
+            _save_synthetic(run, found, lease)
+        _release(run, "trained next: the synthetic queries are saved")
+    except (_Stopped, LeaseLost):
         return FineTuneRun.objects.get(pk=run_id).status
     except Exception as exc:
-        return _fail(run_id, exc)
-    finally:
-        _unlock(run_id)
+        return _fail(run, exc)
     enqueue_fine_tune(run_id)
     return CONTINUE
 
 
-def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) -> str:
+def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch, lease) -> str:
     company = run.company
     params = run.params
     embedder = embedder or embedder_for(company)
@@ -725,8 +788,11 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
         if provider is not None:
             provider.close()
             raise _Synthesize
-        _save_synthetic(run, SyntheticQueries(method="none"))  # no LLM: nothing to ask
+        _save_synthetic(run, SyntheticQueries(method="none"), lease)  # no LLM: nothing to ask
     config = _config(company)
+    evaluation = evaluation_file_problem(company, config, run.embedder_id)
+    if evaluation is not None:  # changed since preflight: training could not be judged
+        raise RuntimeError(f"{evaluation.code}: {evaluation.detail}")
     synthetic = [(query, uuid.UUID(memory_id)) for query, memory_id in run.synthetic_pairs]
     pairs = mine_pairs(
         company, run.embedder_id, config, max_pairs=params["max_pairs"], synthetic=synthetic
@@ -735,7 +801,8 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
         raise RuntimeError(
             NOT_ENOUGH_PAIRS.format(found=len(pairs.queries), needed=params["min_pairs"])
         )
-    queries = _embed(embedder, pairs.queries)
+    _renew(run, lease)
+    queries = _embed(embedder, pairs.queries, lambda: _renew(run, lease))
     train_rows, held = qa.split_held_out(len(queries), params["held_out_share"], params["seed"])
     negatives = qa.mine_hard_negatives(
         queries, pairs.positives, pairs.docs, pairs.doc_groups, pairs.query_groups,
@@ -751,18 +818,11 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
 
         def save(epoch_state: qa.TrainingState) -> None:
             seconds = spent + (clock() - started)
-            beat = timezone.now()
-            updated = FineTuneRun.objects.filter(
-                pk=run.pk, status=FineTuneRun.Status.RUNNING
-            ).update(
-                state=epoch_state.to_bytes(), epochs_done=epoch_state.epochs_done,
+            _renew(
+                run, lease, state=epoch_state.to_bytes(), epochs_done=epoch_state.epochs_done,
                 figures={**run.figures, "training_seconds": round(seconds, 3),
                          "losses": [round(x, 5) for x in epoch_state.losses]},
-                updated_at=beat, heartbeat_at=beat,
             )  # fmt: skip
-            if not updated:
-                raise _Stopped
-            run.figures["training_seconds"] = round(seconds, 3)
             if on_epoch is not None:
                 on_epoch(run)
             # The task's budget is checked at epoch boundaries, after the state is saved: a
@@ -770,18 +830,15 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
             if clock() - started >= task_budget and epoch_state.epochs_done < params["epochs"]:
                 raise _Continue
 
-        try:
-            outcome = qa.train(
-                queries=queries[train_rows], positives=pairs.positives[train_rows],
-                negatives=negatives[train_rows], docs=pairs.docs,
-                params=qa.TrainingParams(
-                    epochs=params["epochs"], learning_rate=params["learning_rate"],
-                    temperature=params["temperature"], seed=params["seed"], max_seconds=remaining,
-                ),
-                state=state, on_epoch=save, clock=clock,
-            )  # fmt: skip
-        except _Continue:
-            return CONTINUE
+        outcome = qa.train(
+            queries=queries[train_rows], positives=pairs.positives[train_rows],
+            negatives=negatives[train_rows], docs=pairs.docs,
+            params=qa.TrainingParams(
+                epochs=params["epochs"], learning_rate=params["learning_rate"],
+                temperature=params["temperature"], seed=params["seed"], max_seconds=remaining,
+            ),
+            state=state, on_epoch=save, clock=clock,
+        )  # fmt: skip
         state = outcome.state
         outcome_seconds = outcome.seconds
         stopped_by = outcome.stopped_by
@@ -790,11 +847,11 @@ def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch) 
     if state is None:
         state = qa.TrainingState.initial(run.dims)
     return _evaluate_and_finish(
-        run, pairs, queries, held, state, stopped_by, spent + outcome_seconds, embedder
+        run, pairs, queries, held, state, stopped_by, spent + outcome_seconds, embedder, lease
     )
 
 
-def _dev_figures(run, pairs, state, embedder) -> dict | None:
+def _dev_figures(run, pairs, state, embedder, beat) -> dict | None:
     """Before/after on the company's own dev questions (``evaluation_file``), if given; each
     ranked among the memories of its first relevant memory's agent."""
     dev = dev_questions(run.company, _config(run.company), pairs.doc_ids)
@@ -803,7 +860,7 @@ def _dev_figures(run, pairs, state, embedder) -> dict | None:
     if not dev.queries:
         # A configured dev set that yields nothing cannot show a gain: refuse, with the reason.
         return {"questions": 0, "skipped": dev.skipped, "ndcg_gain": None}
-    queries = _embed(embedder, dev.queries)
+    queries = _embed(embedder, dev.queries, beat)
     groups = np.array([pairs.doc_groups[r[0]] for r in dev.relevant], dtype=np.int64)
     kwargs = dict(
         queries=queries, relevant=dev.relevant, docs=pairs.docs, doc_groups=pairs.doc_groups,
@@ -820,7 +877,9 @@ def _dev_figures(run, pairs, state, embedder) -> dict | None:
     }
 
 
-def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, embedder) -> str:
+def _evaluate_and_finish(
+    run, pairs, queries, held, state, stopped_by, seconds, embedder, lease
+) -> str:
     params = run.params
     kwargs = dict(
         queries=queries[held], positives=pairs.positives[held], docs=pairs.docs,
@@ -830,10 +889,16 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, 
     after = qa.evaluate(**kwargs, matrix=state.matrix)
     gain = after.ndcg_at_k - before.ndcg_at_k
     promote = gain >= params["min_gain"]
-    dev = _dev_figures(run, pairs, state, embedder)
+    dev = _dev_figures(run, pairs, state, embedder, lambda: _renew(run, lease))
     if dev is not None:
+        # A gate of 0 dev questions shows nothing: it never passes.
         gain_on_dev = dev["ndcg_gain"]
-        promote = promote and gain_on_dev is not None and gain_on_dev >= params["min_gain"]
+        promote = (
+            promote
+            and dev["questions"] > 0
+            and gain_on_dev is not None
+            and gain_on_dev >= params["min_gain"]
+        )
     figures = {
         **run.figures,
         "pairs": pairs.counts,
@@ -864,13 +929,13 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, 
         os.replace(partial, path)
     try:
         with transaction.atomic():
-            locked = FineTuneRun.objects.select_for_update().get(pk=run.pk)
-            if locked.status != FineTuneRun.Status.RUNNING:
-                raise _Stopped
+            # The outcome is fenced by this worker's lease (LeaseLost: cancelled or reclaimed
+            # meanwhile; the checkpoint row is rolled back with it).
             now = timezone.now()
+            status = FineTuneRun.Status.PROMOTED if promote else FineTuneRun.Status.NOT_PROMOTED
             if promote:
                 checkpoint = AdapterCheckpoint.objects.create(
-                    id=checkpoint_id, company=run.company, run=locked,
+                    id=checkpoint_id, company=run.company, run_id=run.pk,
                     embedder_id=run.embedder_id, dims=run.dims,
                     directory=config.checkpoint_path, file_name=path.name,
                     sha256=hashlib.sha256(data).hexdigest(), figures=figures, created_at=now,
@@ -878,18 +943,12 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, 
                 Company.objects.select_for_update().get(pk=run.company_id)
                 _activate(run.company, checkpoint)
                 figures["checkpoint"] = str(checkpoint.pk)
-            locked.status = (
-                FineTuneRun.Status.PROMOTED if promote else FineTuneRun.Status.NOT_PROMOTED
-            )
-            locked.figures = figures
-            locked.epochs_done = state.epochs_done
-            locked.finished_at = now
-            locked.updated_at = now
-            locked.save(
-                update_fields=["status", "figures", "epochs_done", "finished_at", "updated_at"]
-            )
+            job_finish(
+                FINE_TUNE_JOB, run, status=status, now=now, figures=figures,
+                epochs_done=state.epochs_done,
+            )  # fmt: skip
             audit_record(
-                company=run.company, action_type=f"memory.fine_tune.{locked.status}",
+                company=run.company, action_type=f"memory.fine_tune.{status}",
                 target_type="fine_tune_run", target_id=run.pk,
                 details={"ndcg_gain": figures["ndcg_gain"], "min_gain": params["min_gain"],
                          "checkpoint": figures.get("checkpoint")},
@@ -898,4 +957,19 @@ def _evaluate_and_finish(run, pairs, queries, held, state, stopped_by, seconds, 
         if path is not None:
             path.unlink(missing_ok=True)
         raise
-    return locked.status
+    return status
+
+
+FINE_TUNE_JOB = JobKind(
+    name="finetune.run",
+    model=FineTuneRun,
+    history=fine_tune_history_record,
+    run=fine_tune_job_run,
+    company_task=COMPANY_TASK,
+    queued=FineTuneRun.Status.PLANNED,
+    running=FineTuneRun.Status.RUNNING,
+    lease=lambda: CLAIM_LEASE,
+    select_related=("company",),
+    reclaimed_reason=RECLAIMED,
+    reclaimed_status=FineTuneRun.Status.FAILED,
+)

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.retrieval.query_adapter import matrix_from_bytes
-from memory.core.services.finetune import fine_tune_execute
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.query_adapter import matrix_from_bytes
+from memory.finetune.services import fine_tune_execute
 from persistence.models import AuditEntry
 from tests.conftest import make_agent_caller
-from tests.memory.finetune_data import QueryEmbedder, crafted, enable, store_pairs
+from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import CompanyFactory, MembershipFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,15 +157,18 @@ def test_crash_then_resume_continues_from_the_saved_epoch_and_matches_an_uninter
 
     assert fine_tune_execute(run["id"], embedder=embedder, on_epoch=crash) == "failed"
     failed = FineTuneRun.objects.get(pk=run["id"])
-    assert (failed.status, failed.epochs_done, failed.error) == (
+    assert (failed.status, failed.epochs_done, failed.reason) == (
         "failed",
         3,
         "RuntimeError: worker lost",
     )
-    assert failed.state is not None and failed.finished_at is not None
+    assert failed.state is not None and failed.completed_at is not None
+    assert client.get(f"{BASE}/runs/{run['id']}").json()["error"] == "RuntimeError: worker lost"
 
     response = client.post(f"{BASE}/runs/{run['id']}/resume", {}, format="json")
-    assert response.status_code == 202 and response.json()["status"] == "running"
+    assert response.status_code == 202
+    assert (response.json()["status"], response.json()["error"]) == ("planned", "")
+    assert response.json()["finished_at"] is None
     assert fine_tune_execute(run["id"], embedder=embedder) == "promoted"
     resumed = AdapterCheckpoint.objects.get(company=caller.company)
 
@@ -228,9 +233,10 @@ def test_cancel_while_running_stops_at_the_epoch_boundary_and_resume_finishes(se
 def test_a_running_run_whose_worker_died_resumes(setup):
     _caller, client, _embedder = setup
     run = start(client)
-    FineTuneRun.objects.filter(pk=run["id"]).update(status="running")  # worker gone, lock free
+    gone = timezone.now() - timedelta(seconds=1)  # claimed by a worker whose lease has passed
+    FineTuneRun.objects.filter(pk=run["id"]).update(status="running", claimed_until=gone)
     response = client.post(f"{BASE}/runs/{run['id']}/resume", {}, format="json")
-    assert response.status_code == 202
+    assert (response.status_code, response.json()["status"]) == (202, "planned")
     assert AuditEntry.objects.get(action_type="memory.fine_tune.resumed").details == {
         "from_status": "running", "epochs_done": 0, "via": "api",
     }  # fmt: skip
@@ -449,9 +455,9 @@ def test_a_spent_task_budget_queues_a_continuation_after_each_saved_epoch(setup)
     run = start(client)
     queued = OrmQ.objects.count()
     assert fine_tune_execute(run["id"], embedder=embedder, task_budget=0) == "continue"
-    assert OrmQ.objects.count() == queued + 1  # queued after the lock was released
+    assert OrmQ.objects.count() == queued + 1  # queued once the run was given back
     row = FineTuneRun.objects.get(pk=run["id"])
-    assert (row.status, row.epochs_done) == ("running", 1)
+    assert (row.status, row.epochs_done, row.attempts) == ("planned", 1, 0)
     assert fine_tune_execute(run["id"], embedder=embedder, task_budget=0) == "continue"
     assert FineTuneRun.objects.get(pk=run["id"]).epochs_done == 2
     assert fine_tune_execute(run["id"], embedder=embedder) == "promoted"
@@ -459,7 +465,7 @@ def test_a_spent_task_budget_queues_a_continuation_after_each_saved_epoch(setup)
 
 
 def test_a_missing_checkpoint_file_degrades_search_to_the_base_vector(setup, tmp_path):
-    from memory.core.selectors import finetune as finetune_selectors
+    from memory.finetune import selectors as finetune_selectors
 
     caller, client, embedder = setup
     fine_tune_execute(start(client)["id"], embedder=embedder)

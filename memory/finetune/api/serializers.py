@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from memory.core.models import AdapterCheckpoint, FineTuneRun
-from memory.core.services.finetune import FULL_MODEL, LINEAR_ADAPTER
+from memory.finetune.models import AdapterCheckpoint, FineTuneRun
+from memory.finetune.services import FULL_MODEL, LINEAR_ADAPTER
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 METHOD_HELP = (
@@ -59,6 +59,8 @@ class PreflightSerializer(Serializer):
 class FineTuneRunSerializer(ModelSerializer):
     progress = serializers.FloatField(read_only=True, help_text="epochs done / epochs (0..1).")
     checkpoint = serializers.SerializerMethodField()
+    error = serializers.CharField(source="reason", read_only=True)
+    finished_at = serializers.DateTimeField(source="completed_at", read_only=True, allow_null=True)
 
     class Meta:
         model = FineTuneRun
@@ -122,6 +124,7 @@ class AgentFineTuneRunSerializer(ModelSerializer):
     progress = serializers.FloatField(read_only=True, help_text="epochs done / epochs (0..1).")
     gate = serializers.SerializerMethodField()
     checkpoint = serializers.SerializerMethodField()
+    finished_at = serializers.DateTimeField(source="completed_at", read_only=True, allow_null=True)
 
     class Meta:
         model = FineTuneRun

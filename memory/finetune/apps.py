@@ -1,0 +1,50 @@
+from django.apps import AppConfig
+
+
+class FineTuneConfig(AppConfig):
+    """Per-company query adapters: a leaf app. Nothing in the project imports it (an
+    import-linter contract); it takes part through the extension points below, and the
+    project names it only in ``INSTALLED_APPS`` and its URL includes."""
+
+    name = "memory.finetune"
+    label = "finetune"
+    verbose_name = "Retrieval fine-tuning"
+
+    def ready(self) -> None:
+        from memory.core.extensions import QueryVectorAdapter, register_query_vector_adapter
+        from memory.finetune.selectors import (
+            adapt_fact_query_vector,
+            apply_query_adapter,
+            plan_query_adapter,
+        )
+        from memory.finetune.tools import FINE_TUNE_TOOLS
+        from orgmemory.query_vectors import register_query_vector_transform
+        from synthorg.tools import register_tool
+
+        # Memory searches and org-fact searches rank with the company's active adapter.
+        register_query_vector_adapter(
+            QueryVectorAdapter(plan=plan_query_adapter, apply=apply_query_adapter)
+        )
+        register_query_vector_transform(adapt_fact_query_vector)
+        for spec in FINE_TUNE_TOOLS:
+            register_tool(spec)
+        _register_jobs()
+
+
+def _register_jobs() -> None:
+    """Runs are durable jobs; a schedule reclaims those whose worker died every minute."""
+    from django_q.models import Schedule
+
+    from memory.finetune.services import FINE_TUNE_JOB
+    from synthorg.jobs.registry import register_job_kind
+    from synthorg.schedules import ScheduleSpec, register_schedule
+
+    register_job_kind(FINE_TUNE_JOB)
+    register_schedule(
+        ScheduleSpec(
+            name="memory-fine-tune-revive",
+            func="memory.finetune.tasks.revive_fine_tune_runs",
+            schedule_type=Schedule.MINUTES,
+            minutes=1,
+        )
+    )
