@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from uuid import UUID
 
 import numpy as np
 
