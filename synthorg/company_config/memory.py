@@ -315,6 +315,13 @@ LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
 )
 
 
+INJECTION_POINT_TOOL_BASED = (
+    "{point!r} is not offered with strategy 'tool_based': it places the injected memories, "
+    "and tool_based injects none (the agent searches with tools); remove the key or use "
+    "strategy 'context' or 'self_editing'"
+)
+
+
 class MemoryRetrievalConfig(BaseModel):
     """``fusion_strategy`` ``rrf`` (the default) ranks by RRF of the dense and BM25 legs;
     ``linear`` (the seeds' formula) ranks the candidates of both legs by cosine relevance
@@ -434,6 +441,20 @@ class MemoryRetrievalConfig(BaseModel):
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
             raise ConfigFieldError(
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _injection_point_needs_injected_memories(self) -> MemoryRetrievalConfig:
+        # The role of the message that carries the fenced memories: the tool_based strategy
+        # injects none (the agent searches with tools), so 'user' would change nothing.
+        if self.injection_point is not InjectionPoint.SYSTEM and (
+            self.strategy is InjectionStrategy.TOOL_BASED
+        ):
+            raise ConfigFieldError(
+                "injection_point",
+                INJECTION_POINT_TOOL_BASED.format(point=self.injection_point.value),
+                code=NOT_OFFERED_CODE,
             )
         return self
 

@@ -366,6 +366,13 @@ NOT_OFFERED = [
         "is required: without a base_url the company uses the local embedder "
         "(all-MiniLM-L6-v2, 384 dims) and model, dims and api_key_env would change nothing",
     ),
+    (
+        {"memory": {"retrieval": {"strategy": "tool_based", "injection_point": "user"}}},
+        "memory.retrieval.injection_point",
+        "'user' is not offered with strategy 'tool_based': it places the injected memories, "
+        "and tool_based injects none (the agent searches with tools); remove the key or use "
+        "strategy 'context' or 'self_editing'",
+    ),
 ]
 
 

@@ -131,7 +131,9 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         RANKING + "test_default_relevance_scores_a_row_without_a_vector"
     ),
     "memory.retrieval.injection_point": Acts(
-        CONTEXT + "test_planted_instructions_cannot_close_the_fence"
+        CONTEXT + "test_planted_instructions_cannot_close_the_fence",
+        SELF_EDIT + "test_core_memory_goes_where_injection_point_says",
+        NOT_OFFERED,  # 'user' with strategy tool_based, which injects no memories
     ),
     "memory.retrieval.non_inferable_only": Acts(
         CONTEXT + "test_non_inferable_only_filters_before_packing"
