@@ -739,6 +739,13 @@ BACKEND_REFUSED = (
 )
 
 
+EVOLVER_NEVER_SCHEDULED = (
+    "is not offered with consolidation.interval 'never': the evolver runs on the "
+    "consolidation schedule, so it would never run; set memory.consolidation.interval to "
+    "hourly, daily or weekly, or remove the key"
+)
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -846,4 +853,17 @@ class CompanyMemoryConfig(BaseModel):
         if options_update:
             data = self.options.model_dump(exclude_unset=True) | options_update
             object.__setattr__(self, "options", MemoryOptionsConfig.model_validate(data))
+        return self
+
+    @model_validator(mode="after")
+    def _evolver_needs_a_schedule(self) -> CompanyMemoryConfig:
+        # The seeds' evolver "runs on the consolidation schedule": with interval 'never'
+        # there is none, and enabling it would change nothing.
+        if (
+            self.procedural.evolver.enabled
+            and self.consolidation.interval is ConsolidationInterval.NEVER
+        ):
+            raise ConfigFieldError(
+                "procedural.evolver.enabled", EVOLVER_NEVER_SCHEDULED, code=NOT_OFFERED_CODE
+            )
         return self

@@ -373,6 +373,19 @@ NOT_OFFERED = [
         "and tool_based injects none (the agent searches with tools); remove the key or use "
         "strategy 'context' or 'self_editing'",
     ),
+    *(
+        (
+            {"memory": {section: never, "procedural": {"evolver": {"enabled": True}}}},
+            "memory.procedural.evolver.enabled",
+            "is not offered with consolidation.interval 'never': the evolver runs on the "
+            "consolidation schedule, so it would never run; set memory.consolidation.interval "
+            "to hourly, daily or weekly, or remove the key",
+        )
+        for section, never in (
+            ("consolidation", {"interval": "never"}),
+            ("options", {"consolidation_interval": "never"}),
+        )
+    ),
 ]
 
 

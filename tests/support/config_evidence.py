@@ -350,6 +350,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.procedural.evolver.enabled": Acts(
         EVOLVER + "test_disabled_by_default",
         EVOLVER + "test_cycle_emits_one_promotion_and_writes_no_org_fact",
+        NOT_OFFERED,  # true with consolidation.interval 'never': the evolver has no schedule
     ),
     "memory.procedural.evolver.requires_human_approval": Descriptive(
         "Literal[True]: no configuration lets the evolver write org memory itself",
