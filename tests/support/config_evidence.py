@@ -466,7 +466,11 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "test_sync_creates_the_sweep_and_one_dream_schedule_per_company"
     ),
     "memory.dream.lookback_days": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
-    "memory.dream.max_core_tokens": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
+    "memory.dream.max_core_tokens": Acts(
+        INGEST_KNOBS + "test_dream_request_is_the_companys",
+        DREAM + "test_an_llm_core_longer_than_max_core_tokens_is_cut_at_a_word",
+        DREAM + "test_the_extractive_core_keeps_the_newest_facts_within_max_core_tokens",
+    ),
     "memory.dream.temperature": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
     "memory.dream.agent_request_interval_seconds": Acts(DREAM_REQ + "test_the_interval_knob_acts"),
     "memory.dream.company_requests_per_hour": Acts(
