@@ -108,6 +108,10 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.options.shared_knowledge_base": Acts(
         "tests/memory/interfaces/api/test_shared_sessions.py::"
         "test_publish_when_shared_knowledge_is_disabled",
+        "tests/memory/interfaces/api/test_shared_sessions.py::"
+        "test_shared_knowledge_off_closes_every_shared_read",
+        "tests/memory/procedural/test_org_pool.py::"
+        "test_a_pool_item_cannot_be_approved_once_shared_knowledge_is_off",
         "tests/memory/procedural/test_org_pool.py::"
         "test_no_shared_knowledge_means_no_pool_and_the_scope_is_narrowed",
     ),
