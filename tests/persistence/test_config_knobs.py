@@ -490,3 +490,61 @@ def test_stored_configs_with_values_not_offered_are_cleaned_by_the_migration():
     assert entries[0].details["after"] == seeds.config
     assert company_config(seeds).org_memory.extended_store.max_retrieved_per_query == 7
     assert company_config(remote).memory.embedder.model == "m"
+
+
+def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
+    import importlib
+
+    from django.apps import apps
+
+    from persistence.models import AuditEntry
+
+    migration = importlib.import_module(
+        "persistence.migrations.0010_company_config_settings_that_changed_nothing"
+    )
+    never = CompanyFactory()
+    options_never = CompanyFactory()
+    tool_based = CompanyFactory()
+    untouched = CompanyFactory()
+    evolver = {"evolver": {"enabled": True, "window_days": 14}}
+    stored = {
+        never: {"memory": {"consolidation": {"interval": "never"}, "procedural": evolver}},
+        options_never: {
+            "memory": {"options": {"consolidation_interval": "never"}, "procedural": evolver}
+        },
+        tool_based: {
+            "memory": {"retrieval": {"strategy": "tool_based", "injection_point": "user"}}
+        },
+        untouched: {
+            "memory": {
+                "consolidation": {"interval": "weekly"},
+                "procedural": evolver,
+                "retrieval": {"strategy": "self_editing", "injection_point": "user"},
+            }
+        },
+    }
+    for company, config in stored.items():
+        Company.objects.filter(pk=company.pk).update(config=config)
+    migration.drop_settings_that_changed_nothing(apps, None)
+    for company in stored:
+        company.refresh_from_db()
+    assert never.config == {
+        "memory": {
+            "consolidation": {"interval": "never"},
+            "procedural": {"evolver": {"window_days": 14}},
+        }
+    }
+    assert options_never.config["memory"]["procedural"] == {"evolver": {"window_days": 14}}
+    assert tool_based.config == {"memory": {"retrieval": {"strategy": "tool_based"}}}
+    assert untouched.config == stored[untouched]
+    assert [c.config_revision for c in stored] == [2, 2, 2, 1]
+    entries = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
+    assert [(e.company_id, e.details["via"], e.details["revision"]) for e in entries] == [
+        (never.pk, "migration", 2),
+        (options_never.pk, "migration", 2),
+        (tool_based.pk, "migration", 2),
+    ]
+    assert entries[2].details["before"]["memory"]["retrieval"]["injection_point"] == "user"
+    for company in stored:  # every stored config parses again
+        company_config(company)
+    assert company_config(never).memory.procedural.evolver.enabled is False
