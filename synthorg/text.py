@@ -4,7 +4,8 @@
 is cut at the last sentence end that keeps at least half of the allowance, else at the last
 word boundary, and ends with :data:`MARK` so the reader knows something was left out. Only a
 single word longer than the whole allowance is cut inside itself (there is no boundary to
-cut at).
+cut at). :func:`clip_lines` does the same for text whose lines matter (a list, a summary):
+whole lines while they fit, the first one that does not clipped, never inside a word.
 """
 
 from __future__ import annotations
@@ -37,3 +38,44 @@ def clip(text: str, limit: int) -> str:
     if space > 0:
         return head[:space].rstrip(" ,;:-") + MARK
     return text[:room] + MARK
+
+
+def _mid_word(line: str, clipped: str) -> bool:
+    body = clipped.removesuffix(MARK).rstrip()
+    folded = fold(line)
+    return (
+        bool(body)
+        and len(body) < len(folded)
+        and body[-1].isalnum()
+        and (folded[len(body)].isalnum())
+    )
+
+
+def clip_lines(text: str, limit: int) -> str:
+    """``text`` (ends stripped) in at most ``limit`` characters, its lines kept as they are.
+
+    Text that fits is returned unchanged. Otherwise the lines that fit are kept whole, the
+    first line that does not is shortened with :func:`clip` (a sentence or word boundary,
+    marked with :data:`MARK`); when no boundary of it fits, it is left out and :data:`MARK`
+    ends the text on a line of its own. Nothing is cut inside a word.
+    """
+    text = str(text).strip()
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    for line in lines:
+        if len("\n".join([*kept, line])) > limit:
+            break
+        kept.append(line)
+    prefix = "\n".join(kept) + ("\n" if kept else "")
+    room = limit - len(prefix)
+    following = lines[len(kept)]  # does not fit in room: clip marks it
+    if room > len(MARK):
+        clipped = clip(following, room)
+        if clipped.removesuffix(MARK).strip() and not _mid_word(following, clipped):
+            return prefix + clipped
+    while kept and limit - len(prefix) < len(MARK):  # room for the mark
+        kept.pop()
+        prefix = "\n".join(kept) + ("\n" if kept else "")
+    return (prefix + MARK)[: max(0, limit)]

@@ -64,6 +64,13 @@ class MemoryCapabilityError(MemoryError, NotSupportedError):
     code = "memory_capability_unsupported"
 
 
+class SharedKnowledgeDisabledError(MemoryError, AccessDeniedError):
+    """The company turned shared knowledge off (``memory.options.shared_knowledge_base``):
+    no shared entry is published, read or retracted through the agent-facing paths."""
+
+    code = "shared_knowledge_disabled"
+
+
 class MemoryAccessError(MemoryError, AccessDeniedError):
     """The caller may see the memory but not change it (e.g. retracting another's)."""
 

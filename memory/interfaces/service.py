@@ -41,7 +41,11 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 
 from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
-from memory.core.errors import MemoryInputError, MemoryNotFoundError
+from memory.core.errors import (
+    MemoryInputError,
+    MemoryNotFoundError,
+    SharedKnowledgeDisabledError,
+)
 from memory.core.models import ArchivedMemory, Memory
 from memory.core.retrieval.filtering import tag_missing_warnings
 from memory.core.retrieval.query import MemoryQuery
@@ -194,14 +198,15 @@ class MemoryService:
 
     @_routed
     def recall(self, memory_id: UUID | str) -> Memory:
-        """A memory the agent can read: its own, or the company's shared knowledge (what
-        ``search_memory`` returns, so every hit's id can be recalled)."""
+        """A memory the agent can read: its own, or the company's shared knowledge while
+        the company has it on (what ``search_memory`` returns, so every hit's id can be
+        recalled)."""
         try:
             return agent_memory_get(agent=self.agent, memory_id=memory_id)
         except MemoryNotFoundError:
             try:
                 return shared_memory_get(company=self.company, memory_id=memory_id)
-            except MemoryNotFoundError:
+            except (MemoryNotFoundError, SharedKnowledgeDisabledError):
                 raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from None
 
     @_routed

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from memory.core.models.memory import Memory
+from memory.core.selectors.memories import agent_visible_q
 from memory.procedural.models import CompressedExperience, ExecutionReport, ProceduralLesson
 from persistence.principal import Principal
 from synthorg.errors import NotFoundError
@@ -113,16 +114,13 @@ LESSON_NOT_FOUND = "No procedural lesson with this id is visible to the caller."
 
 def lesson_for(*, principal: Principal, memory_id):
     """The lesson of a memory the caller may read: an agent its own memories and the
-    company's shared ones, a human member any memory of the company."""
-    from django.db.models import Q
-
+    company's shared ones (while shared knowledge is on), a human member any memory of the
+    company."""
     qs = ProceduralLesson.objects.filter(
         company=principal.company, memory__company=principal.company, memory_id=memory_id
     ).select_related("memory")
     if principal.is_agent:
-        qs = qs.filter(
-            Q(memory__agent=principal.agent, memory__is_shared=False) | Q(memory__is_shared=True)
-        )
+        qs = qs.filter(agent_visible_q(principal.agent, prefix="memory__"))
     lesson = qs.first()
     if lesson is None:
         raise NotFoundError(LESSON_NOT_FOUND, code="lesson_not_found")

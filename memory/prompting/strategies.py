@@ -166,7 +166,11 @@ class SelfEditingMemoryStrategy:
         pinned = [policy_block.text] if policy_block else []
         pinned_tokens = sum(estimate_tokens(text) for text in pinned)
         block = core_block(agent=self.agent, token_budget=max(0, token_budget - pinned_tokens))
-        messages = build_messages([entry.fenced for entry in block.included], pinned=pinned)
+        messages = build_messages(
+            [entry.fenced for entry in block.included],
+            role=self.config.retrieval.injection_point.value,
+            pinned=pinned,
+        )
         messages.append({"role": "system", "content": SELF_EDITING_INSTRUCTION})
         return PreparedContext(
             messages=messages,

@@ -330,6 +330,13 @@ def _tunes_linear_weights(data: Mapping[str, Any]) -> bool:
     return any(name in data and data[name] != fields[name].default for name in LINEAR_WEIGHTS)
 
 
+INJECTION_POINT_TOOL_BASED = (
+    "{point!r} is not offered with strategy 'tool_based': it places the injected memories, "
+    "and tool_based injects none (the agent searches with tools); remove the key or use "
+    "strategy 'context' or 'self_editing'"
+)
+
+
 class MemoryRetrievalConfig(BaseModel):
     """``fusion_strategy`` ``rrf`` (the default) ranks by RRF of the dense and BM25 legs;
     ``linear`` (the seeds' formula) ranks the candidates of both legs by cosine relevance
@@ -482,6 +489,20 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
             )
+
+    @model_validator(mode="after")
+    def _injection_point_needs_injected_memories(self) -> MemoryRetrievalConfig:
+        # The role of the message that carries the fenced memories: the tool_based strategy
+        # injects none (the agent searches with tools), so 'user' would change nothing.
+        if self.injection_point is not InjectionPoint.SYSTEM and (
+            self.strategy is InjectionStrategy.TOOL_BASED
+        ):
+            raise ConfigFieldError(
+                "injection_point",
+                INJECTION_POINT_TOOL_BASED.format(point=self.injection_point.value),
+                code=NOT_OFFERED_CODE,
+            )
+        return self
 
 
 class SelfEditingMemoryConfig(BaseModel):
@@ -816,6 +837,13 @@ BACKEND_REFUSED = (
 )
 
 
+EVOLVER_NEVER_SCHEDULED = (
+    "is not offered with consolidation.interval 'never': the evolver runs on the "
+    "consolidation schedule, so it would never run; set memory.consolidation.interval to "
+    "hourly, daily or weekly, or remove the key"
+)
+
+
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -923,4 +951,17 @@ class CompanyMemoryConfig(BaseModel):
         if options_update:
             data = self.options.model_dump(exclude_unset=True) | options_update
             object.__setattr__(self, "options", MemoryOptionsConfig.model_validate(data))
+        return self
+
+    @model_validator(mode="after")
+    def _evolver_needs_a_schedule(self) -> CompanyMemoryConfig:
+        # The seeds' evolver "runs on the consolidation schedule": with interval 'never'
+        # there is none, and enabling it would change nothing.
+        if (
+            self.procedural.evolver.enabled
+            and self.consolidation.interval is ConsolidationInterval.NEVER
+        ):
+            raise ConfigFieldError(
+                "procedural.evolver.enabled", EVOLVER_NEVER_SCHEDULED, code=NOT_OFFERED_CODE
+            )
         return self

@@ -8,12 +8,15 @@
    run or report (status and reason) instead of doing nothing.
 
 The spec's seeds carry placeholder model names (``example-small-001``: the default of
-``memory.procedural.model``, the examples' ``summarization_model``). A placeholder is never
-sent: like an empty setting it means "the server's model".
+``memory.procedural.model``; ``example-medium-001`` and ``example-small-001``: the examples'
+``summarization_model``), all of the form ``example-<size>-<NNN>``
+(:data:`PLACEHOLDER_PATTERN`). A placeholder is never sent: like an empty setting it means
+"the server's model".
 """
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -21,7 +24,9 @@ import httpx
 
 from synthorg.llm.base import LLMConfigurationError
 
-PLACEHOLDER_MODELS = frozenset({"example-small-001"})
+#: the seeds' placeholder names, and the form every one of them takes
+PLACEHOLDER_MODELS = frozenset({"example-small-001", "example-medium-001"})
+PLACEHOLDER_PATTERN = re.compile(r"example-[a-z]+-[0-9]+", re.IGNORECASE)
 
 NO_MODEL = (
     "no model to ask: no model is configured (set SYNTHORG_LLM_MODEL or the feature's model "
@@ -37,7 +42,7 @@ _lock = threading.Lock()
 
 def is_placeholder(name: str | None) -> bool:
     """True for "no model named": empty, blank or one of the seeds' placeholder names."""
-    return name is None or not name.strip() or name.strip() in PLACEHOLDER_MODELS
+    return name is None or not name.strip() or bool(PLACEHOLDER_PATTERN.fullmatch(name.strip()))
 
 
 def configured_model(name: str | None) -> str | None:

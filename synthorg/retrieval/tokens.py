@@ -8,3 +8,9 @@ def estimate_tokens(text: str) -> int:
     if not text:
         return 0
     return max(1, len(text) // 4)
+
+
+def max_chars_for_tokens(tokens: int) -> int:
+    """The most characters a text may have for :func:`estimate_tokens` to count it as at
+    most ``tokens`` tokens."""
+    return 4 * tokens + 3 if tokens > 0 else 0

@@ -4,8 +4,10 @@ history; every role of the company reads, another company's staff sees none of i
 import pytest
 from django.test import Client
 
+from memory.core.models.memory import Memory
 from orgmemory.services.facts import fact_publish, fact_retract
 from persistence.principal import Principal
+from persistence.services.companies import company_config_set
 from tests.memory.factories import MemoryFactory
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
@@ -105,6 +107,24 @@ def test_shared_knowledge_by_category_for_every_role(company, role, monkeypatch)
     everything = client.get("/console/memories/shared?page=2").content.decode()
     assert "Private note." not in everything and "Other company's entry." not in everything
     assert client.get("/console/memories/shared?category=nope").status_code == 400
+
+
+def test_shared_knowledge_stays_listed_for_humans_while_agents_have_it_off(company):
+    MemoryFactory(agent=AgentFactory(company=company), is_shared=True, content="Ours.")
+    client = _client(company, "viewer")
+    assert 'id="shared-off"' not in client.get("/console/memories/shared").content.decode()
+    company_config_set(
+        company=company, data={"memory": {"options": {"shared_knowledge_base": False}}}
+    )
+    html = client.get("/console/memories/shared").content.decode()
+    assert html.count('class="shared-row"') == 1 and "Ours." in html
+    assert (
+        '<p class="message warning" role="status" id="shared-off">Shared knowledge is off for '
+        "this company (<code>memory.options.shared_knowledge_base: false</code>): agents "
+        "neither find nor publish these entries until it is turned on again.</p>"
+    ) in html
+    entry = Memory.objects.get(content="Ours.")
+    assert client.get(f"/console/memories/shared/{entry.pk}").status_code == 200
 
 
 def test_shared_knowledge_of_another_company_is_not_listed(company):

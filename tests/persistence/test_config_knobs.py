@@ -367,6 +367,26 @@ NOT_OFFERED = [
         "is required: without a base_url the company uses the local embedder "
         "(all-MiniLM-L6-v2, 384 dims) and model, dims and api_key_env would change nothing",
     ),
+    (
+        {"memory": {"retrieval": {"strategy": "tool_based", "injection_point": "user"}}},
+        "memory.retrieval.injection_point",
+        "'user' is not offered with strategy 'tool_based': it places the injected memories, "
+        "and tool_based injects none (the agent searches with tools); remove the key or use "
+        "strategy 'context' or 'self_editing'",
+    ),
+    *(
+        (
+            {"memory": {section: never, "procedural": {"evolver": {"enabled": True}}}},
+            "memory.procedural.evolver.enabled",
+            "is not offered with consolidation.interval 'never': the evolver runs on the "
+            "consolidation schedule, so it would never run; set memory.consolidation.interval "
+            "to hourly, daily or weekly, or remove the key",
+        )
+        for section, never in (
+            ("consolidation", {"interval": "never"}),
+            ("options", {"consolidation_interval": "never"}),
+        )
+    ),
 ]
 
 
@@ -477,6 +497,9 @@ def test_stored_configs_with_values_that_never_acted_are_reset_by_the_migration(
     """persistence 0010: knobs accepted under a setting that ignored them (weights under
     rrf, dual-mode and llm knobs under the simple strategy) go back to what ran, so every
     stored config still loads under the stricter rules, and behaves as before."""
+
+
+def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
     import importlib
 
     from django.apps import apps
@@ -541,3 +564,54 @@ def test_stored_configs_with_values_that_never_acted_are_reset_by_the_migration(
     assert entries[1].details["before"] == {
         "memory": {"retrieval": {"recency_weight": 0.5, "rrf_k": 20}}
     }
+    from persistence.models import AuditEntry
+
+    migration = importlib.import_module(
+        "persistence.migrations.0011_company_config_settings_that_changed_nothing"
+    )
+    never = CompanyFactory()
+    options_never = CompanyFactory()
+    tool_based = CompanyFactory()
+    untouched = CompanyFactory()
+    evolver = {"evolver": {"enabled": True, "window_days": 14}}
+    stored = {
+        never: {"memory": {"consolidation": {"interval": "never"}, "procedural": evolver}},
+        options_never: {
+            "memory": {"options": {"consolidation_interval": "never"}, "procedural": evolver}
+        },
+        tool_based: {
+            "memory": {"retrieval": {"strategy": "tool_based", "injection_point": "user"}}
+        },
+        untouched: {
+            "memory": {
+                "consolidation": {"interval": "weekly"},
+                "procedural": evolver,
+                "retrieval": {"strategy": "self_editing", "injection_point": "user"},
+            }
+        },
+    }
+    for company, config in stored.items():
+        Company.objects.filter(pk=company.pk).update(config=config)
+    migration.drop_settings_that_changed_nothing(apps, None)
+    for company in stored:
+        company.refresh_from_db()
+    assert never.config == {
+        "memory": {
+            "consolidation": {"interval": "never"},
+            "procedural": {"evolver": {"window_days": 14}},
+        }
+    }
+    assert options_never.config["memory"]["procedural"] == {"evolver": {"window_days": 14}}
+    assert tool_based.config == {"memory": {"retrieval": {"strategy": "tool_based"}}}
+    assert untouched.config == stored[untouched]
+    assert [c.config_revision for c in stored] == [2, 2, 2, 1]
+    entries = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
+    assert [(e.company_id, e.details["via"], e.details["revision"]) for e in entries] == [
+        (never.pk, "migration", 2),
+        (options_never.pk, "migration", 2),
+        (tool_based.pk, "migration", 2),
+    ]
+    assert entries[2].details["before"]["memory"]["retrieval"]["injection_point"] == "user"
+    for company in stored:  # every stored config parses again
+        company_config(company)
+    assert company_config(never).memory.procedural.evolver.enabled is False

@@ -108,6 +108,10 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.options.shared_knowledge_base": Acts(
         "tests/memory/interfaces/api/test_shared_sessions.py::"
         "test_publish_when_shared_knowledge_is_disabled",
+        "tests/memory/interfaces/api/test_shared_sessions.py::"
+        "test_shared_knowledge_off_closes_every_shared_read",
+        "tests/memory/procedural/test_org_pool.py::"
+        "test_a_pool_item_cannot_be_approved_once_shared_knowledge_is_off",
         "tests/memory/procedural/test_org_pool.py::"
         "test_no_shared_knowledge_means_no_pool_and_the_scope_is_narrowed",
     ),
@@ -140,7 +144,9 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         RANKING + "test_default_relevance_scores_a_row_without_a_vector"
     ),
     "memory.retrieval.injection_point": Acts(
-        CONTEXT + "test_planted_instructions_cannot_close_the_fence"
+        CONTEXT + "test_planted_instructions_cannot_close_the_fence",
+        SELF_EDIT + "test_core_memory_goes_where_injection_point_says",
+        NOT_OFFERED,  # 'user' with strategy tool_based, which injects no memories
     ),
     "memory.retrieval.non_inferable_only": Acts(
         CONTEXT + "test_non_inferable_only_filters_before_packing"
@@ -362,6 +368,7 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.procedural.evolver.enabled": Acts(
         EVOLVER + "test_disabled_by_default",
         EVOLVER + "test_cycle_emits_one_promotion_and_writes_no_org_fact",
+        NOT_OFFERED,  # true with consolidation.interval 'never': the evolver has no schedule
     ),
     "memory.procedural.evolver.requires_human_approval": Descriptive(
         "Literal[True]: no configuration lets the evolver write org memory itself",
@@ -480,7 +487,11 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "test_sync_creates_the_sweep_and_one_dream_schedule_per_company"
     ),
     "memory.dream.lookback_days": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
-    "memory.dream.max_core_tokens": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
+    "memory.dream.max_core_tokens": Acts(
+        INGEST_KNOBS + "test_dream_request_is_the_companys",
+        DREAM + "test_an_llm_core_longer_than_max_core_tokens_is_cut_at_a_word",
+        DREAM + "test_the_extractive_core_keeps_the_newest_facts_within_max_core_tokens",
+    ),
     "memory.dream.temperature": Acts(INGEST_KNOBS + "test_dream_request_is_the_companys"),
     "memory.dream.agent_request_interval_seconds": Acts(DREAM_REQ + "test_the_interval_knob_acts"),
     "memory.dream.company_requests_per_hour": Acts(

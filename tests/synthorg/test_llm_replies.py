@@ -58,6 +58,13 @@ def test_reply_text_drops_reasoning_blocks():
         (None, "small-model", "small-model"),
         ("  ", None, "gpt-4o-mini"),
         ("example-small-001", "example-small-001", "gpt-4o-mini"),
+        # the seeds' other example (dual_mode's summarization_model) and their form
+        ("example-medium-001", "small-model", "small-model"),
+        (" example-large-002 ", None, "gpt-4o-mini"),
+        ("example-medium-001", "example-medium-001", "gpt-4o-mini"),
+        # not of the seeds' form: real names, sent as they are
+        ("example-medium", "small-model", "example-medium"),
+        ("my-example-small-001", None, "my-example-small-001"),
     ],
 )
 def test_resolve_model(requested, default, expected):

@@ -3,6 +3,13 @@
 Every read here hides expired memories (``expires_at`` in the past): they never come back,
 even by id. Another agent's private memory, or anything of another company, is simply not
 found (404), so its existence does not leak.
+
+Shared knowledge is read only while the company has it on
+(``memory.options.shared_knowledge_base``, :func:`shared_knowledge_enabled`): with it off, the
+explicit shared reads refuse (403 ``shared_knowledge_disabled``, :func:`shared_knowledge_require`)
+and the reads of "the agent's own or shared" memories (:func:`agent_visible_q`, search with
+``include_shared``, context) leave shared entries out. This module is the one check every
+agent-facing path (REST, tools, MCP, context) goes through.
 """
 
 from __future__ import annotations
@@ -10,15 +17,39 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from memory.core.errors import MemoryNotFoundError
+from memory.core.errors import MemoryNotFoundError, SharedKnowledgeDisabledError
 from memory.core.models.memory import Memory, live_q
 from persistence.models import Agent, Company
+from persistence.selectors.config import company_config
 
 MEMORY_NOT_FOUND = "No such memory."
 SHARED_NOT_FOUND = "No such shared knowledge entry."
+SHARED_DISABLED = (
+    "Shared knowledge is disabled for this company (memory.options.shared_knowledge_base)."
+)
+
+
+def shared_knowledge_enabled(company: Company) -> bool:
+    """Whether the company has shared knowledge on (``memory.options.shared_knowledge_base``)."""
+    return company_config(company).memory.options.shared_knowledge_base
+
+
+def shared_knowledge_require(company: Company) -> None:
+    """403 ``shared_knowledge_disabled`` unless the company has shared knowledge on."""
+    if not shared_knowledge_enabled(company):
+        raise SharedKnowledgeDisabledError(SHARED_DISABLED)
+
+
+def agent_visible_q(agent: Agent, *, prefix: str = "") -> Q:
+    """The memories ``agent`` may read by id: its own private ones, and the company's shared
+    ones while shared knowledge is on (``prefix``: the path to the memory, e.g. ``memory__``)."""
+    visible = Q(**{f"{prefix}agent": agent, f"{prefix}is_shared": False})
+    if shared_knowledge_enabled(agent.company):
+        visible |= Q(**{f"{prefix}is_shared": True})
+    return visible
 
 
 def agent_memories(
@@ -59,7 +90,13 @@ def agent_memory_count(
     return query.count()
 
 
-def shared_memories(*, company: Company, now: datetime | None = None) -> QuerySet[Memory]:
+def shared_memories(
+    *, company: Company, now: datetime | None = None, require_enabled: bool = True
+) -> QuerySet[Memory]:
+    """The company's live shared knowledge, newest first (403 while it is off, unless
+    ``require_enabled`` is false: a human inspecting what the company holds)."""
+    if require_enabled:
+        shared_knowledge_require(company)
     now = now or timezone.now()
     return (
         Memory.objects.filter(company=company, is_shared=True)
@@ -68,7 +105,13 @@ def shared_memories(*, company: Company, now: datetime | None = None) -> QuerySe
     )
 
 
-def shared_memory_get(*, company: Company, memory_id: UUID | str) -> Memory:
+def shared_memory_get(
+    *, company: Company, memory_id: UUID | str, require_enabled: bool = True
+) -> Memory:
+    """One shared entry of the company, superseded ones included (403 while shared knowledge
+    is off, unless ``require_enabled`` is false: a human inspecting it)."""
+    if require_enabled:
+        shared_knowledge_require(company)
     memory_id = _uuid(memory_id, SHARED_NOT_FOUND, "shared_not_found")
     memory = Memory.objects.filter(company=company, is_shared=True, pk=memory_id).first()
     if memory is None:

@@ -25,15 +25,15 @@ from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
 from memory.core.domain import MemoryStoreRequest
-from memory.core.errors import MemoryCapabilityError, MemoryNotFoundError
+from memory.core.errors import MemoryNotFoundError
 from memory.core.extensions import archive_restore_handlers
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
-from memory.core.services.shared import SHARED_DISABLED, shared_retract_record
+from memory.core.selectors.memories import shared_knowledge_require
+from memory.core.services.shared import shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent
-from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -191,8 +191,8 @@ def archive_restore(
             code="restore_needs_persistent_level",
         )
     shared = bool(entry.metadata.get("shared"))
-    if shared and not company_config(agent.company).memory.options.shared_knowledge_base:
-        raise MemoryCapabilityError(SHARED_DISABLED, code="shared_knowledge_disabled")
+    if shared:
+        shared_knowledge_require(agent.company)
     embeddings = memory_store_embed(
         agent=agent, requests=[_restore_request(entry, now=now)], embedder=embedder
     )

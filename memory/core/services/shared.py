@@ -8,25 +8,16 @@ from uuid import UUID
 from django.db import transaction
 
 from memory.core.domain import MemoryStoreRequest, StoreResult
-from memory.core.errors import MemoryAccessError, MemoryCapabilityError
+from memory.core.errors import MemoryAccessError
 from memory.core.models.memory import Memory
-from memory.core.selectors.memories import shared_memory_get
+from memory.core.selectors.memories import shared_knowledge_require, shared_memory_get
 from memory.core.services.edit import guardrail_details
 from memory.core.services.store import memory_store_batch
 from persistence.models import Agent
-from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 
-SHARED_DISABLED = (
-    "Shared knowledge is disabled for this company (memory.options.shared_knowledge_base)."
-)
 NOT_PUBLISHER = "Only the agent that published this entry may retract it."
-
-
-def _require_enabled(agent: Agent) -> None:
-    if not company_config(agent.company).memory.options.shared_knowledge_base:
-        raise MemoryCapabilityError(SHARED_DISABLED, code="shared_knowledge_disabled")
 
 
 def shared_publish(
@@ -41,8 +32,9 @@ def shared_publish(
     agent's own memory level). A near duplicate of the agent's earlier publication returns
     that entry with ``deduplicated=True``. The embedder runs before the store takes its
     locks (see :func:`memory_store_batch`); the publication is audited in the same
-    transaction."""
-    _require_enabled(agent)
+    transaction. 403 ``shared_knowledge_disabled`` while the company has shared knowledge
+    off."""
+    shared_knowledge_require(agent.company)
     with transaction.atomic():
         result = memory_store_batch(
             agent=agent,
@@ -72,7 +64,8 @@ def shared_retract(
     *, agent: Agent, memory_id: UUID | str, principal=None, reason: str = "", via: str = ""
 ) -> None:
     """Remove a shared entry; any agent of the company can see it exists, only its
-    publisher may retract it (403 for the others, 404 outside the company)."""
+    publisher may retract it (403 for the others, 404 outside the company; 403
+    ``shared_knowledge_disabled`` while the company has shared knowledge off)."""
     memory = shared_memory_get(company=agent.company, memory_id=memory_id)
     if memory.agent_id != agent.pk:
         raise MemoryAccessError(NOT_PUBLISHER, code="not_publisher")

@@ -15,7 +15,11 @@ of a company, run by the per-company q2 schedule and ``manage.py dream``):
    become the new core, verbatim (never the journal's bookkeeping: headings, counts, ids).
    With an LLM (``method`` ``llm``), an LLM error or an answer that is not the JSON contract ⇒
    ``failed``. Every outcome is a :class:`DreamRun` row (the dream diary).
-4. Success, in one transaction: the new core summary is stored through the write gate
+4. The new core is at most ``memory.dream.max_core_tokens`` tokens as the service counts
+   them (:func:`core_max_chars`): the extractive core drops its oldest facts to fit, an LLM
+   answer that is longer loses its last lines (the one that crosses the limit is clipped at
+   a sentence or word boundary, :func:`synthorg.text.clip_lines`) and the diary says so.
+5. Success, in one transaction: the new core summary is stored through the write gate
    (``memory_store_batch``: SEMANTIC, tag ``core``, ``supersedes`` the previous core — kept,
    marked superseded, restorable), the run records what changed and why, and a dream entry
    is appended to the journal. Nothing is deleted.
@@ -51,7 +55,8 @@ from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.llm import CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_slot
 from synthorg.llm.structured import complete_json
-from synthorg.text import clip
+from synthorg.retrieval.tokens import max_chars_for_tokens
+from synthorg.text import clip, clip_lines
 
 logger = logging.getLogger(__name__)
 
@@ -134,10 +139,13 @@ def agent_dream(
         return _record(run, DreamRun.Status.UNCHANGED)
     if provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
+    max_chars = core_max_chars(config.max_core_tokens)
     if provider is None:
-        new_core, diary = extractive_core(core_text, journal), EXTRACTIVE_DIARY
+        new_core = extractive_core(core_text, journal, max_chars=max_chars)
         run.method = "extractive"
-        return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
+        return _store_core(
+            run, agent=agent, core=core, new_core=new_core, diary=EXTRACTIVE_DIARY, now=now
+        )
     run.method = "llm"
     prompt = dream_messages(core=core_text, journal=journal, max_tokens=config.max_core_tokens)
     try:
@@ -154,9 +162,22 @@ def agent_dream(
         logger.warning("dream of agent %s failed: %s", agent.pk, exc)
         return _record(run, DreamRun.Status.FAILED, error=str(exc)[:2000])
     run.model = completion.model
+    if len(new_core.strip()) > max_chars:
+        new_core = clip_lines(new_core, max_chars)
+        diary = f"{diary}\n\n{CORE_CUT.format(tokens=config.max_core_tokens)}".strip()
     return _store_core(run, agent=agent, core=core, new_core=new_core, diary=diary, now=now)
 
 
+def core_max_chars(max_core_tokens: int) -> int:
+    """The longest core a dream stores: ``memory.dream.max_core_tokens`` as the service counts
+    tokens (:func:`synthorg.retrieval.tokens.estimate_tokens`), at most :data:`CORE_MAX_CHARS`."""
+    return min(max_chars_for_tokens(max_core_tokens), CORE_MAX_CHARS)
+
+
+CORE_CUT = (
+    "The answer was longer than memory.dream.max_core_tokens ({tokens} tokens): its last "
+    "lines were cut."
+)
 EXTRACTIVE_DIARY = (
     "Extractive dream (no LLM configured): the facts of the previous core and the facts the "
     "journal says were learned or already known, kept verbatim (newest last)."
@@ -183,11 +204,12 @@ def journal_facts(journal: str) -> list[str]:
     return [m["text"].strip() for line in journal.splitlines() if (m := _FACT_LINE.match(line))]
 
 
-def extractive_core(core_text: str, journal: str) -> str:
+def extractive_core(core_text: str, journal: str, *, max_chars: int = CORE_MAX_CHARS) -> str:
     """The no-LLM dream's new core: what the agent knows — the previous core's facts, then
     the facts the journal recorded, each once, newest last, at most
-    :data:`EXTRACTIVE_MAX_FACTS` (the oldest give way), none cut inside a word. Also what the
-    demo's stand-in model answers (:mod:`memory.interfaces.demo_llm`)."""
+    :data:`EXTRACTIVE_MAX_FACTS` and ``max_chars`` characters (the oldest give way; a single
+    fact longer than that is clipped), none cut inside a word. Also what the demo's
+    stand-in model answers (:mod:`memory.interfaces.demo_llm`)."""
     items: list[str] = []
     for fact in [*core_items(core_text), *journal_facts(journal)]:
         fact = clip(fact, ITEM_CHARS)
@@ -195,8 +217,14 @@ def extractive_core(core_text: str, journal: str) -> str:
             items.append(fact)
     items = items[-EXTRACTIVE_MAX_FACTS:]
     if not items:
-        return core_text.strip()
-    return "\n".join([CORE_HEADING, *(f"- {item}" for item in items)])
+        return clip_lines(core_text, max_chars)
+
+    def rendered(items: list[str]) -> str:
+        return "\n".join([CORE_HEADING, *(f"- {item}" for item in items)])
+
+    while len(items) > 1 and len(rendered(items)) > max_chars:
+        items.pop(0)
+    return clip_lines(rendered(items), max_chars)
 
 
 def _store_core(run: DreamRun, *, agent, core, new_core: str, diary: str, now) -> DreamRun:
@@ -205,7 +233,7 @@ def _store_core(run: DreamRun, *, agent, core, new_core: str, diary: str, now) -
             agent=agent,
             requests=[
                 MemoryStoreRequest(
-                    content=new_core[:CORE_MAX_CHARS],
+                    content=new_core,
                     category=MemoryCategory.SEMANTIC,
                     tags=(CORE_TAG,),
                     source=f"dream:{run.pk}",

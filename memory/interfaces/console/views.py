@@ -16,6 +16,7 @@ from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.memories import (
     agent_memories,
     agent_memory_get,
+    shared_knowledge_enabled,
     shared_memories,
     shared_memory_get,
 )
@@ -79,12 +80,20 @@ class SharedFilterForm(forms.Form):
 def shared_view(request, user: ConsoleUser):
     """The company's live shared knowledge, newest first, a page at a time (read-only)."""
     form = SharedFilterForm(request.GET)
-    context = {"section": "shared", "form": form, "entries": [], "page": 1}
+    context = {
+        "section": "shared",
+        "form": form,
+        "entries": [],
+        "page": 1,
+        "shared_off": not shared_knowledge_enabled(user.company),
+    }
     if not form.is_valid():
         return render(request, "console/memory/shared.html", context, status=400)
     category = form.cleaned_data["category"]
     page = form.cleaned_data["page"] or 1
-    query = shared_memories(company=user.company).select_related("agent")
+    # Humans inspect what the company holds, also while agents have shared knowledge off
+    # (as they inspect agents' private memories).
+    query = shared_memories(company=user.company, require_enabled=False).select_related("agent")
     if category:
         query = query.filter(category=category)
     start = (page - 1) * PAGE
@@ -154,7 +163,7 @@ def shared_memory_view(request, user: ConsoleUser, memory_id):
     """One shared entry (an org skill pool entry included; superseded ones too): read-only,
     its publisher's agent page links back."""
     try:
-        memory = shared_memory_get(company=user.company, memory_id=memory_id)
+        memory = shared_memory_get(company=user.company, memory_id=memory_id, require_enabled=False)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
     context = {

@@ -1,5 +1,6 @@
 """The evolver runs on each company's consolidation schedule (``memory.consolidation.interval``)
-when ``memory.procedural.evolver.enabled`` is true."""
+when ``memory.procedural.evolver.enabled`` is true (a config enabling it with interval
+``never`` is refused at load, so an enabled evolver always has a schedule)."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models.memory import Memory
+from memory.core.selectors.memories import shared_knowledge_require
 from memory.core.services.store import memory_store_batch
 from memory.procedural.domain import ProceduralMemoryProposal
 from memory.procedural.models import ProceduralLesson
@@ -46,7 +47,10 @@ POOL_DUPLICATE = (
 
 def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
     """Approved proposal: add the entry, supersede what it replaces, consume the item.
-    409 ``org_pool_source_gone`` / ``org_pool_duplicate`` roll the approval back."""
+    409 ``org_pool_source_gone`` / ``org_pool_duplicate`` roll the approval back, and so
+    does 403 ``shared_knowledge_disabled``: the pool is shared knowledge, which the company
+    turned off after the item was filed."""
+    shared_knowledge_require(item.company)
     now = timezone.now()
     source = (
         Memory.objects.select_for_update(of=("self",))

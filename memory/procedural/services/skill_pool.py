@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from memory.core.errors import MemoryNotFoundError
 from memory.core.models.memory import Memory
+from memory.core.selectors.memories import agent_visible_q
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, UnprocessableError
@@ -20,11 +21,12 @@ SUPERSEDED = "This lesson was superseded; apply the one that replaced it."
 
 
 def visible_memory(*, agent: Agent, memory_id) -> Memory:
-    """A live memory the agent may use: its own private one or the company's shared one."""
+    """A live memory the agent may use: its own private one or the company's shared one
+    (while the company has shared knowledge on)."""
     now = timezone.now()
     memory = (
         Memory.objects.filter(company_id=agent.company_id, pk=memory_id)
-        .filter(Q(agent=agent, is_shared=False) | Q(is_shared=True))
+        .filter(agent_visible_q(agent))
         .first()
     )
     if memory is None or (memory.expires_at is not None and memory.expires_at <= now):

@@ -12,6 +12,7 @@ from memory.ingestion.models import JournalEntry
 from memory.ingestion.schedules import dream_schedule_name, dream_schedules
 from memory.ingestion.services.dream import agent_dream, current_core
 from memory.ingestion.services.extraction import conversation_extract
+from synthorg.retrieval.tokens import estimate_tokens
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush, reply
 
@@ -242,3 +243,80 @@ def test_dream_window_starts_at_the_last_dream_day(caller, llm):
     later = agent_dream(agent=caller.agent, now=datetime.now(UTC))
     assert later.journal_from == today()
     assert later.journal_entries == 1
+
+
+CORE_LINES = (
+    "I work on billing with Ana, who leads the team since March.",
+    "Billing deploys move to Fridays at noon UTC; staging resets every night at 02:00 UTC.",
+    "The runbook lives in the wiki under billing/deploys and lists every rollback step we know.",
+)
+
+
+def test_an_llm_core_longer_than_max_core_tokens_is_cut_at_a_word(caller, llm):
+    configure(caller.company, extraction={"store_turns": False}, dream={"max_core_tokens": 50})
+    extract(caller, llm, [fact("Billing deploys every Friday at noon UTC.")])
+    dream_answer(llm, "\n".join(CORE_LINES), diary="Consolidated.")
+    run = agent_dream(agent=caller.agent)
+    assert (run.status, run.method) == ("succeeded", "llm")
+    assert (
+        "at most 50 tokens"
+        in llm.requests_to(llm.CHAT_COMPLETIONS)[-1].json()["messages"][0]["content"]
+    )
+    core = Memory.objects.get(pk=run.core_memory_id)
+    # 50 tokens are 203 characters as the service counts (len // 4): the first two lines
+    # whole, the third clipped after a word
+    assert core.content == (
+        f"{CORE_LINES[0]}\n{CORE_LINES[1]}\n"
+        "The runbook lives in the wiki under billing/deploys and…"
+    )
+    assert estimate_tokens(core.content) == 50
+    assert run.diary == (
+        "Consolidated.\n\nThe answer was longer than memory.dream.max_core_tokens (50 tokens): "
+        "its last lines were cut."
+    )
+    assert JournalEntry.objects.get(agent=caller.agent, kind="dream").markdown.endswith(
+        "its last lines were cut.\n"
+    )
+
+
+def test_the_extractive_core_keeps_the_newest_facts_within_max_core_tokens(caller, llm, settings):
+    configure(caller.company, extraction={"store_turns": False}, dream={"max_core_tokens": 50})
+    facts = [
+        "Billing deploys every Friday at noon UTC.",
+        "Ana leads the billing team since March.",
+        "Staging resets every night at 02:00 UTC.",
+        "The runbook lives in the wiki under billing/deploys.",
+        "Rollbacks need a second reviewer from the platform team.",
+    ]
+    extract(caller, llm, [fact(text) for text in facts])
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+    run = agent_dream(agent=caller.agent)
+    assert (run.status, run.method) == ("succeeded", "extractive")
+    core = Memory.objects.get(pk=run.core_memory_id)
+    # the oldest facts give way: what fits in 203 characters, newest last
+    assert core.content == "\n".join(
+        ["What I know (kept from my memories, newest last):", *(f"- {t}" for t in facts[3:])]
+    )
+    assert estimate_tokens(core.content) <= 50
+    assert run.diary.startswith("Extractive dream (no LLM configured)")
+
+
+def test_one_extractive_fact_longer_than_max_core_tokens_is_clipped_at_a_word(
+    caller, llm, settings
+):
+    configure(caller.company, extraction={"store_turns": False}, dream={"max_core_tokens": 50})
+    long_fact = (
+        "The billing deploy checklist: freeze merges at eleven, announce in the channel, run "
+        "the smoke suite against staging, watch the error budget dashboard for fifteen "
+        "minutes, then promote."
+    )
+    extract(caller, llm, [fact(long_fact)])
+    settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
+    run = agent_dream(agent=caller.agent)
+    core = Memory.objects.get(pk=run.core_memory_id)
+    assert core.content == (
+        "What I know (kept from my memories, newest last):\n"
+        "- The billing deploy checklist: freeze merges at eleven, announce in the channel, "
+        "run the smoke suite against staging, watch the error budget dashboard…"
+    )
+    assert estimate_tokens(core.content) <= 50

@@ -238,6 +238,22 @@ def test_a_vanished_lesson_cannot_be_approved(company, author, proposer):
     assert not Memory.objects.filter(is_shared=True).exists()
 
 
+def test_a_pool_item_cannot_be_approved_once_shared_knowledge_is_off(company, author, proposer):
+    proposer(ORG)
+    lesson = _capture(author)
+    item = _item()
+    company_config_set(
+        company=company, data={"memory": {"options": {"shared_knowledge_base": False}}}
+    )
+    response = _operator(company).post(f"/api/v1/approvals/{item.pk}/approve", {}, format="json")
+    assert (response.status_code, response.json()["code"]) == (403, "shared_knowledge_disabled")
+    item.refresh_from_db()
+    assert item.status == "pending"  # the approval rolled back with the applier
+    assert not Memory.objects.filter(is_shared=True).exists()
+    lesson.refresh_from_db()
+    assert lesson.superseded_at is None
+
+
 def test_no_shared_knowledge_means_no_pool_and_the_scope_is_narrowed(company, author, proposer):
     proposer(ORG)
     company_config_set(

@@ -5,7 +5,7 @@ import uuid
 import pytest
 
 from memory.core.models.memory import Memory
-from memory.core.retrieval.formatting import untrusted_content_directive
+from memory.core.retrieval.formatting import MEMORY_HEADER, untrusted_content_directive
 from memory.ingestion.models import Conversation
 from memory.prompting.context import ContextRequest
 from memory.prompting.strategies import SELF_EDITING_INSTRUCTION, strategy_for
@@ -144,3 +144,24 @@ def test_recall_is_the_conversation_history(caller, outsider):
     assert unknown["code"] == "conversation_not_found"
     invalid = call(caller, "recall_memory_write", 400, content="x", role="narrator")
     assert invalid["code"] == "invalid_tool_arguments"
+
+
+@pytest.mark.parametrize("point", ["system", "user"])
+def test_core_memory_goes_where_injection_point_says(caller, point):
+    company_config_set(
+        company=caller.company,
+        data={"memory": {"retrieval": {"strategy": "self_editing", "injection_point": point}}},
+    )
+    first = call(caller, "core_memory_write", content="I am the billing agent.")["data"]["id"]
+    response = caller.client.post(
+        "/api/v1/memories/context",
+        {"query": "who am I", "token_budget": 1000, "include_org": False},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    fenced = f'<memory-entry meta="core, id {first}">\nI am the billing agent.\n</memory-entry>'
+    assert response.json()["messages"] == [
+        {"role": "system", "content": untrusted_content_directive()},
+        {"role": point, "content": f"{MEMORY_HEADER}\n{fenced}"},
+        {"role": "system", "content": SELF_EDITING_INSTRUCTION},
+    ]

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memory.core.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.core.retrieval.ranking import recency_score
+from memory.core.selectors.memories import shared_knowledge_enabled, shared_knowledge_require
 from memory.core.selectors.reembed import DEGRADED_REEMBEDDING
 from memory.core.selectors.search.fuse import fuse
 from memory.core.selectors.search.hydrate import hydrate
@@ -60,7 +61,7 @@ def memory_search(
     config = config or full_config.memory.retrieval
     if include_shared is None:
         include_shared = config.include_shared
-    include_shared = include_shared and full_config.memory.options.shared_knowledge_base
+    include_shared = include_shared and shared_knowledge_enabled(company)
     parts = [private_part(agent.company_id, agent.pk)]
     if include_shared:
         parts.append(shared_part(agent.company_id))
@@ -88,7 +89,9 @@ def shared_search(
     leg_depth: int | None = None,
     legs: Sequence[str] = LEGS,
 ) -> SearchResult:
-    """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s)."""
+    """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s);
+    403 ``shared_knowledge_disabled`` while the company has it off."""
+    shared_knowledge_require(company)
     full_config = company_config(company)
     config = config or full_config.memory.retrieval
     part = shared_part(

@@ -103,9 +103,10 @@ class SharedSearchView(AgentView, APIView):
     @extend_schema(
         summary="Search the company's shared knowledge",
         description="Like `/memories/search` over shared knowledge only; `exclude_self` "
-        "leaves out the caller's own publications.",
+        "leaves out the caller's own publications. 403 `shared_knowledge_disabled` while the "
+        "company has shared knowledge off.",
         request=s.SharedSearchRequestSerializer,
-        responses={200: s.SearchResponseSerializer, 400: PROBLEM},
+        responses={200: s.SearchResponseSerializer, 400: PROBLEM, 403: PROBLEM},
         examples=[
             OpenApiExample(
                 "Search",

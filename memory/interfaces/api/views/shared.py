@@ -26,14 +26,15 @@ class SharedPublishView(AgentView, APIView):
         summary="Publish shared knowledge",
         description=(
             "Publishes a memory every agent of the company can find with `/shared/search` "
-            "(and, by default, with `/memories/search`). Only the publisher can retract it."
+            "(and, by default, with `/memories/search`). Only the publisher can retract it. "
+            "403 `shared_knowledge_disabled` while the company has shared knowledge off."
         ),
         request=s.SharedPublishSerializer,
         responses={
             201: s.StoreResultSerializer,
             200: s.StoreResultSerializer,
             400: PROBLEM,
-            501: PROBLEM,
+            403: PROBLEM,
         },
         examples=[
             OpenApiExample(
@@ -63,7 +64,8 @@ class SharedPublishView(AgentView, APIView):
 class SharedDetailView(AgentView, APIView):
     @extend_schema(
         summary="Retract shared knowledge",
-        description="Only the agent that published the entry may retract it (403 otherwise).",
+        description="Only the agent that published the entry may retract it (403 otherwise; "
+        "403 `shared_knowledge_disabled` while the company has shared knowledge off).",
         responses={204: None, 403: PROBLEM, 404: NOT_FOUND},
     )
     def delete(self, request, pk):

@@ -1,5 +1,7 @@
 """POST /shared, DELETE /shared/{id}, POST /sessions/{id}/end."""
 
+import uuid
+
 import pytest
 
 from memory.core.models.memory import Memory
@@ -78,7 +80,7 @@ def test_publish_when_shared_knowledge_is_disabled(caller, company):
         company=company, data={"memory": {"options": {"shared_knowledge_base": False}}}
     )
     response = publish(caller)
-    assert response.status_code == 501
+    assert response.status_code == 403
     assert response.json()["code"] == "shared_knowledge_disabled"
     assert not Memory.objects.exists()
 
@@ -154,3 +156,77 @@ def test_session_end_rejects_overlong_ids(caller):
 
 def test_session_end_is_for_agents(human_client):
     assert human_client.post("/api/v1/sessions/run-1/end").status_code == 403
+
+
+SHARED_OFF = {
+    "type": "https://synthorg.dev/problems/shared_knowledge_disabled",
+    "title": "Access denied",
+    "status": 403,
+    "detail": "Shared knowledge is disabled for this company "
+    "(memory.options.shared_knowledge_base).",
+    "code": "shared_knowledge_disabled",
+    "errors": [],
+}
+
+
+def tool(caller, name, **arguments):
+    return caller.client.post(
+        "/api/v1/memories/tools/call", {"name": name, "arguments": arguments}, format="json"
+    )
+
+
+def test_shared_knowledge_off_closes_every_shared_read(caller, peer, company):
+    """With ``shared_knowledge_base: false`` no agent-facing path reads shared entries: the
+    explicit shared endpoints and tools answer 403 ``shared_knowledge_disabled``; searches,
+    recall, lessons and context leave them out. The entries stay stored (a human may turn
+    sharing on again)."""
+    theirs = publish(peer, "Staging resets every night at 02:00 UTC.").json()["id"]
+    mine = publish(caller, "Staging deploys need a second reviewer.").json()["id"]
+    private = caller.client.post(
+        "/api/v1/memories",
+        {"content": "My staging deploy checklist is in my notes.", "category": "procedural"},
+        format="json",
+    ).json()["id"]
+    # on: the shared entries are found
+    found = caller.client.post(f"{SHARED}/search", {"query": "staging"}, format="json")
+    assert {hit["memory"]["id"] for hit in found.json()["results"]} == {theirs, mine}
+
+    company_config_set(
+        company=company, data={"memory": {"options": {"shared_knowledge_base": False}}}
+    )
+    audited = AuditEntry.objects.count()
+    # explicit shared endpoints (REST) and tools: 403, nothing written
+    for response in (
+        caller.client.post(f"{SHARED}/search", {"query": "staging"}, format="json"),
+        caller.client.delete(f"{SHARED}/{mine}"),
+        publish(caller, "Billing deploys on Fridays."),
+    ):
+        assert (response.status_code, response.json()) == (403, SHARED_OFF), response.content
+    searched = tool(caller, "search_shared_knowledge", query="staging")
+    assert (searched.status_code, searched.json()) == (403, SHARED_OFF)
+    retracted = tool(caller, "retract_shared_knowledge", id=mine, confirm=True, reason="old")
+    assert (retracted.status_code, retracted.json()) == (403, SHARED_OFF)
+    # mixed reads: shared entries left out, silently
+    search = caller.client.post(
+        "/api/v1/memories/search", {"query": "staging", "include_shared": True}, format="json"
+    )
+    assert [hit["memory"]["id"] for hit in search.json()["results"]] == [private]
+    tool_search = tool(caller, "search_memory", query="staging")
+    assert [hit["memory"]["id"] for hit in tool_search.json()["data"]["results"]] == [private]
+    recalled = tool(caller, "recall_memory", id=theirs)
+    assert (recalled.status_code, recalled.json()["code"]) == (404, "memory_not_found")
+    applied = caller.client.post(f"/api/v1/memories/{theirs}/applied")
+    assert (applied.status_code, applied.json()["code"]) == (404, "memory_not_found")
+    context = caller.client.post(
+        "/api/v1/memories/context",
+        {"query": "staging", "token_budget": 2000, "include_org": False},
+        format="json",
+    )
+    assert [entry["id"] for entry in context.json()["included"]] == [private]
+    assert "02:00 UTC" not in str(context.json()["messages"])
+    # nothing changed: both entries still stored, shared, unaudited
+    assert set(Memory.objects.filter(is_shared=True).values_list("id", flat=True)) == {
+        uuid.UUID(theirs),
+        uuid.UUID(mine),
+    }
+    assert AuditEntry.objects.count() == audited
