@@ -65,7 +65,7 @@ def drop_settings_that_changed_nothing(apps, schema_editor):
                 details={
                     "revision": company.config_revision,
                     "via": "migration",
-                    "reason": "settings that changed nothing were dropped (persistence 0010): "
+                    "reason": "settings that changed nothing were dropped (persistence 0011): "
                     "an evolver enabled with consolidation interval 'never', an "
                     "injection_point with strategy 'tool_based'",
                     "before": before,

@@ -480,7 +480,6 @@ def test_stored_configs_with_values_not_offered_are_cleaned_by_the_migration():
     }
     assert (seeds.config_revision, remote.config_revision, untouched.config_revision) == (2, 2, 1)
     # each rewrite is audited with what was dropped; the untouched company gets nothing
-    from persistence.models import AuditEntry
 
     entries = AuditEntry.objects.filter(action_type="company.config_changed").order_by("id")
     assert [(e.company_id, e.details["via"], e.details["revision"]) for e in entries] == [
