@@ -496,9 +496,6 @@ def test_stored_configs_with_values_that_never_acted_are_reset_by_the_migration(
     """persistence 0010: knobs accepted under a setting that ignored them (weights under
     rrf, dual-mode and llm knobs under the simple strategy) go back to what ran, so every
     stored config still loads under the stricter rules, and behaves as before."""
-
-
-def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
     import importlib
 
     from django.apps import apps
@@ -563,7 +560,12 @@ def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
     assert entries[1].details["before"] == {
         "memory": {"retrieval": {"recency_weight": 0.5, "rrf_k": 20}}
     }
-    from persistence.models import AuditEntry
+
+
+def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
+    import importlib
+
+    from django.apps import apps
 
     migration = importlib.import_module(
         "persistence.migrations.0011_company_config_settings_that_changed_nothing"

@@ -431,11 +431,11 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "test_lessons_are_a_registered_pair_source_and_mined_with_redaction"
     ),
     "memory.fine_tune.auto_resume_after_minutes": Acts(
-        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once"
+        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once_and_the_lease_is_the_companys"
     ),
     "memory.fine_tune.max_auto_resumes": Acts(
-        AUTO_RESUME + "test_attempts_are_bounded_then_the_run_fails_with_the_reason",
-        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once",
+        AUTO_RESUME + "test_attempts_are_bounded_by_the_retry_policy_then_the_run_fails",
+        AUTO_RESUME + "test_max_auto_resumes_zero_fails_at_once_and_the_lease_is_the_companys",
     ),
     "memory.fine_tune.seed": Acts(FINE_TUNE + "test_training_parameters_are_the_companys"),
     "memory.fine_tune.synthetic_queries_per_memory": Acts(
