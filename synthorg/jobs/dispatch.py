@@ -65,7 +65,7 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
         kind.due_jobs(now).order_by("company_id").values_list("company_id", flat=True).distinct()
     )
     for company_id in companies:
-        kwargs = {"now": explicit} if explicit is not None else {}
+        kwargs: dict[str, object] = {"now": explicit} if explicit is not None else {}
         if kind.llm_slots:
             kwargs["cluster"] = LLM_CLUSTER
         async_task(kind.company_task, company_id, **kwargs)

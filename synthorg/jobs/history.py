@@ -6,10 +6,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from synthorg.jobs.models import JobStatusChange
+
 REASON_MAX = 1000
 
 
-def history_writer(model: type, job_field: str) -> Callable[..., Any]:
+def history_writer(model: type[JobStatusChange], job_field: str) -> Callable[..., Any]:
     """``history(job, *, now, reason=None, actor="")`` for a history ``model`` (a
     :class:`~synthorg.jobs.models.JobStatusChange` with a ``company`` and the foreign key
     ``job_field`` to the job): appends the job's current status, attempt count and reason
@@ -27,6 +29,6 @@ def history_writer(model: type, job_field: str) -> Callable[..., Any]:
         }
         if any(field.name == "method" for field in model._meta.concrete_fields):
             fields["method"] = job.method
-        return model.objects.create(**fields)
+        return model._default_manager.create(**fields)
 
     return record

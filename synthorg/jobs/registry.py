@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 
+from synthorg.jobs.models import DurableJob
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
 
 #: How long a worker may take beyond the LLM client's own total timeout before its job is
@@ -59,7 +60,7 @@ class JobKind:
     """
 
     name: str  # unique, e.g. "procedural.capture"
-    model: type  # the DurableJob subclass
+    model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
     company_task: str  # dotted q2 task the dispatcher hands each company: task(company_id)
@@ -99,14 +100,14 @@ class JobKind:
         cutoff = now - self.grace
         if self.due is not None:
             return self.due(cutoff)
-        return self.model.objects.filter(next_attempt_at__lte=cutoff)
+        return self.model._default_manager.filter(next_attempt_at__lte=cutoff)
 
     @property
     def title(self) -> str:
         return self.label or self.name
 
     def objects(self):
-        return self.model.objects.select_related(*self.select_related)
+        return self.model._default_manager.select_related(*self.select_related)
 
 
 @dataclass(frozen=True)

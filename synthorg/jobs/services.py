@@ -47,6 +47,7 @@ class LeaseLost(Exception):
 
 def _table(kind: JobKind) -> tuple[str, str]:
     meta = kind.model._meta
+    assert meta.pk is not None and meta.pk.column is not None  # a concrete model's key
     return connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
 
 
@@ -109,7 +110,7 @@ def job_finish(
         if not field.primary_key
     }
     with transaction.atomic():
-        rows = kind.model.objects.filter(pk=job.pk)
+        rows = kind.model._default_manager.filter(pk=job.pk)
         if was_claimed:
             rows = rows.filter(status=kind.running, claimed_until=token)
         updated = rows.update(**values)
@@ -133,7 +134,7 @@ def job_renew(
     does not change."""
     now = now or timezone.now()
     until = now + (lease if lease is not None else kind.lease())
-    updated = kind.model.objects.filter(
+    updated = kind.model._default_manager.filter(
         pk=job.pk, status=kind.running, claimed_until=job.claimed_until
     ).update(claimed_until=until, updated_at=now, **fields)
     if updated:
@@ -222,7 +223,7 @@ def job_requeue(
     now = now or timezone.now()
     with transaction.atomic():
         job = (
-            (queryset if queryset is not None else kind.model.objects)
+            (queryset if queryset is not None else kind.model._default_manager)
             .select_for_update(skip_locked=True, of=("self",))
             .filter(pk=pk)
             .exclude(status__in=[kind.queued, kind.running])
@@ -268,7 +269,7 @@ def job_reclaim_expired(kind: JobKind, *, now: datetime | None = None, limit: in
     status = kind.reclaimed_status or kind.queued
     with transaction.atomic():
         stale = list(
-            kind.model.objects.select_for_update(skip_locked=True, of=("self",))
+            kind.model._default_manager.select_for_update(skip_locked=True, of=("self",))
             .annotate(lease_end=Coalesce("claimed_until", F("updated_at") + lease))
             .filter(lease_expired(kind, now))
             .order_by("updated_at")[:limit]

@@ -63,7 +63,7 @@ class ReembedJob(DurableJob):
     passes = models.PositiveIntegerField(default=1)
     #: the last embedder failure ("" after a committed batch)
     reason = models.TextField(db_column="last_error", blank=True, default="")
-    method = None  # not LLM work
+    method = None  # type: ignore[assignment]  # not LLM work: Django drops the inherited field
     started_via = models.CharField(max_length=16, default="config")
     completed_at = models.DateTimeField(db_column="finished_at", null=True, blank=True)
 
@@ -124,7 +124,7 @@ class ReembedStatusChange(JobStatusChange):
     """One status transition of a re-embedding job. **Append-only** (a Postgres trigger
     rejects UPDATE/DELETE/TRUNCATE): the job row holds the latest state, this the history."""
 
-    method = None
+    method = None  # type: ignore[assignment]  # Django drops the inherited field
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
     # The record outlives its job (nothing deletes one in the product; a test or a manual
     # clean-up may): no constraint, nothing cascades into an append-only table.

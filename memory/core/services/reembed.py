@@ -375,7 +375,7 @@ def _memory_batch(job: ReembedJob, embedder, batch_size: int) -> int:
     windows = [windows_for(content, context, chunking) for _, content, context in rows]
     texts = flat_texts(windows)
     embedded = embed_texts(company=job.company, texts=texts, embedder=embedder)
-    if not embedded.ok or embedded.embedder_id != job.to_embedder_id:
+    if not embedded.ok or embedded.vectors is None or embedded.embedder_id != job.to_embedder_id:
         raise EmbeddingError(f"the embedder {job.to_embedder_id} failed on a batch")
     by_text = dict(zip(texts, embedded.vectors, strict=True))
     vectors = [[by_text[text] for text in group] for group in windows]
@@ -423,7 +423,8 @@ def _fact_batch(job: ReembedJob, batch_size: int) -> int:
     batch: list[OperationLogEntry] = list(entries.order_by("operation_id")[:batch_size])
     if not batch:
         return 0
-    vectors = fact_window_vectors(embedder, job.company, [entry.content for entry in batch])
+    # a stale fact version is a published one: it has content
+    vectors = fact_window_vectors(embedder, job.company, [entry.content or "" for entry in batch])
     with transaction.atomic():
         fact_vectors_store(entries=batch, embedder_id=embedder.embedder_id, vectors=vectors)
         _advance(job, "facts", cursor=batch[-1].operation_id, count=len(batch))

@@ -230,6 +230,7 @@ def _plan(
         params += job_params
     planned: list[QueryVectorAdapter] = []
     for hook in adapters if reembed is not None and config is not None else ():
+        assert reembed is not None and config is not None  # the loop's own condition
         plan = hook.plan(config, *reembed)
         if plan is not None:
             planned.append(hook)
