@@ -42,7 +42,7 @@ from django.db.models import QuerySet
 
 from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest, StoreResult
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
-from memory.core.models import ArchivedMemory, FineTuneRun, Memory
+from memory.core.models import ArchivedMemory, FineTuneRun, Memory, MemoryRevision
 from memory.core.retrieval.filtering import tag_missing_warnings
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors import finetune as finetune_selectors
@@ -51,6 +51,7 @@ from memory.core.selectors.memories import (
     agent_memories,
     agent_memory_count,
     agent_memory_get,
+    memory_revisions,
     shared_memory_get,
 )
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
@@ -205,6 +206,12 @@ class MemoryService:
                 return shared_memory_get(company=self.company, memory_id=memory_id)
             except MemoryNotFoundError:
                 raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from None
+
+    @_routed
+    def history(self, memory_id: UUID | str) -> QuerySet[MemoryRevision]:
+        """The revisions of a memory the agent can read (as :meth:`recall`: its own, or the
+        company's shared knowledge; anything else is not found), oldest first."""
+        return memory_revisions(self.recall(memory_id))
 
     @_routed
     def update(self, memory_id: UUID | str, request: MemoryUpdateRequest) -> Memory:

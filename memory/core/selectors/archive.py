@@ -85,4 +85,3 @@ def archive_count(*, agent: Agent, include_restored: bool = False) -> int:
     if not include_restored:
         rows = rows.filter(restored_at__isnull=True)
     return rows.count()
-
