@@ -264,3 +264,87 @@ def test_the_async_client_has_the_same_surface(live_server_url, committed):  # n
     assert history == []
     assert (missing.status, missing.code) == (404, "memory_not_found")
     assert (refused.status, refused.code) == (401, "malformed_credentials")
+
+
+def test_shared_org_executions_and_conversations_against_the_server(
+    live_server_url,  # noqa: F811
+    committed,  # noqa: F811
+):
+    from memory.core.models.memory import Memory as MemoryRow
+    from memory.ingestion.models import Conversation
+    from memory.procedural.models import ExecutionReport
+    from orgmemory.models import OrgFact
+
+    caller = committed.agent()
+    caller.agent.seniority = "senior"  # may publish conventions (the default write rules)
+    caller.agent.save(update_fields=["seniority"])
+    with MemoryClient(base_url=live_server_url, api_key=caller.raw_key) as client:
+        published = client.shared.publish(
+            content="The VPN is split-tunnel for the office network.", category="semantic"
+        )
+        assert (published.stored, published.deduplicated) == (True, False)
+        hits = client.shared.search(query="VPN split-tunnel").results
+        assert [(h.memory.id, h.is_shared) for h in hits] == [(published.id, True)]
+        assert client.shared.retract(published.id) is None
+        assert not MemoryRow.objects.filter(pk=published.id).exists()
+
+        fact = client.org.publish(
+            content="Branches are named after the ticket.", category="convention", tags=["git"]
+        )
+        assert (fact.version, fact.content, fact.tags, fact.author.is_human) == (
+            1, "Branches are named after the ticket.", ["git"], False,
+        )  # fmt: skip
+        assert client.org.fact(fact.fact_id) == fact
+        assert [f.fact_id for f in client.org.facts(category="convention")] == [fact.fact_id]
+        queried = client.org.query(context="how are branches named", limit=5)
+        assert [f.fact_id for f in queried.results] == [fact.fact_id]
+        newer = client.org.publish(
+            content="Branches are named after the ticket id.",
+            category="convention",
+            fact_id=fact.fact_id,
+            expected_version=1,
+        )
+        assert newer.version == 2
+        retracted = client.org.retract(fact.fact_id, reason="moved to the wiki")
+        assert retracted.retracted_at is not None
+        history = client.org.history(fact.fact_id)
+        assert [(e.version, e.operation_type) for e in history] == [
+            (1, "PUBLISH"), (2, "PUBLISH"), (retracted.version, "RETRACT"),
+        ]  # fmt: skip
+        assert list(client.org.policies()) == []
+        assert OrgFact.objects.filter(company=caller.company).exists()
+
+        accepted = client.executions.report(
+            outcome="failed",
+            task_title="Deploy billing",
+            error={"category": "timeout", "message": "the deploy hung"},
+            tool_calls=[{"name": "deploy", "status": "timeout", "duration_ms": 1200}],
+            duration_ms=1500,
+        )
+        report = client.executions.get(accepted.id)
+        row = ExecutionReport.objects.get(pk=accepted.id)
+        assert (report.id, report.outcome, report.task_title) == (
+            str(row.pk), "failed", "Deploy billing",
+        )  # fmt: skip
+        assert report.error.category == "timeout"
+        assert [r.id for r in client.executions.list(outcome="failed")] == [accepted.id]
+
+        flushed = client.conversations.add_messages(
+            "chat-7",
+            [
+                {"role": "user", "content": "Where do invoices go?"},
+                {"role": "assistant", "content": "To the billing inbox."},
+            ],
+        )
+        assert (flushed.conversation_id, flushed.accepted, flushed.first_seq, flushed.last_seq) == (
+            "chat-7", 2, 1, 2,
+        )  # fmt: skip
+        assert [c.conversation_id for c in client.conversations.list()] == ["chat-7"]
+        messages = list(client.conversations.messages("chat-7", page_size=1))
+        assert [(m.seq, m.role, m.content) for m in messages] == [
+            (1, "user", "Where do invoices go?"), (2, "assistant", "To the billing inbox."),
+        ]  # fmt: skip
+        context = client.conversations.context("chat-7", token_budget=500)
+        assert [m.content for m in context.messages] == [m.content for m in messages]
+        assert list(client.conversations.extractions("chat-7")) == []
+        assert Conversation.objects.get(agent=caller.agent).external_id == "chat-7"
