@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from synthorg_memory import models as m
 from synthorg_memory._transport import Call, Endpoint, present
@@ -148,6 +148,27 @@ DREAM_REQUEST_GET = Endpoint("GET", "/dreams/requests/{request_id}", m.DreamRequ
 ENDPOINTS = tuple(value for value in list(globals().values()) if isinstance(value, Endpoint))
 
 
+class StoreMembers(TypedDict, total=False):
+    """What a memory (or a shared entry) may carry besides its content and category."""
+
+    tags: Sequence[str]
+    namespace: str | Sequence[str]
+    context: str
+    source: str
+    confidence: float
+    expires_at: datetime
+    supersedes: Sequence[str]
+
+
+class SearchFilters(TypedDict, total=False):
+    namespaces: Sequence[str | Sequence[str]]
+    categories: Sequence[str]
+    tags: Sequence[str]
+    since: datetime
+    until: datetime
+    min_relevance: float
+
+
 class _Unset:
     def __repr__(self) -> str:
         return "UNSET"
@@ -194,25 +215,18 @@ class Memories(Resource):
         *,
         content: str,
         category: str,
-        tags: Sequence[str] | None = None,
-        namespace: str | Sequence[str] | None = None,
-        context: str | None = None,
-        source: str | None = None,
-        confidence: float | None = None,
-        expires_at: datetime | None = None,
-        supersedes: Sequence[str] | None = None,
         created_at: datetime | None = None,
         session_id: str | None = None,
         project_id: int | None = None,
+        **members: Unpack[StoreMembers],
     ):
         """Store a memory and return it (:class:`~synthorg_memory.models.StoredMemory`):
         a near duplicate returns the memory it matched (``deduplicated=True``); ``None``
-        when the agent's memory level is ``none`` (nothing is stored)."""
+        when the agent's memory level is ``none`` (nothing is stored). ``members``: tags,
+        namespace (a name or a tuple), context, source, confidence, expires_at, supersedes."""
         body = present(
-            content=content, category=category, tags=_list(tags), namespace=_ns(namespace),
-            context=context, source=source, confidence=confidence, expires_at=expires_at,
-            supersedes=_list(supersedes), created_at=created_at, session_id=session_id,
-            project_id=project_id,
+            content=content, category=category, created_at=created_at, session_id=session_id,
+            project_id=project_id, **members,
         )  # fmt: skip
         return self._run(Call(MEMORY_STORE, body=body, then=_with_store_outcome))
 
@@ -237,7 +251,7 @@ class Memories(Resource):
         the expiry. Returns the memory."""
         body = present(
             content=content, context=context, category=category, namespace=namespace,
-            source=source, confidence=confidence, tags=_list(tags),
+            source=source, confidence=confidence, tags=tags,
         )  # fmt: skip
         if expires_at is not UNSET:
             body["expires_at"] = expires_at
@@ -263,7 +277,7 @@ class Memories(Resource):
         """Every matching memory, newest first, fetched a page at a time as you iterate
         (``tags``: memories carrying all of them)."""
         query = present(
-            category=category, namespace=namespace, tag=_list(tags),
+            category=category, namespace=namespace, tag=tags,
             created_after=created_after, created_before=created_before, level=level,
             session_id=session_id, include_superseded=include_superseded, page_size=page_size,
         )  # fmt: skip
@@ -278,21 +292,13 @@ class Memories(Resource):
         *,
         query: str | None = None,
         limit: int | None = None,
-        namespaces: Sequence[str | Sequence[str]] | None = None,
-        categories: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        min_relevance: float | None = None,
         include_shared: bool | None = None,
+        **filters: Unpack[SearchFilters],
     ):
         """Hybrid search (:class:`~synthorg_memory.models.SearchResponse`): ``.results``
-        are hits with ``.memory`` and ``.score``, best first."""
-        body = _search_body(
-            query=query, limit=limit, namespaces=namespaces, categories=categories, tags=tags,
-            since=since, until=until, min_relevance=min_relevance,
-        )  # fmt: skip
-        body.update(present(include_shared=include_shared))
+        are hits with ``.memory`` and ``.score``, best first. ``filters``: namespaces,
+        categories, tags, since, until, min_relevance."""
+        body = present(query=query, limit=limit, include_shared=include_shared, **filters)
         return self._run(Call(MEMORY_SEARCH, body=body))
 
     def context(
@@ -307,8 +313,8 @@ class Memories(Resource):
         """Chat messages of the caller's memories for a prompt, within ``token_budget``
         (:class:`~synthorg_memory.models.MemoryContext`: ``.messages``)."""
         body = present(
-            query=query, token_budget=token_budget, categories=_list(categories),
-            namespaces=_namespaces(namespaces), include_org=include_org,
+            query=query, token_budget=token_budget, categories=categories,
+            namespaces=namespaces, include_org=include_org,
         )  # fmt: skip
         return self._run(Call(MEMORY_CONTEXT, body=body))
 
@@ -323,25 +329,10 @@ class Memories(Resource):
 class Shared(Resource):
     """The company's shared knowledge."""
 
-    def publish(
-        self,
-        *,
-        content: str,
-        category: str,
-        tags: Sequence[str] | None = None,
-        namespace: str | Sequence[str] | None = None,
-        context: str | None = None,
-        source: str | None = None,
-        confidence: float | None = None,
-        expires_at: datetime | None = None,
-        supersedes: Sequence[str] | None = None,
-    ):
-        """Publish shared knowledge (:class:`~synthorg_memory.models.StoreResult`)."""
-        body = present(
-            content=content, category=category, tags=_list(tags), namespace=_ns(namespace),
-            context=context, source=source, confidence=confidence, expires_at=expires_at,
-            supersedes=_list(supersedes),
-        )  # fmt: skip
+    def publish(self, *, content: str, category: str, **members: Unpack[StoreMembers]):
+        """Publish shared knowledge (:class:`~synthorg_memory.models.StoreResult`); the
+        members are :meth:`Memories.store`'s."""
+        body = present(content=content, category=category, **members)
         return self._run(Call(SHARED_PUBLISH, body=body))
 
     def search(
@@ -349,19 +340,11 @@ class Shared(Resource):
         *,
         query: str | None = None,
         limit: int | None = None,
-        namespaces: Sequence[str | Sequence[str]] | None = None,
-        categories: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        min_relevance: float | None = None,
         exclude_self: bool | None = None,
+        **filters: Unpack[SearchFilters],
     ):
-        body = _search_body(
-            query=query, limit=limit, namespaces=namespaces, categories=categories, tags=tags,
-            since=since, until=until, min_relevance=min_relevance,
-        )  # fmt: skip
-        body.update(present(exclude_self=exclude_self))
+        """Search the company's shared knowledge; the filters are :meth:`Memories.search`'s."""
+        body = present(query=query, limit=limit, exclude_self=exclude_self, **filters)
         return self._run(Call(SHARED_SEARCH, body=body))
 
     def retract(self, memory_id: str):
@@ -398,7 +381,7 @@ class Org(Resource):
         """Publish a fact, or (``fact_id``) a new version of one
         (:class:`~synthorg_memory.models.Fact`)."""
         body = present(
-            content=content, category=category, tags=_list(tags), fact_id=fact_id,
+            content=content, category=category, tags=tags, fact_id=fact_id,
             expected_version=expected_version,
         )  # fmt: skip
         return self._run(Call(FACT_PUBLISH, body=body))
@@ -412,7 +395,7 @@ class Org(Resource):
         as_of: datetime | None = None,
     ):
         """Facts relevant to ``context`` (:class:`~synthorg_memory.models.FactQueryResult`)."""
-        body = present(context=context, categories=_list(categories), limit=limit, as_of=as_of)
+        body = present(context=context, categories=categories, limit=limit, as_of=as_of)
         return self._run(Call(FACT_QUERY, body=body))
 
     def retract(
@@ -555,24 +538,3 @@ class Dreams(Resource):
 
     def get(self, request_id: str):
         return self._run(Call(DREAM_REQUEST_GET, {"request_id": request_id}))
-
-
-def _list(values: Sequence[Any] | None) -> list[Any] | None:
-    return None if values is None else list(values)
-
-
-def _ns(namespace: str | Sequence[str] | None) -> str | list[str] | None:
-    return namespace if namespace is None or isinstance(namespace, str) else list(namespace)
-
-
-def _namespaces(values: Sequence[str | Sequence[str]] | None) -> list[Any] | None:
-    return None if values is None else [_ns(value) for value in values]
-
-
-def _search_body(*, namespaces, categories, tags, **members: Any) -> dict[str, Any]:
-    return present(
-        namespaces=_namespaces(namespaces),
-        categories=_list(categories),
-        tags=_list(tags),
-        **members,
-    )

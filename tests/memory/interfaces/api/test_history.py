@@ -101,12 +101,13 @@ def test_the_history_is_paginated_like_other_lists(caller, django_assert_max_num
     assert last["next"] is None
 
 
+def published(agent, content):
+    request = MemoryStoreRequest(content=content, category="semantic")
+    return shared_publish(agent=agent, request=request).id
+
+
 def test_shared_knowledge_is_readable_by_any_agent_of_the_company(caller, peer):
-    result = shared_publish(
-        agent=peer.agent,
-        request=MemoryStoreRequest(content="VPN is split-tunnel.", category="semantic"),
-    )
-    response = caller.client.get(url(result.id))
+    response = caller.client.get(url(published(peer.agent, "VPN is split-tunnel.")))
     assert response.status_code == 200
     assert response.json()["count"] == 0
 
@@ -136,11 +137,7 @@ def test_another_agents_private_memory_or_another_companys_is_not_found_like_its
 
 
 def test_another_companys_shared_knowledge_is_not_found(caller, outsider):
-    result = shared_publish(
-        agent=outsider.agent,
-        request=MemoryStoreRequest(content="Their VPN is split-tunnel.", category="semantic"),
-    )
-    response = caller.client.get(url(result.id))
+    response = caller.client.get(url(published(outsider.agent, "Their VPN is split-tunnel.")))
     assert response.status_code == 404
     assert response.json()["code"] == "memory_not_found"
 
