@@ -90,9 +90,7 @@ def test_store_search_context_history_round_trip(live_server_url, committed):  #
             {"query": "when does billing deploy", "token_budget": 800},
         )  # fmt: skip
         assert [m.model_dump() for m in context.messages] == direct["messages"]
-        assert CONTENT in context.messages[-1].content or any(
-            CONTENT in message.content for message in context.messages
-        )
+        assert sum(CONTENT in message.content for message in context.messages) == 1
         assert [entry.id for entry in context.included] == [stored.id]
 
         assert list(client.memories.history(stored.id)) == []
