@@ -203,7 +203,7 @@ def _with_store_outcome(result: m.StoreResult):
     return Call(
         MEMORY_GET,
         {"id": result.id},
-        then=lambda memory: m.StoredMemory(**memory.model_dump(), **outcome),
+        then=lambda memory: m.StoredMemory(**{**memory.model_dump(), **outcome}),
     )
 
 
