@@ -46,7 +46,7 @@ from memory.core.errors import (
     MemoryNotFoundError,
     SharedKnowledgeDisabledError,
 )
-from memory.core.models import ArchivedMemory, Memory
+from memory.core.models import ArchivedMemory, Memory, MemoryRevision
 from memory.core.retrieval.filtering import tag_missing_warnings
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.archive import ArchiveQuery, archive_search
@@ -54,6 +54,7 @@ from memory.core.selectors.memories import (
     agent_memories,
     agent_memory_count,
     agent_memory_get,
+    memory_revisions,
     shared_memory_get,
 )
 from memory.core.selectors.search import SearchHit, SearchResult, memory_search, shared_search
@@ -208,6 +209,12 @@ class MemoryService:
                 return shared_memory_get(company=self.company, memory_id=memory_id)
             except (MemoryNotFoundError, SharedKnowledgeDisabledError):
                 raise MemoryNotFoundError(NOT_FOUND, code="memory_not_found") from None
+
+    @_routed
+    def history(self, memory_id: UUID | str) -> QuerySet[MemoryRevision]:
+        """The revisions of a memory the agent can read (as :meth:`recall`: its own, or the
+        company's shared knowledge; anything else is not found), oldest first."""
+        return memory_revisions(self.recall(memory_id))
 
     @_routed
     def update(self, memory_id: UUID | str, request: MemoryUpdateRequest) -> Memory:

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from memory.core.errors import MemoryNotFoundError, SharedKnowledgeDisabledError
 from memory.core.models.memory import Memory, live_q
+from memory.core.models.revision import MemoryRevision
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 
@@ -117,3 +118,14 @@ def shared_memory_get(
     if memory is None:
         raise MemoryNotFoundError(SHARED_NOT_FOUND, code="shared_not_found")
     return memory
+
+
+def memory_revisions(memory: Memory) -> QuerySet[MemoryRevision]:
+    """The texts corrections replaced in ``memory``, oldest first, each with its correction's
+    audit entry (who, when, why) and that entry's human actor joined: a page in two queries
+    (the count and the rows). The caller has already found ``memory`` readable."""
+    return (
+        MemoryRevision.objects.filter(company_id=memory.company_id, memory=memory)
+        .select_related("audit_entry__actor_user")
+        .order_by("created_at", "id")
+    )

@@ -459,3 +459,26 @@ def context_payload(prepared, strategy) -> dict:
         payload["strategy"] = strategy.strategy_name
         payload["tools"] = list(strategy.get_tool_definitions())
     return payload
+
+
+class MemoryRevisionSerializer(SharedFieldsRepresentation, Serializer):
+    """One correction of a memory: the text it replaced, and who made it, when and why (its
+    ``memory.corrected`` audit entry)."""
+
+    id = serializers.UUIDField()
+    previous_content = serializers.CharField(help_text="The text this correction replaced.")
+    reason = serializers.SerializerMethodField(help_text="Why the text was corrected.")
+    corrected_by = serializers.SerializerMethodField(
+        help_text="Username of the human who corrected it (corrections are human-only)."
+    )
+    created_at = serializers.DateTimeField(help_text="When the text was replaced.")
+    audit_entry_id = serializers.IntegerField(
+        help_text="The correction's audit entry (which keeps only a SHA-256 of the text)."
+    )
+
+    def get_reason(self, revision) -> str:
+        return revision.audit_entry.details.get("reason", "")
+
+    def get_corrected_by(self, revision) -> str | None:
+        user = revision.audit_entry.actor_user
+        return None if user is None else user.get_username()

@@ -8,6 +8,7 @@ urlpatterns = [
     path("memories/search", views.MemorySearchView.as_view(), name="memory-search"),
     path("memories/context", views.MemoryContextView.as_view(), name="memory-context"),
     path("memories/<uuid:pk>", views.MemoryDetailView.as_view(), name="memory-detail"),
+    path("memories/<uuid:pk>/history", views.MemoryHistoryView.as_view(), name="memory-history"),
     path("shared", views.SharedPublishView.as_view(), name="shared-publish"),
     path("shared/search", views.SharedSearchView.as_view(), name="shared-search"),
     path("shared/<uuid:pk>", views.SharedDetailView.as_view(), name="shared-detail"),

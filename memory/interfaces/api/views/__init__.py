@@ -6,6 +6,7 @@ from memory.interfaces.api.views.memories import (
     MemoryCollectionView,
     MemoryCountView,
     MemoryDetailView,
+    MemoryHistoryView,
 )
 from memory.interfaces.api.views.retrieval import (
     MemoryContextView,
@@ -19,6 +20,7 @@ __all__ = [
     "MemoryContextView",
     "MemoryCountView",
     "MemoryDetailView",
+    "MemoryHistoryView",
     "MemorySearchView",
     "SessionEndView",
     "SharedDetailView",

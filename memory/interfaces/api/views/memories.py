@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from memory.core.domain import MemoryUpdateRequest, parse_request
 from memory.core.models.memory import Memory
+from memory.core.models.revision import MemoryRevision
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.filters import MemoryFilter
 from memory.interfaces.api.views.common import (
@@ -215,6 +216,51 @@ class MemoryDetailView(AgentView, APIView):
     def delete(self, request, pk):
         self.service.delete(pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["memories"])
+class MemoryHistoryView(AgentView, generics.ListAPIView):
+    serializer_class = s.MemoryRevisionSerializer
+    queryset = MemoryRevision.objects.none()  # for the schema; requests use get_queryset()
+
+    def get_queryset(self):
+        return self.service.history(self.kwargs["pk"])
+
+    @extend_schema(
+        summary="A memory's history: the texts its corrections replaced",
+        description=(
+            "Every correction of the memory (a human replacing its text in the console), "
+            "oldest first, paginated: the text replaced, who corrected it, when and why. "
+            "Readable for the caller's own memories and the company's shared knowledge; "
+            "anything else answers 404 `memory_not_found`, like `GET /memories/{id}`. The "
+            "texts are deleted with the memory (a deletion, an erasure); the audit keeps only "
+            "a SHA-256 of each."
+        ),
+        responses={200: s.MemoryRevisionSerializer(many=True), 404: NOT_FOUND},
+        examples=[
+            OpenApiExample(
+                "A page",
+                value={
+                    "count": 1,
+                    "next": None,
+                    "previous": None,
+                    "results": [
+                        {
+                            "id": "9b2d7c1e-3f4a-4e5b-8c6d-7e8f9a0b1c2d",
+                            "previous_content": "The billing service deploys every Thursday.",
+                            "reason": "The deploy day moved to Friday.",
+                            "corrected_by": "ana",
+                            "created_at": "2026-11-21T09:30:00Z",
+                            "audit_entry_id": 4812,
+                        }
+                    ],
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
 
 
 @extend_schema(tags=["memories"])

@@ -16,6 +16,7 @@ def test_memory_paths_are_documented_with_examples(tmp_path):
         ("/api/v1/memories", "get"),
         ("/api/v1/memories/{id}", "patch"),
         ("/api/v1/memories/{id}", "delete"),
+        ("/api/v1/memories/{id}/history", "get"),
         ("/api/v1/memories/count", "get"),
         ("/api/v1/memories/search", "post"),
         ("/api/v1/memories/context", "post"),
@@ -32,3 +33,12 @@ def test_memory_paths_are_documented_with_examples(tmp_path):
     }
     filters = {p["name"] for p in paths["/api/v1/memories"]["get"]["parameters"]}
     assert {"category", "namespace", "tag", "created_after", "created_before", "page"} <= filters
+    history = paths["/api/v1/memories/{id}/history"]["get"]
+    page = history["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    assert page == "#/components/schemas/PaginatedMemoryRevisionList"
+    revision = schema["components"]["schemas"]["MemoryRevision"]
+    assert set(revision["properties"]) == {
+        "id", "previous_content", "reason", "corrected_by", "created_at", "audit_entry_id",
+    }  # fmt: skip
+    assert revision["properties"]["corrected_by"]["nullable"] is True
+    assert {p["name"] for p in history["parameters"]} == {"id", "page", "page_size"}
