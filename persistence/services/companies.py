@@ -31,7 +31,7 @@ CONFIG_REVISION_CONFLICT = (
 
 
 def company_config_from_yaml(
-    text: str, *, slug: str | None = None
+    text: str, *, company_id: int | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """Parse and validate a company config document (YAML; empty means all defaults).
 
@@ -39,7 +39,7 @@ def company_config_from_yaml(
     sections, which are ignored (a whole SynthOrg company file may carry more). Raises
     ``InvalidInputError`` (code ``invalid_company_config``) naming the field. The one parser
     shared by the admin form and ``manage.py load_company_config``; it never writes. With
-    the company's ``slug`` the server's rules (granted secrets, outbound URLs) are checked too.
+    the company's id the server's rules (granted secrets, outbound URLs) are checked too.
     """
     try:
         data = yaml.safe_load(text) if text and text.strip() else {}
@@ -59,7 +59,7 @@ def company_config_from_yaml(
         )
     ignored = sorted(str(k) for k in data if k not in CONFIG_SECTIONS)
     sections = {k: data[k] for k in CONFIG_SECTIONS if k in data}
-    validate_company_config(sections, slug=slug)
+    validate_company_config(sections, company_id=company_id)
     return sections, ignored
 
 
@@ -88,11 +88,11 @@ def config_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dic
 
 
 def validate_company_config(
-    data: Mapping[str, Any] | None, *, slug: str | None = None
+    data: Mapping[str, Any] | None, *, company_id: int | None = None
 ) -> CompanyConfig:
     """Parse ``data`` or raise ``InvalidInputError`` whose errors name each bad field.
 
-    With ``slug``, also what the server refuses for that company
+    With ``company_id``, also what the server refuses for that company
     (:func:`synthorg.tenancy.tenant_config_errors`: ungranted secrets, refused URLs).
     """
     try:
@@ -110,7 +110,7 @@ def validate_company_config(
         raise InvalidInputError(
             INVALID_CONFIG.format(error=exc), code="invalid_company_config", errors=exc.errors
         ) from exc
-    errors = tenant_config_errors(parsed, slug=slug) if slug is not None else []
+    errors = tenant_config_errors(parsed, company_id=company_id) if company_id else []
     if errors:
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         raise InvalidInputError(
@@ -124,10 +124,13 @@ def company_create(
     *, name: str, slug: str | None = None, config: Mapping[str, Any] | None = None
 ) -> Company:
     slug = slug or slugify(name)
-    parsed = validate_company_config(config, slug=slug)
+    parsed = validate_company_config(config)
     if Company.objects.filter(name=name).exists() or Company.objects.filter(slug=slug).exists():
         raise ConflictError(COMPANY_EXISTS, code="company_exists")
     company = Company.objects.create(name=name, slug=slug, config=parsed.model_dump(mode="json"))
+    # The server's rules name the company by id, which exists from here on (a refusal rolls
+    # the company back with this transaction).
+    validate_company_config(config, company_id=company.pk)
     for hook in _company_created_hooks:
         hook(company)  # same transaction: e.g. its maintenance schedule exists with it
     return company
@@ -153,7 +156,7 @@ def company_config_set(
     """
     if principal is not None:
         require_write(principal, "company", UPDATE)
-    parsed = validate_company_config(data, slug=company.slug)
+    parsed = validate_company_config(data, company_id=company.pk)
     before, revision = (
         Company.objects.select_for_update()
         .values_list("config", "config_revision")

@@ -49,7 +49,7 @@ def refuse_not_offered(data: object, field: str, offered: object, reason: str) -
 
 RELATIVE_ONLY = (
     "must be a name relative to the company's directory on the server "
-    "(SYNTHORG_TENANT_FILES_DIR/<company slug>/); absolute paths are refused"
+    "(SYNTHORG_TENANT_FILES_DIR/<company id>/); absolute paths are refused"
 )
 
 

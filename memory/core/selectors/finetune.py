@@ -97,7 +97,7 @@ def labelled_pairs(
 ) -> Iterable[tuple[str, UUID]]:
     if config.training_data_dir is None:
         return
-    directory = tenant_path(company.slug, config.training_data_dir)
+    directory = tenant_path(company.pk, config.training_data_dir)
     if not directory.is_dir():
         return
     for path in sorted(directory.glob("*.jsonl")):
@@ -132,7 +132,7 @@ def dev_questions(
     the pool (another company's, no base vector, an agent without pairs) is skipped."""
     if config.evaluation_file is None:
         return None
-    path = tenant_path(company.slug, config.evaluation_file)
+    path = tenant_path(company.pk, config.evaluation_file)
     index = {memory_id: i for i, memory_id in enumerate(doc_ids)}
     redactor = redactor_for(company_config(company).memory.redaction)
     found = DevQuestions(queries=[], relevant=[])
@@ -266,8 +266,8 @@ class AdapterUnavailableError(Exception):
     """The active checkpoint's file is missing or does not match its recorded digest."""
 
 
-def checkpoint_file(company_slug: str, checkpoint: AdapterCheckpoint) -> Path:
-    return tenant_path(company_slug, checkpoint.directory) / checkpoint.file_name
+def checkpoint_file(company_id: int, checkpoint: AdapterCheckpoint) -> Path:
+    return tenant_path(company_id, checkpoint.directory) / checkpoint.file_name
 
 
 def adapter_matrix(checkpoint_id: UUID) -> np.ndarray:
@@ -277,7 +277,7 @@ def adapter_matrix(checkpoint_id: UUID) -> np.ndarray:
     if matrix is not None:
         return matrix
     checkpoint = AdapterCheckpoint.objects.select_related("company").get(pk=checkpoint_id)
-    path = checkpoint_file(checkpoint.company.slug, checkpoint)
+    path = checkpoint_file(checkpoint.company_id, checkpoint)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -1,6 +1,6 @@
 """The wiki export (seed 003 ``WikiExportConfig``): the company's experiences as files.
 
-Under ``export_root`` (inside ``SYNTHORG_TENANT_FILES_DIR/<slug>/``, never elsewhere):
+Under ``export_root`` (inside ``SYNTHORG_TENANT_FILES_DIR/<company id>/``, never elsewhere):
 
 * ``raw/<report id>.md`` — Tier 1: each execution report and its capture's lesson
   (:func:`memory.procedural.compression.raw_trace`), newest first;
@@ -57,10 +57,10 @@ class WikiExport:
 def wiki_root(company: Company) -> Path:
     config = company_config(company).memory.consolidation.wiki_export
     try:
-        root = tenant_path(company.slug, config.export_root)
+        root = tenant_path(company.pk, config.export_root)
     except TenantPathError as exc:
         raise UnprocessableError(BAD_ROOT.format(error=exc), code="wiki_export_root") from None
-    if root == tenant_path(company.slug, "."):
+    if root == tenant_path(company.pk, "."):
         raise UnprocessableError(
             BAD_ROOT.format(error="it is the directory itself"), code="wiki_export_root"
         )

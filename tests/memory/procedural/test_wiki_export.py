@@ -79,7 +79,7 @@ def test_manual_export_writes_three_views_and_downloads_as_zip(company, caller):
     body = response.json()
     assert (body["export_root"], body["raw_pages"], body["wiki_pages"]) == ("wiki", 1, 1)
 
-    root = tenant_path(company.slug, "wiki")
+    root = tenant_path(company.pk, "wiki")
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
         "index.md",
         "raw",
@@ -124,7 +124,7 @@ def test_views_can_be_left_out_capped_and_a_new_export_replaces_the_old(company,
     _experience(caller, "first")
     newest = _experience(caller, "second")
     assert _human(company).post(URL).json()["raw_pages"] == 1  # the cap, newest first
-    root = tenant_path(company.slug, "wiki")
+    root = tenant_path(company.pk, "wiki")
     [raw_page] = list((root / "raw").iterdir())
     assert raw_page.name == f"{newest.report_id}.md"
 
@@ -141,7 +141,7 @@ def test_exported_after_consolidation_only_when_triggered_so(company, caller):
     _configure(company, trigger="manual")
     _experience(caller)
     run_company_maintenance(company=company)
-    root = tenant_path(company.slug, "wiki")
+    root = tenant_path(company.pk, "wiki")
     assert not root.exists()
     _configure(company, trigger="on_consolidation")
     run_company_maintenance(company=company)
@@ -155,7 +155,7 @@ def test_only_operators_export(company, caller):
     _configure(company, trigger="manual")
     assert caller.client.post(URL).status_code == 403
     assert _human(company, "viewer").post(URL).status_code == 403
-    assert not tenant_path(company.slug, "wiki").exists()
+    assert not tenant_path(company.pk, "wiki").exists()
 
 
 def test_export_root_must_stay_in_the_company_directory():
@@ -201,7 +201,7 @@ def test_console_operator_compresses_and_exports_through_the_same_services(compa
     )
     exported = operator.post("/console/memories/executions/wiki", follow=True)
     assert "Wiki exported: 1 raw pages, 1 wiki pages." in exported.content.decode()
-    root = tenant_path(company.slug, "wiki")
+    root = tenant_path(company.pk, "wiki")
     assert (root / "wiki" / f"{experience.pk}.md").is_file()
     audit = AuditEntry.objects.get(action_type="wiki.exported")
     assert audit.actor_user_id is not None and audit.details["trigger"] == "manual"
@@ -214,7 +214,7 @@ def test_console_viewers_cannot_run_them_and_disabled_features_say_why(company, 
     assert refused.status_code == 403
     assert "operators and admins run these" in refused.content.decode()
     assert viewer.post("/console/memories/executions/wiki").status_code == 403
-    assert not tenant_path(company.slug, "wiki").exists()
+    assert not tenant_path(company.pk, "wiki").exists()
 
     operator = _console(company, "operator")  # both off by default
     page = operator.get("/console/memories/executions").content.decode()
@@ -224,3 +224,32 @@ def test_console_viewers_cannot_run_them_and_disabled_features_say_why(company, 
     assert "wiki export" in off.content.decode().lower()
     assert AuditEntry.objects.filter(action_type="wiki.exported").count() == 0
     assert CompressedExperience.objects.filter(report__company=company).count() == 0
+
+
+def test_files_stay_with_their_company_when_its_slug_is_renamed_and_taken(company, caller):
+    """Issue 34 (high): company directories were named by slug. After B renamed its slug
+    and C took the freed one, C downloaded B's export and C's export replaced B's files."""
+    from persistence.services.companies import company_create, company_rename
+
+    _configure(company, trigger="manual")
+    _experience(caller)
+    assert _human(company).post(URL).status_code == 201
+    mine = _human(company, "viewer").get(f"{URL}.zip").content
+    old_slug = company.slug
+    company_rename(company=company, name=company.name, slug=f"{old_slug}-renamed")
+
+    squatter = company_create(name="Squatter", slug=old_slug)
+    _configure(squatter, trigger="manual")
+    refused = _human(squatter, "viewer").get(f"{URL}.zip")
+    assert (refused.status_code, refused.json()["code"]) == (404, "no_wiki_export")
+    console = _console(squatter, "viewer").get("/console/memories/wiki.zip")
+    assert console.status_code == 404
+
+    exported = _human(squatter).post(URL)
+    assert (exported.status_code, exported.json()["raw_pages"]) == (201, 0)
+    assert _human(company, "viewer").get(f"{URL}.zip").content == mine  # untouched
+    company_rename(company=squatter, name=squatter.name, slug="squatter")
+    company_rename(company=company, name=company.name, slug=old_slug)  # swapped back
+    theirs = zipfile.ZipFile(io.BytesIO(_human(squatter, "viewer").get(f"{URL}.zip").content))
+    assert "## Raw traces (0)" in theirs.read("index.md").decode()
+    assert _human(company, "viewer").get(f"{URL}.zip").content == mine
