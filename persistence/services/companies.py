@@ -11,7 +11,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils.text import slugify
 
-from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.access import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    require_membership_change,
+    require_write,
+)
 from persistence.models import Company, CompanyMembership
 from persistence.services.audit import audit_record
 from synthorg.api.input_safety import UnsafeInputError, check_json_value
@@ -235,9 +241,16 @@ def company_rename(*, company: Company, name: str, slug: str, principal=None) ->
 def membership_set(*, company: Company, user, role: str, principal=None) -> CompanyMembership:
     if role not in CompanyMembership.Role.values:
         raise InvalidInputError(f"Unknown role {role!r}.", code="invalid_role")
-    existing = CompanyMembership.objects.filter(company=company, user=user).first()
+    existing = (
+        CompanyMembership.objects.select_for_update().filter(company=company, user=user).first()
+    )
     if principal is not None:
-        require_write(principal, "membership", UPDATE if existing else CREATE)
+        require_membership_change(
+            principal,
+            action=UPDATE if existing else CREATE,
+            current=existing.role if existing else None,
+            new=role,
+        )
     if existing is not None and existing.role == role:
         return existing
     membership, _ = CompanyMembership.objects.update_or_create(
@@ -257,8 +270,9 @@ def membership_set(*, company: Company, user, role: str, principal=None) -> Comp
 
 @transaction.atomic
 def membership_remove(*, membership: CompanyMembership, principal=None) -> None:
+    membership = CompanyMembership.objects.select_for_update().get(pk=membership.pk)
     if principal is not None:
-        require_write(principal, "membership", DELETE)
+        require_membership_change(principal, action=DELETE, current=membership.role, new=None)
     audit_record(
         company=membership.company,
         principal=principal,
