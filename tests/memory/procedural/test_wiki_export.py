@@ -253,3 +253,112 @@ def test_files_stay_with_their_company_when_its_slug_is_renamed_and_taken(compan
     theirs = zipfile.ZipFile(io.BytesIO(_human(squatter, "viewer").get(f"{URL}.zip").content))
     assert "## Raw traces (0)" in theirs.read("index.md").decode()
     assert _human(company, "viewer").get(f"{URL}.zip").content == mine
+
+
+def _siblings(company):
+    base = tenant_path(company.pk, ".")
+    return sorted(p.name for p in base.iterdir()) if base.is_dir() else []
+
+
+def test_a_second_export_while_one_runs_is_refused_and_leaves_nothing(company, caller):
+    """Issue 34: two exports at once answered 500 and left a ``.wiki.old-*`` directory."""
+    from django.db import connections
+
+    from memory.procedural.services import wiki
+
+    _configure(company, trigger="manual")
+    _experience(caller)
+    assert _human(company).post(URL).status_code == 201
+    before = _human(company, "viewer").get(f"{URL}.zip").content
+    other = connections.create_connection("default")  # a second session: the running export
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s, %s)", [wiki._LOCK_CLASS, company.pk])
+        refused = _human(company).post(URL)
+        assert (refused.status_code, refused.json()["code"]) == (409, "wiki_export_running")
+        assert refused["Content-Type"] == "application/problem+json"
+        console = _console(company, "operator").post("/console/memories/executions/wiki")
+        assert console.status_code == 409
+    finally:
+        other.close()  # ends the session, and its lock
+    assert _siblings(company) == ["wiki"]
+    assert _human(company, "viewer").get(f"{URL}.zip").content == before
+    assert AuditEntry.objects.filter(action_type="wiki.exported").count() == 1
+    assert _human(company).post(URL).status_code == 201  # free again
+
+
+def test_an_export_root_overlapping_the_skill_md_directory_is_refused(company, caller):
+    """Issue 34: with export_root at the SKILL.md directory the export deleted both SKILL.md
+    files (it replaces its whole directory)."""
+    from memory.procedural.skill_md import write_skill_md
+
+    skills = tenant_path(company.pk, "skills")
+    written = [write_skill_md(skills, company.slug, name, name) for name in ("a", "b")]
+    for root, directory in (("skills", "skills"), ("skills/acme", "skills"), ("out", "out/s")):
+        company_config_set(
+            company=company,
+            data={
+                "memory": {
+                    "procedural": {"skill_md_directory": directory},
+                    "consolidation": {
+                        "wiki_export": {"enabled": True, "trigger": "manual", "export_root": root}
+                    },
+                }
+            },
+        )
+        refused = _human(company).post(URL)
+        assert (refused.status_code, refused.json()["code"]) == (422, "wiki_export_root")
+        assert (
+            f"overlaps memory.procedural.skill_md_directory ({directory!r})"
+            in (refused.json()["detail"])
+        )
+    assert [path.read_text() for path in written] == ["a", "b"]
+    assert not AuditEntry.objects.filter(action_type="wiki.exported").exists()
+
+
+def test_a_root_holding_files_the_export_did_not_write_is_refused_not_deleted(company, caller):
+    _configure(company, trigger="manual")
+    root = tenant_path(company.pk, "wiki")
+    (root / "wiki").mkdir(parents=True)
+    (root / "notes.txt").write_text("mine")
+    (root / "wiki" / "SKILL.md").write_text("mine too")
+    refused = _human(company).post(URL)
+    assert (refused.status_code, refused.json()["code"]) == (409, "wiki_export_root_not_ours")
+    assert (
+        "'wiki' holds files the wiki export did not write (notes.txt)" in refused.json()["detail"]
+    )
+    assert (root / "notes.txt").read_text() == "mine"
+    assert (root / "wiki" / "SKILL.md").read_text() == "mine too"
+    assert _siblings(company) == ["wiki"]
+
+
+def test_what_a_crashed_export_left_behind_is_removed_by_the_next(company, caller):
+    _configure(company, trigger="manual")
+    base = tenant_path(company.pk, ".")
+    stale = [base / f".wiki.new-{'a' * 32}", base / f".wiki.old-{'b' * 32}"]
+    for path in stale:
+        (path / "raw").mkdir(parents=True)
+        (path / "index.md").write_text("half")
+    (base / ".wiki.new-keep").mkdir()  # not an export's name: not touched
+    assert _human(company).post(URL).status_code == 201
+    assert _siblings(company) == [".wiki.new-keep", "wiki"]
+
+
+def test_a_long_export_root_is_refused_when_the_config_is_written(company):
+    """Issue 34: a 300-character export_root passed validation, then the export answered
+    500 (a name too long for the file system, and for the audit trail's target)."""
+    from synthorg.errors import InvalidInputError
+
+    for root in ("w" * 300, "a/" * 50 + "b"):
+        with pytest.raises(InvalidInputError) as refused:
+            _configure(company, trigger="manual", export_root=root)
+        assert refused.value.errors == [
+            {
+                "field": "memory.consolidation.wiki_export.export_root",
+                "message": f"must be at most 100 characters (got {len(root)})",
+                "code": "value_error",
+            }
+        ]
+    _configure(company, trigger="manual", export_root="w" * 100)
+    exported = _human(company).post(URL)
+    assert exported.status_code == 201 and exported.json()["export_root"] == "w" * 100
