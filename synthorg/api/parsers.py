@@ -2,8 +2,8 @@
 
 DRF's parser plus the checks of :mod:`synthorg.api.input_safety`: nesting deeper than
 ``MAX_JSON_DEPTH`` (also caught when the decoder itself runs out of stack), NUL characters
-and lone surrogates anywhere in the document answer 400 with a specific ``code`` before any
-view or serializer runs.
+and lone surrogates anywhere in the document, and a body that is not valid UTF-8
+(``invalid_utf8``) answer 400 with a specific ``code`` before any view or serializer runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,12 @@ from __future__ import annotations
 from rest_framework.exceptions import ErrorDetail, ParseError
 from rest_framework.parsers import JSONParser
 
-from synthorg.api.input_safety import TOO_DEEP, UnsafeInputError, check_json_value
+from synthorg.api.input_safety import (
+    INVALID_UTF8,
+    TOO_DEEP,
+    UnsafeInputError,
+    check_json_value,
+)
 
 
 class UnsafeInputParseError(ParseError):
@@ -28,6 +33,10 @@ class SafeJSONParser(JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError as exc:
             raise UnsafeInputParseError(TOO_DEEP, code="json_too_deep", field=None) from exc
+        except ParseError as exc:
+            if isinstance(exc.__context__, UnicodeDecodeError):
+                raise UnsafeInputParseError(INVALID_UTF8, code="invalid_utf8", field=None) from exc
+            raise
         try:
             check_json_value(data)
         except UnsafeInputError as exc:
