@@ -10,7 +10,12 @@ import pytest
 from memory.ingestion.models import Conversation
 from memory.procedural.models import ExecutionReport
 from orgmemory.models import ApprovalItem
-from tests.synthorg.test_mcp_server import committed, live_server_url  # noqa: F401
+from tests.synthorg.test_mcp_server import (  # noqa: F401
+    committed,
+    live_server_url,
+    mcp,
+    structured,
+)
 
 REPORT = "/api/v1/executions"
 APPROVALS = "/api/v1/approvals"
@@ -119,3 +124,22 @@ def test_an_invalid_utf8_conversation_id_over_http_is_refused_not_replaced(
         accepted = http.post("/api/v1/conversations/chat-%C3%A9/messages", json=body)
         assert accepted.status_code == 202, accepted.text
     assert list(Conversation.objects.values_list("external_id", flat=True)) == ["chat-é"]
+
+
+def test_mcp_tools_take_numbers_only_as_numbers(live_server_url, committed):  # noqa: F811
+    caller = committed.agent()
+
+    async def work(session):
+        ttl = await session.call_tool("request_approval", {**ASK, "ttl_seconds": "60"})
+        retries = await session.call_tool(
+            "report_execution", {"outcome": "failed", "retry_count": True}
+        )
+        return ttl, retries
+
+    _, (ttl, retries) = mcp(live_server_url, caller.raw_key, work)
+    for result, field in ((ttl, "ttl_seconds"), (retries, "retry_count")):
+        assert result.is_error
+        problem = structured(result)
+        assert problem["code"] == "invalid_tool_arguments"
+        assert [(e["field"], e["code"]) for e in problem["errors"]] == [(field, "int_type")]
+    assert ApprovalItem.objects.count() == 0 and ExecutionReport.objects.count() == 0
