@@ -7,7 +7,7 @@ import json
 from rest_framework import serializers
 
 from orgmemory.approval_models import MAX_TTL, MIN_TTL, ApprovalItem
-from synthorg.api.fields import JSONObjectField, StrictIntegerField
+from synthorg.api.fields import JSONObjectField
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 
@@ -62,13 +62,15 @@ class ApprovalRequestSerializer(Serializer):
     risk_level = serializers.ChoiceField(choices=ApprovalItem.RiskLevel.choices)
     evidence = JSONObjectField(required=False, default=dict, validators=[_bounded])
     metadata = JSONObjectField(required=False, default=dict, validators=[_bounded])
-    ttl_seconds = StrictIntegerField(
+    ttl_seconds = serializers.IntegerField(
         required=False,
         min_value=int(MIN_TTL.total_seconds()),
         max_value=int(MAX_TTL.total_seconds()),
         help_text="Time to live; default depends on the action type (1 day for most).",
     )
-    task_id = StrictIntegerField(required=False, allow_null=True, min_value=1, max_value=2**63 - 1)
+    task_id = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, max_value=2**63 - 1
+    )
 
 
 class ApprovalRejectSerializer(Serializer):

@@ -7,8 +7,6 @@
   any offset below 24 h; converting first makes every accepted value storable, and a value
   that leaves the representable range when converted is a 400.
 * :class:`YearMonthField`: ``YYYY-MM`` whose month and the following one are representable.
-* :class:`StrictIntegerField`: an integer in a JSON body must be a JSON integer — DRF's
-  ``IntegerField`` takes ``"60"`` as 60 (query parameters, which are text, keep using it).
 """
 
 from __future__ import annotations
@@ -34,15 +32,6 @@ _JSON_KINDS = {
     float: "a number",
     type(None): "null",
 }
-
-
-class StrictIntegerField(serializers.IntegerField):
-    default_error_messages = {"int_type": "Expected a JSON integer, got {kind}."}
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool | str):
-            self.fail("int_type", kind=_JSON_KINDS[type(data)])
-        return super().to_internal_value(data)
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})

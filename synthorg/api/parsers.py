@@ -19,6 +19,12 @@ from synthorg.api.input_safety import (
 )
 
 
+class JSONBody(dict):
+    """A request body that was a JSON object, as this parser returns it: serializers know
+    its numbers arrived as JSON numbers, unlike a query string's or a form's text
+    (:func:`synthorg.api.serializers.reject_loose_numbers`). Otherwise a plain ``dict``."""
+
+
 class UnsafeInputParseError(ParseError):
     """A 400 whose problem carries the offending field (``errors``)."""
 
@@ -41,4 +47,4 @@ class SafeJSONParser(JSONParser):
             check_json_value(data)
         except UnsafeInputError as exc:
             raise UnsafeInputParseError(exc.message, code=exc.code, field=exc.field) from exc
-        return data
+        return JSONBody(data) if isinstance(data, dict) else data

@@ -78,6 +78,26 @@ def test_an_approval_ttl_is_a_number(caller, value):
 
 
 @pytest.mark.django_db
+def test_every_json_body_takes_numbers_only_as_numbers(caller):
+    """The rule is in the base serializer, so every REST body has it (here: cost records);
+    a form or query string, which is text, is exempt."""
+    from persistence.models import CostRecord
+
+    body = {"provider": "openai", "model": "gpt-4o", "cost": "0.01", "currency": "usd"}
+    refused = caller.client.post(
+        "/api/v1/costs", {**body, "input_tokens": "1000", "output_tokens": True}, format="json"
+    )
+    assert refused.status_code == 400 and refused.json()["code"] == "validation_error"
+    assert [(e["field"], e["code"], e["message"]) for e in refused.json()["errors"]] == [
+        ("input_tokens", "int_type", "Expected a JSON integer, got a string."),
+        ("output_tokens", "int_type", "Expected a JSON integer, got a boolean."),
+    ]
+    assert CostRecord.objects.count() == 0
+    listed = caller.client.get("/api/v1/costs", {"limit": "5"})
+    assert listed.status_code == 200
+
+
+@pytest.mark.django_db
 def test_invalid_utf8_in_a_path_query_or_body_is_refused(caller):
     refused = caller.client.post(  # a WSGI server passes the raw path on as RAW_URI
         "/api/v1/conversations/chat-%FF%FE/messages",
