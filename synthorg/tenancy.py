@@ -148,7 +148,10 @@ def move_slug_directories(base: Path, companies: Iterable[tuple[int, str]]) -> l
     anyway (a directory nobody's slug named) stays at ``.moving-<id>/`` for the operator.
     Returns what was done, one line each.
     """
-    if not base.is_dir() or (base / LAYOUT_MARKER).exists():
+    companies = list(companies)
+    # No company, nothing to move, and no marker: a fresh database (a test run's) sharing
+    # this directory must not stop the real database's migration from moving its companies'.
+    if not companies or not base.is_dir() or (base / LAYOUT_MARKER).exists():
         return []
     staged: list[tuple[Path, Path, str]] = []
     for company_id, slug in companies:

@@ -33,6 +33,13 @@ def test_slug_directories_move_to_id_directories_once(tmp_path):
     assert _tree(tmp_path) == before
 
 
+def test_a_database_without_companies_leaves_no_marker(tmp_path):
+    (tmp_path / "acme").mkdir()
+    assert move_slug_directories(tmp_path, []) == []
+    assert not (tmp_path / LAYOUT_MARKER).exists()  # the real database's run still moves
+    assert move_slug_directories(tmp_path, [(3, "acme")]) == ["moved acme/ to 3/"]
+
+
 def test_a_slug_directory_whose_id_directory_exists_is_left_for_the_operator(tmp_path):
     (tmp_path / "acme").mkdir()
     (tmp_path / "3").mkdir()
