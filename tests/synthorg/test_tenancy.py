@@ -55,3 +55,28 @@ def test_a_slug_is_not_a_company_id(settings, tmp_path):
     for wrong in ("acme", "4", True, 0):
         with pytest.raises(TypeError):
             tenant_path(wrong, "wiki")
+
+
+def test_a_grant_naming_a_slug_stops_the_server_at_start():
+    """Grants used to name slugs; such a setting now fails at start, saying why, rather
+    than at the first config write (a 500)."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    env = {**os.environ, "SYNTHORG_SECRET_GRANTS": "SYNTHORG_SECRET_ACME=acme"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: SYNTHORG_SECRET_GRANTS: 'SYNTHORG_SECRET_ACME=acme' is not " in (
+        done.stderr
+    )
+    assert "company ids, not slugs" in done.stderr
