@@ -230,7 +230,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
     if args.dev_share > 0:
         from persistence.services.companies import company_config_set
 
-        dev_questions = _write_dev_file(tenant_dir / company.slug, conversations, ids_by_conv)
+        dev_questions = _write_dev_file(tenant_dir / str(company.pk), conversations, ids_by_conv)
         company_config_set(
             company=company,
             data={"memory": {"fine_tune": {**fine_tune, "evaluation_file": "dev.jsonl"}}},

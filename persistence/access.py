@@ -45,7 +45,7 @@ AGENT_WRITES: dict[str, dict[str, str]] = {
 }
 
 ROLE_RANK = {"viewer": 0, "operator": 1, "admin": 2, "owner": 3}
-OPERATOR, ADMIN = "operator", "admin"
+OPERATOR, ADMIN, OWNER = "operator", "admin", "owner"
 
 # resource -> action -> minimum membership role
 HUMAN_WRITES: dict[str, dict[str, str]] = {
@@ -81,6 +81,10 @@ NOT_OWN_RECORD = "An agent may only {action} its own {resource} records."
 HUMANS_MAY_NOT = "{resource} records cannot be {action}d by people through the API."
 ROLE_TOO_LOW = (
     "Your role {role!r} may not {action} {resource} records (needs {needed!r} or higher)."
+)
+MEMBERSHIP_AT_OR_ABOVE = (
+    "Your role {role!r} may only grant, change or remove memberships below it; {target!r} is "
+    "not (owners manage admins and owners)."
 )
 
 
@@ -127,6 +131,30 @@ def require_write(
             code="role_insufficient",
         )
     return WriteGrant(owner_rule=None)
+
+
+def require_membership_change(
+    principal: Principal, *, action: str, current: str | None, new: str | None
+) -> None:
+    """Raise unless ``principal`` may take a membership from role ``current`` (``None``: no
+    membership yet) to ``new`` (``None``: removed).
+
+    Nobody grants, changes or removes a membership at or above their own role: an admin
+    manages operators and viewers, never another admin or an owner, and never makes anyone
+    (itself included) an admin or owner. Owners manage every role; so do superusers, who act
+    as owners in every company. The one rule for admin, console, API and commands alike
+    (:func:`persistence.services.companies.membership_set` / ``membership_remove`` call it).
+    """
+    require_write(principal, "membership", action)
+    if principal.role == OWNER or getattr(principal.user, "is_superuser", False):
+        return
+    own = ROLE_RANK.get(principal.role, -1)
+    for role in (current, new):
+        if role is not None and ROLE_RANK.get(role, len(ROLE_RANK)) >= own:
+            raise AccessDeniedError(
+                MEMBERSHIP_AT_OR_ABOVE.format(role=principal.role, target=role),
+                code="membership_role_too_high",
+            )
 
 
 def owner_for_create(principal: Principal, resource: str, requested):

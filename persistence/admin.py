@@ -149,7 +149,7 @@ class CompanyAdminForm(forms.ModelForm):
         try:
             data, ignored = company_config_from_yaml(
                 self.cleaned_data["config_yaml"] or "",
-                slug=self.cleaned_data.get("slug") or self.instance.slug or None,
+                company_id=self.instance.pk,
             )
         except DomainError as exc:
             raise forms.ValidationError(_form_errors(exc)) from exc
@@ -161,7 +161,7 @@ class CompanyAdminForm(forms.ModelForm):
 class CompanyAdmin(CompanyScopedAdmin):
     form = CompanyAdminForm
     company_lookup = ""
-    list_display = ("name", "slug", "config_revision", "created_at")
+    list_display = ("name", "slug", "id", "config_revision", "created_at")
     search_fields = ("name", "slug")
     readonly_fields = ("config_revision", "created_at", "updated_at")
 

@@ -17,6 +17,7 @@ from synthorg.database import (
     database_settings,
     replica_database_settings,
 )
+from synthorg.tenancy import parse_secret_grants
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -265,12 +266,17 @@ SYNTHORG_EMBEDDER_COOLDOWN = float(os.environ.get("SYNTHORG_EMBEDDER_COOLDOWN", 
 # and IP ranges, comma-separated ("10.0.0.0/8,embedder.internal"). See synthorg.outbound.
 SYNTHORG_OUTBOUND_ALLOW = os.environ.get("SYNTHORG_OUTBOUND_ALLOW", "")
 
-# Which company may use which SYNTHORG_SECRET_* variable as its embedder key, by company
-# slug: "SYNTHORG_SECRET_ACME_EMBED=acme,SYNTHORG_SECRET_X=slug2|slug3". An ungranted name is
-# refused when the config is written and when the key would be read.
+# Which company may use which SYNTHORG_SECRET_* variable as its embedder key, by company id
+# (never slug: a slug can be renamed and taken by another company):
+# "SYNTHORG_SECRET_ACME_EMBED=3,SYNTHORG_SECRET_X=3|7". An ungranted name is refused when the
+# config is written and when the key would be read.
 SYNTHORG_SECRET_GRANTS = os.environ.get("SYNTHORG_SECRET_GRANTS", "")
+try:  # refused at start, not at the first config write (a grant naming a slug, as before)
+    parse_secret_grants(SYNTHORG_SECRET_GRANTS)
+except ValueError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 
-# Files the server writes for a company (e.g. SKILL.md) live under <this>/<company slug>/;
+# Files the server writes for a company (e.g. SKILL.md) live under <this>/<company id>/;
 # path fields of the company config are names relative to that directory.
 SYNTHORG_TENANT_FILES_DIR = Path(
     os.environ.get("SYNTHORG_TENANT_FILES_DIR") or BASE_DIR / "var" / "tenant-files"

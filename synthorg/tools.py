@@ -24,11 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from synthorg.api.input_safety import UnsafeInputError, check_json_value
 from synthorg.db.replicas import recording_writes
 from synthorg.errors import InvalidInputError, NotFoundError
+from synthorg.strict_numbers import StrictNumbersModel
 
 UNKNOWN_TOOL = "No tool named {name!r}."
 ARGUMENTS_NOT_OBJECT = "arguments must be a JSON object."
@@ -51,8 +52,9 @@ GUARDRAIL_PROPERTIES = {
 }
 
 
-class ToolArguments(BaseModel):
-    """Base of every tool's argument model: unknown arguments are refused."""
+class ToolArguments(StrictNumbersModel):
+    """Base of every tool's argument model: unknown arguments are refused, and numbers must
+    be JSON numbers (``true`` or ``"60"`` for an integer is refused)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

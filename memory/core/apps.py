@@ -75,9 +75,11 @@ def _register_maintenance_schedules() -> None:
 
 
 def _register_content_kinds() -> None:
-    """Export, import and erasure cover memories, shared knowledge and the archive."""
+    """Export, import and erasure cover memories, shared knowledge, the archive and the
+    request log."""
     from memory.core.services.portability import CONTENT_KINDS
+    from memory.core.services.request_log import REQUEST_LOG
     from persistence.content_registry import register_content_kind
 
-    for kind in CONTENT_KINDS:
+    for kind in (*CONTENT_KINDS, REQUEST_LOG):
         register_content_kind(kind)

@@ -100,7 +100,7 @@ def labelled_pairs(
 ) -> Iterable[tuple[str, UUID]]:
     if config.training_data_dir is None:
         return
-    directory = tenant_path(company.slug, config.training_data_dir)
+    directory = tenant_path(company.pk, config.training_data_dir)
     if not directory.is_dir():
         return
     for path in sorted(directory.glob("*.jsonl")):
@@ -161,7 +161,7 @@ def _dev_lines(company: Company, config: EmbeddingFineTuneConfig):
     of the expected shape)."""
     name = config.evaluation_file
     try:
-        path = tenant_path(company.slug, name)
+        path = tenant_path(company.pk, name)
         text = path.read_text(encoding="utf-8")
     except TenantPathError as exc:
         return EvaluationFileProblem("evaluation_file_unreadable", EVALUATION_UNREADABLE.format(
@@ -353,8 +353,8 @@ class AdapterUnavailableError(QueryAdapterUnavailable):
     """The active checkpoint's file is missing or does not match its recorded digest."""
 
 
-def checkpoint_file(company_slug: str, checkpoint: AdapterCheckpoint) -> Path:
-    return tenant_path(company_slug, checkpoint.directory) / checkpoint.file_name
+def checkpoint_file(company_id: int, checkpoint: AdapterCheckpoint) -> Path:
+    return tenant_path(company_id, checkpoint.directory) / checkpoint.file_name
 
 
 def adapter_matrix(checkpoint_id: UUID) -> np.ndarray:
@@ -364,7 +364,7 @@ def adapter_matrix(checkpoint_id: UUID) -> np.ndarray:
     if matrix is not None:
         return matrix
     checkpoint = AdapterCheckpoint.objects.select_related("company").get(pk=checkpoint_id)
-    path = checkpoint_file(checkpoint.company.slug, checkpoint)
+    path = checkpoint_file(checkpoint.company_id, checkpoint)
     try:
         data = path.read_bytes()
     except OSError as exc:

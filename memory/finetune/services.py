@@ -183,7 +183,7 @@ def checkpoint_directory(company: Company, config: EmbeddingFineTuneConfig):
             CHECKPOINT_DIR_UNUSABLE.format(reason="not set"), code="checkpoint_path_unusable"
         )
     try:
-        directory = tenant_path(company.slug, config.checkpoint_path)
+        directory = tenant_path(company.pk, config.checkpoint_path)
         directory.mkdir(parents=True, exist_ok=True)
     except (TenantPathError, OSError) as exc:
         raise UnprocessableError(
@@ -579,7 +579,7 @@ def adapter_checkpoint_delete(
             CHECKPOINT_ACTIVE.format(checkpoint=checkpoint.pk), code="checkpoint_active"
         )
     try:
-        path = checkpoint_file(company.slug, checkpoint)
+        path = checkpoint_file(company.pk, checkpoint)
     except TenantPathError:
         path = None
     checkpoint.delete()

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from synthorg.llm.replies import ReplyFormatError, reply_json
+from synthorg.strict_numbers import StrictNumbersModel
 
 ERROR_CATEGORY_MAX = 100
 ERROR_MESSAGE_MAX = 4_000
@@ -70,9 +71,10 @@ NUL_IN_TEXT = "must not contain NUL characters"
 MAX_ID = 2**63 - 1
 
 
-class _ReportPart(BaseModel):
+class _ReportPart(StrictNumbersModel):
     """Strict input: unknown fields refused; NUL characters (PostgreSQL text cannot hold
-    them) refused in every string field."""
+    them) refused in every string field; numbers only as JSON numbers (``true`` or ``"3"``
+    for a count is refused, :mod:`synthorg.strict_numbers`)."""
 
     model_config = _STRICT
 

@@ -57,8 +57,10 @@ def console_user(request) -> ConsoleUser | None:
     )
     if not memberships:
         return None
-    slug = request.session.get(SESSION_KEY)
-    chosen = next((m for m in memberships if m.company.slug == slug), memberships[0])
+    # The session holds the company's id, not its slug: a renamed slug taken by another
+    # company must not switch a member of both to it.
+    chosen_id = request.session.get(SESSION_KEY)
+    chosen = next((m for m in memberships if m.company_id == chosen_id), memberships[0])
     return ConsoleUser(membership=chosen, companies=[m.company for m in memberships])
 
 
@@ -70,7 +72,7 @@ def select_company(request, slug: str) -> Company:
     )
     if membership is None:
         raise Http404("No such company among yours.")
-    request.session[SESSION_KEY] = slug
+    request.session[SESSION_KEY] = membership.company_id
     return membership.company
 
 

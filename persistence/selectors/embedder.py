@@ -36,7 +36,7 @@ def company_embedder(company: Company) -> Embedder:
     override = company_config(company).memory.embedder
     if override is None or override.base_url is None:
         return default_embedder()
-    return remote_embedder(override, company.slug)
+    return remote_embedder(override, company.pk)
 
 
 def company_embedder_key(company: Company) -> tuple[str, int]:
@@ -45,7 +45,7 @@ def company_embedder_key(company: Company) -> tuple[str, int]:
     return embedder.embedder_id, embedder.dims
 
 
-def remote_embedder(override: EmbedderOverrideConfig, slug: str) -> Embedder:
+def remote_embedder(override: EmbedderOverrideConfig, company_id: int) -> Embedder:
     """The company's remote embedder. Its key is read only if the operator granted the
     variable to the company (checked on every call: grants change without a config write);
     its connections pass the outbound guard (``SYNTHORG_OUTBOUND_ALLOW``, read per connection)."""
@@ -53,9 +53,9 @@ def remote_embedder(override: EmbedderOverrideConfig, slug: str) -> Embedder:
         # Parsing refuses other names; checked again here so no path reads a server secret.
         if not override.api_key_env.startswith(SECRET_ENV_PREFIX):
             raise UnprocessableError(SECRET_NOT_ALLOWED, code="secret_not_allowed")
-        if not secret_granted(override.api_key_env, slug):
+        if not secret_granted(override.api_key_env, company_id):
             raise UnprocessableError(
-                SECRET_NOT_GRANTED.format(name=override.api_key_env, slug=slug),
+                SECRET_NOT_GRANTED.format(name=override.api_key_env, company_id=company_id),
                 code="secret_not_granted",
             )
     return cached_remote_embedder(override)

@@ -12,7 +12,13 @@ from django.db import transaction
 from django.db.models import F
 from django.utils.text import slugify
 
-from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.access import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    require_membership_change,
+    require_write,
+)
 from persistence.models import Company, CompanyMembership
 from persistence.services.audit import audit_record
 from synthorg.api.input_safety import UnsafeInputError, check_json_value
@@ -37,7 +43,7 @@ CONFIG_REVISION_CONFLICT = (
 
 
 def company_config_from_yaml(
-    text: str, *, slug: str | None = None
+    text: str, *, company_id: int | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """Parse and validate a company config document (YAML; empty means all defaults).
 
@@ -47,7 +53,7 @@ def company_config_from_yaml(
     ``org_memory`` is refused (``unknown_section``) rather than dropped. Raises
     ``InvalidInputError`` (code ``invalid_company_config``) naming the field. The one parser
     shared by the admin form and ``manage.py load_company_config``; it never writes. With
-    the company's ``slug`` the server's rules (granted secrets, outbound URLs) are checked too.
+    the company's id the server's rules (granted secrets, outbound URLs) are checked too.
     """
     try:
         data = yaml.safe_load(text) if text and text.strip() else {}
@@ -80,7 +86,7 @@ def company_config_from_yaml(
             misspelt[0]["message"], code="invalid_company_config", errors=misspelt
         )
     sections = {k: data[k] for k in CONFIG_SECTIONS if k in data}
-    validate_company_config(sections, slug=slug)
+    validate_company_config(sections, company_id=company_id)
     return sections, ignored
 
 
@@ -109,11 +115,11 @@ def config_diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dic
 
 
 def validate_company_config(
-    data: Mapping[str, Any] | None, *, slug: str | None = None
+    data: Mapping[str, Any] | None, *, company_id: int | None = None
 ) -> CompanyConfig:
     """Parse ``data`` or raise ``InvalidInputError`` whose errors name each bad field.
 
-    With ``slug``, also what the server refuses for that company
+    With ``company_id``, also what the server refuses for that company
     (:func:`synthorg.tenancy.tenant_config_errors`: ungranted secrets, refused URLs).
     """
     try:
@@ -131,7 +137,7 @@ def validate_company_config(
         raise InvalidInputError(
             INVALID_CONFIG.format(error=exc), code="invalid_company_config", errors=exc.errors
         ) from exc
-    errors = tenant_config_errors(parsed, slug=slug) if slug is not None else []
+    errors = tenant_config_errors(parsed, company_id=company_id) if company_id else []
     if errors:
         summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
         raise InvalidInputError(
@@ -145,10 +151,13 @@ def company_create(
     *, name: str, slug: str | None = None, config: Mapping[str, Any] | None = None
 ) -> Company:
     slug = slug or slugify(name)
-    parsed = validate_company_config(config, slug=slug)
+    parsed = validate_company_config(config)
     if Company.objects.filter(name=name).exists() or Company.objects.filter(slug=slug).exists():
         raise ConflictError(COMPANY_EXISTS, code="company_exists")
     company = Company.objects.create(name=name, slug=slug, config=parsed.model_dump(mode="json"))
+    # The server's rules name the company by id, which exists from here on (a refusal rolls
+    # the company back with this transaction).
+    validate_company_config(config, company_id=company.pk)
     for hook in _company_created_hooks:
         hook(company)  # same transaction: e.g. its maintenance schedule exists with it
     return company
@@ -174,7 +183,7 @@ def company_config_set(
     """
     if principal is not None:
         require_write(principal, "company", UPDATE)
-    parsed = validate_company_config(data, slug=company.slug)
+    parsed = validate_company_config(data, company_id=company.pk)
     before, revision = (
         Company.objects.select_for_update()
         .values_list("config", "config_revision")
@@ -253,9 +262,16 @@ def company_rename(*, company: Company, name: str, slug: str, principal=None) ->
 def membership_set(*, company: Company, user, role: str, principal=None) -> CompanyMembership:
     if role not in CompanyMembership.Role.values:
         raise InvalidInputError(f"Unknown role {role!r}.", code="invalid_role")
-    existing = CompanyMembership.objects.filter(company=company, user=user).first()
+    existing = (
+        CompanyMembership.objects.select_for_update().filter(company=company, user=user).first()
+    )
     if principal is not None:
-        require_write(principal, "membership", UPDATE if existing else CREATE)
+        require_membership_change(
+            principal,
+            action=UPDATE if existing else CREATE,
+            current=existing.role if existing else None,
+            new=role,
+        )
     if existing is not None and existing.role == role:
         return existing
     membership, _ = CompanyMembership.objects.update_or_create(
@@ -275,8 +291,9 @@ def membership_set(*, company: Company, user, role: str, principal=None) -> Comp
 
 @transaction.atomic
 def membership_remove(*, membership: CompanyMembership, principal=None) -> None:
+    membership = CompanyMembership.objects.select_for_update().get(pk=membership.pk)
     if principal is not None:
-        require_write(principal, "membership", DELETE)
+        require_membership_change(principal, action=DELETE, current=membership.role, new=None)
     audit_record(
         company=membership.company,
         principal=principal,

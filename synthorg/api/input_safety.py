@@ -24,6 +24,17 @@ FORBIDDEN_TEXT = re.compile("[\x00\ud800-\udfff]")
 NUL_OR_SURROGATE = "Text may not contain NUL characters or unpaired UTF-16 surrogates."
 NOT_FINITE = "Numbers must be finite (1e999 overflows to infinity, which JSON cannot store)."
 TOO_DEEP = f"JSON may not be nested more than {MAX_JSON_DEPTH} levels deep."
+INVALID_UTF8 = (
+    "Text must be valid UTF-8: bytes that are not would be stored as U+FFFD, not as sent."
+)
+
+
+def is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class UnsafeInputError(ValueError):

@@ -3,7 +3,9 @@
 * Before the view: a NUL character or a lone surrogate in the path, the query string or a
   request header (``X-Company`` is looked up in the database) is a 400
   ``invalid_characters`` (they cannot reach PostgreSQL; see
-  :mod:`synthorg.api.input_safety`).
+  :mod:`synthorg.api.input_safety`). A path or query string whose percent-decoded bytes are
+  not UTF-8 is a 400 ``invalid_utf8``: the server (uvicorn) and Django would otherwise
+  replace them with U+FFFD, and an id named in the path would be stored changed.
 * An exception that escaped the view (a bug) is logged with its traceback under a fresh
   correlation id and answered ``500`` with that id; an oversized body is a ``413``.
 * Any other non-problem error response (Django's HTML 404 for an unknown path or a
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from urllib.parse import unquote_to_bytes
 
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse
@@ -26,7 +29,7 @@ from synthorg.api.errors import (
     problem_http_response,
     request_too_large_detail,
 )
-from synthorg.api.input_safety import NUL_OR_SURROGATE, has_forbidden_text
+from synthorg.api.input_safety import INVALID_UTF8, NUL_OR_SURROGATE, has_forbidden_text, is_utf8
 
 logger = logging.getLogger("synthorg.api")
 
@@ -69,6 +72,45 @@ def _unsafe_part(request: HttpRequest) -> str | None:
     return None
 
 
+def _refused(part: str, message: str, code: str) -> HttpResponse:
+    return problem_http_response(
+        status_code=400,
+        code=code,
+        detail=f"{part}: {message}",
+        errors=[{"field": part, "message": message, "code": code}],
+    )
+
+
+def _wsgi_bytes(text: str) -> bytes | None:
+    try:
+        return text.encode("latin-1")  # WSGI carries bytes as latin-1 text
+    except UnicodeEncodeError:
+        return None
+
+
+def _raw_path(request: HttpRequest) -> bytes | None:
+    """The path as the client sent it (percent-escapes kept), if the server passed it on.
+
+    Django's own ``path_info`` cannot tell: behind the ASGI server invalid bytes are already
+    U+FFFD, and under WSGI Django re-percent-encodes them."""
+    raw = (request.META.get("asgi.scope") or {}).get("raw_path")
+    if isinstance(raw, bytes):
+        return raw
+    uri = request.META.get("RAW_URI") or request.META.get("REQUEST_URI")  # WSGI servers
+    return _wsgi_bytes(uri.split("?", 1)[0]) if isinstance(uri, str) else None
+
+
+def _non_utf8_part(request: HttpRequest) -> str | None:
+    """``"path"`` or ``"query"`` when its percent-decoded bytes are not UTF-8."""
+    path = _raw_path(request)
+    if path is not None and not is_utf8(unquote_to_bytes(path)):
+        return "path"
+    query = _wsgi_bytes(request.META.get("QUERY_STRING", "").replace("+", " "))
+    if query is not None and not is_utf8(unquote_to_bytes(query)):
+        return "query"
+    return None
+
+
 class ApiProblemMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -76,14 +118,12 @@ class ApiProblemMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not is_api_request(request):
             return self.get_response(request)
+        part = _non_utf8_part(request)
+        if part is not None:
+            return _refused(part, INVALID_UTF8, "invalid_utf8")
         part = _unsafe_part(request)
         if part is not None:
-            return problem_http_response(
-                status_code=400,
-                code="invalid_characters",
-                detail=f"{part}: {NUL_OR_SURROGATE}",
-                errors=[{"field": part, "message": NUL_OR_SURROGATE, "code": "invalid_characters"}],
-            )
+            return _refused(part, NUL_OR_SURROGATE, "invalid_characters")
         response = self.get_response(request)
         return self._as_problem(request, response)
 

@@ -8,6 +8,12 @@ string. A serializer that really accepts free-form keys sets ``allow_unknown_fie
 Nested serializers used as fields must derive from it too; a test walks every serializer in
 the project and holds that.
 
+In a JSON body (the parser's :class:`~synthorg.api.parsers.JSONBody`, nested serializers
+included) it also refuses a boolean or a string for a declared integer or float field
+(codes ``int_type`` / ``float_type``): DRF's ``IntegerField`` parses ``"60"`` as 60, and
+``ttl_seconds: "60"`` was accepted. Query strings and forms, which are text, are exempt
+(:mod:`synthorg.strict_numbers` is the same rule for pydantic request models).
+
 :class:`ModelSerializer` is the same rule for model serializers; in addition a model
 ``JSONField`` whose default is ``dict`` becomes a :class:`~synthorg.api.fields.JSONObjectField`
 (documented and validated as an object).
@@ -29,8 +35,10 @@ from rest_framework.fields import Field, SkipField
 from rest_framework.relations import PKOnlyObject
 
 from synthorg.api.fields import JSONObjectField
+from synthorg.api.parsers import JSONBody
 
 UNKNOWN_FIELD = "Unknown field: {field}."
+LOOSE_NUMBER = "Expected a JSON {expected}, got {got}."
 
 
 def unknown_fields(serializer: serializers.Serializer, data) -> list[str]:
@@ -52,15 +60,39 @@ def reject_unknown_fields(serializer: serializers.Serializer, data) -> None:
         )
 
 
+def reject_loose_numbers(serializer: serializers.Serializer, data) -> None:
+    body = getattr(serializer.root, "initial_data", None)
+    if not isinstance(data, Mapping) or not isinstance(body, JSONBody):
+        return
+    errors = {}
+    for name, field in serializer.fields.items():
+        value = data.get(name)
+        if field.read_only or not isinstance(value, bool | str):
+            continue
+        if isinstance(field, serializers.IntegerField):
+            expected, code = "integer", "int_type"
+        elif isinstance(field, serializers.FloatField):
+            expected, code = "number", "float_type"
+        else:
+            continue
+        got = "a boolean" if isinstance(value, bool) else "a string"
+        errors[name] = [
+            serializers.ErrorDetail(LOOSE_NUMBER.format(expected=expected, got=got), code)
+        ]
+    if errors:
+        raise serializers.ValidationError(errors)
+
+
 # The base classes carry comments, not docstrings: drf-spectacular describes a component by
 # the first docstring in its class's MRO short of DRF's own classes, so a docstring here would
 # become the description of every serializer that has none.
 class Serializer(serializers.Serializer):
-    # Refuses body fields it does not declare (see the module docstring).
+    # Refuses body fields it does not declare, and loose numbers (see the module docstring).
     allow_unknown_fields = False
 
     def to_internal_value(self, data):
         reject_unknown_fields(self, data)
+        reject_loose_numbers(self, data)
         return super().to_internal_value(data)
 
 

@@ -49,8 +49,16 @@ def refuse_not_offered(data: object, field: str, offered: object, reason: str) -
 
 RELATIVE_ONLY = (
     "must be a name relative to the company's directory on the server "
-    "(SYNTHORG_TENANT_FILES_DIR/<company slug>/); absolute paths are refused"
+    "(SYNTHORG_TENANT_FILES_DIR/<company id>/); absolute paths are refused"
 )
+
+
+#: A server path names a directory or file inside the company's directory: 100 characters
+#: leave room for what the server adds to one name (the wiki export's staging directory,
+#: ``.<name>.new-<32 hex>``) under the file system's 255 per name, and fit the audit trail's
+#: target column that records it. Longer values were accepted and then failed on disk.
+MAX_SERVER_PATH = 100
+SERVER_PATH_TOO_LONG = "must be at most 100 characters (got {length})"
 
 
 def reject_unsafe_path(field: str, value: str | None, *, server_path: bool = True) -> None:
@@ -59,6 +67,8 @@ def reject_unsafe_path(field: str, value: str | None, *, server_path: bool = Tru
     (:func:`synthorg.tenancy.tenant_path`)."""
     if value is None:
         return
+    if server_path and len(value) > MAX_SERVER_PATH:
+        raise ConfigFieldError(field, SERVER_PATH_TOO_LONG.format(length=len(value)))
     if server_path and value.startswith("/"):
         raise ConfigFieldError(field, RELATIVE_ONLY)
     if ".." in value.replace("\\", "/").split("/"):

@@ -691,7 +691,7 @@ class WikiExportConfig(BaseModel):
     """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
     experiences — ``raw/`` (Tier 1: execution reports and their captures), ``wiki/`` (Tier 2:
     compressed experiences) and ``index.md`` — under ``export_root``, a relative directory
-    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<slug>/``;
+    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<company id>/``;
     absolute paths and ``..`` refused). ``trigger``: after each scheduled consolidation of the
     company, or only when asked (REST). ``max_entries_per_view`` None: at most 1000."""
 

@@ -153,6 +153,25 @@ def test_company_switcher(company):
     assert client.post("/console/company", {"company": "nope"}).status_code == 404
 
 
+def test_the_chosen_company_does_not_follow_its_renamed_slug(company):
+    """Issue 34: the session held the chosen company's slug; once that company renamed it
+    and another company took it, a member of both was silently switched to the other."""
+    from persistence.services.companies import company_rename
+
+    client = _client(company, "operator")
+    second = CompanyFactory(name="Zeta Corp", slug="zeta")
+    third = CompanyFactory(name="Aardvark Inc", slug="aardvark")  # first by name
+    for other in (second, third):
+        MembershipFactory(company=other, user=client.membership.user, role="viewer")
+    _item(second, title="Zeta item")
+    _item(third, title="Aardvark item")
+    client.post("/console/company", {"company": "zeta", "next": "/console/inbox/"})
+    company_rename(company=second, name=second.name, slug="zeta-renamed")
+    company_rename(company=third, name=third.name, slug="zeta")
+    page = client.get("/console/inbox/").content.decode()
+    assert "Zeta item" in page and "Aardvark item" not in page
+
+
 def test_write_request_is_decided_in_the_same_inbox(company):
     from orgmemory.models import WriteAccessRequest
     from orgmemory.services.write_requests import write_request_file

@@ -49,7 +49,7 @@ def test_agents_never_read_secret_names_endpoints_or_server_paths(caller, human_
     skill directory from /api/v1/company/config."""
     from persistence.services.companies import company_config_set
 
-    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME={caller.company.slug}"
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME={caller.company.pk}"
     company_config_set(
         company=caller.company,
         data={

@@ -53,7 +53,7 @@ def test_api_key_env_outside_the_allow_list_is_refused_naming_the_field(name):
 
 def test_a_secret_granted_to_the_company_is_accepted(settings):
     company = CompanyFactory()
-    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_EMBEDDER={company.slug}"
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_EMBEDDER={company.pk}"
     company_config_set(company=company, data=_embedder(api_key_env="SYNTHORG_SECRET_EMBEDDER"))
     assert company_config(company).memory.embedder.api_key_env == "SYNTHORG_SECRET_EMBEDDER"
 
@@ -61,7 +61,7 @@ def test_a_secret_granted_to_the_company_is_accepted(settings):
 def test_another_companys_secret_is_refused_at_write_naming_the_field(settings):
     """Finding 4: company C's admin named the secret granted to company A."""
     owner, other = CompanyFactory(), CompanyFactory()
-    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={owner.slug}"
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={owner.pk}"
     with pytest.raises(InvalidInputError) as caught:
         company_config_set(company=other, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
     assert caught.value.code == "invalid_company_config"
@@ -69,8 +69,8 @@ def test_another_companys_secret_is_refused_at_write_naming_the_field(settings):
         {
             "field": "memory.embedder.api_key_env",
             "message": (
-                f"SYNTHORG_SECRET_ACME_EMBED is not granted to company {other.slug!r}: the "
-                "server operator grants secrets to companies with SYNTHORG_SECRET_GRANTS"
+                f"SYNTHORG_SECRET_ACME_EMBED is not granted to company {other.pk}: the server "
+                "operator grants secrets to companies (by id) with SYNTHORG_SECRET_GRANTS"
             ),
             "code": "secret_not_granted",
         }
@@ -80,13 +80,31 @@ def test_another_companys_secret_is_refused_at_write_naming_the_field(settings):
     assert not AuditEntry.objects.filter(action_type="company.config_changed").exists()
 
 
+def test_a_grant_stays_with_its_company_when_its_slug_is_renamed_and_taken(settings):
+    """Issue 34: grants named slugs, so a company that took a renamed company's old slug
+    inherited the secret granted to it."""
+    from persistence.services.companies import company_create, company_rename
+
+    granted = CompanyFactory(slug="acme")
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={granted.pk}"
+    company_config_set(company=granted, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
+    company_rename(company=granted, name=granted.name, slug="acme-old")
+    with pytest.raises(InvalidInputError) as caught:
+        company_create(
+            name="Squatter", slug="acme", config=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED")
+        )
+    assert caught.value.errors[0]["code"] == "secret_not_granted"
+    assert not Company.objects.filter(slug="acme").exists()  # rolled back with the refusal
+    company_config_set(company=granted, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
+
+
 def test_an_ungranted_secret_is_refused_at_use_and_never_sent(settings, monkeypatch):
     """A grant withdrawn after the config was written: the key is not read, nothing sent."""
     from persistence.selectors.embedder import cached_remote_embedder, company_embedder
     from synthorg.errors import UnprocessableError
 
     company = CompanyFactory()
-    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={company.slug}"
+    settings.SYNTHORG_SECRET_GRANTS = f"SYNTHORG_SECRET_ACME_EMBED={company.pk}"
     company_config_set(company=company, data=_embedder(api_key_env="SYNTHORG_SECRET_ACME_EMBED"))
     settings.SYNTHORG_SECRET_GRANTS = ""
     monkeypatch.setenv("SYNTHORG_SECRET_ACME_EMBED", "sk-acme")
@@ -100,15 +118,18 @@ def test_an_ungranted_secret_is_refused_at_use_and_never_sent(settings, monkeypa
 def test_secret_grants_parse_and_refuse_malformed_entries():
     from synthorg.tenancy import parse_secret_grants
 
-    assert parse_secret_grants("SYNTHORG_SECRET_A=acme, SYNTHORG_SECRET_B=x|y") == {
-        "SYNTHORG_SECRET_A": frozenset({"acme"}),
-        "SYNTHORG_SECRET_B": frozenset({"x", "y"}),
+    assert parse_secret_grants("SYNTHORG_SECRET_A=3, SYNTHORG_SECRET_B=3|17") == {
+        "SYNTHORG_SECRET_A": frozenset({3}),
+        "SYNTHORG_SECRET_B": frozenset({3, 17}),
     }
     for bad in (
-        "DATABASE_URL=acme",
+        "DATABASE_URL=3",
         "SYNTHORG_SECRET_A",
         "SYNTHORG_SECRET_A=",
         "SYNTHORG_SECRET_A=a/b",
+        "SYNTHORG_SECRET_A=acme",  # a slug: renamed, it could name another company
+        "SYNTHORG_SECRET_A=0",
+        "SYNTHORG_SECRET_A=3|acme",
     ):
         with pytest.raises(ValueError, match="SYNTHORG_SECRET_GRANTS"):
             parse_secret_grants(bad)

@@ -43,6 +43,7 @@ ERASED = {
     "conversations": 0,
     "compressed experiences": 0,
     "dream requests": 0,
+    "request log entries": 0,
 }
 
 

@@ -16,7 +16,7 @@ minutes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.models import RequestLogEntry
+from persistence.content_registry import ContentKind
 from persistence.models import Agent, Company
 from synthorg.company_config.memory import RequestLogConfig
 
@@ -130,3 +131,40 @@ def request_log_trim(*, company: Company, config: RequestLogConfig, now: datetim
         cursor.execute(_OVER_CAP_SQL, [company.pk, config.max_entries])
         over_cap = cursor.rowcount
     return TrimResult(expired=expired, over_cap=over_cap)
+
+
+def export_request_log(company: Company, agent: Agent | None) -> Iterator[dict]:
+    """The company's (or one agent's) logged calls, oldest first, for portability."""
+    rows = RequestLogEntry.objects.filter(company=company).select_related("agent")
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    for row in rows.order_by("created_at", "id").iterator(500):
+        yield {
+            "id": row.pk,
+            "agent": row.agent.name,
+            "kind": row.kind,
+            "via": row.via,
+            "query": row.query,
+            "result_count": row.result_count,
+            "latency_ms": row.latency_ms,
+            "degraded": row.degraded,
+            "created_at": row.created_at.isoformat(),
+        }
+
+
+def erase_request_log(agent: Agent) -> int:
+    """Delete every logged call of ``agent``: the rows hold its query text verbatim."""
+    return RequestLogEntry.objects.filter(agent=agent).delete()[0]
+
+
+#: The request log in the content registry: an agent's erasure deletes its rows (they hold
+#: what it searched for, word for word) and an export carries them. Not importable: they
+#: record calls made to another server.
+REQUEST_LOG = ContentKind(
+    name="request_log_entry",
+    label="request log entries",
+    export=export_request_log,
+    erase=erase_request_log,
+    order=60,
+    table=RequestLogEntry._meta.db_table,
+)

@@ -279,10 +279,11 @@ def _peer(agent: Agent) -> Peer:
     )
 
 
-def skill_md_directory(configured: str, company_slug: str) -> Path:
+def skill_md_directory(configured: str, company_id: int) -> Path:
     """``skill_md_directory`` resolved under the company's directory on the server
-    (``SYNTHORG_TENANT_FILES_DIR/<slug>/``); :class:`TenantPathError` if it would leave it."""
-    return tenant_path(company_slug, configured)
+    (``SYNTHORG_TENANT_FILES_DIR/<company id>/``); :class:`TenantPathError` if it would leave
+    it."""
+    return tenant_path(company_id, configured)
 
 
 def lesson_skill_md(lesson: ProceduralLesson) -> str:
@@ -311,7 +312,7 @@ def _materialise_skill_md(*, lesson: ProceduralLesson, agent: Agent, proposal) -
     def write() -> None:
         directory = configured
         try:
-            directory = skill_md_directory(configured, slug)
+            directory = skill_md_directory(configured, agent.company_id)
             write_skill_md(directory, slug, lesson.skill_name, text)
         except (OSError, SkillPathError, TenantPathError):
             logger.warning(

@@ -44,7 +44,7 @@ class Command(BaseCommand):
             or Company.objects.filter(name=company).first()
         )
         try:
-            data, ignored = company_config_from_yaml(text, slug=target.slug if target else None)
+            data, ignored = company_config_from_yaml(text, company_id=target.pk if target else None)
             if ignored:
                 self.stdout.write(
                     f"ignoring sections other than memory/org_memory: {', '.join(ignored)}"

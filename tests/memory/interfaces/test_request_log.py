@@ -1,6 +1,7 @@
 """The request log: every agent search and context call recorded once, through
 MemoryService (REST, tools, MCP); the preview's dry run records nothing; retention."""
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -207,3 +208,24 @@ def test_own_transaction_insert_is_one_round_trip_for_several_rows():
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+
+
+def test_erasing_an_agent_deletes_its_logged_queries(caller, peer):
+    """Issue 34: an erased agent's search text stayed in the request log, verbatim, for
+    every member to read until it aged out."""
+    from persistence.content_registry import content_kind
+    from persistence.services.erasure import agent_erase
+    from persistence.services.portability import content_export
+
+    secret = "salary of jane doe in payroll"
+    for who, query in ((caller, secret), (peer, "deploys")):
+        found = who.client.post("/api/v1/memories/search", {"query": query}, format="json")
+        assert found.status_code == 200
+    assert content_kind("request_log_entry").label == "request log entries"
+    rows = [json.loads(line) for line in content_export(company=caller.company, agent=caller.agent)]
+    assert [r["query"] for r in rows if r["type"] == "request_log_entry"] == [secret]
+
+    report = agent_erase(agent=caller.agent, reason="request #12")
+    assert report.counts["request log entries"] == 1
+    assert _rows(caller.company) == [(peer.agent.pk, "search", "rest", "deploys", 0, [])]
+    assert not RequestLogEntry.objects.filter(query__contains="jane").exists()

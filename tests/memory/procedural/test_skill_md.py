@@ -122,7 +122,7 @@ def lesson(caller, llm_server, tmp_path, settings, django_capture_on_commit_call
 def test_accepted_lesson_is_written_and_downloadable(caller, lesson, tmp_path):
     skill = lesson.lesson.skill_name
     slug = caller.company.slug
-    path = tmp_path / slug / "skills" / slug / skill / "SKILL.md"
+    path = tmp_path / str(caller.company.pk) / "skills" / slug / skill / "SKILL.md"
     text = path.read_text()
     assert text.startswith(f'---\nname: "{skill}"\ndescription: "{PROPOSAL["discovery"]}"\n')
     assert f'  memory_id: "{lesson.pk}"\n' in text
@@ -175,8 +175,8 @@ def test_unwritable_directory_keeps_the_lesson(
     caller, llm_server, tmp_path, settings, caplog, django_capture_on_commit_callbacks
 ):
     settings.SYNTHORG_TENANT_FILES_DIR = tmp_path
-    (tmp_path / caller.company.slug).mkdir()
-    blocker = tmp_path / caller.company.slug / "file"
+    (tmp_path / str(caller.company.pk)).mkdir()
+    blocker = tmp_path / str(caller.company.pk) / "file"
     blocker.write_text("not a directory")
     company_config_set(
         company=caller.company,
@@ -234,7 +234,7 @@ def test_a_symlink_out_of_the_company_directory_is_refused(
     caller, llm_server, tmp_path, settings, caplog, django_capture_on_commit_callbacks
 ):
     settings.SYNTHORG_TENANT_FILES_DIR = tmp_path / "tenants"
-    company_dir = tmp_path / "tenants" / caller.company.slug
+    company_dir = tmp_path / "tenants" / str(caller.company.pk)
     company_dir.mkdir(parents=True)
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -229,7 +229,7 @@ def test_org_facts_rank_with_the_companys_active_query_adapter(
         file_name="forced.npy", sha256=hashlib.sha256(data).hexdigest(), is_active=True,
         created_at=timezone.now(), activated_at=timezone.now(),
     )  # fmt: skip
-    path = checkpoint_file(company.slug, checkpoint)
+    path = checkpoint_file(company.pk, checkpoint)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     checkpoint.save()

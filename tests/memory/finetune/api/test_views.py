@@ -83,7 +83,7 @@ def test_a_run_trains_evaluates_and_activates_an_adapter_search_then_uses(setup,
     checkpoint = AdapterCheckpoint.objects.get(company=caller.company)
     assert body["checkpoint"] == str(checkpoint.pk)
     assert checkpoint.is_active and checkpoint.directory == "adapters"
-    data = (tmp_path / caller.company.slug / "adapters" / checkpoint.file_name).read_bytes()
+    data = (tmp_path / str(caller.company.pk) / "adapters" / checkpoint.file_name).read_bytes()
     assert hashlib.sha256(data).hexdigest() == checkpoint.sha256
     assert matrix_from_bytes(data).shape == (384, 384)
     assert set(
@@ -142,7 +142,7 @@ def test_margin_refuses_an_adapter_that_does_not_clear_it(setup, tmp_path, setti
     assert body["status"] == "not_promoted" and body["checkpoint"] is None
     assert body["figures"]["ndcg_gain"] < 1.0 and body["figures"]["after"]
     assert not AdapterCheckpoint.objects.exists()
-    assert list((tmp_path / caller.company.slug / "adapters").iterdir()) == []
+    assert list((tmp_path / str(caller.company.pk) / "adapters").iterdir()) == []
 
 
 def test_crash_then_resume_continues_from_the_saved_epoch_and_matches_an_uninterrupted_run(
@@ -318,7 +318,7 @@ def test_rollback_to_base_and_back_then_delete(setup, tmp_path):
 
     response = client.delete(f"{BASE}/checkpoints/{first.pk}", guard, format="json")
     assert (response.status_code, response.json()["code"]) == (409, "checkpoint_active")
-    path = tmp_path / caller.company.slug / "adapters" / second.file_name
+    path = tmp_path / str(caller.company.pk) / "adapters" / second.file_name
     assert path.exists()
     response = client.delete(f"{BASE}/checkpoints/{second.pk}", guard, format="json")
     assert response.status_code == 204
@@ -397,7 +397,7 @@ def test_labelled_pairs_from_training_data_dir(setup, tmp_path, settings):
 
     caller, client, embedder = setup
     memory_ids = list(caller.agent.memories.order_by("context").values_list("id", "context")[:3])
-    directory = tmp_path / caller.company.slug / "labels"
+    directory = tmp_path / str(caller.company.pk) / "labels"
     directory.mkdir(parents=True)
     lines = [json.dumps({"query": ctx, "memory_id": str(mid)}) for mid, ctx in memory_ids]
     stranger = make_agent_caller(company=CompanyFactory())
@@ -432,8 +432,8 @@ def test_dev_questions_gate_promotion(setup, tmp_path, settings, prefix, status)
     lines.append(
         json.dumps({"query": "q:1", "memory_ids": ["00000000-0000-0000-0000-000000000000"]})
     )
-    (tmp_path / caller.company.slug).mkdir(exist_ok=True)
-    (tmp_path / caller.company.slug / "dev.jsonl").write_text("\n".join(lines))
+    (tmp_path / str(caller.company.pk)).mkdir(exist_ok=True)
+    (tmp_path / str(caller.company.pk) / "dev.jsonl").write_text("\n".join(lines))
     enable(caller.company, tmp_path, settings, evaluation_file="dev.jsonl")
     run = start(client)
     assert fine_tune_execute(run["id"], embedder=embedder) == status
@@ -471,7 +471,7 @@ def test_a_missing_checkpoint_file_degrades_search_to_the_base_vector(setup, tmp
     fine_tune_execute(start(client)["id"], embedder=embedder)
     checkpoint = AdapterCheckpoint.objects.get()
     finetune_selectors._matrices.clear()
-    (tmp_path / caller.company.slug / "adapters" / checkpoint.file_name).unlink()
+    (tmp_path / str(caller.company.pk) / "adapters" / checkpoint.file_name).unlink()
     response = caller.client.post("/api/v1/memories/search", {"query": "turn"}, format="json")
     assert response.status_code == 200
     body = response.json()
