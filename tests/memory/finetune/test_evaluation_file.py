@@ -32,12 +32,12 @@ def setup(caller, tmp_path, settings):
     membership = MembershipFactory(company=caller.company, role="admin")
     client = APIClient()
     client.force_login(membership.user)
-    (tmp_path / caller.company.slug).mkdir(exist_ok=True)
+    (tmp_path / str(caller.company.pk)).mkdir(exist_ok=True)
     return caller, client, QueryEmbedder(queries, docs)
 
 
 def write(tmp_path, caller, text: str, name: str = "dev.jsonl") -> None:
-    (tmp_path / caller.company.slug / name).write_text(text, encoding="utf-8")
+    (tmp_path / str(caller.company.pk) / name).write_text(text, encoding="utf-8")
 
 
 def question(memory_id, query: str = "q:0") -> str:
@@ -94,8 +94,8 @@ def test_a_file_that_is_not_jsonl_of_dev_questions_is_refused_at_its_line(
 
 def test_an_unreadable_evaluation_file_is_refused(setup, tmp_path, settings):
     caller, client, _embedder = setup
-    (tmp_path / caller.company.slug / "dev").mkdir()  # a directory, not a file
-    (tmp_path / caller.company.slug / "latin.jsonl").write_bytes(b'{"query": "\xff"}\n')
+    (tmp_path / str(caller.company.pk) / "dev").mkdir()  # a directory, not a file
+    (tmp_path / str(caller.company.pk) / "latin.jsonl").write_bytes(b'{"query": "\xff"}\n')
     enable(caller.company, tmp_path, settings, evaluation_file="dev")
     refused(
         client,
@@ -152,7 +152,7 @@ def test_a_file_that_went_bad_after_the_start_fails_the_run_before_training(
     write(tmp_path, caller, question(memory_id))
     enable(caller.company, tmp_path, settings, evaluation_file="dev.jsonl")
     run = client.post(f"{BASE}/runs", {}, format="json").json()
-    (tmp_path / caller.company.slug / "dev.jsonl").unlink()
+    (tmp_path / str(caller.company.pk) / "dev.jsonl").unlink()
     assert fine_tune_execute(run["id"], embedder=embedder) == "failed"
     row = FineTuneRun.objects.get(pk=run["id"])
     assert row.epochs_done == 0 and embedder.calls == []
