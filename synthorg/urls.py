@@ -42,3 +42,7 @@ urlpatterns = [
     path("console/memories/", include("memory.interfaces.console.urls")),
     path("console/agents/", include("memory.interfaces.console.agents_urls")),
 ]
+
+# An exception no view caught (a middleware's, after the view): a database that went away is
+# a 503 with Retry-After here too, anything else Django's 500 (synthorg.db.unavailable).
+handler500 = "synthorg.db.unavailable.server_error"

@@ -2,7 +2,8 @@
 
 :func:`mcp_http_app` returns an ASGI app serving ``/mcp`` (and ``/mcp/``): a request without
 a valid ``Authorization: Bearer <agent API key>`` gets ``401`` problem+json with
-``WWW-Authenticate: Bearer`` before the SDK sees it; otherwise the agent's principal is put
+``WWW-Authenticate: Bearer`` before the SDK sees it (``503`` ``database_unavailable`` with
+``Retry-After`` while the database cannot be asked); otherwise the agent's principal is put
 in the ASGI scope, where each tool call reads it from the SDK's request context. Stateless
 (every POST stands alone, JSON responses), so any web worker can answer any request and no
 session needs to stick to a process.
@@ -18,6 +19,7 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
+from synthorg.db.unavailable import is_database_unavailable, log_unavailable, unavailable_problem
 from synthorg.errors import AccessDeniedError
 from synthorg.mcp.auth import KeyRejected, principal_for_key
 from synthorg.mcp.server import build_server
@@ -98,7 +100,17 @@ class AgentKeyMiddleware:
         if not header:
             principal, problem = None, ("not_authenticated", NOT_AUTHENTICATED)
         else:
-            principal, problem = await sync_to_async(_authenticate, thread_sensitive=False)(header)
+            try:
+                principal, problem = await sync_to_async(_authenticate, thread_sensitive=False)(
+                    header
+                )
+            except Exception as exc:
+                if not is_database_unavailable(exc):
+                    raise
+                body = unavailable_problem(log_unavailable("MCP authentication", exc))
+                retry_after = str(body["retry_after"]).encode()
+                await _respond(send, 503, body, headers=[(b"retry-after", retry_after)])
+                return
         if principal is None:
             code, detail = problem
             await _respond(
