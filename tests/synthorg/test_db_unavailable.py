@@ -123,6 +123,15 @@ def test_a_middleware_that_meets_the_dead_database_after_the_view_answers_503(se
     assert client.get("/healthz").status_code == 200
 
 
+def mcp_initialize(base_url: str, key: str) -> httpx.Response:
+    return httpx.post(
+        f"{base_url}/mcp/",
+        json=MCP_INITIALIZE,
+        headers={"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"},
+        timeout=30,
+    )
+
+
 def test_mcp_answers_503_problem_while_the_database_is_unreachable(
     live_server_url,  # noqa: F811
     committed,  # noqa: F811
@@ -135,30 +144,14 @@ def test_mcp_answers_503_problem_while_the_database_is_unreachable(
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     with database_unreachable(tmp_path):
-        response = httpx.post(
-            f"{live_server_url}/mcp/",
-            json=MCP_INITIALIZE,
-            headers={
-                "Authorization": f"Bearer {caller.raw_key}",
-                "Accept": "application/json, text/event-stream",
-            },
-            timeout=30,
-        )
+        response = mcp_initialize(live_server_url, caller.raw_key)
     assert response.status_code == 503, response.text
     assert response.headers["content-type"] == "application/problem+json"
     assert response.headers["retry-after"] == "5"
     body = response.json()
     assert (body["status"], body["code"], body["retry_after"]) == (503, "database_unavailable", 5)
     # back: the next request authenticates and is served
-    again = httpx.post(
-        f"{live_server_url}/mcp/",
-        json=MCP_INITIALIZE,
-        headers={
-            "Authorization": f"Bearer {caller.raw_key}",
-            "Accept": "application/json, text/event-stream",
-        },
-        timeout=30,
-    )
+    again = mcp_initialize(live_server_url, caller.raw_key)
     assert again.status_code == 200, again.text
 
 

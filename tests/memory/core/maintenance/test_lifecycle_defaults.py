@@ -236,6 +236,20 @@ def test_delete_needs_days_and_unknown_actions_are_refused(company):
     assert company.config == {}
 
 
+def superseded_core_version(agent, now):
+    """A core entry written 120 days ago and replaced 100 days ago."""
+    [version] = seed(
+        agent,
+        1,
+        now=now,
+        age_days=120,
+        category="semantic",
+        tags=["core"],
+        superseded_at=now - timedelta(days=100),
+    )
+    return version
+
+
 @pytest.mark.parametrize("action", ["archive", "delete"])
 def test_retention_rules_never_touch_the_core_memory_unless_they_name_it(caller, now, action):
     """An operator's rule on the core memory's category (and the defaults) ages out the
@@ -250,15 +264,7 @@ def test_retention_rules_never_touch_the_core_memory_unless_they_name_it(caller,
         },
     )
     [core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
-    [old_core] = seed(
-        caller.agent,
-        1,
-        now=now,
-        age_days=120,
-        category="semantic",
-        tags=["core"],
-        superseded_at=now - timedelta(days=100),
-    )
+    old_core = superseded_core_version(caller.agent, now)
     [edited_core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
     Memory.objects.filter(pk=edited_core.pk).update(updated_at=now - timedelta(days=1))
     others = seed(caller.agent, 2, now=now, age_days=100, category="semantic")
@@ -295,15 +301,7 @@ def test_retention_rules_never_touch_the_core_memory_unless_they_name_it(caller,
 
 
 def test_a_delete_rule_on_the_semantic_category_keeps_the_archived_core_versions(caller, now):
-    [core] = seed(
-        caller.agent,
-        1,
-        now=now,
-        age_days=120,
-        category="semantic",
-        tags=["core"],
-        superseded_at=now - timedelta(days=100),
-    )
+    core = superseded_core_version(caller.agent, now)
     [note] = seed(caller.agent, 1, now=now, age_days=100, category="semantic")
     configure(caller.company, max_memories_per_agent=1, archival={"enabled": False})
     MemoryFactory(agent=caller.agent, company=caller.company, category="semantic", tags=["core"])
