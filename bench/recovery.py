@@ -10,7 +10,8 @@ company with ``--clients`` agents and API keys, and starts ``manage.py serve`` (
 2 web workers, the q2 cluster). ``--clients`` threads then store memories over HTTP
 (``POST /api/v1/memories``, one new connection per request, at most ``--rate`` writes/s per
 client, bounded by ``--max-minutes`` overall) and record the id of every acknowledged
-(``201``) write. After ``--steady`` seconds of load, each fault in turn:
+(``201``) write; ``--mcp-clients`` more do the same through the MCP server (``POST /mcp/``,
+``tools/call store_memory``). After ``--steady`` seconds of load, each fault in turn:
 
 - ``qcluster``: kill -9 of the ``manage.py qcluster`` process; a task queued once the dead
   cluster's processes are gone must run (``queued_task_ran_s``, from the kill);
@@ -81,32 +82,48 @@ class Load:
     attempts: list[Attempt] = field(default_factory=list)
     acked: list[str] = field(default_factory=list)
 
-    def client(self, index: int) -> None:
+    def client(self, index: int, *, mcp: bool = False) -> None:
+        """Store memories as agent ``index``: over REST, or with ``mcp`` through the MCP
+        server's ``store_memory`` tool (its errors are counted as ``mcp <HTTP status>`` or
+        ``mcp tool <problem status>``)."""
         key = self.keys[index]
         n = 0
         while not self.stop.is_set() and time.monotonic() < self.deadline:
             n += 1
-            body = json.dumps(
-                {
-                    "content": f"recovery write {index}-{n} {uuid.uuid4().hex}",
-                    "category": "semantic",
-                }
-            )
+            memory = {
+                "content": f"recovery write {index}-{n} {uuid.uuid4().hex}",
+                "category": "semantic",
+            }
             start = time.monotonic()
             ok, kind, memory_id = False, "", None
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                conn.request(
-                    "POST",
-                    "/api/v1/memories",
-                    body=body,
-                    headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
-                )
+                headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+                if mcp:
+                    body = {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "tools/call",
+                        "params": {"name": "store_memory", "arguments": memory},
+                    }
+                    headers["Accept"] = "application/json, text/event-stream"
+                    conn.request("POST", "/mcp/", body=json.dumps(body), headers=headers)
+                else:
+                    conn.request(
+                        "POST", "/api/v1/memories", body=json.dumps(memory), headers=headers
+                    )
                 response = conn.getresponse()
                 payload = response.read()
                 conn.close()
-                kind = str(response.status)
-                if response.status == 201:
+                kind = ("mcp " if mcp else "") + str(response.status)
+                if mcp and response.status == 200:
+                    result = json.loads(payload).get("result") or {}
+                    data = result.get("structuredContent") or {}
+                    if result.get("isError"):
+                        kind = f"mcp tool {data.get('status')}"
+                    else:
+                        memory_id, ok = data["id"], True
+                elif response.status == 201:
                     memory_id = json.loads(payload)["id"]
                     ok = True
             except (OSError, http.client.HTTPException) as exc:
@@ -151,10 +168,14 @@ def cmdline(proc: psutil.Process) -> str:
 
 
 def program_leader(serve_pid: int, marker: str) -> psutil.Process | None:
-    """The process supervisord started for a program (its parent is supervisord)."""
+    """The process supervisord started for a program (its parent is supervisord). For
+    ``qcluster``: the default cluster's, not the LLM cluster's (the same command line with
+    ``Q_CLUSTER_NAME=llm`` in its environment)."""
     with contextlib.suppress(psutil.Error):
         for proc in psutil.Process(serve_pid).children(recursive=True):
             if marker in cmdline(proc) and "supervisor.supervisord" in cmdline(proc.parent()):
+                if marker == "qcluster" and proc.environ().get("Q_CLUSTER_NAME"):
+                    continue
                 return proc
     return None
 
@@ -275,6 +296,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--faults", default=",".join(FAULTS))
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument(
+        "--mcp-clients", type=int, default=0, help="more agents storing through the MCP server"
+    )
     parser.add_argument("--rate", type=float, default=5.0, help="writes/s per client (at most)")
     parser.add_argument("--steady", type=float, default=8.0, help="seconds of load before a kill")
     parser.add_argument("--window", type=float, default=90.0, help="seconds to wait per fault")
@@ -301,7 +325,7 @@ def main() -> None:
 
         from memory.core.models import Memory
 
-        keys = seed(args.clients)
+        keys = seed(args.clients + args.mcp_clients)
         with free_port() as port:
             pass
         serve = subprocess.Popen(
@@ -319,8 +343,10 @@ def main() -> None:
             port=port, keys=keys, rate=args.rate, deadline=time.monotonic() + args.max_minutes * 60
         )
         threads = [
-            threading.Thread(target=load.client, args=(i,), daemon=True)
-            for i in range(args.clients)
+            threading.Thread(
+                target=load.client, args=(i,), kwargs={"mcp": i >= args.clients}, daemon=True
+            )
+            for i in range(args.clients + args.mcp_clients)
         ]
         for thread in threads:
             thread.start()
@@ -354,6 +380,7 @@ def main() -> None:
             },
             "config": {
                 "clients": args.clients,
+                "mcp_clients": args.mcp_clients,
                 "rate_per_client": args.rate,
                 "steady_s": args.steady,
                 "web_workers": 2,

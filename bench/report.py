@@ -776,6 +776,85 @@ def t_recovery(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
+def t_recovery_postmaster(_arg) -> str:
+    """kill -9 of the postmaster alone, before and after the 503 for every interface (issue
+    34 item 7): REST clients only, then with MCP clients too."""
+    runs = [
+        ("before", "recovery_postmaster_before.json"),
+        ("after", "recovery_postmaster.json"),
+        ("before", "recovery_postmaster_mcp_before.json"),
+        ("after", "recovery_postmaster_mcp.json"),
+    ]
+    use(*(name for _, name in runs))
+    rows = []
+    for when, name in runs:
+        d = load(name)
+        (fault,) = d["faults"]
+        kinds = fault["client_error_kinds"]
+        rows.append(
+            [
+                when,
+                f"{d['config']['clients']} REST + {d['config'].get('mcp_clients', 0)} MCP",
+                fault["served_again_s"],
+                sum(n for kind, n in kinds.items() if kind.endswith("500")),
+                kinds or "—",
+                d["writes"]["lost"],
+                fmt(d["machine"]["load_average"][0]),
+            ]
+        )
+    head = [
+        "code",
+        "clients",
+        "serving writes again after s",
+        "500s",
+        "error kinds",
+        "writes lost",
+        "load average",
+    ]
+    return table(head, rows) + "\n\n" + source(*(name for _, name in runs))
+
+
+def t_serve_stop(_arg) -> str:
+    """Ctrl-C of ``manage.py serve``: idle and with a task in flight on each cluster, before
+    (programs stopped one at a time, q2's group signalled as a whole) and after."""
+    runs = [
+        ("before", "idle", "serve_stop_before.json"),
+        ("after", "idle", "serve_stop.json"),
+        ("before", "a task in flight on each cluster", "serve_stop_inflight_before.json"),
+        ("after", "a task in flight on each cluster", "serve_stop_inflight.json"),
+    ]
+    use(*(name for *_, name in runs))
+    rows = []
+    for when, state, name in runs:
+        d = load(name)
+        last = d["runs"][-1]["programs_stopped"]
+        how = ", ".join(
+            f"{program} {p['how']} at {fmt(p['after_s'])} s"
+            for program, p in sorted(last.items(), key=lambda item: item[1]["after_s"])
+        )
+        rows.append(
+            [
+                when,
+                state,
+                len(d["runs"]),
+                d["exit_s"]["median"],
+                d["exit_s"]["max"],
+                fmt(d["machine"]["load_average"][0]),
+                how,
+            ]
+        )
+    head = [
+        "code",
+        "stopped",
+        "runs",
+        "exit s (median)",
+        "exit s (max)",
+        "load average",
+        "how each program ended (last run, s after Ctrl-C)",
+    ]
+    return table(head, rows) + "\n\n" + source(*(name for *_, name in runs))
+
+
 def t_llm_faults(_arg) -> str:
     """One company's model hanging, then an outage of every model: what the others saw."""
     name = "llm_faults.json"
@@ -1157,6 +1236,8 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "http": t_http,
     "store": t_store,
     "recovery": t_recovery,
+    "serve_stop": t_serve_stop,
+    "recovery_postmaster": t_recovery_postmaster,
     "llm_faults": t_llm_faults,
     "learning_quality": t_learning_quality,
     "lifecycle": t_lifecycle,

@@ -12,8 +12,11 @@ the flush function runs at once with the one item, as before. Entries are not lo
 request succeeds: the flush runs whatever the status, in the worker that served the request,
 before Django's ``request_finished`` closes the connection. A flush that fails is logged
 (``synthorg.after_response``) — the response is already sent — and the other flushes still
-run. The flush runs with :func:`synthorg.db.replicas.unfenced`: bookkeeping never holds the
-principal's next reads to the primary.
+run. A flush the database cannot take (it is restarting or unreachable) is skipped with a
+warning, inside a request and outside one: a call that was answered — or is about to be, on
+the MCP path — never fails because its bookkeeping could not be written. The flush runs with
+:func:`synthorg.db.replicas.unfenced`: bookkeeping never holds the principal's next reads to
+the primary.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from synthorg.db.replicas import unfenced
+from synthorg.db.unavailable import close_broken_connections, is_database_unavailable
 
 logger = logging.getLogger(__name__)
 
@@ -47,18 +51,34 @@ class RequestBuffer:
         groups, self._groups = self._groups, {}
         for flush, items in groups.items():
             try:
-                with unfenced():
-                    flush(items)
+                _run(flush, items)
             except Exception:
                 logger.exception("after-response flush %s lost %d item(s)", flush, len(items))
+
+
+def _run(flush: Flush, items: Sequence[Any]) -> None:
+    """``flush(items)``; while the database is unavailable the items are dropped with a
+    warning (bookkeeping never turns an answered call into an error)."""
+    try:
+        with unfenced():
+            flush(items)
+    except Exception as exc:
+        if not is_database_unavailable(exc):
+            raise
+        logger.warning(
+            "after-response flush %s skipped %d item(s): the database is unavailable (%s)",
+            getattr(flush, "__qualname__", flush),
+            len(items),
+            str(exc).strip(),
+        )
+        close_broken_connections()
 
 
 def after_response(flush: Flush, item: Any) -> None:
     """Run ``flush([item, …])`` after the current response is sent, or now outside one."""
     buffer = _buffer.get()
     if buffer is None:
-        with unfenced():
-            flush([item])
+        _run(flush, [item])
         return
     buffer.add(flush, item)
 

@@ -7,8 +7,9 @@ package, pinned in ``requirements.txt``) in the foreground with it:
   *worker* is replaced by gunicorn's own arbiter; a dead *master* by supervisord.
 - ``worker``: ``manage.py qcluster``. A dead q2 worker, monitor or pusher is replaced by q2's
   own sentinel; a dead ``qcluster`` process by supervisord.
-- ``recovery``: the event listener in this module (:func:`listen`). On every process-state
-  change of a program (and every 5 s) it kills what a dead program process left behind
+- ``recovery``: the event listener in this module (:func:`listen`; it exits as supervisord
+  starts stopping). On every process-state change of a program (and every 5 s) it kills
+  what a dead program process left behind
   (:func:`orphaned_groups`): a gunicorn master killed with ``kill -9`` leaves its uvicorn
   workers holding the port (they do not watch their parent), and a killed ``qcluster``
   leaves its sentinel and workers running as a second cluster. The events alone cannot
@@ -24,9 +25,23 @@ stops supervisord, so ``serve`` exits with an error instead of serving half the 
 forever. A program that had been running longer is restarted at once and its count starts
 again.
 
-Stopping (Ctrl-C, ``SIGTERM`` to ``serve``) sends each program's whole process group
-``SIGTERM`` and, after ``GRACE_SECONDS``, ``SIGKILL`` — also when the database stopped
-answering and q2 cannot stop its own workers.
+Stopping (Ctrl-C, ``SIGTERM`` to ``serve``) stops every program at once (they are one
+supervisord group, :data:`GROUP`; separate groups are stopped one after the other) and each
+gets :data:`STOP_GRACE_SECONDS` to stop by itself before supervisord kills its whole process
+group (``SIGKILL``) — also when the database stopped answering and q2 cannot stop its own
+workers:
+
+- ``web``: ``SIGTERM`` to the gunicorn master and its workers; gunicorn drains the requests
+  in flight for its ``--graceful-timeout``, the same grace.
+- ``worker``/``worker-llm``: ``SIGTERM`` to the ``qcluster`` process alone
+  (:attr:`Program.signal_leader_only`). It tells its sentinel to stop: no new task is taken,
+  idle workers exit, results are saved. Signalling the whole group instead kills the
+  sentinel outright (q2 leaves ``SIGTERM`` at its default there) while it waits on a shared
+  event, and ``qcluster`` then blocks on that event until ``SIGKILL`` — every stop took the
+  whole grace, one cluster after the other (34 s with a 15 s grace). A task still running
+  when the grace ends is killed with its worker and is not lost: q2's broker delivers it
+  again once its ``Q_RETRY`` lock ends, and a durable job (lesson capture, evolver draft) is
+  claimable again when its lease ends (:mod:`synthorg.jobs`).
 """
 
 from __future__ import annotations
@@ -36,14 +51,26 @@ import os
 import shlex
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
-GRACE_SECONDS = 15
+STOP_GRACE_SECONDS = 2
 START_SECONDS = 10
 START_RETRIES = 10
 LISTENER = "recovery"
+GROUP = "serve"
+
+
+@dataclass(frozen=True)
+class Program:
+    """A supervised program: its ``argv`` and how it is asked to stop."""
+
+    argv: list[str]
+    #: ``SIGTERM`` to the program's own process only (it stops its children itself); by
+    #: default to its whole process group. ``SIGKILL`` after the grace is always to the group.
+    signal_leader_only: bool = False
 
 
 def _quote(argv: list[str]) -> str:
@@ -51,8 +78,9 @@ def _quote(argv: list[str]) -> str:
     return shlex.join(argv).replace("%", "%%")
 
 
-def render_config(*, programs: dict[str, list[str]], directory: Path, pidfile: Path) -> str:
-    """The supervisord configuration for ``programs`` (name → argv), logging to serve's tty."""
+def render_config(*, programs: dict[str, Program], directory: Path, pidfile: Path) -> str:
+    """The supervisord configuration for ``programs`` (by name), one group stopped at once,
+    logging to serve's tty."""
     directory_value = str(directory).replace("%", "%%")
     lines = [
         "[supervisord]",
@@ -63,18 +91,19 @@ def render_config(*, programs: dict[str, list[str]], directory: Path, pidfile: P
         "loglevel=info",
         "",
     ]
-    for name, argv in programs.items():
+    for name, program in programs.items():
         lines += [
             f"[program:{name}]",
-            f"command={_quote(argv)}",
+            f"command={_quote(program.argv)}",
             f"directory={directory_value}",
             "autostart=true",
             "autorestart=true",
             f"startsecs={START_SECONDS}",
             f"startretries={START_RETRIES}",
             "stopsignal=TERM",
-            f"stopwaitsecs={GRACE_SECONDS}",
-            "stopasgroup=true",
+            # one second more than the programs' own grace (gunicorn's graceful timeout)
+            f"stopwaitsecs={STOP_GRACE_SECONDS + 1}",
+            f"stopasgroup={'false' if program.signal_leader_only else 'true'}",
             "killasgroup=true",
             "stdout_logfile=/dev/stdout",
             "stdout_logfile_maxbytes=0",
@@ -82,11 +111,12 @@ def render_config(*, programs: dict[str, list[str]], directory: Path, pidfile: P
             "stderr_logfile_maxbytes=0",
             "",
         ]
+    lines += [f"[group:{GROUP}]", f"programs={','.join(programs)}", ""]
     lines += [
         f"[eventlistener:{LISTENER}]",
         f"command={_quote([sys.executable, '-m', 'synthorg.supervision'])}",
         f"directory={directory_value}",
-        "events=PROCESS_STATE,TICK_5",
+        "events=PROCESS_STATE,TICK_5,SUPERVISOR_STATE_CHANGE_STOPPING",
         "autorestart=true",
         "stderr_logfile=/dev/stderr",
         "stderr_logfile_maxbytes=0",
@@ -95,7 +125,7 @@ def render_config(*, programs: dict[str, list[str]], directory: Path, pidfile: P
     return "\n".join(lines)
 
 
-def write_config(*, var_dir: Path, name: str, programs: dict[str, list[str]]) -> Path:
+def write_config(*, var_dir: Path, name: str, programs: dict[str, Program]) -> Path:
     """Write ``var/supervisor/<name>.conf`` (replaced atomically) and return its path."""
     folder = var_dir / "supervisor"
     folder.mkdir(parents=True, exist_ok=True)
@@ -163,6 +193,12 @@ def listen() -> None:
     marker = os.environ[MARKER_ENV]
     while True:
         headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
+        if headers["eventname"] == "SUPERVISOR_STATE_CHANGE_STOPPING":
+            # Everything stops (each program's group is killed after its grace): nothing is
+            # left to clean up after, and a listener that has already exited spares the
+            # stop its own turn after the programs' (a group at a time, a second or so).
+            childutils.listener.ok(sys.stdout)
+            return
         fields = {}
         if headers["eventname"].startswith("PROCESS_STATE"):
             fields, _data = childutils.eventdata(payload + "\n")

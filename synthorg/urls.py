@@ -43,3 +43,7 @@ urlpatterns = [
     path("console/agents/", include("memory.interfaces.console.agents_urls")),
     path("console/memories/", include("memory.finetune.console.urls")),  # leaf app, by name
 ]
+
+# An exception no view caught (a middleware's, after the view): a database that went away is
+# a 503 with Retry-After here too, anything else Django's 500 (synthorg.db.unavailable).
+handler500 = "synthorg.db.unavailable.server_error"

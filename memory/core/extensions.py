@@ -14,7 +14,7 @@ Other extension points the core uses live with the thing they extend: schedules
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,27 @@ if TYPE_CHECKING:
     import numpy as np
 
     from synthorg.company_config import CompanyConfig
+
+#: ``snapshot(memories)`` → ``{memory id: {key: JSON value}}``: runs inside the archiving
+#: transaction, before ``memories`` leave the live set, whichever step archives them
+#: (consolidation, retention, expiry, the caps, procedural pruning); what it returns is merged
+#: into each one's archive row ``metadata``, where an :data:`ArchiveRestoreHandler` reads it
+#: back. A memory it has nothing for is left out of the mapping.
+ArchiveSnapshot = Callable[..., Mapping[Any, dict]]
+
+_archive_snapshots: list[ArchiveSnapshot] = []
+
+
+def on_archiving(snapshot: ArchiveSnapshot) -> None:
+    """Register ``snapshot`` (idempotent). Procedural learning keeps a lesson's tiers and
+    counters in the archive row this way, so :func:`on_archive_restored` can give them back."""
+    if snapshot not in _archive_snapshots:
+        _archive_snapshots.append(snapshot)
+
+
+def archive_snapshots() -> tuple[ArchiveSnapshot, ...]:
+    return tuple(_archive_snapshots)
+
 
 #: ``handler(memory_id=..., company=..., metadata=...)``: runs inside the restore's
 #: transaction after the memory is back in the live set; ``metadata`` is the archive row's.

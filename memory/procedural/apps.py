@@ -25,9 +25,10 @@ class ProceduralConfig(AppConfig):
         register_content_kind(EXECUTION_REPORTS)
         register_content_kind(COMPRESSED_EXPERIENCES)
 
-        from memory.core.extensions import on_archive_restored
-        from memory.procedural.services.pruning import lesson_restore
+        from memory.core.extensions import on_archive_restored, on_archiving
+        from memory.procedural.services.lesson_archive import lesson_restore, lesson_snapshot
 
+        on_archiving(lesson_snapshot)
         on_archive_restored(lesson_restore)
 
         from memory.core.extensions import register_training_pair_source

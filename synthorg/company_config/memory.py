@@ -561,16 +561,29 @@ class RetentionAction(StrEnum):
     DELETE = "delete"
 
 
+class RetentionCategory(StrEnum):
+    """What a retention rule names: a memory category, or ``core`` — the agent's core memory
+    (tag ``core``, read into every prompt). Only a rule naming ``core`` ages core memory out:
+    a ``semantic`` rule and the defaults never touch it."""
+
+    WORKING = MemoryCategory.WORKING.value
+    EPISODIC = MemoryCategory.EPISODIC.value
+    SEMANTIC = MemoryCategory.SEMANTIC.value
+    PROCEDURAL = MemoryCategory.PROCEDURAL.value
+    SOCIAL = MemoryCategory.SOCIAL.value
+    CORE = "core"
+
+
 class RetentionRule(BaseModel):
     model_config = FROZEN
 
-    category: MemoryCategory
+    category: RetentionCategory
     retention_days: int = Field(ge=1)
     action: RetentionAction = RetentionAction.ARCHIVE
 
 
 def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule, ...]:
-    seen: set[MemoryCategory] = set()
+    seen: set[RetentionCategory] = set()
     for rule in rules:
         if rule.category in seen:
             raise ConfigFieldError("rules", f"category {rule.category.value!r} appears twice")
@@ -598,11 +611,11 @@ class RetentionConfig(BaseModel):
         _default_action_needs_days(self.default_action, self.default_retention_days)
         return self
 
-    def days_for(self, category: MemoryCategory) -> int | None:
+    def days_for(self, category: RetentionCategory) -> int | None:
         rule = self.rule_for(category)
         return rule.retention_days if rule else None
 
-    def rule_for(self, category: MemoryCategory) -> RetentionRule | None:
+    def rule_for(self, category: RetentionCategory) -> RetentionRule | None:
         return next((r for r in self.rules if r.category == category), None)
 
 
@@ -621,11 +634,11 @@ class AgentRetentionOverrides(BaseModel):
         _default_action_needs_days(self.default_action, self.default_retention_days)
         return self
 
-    def days_for(self, category: MemoryCategory) -> int | None:
+    def days_for(self, category: RetentionCategory) -> int | None:
         rule = self.rule_for(category)
         return rule.retention_days if rule else None
 
-    def rule_for(self, category: MemoryCategory) -> RetentionRule | None:
+    def rule_for(self, category: RetentionCategory) -> RetentionRule | None:
         return next((r for r in self.rules if r.category == category), None)
 
 

@@ -2,9 +2,10 @@
 
 :func:`mcp_http_app` returns an ASGI app serving ``/mcp`` (and ``/mcp/``): a request without
 a valid ``Authorization: Bearer <agent API key>`` gets ``401`` problem+json with
-``WWW-Authenticate: Bearer`` before the SDK sees it (to an MCP client — it accepts an event
-stream — the same problem as a JSON-RPC error, so the client shows its code and detail);
-otherwise the agent's principal is put in the ASGI scope, where each tool call reads it from
+``WWW-Authenticate: Bearer`` before the SDK sees it (``503`` ``database_unavailable`` with
+``Retry-After`` while the database cannot be asked); to an MCP client — it accepts an event
+stream — either problem comes as a JSON-RPC error, so the client shows its code and detail.
+Otherwise the agent's principal is put in the ASGI scope, where each tool call reads it from
 the SDK's request context. Stateless (every POST stands alone, JSON responses), so any web
 worker can answer any request and no session needs to stick to a process.
 """
@@ -19,6 +20,7 @@ from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 
+from synthorg.db.unavailable import is_database_unavailable, log_unavailable, unavailable_problem
 from synthorg.errors import AccessDeniedError
 from synthorg.mcp.auth import KeyRejected, principal_for_key
 from synthorg.mcp.server import build_server
@@ -27,8 +29,10 @@ SCOPE_KEY = "synthorg.principal"
 MCP_PATH = "/mcp"
 NOT_AUTHENTICATED = "Send the agent's API key as 'Authorization: Bearer <key>'."
 NO_PRINCIPAL = "The MCP request carries no authenticated agent."
-#: JSON-RPC's implementation-defined server error range; what our 401 maps to for MCP clients
+#: JSON-RPC's implementation-defined server error range: what our 401 and 503 map to for
+#: MCP clients
 JSONRPC_UNAUTHORIZED = -32001
+JSONRPC_UNAVAILABLE = -32002
 
 
 def _principal_from_context(ctx):
@@ -60,14 +64,14 @@ def _speaks_mcp(headers: dict) -> bool:
     return b"text/event-stream" in headers.get(b"accept", b"").lower()
 
 
-def _jsonrpc_error(problem: dict) -> dict:
+def _jsonrpc_error(problem: dict, *, code: int = JSONRPC_UNAUTHORIZED) -> dict:
     """The problem as a JSON-RPC error (what an MCP client shows: ``message``), the problem
     itself in ``error.data`` and at the top level too, for HTTP clients that read it there."""
     message = f"{problem['title']} ({problem['code']}): {problem['detail']}"
     return {
         "jsonrpc": "2.0",
         "id": None,
-        "error": {"code": JSONRPC_UNAUTHORIZED, "message": message, "data": problem},
+        "error": {"code": code, "message": message, "data": problem},
         **problem,
     }
 
@@ -122,7 +126,27 @@ class AgentKeyMiddleware:
         if not header:
             principal, problem = None, ("not_authenticated", NOT_AUTHENTICATED)
         else:
-            principal, problem = await sync_to_async(_authenticate, thread_sensitive=False)(header)
+            try:
+                principal, problem = await sync_to_async(_authenticate, thread_sensitive=False)(
+                    header
+                )
+            except Exception as exc:
+                if not is_database_unavailable(exc):
+                    raise
+                body = unavailable_problem(log_unavailable("MCP authentication", exc))
+                retry_after = str(body["retry_after"]).encode()
+                content_type = b"application/problem+json"
+                if _speaks_mcp(headers):
+                    body = _jsonrpc_error(body, code=JSONRPC_UNAVAILABLE)
+                    content_type = b"application/json"
+                await _respond(
+                    send,
+                    503,
+                    body,
+                    headers=[(b"retry-after", retry_after)],
+                    content_type=content_type,
+                )
+                return
         if principal is None:
             code, detail = problem
             body = _problem(401, code, "Not authenticated", detail)

@@ -4,7 +4,8 @@
 hint); ``tools/call`` runs :func:`synthorg.tools.tool_call` in a worker thread (the services
 are synchronous Django code) as the principal the transport authenticated. A domain error
 is returned as a tool error (``is_error``) whose text and structured content are the same
-problem document the REST API answers, so a model can read why and try again.
+problem document the REST API answers, so a model can read why and try again — a database
+that is restarting or unreachable too (``503``, ``database_unavailable``, ``retry_after``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 from mcp.server import Server
 
+from synthorg.db.unavailable import is_database_unavailable, log_unavailable, unavailable_problem
 from synthorg.errors import DomainError
 from synthorg.tools import ToolSpec, registered_tools, tool_call
 
@@ -67,9 +69,11 @@ def _run_tool(principal_source, resolve: PrincipalResolver, name: str, arguments
         result = tool_call(principal=principal, name=name, arguments=arguments, via=via)
     except DomainError as error:
         return None, problem(error)
-    except Exception:
-        # A bug (or a database error) must not reach the client as a JSON-RPC error carrying
-        # its message (e.g. PostgreSQL's): log it and answer a tool error with an id.
+    except Exception as exc:
+        if is_database_unavailable(exc):  # restarting or unreachable: 503, retry_after
+            return None, unavailable_problem(log_unavailable(f"MCP tool {name!r}", exc))
+        # A bug must not reach the client as a JSON-RPC error carrying its message (e.g.
+        # PostgreSQL's): log it and answer a tool error with an id.
         correlation_id = uuid.uuid4().hex
         logger.exception("tool %r failed (correlation id %s)", name, correlation_id)
         return None, {

@@ -152,3 +152,50 @@ def test_ctrl_c_stops_web_and_q2_workers_even_with_the_database_down(proxied_dat
     assert output.rstrip().endswith("Stopped."), output
     _gone, alive = psutil.wait_procs(started, timeout=10)
     assert alive == [], [p.cmdline() for p in alive]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_lets_each_q2_cluster_stop_its_own_processes(proxied_database_url, tmp_path):
+    """SIGTERM goes to each ``qcluster`` process alone, whose sentinel then stops its pusher,
+    workers and monitor itself; before, the whole group was signalled, the sentinel died at
+    once (q2 leaves SIGTERM at its default there) and ``qcluster`` hung until SIGKILL."""
+    _proxy, url = proxied_database_url
+    env = dict(os.environ, DATABASE_URL=url, Q_WORKERS="1", Q_LLM_WORKERS="1")
+    env.pop("DATABASE_OWNER_URL", None)
+    log = tmp_path / "serve.log"
+    with open(log, "w") as out:
+        serve = subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "serve",
+                "--port",
+                str(free_port()),
+                "--web-workers",
+                "1",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            for _ in range(1200):
+                if log.read_text().count("] running.") >= 2 or serve.poll() is not None:
+                    break
+                time.sleep(0.1)
+            assert log.read_text().count("] running.") == 2, log.read_text()
+            started = descendants(serve.pid)
+            os.killpg(serve.pid, signal.SIGINT)
+            serve.wait(timeout=120)
+        finally:
+            if serve.poll() is None:
+                serve.kill()
+    output = log.read_text()
+    assert serve.returncode == 0, output
+    assert "\nStopped.\n" in output, output  # the programs' lines may come after serve's
+    # each cluster's sentinel ran its own stop (the default cluster's and the LLM one's)
+    assert output.count("stopping cluster processes") == 2, output
+    _gone, alive = psutil.wait_procs(started, timeout=10)
+    assert alive == [], [p.cmdline() for p in alive]

@@ -10,6 +10,10 @@ Resolution order per category (first that is set wins), as the seed specifies:
 
 The action (``archive``, the default, or ``delete``) comes with the days: from the rule that
 set them, or the ``default_action`` next to the default that did.
+
+The agent's core memory (tag ``core``) is resolved as a category of its own, ``core``, from
+the rules alone (1, then 2): no default reaches it, and the ``semantic`` rule does not either,
+so only an operator's rule that names ``core`` ages core memory out.
 """
 
 from __future__ import annotations
@@ -21,9 +25,9 @@ from enum import StrEnum
 from synthorg.company_config.memory import (
     AgentRetentionOverrides,
     RetentionAction,
+    RetentionCategory,
     RetentionConfig,
 )
-from synthorg.enums import MemoryCategory
 
 
 class RetentionSource(StrEnum):
@@ -36,14 +40,14 @@ class RetentionSource(StrEnum):
 
 @dataclass(frozen=True)
 class RetentionDecision:
-    category: MemoryCategory
+    category: RetentionCategory
     days: int | None  # None: kept forever
     source: RetentionSource
     action: RetentionAction = RetentionAction.ARCHIVE
 
 
 def resolve_retention(
-    category: MemoryCategory,
+    category: RetentionCategory,
     *,
     company: RetentionConfig,
     agent: AgentRetentionOverrides | None = None,
@@ -61,9 +65,16 @@ def resolve_retention(
             company_rule and company_rule.action,
             RetentionSource.COMPANY_CATEGORY,
         ),
-        (agent.default_retention_days, agent.default_action, RetentionSource.AGENT_DEFAULT),
-        (company.default_retention_days, company.default_action, RetentionSource.COMPANY_DEFAULT),
     )
+    if category is not RetentionCategory.CORE:  # core memory: only a rule that names it
+        chain += (
+            (agent.default_retention_days, agent.default_action, RetentionSource.AGENT_DEFAULT),
+            (
+                company.default_retention_days,
+                company.default_action,
+                RetentionSource.COMPANY_DEFAULT,
+            ),
+        )
     for days, action, source in chain:
         if days is not None:
             return RetentionDecision(category, days, source, action)
@@ -74,6 +85,6 @@ def resolve_all(
     *,
     company: RetentionConfig,
     agent: AgentRetentionOverrides | None = None,
-    categories: Iterable[MemoryCategory] = tuple(MemoryCategory),
-) -> dict[MemoryCategory, RetentionDecision]:
+    categories: Iterable[RetentionCategory] = tuple(RetentionCategory),
+) -> dict[RetentionCategory, RetentionDecision]:
     return {c: resolve_retention(c, company=company, agent=agent) for c in categories}

@@ -3,7 +3,10 @@
 Everything maintenance removes from the hot store — consolidated originals, memories past
 their retention (action ``archive``), expired ones, the oldest beyond the per-agent cap —
 leaves through :func:`memories_archive_out`: archived whole, shared entries retracted with
-an audit record, then deleted from the hot store, in the caller's transaction.
+an audit record, then deleted from the hot store, in the caller's transaction. Every archive
+row (procedural pruning's too) is written by :func:`archive_memories`, which keeps what the
+capabilities registered to keep (a lesson's tiers and counters); a restore gives it back
+through the restore handlers.
 
 :class:`PostgresArchivalStore` implements the seed's ``ArchivalStore`` protocol (archive,
 search, restore, count) over :class:`~memory.core.models.maintenance.ArchivedMemory`. A restore
@@ -26,7 +29,7 @@ from django.utils import timezone
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
 from memory.core.domain import MemoryStoreRequest
 from memory.core.errors import MemoryNotFoundError
-from memory.core.extensions import archive_restore_handlers
+from memory.core.extensions import archive_restore_handlers, archive_snapshots
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
@@ -143,9 +146,12 @@ def archive_memories(
     summary_memory_id: UUID | None,
     run: MaintenanceRun | None = None,
     now: datetime | None = None,
+    metadata: Mapping[UUID, dict] | None = None,
 ) -> list[ArchivedMemory]:
     """Write archive rows for ``memories`` (the caller deletes them from the hot store in the
-    same transaction)."""
+    same transaction). Each row's ``metadata`` gets what the capabilities' archive snapshots
+    (:func:`memory.core.extensions.on_archiving`) keep of the memory — a lesson's tiers and
+    counters — and then the caller's own ``metadata`` for it."""
     now = now or timezone.now()
     rows = [
         archived_from_memory(
@@ -157,6 +163,12 @@ def archive_memories(
         )
         for memory in memories
     ]
+    for snapshot in archive_snapshots():
+        kept = snapshot(memories)
+        for row in rows:
+            row.metadata.update(kept.get(row.original_id, {}))
+    for row in rows:
+        row.metadata.update((metadata or {}).get(row.original_id, {}))
     return ArchivedMemory.objects.bulk_create(rows)
 
 

@@ -15,8 +15,9 @@ is a retention rule an operator wrote with ``action: delete``.
   :mod:`memory.core.consolidation.retention` (agent rule → company rule → agent default →
   company default → forever); ``archive`` moves the memories past their days into the archive,
   ``delete`` deletes them for good — and the category's archived rows past the same days —
-  with one ``memory.retention_deleted`` audit record listing the ids. The agent's live core
-  memory (tag ``core``) is never touched by a rule. Each category in its
+  with one ``memory.retention_deleted`` audit record listing the ids. The agent's core
+  memory (tag ``core``) is touched only by a rule that names the category ``core``
+  (:mod:`memory.core.consolidation.retention`). Each category in its
   own savepoint, so one failing category does not stop the others; at most ``batch_size``
   rows per category per run, so a large backlog is worked off over several runs. Memories
   whose ``expires_at`` has passed are archived (same bound).
@@ -77,6 +78,7 @@ from synthorg.company_config.memory import (
     ConsolidationConfig,
     ConsolidationStrategyType,
     RetentionAction,
+    RetentionCategory,
 )
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryLevel
@@ -244,12 +246,28 @@ class RetentionEnforcer:
         return outcome
 
     def _past(self, agent: Agent, decision: RetentionDecision, *, now: datetime):
-        """The category's memories past the rule's days — never the agent's live core memory
-        (tag ``core``): it is edited by the agent and the dream, not aged out by a rule."""
+        """The memories past the rule's days. The agent's core memory (tag ``core``, current
+        and superseded versions) only under a rule that names ``core``, counting from its
+        last change (an entry is edited in place): a category rule or a default never takes
+        it."""
         cutoff = now - timedelta(days=decision.days)
+        if decision.category == RetentionCategory.CORE:
+            return Memory.objects.filter(agent=agent, tags__contains=[CORE_TAG]).filter(
+                updated_at__lt=cutoff
+            )
         return Memory.objects.filter(
-            agent=agent, category=decision.category.value, created_at__lt=cutoff
-        ).exclude(tags__contains=[CORE_TAG], superseded_at__isnull=True)
+            agent=agent, category=decision.category, created_at__lt=cutoff
+        ).exclude(tags__contains=[CORE_TAG])
+
+    def _archived_past(self, agent: Agent, decision: RetentionDecision, *, now: datetime):
+        """The archived rows an ``action: delete`` rule deletes: the same memories as
+        :meth:`_past`, by the day they were written."""
+        rows = ArchivedMemory.objects.filter(
+            agent=agent, created_at__lt=now - timedelta(days=decision.days)
+        )
+        if decision.category == RetentionCategory.CORE:
+            return rows.filter(tags__contains=[CORE_TAG])
+        return rows.filter(category=decision.category).exclude(tags__contains=[CORE_TAG])
 
     def _archive_category(
         self,
@@ -286,10 +304,9 @@ class RetentionEnforcer:
         (``memory.retention_deleted``, with every id) in the same transaction."""
         category = decision.category.value
         rows = self._lock_batch(self._past(agent, decision, now=now))
-        cutoff = now - timedelta(days=decision.days)
         archive_ids = list(
-            ArchivedMemory.objects.select_for_update(skip_locked=True)
-            .filter(agent=agent, category=category, created_at__lt=cutoff)
+            self._archived_past(agent, decision, now=now)
+            .select_for_update(skip_locked=True)
             .order_by("created_at", "id")
             .values_list("id", flat=True)[: self.batch_size]
         )

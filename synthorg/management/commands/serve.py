@@ -6,9 +6,10 @@ The web app is ``synthorg.asgi:application`` on uvicorn workers: the MCP server 
 What restarts what (a dead q2 cluster, gunicorn master or worker) and with which back-off is
 ``synthorg.supervision``; this command writes its supervisord configuration under
 ``var/supervisor/`` and runs supervisord in the foreground. ``SIGINT``/``SIGTERM`` to this
-command stop supervisord, which stops every program's whole process group (``SIGKILL`` after
-the grace period). supervisord is also told to stop if this command is killed outright
-(``PR_SET_PDEATHSIG`` on Linux), so nothing outlives it.
+command stop supervisord, which stops every program at once, each within
+``STOP_GRACE_SECONDS`` (then its whole process group is killed). supervisord is also told to
+stop if this command is killed outright (``PR_SET_PDEATHSIG`` on Linux), so nothing outlives
+it.
 """
 
 import contextlib
@@ -25,7 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from synthorg.health import llm_banner
 from synthorg.secret_key_guard import development_key_refusal
-from synthorg.supervision import GRACE_SECONDS, MARKER_ENV, write_config
+from synthorg.supervision import MARKER_ENV, STOP_GRACE_SECONDS, Program, write_config
 
 PR_SET_PDEATHSIG = 1
 
@@ -73,15 +74,16 @@ class Command(BaseCommand):
             "--access-logfile",
             "-",
             "--graceful-timeout",
-            "5",
+            str(STOP_GRACE_SECONDS),
         ]
-        programs = {"web": web}
+        programs = {"web": Program(web)}
         if not no_worker:
             qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
-            programs["worker"] = qcluster
+            # q2's cluster stops its own sentinel and workers on SIGTERM (synthorg.supervision).
+            programs["worker"] = Program(qcluster, signal_leader_only=True)
             # LLM work has a cluster of its own (synthorg.schedules.LLM_CLUSTER).
-            programs["worker-llm"] = [shutil.which("env") or "/usr/bin/env", "Q_CLUSTER_NAME=llm"]
-            programs["worker-llm"] += qcluster
+            env = [shutil.which("env") or "/usr/bin/env", "Q_CLUSTER_NAME=llm"]
+            programs["worker-llm"] = Program(env + qcluster, signal_leader_only=True)
         config = write_config(
             var_dir=settings.BASE_DIR / "var", name=f"serve-{port}", programs=programs
         )
@@ -118,8 +120,8 @@ class Command(BaseCommand):
             if supervisord.poll() is None:
                 stop()
                 try:
-                    # supervisord stops the programs one after the other, each within the grace.
-                    supervisord.wait(timeout=GRACE_SECONDS * (len(programs) + 2))
+                    # supervisord stops the programs at once, each within the grace.
+                    supervisord.wait(timeout=STOP_GRACE_SECONDS + 10)
                 except subprocess.TimeoutExpired:
                     supervisord.kill()
                     supervisord.wait()

@@ -236,17 +236,10 @@ def test_delete_needs_days_and_unknown_actions_are_refused(company):
     assert company.config == {}
 
 
-@pytest.mark.parametrize("action", ["archive", "delete"])
-def test_retention_rules_never_touch_the_live_core_memory(caller, now, action):
-    """An operator's rule on the core memory's category ages out the other memories only;
-    a superseded core version is an ordinary old row."""
-    configure(
-        caller.company,
-        retention={"rules": [{"category": "semantic", "retention_days": 7, "action": action}]},
-    )
-    [core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
-    [old_core] = seed(
-        caller.agent,
+def superseded_core_version(agent, now):
+    """A core entry written 120 days ago and replaced 100 days ago."""
+    [version] = seed(
+        agent,
         1,
         now=now,
         age_days=120,
@@ -254,12 +247,73 @@ def test_retention_rules_never_touch_the_live_core_memory(caller, now, action):
         tags=["core"],
         superseded_at=now - timedelta(days=100),
     )
+    return version
+
+
+@pytest.mark.parametrize("action", ["archive", "delete"])
+def test_retention_rules_never_touch_the_core_memory_unless_they_name_it(caller, now, action):
+    """An operator's rule on the core memory's category (and the defaults) ages out the
+    other memories only, not the core memory's current or superseded versions; a rule that
+    names ``core`` takes the core entries unchanged for its days (issue 34 item 7)."""
+    configure(
+        caller.company,
+        retention={
+            "default_retention_days": 7,
+            "default_action": action,
+            "rules": [{"category": "semantic", "retention_days": 7, "action": action}],
+        },
+    )
+    [core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
+    old_core = superseded_core_version(caller.agent, now)
+    [edited_core] = seed(caller.agent, 1, now=now, age_days=100, category="semantic", tags=["core"])
+    Memory.objects.filter(pk=edited_core.pk).update(updated_at=now - timedelta(days=1))
     others = seed(caller.agent, 2, now=now, age_days=100, category="semantic")
+    episodic = seed(caller.agent, 1, now=now, age_days=100)  # under the default
 
     report = run_maintenance(agent=caller.agent, now=now)
 
     assert report.status == "succeeded", report.errors
-    assert list(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)) == [core.pk]
-    gone = {old_core.pk, *(m.pk for m in others)}
+    cores = {core.pk, old_core.pk, edited_core.pk}
+    assert set(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True)) == cores
+    gone = {*(m.pk for m in others), episodic[0].pk}
     archived = set(ArchivedMemory.objects.values_list("original_id", flat=True))
     assert archived == (gone if action == "archive" else set())
+    assert report.retention.decisions["core"] == {"days": None, "action": None, "source": "forever"}
+
+    # the operator names the core memory: its entries unchanged for 30 days go, by the rule
+    configure(
+        caller.company,
+        retention={"rules": [{"category": "core", "retention_days": 30, "action": action}]},
+    )
+    report = run_maintenance(agent=caller.agent, now=now)
+
+    assert report.status == "succeeded", report.errors
+    left = set(Memory.objects.filter(agent=caller.agent).values_list("pk", flat=True))
+    assert left == {edited_core.pk}
+    counts = (
+        report.retention.deleted_by_category
+        if action == "delete"
+        else (report.retention.archived_by_category)
+    )
+    assert counts == {"core": 2}
+    archived = set(ArchivedMemory.objects.values_list("original_id", flat=True))
+    assert archived == (gone | {core.pk, old_core.pk} if action == "archive" else set())
+
+
+def test_a_delete_rule_on_the_semantic_category_keeps_the_archived_core_versions(caller, now):
+    core = superseded_core_version(caller.agent, now)
+    [note] = seed(caller.agent, 1, now=now, age_days=100, category="semantic")
+    configure(caller.company, max_memories_per_agent=1, archival={"enabled": False})
+    MemoryFactory(agent=caller.agent, company=caller.company, category="semantic", tags=["core"])
+    # the cap archives the oldest but the current core memory: the superseded version, note
+    run_maintenance(agent=caller.agent, now=now)
+    assert set(ArchivedMemory.objects.values_list("original_id", flat=True)) == {
+        core.pk,
+        note.pk,
+    }
+    rule = {"category": "semantic", "retention_days": 7, "action": "delete"}
+    configure(caller.company, archival={"enabled": False}, retention={"rules": [rule]})
+
+    run_maintenance(agent=caller.agent, now=now)
+
+    assert set(ArchivedMemory.objects.values_list("original_id", flat=True)) == {core.pk}

@@ -8,7 +8,12 @@ from memory.core.consolidation.retention import (
     resolve_all,
     resolve_retention,
 )
-from synthorg.company_config.memory import AgentRetentionOverrides, RetentionConfig, RetentionRule
+from synthorg.company_config.memory import (
+    AgentRetentionOverrides,
+    RetentionCategory,
+    RetentionConfig,
+    RetentionRule,
+)
 from synthorg.enums import MemoryCategory
 
 EPISODIC, SEMANTIC, WORKING = (
@@ -66,4 +71,20 @@ def test_resolve_all_covers_every_category():
         MemoryCategory.SEMANTIC: 90,
         MemoryCategory.PROCEDURAL: 90,
         MemoryCategory.SOCIAL: 90,
+        RetentionCategory.CORE: None,  # no default reaches the core memory
     }
+
+
+def test_the_core_memory_is_resolved_from_a_rule_that_names_it_only():
+    core = RetentionCategory.CORE
+    assert resolve_retention(core, company=COMPANY, agent=AGENT) == RetentionDecision(
+        core, None, RetentionSource.FOREVER
+    )
+    named = RetentionConfig(rules=(RetentionRule(category=core, retention_days=60),))
+    assert resolve_retention(core, company=named, agent=AGENT) == RetentionDecision(
+        core, 60, RetentionSource.COMPANY_CATEGORY
+    )
+    mine = AgentRetentionOverrides(rules=(RetentionRule(category=core, retention_days=5),))
+    assert resolve_retention(core, company=named, agent=mine) == RetentionDecision(
+        core, 5, RetentionSource.AGENT_CATEGORY
+    )
