@@ -146,10 +146,14 @@ def test_mcp_answers_503_problem_while_the_database_is_unreachable(
     with database_unreachable(tmp_path):
         response = mcp_initialize(live_server_url, caller.raw_key)
     assert response.status_code == 503, response.text
-    assert response.headers["content-type"] == "application/problem+json"
+    # an MCP client (it accepts an event stream) reads the problem as a JSON-RPC error
+    assert response.headers["content-type"] == "application/json"
     assert response.headers["retry-after"] == "5"
     body = response.json()
     assert (body["status"], body["code"], body["retry_after"]) == (503, "database_unavailable", 5)
+    assert body["error"]["code"] == -32002
+    assert body["error"]["data"]["code"] == "database_unavailable"
+    assert body["error"]["message"].startswith(f"{body['title']} (database_unavailable): ")
     # back: the next request authenticates and is served
     again = mcp_initialize(live_server_url, caller.raw_key)
     assert again.status_code == 200, again.text
