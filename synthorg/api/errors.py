@@ -173,10 +173,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         return None
 
     headers: dict[str, str] = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))
+    if auth_header := getattr(exc, "auth_header", None):
+        headers["WWW-Authenticate"] = auth_header
+    if wait := getattr(exc, "wait", None):
+        headers["Retry-After"] = str(int(wait))
     code = next((c for cls, c in _DRF_CODES.items() if type(exc) is cls), None)
     if isinstance(exc, exceptions.ValidationError):
         errors = flatten_field_errors(exc.detail)
@@ -196,17 +196,19 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         exc.default_code,
     ):
         code = str(exc.detail.code)
-    errors = None
+    field_errors: list[dict[str, Any]] | None = None
     if getattr(exc, "field", None) is not None or code in {
         "json_too_deep",
         "invalid_characters",
         "number_out_of_range",
     }:
-        errors = [{"field": getattr(exc, "field", None), "message": str(detail), "code": code}]
+        field_errors = [
+            {"field": getattr(exc, "field", None), "message": str(detail), "code": code}
+        ]
     return problem_response(
         status_code=exc.status_code,
         code=code,
         detail=str(detail),
-        errors=errors,
+        errors=field_errors,
         headers=headers,
     )

@@ -125,6 +125,6 @@ def server_error(request: HttpRequest) -> HttpResponse:
     here as well; anything else is Django's 500 (under ``/api/`` turned into a problem by
     :class:`synthorg.api.middleware.ApiProblemMiddleware`)."""
     exception = sys.exc_info()[1]
-    if is_database_unavailable(exception):
+    if exception is not None and is_database_unavailable(exception):
         return unavailable_response(request, exception)
     return defaults.server_error(request)

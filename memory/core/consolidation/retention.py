@@ -54,27 +54,23 @@ def resolve_retention(
 ) -> RetentionDecision:
     agent = agent or AgentRetentionOverrides()
     agent_rule, company_rule = agent.rule_for(category), company.rule_for(category)
-    chain = (
-        (
-            agent_rule and agent_rule.retention_days,
-            agent_rule and agent_rule.action,
-            RetentionSource.AGENT_CATEGORY,
-        ),
-        (
-            company_rule and company_rule.retention_days,
-            company_rule and company_rule.action,
-            RetentionSource.COMPANY_CATEGORY,
-        ),
-    )
+    chain: list[tuple[int | None, RetentionAction, RetentionSource]] = [
+        (rule.retention_days, rule.action, source)
+        for rule, source in (
+            (agent_rule, RetentionSource.AGENT_CATEGORY),
+            (company_rule, RetentionSource.COMPANY_CATEGORY),
+        )
+        if rule is not None
+    ]
     if category is not RetentionCategory.CORE:  # core memory: only a rule that names it
-        chain += (
+        chain += [
             (agent.default_retention_days, agent.default_action, RetentionSource.AGENT_DEFAULT),
             (
                 company.default_retention_days,
                 company.default_action,
                 RetentionSource.COMPANY_DEFAULT,
             ),
-        )
+        ]
     for days, action, source in chain:
         if days is not None:
             return RetentionDecision(category, days, source, action)

@@ -8,11 +8,10 @@ row (procedural pruning's too) is written by :func:`archive_memories`, which kee
 capabilities registered to keep (a lesson's tiers and counters); a restore gives it back
 through the restore handlers.
 
-:class:`PostgresArchivalStore` implements the seed's ``ArchivalStore`` protocol (archive,
-search, restore, count) over :class:`~memory.core.models.maintenance.ArchivedMemory`. A restore
-puts the memory back into the hot store through ``memory_store_batch`` (so it is embedded
-and searchable again), keeping its original ``created_at``; the archive row stays, marked
-restored, so a second restore is refused rather than duplicating the memory.
+A restore (:func:`archive_restore`) puts the memory back into the hot store through
+``memory_store_batch`` (so it is embedded and searchable again), keeping its original
+``created_at``; the archive row stays, marked restored, so a second restore is refused
+rather than duplicating the memory.
 """
 
 from __future__ import annotations
@@ -28,18 +27,17 @@ from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
 from memory.core.domain import MemoryStoreRequest
-from memory.core.errors import MemoryNotFoundError
 from memory.core.extensions import archive_restore_handlers, archive_snapshots
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
-from memory.core.selectors.archive import ArchiveQuery, archive_count, archive_get, archive_search
+from memory.core.selectors.archive import ArchiveQuery, archive_get
 from memory.core.selectors.memories import shared_knowledge_require
 from memory.core.services.shared import shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
-from synthorg.enums import MemoryLevel
+from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import ConflictError, UnprocessableError
 
 ALREADY_RESTORED = "This archived memory has already been restored."
@@ -242,13 +240,15 @@ def archive_restore(
                 **({"shared": True} if shared else {}),
             },
         )
+    # a persistent agent's store without deduplication always writes the row
+    assert result.id is not None
     return RestoreResult(archived=locked, memory_id=result.id)
 
 
 def _restore_request(entry: ArchivedMemory, *, now: datetime) -> MemoryStoreRequest:
     return MemoryStoreRequest(
         content=entry.content,
-        category=entry.category,
+        category=MemoryCategory(entry.category),
         namespace=entry.namespace,
         context=entry.context,
         source=entry.source,
@@ -256,60 +256,3 @@ def _restore_request(entry: ArchivedMemory, *, now: datetime) -> MemoryStoreRequ
         tags=tuple(entry.tags),
         created_at=min(entry.created_at, now),
     )
-
-
-def to_entry(row: ArchivedMemory) -> ArchivalEntry:
-    return ArchivalEntry(
-        original_id=row.original_id,
-        agent_id=row.agent_id,
-        namespace=row.namespace,
-        content=row.content,
-        category=row.category,
-        metadata={**row.metadata, "source": row.source, "tags": list(row.tags)},
-        created_at=row.created_at,
-        archived_at=row.archived_at,
-        archival_mode=row.mode,
-    )
-
-
-class PostgresArchivalStore:
-    """The seed's ``ArchivalStore`` over the archive table, scoped to one company."""
-
-    def __init__(self, *, company) -> None:
-        self.company = company
-
-    def _agent(self, agent_id: int) -> Agent:
-        try:
-            return Agent.objects.get(pk=agent_id, company=self.company)
-        except Agent.DoesNotExist:
-            raise MemoryNotFoundError("No such agent.", code="agent_not_found") from None
-
-    def archive(self, entry: ArchivalEntry) -> UUID:
-        agent = self._agent(entry.agent_id)
-        row = ArchivedMemory.objects.create(
-            company=self.company,
-            agent=agent,
-            original_id=entry.original_id,
-            namespace=entry.namespace,
-            category=entry.category.value,
-            content=entry.content,
-            metadata=dict(entry.metadata),
-            created_at=entry.created_at,
-            archived_at=entry.archived_at,
-            mode=entry.archival_mode.value,
-        )
-        return row.pk
-
-    def search(self, agent_id: int, query: ArchiveQuery) -> tuple[ArchivalEntry, ...]:
-        return tuple(to_entry(r) for r in archive_search(agent=self._agent(agent_id), query=query))
-
-    def restore(self, agent_id: int, entry_id: UUID) -> ArchivalEntry | None:
-        agent = self._agent(agent_id)
-        try:
-            result = archive_restore(agent=agent, archive_id=entry_id)
-        except MemoryNotFoundError:
-            return None
-        return to_entry(result.archived)
-
-    def count(self, agent_id: int) -> int:
-        return archive_count(agent=self._agent(agent_id))

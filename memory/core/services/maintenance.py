@@ -52,6 +52,7 @@ from memory.core.consolidation.extractive import ExtractivePreserver
 from memory.core.consolidation.models import (
     ArchivalIndexEntry,
     ArchivalMode,
+    ArchivalModeAssignment,
     ConsolidationEntry,
     ConsolidationResult,
 )
@@ -81,7 +82,7 @@ from synthorg.company_config.memory import (
     RetentionCategory,
 )
 from synthorg.embedding import Embedder
-from synthorg.enums import MemoryLevel
+from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.llm import CompletionProvider
 
 logger = logging.getLogger(__name__)
@@ -250,6 +251,7 @@ class RetentionEnforcer:
         and superseded versions) only under a rule that names ``core``, counting from its
         last change (an entry is edited in place): a category rule or a default never takes
         it."""
+        assert decision.days is not None  # only rules with days are applied
         cutoff = now - timedelta(days=decision.days)
         if decision.category == RetentionCategory.CORE:
             return Memory.objects.filter(agent=agent, tags__contains=[CORE_TAG]).filter(
@@ -262,6 +264,7 @@ class RetentionEnforcer:
     def _archived_past(self, agent: Agent, decision: RetentionDecision, *, now: datetime):
         """The archived rows an ``action: delete`` rule deletes: the same memories as
         :meth:`_past`, by the day they were written."""
+        assert decision.days is not None  # only rules with days are applied
         rows = ArchivedMemory.objects.filter(
             agent=agent, created_at__lt=now - timedelta(days=decision.days)
         )
@@ -443,7 +446,7 @@ class MemoryConsolidationService:
             ConsolidationEntry(
                 id=row.pk,
                 namespace=row.namespace,
-                category=row.category,
+                category=MemoryCategory(row.category),
                 content=row.content,
                 created_at=row.created_at,
                 confidence=row.confidence,
@@ -454,7 +457,7 @@ class MemoryConsolidationService:
         outcome.errors.extend(plan.errors)
         removed: list[UUID] = []
         summaries: list[UUID] = []
-        assignments = []
+        assignments: list[ArchivalModeAssignment] = []
         index: list[ArchivalIndexEntry] = []
         for group in plan.groups:
             try:
@@ -490,7 +493,7 @@ class MemoryConsolidationService:
         removed_ids = [e.id for e in group.removed]
         request = MemoryStoreRequest(
             content=group.summary,
-            category=group.category,
+            category=MemoryCategory(group.category),
             namespace=group.namespace,
             source=SUMMARY_SOURCE,
             confidence=group.kept.confidence,
@@ -529,9 +532,13 @@ class MemoryConsolidationService:
                 now=now,
             )
             index = [
-                ArchivalIndexEntry(original_id=a.original_id, archival_id=a.pk, mode=a.mode)
+                ArchivalIndexEntry(
+                    original_id=a.original_id, archival_id=a.pk, mode=ArchivalMode(a.mode)
+                )
                 for a in moved.archived
             ]
+        # deduplicate=False under the lock: the summary is always written as a new row
+        assert stored.id is not None
         return stored.id, index
 
     def enforce_max_memories(

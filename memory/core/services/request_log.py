@@ -80,7 +80,7 @@ def request_log_write(entries: Sequence[RequestLogEntry]) -> None:
         for entry in entries
         for field in fields
     ]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    columns = ", ".join(connection.ops.quote_name(f.column or f.attname) for f in fields)
     table = connection.ops.quote_name(RequestLogEntry._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(

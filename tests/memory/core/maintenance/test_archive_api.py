@@ -6,7 +6,6 @@ from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
-from memory.core.services.archive import PostgresArchivalStore
 from memory.core.services.maintenance import run_maintenance
 from persistence.models import AuditEntry
 from tests.memory.core.maintenance.conftest import configure, seed
@@ -156,17 +155,3 @@ def test_other_agents_archive_is_invisible(caller, peer, outsider, archived):
 def test_humans_cannot_use_the_agent_archive_endpoints(human_client, archived):
     assert human_client.get(SEARCH).status_code == 403
     assert human_client.post(restore_url(archived.first().pk)).status_code == 403
-
-
-def test_postgres_archival_store_protocol(caller, archived):
-    from memory.core.selectors.archive import ArchiveQuery
-
-    store = PostgresArchivalStore(company=caller.company)
-    assert store.count(caller.agent.pk) == 4
-    found = store.search(caller.agent.pk, ArchiveQuery(text="billing", limit=10))
-    assert len(found) == 2 and all("billing" in e.content for e in found)
-    entry = archived.first()
-    restored = store.restore(caller.agent.pk, entry.pk)
-    assert restored is not None and restored.original_id == entry.original_id
-    assert store.count(caller.agent.pk) == 3
-    assert store.restore(caller.agent.pk, "00000000-0000-0000-0000-000000000000") is None
