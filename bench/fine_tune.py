@@ -177,11 +177,11 @@ def _force_checkpoint(run, principal) -> str:
 def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
-    from memory.core.embedding import embedder_for
     from memory.finetune.models import FineTuneRun
     from memory.finetune.services import FineTunePlan, fine_tune_execute, fine_tune_start
     from persistence.models import CompanyMembership
     from persistence.principal import Principal
+    from persistence.selectors.embedder import company_embedder
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
@@ -210,7 +210,7 @@ def run_file(path: str, args, tenant_dir: Path) -> dict[str, Any]:
     user = get_user_model().objects.create_user(username=f"bench-{tag}", password=None)
     CompanyMembership.objects.create(company=company, user=user, role="owner")
     principal = Principal(company=company, user=user, role="owner")
-    embedder_for(company).embed(["warm up"])
+    company_embedder(company).embed(["warm up"])
     agents, ids_by_conv = {}, {}
     started = time.perf_counter()
     turns = 0

@@ -53,12 +53,12 @@ RESTORE_SAMPLE = 200
 def run(*, days: int, agents: int, writes: int, busy_writes: int, seed: int) -> dict:
     from django.utils import timezone
 
-    from memory.core.embedding import embedder_for
     from memory.core.models.maintenance import ArchivedMemory
     from memory.core.models.memory import Memory
     from memory.core.services.maintenance import run_maintenance
     from persistence.models import Agent
     from persistence.selectors.config import company_config
+    from persistence.selectors.embedder import company_embedder
     from persistence.services.companies import company_create
 
     rng = random.Random(seed)
@@ -73,7 +73,7 @@ def run(*, days: int, agents: int, writes: int, busy_writes: int, seed: int) -> 
         ]
     )
     per_day = {a.pk: (busy_writes if i == 0 else writes) for i, a in enumerate(agent_rows)}
-    embedder = embedder_for(company)
+    embedder = company_embedder(company)
     ever: set[uuid.UUID] = set()
     core_ids = _write_cores(company, agent_rows, start, ever)
 

@@ -168,11 +168,11 @@ def run_locomo(
 
     Writes companies, agents and memories: run it inside ``bench.scratch_db.scratch_database``
     (the scripts do), never on the user's database."""
-    from memory.core.embedding import embedder_for
     from memory.core.retrieval.query import MemoryQuery
     from memory.core.selectors.search import memory_search
     from memory.prompting.context import retrieve_ranked
     from persistence.selectors.config import company_config
+    from persistence.selectors.embedder import company_embedder
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -206,7 +206,7 @@ def run_locomo(
         agent = agent_create(
             company=company, name=f"locomo-{conv.sample_id}", memory_level="persistent"
         )
-        embedder = embedder_for(company)
+        embedder = company_embedder(company)
         embedder.embed(["warm up"])
         embedder_id = embedder.embedder_id
         started = time.perf_counter()

@@ -47,11 +47,11 @@ from bench.locomo import log, progress  # noqa: E402
 def run(*, memories: int, agents: int, max_per_agent: int, seed: int) -> dict:
     from django.utils import timezone
 
-    from memory.core.embedding import embedder_for
     from memory.core.models.maintenance import ArchivedMemory
     from memory.core.models.memory import Memory
     from memory.core.services.maintenance import run_maintenance
     from persistence.models import Agent
+    from persistence.selectors.embedder import company_embedder
     from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
 
@@ -81,7 +81,7 @@ def run(*, memories: int, agents: int, max_per_agent: int, seed: int) -> dict:
     log(f"seeded in {seed_seconds:.1f}s")
     owner_execute("ANALYZE memory_memory")  # statistics: the owner's right
 
-    embedder = TimedEmbedder(embedder_for(company))
+    embedder = TimedEmbedder(company_embedder(company))
     passes = []
     total_seconds = 0.0
     while True:

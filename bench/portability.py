@@ -45,13 +45,13 @@ BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def seed(memories: int, agents: int) -> dict:
-    from memory.core.embedding import embedder_for
     from memory.core.models.maintenance import ArchivedMemory
     from memory.core.models.memory import Memory
     from persistence.models import Agent, Company
+    from persistence.selectors.embedder import company_embedder
 
     company = Company.objects.create(name="Bench source", slug="bench-source")
-    embedder_id = embedder_for(company).embedder_id
+    embedder_id = company_embedder(company).embedder_id
     team = Agent.objects.bulk_create(
         [
             Agent(company=company, name=f"agent-{i}", memory_level="persistent")

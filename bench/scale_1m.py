@@ -321,9 +321,9 @@ def copy_rows(company, plan, agents, shared_owner, memories: int, data: Syntheti
 
 
 def data_embedder_id(company) -> str:
-    from memory.core.embedding import embedder_for
+    from persistence.selectors.embedder import company_embedder
 
-    return embedder_for(company).embedder_id
+    return company_embedder(company).embedder_id
 
 
 class BuildProgress:

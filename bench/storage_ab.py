@@ -81,10 +81,10 @@ def main() -> None:
     args = parser.parse_args()
 
     with scratch_database("storage_ab"):
-        from memory.core.embedding import embedder_for
         from memory.core.retrieval.query import MemoryQuery
         from memory.core.selectors.search import memory_search
         from persistence.selectors.config import company_config
+        from persistence.selectors.embedder import company_embedder
         from persistence.services.agents import agent_create
         from persistence.services.companies import company_create
         from synthorg.db.roles import owner_execute
@@ -97,7 +97,7 @@ def main() -> None:
             _set_storage(layout)
             company = company_create(name=f"layout {layout}", slug=f"layout-{layout}", config={})
             agents[layout] = agent_create(company=company, name=layout, memory_level="persistent")
-            embedder_for(company).embed(["warm up"])
+            company_embedder(company).embed(["warm up"])
             store_turns(agents[layout], conv.turns, label=f"{layout} ingest")
         _set_storage("main")  # what migration 0013 leaves
         owner_execute("ANALYZE memory_memory")
@@ -106,7 +106,7 @@ def main() -> None:
         total = {layout: [] for layout in LAYOUTS}
         stages = {layout: {} for layout in LAYOUTS}
         scans = {layout: [] for layout in LAYOUTS}
-        embedder = embedder_for(agents["main"].company)
+        embedder = company_embedder(agents["main"].company)
         for position, text in enumerate(questions):
             order = LAYOUTS if position % 2 == 0 else LAYOUTS[::-1]
             vector = vector_literal(embedder.embed([text])[0])

@@ -60,8 +60,8 @@ def _normalised(text: str) -> str:
 
 def run(options: dict) -> dict:
     from memory.core.domain import MemoryStoreRequest, embedding_text
-    from memory.core.embedding import embedder_for
     from memory.core.services.store import memory_store_batch
+    from persistence.selectors.embedder import company_embedder
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
 
@@ -85,7 +85,7 @@ def run(options: dict) -> dict:
         tag = uuid.uuid4().hex[:8]
         company = company_create(name=f"bench-store {tag}", slug=f"bench-store-{tag}")
         agent = agent_create(company=company, name="bench", memory_level="persistent")
-        model = embedder_for(company) if embedder is None else None
+        model = company_embedder(company) if embedder is None else None
         if model is not None:
             model.embed(["warm up"])
         raw_seconds: list[float] = []

@@ -18,6 +18,5 @@
 
 The core reaches a capability only through extension points registered in
 ``AppConfig.ready``. ``make lint`` holds the direction with import-linter
-(``.importlinter``). ``memory.tasks`` and ``memory.reembed.tasks`` are one-release
-re-exports for tasks queued before this layout.
+(``.importlinter``).
 """

@@ -39,7 +39,6 @@ from uuid import UUID
 
 import numpy as np
 
-from memory.core.embedding import embedder_for
 from memory.core.extensions import QueryAdapterUnavailable, training_pair_sources
 from memory.core.models import Memory
 from memory.finetune.models import AdapterCheckpoint, FineTuneRun
@@ -47,6 +46,7 @@ from memory.finetune.query_adapter import apply_adapter, matrix_from_bytes, norm
 from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from persistence.selectors.embedder import company_embedder
 from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.redaction import redactor_for
@@ -453,7 +453,7 @@ class ActiveEmbedder:
 
 
 def active_embedder(company: Company) -> ActiveEmbedder:
-    embedder = embedder_for(company)
+    embedder = company_embedder(company)
     checkpoint = active_adapter(company)
     enabled = company_config(company).memory.fine_tune.enabled
     applied = (

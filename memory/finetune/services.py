@@ -55,7 +55,6 @@ import numpy as np
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.core.embedding import embedder_for
 from memory.core.llm import completion_provider_for
 from memory.finetune import query_adapter as qa
 from memory.finetune.models import (
@@ -76,6 +75,7 @@ from persistence.access import CREATE, DELETE, UPDATE, require_write
 from persistence.models import Company
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
+from persistence.selectors.embedder import company_embedder
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
@@ -199,7 +199,7 @@ def checkpoint_directory(company: Company, config: EmbeddingFineTuneConfig):
 def fine_tune_preflight(*, company: Company, plan: FineTunePlan) -> Preflight:
     """What a start would refuse, without starting anything (501 for an unsupported method
     or embedder width). Creates the checkpoint directory when it can."""
-    embedder = embedder_for(company)
+    embedder = company_embedder(company)
     _check_method(plan, embedder.dims)
     config = _config(company)
     problems: list[dict] = []
@@ -532,7 +532,7 @@ def adapter_rollback(
         target = AdapterCheckpoint.objects.filter(company=company, pk=checkpoint_id).first()
         if target is None:
             raise NotFoundError(NO_SUCH_CHECKPOINT, code=CHECKPOINT_NOT_FOUND)
-        embedder = embedder_for(company)
+        embedder = company_embedder(company)
         if (target.embedder_id, target.dims) != (embedder.embedder_id, embedder.dims):
             raise ConflictError(
                 CHECKPOINT_OTHER_EMBEDDER.format(
@@ -777,7 +777,7 @@ def fine_tune_synthesize(
 def _train_and_finish(run: FineTuneRun, task_budget, embedder, clock, on_epoch, lease) -> str:
     company = run.company
     params = run.params
-    embedder = embedder or embedder_for(company)
+    embedder = embedder or company_embedder(company)
     if (embedder.embedder_id, embedder.dims) != (run.embedder_id, run.dims):
         raise RuntimeError(
             f"the company's embedder is now {embedder.embedder_id!r} ({embedder.dims}), "

@@ -53,8 +53,8 @@ def failing_embedder(company, embedding_server):
 def _fresh_remote_embedders():
     """Remote embedders are cached per config (with their circuit breaker); a port reused
     by a later test's server must not inherit an earlier test's open breaker."""
-    from memory.core.embedding import _remote_embedder
+    from persistence.selectors.embedder import cached_remote_embedder
 
-    _remote_embedder.cache_clear()
+    cached_remote_embedder.cache_clear()
     yield
-    _remote_embedder.cache_clear()
+    cached_remote_embedder.cache_clear()

@@ -1,27 +1,10 @@
-"""The wave-3 layout: tasks queued under the old dotted paths still run for one release, and
-``sync_schedules`` moves the stored schedules to the new paths."""
+"""The wave-3 layout: the core keeps the ``memory`` app label, and ``sync_schedules`` moves
+schedules stored under the old dotted paths (``memory.tasks.*``) to the new ones."""
 
 import pytest
 from django.apps import apps
 from django.core.management import call_command
-from django.utils.module_loading import import_string
 from django_q.models import Schedule
-
-from memory.core import tasks
-
-# What a q2 task row or schedule stored before the move, and where it lives now.
-MOVED_TASKS = {
-    "memory.tasks.backfill_pending_embeddings": tasks.backfill_pending_embeddings,
-    "memory.tasks.run_company_maintenance": tasks.run_company_maintenance,
-    "memory.tasks.run_agent_maintenance": tasks.run_agent_maintenance,
-    "memory.reembed.tasks.run_reembed_job": tasks.run_reembed_job,
-    "memory.reembed.tasks.resume_reembed_jobs": tasks.resume_reembed_jobs,
-}
-
-
-@pytest.mark.parametrize("old_path", sorted(MOVED_TASKS))
-def test_a_task_queued_under_its_old_path_resolves_to_the_moved_function(old_path):
-    assert import_string(old_path) is MOVED_TASKS[old_path]
 
 
 def test_the_core_keeps_the_memory_app_label_and_its_tables():

@@ -17,7 +17,6 @@ import pytest
 from django.utils import timezone
 
 from memory.core.consolidation.abstractive import SYSTEM_PROMPT as SUMMARISE_SYSTEM
-from memory.core.embedding import embedder_for
 from memory.core.services.maintenance import run_maintenance
 from memory.finetune.synthetic import SYSTEM_PROMPT as SYNTHETIC_SYSTEM
 from memory.finetune.synthetic import synthetic_queries_generate
@@ -33,6 +32,7 @@ from memory.procedural.services.capture import RULE_STANDS_IN, execution_report_
 from memory.procedural.services.reports import execution_report_submit
 from memory.prompting.llm_checks import REFORMULATION_SYSTEM, SUFFICIENCY_SYSTEM
 from orgmemory.models import ApprovalItem
+from persistence.selectors.embedder import company_embedder
 from persistence.services.companies import company_config_set
 from synthorg.llm import PLACEHOLDER_MODELS, is_placeholder
 from synthorg.llm.resolution import forget_discovered_models
@@ -213,7 +213,7 @@ def fine_tune_synthetic(llm, caller) -> Outcome:
     )
     assert response.status_code == 201, response.content
     found = synthetic_queries_generate(
-        company=caller.company, embedder_id=embedder_for(caller.company).embedder_id,
+        company=caller.company, embedder_id=company_embedder(caller.company).embedder_id,
         per_memory=2, max_memories=10, seed=0,
     )  # fmt: skip
     return Outcome(f"{found.method}:generated={len(found.pairs)}", ",".join(sorted(found.skipped)))

@@ -17,10 +17,10 @@ from uuid import UUID
 import numpy as np
 from django.db import transaction
 
-from memory.core.embedding import embedder_for
 from memory.core.models.memory import EMBEDDING_DIMS, Memory
 from memory.core.services.chunks import chunking_for, chunks_replace, flat_texts, windows_for
 from persistence.models import Company
+from persistence.selectors.embedder import company_embedder
 from synthorg.embedding import Embedder, EmbeddingError
 from synthorg.errors import DomainError
 
@@ -65,7 +65,7 @@ def embed_texts(
         return Embedded(vectors=np.zeros((0, EMBEDDING_DIMS), dtype=np.float32), embedder_id="")
     dims = EMBEDDING_DIMS
     try:
-        embedder = embedder or embedder_for(company)
+        embedder = embedder or company_embedder(company)
         vectors = embedder.embed(list(texts))
         embedder_id, dims = embedder.embedder_id, embedder.dims
     except (EmbeddingError, DomainError) as exc:

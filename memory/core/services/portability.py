@@ -27,7 +27,6 @@ import numpy as np
 from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
-from memory.core.embedding import embedder_for
 from memory.core.models.maintenance import ArchivedMemory
 from memory.core.models.memory import Memory, MemoryChunk
 from memory.core.services.chunks import chunking_for, chunks_insert, flat_texts, windows_for
@@ -39,6 +38,7 @@ from persistence.content_registry import (
     row_id_signature,
 )
 from persistence.models import Agent, Company, Project
+from persistence.selectors.embedder import company_embedder
 from persistence.services.projects import project_create
 from synthorg.company_config.memory import MemoryChunkingConfig
 from synthorg.errors import DomainError, InvalidInputError
@@ -420,7 +420,7 @@ def _memory_vectors(
     embedder and chunking, else embedded now (pending when the embedder fails). Returns each
     memory's window vectors after the first, by memory id."""
     try:
-        embedder = embedder_for(company)
+        embedder = company_embedder(company)
         current_id, current_dims = embedder.embedder_id, embedder.dims
     except DomainError:  # the company's embedder is unusable: every row goes pending
         embedder, current_id, current_dims = None, None, None

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from memory.core.embedding import embedder_for
 from memory.core.extensions import training_pair_sources
 from memory.core.models import Memory
 from memory.finetune.selectors import mine_pairs, pair_counts
 from memory.ingestion.selectors import extracted_fact_training_pairs
 from memory.ingestion.services.extraction import conversation_extract
 from persistence.selectors.config import company_config
+from persistence.selectors.embedder import company_embedder
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import fact, flush, reply
 from tests.persistence.factories import CompanyFactory
@@ -42,7 +42,7 @@ def test_each_added_fact_pairs_with_the_batch_message_sharing_its_words(caller, 
     )
     other = make_agent_caller(company=CompanyFactory())
     _extract(other.agent, llm, [BILLING], ["Billing deploys happen on Fridays at noon."])
-    embedder_id = embedder_for(caller.company).embedder_id
+    embedder_id = company_embedder(caller.company).embedder_id
 
     pairs = list(extracted_fact_training_pairs(caller.company, embedder_id))
     assert pairs == [

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from memory.core.embedding import embedder_for
 from memory.core.extensions import (
     QueryAdapterUnavailable,
     QueryVectorAdapter,
@@ -47,6 +46,7 @@ from memory.core.selectors.search.scope import Part
 from memory.core.selectors.search.sparse import sparse_ctes
 from memory.core.vector_indexes import dense_condition, vector_index_ready
 from persistence.models import Company
+from persistence.selectors.embedder import company_embedder
 from synthorg.company_config import CompanyConfig
 from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
@@ -142,7 +142,7 @@ def run_legs(
     reembed: tuple[int, str, int] | None = None
     if use_dense:
         try:
-            embedder = embedder or embedder_for(company)
+            embedder = embedder or company_embedder(company)
             embedder_id = embedder.embedder_id
             embedding = _start_embedding(embedder, text)
         except DomainError as exc:

@@ -1,1 +1,0 @@
-"""Compatibility for one release: see :mod:`memory.reembed.tasks`."""
