@@ -72,6 +72,7 @@ from memory.finetune.selectors import (
 )
 from memory.finetune.synthetic import SyntheticQueries, synthetic_queries_generate
 from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import Company
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
@@ -277,7 +278,7 @@ def fine_tune_start(
     )  # fmt: skip
     fine_tune_history_record(run, now=now, actor=_actor(principal))
     audit_record(
-        company=company, action_type="memory.fine_tune.started", principal=principal,
+        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_STARTED, principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
         details={"method": plan.method, "embedder_id": run.embedder_id, "via": via},
     )  # fmt: skip
@@ -369,7 +370,7 @@ def fine_tune_resume(
         history_reason=f"resumed by hand from {previous}", actor=_actor(principal),
     )  # fmt: skip
     audit_record(
-        company=company, action_type="memory.fine_tune.resumed", principal=principal,
+        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_RESUMED, principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
         details={"from_status": previous, "epochs_done": run.epochs_done, "via": via},
     )  # fmt: skip
@@ -440,13 +441,13 @@ def _revive(run_id, now) -> str | None:
         )  # fmt: skip
         job_finish(FINE_TUNE_JOB, run, status=FineTuneRun.Status.FAILED, now=now, reason=reason)
         audit_record(
-            company=run.company, action_type="memory.fine_tune.auto_resume_exhausted",
+            company=run.company, action_type=AuditAction.MEMORY_FINE_TUNE_AUTO_RESUME_EXHAUSTED,
             target_type="fine_tune_run", target_id=run.pk, details={**details, "reason": reason},
         )  # fmt: skip
         return "failed"
     job_requeue(FINE_TUNE_JOB, run.pk, now=now, reason=AUTO_RESUMED, due=True)
     audit_record(
-        company=run.company, action_type="memory.fine_tune.auto_resumed",
+        company=run.company, action_type=AuditAction.MEMORY_FINE_TUNE_AUTO_RESUMED,
         target_type="fine_tune_run", target_id=run.pk, details=details,
     )  # fmt: skip
     return "resumed"
@@ -512,7 +513,7 @@ def fine_tune_cancel(
         history_reason=confirmation.reason, actor=_actor(principal),
     )  # fmt: skip
     audit_record(
-        company=company, action_type="memory.fine_tune.cancelled", principal=principal,
+        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_CANCELLED, principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
         details={"reason": confirmation.reason, "via": confirmation.via, "from_status": previous},
     )  # fmt: skip
@@ -543,7 +544,7 @@ def adapter_rollback(
     previous = AdapterCheckpoint.objects.filter(company=company, is_active=True).first()
     _activate(company, target)
     audit_record(
-        company=company, action_type="memory.fine_tune.rolled_back", principal=principal,
+        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_ROLLED_BACK, principal=principal,
         target_type="adapter_checkpoint", target_id=target.pk if target else "base",
         details={
             "reason": confirmation.reason, "via": confirmation.via,
@@ -584,7 +585,8 @@ def adapter_checkpoint_delete(
         path = None
     checkpoint.delete()
     audit_record(
-        company=company, action_type="memory.fine_tune.checkpoint_deleted", principal=principal,
+        company=company, principal=principal,
+        action_type=AuditAction.MEMORY_FINE_TUNE_CHECKPOINT_DELETED,
         target_type="adapter_checkpoint", target_id=checkpoint_id,
         details={"reason": confirmation.reason, "via": confirmation.via},
     )  # fmt: skip
@@ -948,7 +950,7 @@ def _evaluate_and_finish(
                 epochs_done=state.epochs_done,
             )  # fmt: skip
             audit_record(
-                company=run.company, action_type=f"memory.fine_tune.{status}",
+                company=run.company, action_type=AuditAction.fine_tune(status),
                 target_type="fine_tune_run", target_id=run.pk,
                 details={"ndcg_gain": figures["ndcg_gain"], "min_gain": params["min_gain"],
                          "checkpoint": figures.get("checkpoint")},

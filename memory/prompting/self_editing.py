@@ -39,6 +39,7 @@ from memory.ingestion.domain import MessageIn
 from memory.ingestion.selectors import conversation_messages
 from memory.ingestion.services.messages import conversation_messages_append
 from memory.prompting.context import ContextEntry
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -170,7 +171,7 @@ def core_memory_write(
         audit_record(
             company=agent.company,
             principal=principal,
-            action_type="memory.core_written",
+            action_type=AuditAction.MEMORY_CORE_WRITTEN,
             target_type="memory",
             target_id=memory.pk,
             details={"replaced": replace_id is not None, "tokens_used": needed},

@@ -29,6 +29,7 @@ from orgmemory.approval_models import (
     ApprovalItem,
 )
 from persistence.access import ROLE_RANK
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
 from persistence.services.audit import audit_record
 from synthorg.errors import (
@@ -73,11 +74,11 @@ EDITABLE_TIERS: dict[str, int] = {
 MAX_STEPS = 20
 STEP_MAX_CHARS = 500
 
-ACTION_REQUESTED = "approval.requested"
-ACTION_APPROVED = "approval.approved"
-ACTION_REJECTED = "approval.rejected"
-ACTION_CONSUMED = "approval.consumed"
-ACTION_EXPIRED = "approval.expired"
+ACTION_REQUESTED = AuditAction.APPROVAL_REQUESTED
+ACTION_APPROVED = AuditAction.APPROVAL_APPROVED
+ACTION_REJECTED = AuditAction.APPROVAL_REJECTED
+ACTION_CONSUMED = AuditAction.APPROVAL_CONSUMED
+ACTION_EXPIRED = AuditAction.APPROVAL_EXPIRED
 
 APPROVE = "approve"
 REJECT = "reject"

@@ -34,6 +34,7 @@ from orgmemory.write_access import (
     require_human_author_for_core_policy,
 )
 from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -57,9 +58,9 @@ ACTOR_COMPANY_MISMATCH = "The actor does not belong to this company."
 INVALID_FACT = "The fact is invalid: {error}"
 APPROVER_HUMAN_ONLY = "Only a human approver can have the system apply an approved write."
 
-ACTION_PUBLISHED = "org_fact.published"
-ACTION_RETRACTED = "org_fact.retracted"
-ACTION_WRITE_DENIED = "org_fact.write_denied"
+ACTION_PUBLISHED = AuditAction.ORG_FACT_PUBLISHED
+ACTION_RETRACTED = AuditAction.ORG_FACT_RETRACTED
+ACTION_WRITE_DENIED = AuditAction.ORG_FACT_WRITE_DENIED
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from orgmemory.services.facts import (
 )
 from orgmemory.write_access import explain_write_access
 from persistence.access import UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import CompanyMembership
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
@@ -52,7 +53,7 @@ VERSIONED_WITHOUT_USER = (
 )
 NOTHING_TO_ADOPT = "There are no unversioned core policies in the company config."
 
-ACTION_REORDERED = "core_policy.reordered"
+ACTION_REORDERED = AuditAction.CORE_POLICY_REORDERED
 
 
 def _live_policy_rows(company: Company, *, lock: bool = False) -> list[OrgFact]:

@@ -32,6 +32,7 @@ from orgmemory.write_access import (
     explain_write_access,
     require_human_author_for_core_policy,
 )
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -57,9 +58,9 @@ JUSTIFICATION_REQUIRED = "A justification is required."
 REASON_REQUIRED = "A reason is required to reject a request."
 UNKNOWN_DECISION = "decision must be 'approve' or 'reject'."
 
-ACTION_FILED = "org_write_request.filed"
-ACTION_APPROVED = "org_write_request.approved"
-ACTION_REJECTED = "org_write_request.rejected"
+ACTION_FILED = AuditAction.ORG_WRITE_REQUEST_FILED
+ACTION_APPROVED = AuditAction.ORG_WRITE_REQUEST_APPROVED
+ACTION_REJECTED = AuditAction.ORG_WRITE_REQUEST_REJECTED
 
 APPROVE = "approve"
 REJECT = "reject"

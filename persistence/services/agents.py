@@ -11,6 +11,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from persistence.access import CREATE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, AgentApiKey, Company
 from persistence.selectors.config import company_config
 from persistence.selectors.identity import hash_api_key
@@ -90,7 +91,7 @@ def agent_create(
     audit_record(
         company=company,
         principal=principal,
-        action_type="agent.created",
+        action_type=AuditAction.AGENT_CREATED,
         target_type="agent",
         target_id=agent.pk,
         risk_level="medium",
@@ -124,7 +125,7 @@ def agent_update(*, agent: Agent, principal=None, **changes) -> Agent:
     audit_record(
         company=agent.company,
         principal=principal,
-        action_type="agent.updated",
+        action_type=AuditAction.AGENT_UPDATED,
         target_type="agent",
         target_id=agent.pk,
         risk_level="medium" if set(changed) & set(AGENT_PRIVILEGE_FIELDS) else "low",
@@ -157,7 +158,7 @@ def api_key_issue(
     audit_record(
         company=agent.company,
         actor_user=actor_user,
-        action_type="api_key.issued",
+        action_type=AuditAction.API_KEY_ISSUED,
         target_type="agent_api_key",
         target_id=key.pk,
         risk_level="medium",
@@ -184,7 +185,7 @@ def api_key_revoke(*, key: AgentApiKey, actor_user=None, principal=None) -> Agen
     audit_record(
         company=key.agent.company,
         actor_user=actor_user,
-        action_type="api_key.revoked",
+        action_type=AuditAction.API_KEY_REVOKED,
         target_type="agent_api_key",
         target_id=key.pk,
         risk_level="medium",

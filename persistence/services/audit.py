@@ -13,6 +13,7 @@ from uuid import UUID
 from django.utils import timezone
 
 from persistence.access import owner_for_create
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def audit_record(
     *,
     company: Company,
-    action_type: str,
+    action_type: AuditAction | str,
     actor_agent: Agent | None = None,
     actor_user=None,
     principal: Principal | None = None,
@@ -33,7 +34,10 @@ def audit_record(
     risk_level: str = AuditEntry.RiskLevel.LOW,
     details: Mapping[str, Any] | None = None,
 ) -> AuditEntry:
-    """Append one audit entry. ``principal`` is a shortcut for the actor agent or user."""
+    """Append one audit entry. ``principal`` is a shortcut for the actor agent or user.
+    ``action_type`` must be one of :class:`~persistence.audit_actions.AuditAction` (an
+    unknown one is a bug: ``ValueError`` before anything is written)."""
+    action_type = AuditAction(action_type)
     if principal is not None:
         actor_agent = actor_agent or principal.agent
         actor_user = actor_user or principal.user

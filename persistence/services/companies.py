@@ -19,6 +19,7 @@ from persistence.access import (
     require_membership_change,
     require_write,
 )
+from persistence.audit_actions import AuditAction
 from persistence.models import Company, CompanyMembership
 from persistence.services.audit import audit_record
 from synthorg.api.input_safety import UnsafeInputError, check_json_value
@@ -216,7 +217,7 @@ def company_config_set(
         company=company,
         principal=principal,
         actor_user=actor_user,
-        action_type="company.config_changed",
+        action_type=AuditAction.COMPANY_CONFIG_CHANGED,
         target_type="company",
         target_id=company.pk,
         risk_level="medium",
@@ -249,7 +250,7 @@ def company_rename(*, company: Company, name: str, slug: str, principal=None) ->
     audit_record(
         company=company,
         principal=principal,
-        action_type="company.renamed",
+        action_type=AuditAction.COMPANY_RENAMED,
         target_type="company",
         target_id=company.pk,
         risk_level="medium",
@@ -280,7 +281,7 @@ def membership_set(*, company: Company, user, role: str, principal=None) -> Comp
     audit_record(
         company=company,
         principal=principal,
-        action_type="membership.changed",
+        action_type=AuditAction.MEMBERSHIP_CHANGED,
         target_type="user",
         target_id=user.pk,
         risk_level="medium",
@@ -297,7 +298,7 @@ def membership_remove(*, membership: CompanyMembership, principal=None) -> None:
     audit_record(
         company=membership.company,
         principal=principal,
-        action_type="membership.removed",
+        action_type=AuditAction.MEMBERSHIP_REMOVED,
         target_type="user",
         target_id=membership.user_id,
         risk_level="medium",

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import DELETE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.content_registry import content_kinds, table_is_append_only
 from persistence.models import Agent, AgentApiKey
 from persistence.services.audit import audit_record
@@ -57,7 +58,7 @@ def agent_erase(*, agent: Agent, principal=None, reason: str = "") -> ErasureRep
     audit_record(
         company=agent.company,
         principal=principal,
-        action_type="agent.erased",
+        action_type=AuditAction.AGENT_ERASED,
         target_type="agent",
         target_id=agent.pk,
         risk_level="high",

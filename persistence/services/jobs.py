@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import ROLE_RANK
+from persistence.audit_actions import AuditAction
 from persistence.principal import Principal
 from persistence.services.audit import audit_record
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
@@ -70,7 +71,7 @@ def job_operator_requeue(
         audit_record(
             company=principal.company,
             principal=principal,
-            action_type=f"{target}.requeued",
+            action_type=AuditAction.requeued(target),
             target_type=target,
             target_id=str(job.pk),
             details={

@@ -21,6 +21,7 @@ from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 
 from persistence.access import CREATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.content_registry import ImportContext, ImportCounts, content_kind, content_kinds
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
@@ -83,7 +84,7 @@ def content_export(
         audit_record(
             company=company,
             principal=principal,
-            action_type="content.exported",
+            action_type=AuditAction.CONTENT_EXPORTED,
             target_type="agent" if agent is not None else "company",
             target_id=agent.pk if agent is not None else company.pk,
             risk_level="medium",
@@ -227,7 +228,7 @@ def _import(*, company, lines, principal, create_agents, via) -> dict[str, Impor
     audit_record(
         company=company,
         principal=principal,
-        action_type="content.imported",
+        action_type=AuditAction.CONTENT_IMPORTED,
         target_type="company",
         target_id=company.pk,
         risk_level="medium",

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Company, Project
 from persistence.services._scope import apply_changes, require_same_company
 from persistence.services.audit import audit_record
@@ -69,7 +70,7 @@ def project_close(*, project: Project, status: str = Project.Status.COMPLETED, p
     audit_record(
         company=project.company,
         principal=principal,
-        action_type="project.closed",
+        action_type=AuditAction.PROJECT_CLOSED,
         target_type="project",
         target_id=project.pk,
         details={"status": status, "hooks": {k: v for k, v in results.items() if v is not None}},
@@ -116,7 +117,7 @@ def project_delete(*, principal, project: Project) -> None:
     audit_record(
         company=project.company,
         principal=principal,
-        action_type="project.deleted",
+        action_type=AuditAction.PROJECT_DELETED,
         target_type="project",
         target_id=project.pk,
         risk_level="medium",

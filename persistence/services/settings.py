@@ -9,6 +9,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.budget import SETTING_SCHEMAS
 from persistence.models import Setting
 from persistence.principal import Principal
@@ -66,7 +67,7 @@ def setting_set(*, principal: Principal, namespace: str, key: str, value: Any) -
     audit_record(
         company=principal.company,
         principal=principal,
-        action_type="setting.changed",
+        action_type=AuditAction.SETTING_CHANGED,
         target_type="setting",
         target_id=f"{namespace}.{key}",
         risk_level="medium",
@@ -81,7 +82,7 @@ def setting_delete(*, principal: Principal, setting: Setting) -> None:
     audit_record(
         company=principal.company,
         principal=principal,
-        action_type="setting.deleted",
+        action_type=AuditAction.SETTING_DELETED,
         target_type="setting",
         target_id=f"{setting.namespace}.{setting.key}",
         risk_level="medium",

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from persistence.access import CREATE, DELETE, UPDATE, require_write
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, CollaborationMetric, Project, Task
 from persistence.principal import Principal
 from persistence.services._scope import apply_changes, require_same_company
@@ -84,7 +85,7 @@ def task_delete(*, principal: Principal, task: Task) -> None:
     audit_record(
         company=principal.company,
         principal=principal,
-        action_type="task.deleted",
+        action_type=AuditAction.TASK_DELETED,
         target_type="task",
         target_id=task.pk,
         risk_level="medium",

@@ -34,6 +34,7 @@ from memory.core.selectors.archive import ArchiveQuery, archive_get
 from memory.core.selectors.memories import shared_knowledge_require
 from memory.core.services.shared import shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
@@ -230,7 +231,7 @@ def archive_restore(
             company=agent.company,
             principal=principal,
             actor_agent=None if principal is not None else agent,
-            action_type="memory.archive_restored",
+            action_type=AuditAction.MEMORY_ARCHIVE_RESTORED,
             target_type="archived_memory",
             target_id=str(locked.pk),
             details={

@@ -25,6 +25,7 @@ from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
 from memory.core.services.chunks import chunking_for, chunks_replace, windows_for
 from memory.core.services.embeddings import Embedded, embed_texts
 from persistence.access import ROLE_RANK
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
@@ -67,7 +68,7 @@ def memory_update(
             company=agent.company,
             principal=principal,
             actor_agent=None if principal is not None else agent,
-            action_type="memory.updated",
+            action_type=AuditAction.MEMORY_UPDATED,
             target_type="memory",
             target_id=memory.pk,
             details={
@@ -171,7 +172,7 @@ def memory_delete(
         memory,
         principal=principal,
         agent=agent,
-        action_type="memory.deleted",
+        action_type=AuditAction.MEMORY_DELETED,
         extra=guardrail_details(reason=reason, via=via),
     )
     memory.delete()
@@ -217,7 +218,7 @@ def memory_correct(
         entry = audit_record(
             company=agent.company,
             principal=principal,
-            action_type="memory.corrected",
+            action_type=AuditAction.MEMORY_CORRECTED,
             target_type="memory",
             target_id=memory.pk,
             details={
@@ -304,7 +305,7 @@ def memory_session_end(
         company=agent.company,
         principal=principal,
         actor_agent=None if principal is not None else agent,
-        action_type="memory.session_ended",
+        action_type=AuditAction.MEMORY_SESSION_ENDED,
         target_type="session",
         target_id=session_id[:100],
         details={

@@ -71,6 +71,7 @@ from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.services.archive import memories_archive_out
 from memory.core.services.store import memory_store_batch, memory_store_embed
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, AuditEntry, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -318,7 +319,7 @@ class RetentionEnforcer:
         shared = [str(m.pk) for m in rows if m.is_shared]
         audit_record(
             company=agent.company,
-            action_type="memory.retention_deleted",
+            action_type=AuditAction.MEMORY_RETENTION_DELETED,
             target_type="agent",
             target_id=agent.pk,
             risk_level=AuditEntry.RiskLevel.MEDIUM,
@@ -674,7 +675,7 @@ class MemoryConsolidationService:
         if report.status != MaintenanceRun.Status.SKIPPED and report.processed:
             audit_record(
                 company=agent.company,
-                action_type="memory.maintenance_run",
+                action_type=AuditAction.MEMORY_MAINTENANCE_RUN,
                 target_type="agent",
                 target_id=agent.pk,
                 details={"run_id": run.pk, **counts},

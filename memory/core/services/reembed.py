@@ -55,6 +55,7 @@ from memory.core.vector_indexes import dense_condition, ensure_vector_index, vec
 from orgmemory.embedding import fact_window_vectors, org_embedder
 from orgmemory.models import OperationLogEntry
 from orgmemory.services.embeddings import fact_vectors_store, stale_fact_versions
+from persistence.audit_actions import AuditAction
 from persistence.models import Company
 from persistence.selectors.embedder import company_embedder, company_embedder_key
 from persistence.services.audit import audit_record
@@ -89,9 +90,9 @@ RECLAIMED = "reclaimed: the worker re-embedding this job did not renew its lease
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 
 NO_RUNNING_JOB = "Company {company} has no running re-embedding job."
-ACTION_STARTED = "memory.reembed_started"
-ACTION_SUPERSEDED = "memory.reembed_superseded"
-ACTION_COMPLETED = "memory.reembed_completed"
+ACTION_STARTED = AuditAction.MEMORY_REEMBED_STARTED
+ACTION_SUPERSEDED = AuditAction.MEMORY_REEMBED_SUPERSEDED
+ACTION_COMPLETED = AuditAction.MEMORY_REEMBED_COMPLETED
 
 
 @dataclass(frozen=True)

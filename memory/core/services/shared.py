@@ -13,6 +13,7 @@ from memory.core.models.memory import Memory
 from memory.core.selectors.memories import shared_knowledge_require, shared_memory_get
 from memory.core.services.edit import guardrail_details
 from memory.core.services.store import memory_store_batch
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
@@ -51,7 +52,7 @@ def shared_publish(
                 company=agent.company,
                 principal=principal,
                 actor_agent=None if principal is not None else agent,
-                action_type="memory.shared_published",
+                action_type=AuditAction.MEMORY_SHARED_PUBLISHED,
                 target_type="memory",
                 target_id=result.id,
                 details={"namespace": request.namespace, "category": request.category.value},
@@ -95,7 +96,7 @@ def shared_retract_record(
         company=memory.company,
         principal=principal,
         actor_agent=actor_agent,
-        action_type="memory.shared_retracted",
+        action_type=AuditAction.MEMORY_SHARED_RETRACTED,
         target_type="memory",
         target_id=memory.pk,
         details={

@@ -32,6 +32,7 @@ from memory.core.models.memory import Memory
 from memory.core.services.chunks import chunking_for, chunks_insert, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import MemoryChunkingConfig
@@ -54,7 +55,7 @@ NOT_STORED = StoreResult(id=None, stored=False, deduplicated=False, embedding_st
 
 #: The audit action of a store batch (shared knowledge: ``memory.shared_published``, recorded
 #: by :func:`memory.core.services.shared.shared_publish`).
-STORED_ACTION = "memory.stored"
+STORED_ACTION = AuditAction.MEMORY_STORED
 
 
 @dataclass(frozen=True)

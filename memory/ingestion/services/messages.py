@@ -31,6 +31,7 @@ from memory.ingestion.domain import (
 )
 from memory.ingestion.models import Conversation, ConversationMessage
 from memory.ingestion.scheduling import arm_extraction
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -247,7 +248,7 @@ def conversations_purge_session(*, agent: Agent, session_id: str, principal=None
             company=agent.company,
             principal=principal,
             actor_agent=None if principal is not None else agent,
-            action_type="conversation.session_purged",
+            action_type=AuditAction.CONVERSATION_SESSION_PURGED,
             target_type="session",
             target_id=session_id[:100],
             details={"agent_id": agent.pk, "conversations_purged": deleted},

@@ -20,6 +20,7 @@ from memory.core.models.memory import Memory
 from memory.core.models.revision import MemoryRevision
 from memory.ingestion.models import ExtractedFact
 from memory.procedural.models import ProceduralLesson
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
 
 
@@ -89,7 +90,7 @@ def memory_corrections(memory: Memory) -> list[Correction]:
             company_id=memory.company_id,
             target_type="memory",
             target_id=str(memory.pk),
-            action_type="memory.corrected",
+            action_type=AuditAction.MEMORY_CORRECTED,
         )
         .select_related("actor_user")
         .order_by("created_at", "id")

@@ -56,6 +56,7 @@ from memory.procedural.evolver.services import (
     run_finish,
 )
 from orgmemory.models import ApprovalItem, OrgFact
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -371,7 +372,7 @@ def evolver_draft_requeue(*, principal, draft_id, now: datetime | None = None) -
         audit_record(
             company=principal.company,
             principal=principal,
-            action_type="evolver_draft.requeued",
+            action_type=AuditAction.EVOLVER_DRAFT_REQUEUED,
             target_type="evolver_draft",
             target_id=str(draft.pk),
             details={

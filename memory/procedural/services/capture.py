@@ -61,6 +61,7 @@ from memory.procedural.selectors import recent_quality_scores
 from memory.procedural.services.history import capture_history_record
 from memory.procedural.services.lessons import procedural_lesson_store
 from memory.procedural.services.reports import enqueue_capture
+from persistence.audit_actions import AuditAction
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from persistence.services.jobs import require_operator
@@ -504,7 +505,7 @@ def execution_capture_requeue(*, principal, report_id, now: datetime | None = No
         audit_record(
             company=principal.company,
             principal=principal,
-            action_type="execution_capture.requeued",
+            action_type=AuditAction.EXECUTION_CAPTURE_REQUEUED,
             target_type="execution_report",
             target_id=str(report_id),
             details={"previous_status": previous[0], "previous_reason": previous[1][:200]},

@@ -28,6 +28,7 @@ from memory.procedural.services.lessons import lesson_row_create, lesson_tags
 from memory.procedural.services.org_pool_proposals import ACTION_ORG_POOL_CONFLICT
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_consume
+from persistence.audit_actions import AuditAction
 from persistence.principal import Principal
 from persistence.services.audit import audit_record
 from synthorg.enums import MemoryCategory
@@ -105,7 +106,7 @@ def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
     ).update(superseded_at=now, superseded_by_id=result.id, updated_at=now)
     audit_record(
         company=item.company,
-        action_type="procedural_lesson.org_pool_added",
+        action_type=AuditAction.PROCEDURAL_LESSON_ORG_POOL_ADDED,
         principal=actor,
         target_type="memory",
         target_id=result.id,

@@ -20,6 +20,7 @@ from memory.core.consolidation.models import ArchivalMode
 from memory.core.models.memory import Memory, unexpired_q
 from memory.core.services.archive import archive_memories
 from memory.procedural.pruning import PruneCandidate, PruneDecision, decide_pruning
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -95,7 +96,7 @@ def procedural_prune_agent(
     audit_record(
         company=agent.company,
         actor_agent=None,
-        action_type="procedural_memory.pruned",
+        action_type=AuditAction.PROCEDURAL_MEMORY_PRUNED,
         target_type="agent",
         target_id=agent.pk,
         details={"strategy": config.strategy, "ttl": result.ttl, "pareto": result.pareto},

@@ -21,6 +21,7 @@ from memory.procedural.capture import initial_capture_status
 from memory.procedural.domain import ExecutionReportInput
 from memory.procedural.models import ExecutionCapture, ExecutionReport
 from memory.procedural.services.history import capture_history_record
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Task
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -147,7 +148,7 @@ def execution_report_submit(
     audit_record(
         company=company,
         actor_agent=agent,
-        action_type="execution_report.submitted",
+        action_type=AuditAction.EXECUTION_REPORT_SUBMITTED,
         target_type="execution_report",
         target_id=report.pk,
         details={"outcome": report.outcome, "capture": status, "redactions": counts},

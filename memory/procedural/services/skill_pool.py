@@ -11,6 +11,7 @@ from django.utils import timezone
 from memory.core.errors import MemoryNotFoundError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import agent_visible_q
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, UnprocessableError
@@ -53,7 +54,7 @@ def procedural_memory_applied(*, agent: Agent, memory_id, now: datetime | None =
     audit_record(
         company=agent.company,
         actor_agent=agent,
-        action_type="procedural_memory.applied",
+        action_type=AuditAction.PROCEDURAL_MEMORY_APPLIED,
         target_type="memory",
         target_id=memory.pk,
     )

@@ -42,6 +42,7 @@ from django.utils import timezone
 from memory.procedural.compression import raw_trace
 from memory.procedural.models import CompressedExperience, ExecutionReport
 from memory.procedural.services.compression import REPORT_FIELDS, author_lessons
+from persistence.audit_actions import AuditAction
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
@@ -170,7 +171,7 @@ def wiki_export_run(*, company: Company, trigger: str = "manual", actor=None) ->
             raise
         audit_record(
             company=company,
-            action_type="wiki.exported",
+            action_type=AuditAction.WIKI_EXPORTED,
             principal=actor,
             target_type="wiki_export",
             target_id=config.export_root,
