@@ -410,19 +410,22 @@ def main() -> None:
                 "warning",
             ]
             children.append(subprocess.Popen(web, cwd=ROOT, env=env))
-            log = open(ROOT / "var" / "bench_procedural_qcluster.log", "w")  # noqa: SIM115
-            children.append(
-                subprocess.Popen(
-                    [sys.executable, "manage.py", "qcluster"],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
+            # Both clusters: captures are LLM work, queued on the LLM cluster's own queue.
+            for cluster in ("default", "llm"):
+                log = open(ROOT / "var" / f"bench_procedural_qcluster_{cluster}.log", "w")  # noqa: SIM115
+                cluster_env = env if cluster == "default" else {**env, "Q_CLUSTER_NAME": "llm"}
+                children.append(
+                    subprocess.Popen(
+                        [sys.executable, "manage.py", "qcluster"],
+                        cwd=ROOT,
+                        env=cluster_env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                    )
                 )
-            )
             base = f"http://127.0.0.1:{port}/api/v1"
             print(
-                f"web on :{port} ({args.web_workers} workers), q2 cluster ({args.q_workers} "
+                f"web on :{port} ({args.web_workers} workers), q2 clusters ({args.q_workers} "
                 f"workers), proposer at {llm.base_url} (delay {args.llm_delay}s)",
                 flush=True,
             )
