@@ -34,10 +34,37 @@ def audit_record(
     risk_level: str = AuditEntry.RiskLevel.LOW,
     details: Mapping[str, Any] | None = None,
 ) -> AuditEntry:
-    """Append one audit entry. ``principal`` is a shortcut for the actor agent or user.
-    ``action_type`` must be one of :class:`~persistence.audit_actions.AuditAction` (an
-    unknown one is a bug: ``ValueError`` before anything is written)."""
-    action_type = AuditAction(action_type)
+    """Append one audit entry of the service's own. ``principal`` is a shortcut for the actor
+    agent or user. ``action_type`` must be one of :class:`~persistence.audit_actions.
+    AuditAction` (an unknown one is a bug: ``ValueError`` before anything is written); what
+    an agent reports of its own actions goes through :func:`audit_entry_submit`."""
+    return _append(
+        company=company,
+        action_type=AuditAction(action_type),
+        actor_agent=actor_agent,
+        actor_user=actor_user,
+        principal=principal,
+        target_type=target_type,
+        target_id=target_id,
+        verdict=verdict,
+        risk_level=risk_level,
+        details=details,
+    )
+
+
+def _append(
+    *,
+    company: Company,
+    action_type: str,
+    actor_agent: Agent | None,
+    actor_user,
+    principal: Principal | None,
+    target_type: str,
+    target_id: str | int | UUID,
+    verdict: str,
+    risk_level: str,
+    details: Mapping[str, Any] | None,
+) -> AuditEntry:
     if principal is not None:
         actor_agent = actor_agent or principal.agent
         actor_user = actor_user or principal.user
@@ -68,10 +95,14 @@ def audit_entry_submit(
     risk_level: str = AuditEntry.RiskLevel.LOW,
     details: Mapping[str, Any] | None = None,
 ) -> AuditEntry:
-    """An audit entry reported through the API; the actor is always the caller."""
+    """An audit entry reported through the API; the actor is always the caller. Its
+    ``action_type`` is the agent's own vocabulary (any name the serializer accepts), not one
+    of the service's :class:`~persistence.audit_actions.AuditAction`."""
     owner_for_create(principal, "audit_entry", principal.agent)
-    return audit_record(
+    return _append(
         company=principal.company,
+        actor_agent=None,
+        actor_user=None,
         principal=principal,
         action_type=action_type,
         target_type=target_type,

@@ -4,6 +4,7 @@ import pytest
 from django.db import connection, transaction
 from django.db.utils import ProgrammingError
 
+from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry, CostRecord
 from persistence.services.audit import audit_record
 from persistence.services.costs import cost_record_create
@@ -27,7 +28,7 @@ def rows(company):
         output_tokens=5,
         cost="0.25",
     )
-    entry = audit_record(company=company, actor_agent=agent, action_type="key.issued")
+    entry = audit_record(company=company, actor_agent=agent, action_type=AuditAction.API_KEY_ISSUED)
     return {CostRecord: cost, AuditEntry: entry}
 
 
@@ -46,7 +47,7 @@ def test_raw_update_is_rejected(rows, table, assignment, model):
     if model is CostRecord:
         assert str(fresh.cost) == "0.2500000000"
     else:
-        assert fresh.action_type == "key.issued"
+        assert fresh.action_type == "api_key.issued"
 
 
 @pytest.mark.django_db

@@ -6,6 +6,7 @@ from django.db import connection, transaction
 from django.db.utils import InternalError, ProgrammingError
 from django.utils import timezone
 
+from persistence.audit_actions import AuditAction
 from persistence.models import (
     AuditEntry,
     CollaborationMetric,
@@ -90,7 +91,7 @@ def test_the_app_role_cannot_switch_triggers_off_for_its_session():
 
 
 def test_update_delete_and_truncate_of_an_append_only_row_fail_and_change_nothing(company):
-    entry = audit_record(company=company, action_type="probe", details={"n": 1})
+    entry = audit_record(company=company, action_type=AuditAction.MEMORY_STORED, details={"n": 1})
     assert "append-only: UPDATE is not allowed" in refused(
         "UPDATE persistence_auditentry SET action_type = 'forged' WHERE id = %s", [entry.pk]
     )
@@ -101,7 +102,7 @@ def test_update_delete_and_truncate_of_an_append_only_row_fail_and_change_nothin
         "TRUNCATE persistence_auditentry CASCADE"
     )
     assert list(AuditEntry.objects.filter(pk=entry.pk).values_list("action_type", "details")) == [
-        ("probe", {"n": 1})
+        ("memory.stored", {"n": 1})
     ]
 
 
