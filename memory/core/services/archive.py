@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalEntry, ArchivalMode
-from memory.core.domain import MemoryStoreRequest
+from memory.core.domain import CORE_TAG, MemoryStoreRequest
 from memory.core.extensions import archive_restore_handlers, archive_snapshots
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
@@ -65,6 +65,53 @@ class ArchivalStore(Protocol):
 class ArchiveOutcome:
     archived: list[ArchivedMemory]
     shared_retracted: int
+
+
+@dataclass
+class CapOutcome:
+    archived: int = 0
+    shared_retracted: int = 0
+
+
+def memories_enforce_cap(
+    *,
+    agent: Agent,
+    limit: int,
+    reason: str,
+    now: datetime,
+    run: MaintenanceRun | None = None,
+    batch_size: int = 500,
+) -> CapOutcome:
+    """**The one per-agent cap policy** (``max_memories_per_agent``), for maintenance and
+    for extraction's bounded growth alike: while ``agent`` holds more than ``limit``
+    memories (its private ones and the shared entries it published), the excess leaves
+    through :func:`memories_archive_out` — lowest confidence first, then oldest; the live
+    core memory never; a shared entry with a retraction on record. Archived whole, so it
+    stays restorable."""
+    outcome = CapOutcome()
+    while True:
+        with transaction.atomic():
+            held = Memory.objects.filter(company_id=agent.company_id, agent=agent)
+            excess = held.count() - limit
+            if excess <= 0:
+                return outcome
+            victims = list(
+                held.exclude(tags__contains=[CORE_TAG], superseded_at__isnull=True)
+                .select_for_update(skip_locked=True)
+                .order_by("confidence", "created_at", "id")[: min(excess, batch_size)]
+            )
+            if not victims:
+                return outcome
+            moved = memories_archive_out(
+                agent=agent,
+                memories=victims,
+                mode=ArchivalMode.CAPPED,
+                reason=reason,
+                run=run,
+                now=now,
+            )
+        outcome.archived += len(moved.archived)
+        outcome.shared_retracted += moved.shared_retracted
 
 
 def memories_archive_out(

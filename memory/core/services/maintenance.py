@@ -69,7 +69,7 @@ from memory.core.extensions import company_maintained_handlers
 from memory.core.llm import completion_provider_for
 from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
-from memory.core.services.archive import memories_archive_out
+from memory.core.services.archive import CapOutcome, memories_archive_out, memories_enforce_cap
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, AuditEntry, Company
@@ -134,12 +134,6 @@ class ConsolidationOutcome:
     errors: list[str] = field(default_factory=list)
     methods: dict[str, int] = field(default_factory=dict)
     skipped_reason: str | None = None
-
-
-@dataclass
-class CapOutcome:
-    archived: int = 0
-    shared_retracted: int = 0
 
 
 @dataclass
@@ -545,33 +539,17 @@ class MemoryConsolidationService:
     def enforce_max_memories(
         self, agent: Agent, *, now: datetime, run: MaintenanceRun | None = None
     ) -> CapOutcome:
-        """Archive the agent's oldest memories beyond ``max_memories_per_agent`` (shared
-        entries among them are retracted with an audit record); the live core memory stays."""
+        """The per-agent cap (:func:`~memory.core.services.archive.memories_enforce_cap`,
+        the one policy extraction's bounded growth applies too)."""
         limit = self.config.max_memories_per_agent
-        outcome = CapOutcome()
-        while True:
-            with transaction.atomic():
-                excess = Memory.objects.filter(agent=agent).count() - limit
-                if excess <= 0:
-                    return outcome
-                victims = list(
-                    Memory.objects.filter(agent=agent)
-                    .exclude(tags__contains=[CORE_TAG], superseded_at__isnull=True)
-                    .select_for_update(skip_locked=True)
-                    .order_by("created_at", "id")[: min(excess, self.batch_size)]
-                )
-                if not victims:
-                    return outcome
-                moved = memories_archive_out(
-                    agent=agent,
-                    memories=victims,
-                    mode=ArchivalMode.CAPPED,
-                    reason=CAPPED_REASON.format(limit=limit),
-                    run=run,
-                    now=now,
-                )
-            outcome.archived += len(moved.archived)
-            outcome.shared_retracted += moved.shared_retracted
+        return memories_enforce_cap(
+            agent=agent,
+            limit=limit,
+            reason=CAPPED_REASON.format(limit=limit),
+            now=now,
+            run=run,
+            batch_size=self.batch_size,
+        )
 
     # --- the cycle ---------------------------------------------------------------------
 
