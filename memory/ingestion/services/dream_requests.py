@@ -196,7 +196,7 @@ def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
                 )
                 return None
             run = agent_dream(agent=agent, trigger="agent", provider=provider, now=now)
-    if run.status == DreamRun.Status.FAILED and run.method == DreamRun.Method.LLM:
+    if _llm_failed(run):
         # The LLM failed (an outage, a refused answer): the dream is asked again later.
         job_fail(
             DREAM_REQUEST_JOB,
@@ -214,7 +214,12 @@ def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
 def dream_request_job_run(job: DreamRequest, batch) -> bool:
     """The job kind's ``run`` (the dispatcher's retries): ``False`` when the LLM failed."""
     run = _run_claimed(job, now=None)
-    return not (run is not None and run.status == DreamRun.Status.FAILED and run.method == "llm")
+    return not (run is not None and _llm_failed(run))
+
+
+def _llm_failed(run: DreamRun) -> bool:
+    """The dream's LLM call failed (an outage, a refused answer): the request is retried."""
+    return run.status == DreamRun.Status.FAILED and run.method == DreamRun.Method.LLM
 
 
 def dream_request_history(
