@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated
 
-from pydantic import ConfigDict, StringConstraints
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 NotBlankStr = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -45,6 +45,47 @@ def refuse_not_offered(data: object, field: str, offered: object, reason: str) -
         raise ConfigFieldError(
             field, f"{data[field]!r} is not offered: {reason}", code=NOT_OFFERED_CODE
         )
+
+
+#: the code of an error for a key set to a non-default value while the setting it tunes is
+#: off (``evolver.window_days`` with the evolver disabled, ``pruning.max_entries`` under the
+#: ``ttl`` strategy): it would change nothing, so it is refused naming the setting it needs
+NEEDS_SETTING_CODE = "config_value_needs_setting"
+
+
+def non_default_fields(section: BaseModel, *, skip: tuple[str, ...] = ()) -> list[str]:
+    """The fields of ``section`` set to something other than their default (a stored, fully
+    dumped config re-parses cleanly: a key equal to its default is never refused)."""
+    return [
+        name
+        for name, field in type(section).model_fields.items()
+        if name not in skip
+        and getattr(section, name) != field.get_default(call_default_factory=True)
+    ]
+
+
+def refuse_unless(
+    section: BaseModel,
+    active: bool,
+    needs: str,
+    *,
+    fields: tuple[str, ...] | None = None,
+    skip: tuple[str, ...] = ("enabled",),
+    prefix: str = "",
+) -> None:
+    """Refuse ``fields`` of ``section`` (default: all but ``skip``) set to a non-default value
+    while ``active`` is false: under the rest of the config they would change nothing.
+    ``needs`` names the setting that makes them act (``"enabled is true"``); ``prefix``
+    names ``section`` relative to the model whose validator calls this."""
+    if active:
+        return
+    for name in non_default_fields(section, skip=skip):
+        if fields is None or name in fields:
+            raise ConfigFieldError(
+                prefix + name,
+                f"is only used when {needs}; set that too, or remove this key",
+                code=NEEDS_SETTING_CODE,
+            )
 
 
 RELATIVE_ONLY = (

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
-from synthorg.company_config.fields import FROZEN, NotBlankStr
+from synthorg.company_config.fields import FROZEN, NotBlankStr, refuse_unless
 from synthorg.enums import ConsolidationInterval
 
 
@@ -27,6 +27,11 @@ class ExtractionConfig(BaseModel):
     relevant_memories: int = Field(default=10, ge=0, le=100)
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     retry_backoff_seconds: int = Field(default=60, ge=1, le=86_400)
+
+    @model_validator(mode="after")
+    def _knobs_need_extraction(self) -> ExtractionConfig:
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self
 
 
 class ConversationContextConfig(BaseModel):
@@ -53,3 +58,8 @@ class DreamConfig(BaseModel):
     #: ``company_requests_per_hour`` times in any hour; beyond that: 429 with Retry-After
     agent_request_interval_seconds: int = Field(default=3600, ge=1, le=7 * 86_400)
     company_requests_per_hour: int = Field(default=30, ge=1, le=10_000)
+
+    @model_validator(mode="after")
+    def _knobs_need_dreams(self) -> DreamConfig:
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self

@@ -20,10 +20,13 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from synthorg.company_config.fields import (
     FROZEN,
+    NEEDS_SETTING_CODE,
     NOT_OFFERED_CODE,
     ConfigFieldError,
     NotBlankStr,
+    non_default_fields,
     refuse_not_offered,
+    refuse_unless,
     reject_unsafe_path,
 )
 from synthorg.company_config.ingestion import (
@@ -173,9 +176,13 @@ class EmbedderOverrideConfig(BaseModel):
     @model_validator(mode="after")
     def _model_requires_dims(self) -> EmbedderOverrideConfig:
         if (self.model is None) != (self.dims is None):
-            raise ConfigFieldError("dims", "model and dims must be set together")
+            raise ConfigFieldError(
+                "dims", "model and dims must be set together", code=NEEDS_SETTING_CODE
+            )
         if self.base_url is not None and self.model is None:
-            raise ConfigFieldError("model", "an embedder base_url needs a model and dims")
+            raise ConfigFieldError(
+                "model", "an embedder base_url needs a model and dims", code=NEEDS_SETTING_CODE
+            )
         if self.model is not None and self.base_url is None:
             raise ConfigFieldError("base_url", EMBEDDER_NEEDS_BASE_URL, code=NOT_OFFERED_CODE)
         if self.api_key_env is not None and self.base_url is None:
@@ -256,9 +263,12 @@ class EmbeddingFineTuneConfig(BaseModel):
             reject_unsafe_path(name, getattr(self, name))
         if self.enabled and (self.checkpoint_path is None or self.base_model is None):
             missing = "checkpoint_path" if self.checkpoint_path is None else "base_model"
-            raise ConfigFieldError(missing, "is required when fine-tuning is enabled")
+            raise ConfigFieldError(
+                missing, "is required when fine-tuning is enabled", code=NEEDS_SETTING_CODE
+            )
         if self.max_pairs < self.min_pairs:
             raise ConfigFieldError("max_pairs", "must be at least min_pairs")
+        refuse_unless(self, self.enabled, "enabled is true")
         return self
 
 
@@ -422,7 +432,9 @@ class MemoryRetrievalConfig(BaseModel):
                 "relevance_weight", "relevance_weight + recency_weight must sum to 1.0"
             )
         if linear and self.rrf_k != LINEAR_DEFAULTS["rrf_k"]:
-            raise ConfigFieldError("rrf_k", "is only used with fusion_strategy 'rrf'")
+            raise ConfigFieldError(
+                "rrf_k", "is only used with fusion_strategy 'rrf'", code=NEEDS_SETTING_CODE
+            )
         # 0.1 was the default before rrf was: configs stored (fully dumped) back then carry
         # it and must keep loading; rrf never applied it.
         legacy_boost = self.personal_boost == LINEAR_DEFAULTS["personal_boost"]
@@ -431,18 +443,23 @@ class MemoryRetrievalConfig(BaseModel):
                 "personal_boost", "is not applied by fusion_strategy 'rrf'; set it to 0"
             )
         if linear and self.speaker_boost:
-            raise ConfigFieldError("speaker_boost", "is only used with fusion_strategy 'rrf'")
+            raise ConfigFieldError(
+                "speaker_boost", "is only used with fusion_strategy 'rrf'", code=NEEDS_SETTING_CODE
+            )
 
     def _check_diversity(self) -> None:
         """The diversity penalty's knobs only when it is on, and it only with 'context'."""
         if self._explicit("diversity_lambda") and not self.diversity_penalty_enabled:
             raise ConfigFieldError(
-                "diversity_lambda", "is only used when diversity_penalty_enabled is true"
+                "diversity_lambda",
+                "is only used when diversity_penalty_enabled is true",
+                code=NEEDS_SETTING_CODE,
             )
         if self._explicit("candidate_pool_multiplier") and not self.diversity_penalty_enabled:
             raise ConfigFieldError(
                 "candidate_pool_multiplier",
                 "is only used when diversity_penalty_enabled is true",
+                code=NEEDS_SETTING_CODE,
             )
         if self.diversity_penalty_enabled and self.strategy is not InjectionStrategy.CONTEXT:
             raise ConfigFieldError(
@@ -452,10 +469,16 @@ class MemoryRetrievalConfig(BaseModel):
     def _check_reformulation(self) -> None:
         """Query reformulation only with 'tool_based', its rounds only when it is on."""
         if self.query_reformulation_enabled and self.strategy is not InjectionStrategy.TOOL_BASED:
-            raise ConfigFieldError("query_reformulation_enabled", "requires strategy 'tool_based'")
+            raise ConfigFieldError(
+                "query_reformulation_enabled",
+                "requires strategy 'tool_based'",
+                code=NEEDS_SETTING_CODE,
+            )
         if self._explicit("max_reformulation_rounds") and not self.query_reformulation_enabled:
             raise ConfigFieldError(
-                "max_reformulation_rounds", "is only used when query_reformulation_enabled"
+                "max_reformulation_rounds",
+                "is only used when query_reformulation_enabled",
+                code=NEEDS_SETTING_CODE,
             )
 
     # The seeds' three validators (hierarchical requires context; hierarchical field
@@ -464,16 +487,21 @@ class MemoryRetrievalConfig(BaseModel):
         """The hierarchical retriever only with 'context', its knobs only with it."""
         hierarchical = self.retriever == "hierarchical"
         if hierarchical and self.strategy is not InjectionStrategy.CONTEXT:
-            raise ConfigFieldError("retriever", "'hierarchical' requires strategy 'context'")
+            raise ConfigFieldError(
+                "retriever", "'hierarchical' requires strategy 'context'", code=NEEDS_SETTING_CODE
+            )
         for name in ("max_workers_per_query", "reflective_retry_enabled"):
             if self._explicit(name) and not hierarchical:
-                raise ConfigFieldError(name, "is only used with retriever 'hierarchical'")
+                raise ConfigFieldError(
+                    name, "is only used with retriever 'hierarchical'", code=NEEDS_SETTING_CODE
+                )
         if self._explicit("max_retry_count") and not (
             hierarchical and self.reflective_retry_enabled
         ):
             raise ConfigFieldError(
                 "max_retry_count",
                 "is only used with retriever 'hierarchical' and reflective_retry_enabled",
+                code=NEEDS_SETTING_CODE,
             )
 
     def _check_rerank(self) -> None:
@@ -487,7 +515,9 @@ class MemoryRetrievalConfig(BaseModel):
             )
         if self._explicit("rerank_cache_ttl_seconds") and not self.query_specific_rerank_enabled:
             raise ConfigFieldError(
-                "rerank_cache_ttl_seconds", "is only used with query_specific_rerank_enabled"
+                "rerank_cache_ttl_seconds",
+                "is only used with query_specific_rerank_enabled",
+                code=NEEDS_SETTING_CODE,
             )
 
     @model_validator(mode="after")
@@ -594,7 +624,9 @@ def _unique_categories(rules: tuple[RetentionRule, ...]) -> tuple[RetentionRule,
 def _default_action_needs_days(action: RetentionAction, default_retention_days: int | None) -> None:
     if action is RetentionAction.DELETE and default_retention_days is None:
         raise ConfigFieldError(
-            "default_action", "'delete' needs default_retention_days (the days to keep)"
+            "default_action",
+            "'delete' needs default_retention_days (the days to keep)",
+            code=NEEDS_SETTING_CODE,
         )
 
 
@@ -655,7 +687,11 @@ class DualModeConfig(BaseModel):
     @model_validator(mode="after")
     def _validate_model_when_enabled(self) -> DualModeConfig:
         if self.enabled and self.summarization_model is None:
-            raise ConfigFieldError("summarization_model", "is required when dual_mode is enabled")
+            raise ConfigFieldError(
+                "summarization_model",
+                "is required when dual_mode is enabled",
+                code=NEEDS_SETTING_CODE,
+            )
         return self
 
 
@@ -699,6 +735,11 @@ class ExperienceCompressorConfig(BaseModel):
     max_tokens: int = Field(default=400, ge=16, le=8000)
     min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
 
+    @model_validator(mode="after")
+    def _knobs_need_the_compressor(self) -> ExperienceCompressorConfig:
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self
+
 
 class WikiExportConfig(BaseModel):
     """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
@@ -724,6 +765,7 @@ class WikiExportConfig(BaseModel):
             raise ConfigFieldError(
                 "export_root", "must name a directory inside the company's directory"
             )
+        refuse_unless(self, self.enabled, "enabled is true")
         return self
 
 
@@ -740,17 +782,6 @@ DUAL_MODE_ONLY = (
     "is only used by strategy 'dual_mode' (set archival.dual_mode.enabled: true), or remove it"
 )
 LLM_ONLY = "is only used by strategy 'llm' (set strategy: llm), or remove it"
-
-
-def _explicit_fields(section: BaseModel, *, skip: tuple[str, ...] = ()) -> list[str]:
-    """The fields of ``section`` set to something other than their default."""
-    fields = type(section).model_fields
-    return [
-        name
-        for name, field in fields.items()
-        if name not in skip
-        and getattr(section, name) != field.get_default(call_default_factory=True)
-    ]
 
 
 class ConsolidationConfig(BaseModel):
@@ -792,13 +823,28 @@ class ConsolidationConfig(BaseModel):
                     DUAL_MODE_ENABLED_CONFLICT.format(strategy=self.strategy.value),
                     code=NOT_OFFERED_CODE,
                 )
-            for name in _explicit_fields(dual, skip=("enabled",)):
+            for name in non_default_fields(dual, skip=("enabled",)):
                 raise ConfigFieldError(
                     f"archival.dual_mode.{name}", DUAL_MODE_ONLY, code=NOT_OFFERED_CODE
                 )
         if self.strategy is not ConsolidationStrategyType.LLM:
-            for name in _explicit_fields(self.llm, skip=("fallback_truncate_length",)):
+            for name in non_default_fields(self.llm, skip=("fallback_truncate_length",)):
                 raise ConfigFieldError(f"llm.{name}", LLM_ONLY, code=NOT_OFFERED_CODE)
+        return self
+
+    @model_validator(mode="after")
+    def _consolidating_knobs_need_archival(self) -> ConsolidationConfig:
+        # With archival off no group is ever consolidated (the run stops at ARCHIVAL_OFF):
+        # how old, how grouped and how summarised would change nothing.
+        if not self.archival.enabled:
+            needs = "archival.enabled is true"
+            refuse_unless(self, False, needs, fields=("strategy", "group_threshold"))
+            refuse_unless(
+                self.archival, False, needs, fields=("age_threshold_days",), prefix="archival."
+            )
+            refuse_unless(
+                self.llm, False, needs, fields=("fallback_truncate_length",), prefix="llm."
+            )
         return self
 
     @model_validator(mode="after")
@@ -806,7 +852,11 @@ class ConsolidationConfig(BaseModel):
         if self.strategy is ConsolidationStrategyType.DUAL_MODE and not (
             self.archival.dual_mode.enabled
         ):
-            raise ConfigFieldError("strategy", "'dual_mode' needs archival.dual_mode.enabled: true")
+            raise ConfigFieldError(
+                "strategy",
+                "'dual_mode' needs archival.dual_mode.enabled: true",
+                code=NEEDS_SETTING_CODE,
+            )
         # The llm strategy groups at max(group_threshold, llm.group_threshold): an llm
         # threshold set below the section's would change nothing.
         llm_threshold = self.llm.group_threshold

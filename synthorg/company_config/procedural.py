@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from synthorg.company_config.fields import FROZEN, NotBlankStr, reject_unsafe_path
+from synthorg.company_config.fields import FROZEN, NotBlankStr, refuse_unless, reject_unsafe_path
 
 
 class CaptureConfig(BaseModel):
@@ -20,6 +20,12 @@ class CaptureConfig(BaseModel):
     # How many of the agent's most recent scored reports the percentile is taken over.
     percentile_window: int = Field(default=50, ge=1, le=10_000)
 
+    @model_validator(mode="after")
+    def _success_knobs_need_success_capture(self) -> CaptureConfig:
+        # the failure path fires on every failed report: the scores decide nothing there
+        refuse_unless(self, self.type != "failure", "type is 'success' or 'hybrid'", skip=("type",))
+        return self
+
 
 class ProceduralPruningConfig(BaseModel):
     model_config = FROZEN
@@ -28,12 +34,27 @@ class ProceduralPruningConfig(BaseModel):
     max_age_days: int = Field(default=90, ge=1)
     max_entries: int = Field(default=100, ge=1)
 
+    @model_validator(mode="after")
+    def _knobs_need_their_strategy(self) -> ProceduralPruningConfig:
+        ttl = self.strategy in ("ttl", "hybrid")
+        pareto = self.strategy in ("pareto", "hybrid")
+        refuse_unless(self, ttl, "strategy is 'ttl' or 'hybrid'", fields=("max_age_days",))
+        refuse_unless(self, pareto, "strategy is 'pareto' or 'hybrid'", fields=("max_entries",))
+        return self
+
 
 class ProceduralPropagationConfig(BaseModel):
     model_config = FROZEN
 
     strategy: Literal["none", "role", "department"] = "none"
     max_propagation_targets: int = Field(default=10, ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _targets_need_a_strategy(self) -> ProceduralPropagationConfig:
+        refuse_unless(
+            self, self.strategy != "none", "strategy is 'role' or 'department'", skip=("strategy",)
+        )
+        return self
 
 
 def _shorthand(field: str):
@@ -60,6 +81,11 @@ class EvolverConfig(BaseModel):
     # No proposal is emitted while the company has this many live procedure facts.
     max_org_entries: int = Field(default=10_000, ge=1)
     window_days: int = Field(default=7, ge=1, le=365)
+
+    @model_validator(mode="after")
+    def _rails_need_the_evolver(self) -> EvolverConfig:
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self
 
 
 class ProceduralMemoryConfig(BaseModel):

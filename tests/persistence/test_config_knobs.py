@@ -634,6 +634,87 @@ def test_stored_settings_that_changed_nothing_are_dropped_by_the_migration():
         (tool_based.pk, "migration", 2),
     ]
     assert entries[2].details["before"]["memory"]["retrieval"]["injection_point"] == "user"
+    # the rails left behind tune an evolver that is now off: persistence 0013 drops them
+    importlib.import_module(
+        "persistence.migrations.0013_config_knobs_whose_setting_is_off"
+    ).drop_knobs_whose_setting_is_off(apps, None)
     for company in stored:  # every stored config parses again
+        company.refresh_from_db()
         company_config(company)
+    assert never.config["memory"]["procedural"] == {"evolver": {}}
     assert company_config(never).memory.procedural.evolver.enabled is False
+
+
+def test_stored_knobs_whose_setting_is_off_are_dropped_by_the_migration():
+    """persistence 0013: a key set to a non-default value while the setting it tunes is off
+    (now refused, ``config_value_needs_setting``) is dropped from stored configs so they
+    parse again; a key at its default (a fully dumped config) and a knob whose setting is on
+    are kept; the rewrite is audited with the config before."""
+    import importlib
+
+    from django.apps import apps
+
+    migration = importlib.import_module(
+        "persistence.migrations.0013_config_knobs_whose_setting_is_off"
+    )
+    off = CompanyFactory()
+    on = CompanyFactory()
+    dumped = CompanyFactory()
+    stored = {
+        off: {
+            "memory": {
+                "procedural": {
+                    "evolver": {"window_days": 14, "max_proposals_per_cycle": 10},
+                    "capture": {"type": "failure", "min_quality_score": 6.0},
+                    "pruning": {"strategy": "ttl", "max_age_days": 30, "max_entries": 50},
+                    "propagation": {"max_propagation_targets": 3},
+                },
+                "consolidation": {
+                    "wiki_export": {"export_root": "exports"},
+                    "experience_compressor": {"enabled": False, "max_tokens": 300},
+                    "archival": {"enabled": False, "age_threshold_days": 30},
+                    "group_threshold": 5,
+                },
+                "fine_tune": {"epochs": 3},
+                "extraction": {"enabled": False, "debounce_seconds": 5},
+                "dream": {"enabled": False, "lookback_days": 3},
+            }
+        },
+        on: {
+            "memory": {
+                "procedural": {"evolver": {"enabled": True, "window_days": 14}},
+                "dream": {"lookback_days": 3},
+            }
+        },
+        dumped: parse_company_config({}).model_dump(mode="json"),
+    }
+    for company, config in stored.items():
+        Company.objects.filter(pk=company.pk).update(config=config)
+    migration.drop_knobs_whose_setting_is_off(apps, None)
+    for company in stored:
+        company.refresh_from_db()
+        company_config(company)  # parses again
+    assert off.config == {
+        "memory": {
+            "procedural": {
+                "evolver": {"max_proposals_per_cycle": 10},
+                "capture": {"type": "failure"},
+                "pruning": {"strategy": "ttl", "max_age_days": 30},
+                "propagation": {},
+            },
+            "consolidation": {
+                "wiki_export": {},
+                "experience_compressor": {"enabled": False},
+                "archival": {"enabled": False},
+            },
+            "fine_tune": {},
+            "extraction": {"enabled": False},
+            "dream": {"enabled": False},
+        }
+    }
+    assert on.config == stored[on]
+    assert dumped.config == stored[dumped]
+    assert [c.config_revision for c in stored] == [2, 1, 1]
+    entry = AuditEntry.objects.get(action_type="company.config_changed")
+    assert (entry.company_id, entry.details["via"]) == (off.pk, "migration")
+    assert entry.details["before"] == stored[off]

@@ -530,3 +530,106 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         SEED_SHAPE + "test_the_seed_shape_becomes_rules_and_is_stored_as_rules",
     ),
 }
+
+
+# --- the setting each field needs ---------------------------------------------------------
+# A field that acts only under another setting is refused when set alone on the default
+# config (``config_value_needs_setting`` / ``config_value_not_offered``); here is the setting
+# it acts under (the longest matching prefix wins; ``{}``: none), to be merged into the
+# default config with the field's probe value. Its evidence above then shows its effect under
+# that setting. A field named here that loads alone fails the test (unless it is the
+# setting itself, as ``evolver.enabled`` is).
+
+
+def _memory(**sections: object) -> dict:
+    return {"memory": sections}
+
+
+_FINE_TUNE_ON = {"enabled": True, "checkpoint_path": "adapters", "base_model": "all-MiniLM-L6-v2"}
+
+ENABLING: dict[str, dict] = {
+    "memory.procedural.evolver.": _memory(procedural={"evolver": {"enabled": True}}),
+    "memory.consolidation.wiki_export.": _memory(consolidation={"wiki_export": {"enabled": True}}),
+    "memory.consolidation.experience_compressor.": _memory(
+        consolidation={"experience_compressor": {"enabled": True}}
+    ),
+    "memory.consolidation.archival.dual_mode.": _memory(
+        consolidation={"archival": {"dual_mode": {"enabled": True, "summarization_model": "m"}}}
+    ),
+    "memory.consolidation.llm.": _memory(consolidation={"strategy": "llm"}),
+    # ... but for the truncation that the simple strategy applies too
+    "memory.consolidation.llm.fallback_truncate_length": {},
+    "memory.fine_tune.": _memory(fine_tune=_FINE_TUNE_ON),
+    "memory.procedural.capture.": _memory(procedural={"capture": {"type": "success"}}),
+    "memory.procedural.propagation.": _memory(procedural={"propagation": {"strategy": "role"}}),
+    "memory.retrieval.diversity_lambda": _memory(retrieval={"diversity_penalty_enabled": True}),
+    "memory.retrieval.candidate_pool_multiplier": _memory(
+        retrieval={"diversity_penalty_enabled": True}
+    ),
+    "memory.retrieval.query_reformulation_enabled": _memory(retrieval={"strategy": "tool_based"}),
+    "memory.retrieval.max_reformulation_rounds": _memory(
+        retrieval={"strategy": "tool_based", "query_reformulation_enabled": True}
+    ),
+    "memory.retrieval.max_workers_per_query": _memory(retrieval={"retriever": "hierarchical"}),
+    "memory.retrieval.reflective_retry_enabled": _memory(retrieval={"retriever": "hierarchical"}),
+    "memory.retrieval.max_retry_count": _memory(
+        retrieval={"retriever": "hierarchical", "reflective_retry_enabled": True}
+    ),
+    "memory.retrieval.rerank_cache_ttl_seconds": _memory(
+        retrieval={"query_specific_rerank_enabled": True}
+    ),
+    # the linear formula's weights sum to 1: one moves with the other
+    "memory.retrieval.relevance_weight": _memory(
+        retrieval={"relevance_weight": 0.6, "recency_weight": 0.4}
+    ),
+    "memory.retrieval.recency_weight": _memory(
+        retrieval={"relevance_weight": 0.6, "recency_weight": 0.4}
+    ),
+    # an OpenAI-compatible embedder is named by all three together
+    "memory.embedder.": _memory(
+        embedder={"base_url": "http://embedder.internal/v1", "model": "e5", "dims": 384}
+    ),
+    "memory.consolidation.retention.default_action": _memory(
+        consolidation={"retention": {"default_retention_days": 30}}
+    ),
+}
+
+#: A value other than the default for fields whose type suggests none the config accepts
+#: (a model name, a path, an id, a bounded number); the rest are derived from the type.
+PROBE_VALUES: dict[str, object] = {
+    "memory.retrieval.relevance_weight": 0.6,
+    "memory.retrieval.recency_weight": 0.4,
+    "memory.retrieval.max_workers_per_query": 2,
+    "memory.retrieval.max_retry_count": 2,
+    "memory.retrieval.candidate_pool_multiplier": 4,
+    "memory.retrieval.max_reformulation_rounds": 3,
+    "memory.retrieval.rerank_cache_ttl_seconds": 600,
+    "memory.consolidation.archival.dual_mode.summarization_model": "summarizer-1",
+    "memory.consolidation.archival.dual_mode.max_summary_tokens": 300,
+    "memory.consolidation.archival.dual_mode.anchor_length": 200,
+    "memory.consolidation.llm.group_threshold": 5,
+    "memory.consolidation.llm.max_summary_tokens": 600,
+    "memory.consolidation.llm.max_entry_input_chars": 3000,
+    "memory.consolidation.llm.max_total_user_content_chars": 30000,
+    "memory.embedder.model": "text-embedding-3-small",
+    "memory.embedder.dims": 1536,
+    "memory.embedder.base_url": "http://embedder.internal/v1",
+    "memory.embedder.api_key_env": "SYNTHORG_SECRET_EMBEDDER",
+    "memory.consolidation.strategy": "llm",
+    "memory.redaction.disabled_patterns": ["bearer_token"],
+    "memory.redaction.extra_patterns": {"TICKET": "TCK-[0-9]+"},
+    "memory.self_editing.archival_write_categories": ["semantic"],
+    "memory.fine_tune.checkpoint_path": "adapters-2",
+    "memory.fine_tune.base_model": "all-MiniLM-L6-v2",
+    "memory.fine_tune.training_data_dir": "pairs",
+    "memory.fine_tune.evaluation_file": "dev.jsonl",
+    "memory.fine_tune.enabled": True,
+}
+
+#: Fields of a list's or mapping's item model: each item is its own rule, so a field has no
+#: "set alone" form on the default config; their evidence above sets whole items.
+ITEM_FIELDS = (
+    "memory.consolidation.retention.rules.",
+    "org_memory.write_access.rules.",
+    "memory.namespace_templates.",
+)
