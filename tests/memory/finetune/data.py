@@ -92,4 +92,9 @@ def enable(company, tmp_path, settings, **overrides) -> None:
         "held_out_share": 0.25,
         **overrides,
     }
+    if not fine_tune["enabled"]:
+        # off, fine-tuning's other keys would change nothing: they are refused
+        # (config_value_needs_setting), so a company that turns it off drops them
+        assert overrides.keys() == {"enabled"}, "set only enabled=False to turn it off"
+        fine_tune = {"enabled": False}
     company_config_set(company=company, data={"memory": {"fine_tune": fine_tune}})

@@ -114,7 +114,10 @@ def test_admin_starts_a_run_once_and_readers_may_not(trained):
 
 def test_preflight_shows_problems_and_full_model_is_not_supported(trained, tmp_path, settings):
     company, admin, _embedder = trained
-    enable(company, tmp_path, settings, enabled=False, min_pairs=PAIRS + 1, max_pairs=PAIRS + 1)
+    enable(company, tmp_path, settings, enabled=False)
+    response = admin.post(f"{PAGE}/preflight", {"method": "linear_adapter"})
+    assert 'id="preflight-blocked"' in html(response) and "fine_tune_disabled" in html(response)
+    enable(company, tmp_path, settings, min_pairs=PAIRS + 1, max_pairs=PAIRS + 1)
     response = admin.post(f"{PAGE}/preflight", {"method": "linear_adapter"})
     page = html(response)
     assert response.status_code == 200 and 'id="preflight-blocked"' in page
@@ -122,7 +125,7 @@ def test_preflight_shows_problems_and_full_model_is_not_supported(trained, tmp_p
         line.split("<code>")[1].split("</code>")[0]
         for line in page.split('<li class="preflight-problem">')[1:]
     ]
-    assert codes == ["fine_tune_disabled", "not_enough_pairs"]
+    assert codes == ["not_enough_pairs"]
     assert '<span class="pair-count">turn 120</span>' in page
     response = admin.post(f"{PAGE}/preflight", {"method": "full_model"})
     assert response.status_code == 501 and FULL_MODEL_UNSUPPORTED in html(response)

@@ -200,9 +200,9 @@ def test_archival_disabled_leaves_old_memories_live_and_whole(caller, now):
     configure(
         caller.company,
         strategy="simple",
-        archival={"enabled": False, "age_threshold_days": 30},
+        archival={"enabled": False},
     )
-    rows = seed(caller.agent, 4, now=now, age_days=40)
+    rows = seed(caller.agent, 4, now=now, age_days=120)  # past the default 90 days
     report = run_maintenance(agent=caller.agent, now=now)
     assert report.status == "succeeded"
     assert report.counts["consolidated"] == 0 and report.counts["archived"] == 0

@@ -377,13 +377,18 @@ def test_full_model_is_not_supported(setup):
 
 def test_preflight_reports_and_start_refuses(setup, tmp_path, settings):
     caller, client, _embedder = setup
-    enable(caller.company, tmp_path, settings, enabled=False, base_model="other-model")
+    enable(caller.company, tmp_path, settings, enabled=False)
     body = client.post(f"{BASE}/preflight", {}, format="json").json()
     assert body["ok"] is False
-    assert [p["code"] for p in body["problems"]] == ["fine_tune_disabled", "base_model_mismatch"]
+    # off, its other keys are refused at load: no checkpoint directory is configured either
+    codes = ["fine_tune_disabled", "checkpoint_path_unusable"]
+    assert [p["code"] for p in body["problems"]] == codes
     assert body["pairs"] == {**NO_PAIRS, "turn": PAIRS}
     response = client.post(f"{BASE}/runs", {}, format="json")
     assert (response.status_code, response.json()["code"]) == (422, "fine_tune_disabled")
+    enable(caller.company, tmp_path, settings, base_model="other-model")
+    body = client.post(f"{BASE}/preflight", {}, format="json").json()
+    assert [p["code"] for p in body["problems"]] == ["base_model_mismatch"]
     response = client.post(f"{BASE}/runs", {"epochs": 3}, format="json")
     assert (response.status_code, response.json()["code"]) == (400, "validation_error")
     enable(caller.company, tmp_path, settings, min_pairs=PAIRS + 1)
