@@ -82,7 +82,7 @@ from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
 from synthorg.jobs.policy import RetryPolicy
-from synthorg.jobs.registry import JobKind, llm_job_lease
+from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
     LeaseLost,
     job_claim,
@@ -756,7 +756,7 @@ def fine_tune_synthesize(
     run = _claim(run_id)
     if isinstance(run, str):
         return run
-    lease = max(_lease(run.company), llm_job_lease())
+    lease = max(_lease(run.company), llm_call_lease())
     try:
         _renew(run, lease)
         if _synthetic_pending(run):

@@ -31,7 +31,7 @@ from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
-from synthorg.jobs.services import job_claim, job_reclaim_expired, job_requeue
+from synthorg.jobs.services import job_claim, job_execute, job_reclaim_expired, job_requeue
 from synthorg.llm.slots import company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
 
@@ -120,7 +120,7 @@ def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) 
             if job is None:
                 continue
             retried += 1
-            if kind.run(job, batch) is False:  # the LLM call itself failed: an outage
+            if job_execute(kind, job, batch) is False:  # the LLM call itself failed: an outage
                 waiting = len(due) - index - 1
                 break
     return JobRunSummary(reclaimed=0, retried=retried, waiting=waiting)

@@ -18,14 +18,24 @@ from django.conf import settings
 from synthorg.jobs.models import DurableJob
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
 
-#: How long a worker may take beyond the LLM client's own total timeout before its job is
-#: taken for orphaned.
+#: The lease of a job whose worker keeps it alive: a keeper thread renews it every third of
+#: it while the run lasts (:func:`synthorg.jobs.services.job_execute`), so a live worker holds
+#: its job however long its LLM call takes, and a killed one (kill -9 of its q2 cluster)
+#: gives it up within this lease; the next dispatch reclaims it.
+JOB_LEASE = timedelta(seconds=30)
+#: How long a worker may take beyond the LLM client's own total timeout before work that
+#: renews its lease only between LLM calls (not kept alive) is taken for orphaned.
 LEASE_MARGIN = timedelta(seconds=30)
 
 
 def llm_job_lease() -> timedelta:
-    """The lease of an LLM job: the client's total timeout (``SYNTHORG_LLM['TOTAL_TIMEOUT']``,
-    120 s by default) plus :data:`LEASE_MARGIN` — a live worker is done by then."""
+    """The lease of a job kept alive while it runs: :data:`JOB_LEASE`."""
+    return JOB_LEASE
+
+
+def llm_call_lease() -> timedelta:
+    """A lease renewed only between LLM calls: the client's total timeout
+    (``SYNTHORG_LLM['TOTAL_TIMEOUT']``, 120 s by default) plus :data:`LEASE_MARGIN`."""
     conf = getattr(settings, "SYNTHORG_LLM", {}) or {}
     total = float(conf.get("TOTAL_TIMEOUT") or 120.0)
     return timedelta(seconds=total) + LEASE_MARGIN
@@ -81,6 +91,12 @@ class JobKind:
     reclaimed_status: str | None = None
     #: whether a run takes one of the company's LLM slots (and runs on the LLM cluster)
     llm_slots: bool = True
+    #: whether a keeper thread renews the lease while ``run`` works (off for a kind that
+    #: renews its own, longer lease step by step)
+    keep_alive: bool = True
+    #: the status of a job whose ``run`` raised (recorded ``internal error: …``); ``None``:
+    #: the exception propagates (to the kind's ``batch``) and the lease reclaims the job
+    crashed_status: str | None = None
     #: how long past ``next_attempt_at`` a job is left to the task enqueued for it (on commit,
     #: at its retry time) before the dispatcher takes it; a reclaimed job is due at once
     grace: timedelta = timedelta(0)

@@ -70,13 +70,12 @@ from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jo
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
-    LeaseLost,
-    job_claim,
     job_defer,
     job_fail,
     job_finish,
     job_reclaim_expired,
     job_requeue,
+    job_run,
 )
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
@@ -141,7 +140,7 @@ def execution_report_capture(*, report_id, now: datetime | None = None) -> Execu
     Idempotent: a report whose capture is not ``queued`` (or that another worker claimed
     first) is returned unchanged.
     """
-    capture = job_claim(CAPTURE_JOB, report_id)
+    capture = job_run(CAPTURE_JOB, report_id, batch=now)
     if capture is None:
         current = ExecutionCapture.objects.filter(report_id=report_id).first()
         if current is None:
@@ -149,30 +148,13 @@ def execution_report_capture(*, report_id, now: datetime | None = None) -> Execu
                 "No execution report with this id.", code="execution_report_not_found"
             )
         return current
-    return _run_claimed(capture, now=now)
+    return capture
 
 
-def _run_claimed(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture:
-    try:
-        return _run(capture, now=now)
-    except LeaseLost:
-        # This worker overran its lease and the capture was reclaimed: a later run records it.
-        logger.warning("procedural capture of report %s lost its lease", capture.report_id)
-        return ExecutionCapture.objects.get(report_id=capture.report_id)
-    except Exception as exc:
-        # A bug or an outage must not leave the capture "running" forever: record it.
-        logger.exception("procedural capture of report %s crashed", capture.report_id)
-        try:
-            _finish(capture, CaptureStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
-        except LeaseLost:
-            return ExecutionCapture.objects.get(report_id=capture.report_id)
-        return capture
-
-
-def capture_job_run(capture: ExecutionCapture, now: datetime) -> bool:
-    """The job kind's ``run``: one claimed capture; ``False`` when its LLM call failed (an
-    outage: the company's retry batch stops)."""
-    capture = _run_claimed(capture, now=now)
+def capture_job_run(capture: ExecutionCapture, now: datetime | None) -> bool:
+    """The job kind's ``run``: one claimed capture (``now``: the batch's clock); ``False``
+    when its LLM call failed (an outage: the company's retry batch stops)."""
+    _run(capture, now=now)
     return not capture.reason.startswith(LLM_FAILURE)
 
 
@@ -545,6 +527,7 @@ CAPTURE_JOB = JobKind(
     select_related=("report__agent__company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=CaptureStatus.FAILED,
+    crashed_status=CaptureStatus.FAILED,
     label="Lesson capture",
     failed_statuses=(CaptureStatus.FAILED,),
     describe=_describe,
