@@ -971,6 +971,7 @@ FINE_TUNE_JOB = JobKind(
     queued=FineTuneRun.Status.PLANNED,
     running=FineTuneRun.Status.RUNNING,
     lease=lambda: CLAIM_LEASE,
+    keep_alive=False,  # the run renews its own lease (the company's) after every epoch
     select_related=("company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=FineTuneRun.Status.FAILED,

@@ -70,7 +70,7 @@ from synthorg.jobs.dispatch import (
     jobs_run_due,
 )
 from synthorg.jobs.registry import JobKind
-from synthorg.jobs.services import LeaseLost, job_finish, job_reclaim_expired, job_requeue
+from synthorg.jobs.services import job_finish, job_reclaim_expired, job_requeue
 from synthorg.llm import LLMError
 
 logger = logging.getLogger("memory.procedural.evolver")
@@ -200,11 +200,7 @@ def draft_job_run(draft: DraftFailure, run: _CompanyRun) -> bool:
     """The job kind's ``run``: one claimed draft; ``False`` when the LLM call itself failed
     (the company's batch stops)."""
     run.retried += 1
-    try:
-        return _retry_one(run, draft)
-    except LeaseLost:
-        logger.warning("evolver draft %s lost its lease: a later run records it", draft.pk)
-        return True
+    return _retry_one(run, draft)
 
 
 def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:
