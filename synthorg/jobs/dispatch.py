@@ -31,13 +31,26 @@ from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
-from synthorg.jobs.services import job_claim, job_execute, job_reclaim_expired, job_requeue
-from synthorg.llm.slots import company_llm_slot
+from synthorg.jobs.services import (
+    job_claim,
+    job_defer,
+    job_execute,
+    job_reclaim_expired,
+    job_requeue,
+)
+from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger(__name__)
 
 RETRY_REASON = "retry"
+#: The kernel's own tasks for a kind registered without a ``company_task`` of its own.
+COMPANY_TASK = "synthorg.jobs.tasks.jobs_company"
+JOB_TASK = "synthorg.jobs.tasks.job_run_task"
+SLOT_DEFERRED = (
+    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
+    "it runs at its turn"
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +81,40 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
         kwargs: dict[str, object] = {"now": explicit} if explicit is not None else {}
         if kind.llm_slots:
             kwargs["cluster"] = LLM_CLUSTER
-        async_task(kind.company_task, company_id, **kwargs)
+        if kind.company_task:
+            async_task(kind.company_task, company_id, **kwargs)
+        else:
+            async_task(COMPANY_TASK, kind.name, company_id, **kwargs)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def job_enqueue(kind: JobKind, pk) -> None:
+    """Hand job ``pk`` to a worker now (the kernel's task runs :func:`job_run`; call it on
+    commit). A lost message is harmless: the job is due, the next dispatch runs it."""
+    try:
+        async_task(JOB_TASK, kind.name, str(pk), cluster=LLM_CLUSTER if kind.llm_slots else None)
+    except Exception:
+        logger.exception("queueing %s %s failed; the dispatcher runs it", kind.name, pk)
+
+
+def job_run(kind: JobKind, pk, *, now: datetime | None = None, batch=None, queryset=None):
+    """What a job's own task does: claim job ``pk`` and run it (:func:`job_execute`) — for a
+    kind with ``slot_per_run`` under one of its company's LLM slots, or, with every slot
+    taken, deferred (not an attempt) to wait for its turn. Returns the job as the run left
+    it, or ``None`` when it was not claimable."""
+    job = job_claim(kind, pk, now=now, queryset=queryset)
+    if job is None:
+        return None
+    if not kind.slot_per_run:
+        job_execute(kind, job, batch)
+        return job
+    with company_llm_slot(job.company_id) as slot:
+        if slot:
+            job_execute(kind, job, batch)
+        else:
+            jobs_wait_turn(job.company_id, kind.name, now=now or timezone.now())
+            job_defer(kind, job, reason=SLOT_DEFERRED.format(limit=company_llm_concurrency()))
+    return job
 
 
 def _due(kind: JobKind, company_id: int, now: datetime, limit: int) -> list[tuple]:

@@ -17,6 +17,10 @@ from django.conf import settings
 
 from synthorg.jobs.models import DurableJob
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, register_schedule
+
+#: The kernel's dispatch task of a kind registered without a ``company_task`` of its own.
+DISPATCH_TASK = "synthorg.jobs.tasks.jobs_dispatch_kind"
 
 #: The lease of a job whose worker keeps it alive: a keeper thread renews it every third of
 #: it while the run lasts (:func:`synthorg.jobs.services.job_execute`), so a live worker holds
@@ -73,7 +77,9 @@ class JobKind:
     model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
-    company_task: str  # dotted q2 task the dispatcher hands each company: task(company_id)
+    #: the dotted q2 task the dispatcher hands each company, ``task(company_id)``, scheduled
+    #: by the kind itself; "" (the default): the kernel's own task and every-minute schedule
+    company_task: str = ""
     queued: str = "queued"  # the claimable status
     running: str = "running"
     policy: RetryPolicy = DEFAULT_POLICY
@@ -91,6 +97,10 @@ class JobKind:
     reclaimed_status: str | None = None
     #: whether a run takes one of the company's LLM slots (and runs on the LLM cluster)
     llm_slots: bool = True
+    #: whether the kernel holds one of the company's LLM slots around every run (a job's own
+    #: task too: with every slot taken the job is deferred, not charged, and waits for its
+    #: turn); off for a kind that asks for a slot only when it calls the LLM
+    slot_per_run: bool = False
     #: whether a keeper thread renews the lease while ``run`` works (off for a kind that
     #: renews its own, longer lease step by step)
     keep_alive: bool = True
@@ -143,7 +153,22 @@ _sweeps: dict[str, SlotSweep] = {}
 
 
 def register_job_kind(kind: JobKind) -> None:
+    """Register ``kind``; one without a ``company_task`` of its own also gets the kernel's
+    every-minute dispatch schedule (``jobs-<name>``, on the LLM cluster for LLM work)."""
     _kinds[kind.name] = kind
+    if not kind.company_task:
+        from django_q.models import Schedule
+
+        register_schedule(
+            ScheduleSpec(
+                name=f"jobs-{kind.name}",
+                func=DISPATCH_TASK,
+                schedule_type=Schedule.MINUTES,
+                minutes=1,
+                args=(kind.name,),
+                cluster=LLM_CLUSTER if kind.llm_slots else None,
+            )
+        )
 
 
 def job_kind(name: str) -> JobKind:

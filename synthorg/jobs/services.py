@@ -5,9 +5,10 @@
   worker holds it. No row lock is held across the work.
 * :func:`job_claim` — :func:`lease_claim` for a durable job: it moves from the kind's
   ``queued`` status to ``running`` with a lease (``claimed_until``) and one more attempt.
-* :func:`job_run` / :func:`job_execute` — claim and run one job the way every worker does:
-  the kind's ``run(job, batch)`` under a keeper thread that renews the short lease
-  (:func:`lease_kept`), a lost lease logged, a crash recorded (``kind.crashed_status``).
+* :func:`job_execute` — run one claimed job the way every worker does: the kind's
+  ``run(job, batch)`` under a keeper thread that renews the short lease
+  (:func:`lease_kept`), a lost lease logged, a crash recorded (``kind.crashed_status``);
+  :func:`synthorg.jobs.dispatch.job_run` claims and executes one job (a job's own task).
 * :func:`job_extend` — a long run renews its lease step by step (or learns it lost it).
 * :func:`job_finish` — the outcome of a claimed run, fenced by the lease the claim took: a
   worker whose lease expired (and whose job was reclaimed) cannot overwrite a later run
@@ -169,16 +170,6 @@ def job_execute(kind: JobKind, job, batch=None) -> bool | None:
                     reason=f"internal error: {type(exc).__name__}: {exc}",
                 )
             return True
-
-
-def job_run(kind: JobKind, pk, *, now: datetime | None = None, batch=None, queryset=None):
-    """What a job's own task does: claim job ``pk`` and :func:`job_execute` it. Returns the
-    job as the run left it, or ``None`` when it was not claimable."""
-    job = job_claim(kind, pk, now=now, queryset=queryset)
-    if job is None:
-        return None
-    job_execute(kind, job, batch)
-    return job
 
 
 def job_finish(

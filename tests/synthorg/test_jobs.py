@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from synthorg.db.append_only import AppendOnly
 from synthorg.jobs import registry
-from synthorg.jobs.dispatch import jobs_run_company, jobs_run_due
+from synthorg.jobs.dispatch import job_run, jobs_run_company, jobs_run_due
 from synthorg.jobs.models import DurableJob, JobStatusChange, JobTurn
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy, retry_delay
 from synthorg.jobs.registry import JobKind, llm_job_lease
@@ -34,7 +34,6 @@ from synthorg.jobs.services import (
     job_reclaim_expired,
     job_renew,
     job_requeue,
-    job_run,
 )
 from tests.support.db_roles import owner_cursor
 from tests.support.llm_slots import slot_held_elsewhere
@@ -449,3 +448,51 @@ def test_the_kernel_records_a_run_that_raises_and_a_run_that_lost_its_lease(samp
     other = new_job(sample, lane="c", due=timezone.now())
     assert job_run(lost, other.pk) is not None
     assert state(other)[0] == "queued"  # reclaimed: a later run records it
+
+
+def test_a_kind_needs_one_run_function_and_one_registration(sample, monkeypatch):
+    """A kind registered with no task, schedule or slot code of its own: the kernel declares
+    its every-minute dispatch, its own task runs a job under one of the company's LLM slots
+    (deferred — not charged — and waiting for its turn while every slot is taken), and the
+    dispatch hands the company the kernel's batch task."""
+    from django_q.models import OrmQ, Schedule
+
+    from synthorg import schedules
+    from synthorg.jobs.dispatch import COMPANY_TASK, SLOT_DEFERRED
+    from synthorg.jobs.registry import DISPATCH_TASK, register_job_kind
+    from synthorg.jobs.tasks import job_run_task, jobs_company, jobs_dispatch_kind
+    from synthorg.llm.slots import company_llm_concurrency
+
+    monkeypatch.setattr(registry, "_kinds", dict(registry._kinds))
+    monkeypatch.setattr(schedules, "_static", dict(schedules._static))
+    summary = replace(make_kind(sample, "sample.summary", "s"), company_task="", slot_per_run=True)
+    summary.run.kind = summary
+    register_job_kind(summary)
+    assert schedules.declared_schedules()["jobs-sample.summary"] == schedules.ScheduleSpec(
+        name="jobs-sample.summary",
+        func=DISPATCH_TASK,
+        schedule_type=Schedule.MINUTES,
+        minutes=1,
+        args=("sample.summary",),
+        cluster=schedules.LLM_CLUSTER,
+    )
+
+    job = new_job(sample, lane="s", due=timezone.now())
+    with slot_held_elsewhere(COMPANY):
+        assert job_run_task("sample.summary", str(job.pk)) == "queued"
+    deferred = SLOT_DEFERRED.format(limit=company_llm_concurrency())
+    status, attempts, due, claimed_until, reason = state(job)
+    assert (status, attempts, claimed_until, reason) == ("queued", 0, None, deferred)
+    assert JobTurn.objects.filter(company_id=COMPANY, kind="sample.summary").exists()
+
+    later = due + timedelta(seconds=1)
+    assert jobs_dispatch_kind("sample.summary", now=later) == {
+        "reclaimed": 0,
+        "companies": [COMPANY],
+    }
+    [queued] = OrmQ.objects.all()
+    assert (queued.task["func"], queued.task["args"]) == (COMPANY_TASK, ("sample.summary", COMPANY))
+    assert queued.key == schedules.LLM_CLUSTER
+    assert jobs_company("sample.summary", COMPANY, now=later)["retried"] == 1
+    assert state(job)[:2] == ("done", 1)
+    assert not JobTurn.objects.filter(company_id=COMPANY, kind="sample.summary").exists()

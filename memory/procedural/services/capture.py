@@ -66,7 +66,13 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from persistence.services.jobs import require_operator
 from synthorg.errors import ConflictError, DomainError, NotFoundError
-from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
+from synthorg.jobs.dispatch import (
+    JobDispatch,
+    JobRunSummary,
+    job_run,
+    jobs_dispatch,
+    jobs_run_company,
+)
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
@@ -75,7 +81,6 @@ from synthorg.jobs.services import (
     job_finish,
     job_reclaim_expired,
     job_requeue,
-    job_run,
 )
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
