@@ -23,8 +23,10 @@ still one task per company, so one company's dead endpoint holds up only its own
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from django_q.tasks import async_task
@@ -71,21 +73,26 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
     """Reclaim ``kind``'s orphaned jobs, then enqueue ``kind.company_task(company_id)`` on
     the LLM cluster for every company with due jobs. Nothing runs here. ``now`` (tests) is
     passed on."""
-    explicit = now
-    now = now or timezone.now()
-    reclaimed = job_reclaim_expired(kind, now=now)
-    companies = tuple(
-        kind.due_jobs(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    )
-    for company_id in companies:
-        kwargs: dict[str, object] = {"now": explicit} if explicit is not None else {}
-        if kind.llm_slots:
-            kwargs["cluster"] = LLM_CLUSTER
-        if kind.company_task:
-            async_task(kind.company_task, company_id, **kwargs)
-        else:
-            async_task(COMPANY_TASK, kind.name, company_id, **kwargs)
+    reclaimed = job_reclaim_expired(kind, now=now or timezone.now())
+    task = (kind.company_task,) if kind.company_task else (COMPANY_TASK, kind.name)
+    companies = companies_dispatch(kind.due_jobs, task, now=now, llm=kind.llm_slots)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def companies_dispatch(
+    due: Callable[[datetime], Any], task: tuple, *, now: datetime | None = None, llm: bool = True
+) -> tuple[int, ...]:
+    """Enqueue ``task`` (its dotted path and leading arguments) with each ``company_id`` of
+    the rows ``due(now)`` returns — on the LLM cluster for ``llm`` work. Nothing runs here,
+    so a company whose LLM hangs holds up only its own task. ``now`` (tests) is passed on."""
+    rows = due(now or timezone.now())
+    companies = tuple(rows.order_by("company_id").values_list("company_id", flat=True).distinct())
+    kwargs: dict[str, object] = {"now": now} if now is not None else {}
+    if llm:
+        kwargs["cluster"] = LLM_CLUSTER
+    for company_id in companies:
+        async_task(*task, company_id, **kwargs)
+    return companies
 
 
 def job_enqueue(kind: JobKind, pk) -> None:

@@ -45,7 +45,6 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
@@ -74,14 +73,18 @@ from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
-from synthorg.jobs.dispatch import jobs_serve_turns, jobs_take_turn, jobs_wait_turn
+from synthorg.jobs.dispatch import (
+    companies_dispatch,
+    jobs_serve_turns,
+    jobs_take_turn,
+    jobs_wait_turn,
+)
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import llm_job_lease
 from synthorg.jobs.services import lease_claim, lease_kept
 from synthorg.llm import Completion, CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
-from synthorg.schedules import LLM_CLUSTER
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
@@ -201,17 +204,8 @@ def _due(now: datetime):
 def conversations_extract_dispatch(*, now: datetime | None = None) -> tuple[int, ...]:
     """The ``ingestion-extraction-sweep`` schedule (every minute): hand every company with
     due conversations its own task on the LLM cluster
-    (:func:`conversations_extract_due_company`). Nothing runs here, so a company whose LLM
-    hangs holds up only its own task. Returns the companies dispatched."""
-    explicit = now
-    now = now or timezone.now()
-    companies = tuple(
-        _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    )
-    for company_id in companies:
-        kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(EXTRACT_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
-    return companies
+    (:func:`conversations_extract_due_company`). Returns the companies dispatched."""
+    return companies_dispatch(_due, (EXTRACT_COMPANY_TASK,), now=now)
 
 
 @dataclass(frozen=True)
@@ -413,7 +407,7 @@ def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config,
         if not lease_claim(
             unchanged,
             lease_field="claim_expires_at",
-            until=now + extraction_lease(),
+            until=now + llm_job_lease(),
             now=now,
             claim_run=run,
         ):
@@ -421,7 +415,7 @@ def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config,
             return None
         _expire(expired, now)
     conversation.claim_run = run
-    conversation.claim_expires_at = now + extraction_lease()
+    conversation.claim_expires_at = now + llm_job_lease()
     return _Claim(run=run, conversation=conversation)
 
 
@@ -433,22 +427,16 @@ def _expire(run_pk, now: datetime) -> None:
         )
 
 
-def extraction_lease():
-    """A claim's lease: the kernel's short job lease, renewed by a keeper while the run
-    works (:func:`_kept`), so a killed worker frees the range within it."""
-    return llm_job_lease()
-
-
 def _kept(claim: _Claim):
     """The keeper of ``claim``'s lease while its run works (a range whose claim was taken
     over is not renewed)."""
 
     def renew() -> None:
         Conversation.objects.filter(pk=claim.conversation.pk, claim_run_id=claim.run.pk).update(
-            claim_expires_at=timezone.now() + extraction_lease()
+            claim_expires_at=timezone.now() + llm_job_lease()
         )
 
-    return lease_kept(renew, extraction_lease())
+    return lease_kept(renew, llm_job_lease())
 
 
 def _batch_end(conversation: Conversation, first: int, max_tokens: int) -> int:
