@@ -5,8 +5,9 @@
 
 Everything runs against a **throw-away embedded PostgreSQL** in a temporary directory
 (``SYNTHORG_PGDATA``), so neither the user's data nor the user's own server is touched (the
-postmaster of that temporary server is the one killed). The benchmark migrates it, creates a
-company with ``--clients`` agents and API keys, and starts ``manage.py serve`` (supervisord,
+postmaster of that temporary server is the one killed). The benchmark migrates it,
+declares the schedules (as ``make run`` does), creates a company with ``--clients`` agents
+and API keys, and starts ``manage.py serve`` (supervisord,
 2 web workers, the q2 cluster). ``--clients`` threads then store memories over HTTP
 (``POST /api/v1/memories``, one new connection per request, at most ``--rate`` writes/s per
 client, bounded by ``--max-minutes`` overall) and record the id of every acknowledged
@@ -359,6 +360,10 @@ def main() -> None:
             cwd=ROOT,
             env=env,
             check=True,
+        )
+        # as `make run` does: the every-minute schedules (a held job's reclaim is one)
+        subprocess.run(
+            [sys.executable, "manage.py", "sync_schedules"], cwd=ROOT, env=env, check=True
         )
         django.setup()
         from django.db import connections

@@ -23,7 +23,8 @@ still one task per company, so one company's dead endpoint holds up only its own
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -115,13 +116,27 @@ def job_run(kind: JobKind, pk, *, now: datetime | None = None, batch=None, query
     if not kind.slot_per_run:
         job_execute(kind, job, batch)
         return job
-    with company_llm_slot(job.company_id) as slot:
+    with job_llm_slot(kind, job, now=now) as slot:
         if slot:
             job_execute(kind, job, batch)
-        else:
-            jobs_wait_turn(job.company_id, kind.name, now=now or timezone.now())
-            job_defer(kind, job, reason=SLOT_DEFERRED.format(limit=company_llm_concurrency()))
     return job
+
+
+@contextmanager
+def job_llm_slot(
+    kind: JobKind, job, *, now: datetime | None = None, reason: str = SLOT_DEFERRED, **fields
+) -> Iterator[bool]:
+    """One of the claimed ``job``'s company LLM slots while the block runs (``True``); with
+    every slot taken the job is deferred (:func:`~synthorg.jobs.services.job_defer`: not an
+    attempt, ``reason`` formatted with the company's ``limit``, ``fields`` saved with it) and
+    waits for its turn (``False``: the block must not call the LLM)."""
+    with company_llm_slot(job.company_id) as slot:
+        if not slot:
+            logger.info("%s %s deferred: LLM slots busy", kind.name, job.pk)
+            jobs_wait_turn(job.company_id, kind.name, now=now or timezone.now())
+            limit = company_llm_concurrency()
+            job_defer(kind, job, reason=reason.format(limit=limit), now=now, **fields)
+        yield slot
 
 
 def _due(kind: JobKind, company_id: int, now: datetime, limit: int) -> list[tuple]:

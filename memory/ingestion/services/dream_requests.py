@@ -43,30 +43,26 @@ from persistence.selectors.config import company_config
 from synthorg.enums import MemoryLevel
 from synthorg.errors import RateLimitedError, UnprocessableError
 from synthorg.jobs.dispatch import (
+    SLOT_DEFERRED,
     JobDispatch,
     JobRunSummary,
+    job_llm_slot,
     jobs_dispatch,
     jobs_run_company,
-    jobs_wait_turn,
 )
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
     REASON_MAX,
     job_claim,
-    job_defer,
     job_execute,
     job_fail,
     job_finish,
 )
-from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
 
 DREAM_REQUEST_TASK = "memory.ingestion.tasks.dream_requested"
 DREAM_REQUESTS_COMPANY_TASK = "memory.ingestion.tasks.dream_requests_company"
-DEFERRED = (
-    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
-    "it runs at its turn"
-)
+DEFERRED = SLOT_DEFERRED
 LLM_FAILURE = "llm_error"
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 AGENT_LIMITED = (
@@ -172,16 +168,8 @@ def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
     if provider is None:
         run = agent_dream(agent=agent, trigger="agent", now=now)
     else:
-        with company_llm_slot(agent.company_id) as slot:
+        with job_llm_slot(DREAM_REQUEST_JOB, job, now=now, deferrals=job.deferrals + 1) as slot:
             if not slot:
-                jobs_wait_turn(agent.company_id, DREAM_REQUEST_JOB.name, now=now)
-                job_defer(
-                    DREAM_REQUEST_JOB,
-                    job,
-                    reason=DEFERRED.format(limit=company_llm_concurrency()),
-                    now=now,
-                    deferrals=job.deferrals + 1,
-                )
                 return None
             run = agent_dream(agent=agent, trigger="agent", provider=provider, now=now)
     if _llm_failed(run):

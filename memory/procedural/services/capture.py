@@ -69,6 +69,7 @@ from synthorg.errors import ConflictError, DomainError, NotFoundError
 from synthorg.jobs.dispatch import (
     JobDispatch,
     JobRunSummary,
+    job_llm_slot,
     job_run,
     jobs_dispatch,
     jobs_run_company,
@@ -76,14 +77,12 @@ from synthorg.jobs.dispatch import (
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
-    job_defer,
     job_fail,
     job_finish,
     job_reclaim_expired,
     job_requeue,
 )
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
-from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
@@ -191,9 +190,8 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     fields = report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
     try:
-        with company_llm_slot(agent.company_id) as slot:
-            if not slot:
-                _defer(capture)
+        with job_llm_slot(CAPTURE_JOB, capture, reason=DEFERRED) as slot:
+            if not slot:  # deferred, waiting for its turn: a slot holder serves it
                 return capture
             # The client resolves the model (synthorg.llm.resolve_model): a placeholder
             # such as the default ``example-small-001`` is never sent.
@@ -375,13 +373,6 @@ def _capture_by_rule(
         llm_reason=llm_reason,
     )
     return capture
-
-
-def _defer(capture: ExecutionCapture) -> None:
-    """Every LLM slot of the company is taken: back to ``queued``, due soon, this run not
-    counted as an attempt."""
-    logger.info("procedural capture of report %s deferred: LLM slots busy", capture.report_id)
-    job_defer(CAPTURE_JOB, capture, reason=DEFERRED.format(limit=company_llm_concurrency()))
 
 
 def _holds_rule_lesson(capture: ExecutionCapture) -> bool:
