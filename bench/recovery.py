@@ -5,8 +5,9 @@
 
 Everything runs against a **throw-away embedded PostgreSQL** in a temporary directory
 (``SYNTHORG_PGDATA``), so neither the user's data nor the user's own server is touched (the
-postmaster of that temporary server is the one killed). The benchmark migrates it, creates a
-company with ``--clients`` agents and API keys, and starts ``manage.py serve`` (supervisord,
+postmaster of that temporary server is the one killed). The benchmark migrates it,
+declares the schedules (as ``make run`` does), creates a company with ``--clients`` agents
+and API keys, and starts ``manage.py serve`` (supervisord,
 2 web workers, the q2 cluster). ``--clients`` threads then store memories over HTTP
 (``POST /api/v1/memories``, one new connection per request, at most ``--rate`` writes/s per
 client, bounded by ``--max-minutes`` overall) and record the id of every acknowledged
@@ -15,6 +16,11 @@ client, bounded by ``--max-minutes`` overall) and record the id of every acknowl
 
 - ``qcluster``: kill -9 of the ``manage.py qcluster`` process; a task queued once the dead
   cluster's processes are gone must run (``queued_task_ran_s``, from the kill);
+- ``llm_qcluster``: kill -9 of the LLM cluster while it holds a durable job: a lesson
+  capture is claimed just before the kill exactly as that cluster's worker claims it
+  (``job_claim``, the 30 s job lease, whose keeper dies with the cluster), and must be run
+  to its end by the restarted cluster — its lease passes, the capture schedule's next tick
+  (every minute) reclaims and runs it (``held_job_completed_s``, from the kill);
 - ``web_worker``: kill -9 of one uvicorn worker;
 - ``gunicorn_master``: kill -9 of the gunicorn master;
 - ``postmaster``: kill -9 of the embedded PostgreSQL postmaster.
@@ -55,7 +61,7 @@ WORK, PGDATA = throwaway_database("synthorg-recovery-")
 import django  # noqa: E402
 import psutil  # noqa: E402
 
-FAULTS = ("qcluster", "web_worker", "gunicorn_master", "postmaster")
+FAULTS = ("qcluster", "llm_qcluster", "web_worker", "gunicorn_master", "postmaster")
 TARGET_S = 30.0
 
 
@@ -167,14 +173,14 @@ def cmdline(proc: psutil.Process) -> str:
     return ""
 
 
-def program_leader(serve_pid: int, marker: str) -> psutil.Process | None:
+def program_leader(serve_pid: int, marker: str, *, llm: bool = False) -> psutil.Process | None:
     """The process supervisord started for a program (its parent is supervisord). For
-    ``qcluster``: the default cluster's, not the LLM cluster's (the same command line with
-    ``Q_CLUSTER_NAME=llm`` in its environment)."""
+    ``qcluster``: the default cluster's, or with ``llm`` the LLM cluster's (the same command
+    line with ``Q_CLUSTER_NAME=llm`` in its environment)."""
     with contextlib.suppress(psutil.Error):
         for proc in psutil.Process(serve_pid).children(recursive=True):
             if marker in cmdline(proc) and "supervisor.supervisord" in cmdline(proc.parent()):
-                if marker == "qcluster" and proc.environ().get("Q_CLUSTER_NAME"):
+                if marker == "qcluster" and bool(proc.environ().get("Q_CLUSTER_NAME")) != llm:
                     continue
                 return proc
     return None
@@ -183,8 +189,8 @@ def program_leader(serve_pid: int, marker: str) -> psutil.Process | None:
 def target_pid(fault: str, serve_pid: int) -> int:
     from synthorg.embedded_pg import read_postmaster
 
-    if fault == "qcluster":
-        return program_leader(serve_pid, "qcluster").pid
+    if fault in ("qcluster", "llm_qcluster"):
+        return program_leader(serve_pid, "qcluster", llm=fault == "llm_qcluster").pid
     if fault == "gunicorn_master":
         return program_leader(serve_pid, "gunicorn").pid
     if fault == "web_worker":
@@ -207,8 +213,37 @@ def replacement_pid(fault: str, serve_pid: int, old: int, before: set[int]) -> i
         return info.pid if info and info.status == "ready" and info.pid != old else None
     if fault == "web_worker":
         return next(iter(worker_pids(serve_pid) - before), None)
-    leader = program_leader(serve_pid, "qcluster" if fault == "qcluster" else "gunicorn")
+    if fault in ("qcluster", "llm_qcluster"):
+        leader = program_leader(serve_pid, "qcluster", llm=fault == "llm_qcluster")
+    else:
+        leader = program_leader(serve_pid, "gunicorn")
     return leader.pid if leader and leader.pid != old else None
+
+
+def held_capture() -> str:
+    """A lesson capture claimed as the LLM cluster's worker claims it (``job_claim``: status
+    ``running`` under the job lease); the worker is about to be killed. Its report id."""
+    from memory.procedural.services.capture import CAPTURE_JOB
+    from memory.procedural.services.reports import execution_report_submit
+    from persistence.models import Agent
+    from synthorg.jobs.services import job_claim
+
+    submitted = execution_report_submit(
+        agent=Agent.objects.filter(company__slug="recovery").order_by("pk").first(),
+        data={"task_title": "Recovery probe", "outcome": "failed", "retry_count": 2},
+        enqueue=False,
+    )
+    report_id = str(submitted.report.pk)
+    if job_claim(CAPTURE_JOB, report_id) is None:
+        raise SystemExit(f"the probe's capture is {submitted.capture}, not claimable")
+    return report_id
+
+
+def capture_ran(report_id: str) -> bool:
+    from memory.procedural.models import ExecutionCapture
+
+    status = ExecutionCapture.objects.values_list("status", flat=True).get(report_id=report_id)
+    return status not in ("queued", "running", "failed")
 
 
 def served_again(load: Load, t0: float) -> float | None:
@@ -225,6 +260,7 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     from django_q.models import Task
     from django_q.tasks import async_task
 
+    held = held_capture() if fault == "llm_qcluster" else None
     old = target_pid(fault, serve_pid)
     before = worker_pids(serve_pid)
     log(f"{fault}: kill -9 {old}")
@@ -246,6 +282,9 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
         lambda: Task.objects.filter(group=group, success=True).exists(), window, 0.25
     ):
         task_ran = time.monotonic() - t0
+    held_ran = None
+    if held and poll(lambda: capture_ran(held), max(window, 180), 0.5):
+        held_ran = time.monotonic() - t0
 
     # Served again once an acknowledged write follows the last failure and 3 s pass quietly.
     def settled():
@@ -275,6 +314,8 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     }
     if fault == "qcluster":
         result["queued_task_ran_s"] = round(task_ran, 2) if task_ran is not None else None
+    if fault == "llm_qcluster":
+        result["held_job_completed_s"] = round(held_ran, 2) if held_ran is not None else None
     log(f"{fault}: {result}")
     return result
 
@@ -319,6 +360,10 @@ def main() -> None:
             cwd=ROOT,
             env=env,
             check=True,
+        )
+        # as `make run` does: the every-minute schedules (a held job's reclaim is one)
+        subprocess.run(
+            [sys.executable, "manage.py", "sync_schedules"], cwd=ROOT, env=env, check=True
         )
         django.setup()
         from django.db import connections

@@ -776,6 +776,31 @@ def t_recovery(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
+def t_recovery_held_job(_arg) -> str:
+    """kill -9 of the LLM cluster while it holds a claimed lesson capture (issue 34)."""
+    name = "recovery_held_job.json"
+    use(name)
+    d = load(name)
+    labels = {"qcluster": "kill -9 `qcluster`", "llm_qcluster": "kill -9 the LLM `qcluster`"}
+    rows = [
+        [
+            labels.get(f["fault"], f["fault"]),
+            f["process_replaced_s"],
+            f.get("held_job_completed_s", "—"),
+            f.get("queued_task_ran_s", "—"),
+        ]
+        for f in d["faults"]
+    ]
+    head = ["fault", "replacement process after s", "held job completed after s",
+            "queued task ran after s"]  # fmt: skip
+    summary = (
+        f"{d['config']['clients']} clients at ≤ {fmt(d['config']['rate_per_client'])} writes/s "
+        f"each, load average {fmt(d['machine']['load_average'][0])} on "
+        f"{d['machine']['cpu_count']} cores (a shared machine: the figures move with its load)."
+    )
+    return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
+
+
 def t_recovery_postmaster(_arg) -> str:
     """kill -9 of the postmaster alone, before and after the 503 for every interface (issue
     34 item 7): REST clients only, then with MCP clients too."""
@@ -1238,6 +1263,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "recovery": t_recovery,
     "serve_stop": t_serve_stop,
     "recovery_postmaster": t_recovery_postmaster,
+    "recovery_held_job": t_recovery_held_job,
     "llm_faults": t_llm_faults,
     "learning_quality": t_learning_quality,
     "lifecycle": t_lifecycle,

@@ -82,7 +82,7 @@ from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
 from synthorg.jobs.policy import RetryPolicy
-from synthorg.jobs.registry import JobKind, llm_job_lease
+from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
     LeaseLost,
     job_claim,
@@ -90,6 +90,7 @@ from synthorg.jobs.services import (
     job_reclaim_expired,
     job_renew,
     job_requeue,
+    lease_claim,
 )
 from synthorg.llm import CompletionProvider
 from synthorg.schedules import LLM_CLUSTER
@@ -455,21 +456,23 @@ def _revive(run_id, now) -> str | None:
 
 def _dispatch_due(now) -> list[int]:
     """Queue the company task of every company with a due ``planned`` run, marking the run
-    dispatched (due again after a lease) so a task waiting in a busy queue is not queued
-    twice. Returns the companies."""
-    with transaction.atomic():
-        due = list(
-            FineTuneRun.objects.select_for_update(skip_locked=True)
-            .filter(status=FineTuneRun.Status.PLANNED, next_attempt_at__lte=now)
-            .order_by("next_attempt_at", "pk")
-            .values_list("pk", "company_id")
-        )
-        FineTuneRun.objects.filter(pk__in=[pk for pk, _ in due]).update(
-            next_attempt_at=_dispatched(now)
-        )
-        companies = sorted({company_id for _, company_id in due})
-        for company_id in companies:
-            transaction.on_commit(lambda company_id=company_id: enqueue_company(company_id))
+    dispatched (due again after a lease) with the kernel's claim protocol, so a task waiting
+    in a busy queue is not queued twice (a concurrent schedule takes none of the runs this
+    one took). Returns the companies."""
+    due = FineTuneRun.objects.filter(status=FineTuneRun.Status.PLANNED, next_attempt_at__lte=now)
+    companies = sorted(
+        {
+            company_id
+            for pk, company_id in due.order_by("next_attempt_at", "pk").values_list(
+                "pk", "company_id"
+            )
+            if lease_claim(
+                due.filter(pk=pk), lease_field="next_attempt_at", until=_dispatched(now), now=now
+            )
+        }
+    )
+    for company_id in companies:
+        transaction.on_commit(lambda company_id=company_id: enqueue_company(company_id))
     return companies
 
 
@@ -756,7 +759,7 @@ def fine_tune_synthesize(
     run = _claim(run_id)
     if isinstance(run, str):
         return run
-    lease = max(_lease(run.company), llm_job_lease())
+    lease = max(_lease(run.company), llm_call_lease())
     try:
         _renew(run, lease)
         if _synthetic_pending(run):
@@ -971,6 +974,7 @@ FINE_TUNE_JOB = JobKind(
     queued=FineTuneRun.Status.PLANNED,
     running=FineTuneRun.Status.RUNNING,
     lease=lambda: CLAIM_LEASE,
+    keep_alive=False,  # the run renews its own lease (the company's) after every epoch
     select_related=("company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=FineTuneRun.Status.FAILED,

@@ -23,21 +23,37 @@ still one task per company, so one company's dead endpoint holds up only its own
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
-from synthorg.jobs.services import job_claim, job_reclaim_expired, job_requeue
-from synthorg.llm.slots import company_llm_slot
+from synthorg.jobs.services import (
+    job_claim,
+    job_defer,
+    job_execute,
+    job_reclaim_expired,
+    job_requeue,
+)
+from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.schedules import LLM_CLUSTER
 
 logger = logging.getLogger(__name__)
 
 RETRY_REASON = "retry"
+#: The kernel's own tasks for a kind registered without a ``company_task`` of its own.
+COMPANY_TASK = "synthorg.jobs.tasks.jobs_company"
+JOB_TASK = "synthorg.jobs.tasks.job_run_task"
+SLOT_DEFERRED = (
+    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
+    "it runs at its turn"
+)
 
 
 @dataclass(frozen=True)
@@ -58,18 +74,69 @@ def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
     """Reclaim ``kind``'s orphaned jobs, then enqueue ``kind.company_task(company_id)`` on
     the LLM cluster for every company with due jobs. Nothing runs here. ``now`` (tests) is
     passed on."""
-    explicit = now
-    now = now or timezone.now()
-    reclaimed = job_reclaim_expired(kind, now=now)
-    companies = tuple(
-        kind.due_jobs(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    )
-    for company_id in companies:
-        kwargs: dict[str, object] = {"now": explicit} if explicit is not None else {}
-        if kind.llm_slots:
-            kwargs["cluster"] = LLM_CLUSTER
-        async_task(kind.company_task, company_id, **kwargs)
+    reclaimed = job_reclaim_expired(kind, now=now or timezone.now())
+    task = (kind.company_task,) if kind.company_task else (COMPANY_TASK, kind.name)
+    companies = companies_dispatch(kind.due_jobs, task, now=now, llm=kind.llm_slots)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
+
+
+def companies_dispatch(
+    due: Callable[[datetime], Any], task: tuple, *, now: datetime | None = None, llm: bool = True
+) -> tuple[int, ...]:
+    """Enqueue ``task`` (its dotted path and leading arguments) with each ``company_id`` of
+    the rows ``due(now)`` returns — on the LLM cluster for ``llm`` work. Nothing runs here,
+    so a company whose LLM hangs holds up only its own task. ``now`` (tests) is passed on."""
+    rows = due(now or timezone.now())
+    companies = tuple(rows.order_by("company_id").values_list("company_id", flat=True).distinct())
+    kwargs: dict[str, object] = {"now": now} if now is not None else {}
+    if llm:
+        kwargs["cluster"] = LLM_CLUSTER
+    for company_id in companies:
+        async_task(*task, company_id, **kwargs)
+    return companies
+
+
+def job_enqueue(kind: JobKind, pk) -> None:
+    """Hand job ``pk`` to a worker now (the kernel's task runs :func:`job_run`; call it on
+    commit). A lost message is harmless: the job is due, the next dispatch runs it."""
+    try:
+        async_task(JOB_TASK, kind.name, str(pk), cluster=LLM_CLUSTER if kind.llm_slots else None)
+    except Exception:
+        logger.exception("queueing %s %s failed; the dispatcher runs it", kind.name, pk)
+
+
+def job_run(kind: JobKind, pk, *, now: datetime | None = None, batch=None, queryset=None):
+    """What a job's own task does: claim job ``pk`` and run it (:func:`job_execute`) — for a
+    kind with ``slot_per_run`` under one of its company's LLM slots, or, with every slot
+    taken, deferred (not an attempt) to wait for its turn. Returns the job as the run left
+    it, or ``None`` when it was not claimable."""
+    job = job_claim(kind, pk, now=now, queryset=queryset)
+    if job is None:
+        return None
+    if not kind.slot_per_run:
+        job_execute(kind, job, batch)
+        return job
+    with job_llm_slot(kind, job, now=now) as slot:
+        if slot:
+            job_execute(kind, job, batch)
+    return job
+
+
+@contextmanager
+def job_llm_slot(
+    kind: JobKind, job, *, now: datetime | None = None, reason: str = SLOT_DEFERRED, **fields
+) -> Iterator[bool]:
+    """One of the claimed ``job``'s company LLM slots while the block runs (``True``); with
+    every slot taken the job is deferred (:func:`~synthorg.jobs.services.job_defer`: not an
+    attempt, ``reason`` formatted with the company's ``limit``, ``fields`` saved with it) and
+    waits for its turn (``False``: the block must not call the LLM)."""
+    with company_llm_slot(job.company_id) as slot:
+        if not slot:
+            logger.info("%s %s deferred: LLM slots busy", kind.name, job.pk)
+            jobs_wait_turn(job.company_id, kind.name, now=now or timezone.now())
+            limit = company_llm_concurrency()
+            job_defer(kind, job, reason=reason.format(limit=limit), now=now, **fields)
+        yield slot
 
 
 def _due(kind: JobKind, company_id: int, now: datetime, limit: int) -> list[tuple]:
@@ -120,7 +187,7 @@ def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) 
             if job is None:
                 continue
             retried += 1
-            if kind.run(job, batch) is False:  # the LLM call itself failed: an outage
+            if job_execute(kind, job, batch) is False:  # the LLM call itself failed: an outage
                 waiting = len(due) - index - 1
                 break
     return JobRunSummary(reclaimed=0, retried=retried, waiting=waiting)

@@ -17,15 +17,29 @@ from django.conf import settings
 
 from synthorg.jobs.models import DurableJob
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, register_schedule
 
-#: How long a worker may take beyond the LLM client's own total timeout before its job is
-#: taken for orphaned.
+#: The kernel's dispatch task of a kind registered without a ``company_task`` of its own.
+DISPATCH_TASK = "synthorg.jobs.tasks.jobs_dispatch_kind"
+
+#: The lease of a job whose worker keeps it alive: a keeper thread renews it every third of
+#: it while the run lasts (:func:`synthorg.jobs.services.job_execute`), so a live worker holds
+#: its job however long its LLM call takes, and a killed one (kill -9 of its q2 cluster)
+#: gives it up within this lease; the next dispatch reclaims it.
+JOB_LEASE = timedelta(seconds=30)
+#: How long a worker may take beyond the LLM client's own total timeout before work that
+#: renews its lease only between LLM calls (not kept alive) is taken for orphaned.
 LEASE_MARGIN = timedelta(seconds=30)
 
 
 def llm_job_lease() -> timedelta:
-    """The lease of an LLM job: the client's total timeout (``SYNTHORG_LLM['TOTAL_TIMEOUT']``,
-    120 s by default) plus :data:`LEASE_MARGIN` — a live worker is done by then."""
+    """The lease of a job kept alive while it runs: :data:`JOB_LEASE`."""
+    return JOB_LEASE
+
+
+def llm_call_lease() -> timedelta:
+    """A lease renewed only between LLM calls: the client's total timeout
+    (``SYNTHORG_LLM['TOTAL_TIMEOUT']``, 120 s by default) plus :data:`LEASE_MARGIN`."""
     conf = getattr(settings, "SYNTHORG_LLM", {}) or {}
     total = float(conf.get("TOTAL_TIMEOUT") or 120.0)
     return timedelta(seconds=total) + LEASE_MARGIN
@@ -63,7 +77,9 @@ class JobKind:
     model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
-    company_task: str  # dotted q2 task the dispatcher hands each company: task(company_id)
+    #: the dotted q2 task the dispatcher hands each company, ``task(company_id)``, scheduled
+    #: by the kind itself; "" (the default): the kernel's own task and every-minute schedule
+    company_task: str = ""
     queued: str = "queued"  # the claimable status
     running: str = "running"
     policy: RetryPolicy = DEFAULT_POLICY
@@ -81,6 +97,16 @@ class JobKind:
     reclaimed_status: str | None = None
     #: whether a run takes one of the company's LLM slots (and runs on the LLM cluster)
     llm_slots: bool = True
+    #: whether the kernel holds one of the company's LLM slots around every run (a job's own
+    #: task too: with every slot taken the job is deferred, not charged, and waits for its
+    #: turn); off for a kind that asks for a slot only when it calls the LLM
+    slot_per_run: bool = False
+    #: whether a keeper thread renews the lease while ``run`` works (off for a kind that
+    #: renews its own, longer lease step by step)
+    keep_alive: bool = True
+    #: the status of a job whose ``run`` raised (recorded ``internal error: …``); ``None``:
+    #: the exception propagates (to the kind's ``batch``) and the lease reclaims the job
+    crashed_status: str | None = None
     #: how long past ``next_attempt_at`` a job is left to the task enqueued for it (on commit,
     #: at its retry time) before the dispatcher takes it; a reclaimed job is due at once
     grace: timedelta = timedelta(0)
@@ -127,7 +153,22 @@ _sweeps: dict[str, SlotSweep] = {}
 
 
 def register_job_kind(kind: JobKind) -> None:
+    """Register ``kind``; one without a ``company_task`` of its own also gets the kernel's
+    every-minute dispatch schedule (``jobs-<name>``, on the LLM cluster for LLM work)."""
     _kinds[kind.name] = kind
+    if not kind.company_task:
+        from django_q.models import Schedule
+
+        register_schedule(
+            ScheduleSpec(
+                name=f"jobs-{kind.name}",
+                func=DISPATCH_TASK,
+                schedule_type=Schedule.MINUTES,
+                minutes=1,
+                args=(kind.name,),
+                cluster=LLM_CLUSTER if kind.llm_slots else None,
+            )
+        )
 
 
 def job_kind(name: str) -> JobKind:

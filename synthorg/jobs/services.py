@@ -1,9 +1,14 @@
 """The claim protocol and the transitions of a durable job.
 
-* :func:`job_claim` — one conditional ``UPDATE … RETURNING``: the job moves from the kind's
-  ``queued`` status to ``running`` with a lease (``claimed_until``) and one more attempt, or
-  nothing happens (another worker won, or the job is not claimable). No row lock is held
-  across the work.
+* :func:`lease_claim` — the one claim protocol: a conditional ``UPDATE`` that takes a row
+  whose lease is free (or has passed) and sets a new one; nothing happens when another
+  worker holds it. No row lock is held across the work.
+* :func:`job_claim` — :func:`lease_claim` for a durable job: it moves from the kind's
+  ``queued`` status to ``running`` with a lease (``claimed_until``) and one more attempt.
+* :func:`job_execute` — run one claimed job the way every worker does: the kind's
+  ``run(job, batch)`` under a keeper thread that renews the short lease
+  (:func:`lease_kept`), a lost lease logged, a crash recorded (``kind.crashed_status``);
+  :func:`synthorg.jobs.dispatch.job_run` claims and executes one job (a job's own task).
 * :func:`job_extend` — a long run renews its lease step by step (or learns it lost it).
 * :func:`job_finish` — the outcome of a claimed run, fenced by the lease the claim took: a
   worker whose lease expired (and whose job was reclaimed) cannot overwrite a later run
@@ -23,10 +28,13 @@ Every transition appends one row to the kind's history, in the same transaction.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import connections, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -45,10 +53,12 @@ class LeaseLost(Exception):
     (and whatever it wrote in the same transaction is rolled back)."""
 
 
-def _table(kind: JobKind) -> tuple[str, str]:
-    meta = kind.model._meta
-    assert meta.pk is not None and meta.pk.column is not None  # a concrete model's key
-    return connection.ops.quote_name(meta.db_table), connection.ops.quote_name(meta.pk.column)
+def lease_claim(rows, *, lease_field: str, until: datetime, now: datetime, **values) -> bool:
+    """The claim protocol: one conditional ``UPDATE`` of ``rows`` (a queryset naming one row
+    and the state the claimer saw) setting ``lease_field`` to ``until`` and ``values``, only
+    where no lease holds (``lease_field`` null or passed). ``True`` when this worker took it."""
+    free = Q(**{f"{lease_field}__isnull": True}) | Q(**{f"{lease_field}__lte": now})
+    return rows.filter(free).update(**{lease_field: until}, **values) == 1
 
 
 def job_claim(kind: JobKind, pk, *, now: datetime | None = None, queryset=None, due_only=False):
@@ -57,22 +67,109 @@ def job_claim(kind: JobKind, pk, *, now: datetime | None = None, queryset=None, 
     from ``queryset``, default the kind's model) or ``None`` when it was not claimable
     (another worker claimed it first, or it is not queued; ``due_only``: or not due yet)."""
     now = now or timezone.now()
-    table, pk_column = _table(kind)
-    due = " AND next_attempt_at <= %s" if due_only else ""
-    params = [kind.running, now + kind.lease(), now, pk, kind.queued] + ([now] if due_only else [])
+    rows = kind.model._default_manager.filter(pk=pk, status=kind.queued)
+    if due_only:
+        rows = rows.filter(next_attempt_at__lte=now)
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"UPDATE {table} SET status = %s, attempts = attempts + 1, "
-                "next_attempt_at = NULL, claimed_until = %s, updated_at = %s "
-                f"WHERE {pk_column} = %s AND status = %s{due} RETURNING {pk_column}",
-                params,
-            )
-            if cursor.fetchone() is None:
-                return None
+        if not lease_claim(
+            rows,
+            lease_field="claimed_until",
+            until=now + kind.lease(),
+            now=now,
+            status=kind.running,
+            attempts=F("attempts") + 1,
+            next_attempt_at=None,
+            updated_at=now,
+        ):
+            return None
         job = (queryset if queryset is not None else kind.objects()).get(pk=pk)
         kind.history(job, now=now, reason="")
     return job
+
+
+def _guard(job) -> threading.RLock:
+    """The lock between a job's worker and its keeper thread over the lease token
+    (``claimed_until``) of the one instance both hold."""
+    return job.__dict__.setdefault("_lease_guard", threading.RLock())
+
+
+@contextlib.contextmanager
+def lease_kept(renew: Callable[[], object], lease: timedelta) -> Iterator[None]:
+    """While the block runs, a keeper thread calls ``renew()`` every third of ``lease`` (its
+    own database connection, closed at the end): a live worker keeps its short lease, a
+    killed one loses it within ``lease``. A failing renewal is logged and tried again."""
+    stop = threading.Event()
+
+    def keep() -> None:
+        try:
+            while not stop.wait(lease.total_seconds() / 3):
+                try:
+                    renew()
+                except Exception:
+                    logger.exception("renewing a lease failed")
+        finally:
+            connections.close_all()  # this thread's own connection
+
+    keeper = threading.Thread(target=keep, name="lease-keeper", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join()
+
+
+def _keep_alive(kind: JobKind, job) -> None:
+    """One beat of ``job``'s keeper: extend its lease to ``now + kind.lease()``, fenced like
+    :func:`job_renew`, never waiting on the row (the worker's own transaction may hold it:
+    that beat is skipped)."""
+    with _guard(job):
+        token = job.claimed_until
+        if token is None or job.status != kind.running:
+            return
+        until = timezone.now() + kind.lease()
+        with transaction.atomic():
+            held = (
+                kind.model._default_manager.select_for_update(skip_locked=True)
+                .filter(pk=job.pk, status=kind.running, claimed_until=token)
+                .values_list("pk", flat=True)
+                .first()
+            )
+            if held is None:
+                return
+            kind.model._default_manager.filter(pk=job.pk).update(claimed_until=until)
+        job.claimed_until = until
+
+
+def job_execute(kind: JobKind, job, batch=None) -> bool | None:
+    """Run ``job``, claimed by this worker: ``kind.run(job, batch)`` while a keeper renews its
+    lease (``kind.keep_alive``). A lost lease (the job was reclaimed meanwhile) is logged; a
+    run that raises gets ``kind.crashed_status`` (``internal error: …``) when the kind has
+    one, else the exception propagates. Returns what ``run`` returned (``True`` after a lost
+    lease or a recorded crash: not an outage)."""
+    keeper = (
+        lease_kept(lambda: _keep_alive(kind, job), kind.lease())
+        if kind.keep_alive
+        else contextlib.nullcontext()
+    )
+    with keeper:
+        try:
+            return kind.run(job, batch)
+        except LeaseLost:
+            logger.warning("%s %s lost its lease: a later run records it", kind.name, job.pk)
+            return True
+        except Exception as exc:
+            if kind.crashed_status is None:
+                raise
+            logger.exception("%s %s crashed", kind.name, job.pk)
+            with contextlib.suppress(LeaseLost):
+                job_finish(
+                    kind,
+                    job,
+                    status=kind.crashed_status,
+                    reason=f"internal error: {type(exc).__name__}: {exc}",
+                )
+            return True
 
 
 def job_finish(
@@ -90,7 +187,21 @@ def job_finish(
     """Record the outcome of ``job`` (saved with ``fields``), end its lease and append the
     transition to its history, atomically. Raises :class:`LeaseLost` when ``job`` was
     claimed by this worker but its lease has been taken over meanwhile."""
-    now = now or timezone.now()
+    with _guard(job):
+        _finish(
+            kind,
+            job,
+            status,
+            reason,
+            now or timezone.now(),
+            completed,
+            history_reason,
+            actor,
+            fields,
+        )
+
+
+def _finish(kind, job, status, reason, now, completed, history_reason, actor, fields) -> None:
     token = job.claimed_until
     was_claimed = job.status == kind.running
     job.status = status
@@ -134,13 +245,14 @@ def job_renew(
     does not change."""
     now = now or timezone.now()
     until = now + (lease if lease is not None else kind.lease())
-    updated = kind.model._default_manager.filter(
-        pk=job.pk, status=kind.running, claimed_until=job.claimed_until
-    ).update(claimed_until=until, updated_at=now, **fields)
-    if updated:
-        job.claimed_until, job.updated_at = until, now
-        for name, value in fields.items():
-            setattr(job, name, value)
+    with _guard(job):
+        updated = kind.model._default_manager.filter(
+            pk=job.pk, status=kind.running, claimed_until=job.claimed_until
+        ).update(claimed_until=until, updated_at=now, **fields)
+        if updated:
+            job.claimed_until, job.updated_at = until, now
+            for name, value in fields.items():
+                setattr(job, name, value)
     return bool(updated)
 
 

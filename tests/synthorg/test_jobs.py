@@ -7,6 +7,8 @@ for a family, so these tests know nothing of captures or drafts.
 
 from __future__ import annotations
 
+import time
+from dataclasses import replace
 from datetime import timedelta
 
 import psycopg
@@ -17,10 +19,10 @@ from django.utils import timezone
 
 from synthorg.db.append_only import AppendOnly
 from synthorg.jobs import registry
-from synthorg.jobs.dispatch import jobs_run_company
+from synthorg.jobs.dispatch import job_run, jobs_run_company, jobs_run_due
 from synthorg.jobs.models import DurableJob, JobStatusChange, JobTurn
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy, retry_delay
-from synthorg.jobs.registry import JobKind
+from synthorg.jobs.registry import JobKind, llm_job_lease
 from synthorg.jobs.services import (
     SLOT_DEFER,
     LeaseLost,
@@ -370,3 +372,127 @@ def test_a_kind_without_llm_slots_runs_while_they_are_taken_and_honours_its_grac
     assert (summary.retried, summary.busy) == (1, False)
     assert (state(overdue)[0], state(recent)[0]) == ("done", "queued")
     assert not JobTurn.objects.filter(kind="sample.plain").exists()
+
+
+def test_the_job_of_a_killed_worker_runs_again_at_the_first_dispatch_after_its_short_lease(
+    sample,
+):
+    """kill -9 of the q2 cluster running a job: nothing renews its lease any more, so the
+    first dispatch after ``JOB_LEASE`` (30 s, not the LLM client's timeout plus a margin,
+    150 s) reclaims the job and runs it to completion: a minute's tick, not 900 s."""
+    llm = replace(make_kind(sample, "sample.llm", "l"), lease=llm_job_lease)
+    llm.run.kind = llm
+    job = new_job(sample, lane="l", due=timezone.now())
+    claimed_at = timezone.now()
+    assert job_claim(llm, job.pk, now=claimed_at, due_only=True) is not None  # then it dies
+
+    tick = claimed_at + timedelta(seconds=31)  # a dispatch once the 30 s lease has passed
+    summary = jobs_run_due(llm, now=tick)
+
+    assert (summary.reclaimed, summary.retried) == (1, 1)
+    assert state(job)[:2] == ("done", 2)
+    assert [row[:2] for row in history(sample, job)] == [
+        ("running", 1),
+        ("queued", 1),
+        ("running", 2),
+        ("done", 2),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_keeper_renews_a_running_jobs_lease_and_its_run_still_finishes(sample):
+    """While ``run`` works, the keeper thread renews the lease (the job is not reclaimed at
+    the end of the lease it was claimed with), and the run's own outcome, fenced by the lease
+    it now holds, is recorded — with no history row per renewal."""
+    lease = timedelta(seconds=3)
+    kept = replace(make_kind(sample, "sample.kept", "k"), lease=lambda: lease)
+    renewed = []
+
+    def run(job, batch) -> bool:
+        claimed_until = job.claimed_until
+        for _ in range(600):  # poll for the keeper's beat (every lease / 3), bounded
+            current = type(job).objects.values_list("claimed_until", flat=True).get(pk=job.pk)
+            if current > claimed_until:
+                renewed.append(current)
+                break
+            time.sleep(0.05)
+        # at the end of the lease it was claimed with, the job is still this worker's
+        renewed.append(job_reclaim_expired(kept, now=claimed_until + timedelta(milliseconds=1)))
+        job_finish(kept, job, status="done", method="rule")
+        return True
+
+    kept = replace(kept, run=run)
+    job = new_job(sample, lane="k", due=timezone.now())
+    ran = job_run(kept, job.pk)
+
+    assert ran is not None and len(renewed) == 2 and renewed[1] == 0
+    assert state(job)[:4] == ("done", 1, None, None)
+    assert [row[:2] for row in history(sample, job)] == [("running", 1), ("done", 1)]
+
+
+def test_the_kernel_records_a_run_that_raises_and_a_run_that_lost_its_lease(sample):
+    def boom(job, batch):
+        raise RuntimeError("the run broke")
+
+    crashing = replace(make_kind(sample, "sample.crash", "c"), run=boom, crashed_status="failed")
+    job = new_job(sample, lane="c", due=timezone.now())
+    assert job_run(crashing, job.pk) is not None
+    assert state(job)[:2] == ("failed", 1)
+    assert state(job)[4] == "internal error: RuntimeError: the run broke"
+
+    def overran(job, batch):
+        job_reclaim_expired(crashing, now=job.claimed_until + timedelta(seconds=1))
+        job_finish(crashing, job, status="done")  # the worker's late outcome is refused
+
+    lost = replace(crashing, run=overran)
+    other = new_job(sample, lane="c", due=timezone.now())
+    assert job_run(lost, other.pk) is not None
+    assert state(other)[0] == "queued"  # reclaimed: a later run records it
+
+
+def test_a_kind_needs_one_run_function_and_one_registration(sample, monkeypatch):
+    """A kind registered with no task, schedule or slot code of its own: the kernel declares
+    its every-minute dispatch, its own task runs a job under one of the company's LLM slots
+    (deferred — not charged — and waiting for its turn while every slot is taken), and the
+    dispatch hands the company the kernel's batch task."""
+    from django_q.models import OrmQ, Schedule
+
+    from synthorg import schedules
+    from synthorg.jobs.dispatch import COMPANY_TASK, SLOT_DEFERRED
+    from synthorg.jobs.registry import DISPATCH_TASK, register_job_kind
+    from synthorg.jobs.tasks import job_run_task, jobs_company, jobs_dispatch_kind
+    from synthorg.llm.slots import company_llm_concurrency
+
+    monkeypatch.setattr(registry, "_kinds", dict(registry._kinds))
+    monkeypatch.setattr(schedules, "_static", dict(schedules._static))
+    summary = replace(make_kind(sample, "sample.summary", "s"), company_task="", slot_per_run=True)
+    summary.run.kind = summary
+    register_job_kind(summary)
+    assert schedules.declared_schedules()["jobs-sample.summary"] == schedules.ScheduleSpec(
+        name="jobs-sample.summary",
+        func=DISPATCH_TASK,
+        schedule_type=Schedule.MINUTES,
+        minutes=1,
+        args=("sample.summary",),
+        cluster=schedules.LLM_CLUSTER,
+    )
+
+    job = new_job(sample, lane="s", due=timezone.now())
+    with slot_held_elsewhere(COMPANY):
+        assert job_run_task("sample.summary", str(job.pk)) == "queued"
+    deferred = SLOT_DEFERRED.format(limit=company_llm_concurrency())
+    status, attempts, due, claimed_until, reason = state(job)
+    assert (status, attempts, claimed_until, reason) == ("queued", 0, None, deferred)
+    assert JobTurn.objects.filter(company_id=COMPANY, kind="sample.summary").exists()
+
+    later = due + timedelta(seconds=1)
+    assert jobs_dispatch_kind("sample.summary", now=later) == {
+        "reclaimed": 0,
+        "companies": [COMPANY],
+    }
+    [queued] = OrmQ.objects.all()
+    assert (queued.task["func"], queued.task["args"]) == (COMPANY_TASK, ("sample.summary", COMPANY))
+    assert queued.key == schedules.LLM_CLUSTER
+    assert jobs_company("sample.summary", COMPANY, now=later)["retried"] == 1
+    assert state(job)[:2] == ("done", 1)
+    assert not JobTurn.objects.filter(company_id=COMPANY, kind="sample.summary").exists()

@@ -282,11 +282,7 @@ def reembed_job_work(job: ReembedJob, batch=None) -> bool:
     """The job kind's ``run`` (the dispatcher's per-company task): work on the claimed job
     for up to ``TASK_TIME_BUDGET_S`` and queue its continuation; ``False`` when the embedder
     failed."""
-    try:
-        progress = _run_claimed(job, BATCH_SIZE, None, TASK_TIME_BUDGET_S, None)
-    except LeaseLost:
-        logger.warning("re-embedding job %s lost its lease", job.pk)
-        return True
+    progress = _run_claimed(job, BATCH_SIZE, None, TASK_TIME_BUDGET_S, None)
     if not progress.finished and not progress.error:
         enqueue_reembed_job(job.pk)  # budget spent: continue in a fresh task
     return not progress.error

@@ -28,7 +28,6 @@ facts and anchors, verbatim).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 from datetime import datetime, timedelta
@@ -44,23 +43,26 @@ from persistence.selectors.config import company_config
 from synthorg.enums import MemoryLevel
 from synthorg.errors import RateLimitedError, UnprocessableError
 from synthorg.jobs.dispatch import (
+    SLOT_DEFERRED,
     JobDispatch,
     JobRunSummary,
+    job_llm_slot,
     jobs_dispatch,
     jobs_run_company,
-    jobs_wait_turn,
 )
 from synthorg.jobs.registry import JobKind
-from synthorg.jobs.services import REASON_MAX, LeaseLost, job_claim, job_defer, job_fail, job_finish
-from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
+from synthorg.jobs.services import (
+    REASON_MAX,
+    job_claim,
+    job_execute,
+    job_fail,
+    job_finish,
+)
 from synthorg.schedules import LLM_CLUSTER
 
 DREAM_REQUEST_TASK = "memory.ingestion.tasks.dream_requested"
 DREAM_REQUESTS_COMPANY_TASK = "memory.ingestion.tasks.dream_requests_company"
-DEFERRED = (
-    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
-    "it runs at its turn"
-)
+DEFERRED = SLOT_DEFERRED
 LLM_FAILURE = "llm_error"
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 AGENT_LIMITED = (
@@ -156,26 +158,8 @@ def dream_request_run(*, request: DreamRequest, now: datetime | None = None) -> 
     job = job_claim(DREAM_REQUEST_JOB, request.pk, now=now)
     if job is None:
         return None
-    return _run_claimed(job, now=now)
-
-
-def _run_claimed(job: DreamRequest, *, now: datetime | None) -> DreamRun | None:
-    try:
-        return _dream(job, now=now or timezone.now())
-    except LeaseLost:
-        logger.warning("dream request %s lost its lease", job.pk)
-        return None
-    except Exception as exc:
-        # A bug must not leave the request "running" until its lease ends: record it.
-        logger.exception("dream request %s crashed", job.pk)
-        with contextlib.suppress(LeaseLost):
-            job_finish(
-                DREAM_REQUEST_JOB,
-                job,
-                status=DreamRequest.Status.FAILED,
-                reason=f"internal error: {type(exc).__name__}",
-            )
-        return None
+    job_execute(DREAM_REQUEST_JOB, job, now)
+    return job.__dict__.get("_dream_run")
 
 
 def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
@@ -184,16 +168,8 @@ def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
     if provider is None:
         run = agent_dream(agent=agent, trigger="agent", now=now)
     else:
-        with company_llm_slot(agent.company_id) as slot:
+        with job_llm_slot(DREAM_REQUEST_JOB, job, now=now, deferrals=job.deferrals + 1) as slot:
             if not slot:
-                jobs_wait_turn(agent.company_id, DREAM_REQUEST_JOB.name, now=now)
-                job_defer(
-                    DREAM_REQUEST_JOB,
-                    job,
-                    reason=DEFERRED.format(limit=company_llm_concurrency()),
-                    now=now,
-                    deferrals=job.deferrals + 1,
-                )
                 return None
             run = agent_dream(agent=agent, trigger="agent", provider=provider, now=now)
     if _llm_failed(run):
@@ -211,9 +187,11 @@ def _dream(job: DreamRequest, *, now: datetime) -> DreamRun | None:
     return run
 
 
-def dream_request_job_run(job: DreamRequest, batch) -> bool:
-    """The job kind's ``run`` (the dispatcher's retries): ``False`` when the LLM failed."""
-    run = _run_claimed(job, now=None)
+def dream_request_job_run(job: DreamRequest, now: datetime | None) -> bool:
+    """The job kind's ``run``: dream for one claimed request (``now``: its claim's clock, or
+    the batch's); ``False`` when the LLM failed (the company's retry batch stops)."""
+    run = _dream(job, now=now or timezone.now())
+    job.__dict__["_dream_run"] = run  # what the request's own task answers
     return not (run is not None and _llm_failed(run))
 
 
@@ -257,6 +235,7 @@ DREAM_REQUEST_JOB = JobKind(
     company_task=DREAM_REQUESTS_COMPANY_TASK,
     select_related=("agent", "agent__company"),
     label="Dream request",
+    crashed_status=DreamRequest.Status.FAILED,
     failed_statuses=(DreamRequest.Status.FAILED,),
     describe=lambda job: f"a dream of {job.agent.name} (asked via {job.via})",
     target_type="dream_request",

@@ -3,12 +3,14 @@
 :func:`conversation_extract` is what the debounced q2 task (and the sweep, and the tests)
 call for one conversation:
 
-1. **Claim** (one short transaction under the conversation's row lock): the unextracted
-   range ``extracted_through_seq+1 .. message_count`` (capped at ``max_batch_tokens``) is
+1. **Claim** (the kernel's claim protocol, :func:`~synthorg.jobs.services.lease_claim`: one
+   conditional update, no row lock held): the unextracted range
+   ``extracted_through_seq+1 .. message_count`` (capped at ``max_batch_tokens``) is
    recorded as an :class:`ExtractionRun` and the conversation's ``claim_run`` points at it
-   until ``claim_expires_at``. A second worker finds the claim and does nothing, so two
-   workers never extract the same messages. A claim whose lease ran out (a worker died)
-   is taken over and the dead run marked ``failed``.
+   until ``claim_expires_at`` — a short lease that a keeper thread renews while the run
+   works. A second worker finds the claim and does nothing, so two workers never extract
+   the same messages. A claim whose lease ran out (a worker died) is taken over and the
+   dead run marked ``failed``.
 2. **Turns** (``store_turns``, the default): the range's turns are stored as EPISODIC
    memories first (a ``verbatim`` run, trigger ``turns``; ``verbatim_through_seq`` keeps a
    turn from being stored twice), so the conversation is remembered whatever the LLM does;
@@ -43,7 +45,6 @@ from uuid import UUID
 from django.db import transaction
 from django.db.models import F, Sum
 from django.utils import timezone
-from django_q.tasks import async_task
 
 from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
 from memory.core.llm import completion_provider_for
@@ -72,13 +73,18 @@ from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory, MemoryLevel
 from synthorg.errors import DomainError
-from synthorg.jobs.dispatch import jobs_serve_turns, jobs_take_turn, jobs_wait_turn
+from synthorg.jobs.dispatch import (
+    companies_dispatch,
+    jobs_serve_turns,
+    jobs_take_turn,
+    jobs_wait_turn,
+)
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import llm_job_lease
+from synthorg.jobs.services import lease_claim, lease_kept
 from synthorg.llm import Completion, CompletionProvider, LLMError
 from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
-from synthorg.schedules import LLM_CLUSTER
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
@@ -132,7 +138,10 @@ def conversation_extract(
         provider = completion_provider_for(company=agent.company, agent=agent)
     if provider is None:
         claim = _claim(conversation.pk, trigger=trigger, force=force, now=now, config=config)
-        return _extract_verbatim(claim, config=config) if claim is not None else None
+        if claim is None:
+            return None
+        with _kept(claim):
+            return _extract_verbatim(claim, config=config)
     with company_llm_slot(agent.company_id) as slot:
         if not slot:
             # whoever holds the slot serves the sweep's turn before letting it go
@@ -148,7 +157,8 @@ def conversation_extract(
         )
         if claim is None:
             return None
-        return _extract_with_llm(claim, provider, config=config)
+        with _kept(claim):
+            return _extract_with_llm(claim, provider, config=config)
 
 
 def _extract_with_llm(claim: _Claim, provider: CompletionProvider, *, config) -> ExtractionRun:
@@ -194,17 +204,8 @@ def _due(now: datetime):
 def conversations_extract_dispatch(*, now: datetime | None = None) -> tuple[int, ...]:
     """The ``ingestion-extraction-sweep`` schedule (every minute): hand every company with
     due conversations its own task on the LLM cluster
-    (:func:`conversations_extract_due_company`). Nothing runs here, so a company whose LLM
-    hangs holds up only its own task. Returns the companies dispatched."""
-    explicit = now
-    now = now or timezone.now()
-    companies = tuple(
-        _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    )
-    for company_id in companies:
-        kwargs = {"now": explicit} if explicit is not None else {}
-        async_task(EXTRACT_COMPANY_TASK, company_id, cluster=LLM_CLUSTER, **kwargs)
-    return companies
+    (:func:`conversations_extract_due_company`). Returns the companies dispatched."""
+    return companies_dispatch(_due, (EXTRACT_COMPANY_TASK,), now=now)
 
 
 @dataclass(frozen=True)
@@ -360,52 +361,82 @@ def _trigger(conversation: Conversation, trigger, *, force: bool, config) -> str
     return ExtractionRun.Trigger.DEBOUNCE
 
 
-@transaction.atomic
 def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config, llm: bool = False):
+    """Claim the conversation's unextracted range with the kernel's claim protocol
+    (:func:`~synthorg.jobs.services.lease_claim`): the run is recorded and the conversation's
+    ``claim_run`` points at it until ``claim_expires_at``, in one conditional update that
+    holds only while nobody extracted or claimed meanwhile. A claim whose lease passed (its
+    worker died) is taken over and its run marked ``failed``."""
     conversation = (
-        Conversation.objects.select_for_update()
-        .select_related("agent", "company")
-        .filter(pk=conversation_pk)
-        .first()
+        Conversation.objects.select_related("agent", "company").filter(pk=conversation_pk).first()
     )
     if conversation is None:
         return None
-    if conversation.claim_run_id is not None:
-        if conversation.claim_expires_at is not None and conversation.claim_expires_at > now:
-            return None  # another worker is extracting these messages
-        ExtractionRun.objects.filter(
-            pk=conversation.claim_run_id, status=ExtractionRun.Status.RUNNING
-        ).update(status=ExtractionRun.Status.FAILED, error=CLAIM_EXPIRED, finished_at=now)
-        conversation.claim_run = None
-    first = conversation.extracted_through_seq + 1
-    if first > conversation.message_count:
-        conversation.extraction_due_at = None
-        conversation.save(update_fields=["extraction_due_at", "claim_run"])
-        return None
-    if (
-        not force
-        and conversation.extraction_due_at is not None
-        and (conversation.extraction_due_at > now)
+    expired = conversation.claim_run_id
+    if expired is not None and (
+        conversation.claim_expires_at is not None and conversation.claim_expires_at > now
     ):
-        return None  # the debounce was pushed forward; the re-armed schedule fires later
-    last = _batch_end(conversation, first, config.max_batch_tokens)
-    trigger = _trigger(conversation, trigger, force=force, config=config)
-    run = ExtractionRun.objects.create(
-        company_id=conversation.company_id,
-        agent_id=conversation.agent_id,
-        conversation=conversation,
-        trigger=trigger,
-        first_seq=first,
-        last_seq=last,
-        message_count=last - first + 1,
-        model=(config.model or "") if llm else "",
-        created_at=now,
+        return None  # another worker is extracting these messages
+    first = conversation.extracted_through_seq + 1
+    unchanged = Conversation.objects.filter(
+        pk=conversation_pk,
+        claim_run_id=expired,
+        extracted_through_seq=conversation.extracted_through_seq,
     )
+    if first > conversation.message_count:
+        if unchanged.filter(message_count__lt=first).update(extraction_due_at=None, claim_run=None):
+            _expire(expired, now)
+        return None
+    if not force and conversation.extraction_due_at is not None:
+        if conversation.extraction_due_at > now:
+            return None  # the debounce was pushed forward; the re-armed schedule fires later
+        unchanged = unchanged.filter(extraction_due_at__lte=now)
+    last = _batch_end(conversation, first, config.max_batch_tokens)
+    with transaction.atomic():
+        run = ExtractionRun.objects.create(
+            company_id=conversation.company_id,
+            agent_id=conversation.agent_id,
+            conversation=conversation,
+            trigger=_trigger(conversation, trigger, force=force, config=config),
+            first_seq=first,
+            last_seq=last,
+            message_count=last - first + 1,
+            model=(config.model or "") if llm else "",
+            created_at=now,
+        )
+        if not lease_claim(
+            unchanged,
+            lease_field="claim_expires_at",
+            until=now + llm_job_lease(),
+            now=now,
+            claim_run=run,
+        ):
+            transaction.set_rollback(True)  # another worker won: no run recorded
+            return None
+        _expire(expired, now)
     conversation.claim_run = run
-    # the lease of an LLM job: a worker killed mid-run frees the range when it ends
     conversation.claim_expires_at = now + llm_job_lease()
-    conversation.save(update_fields=["claim_run", "claim_expires_at"])
     return _Claim(run=run, conversation=conversation)
+
+
+def _expire(run_pk, now: datetime) -> None:
+    """The run whose claim was taken over (its worker died) failed."""
+    if run_pk is not None:
+        ExtractionRun.objects.filter(pk=run_pk, status=ExtractionRun.Status.RUNNING).update(
+            status=ExtractionRun.Status.FAILED, error=CLAIM_EXPIRED, finished_at=now
+        )
+
+
+def _kept(claim: _Claim):
+    """The keeper of ``claim``'s lease while its run works (a range whose claim was taken
+    over is not renewed)."""
+
+    def renew() -> None:
+        Conversation.objects.filter(pk=claim.conversation.pk, claim_run_id=claim.run.pk).update(
+            claim_expires_at=timezone.now() + llm_job_lease()
+        )
+
+    return lease_kept(renew, llm_job_lease())
 
 
 def _batch_end(conversation: Conversation, first: int, max_tokens: int) -> int:

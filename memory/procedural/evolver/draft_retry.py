@@ -70,7 +70,7 @@ from synthorg.jobs.dispatch import (
     jobs_run_due,
 )
 from synthorg.jobs.registry import JobKind
-from synthorg.jobs.services import LeaseLost, job_finish, job_reclaim_expired, job_requeue
+from synthorg.jobs.services import job_finish, job_requeue
 from synthorg.llm import LLMError
 
 logger = logging.getLogger("memory.procedural.evolver")
@@ -88,12 +88,6 @@ RECLAIMED = (
     "reclaimed: the worker retrying this draft did not finish within its lease ({seconds} s)"
 )
 DONE = (DraftStatus.DRAFTED, DraftStatus.GAVE_UP, DraftStatus.SUPERSEDED)
-
-
-def evolver_drafts_reclaim(*, now: datetime) -> int:
-    """Drafts left ``retrying`` past their lease (their worker died) become ``pending`` and
-    due now; returns how many."""
-    return job_reclaim_expired(DRAFT_JOB, now=now)
 
 
 def evolver_drafts_retry_dispatch(*, now: datetime | None = None) -> JobDispatch:
@@ -200,11 +194,7 @@ def draft_job_run(draft: DraftFailure, run: _CompanyRun) -> bool:
     """The job kind's ``run``: one claimed draft; ``False`` when the LLM call itself failed
     (the company's batch stops)."""
     run.retried += 1
-    try:
-        return _retry_one(run, draft)
-    except LeaseLost:
-        logger.warning("evolver draft %s lost its lease: a later run records it", draft.pk)
-        return True
+    return _retry_one(run, draft)
 
 
 def _retry_one(run: _CompanyRun, draft: DraftFailure) -> bool:

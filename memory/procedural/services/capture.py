@@ -66,20 +66,23 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from persistence.services.jobs import require_operator
 from synthorg.errors import ConflictError, DomainError, NotFoundError
-from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
+from synthorg.jobs.dispatch import (
+    JobDispatch,
+    JobRunSummary,
+    job_llm_slot,
+    job_run,
+    jobs_dispatch,
+    jobs_run_company,
+)
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
-    LeaseLost,
-    job_claim,
-    job_defer,
     job_fail,
     job_finish,
     job_reclaim_expired,
     job_requeue,
 )
 from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
-from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
@@ -141,7 +144,7 @@ def execution_report_capture(*, report_id, now: datetime | None = None) -> Execu
     Idempotent: a report whose capture is not ``queued`` (or that another worker claimed
     first) is returned unchanged.
     """
-    capture = job_claim(CAPTURE_JOB, report_id)
+    capture = job_run(CAPTURE_JOB, report_id, batch=now)
     if capture is None:
         current = ExecutionCapture.objects.filter(report_id=report_id).first()
         if current is None:
@@ -149,30 +152,13 @@ def execution_report_capture(*, report_id, now: datetime | None = None) -> Execu
                 "No execution report with this id.", code="execution_report_not_found"
             )
         return current
-    return _run_claimed(capture, now=now)
+    return capture
 
 
-def _run_claimed(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture:
-    try:
-        return _run(capture, now=now)
-    except LeaseLost:
-        # This worker overran its lease and the capture was reclaimed: a later run records it.
-        logger.warning("procedural capture of report %s lost its lease", capture.report_id)
-        return ExecutionCapture.objects.get(report_id=capture.report_id)
-    except Exception as exc:
-        # A bug or an outage must not leave the capture "running" forever: record it.
-        logger.exception("procedural capture of report %s crashed", capture.report_id)
-        try:
-            _finish(capture, CaptureStatus.FAILED, f"internal error: {type(exc).__name__}: {exc}")
-        except LeaseLost:
-            return ExecutionCapture.objects.get(report_id=capture.report_id)
-        return capture
-
-
-def capture_job_run(capture: ExecutionCapture, now: datetime) -> bool:
-    """The job kind's ``run``: one claimed capture; ``False`` when its LLM call failed (an
-    outage: the company's retry batch stops)."""
-    capture = _run_claimed(capture, now=now)
+def capture_job_run(capture: ExecutionCapture, now: datetime | None) -> bool:
+    """The job kind's ``run``: one claimed capture (``now``: the batch's clock); ``False``
+    when its LLM call failed (an outage: the company's retry batch stops)."""
+    _run(capture, now=now)
     return not capture.reason.startswith(LLM_FAILURE)
 
 
@@ -204,9 +190,8 @@ def _run(capture: ExecutionCapture, *, now: datetime | None) -> ExecutionCapture
     fields = report_fields(report)
     payload = failure_payload(fields) if decision.path == "failure" else success_payload(fields)
     try:
-        with company_llm_slot(agent.company_id) as slot:
-            if not slot:
-                _defer(capture)
+        with job_llm_slot(CAPTURE_JOB, capture, reason=DEFERRED) as slot:
+            if not slot:  # deferred, waiting for its turn: a slot holder serves it
                 return capture
             # The client resolves the model (synthorg.llm.resolve_model): a placeholder
             # such as the default ``example-small-001`` is never sent.
@@ -390,13 +375,6 @@ def _capture_by_rule(
     return capture
 
 
-def _defer(capture: ExecutionCapture) -> None:
-    """Every LLM slot of the company is taken: back to ``queued``, due soon, this run not
-    counted as an attempt."""
-    logger.info("procedural capture of report %s deferred: LLM slots busy", capture.report_id)
-    job_defer(CAPTURE_JOB, capture, reason=DEFERRED.format(limit=company_llm_concurrency()))
-
-
 def _holds_rule_lesson(capture: ExecutionCapture) -> bool:
     return capture.method == Method.RULE and capture.memory_id is not None
 
@@ -545,6 +523,7 @@ CAPTURE_JOB = JobKind(
     select_related=("report__agent__company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=CaptureStatus.FAILED,
+    crashed_status=CaptureStatus.FAILED,
     label="Lesson capture",
     failed_statuses=(CaptureStatus.FAILED,),
     describe=_describe,

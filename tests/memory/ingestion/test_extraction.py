@@ -20,6 +20,7 @@ from memory.ingestion.services.extraction import conversation_extract, conversat
 from memory.ingestion.services.messages import conversation_messages_append
 from memory.ingestion.tasks import extract_conversation
 from persistence.models import CostRecord
+from persistence.selectors.config import company_config
 from tests.memory.factories import MemoryFactory
 from tests.memory.ingestion.conftest import configure, fact, flush, llm_settings, reply
 from tests.support.openai_server import ScriptedResponse, error_payload
@@ -694,3 +695,31 @@ def test_an_agent_switched_to_level_none_is_not_extracted(caller, llm):
     assert conversation.extraction_due_at is None
     assert llm.requests_to(llm.CHAT_COMPLETIONS) == []
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 1
+
+
+def test_the_range_of_a_killed_worker_is_taken_over_once_its_short_lease_passes(caller, llm):
+    """kill -9 of the worker extracting a range right after its claim: nobody renews the
+    claim's lease (the kernel's 30 s job lease, kept alive only by a live worker), so a run
+    31 s later takes the range over — not one after the LLM client's 150 s."""
+    from memory.ingestion.services.extraction import _claim
+
+    conversation = flush(caller.agent, [BILLING])
+    now = timezone.now()
+    config = company_config(caller.company).memory.extraction
+    dead = _claim(conversation.pk, trigger=None, force=True, now=now, config=config, llm=True)
+    assert dead is not None  # … and its worker is killed
+
+    early = now + timedelta(seconds=29)
+    assert conversation_extract(conversation=conversation, force=True, now=early) is None
+    reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
+    later = now + timedelta(seconds=31)
+    run = conversation_extract(conversation=conversation, force=True, now=later)
+
+    assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)
+    dead.run.refresh_from_db()
+    assert (dead.run.status, dead.run.error) == (
+        "failed",
+        "the worker holding the claim did not finish within the lease",
+    )
+    conversation.refresh_from_db()
+    assert (conversation.extracted_through_seq, conversation.claim_run_id) == (1, None)
