@@ -49,6 +49,10 @@ logger = logging.getLogger(__name__)
 ITEM_NOT_FOUND = "No approval item with this id exists in your company."
 DECIDERS_ONLY = "Only a human with role operator or above can decide approval items."
 AGENTS_REQUEST_ONLY = "Only agents ask for approval through this endpoint."
+ACTION_TYPE_RESERVED = (
+    "{action_type} is filed by the service itself (approving it applies the action); an agent "
+    "may not request it."
+)
 ALREADY_DECIDED = "This item was already {status}."
 ITEM_EXPIRED = "This item expired at {expires_at}; it can no longer be decided."
 REASON_REQUIRED = "A reason is required to reject an item."
@@ -85,6 +89,11 @@ _appliers: dict[str, Applier] = {}
 def register_approval_applier(action_type: str, applier: Applier) -> None:
     """Let an app act on approval of its items (in the deciding transaction)."""
     _appliers[action_type] = applier
+
+
+def has_applier(action_type: str) -> bool:
+    """An app acts on approval of this action type: its items are the app's to file."""
+    return action_type in _appliers
 
 
 def default_ttl(action_type: str) -> timedelta:

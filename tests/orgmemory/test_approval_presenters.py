@@ -210,3 +210,26 @@ def test_a_refused_edit_is_shown_with_what_the_approver_typed(company):
     assert '<textarea id="edit-hosts" name="edit_hosts">a\nb\nc</textarea>' in page
     assert '<textarea id="edit-summary" name="edit_summary">s</textarea>' in page
     assert ApprovalItem.objects.get(pk=item.pk).status == "pending"
+
+
+def test_an_agent_may_not_request_an_action_type_an_app_applies(company, caller):
+    """Regression: an agent could file ``skill_evolver:org_promotion`` with a proposal of its
+    own through the API, and approving it published that text as an org procedure on the
+    approver's behalf (the applier ran). Action types with an applier are their app's."""
+    body = {
+        "title": "Org skill",
+        "risk_level": "low",
+        "metadata": {"proposal": {"discovery": "d", "condition": "c", "action": "a"}},
+    }
+    for action_type in (ACTION_PROMOTION, ACTION_CONFLICT, ACTION_ORG_POOL):
+        response = caller.client.post(
+            "/api/v1/approvals", {**body, "action_type": action_type}, format="json"
+        )
+        assert (response.status_code, response.json()["code"]) == (400, "action_type_reserved")
+        assert [e["field"] for e in response.json()["errors"]] == ["action_type"]
+    assert not ApprovalItem.objects.exists()
+    response = caller.client.post(
+        "/api/v1/approvals", {**body, "action_type": "test:presented"}, format="json"
+    )
+    assert response.status_code == 201
+    assert response.json()["action_type"] == "test:presented"
