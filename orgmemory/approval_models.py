@@ -50,8 +50,8 @@ class ApprovalItem(models.Model):
     action_type = models.CharField(max_length=100)
     title = models.CharField(max_length=200)
     description = models.TextField(blank=True)
-    # Who asked: an agent (``requester_agent`` set) or a system component (e.g.
-    # "skill_evolver"); ``requested_by`` is the display label either way.
+    # Who asked: an agent (``requester_agent`` set) or a system component (the app that
+    # files the action type); ``requested_by`` is the display label either way.
     requested_by = models.CharField(max_length=100)
     requester_agent = models.ForeignKey(
         Agent, on_delete=models.PROTECT, null=True, blank=True, related_name="approval_items"

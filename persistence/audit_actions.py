@@ -76,6 +76,8 @@ class AuditAction(StrEnum):
     ORG_FACT_PUBLISHED = "org_fact.published"
     ORG_FACT_RETRACTED = "org_fact.retracted"
     ORG_FACT_WRITE_DENIED = "org_fact.write_denied"
+    # org_skill
+    ORG_SKILL_APPLIED = "org_skill.applied"
     # org_write_request
     ORG_WRITE_REQUEST_APPROVED = "org_write_request.approved"
     ORG_WRITE_REQUEST_FILED = "org_write_request.filed"

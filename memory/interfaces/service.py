@@ -67,8 +67,9 @@ from memory.ingestion.models import Conversation, DreamRequest, DreamRun, Extrac
 from memory.ingestion.services.context import conversation_context
 from memory.ingestion.services.dream_requests import dream_request
 from memory.ingestion.services.messages import conversation_messages_append
+from memory.procedural.evolver.models import OrgSkill
 from memory.procedural.services.reports import SubmittedReport, execution_report_submit
-from memory.procedural.services.skill_pool import procedural_memory_applied
+from memory.procedural.services.skill_pool import org_skill_applied, procedural_memory_applied
 from memory.prompting import self_editing
 from memory.prompting.context import ContextRequest, PreparedContext
 from memory.prompting.strategies import (
@@ -400,6 +401,9 @@ class MemoryService:
 
     def lesson_applied(self, memory_id: UUID | str) -> Memory:
         return procedural_memory_applied(agent=self.agent, memory_id=memory_id)
+
+    def org_skill_applied(self, fact_id: UUID | str) -> OrgSkill:
+        return org_skill_applied(agent=self.agent, fact_id=fact_id)
 
     # --- conversations, journal, dream --------------------------------------------------
 

@@ -40,11 +40,15 @@ class ProceduralConfig(AppConfig):
         from memory.procedural.services.org_pool_proposals import (
             ACTION_ORG_POOL,
             ACTION_ORG_POOL_CONFLICT,
+            LESSON_PRESENTER,
         )
+        from orgmemory.approval_presenters import register_approval_presenter
         from orgmemory.services.approvals import register_approval_applier
 
         register_approval_applier(ACTION_ORG_POOL, org_pool_apply)
         register_approval_applier(ACTION_ORG_POOL_CONFLICT, org_pool_apply)
+        register_approval_presenter(ACTION_ORG_POOL, LESSON_PRESENTER)
+        register_approval_presenter(ACTION_ORG_POOL_CONFLICT, LESSON_PRESENTER)
 
         from memory.core.extensions import on_company_maintained
         from memory.procedural.services.wiki import wiki_after_maintenance

@@ -23,18 +23,20 @@ from orgmemory.api.approval_serializers import (
 )
 from orgmemory.approval_models import RISK_LEVELS, ApprovalItem
 from orgmemory.services.approvals import (
+    ACTION_TYPE_RESERVED,
     AGENTS_REQUEST_ONLY,
     APPROVE,
     REJECT,
     approval_consume,
     approval_decide,
     approval_request,
+    has_applier,
 )
 from persistence.api.permissions import IsPrincipal
 from persistence.models import Task
 from synthorg.api.pagination import StableCursorPagination
 from synthorg.api.schema import PROBLEM
-from synthorg.errors import AccessDeniedError, NotFoundError
+from synthorg.errors import AccessDeniedError, InvalidInputError, NotFoundError
 
 TAGS = ["approvals"]
 
@@ -71,6 +73,13 @@ class ApprovalListView(generics.ListAPIView):
         payload = ApprovalRequestSerializer(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
+        if has_applier(data["action_type"]):
+            message = ACTION_TYPE_RESERVED.format(action_type=data["action_type"])
+            raise InvalidInputError(
+                message,
+                code="action_type_reserved",
+                errors=[{"field": "action_type", "message": message, "code": "reserved"}],
+            )
         task = None
         if data.get("task_id") is not None:
             task = Task.objects.filter(company=principal.company, pk=data["task_id"]).first()

@@ -14,8 +14,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from orgmemory import inbox, selectors
+from orgmemory.approval_presenters import ApprovalPresenter, presenter_for
 from orgmemory.console.forms import InboxFilterForm
-from orgmemory.console.verdicts import VERDICTS
 from orgmemory.evidence_links import report_links
 from orgmemory.services.approvals import (
     APPROVE,
@@ -65,32 +65,57 @@ def _item_context(request, user: ConsoleUser, item_id):
         item = inbox.approval_item_for(principal=user.principal, item_id=item_id)
     except NotFoundError as exc:
         raise Http404(str(exc)) from exc
+    presenter = presenter_for(item.action_type)
     proposal = item.metadata.get("proposal") if isinstance(item.metadata, dict) else None
+    proposal = proposal if isinstance(proposal, dict) else None
     evidence = item.evidence if isinstance(item.evidence, dict) else {}
     return {
         "section": "inbox",
         "item": item,
+        "presenter": presenter,
         "effective_status": inbox.effective_status(item),
-        "proposal": proposal if isinstance(proposal, dict) else None,
+        "proposal": proposal,
         "evidence": evidence,
-        "superseded": evidence.get("superseded") or evidence.get("existing"),
         "evidence_json": json.dumps(evidence, indent=2, sort_keys=True, default=str),
         "metadata_json": json.dumps(item.metadata, indent=2, sort_keys=True, default=str),
         "deliveries": item.webhook_deliveries.order_by("-created_at")[:10],
         "decisions": item.decisions.select_related("actor_user").order_by("id"),
-        "verdict": VERDICTS.get(str(evidence.get("verdict", ""))),
-        "editable_tiers": ("discovery", "condition", "action", "rationale"),
-        "edit_values": proposal if isinstance(proposal, dict) else None,
-        "steps_text": _steps_text(proposal),
+        "verdict": presenter.verdict(evidence.get("verdict")),
+        "edit_fields": _edit_fields(presenter, proposal, {}),
+        "proposal_rows": _proposal_rows(proposal),
         "report_links": report_links(
             company=user.company, report_ids=_report_ids(evidence.get("report_ids"))
         ),
     }
 
 
-def _steps_text(values) -> str:
-    steps = values.get("execution_steps") if isinstance(values, dict) else None
-    return "\n".join(str(s) for s in steps) if isinstance(steps, list) else ""
+def _edit_fields(presenter: ApprovalPresenter, proposal, posted) -> list[dict]:
+    """The presenter's editable fields the proposal has, with the values to show (what the
+    approver posted, else the proposal's; a ``many`` field one line per item)."""
+    if proposal is None:
+        return []
+    fields = []
+    for spec in presenter.editable:
+        if spec.name not in proposal:
+            continue
+        value = posted.get(spec.name, proposal[spec.name])
+        if spec.many:
+            value = "\n".join(str(v) for v in value) if isinstance(value, list) else ""
+        fields.append({"spec": spec, "value": value})
+    return fields
+
+
+def _proposal_rows(proposal) -> list[tuple[str, list[str]]]:
+    """A proposal no presenter renders, as (key, lines): a list one line per item, anything
+    else as JSON unless it is text."""
+    rows = []
+    for name, value in (proposal or {}).items():
+        if isinstance(value, list):
+            lines = [v if isinstance(v, str) else json.dumps(v, default=str) for v in value]
+        else:
+            lines = [value if isinstance(value, str) else json.dumps(value, default=str)]
+        rows.append((str(name), lines or [""]))
+    return rows
 
 
 def _report_ids(value) -> list[str]:
@@ -100,19 +125,30 @@ def _report_ids(value) -> list[str]:
 EDIT_PREFIX = "edit_"
 
 
-def _posted_edits(post) -> dict:
-    """The proposal tiers the approve form sent (``edit_<tier>``; steps one per line)."""
+def _posted_edits(post, presenter: ApprovalPresenter) -> dict:
+    """The proposal parts the approve form sent (``edit_<name>``; a ``many`` field one item
+    per non-blank line). A name the presenter does not know is passed on as sent, for the
+    service to refuse."""
     edits: dict = {}
     for key in post:
         if not key.startswith(EDIT_PREFIX):
             continue
         name = key.removeprefix(EDIT_PREFIX)
         value = post.get(key, "")
-        if name == "execution_steps":
+        spec = presenter.editable_field(name)
+        if spec is not None and spec.many:
             edits[name] = [line for line in value.splitlines() if line.strip()]
         else:
             edits[name] = value
     return edits
+
+
+def _presenter_of(user: ConsoleUser, item_id) -> ApprovalPresenter:
+    try:
+        item = inbox.approval_item_for(principal=user.principal, item_id=item_id)
+    except NotFoundError as exc:
+        raise Http404(str(exc)) from exc
+    return presenter_for(item.action_type)
 
 
 @console_view
@@ -125,7 +161,7 @@ def item_view(request, user: ConsoleUser, item_id):
 def item_decide(request, user: ConsoleUser, item_id):
     decision = request.POST.get("decision", "")
     reason = request.POST.get("reason", "")
-    edits = _posted_edits(request.POST)
+    edits = _posted_edits(request.POST, _presenter_of(user, item_id))
     try:
         item = approval_decide(
             company=user.company,
@@ -140,9 +176,8 @@ def item_decide(request, user: ConsoleUser, item_id):
     except DomainError as exc:
         context = _item_context(request, user, item_id)
         context.update({"error": exc.detail, "error_code": exc.code, "reason": reason})
-        if edits and context["edit_values"] is not None:
-            context["edit_values"] = {**context["edit_values"], **edits}
-            context["steps_text"] = _steps_text(context["edit_values"])
+        if edits:
+            context["edit_fields"] = _edit_fields(context["presenter"], context["proposal"], edits)
         status = 409 if exc.status == 409 else exc.status
         return render(request, "console/approvals/item.html", context, status=status)
     verb = "Approved" if decision == APPROVE else "Rejected"

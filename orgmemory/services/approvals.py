@@ -28,6 +28,7 @@ from orgmemory.approval_models import (
     ApprovalDecision,
     ApprovalItem,
 )
+from orgmemory.approval_presenters import presenter_for
 from persistence.access import ROLE_RANK
 from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
@@ -48,6 +49,10 @@ logger = logging.getLogger(__name__)
 ITEM_NOT_FOUND = "No approval item with this id exists in your company."
 DECIDERS_ONLY = "Only a human with role operator or above can decide approval items."
 AGENTS_REQUEST_ONLY = "Only agents ask for approval through this endpoint."
+ACTION_TYPE_RESERVED = (
+    "{action_type} is filed by the service itself (approving it applies the action); an agent "
+    "may not request it."
+)
 ALREADY_DECIDED = "This item was already {status}."
 ITEM_EXPIRED = "This item expired at {expires_at}; it can no longer be decided."
 REASON_REQUIRED = "A reason is required to reject an item."
@@ -58,21 +63,14 @@ INVALID_RISK = "risk_level must be one of low, medium, high, critical."
 NOT_CONSUMABLE = "Only an approved item can be consumed; this one is {status}."
 ALREADY_CONSUMED = "This item was already consumed at {consumed_at}."
 NOT_YOUR_ITEM = "Only the agent that requested an item may consume it."
-NOT_EDITABLE = "Only a proposal (an item with proposal tiers) can be edited, and only to approve."
+NOT_EDITABLE = (
+    "Only a proposal (an item whose action type has editable parts) can be edited, and only "
+    "to approve."
+)
 UNKNOWN_EDIT = "{field} is not an editable part of this proposal."
 EDIT_BLANK = "{field} may not be blank."
 EDIT_TOO_LONG = "{field} may be at most {limit} characters."
-EDIT_STEPS = "execution_steps must be 1 to {limit} non-blank steps."
-
-#: the proposal tiers an approver may edit before approving, and their length limits
-EDITABLE_TIERS: dict[str, int] = {
-    "discovery": 600,
-    "condition": 2000,
-    "action": 2000,
-    "rationale": 2000,
-}
-MAX_STEPS = 20
-STEP_MAX_CHARS = 500
+EDIT_LINES = "{field} must be 1 to {limit} non-blank lines."
 
 ACTION_REQUESTED = AuditAction.APPROVAL_REQUESTED
 ACTION_APPROVED = AuditAction.APPROVAL_APPROVED
@@ -82,13 +80,6 @@ ACTION_EXPIRED = AuditAction.APPROVAL_EXPIRED
 
 APPROVE = "approve"
 REJECT = "reject"
-
-DEFAULT_TTL = timedelta(days=1)
-# Per action type; anything not listed gets DEFAULT_TTL.
-DEFAULT_TTLS: dict[str, timedelta] = {
-    "skill_evolver:org_promotion": timedelta(days=7),
-    "skill_evolver:conflict": timedelta(days=7),
-}
 
 # action_type -> callable(item, actor) run inside the approving transaction.
 Applier = Callable[[ApprovalItem, "Principal"], None]
@@ -100,8 +91,14 @@ def register_approval_applier(action_type: str, applier: Applier) -> None:
     _appliers[action_type] = applier
 
 
+def has_applier(action_type: str) -> bool:
+    """An app acts on approval of this action type: its items are the app's to file."""
+    return action_type in _appliers
+
+
 def default_ttl(action_type: str) -> timedelta:
-    return DEFAULT_TTLS.get(action_type, DEFAULT_TTL)
+    """The action type's presenter's TTL (1 day for an action type nobody registered)."""
+    return presenter_for(action_type).ttl
 
 
 def _not_blank(field: str, value: str) -> str:
@@ -207,10 +204,11 @@ def approval_decide(
 ) -> ApprovalItem:
     """Approve or reject (with a reason) a pending, unexpired item; the first writer wins.
 
-    ``edits`` (edit-then-approve): new text for some of the proposal's tiers
-    (:data:`EDITABLE_TIERS`, ``execution_steps`` as a list). They replace the tiers in the
-    item's ``metadata["proposal"]`` before the applier runs, so what is published is the
-    edited text; the before/after and a unified diff go into the append-only
+    ``edits`` (edit-then-approve): new values for some of the proposal's parts, the ones the
+    action type's presenter names editable (:mod:`orgmemory.approval_presenters`; a list for
+    a ``many`` field). They replace those parts of the item's ``metadata["proposal"]``
+    (dropping the presenter's ``stale_on_edit`` renderings) before the applier runs, so what
+    is published is the edited text; the before/after and a unified diff go into the append-only
     ``ApprovalDecision`` and the audit entry names the edited fields. Unchanged values are
     not edits. Raises ``InvalidInputError`` (``approval_not_editable``,
     ``invalid_edit``).
@@ -253,7 +251,8 @@ def approval_decide(
             proposal = dict(item.metadata["proposal"])
             original = item.metadata.get("original_proposal", item.metadata["proposal"])
             proposal.update({name: change["after"] for name, change in changes.items()})
-            proposal.pop("content", None)  # a rendering of the old tiers; the applier renders
+            for stale in presenter_for(item.action_type).stale_on_edit:
+                proposal.pop(stale, None)  # a rendering of the old parts; the applier renders
             item.metadata = {**item.metadata, "proposal": proposal, "original_proposal": original}
             item.save(update_fields=["metadata"])
         ApprovalDecision.objects.create(
@@ -296,30 +295,30 @@ def _invalid_edit(field: str, message: str) -> InvalidInputError:
 
 
 def _edits(item: ApprovalItem, edits: Mapping[str, Any], decision: str) -> dict[str, dict]:
-    """The changed tiers as ``{name: {"before", "after"}}`` (validated, normalised)."""
+    """The changed parts as ``{name: {"before", "after"}}`` (validated, normalised)."""
     proposal = item.metadata.get("proposal") if isinstance(item.metadata, dict) else None
-    if decision != APPROVE or not isinstance(proposal, dict):
+    presenter = presenter_for(item.action_type)
+    if decision != APPROVE or not isinstance(proposal, dict) or not presenter.editable:
         raise InvalidInputError(NOT_EDITABLE, code="approval_not_editable")
     changes: dict[str, dict] = {}
     for name, value in edits.items():
-        if name == "execution_steps":
-            steps = [str(s).strip() for s in value] if isinstance(value, list | tuple) else []
-            if not 1 <= len(steps) <= MAX_STEPS or not all(steps):
-                raise _invalid_edit(name, EDIT_STEPS.format(limit=MAX_STEPS))
-            if any(len(s) > STEP_MAX_CHARS for s in steps):
-                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=STEP_MAX_CHARS))
-            after: Any = steps
-        elif name in EDITABLE_TIERS and name in proposal:
+        spec = presenter.editable_field(name)
+        if spec is None or name not in proposal:
+            raise _invalid_edit(name, UNKNOWN_EDIT.format(field=name))
+        after: Any
+        if spec.many:
+            lines = [str(s).strip() for s in value] if isinstance(value, list | tuple) else []
+            if not 1 <= len(lines) <= spec.max_items or not all(lines):
+                raise _invalid_edit(name, EDIT_LINES.format(field=name, limit=spec.max_items))
+            if any(len(line) > spec.max_chars for line in lines):
+                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=spec.max_chars))
+            after = lines
+        else:
             after = str(value or "").strip()
             if not after:
                 raise _invalid_edit(name, EDIT_BLANK.format(field=name))
-            if len(after) > EDITABLE_TIERS[name]:
-                limit = EDITABLE_TIERS[name]
-                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=limit))
-        else:
-            raise _invalid_edit(name, UNKNOWN_EDIT.format(field=name))
-        if name not in proposal:
-            raise _invalid_edit(name, UNKNOWN_EDIT.format(field=name))
+            if len(after) > spec.max_chars:
+                raise _invalid_edit(name, EDIT_TOO_LONG.format(field=name, limit=spec.max_chars))
         if after != proposal[name]:
             changes[name] = {"before": proposal[name], "after": after}
     return changes
@@ -332,7 +331,7 @@ def _lines(value: Any) -> list[str]:
 
 
 def _diff(changes: Mapping[str, Mapping[str, Any]]) -> str:
-    """One unified diff over the edited tiers, each tier a file named after it."""
+    """One unified diff over the edited parts, each part a file named after it."""
     out: list[str] = []
     for name in sorted(changes):
         out += difflib.unified_diff(

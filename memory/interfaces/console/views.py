@@ -26,6 +26,7 @@ from memory.interfaces.console.provenance import memory_corrections, memory_prov
 from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
+from memory.procedural.selectors import org_skills
 from memory.procedural.services.capture import execution_capture_requeue
 from memory.procedural.services.compression import experience_compress_run
 from memory.procedural.services.wiki import wiki_archive, wiki_export_run
@@ -257,7 +258,12 @@ def _evolver_runs(request, user: ConsoleUser, *, status=200, **extra):
     for run in runs:
         run.failed_drafts = failures.get(run.pk, [])
     config = company_config(user.company).memory.procedural.evolver
-    context = {"section": "evolver", "runs": runs, "config": config}
+    context = {
+        "section": "evolver",
+        "runs": runs,
+        "config": config,
+        "org_skills": list(org_skills(company=user.company)[:200]),
+    }
     context.update(extra)
     return render(request, "console/memory/evolver_runs.html", context, status=status)
 

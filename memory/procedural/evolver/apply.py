@@ -4,9 +4,12 @@ Runs inside the approval service's deciding transaction (registered as the appli
 ``skill_evolver:org_promotion`` and ``skill_evolver:conflict``): publishes exactly one
 ``procedure`` fact through the org-fact service — as the system, on behalf of the approving
 human (the approval authorises it, so a ``procedure`` rule that excludes humans does not block
-it) — rendered from the proposal's tiers as the approver left them (edit-then-approve) and
-tagged ``approval:<item id>``; retracts the entry it replaces (a FULL verdict's superseded skill, or
-the existing skill of an approved conflict); then consumes the item. Any error rolls the
+it) — and its structure, an :class:`~memory.procedural.evolver.models.OrgSkill` validated by
+:class:`~memory.procedural.evolver.skill_text.SkillFields` from the proposal's tiers as the
+approver left them (edit-then-approve) and the item's evidence; the fact's text is rendered
+from that structure and tagged ``approval:<item id>``; retracts the entry it replaces (a FULL
+verdict's superseded skill, or the existing skill of an approved conflict); then consumes the
+item. Any error rolls the
 approval back with it.
 """
 
@@ -14,12 +17,18 @@ from __future__ import annotations
 
 import logging
 
+from pydantic import ValidationError
+
 from memory.procedural.evolver import skill_text
+from memory.procedural.evolver.models import OrgSkill
 from memory.procedural.evolver.services import PROCEDURE
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_consume
 from orgmemory.services.facts import fact_publish_approved, fact_retract_approved
 from persistence.principal import Principal
+from synthorg.errors import InvalidInputError
+
+INVALID_SKILL = "The approved proposal is not a valid skill: {errors}"
 
 logger = logging.getLogger("memory.procedural.evolver")
 
@@ -39,19 +48,28 @@ def conflict_apply(item: ApprovalItem, actor: Principal) -> None:
 
 
 def _publish_replacing(item: ApprovalItem, actor: Principal, replaces: str | None) -> None:
-    proposal = item.metadata["proposal"]
-    evidence = item.evidence
+    try:
+        fields = skill_text.SkillFields.from_proposal(item.metadata["proposal"], item.evidence)
+    except (ValidationError, KeyError, TypeError, ValueError) as exc:
+        message = INVALID_SKILL.format(errors=exc)
+        raise InvalidInputError(message[:2000], code="invalid_skill") from exc
     entry = fact_publish_approved(
         company=item.company,
         approver=actor,
         approval_item_id=item.pk,
-        content=skill_text.render(proposal),
+        content=fields.render(),
         category=PROCEDURE,
         tags=skill_text.tags(
-            confidence=float(evidence.get("confidence", 0.0)),
-            pattern=str(evidence.get("pattern", "")),
-            item_id=str(item.pk),
+            confidence=fields.confidence, pattern=fields.pattern, item_id=str(item.pk)
         ),
+    )
+    OrgSkill.objects.create(
+        fact_id=entry.fact_id,
+        company=item.company,
+        fact_version=entry.version,
+        approval_item=item.pk,
+        created_at=entry.timestamp,
+        **fields.model_dump(),
     )
     if replaces:
         live = OrgFact.objects.filter(

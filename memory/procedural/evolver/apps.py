@@ -8,16 +8,20 @@ class EvolverConfig(AppConfig):
 
     def ready(self) -> None:
         from memory.procedural.evolver.apply import conflict_apply, promotion_apply
+        from memory.procedural.evolver.presentation import EVOLVER_PRESENTER
         from memory.procedural.evolver.schedules import (
             evolver_schedules,
             register_draft_retry_schedule,
         )
         from memory.procedural.evolver.services import ACTION_CONFLICT, ACTION_PROMOTION
+        from orgmemory.approval_presenters import register_approval_presenter
         from orgmemory.services.approvals import register_approval_applier
         from synthorg.schedules import register_schedule_provider
 
         register_approval_applier(ACTION_PROMOTION, promotion_apply)
         register_approval_applier(ACTION_CONFLICT, conflict_apply)
+        register_approval_presenter(ACTION_PROMOTION, EVOLVER_PRESENTER)
+        register_approval_presenter(ACTION_CONFLICT, EVOLVER_PRESENTER)
         register_schedule_provider(evolver_schedules)
         register_draft_retry_schedule()
 

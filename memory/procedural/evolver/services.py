@@ -31,7 +31,12 @@ from memory.procedural.contradictions import advising_entries, contradicted_by
 from memory.procedural.domain import ProposalError
 from memory.procedural.evolver import drafting, skill_text
 from memory.procedural.evolver.draft_failures import draft_failure_open, failure_reason
-from memory.procedural.evolver.models import OPEN_DRAFT_STATUSES, DraftFailure, EvolverReport
+from memory.procedural.evolver.models import (
+    OPEN_DRAFT_STATUSES,
+    DraftFailure,
+    EvolverReport,
+    OrgSkill,
+)
 from memory.procedural.evolver.patterns import (
     Pattern,
     Trajectory,
@@ -200,11 +205,25 @@ def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
 
 
 def existing_skills(company: Company) -> list[Skill]:
+    """The company's live procedure facts as skills: an approved skill's stored structure
+    (while the fact is still the version it was published as), a person's entry as its text
+    reads (:func:`~memory.procedural.evolver.skill_text.parse`)."""
+    facts = list(
+        OrgFact.objects.filter(
+            company=company, category=PROCEDURE, retracted_at__isnull=True
+        ).order_by("created_at")
+    )
+    structured = {
+        row.fact_id: row
+        for row in OrgSkill.objects.filter(company=company, fact__in=[f.pk for f in facts])
+    }
     skills = []
-    for fact in OrgFact.objects.filter(
-        company=company, category=PROCEDURE, retracted_at__isnull=True
-    ).order_by("created_at"):
-        condition, action, confidence = skill_text.parse(fact.content, fact.tags)
+    for fact in facts:
+        row = structured.get(fact.pk)
+        if row is not None and row.fact_version == fact.version:
+            condition, action, confidence = row.condition, row.action, row.confidence
+        else:
+            condition, action, confidence = skill_text.parse(fact.content, fact.tags)
         skills.append(
             Skill(
                 condition=condition,

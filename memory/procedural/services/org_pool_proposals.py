@@ -11,10 +11,11 @@ would replace once approved. :mod:`memory.procedural.services.org_pool` applies 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from memory.procedural.domain import ProceduralMemoryProposal
 from memory.procedural.evolver import skill_text
+from memory.procedural.evolver.presentation import skill_presenter
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
 from memory.procedural.models import ProceduralLesson
 from memory.procedural.selectors import org_pool_entries
@@ -25,7 +26,14 @@ from persistence.models import Agent
 ACTION_ORG_POOL = "procedural_lesson:org_pool"
 ACTION_ORG_POOL_CONFLICT = "procedural_lesson:org_pool_conflict"
 SOURCE = "procedural_learning"
-PROPOSAL_TTL = timedelta(days=7)
+#: how the inbox presents these items (registered in ``ProceduralConfig.ready``): the
+#: evolver's skill presentation — same tiers, limits, verdicts and 7-day TTL
+LESSON_PRESENTER = skill_presenter(
+    approve_hint=(
+        "Approving adds the lesson to the org skill pool, by the system on your behalf, with "
+        "the text below as you leave it (your edits are recorded as a diff)."
+    )
+)
 
 
 def _skill(lesson: ProceduralLesson) -> Skill:
@@ -85,7 +93,6 @@ def org_pool_propose(
             requester_agent=agent,
             evidence=evidence,
             metadata=metadata,
-            ttl=PROPOSAL_TTL,
             now=now,
         )
     else:
@@ -105,7 +112,6 @@ def org_pool_propose(
             requester_agent=agent,
             evidence=evidence,
             metadata=metadata,
-            ttl=PROPOSAL_TTL,
             now=now,
         )
     ProceduralLesson.objects.filter(pk=lesson.pk).update(org_approval_item=item.pk)

@@ -1,9 +1,13 @@
-"""The skill pool: agents report that they applied a lesson."""
+"""The skill pools' counters: agents report that they applied a lesson (a procedural
+memory: private, propagated or an org-pool entry) or an approved org skill (the evolver's,
+:class:`~memory.procedural.evolver.models.OrgSkill`). Each report is one atomic
+``application_count + 1`` and ``last_applied_at``, audited."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -11,14 +15,17 @@ from django.utils import timezone
 from memory.core.errors import MemoryNotFoundError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import agent_visible_q
+from memory.procedural.evolver.models import OrgSkill
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.services.audit import audit_record
-from synthorg.errors import ConflictError, UnprocessableError
+from synthorg.errors import ConflictError, NotFoundError, UnprocessableError
 
 LESSON_NOT_FOUND = "No procedural memory with this id is visible to the caller."
 NOT_PROCEDURAL = "Only procedural memories can be applied."
 SUPERSEDED = "This lesson was superseded; apply the one that replaced it."
+ORG_SKILL_NOT_FOUND = "No approved org skill with this id exists in your company."
+ORG_SKILL_RETRACTED = "This org skill was retracted; apply the skill that replaced it."
 
 
 def visible_memory(*, agent: Agent, memory_id) -> Memory:
@@ -60,3 +67,37 @@ def procedural_memory_applied(*, agent: Agent, memory_id, now: datetime | None =
     )
     memory.refresh_from_db(fields=["application_count", "last_applied_at"])
     return memory
+
+
+@transaction.atomic
+def org_skill_applied(*, agent: Agent, fact_id, now: datetime | None = None) -> OrgSkill:
+    """Count one application of an approved org skill (``fact_id``: its procedure fact).
+
+    404 ``org_skill_not_found`` for an id that is no approved skill of the agent's company
+    (a person's procedure fact has no counters), 409 ``org_skill_retracted`` for a skill
+    whose fact was retracted (superseded). The skill's fact row is locked, so a concurrent
+    retraction either happens before (409) or after the count.
+    """
+    now = now or timezone.now()
+    try:
+        skill = (
+            OrgSkill.objects.select_for_update(of=("self", "fact"))
+            .select_related("fact")
+            .get(company_id=agent.company_id, pk=fact_id)
+        )
+    except (OrgSkill.DoesNotExist, ValueError, DjangoValidationError) as exc:
+        raise NotFoundError(ORG_SKILL_NOT_FOUND, code="org_skill_not_found") from exc
+    if skill.fact.retracted_at is not None:
+        raise ConflictError(ORG_SKILL_RETRACTED, code="org_skill_retracted")
+    OrgSkill.objects.filter(pk=skill.pk).update(
+        application_count=F("application_count") + 1, last_applied_at=now
+    )
+    audit_record(
+        company=agent.company,
+        actor_agent=agent,
+        action_type=AuditAction.ORG_SKILL_APPLIED,
+        target_type="org_fact",
+        target_id=str(skill.pk),
+    )
+    skill.refresh_from_db(fields=["application_count", "last_applied_at"])
+    return skill

@@ -168,3 +168,28 @@ class LessonAppliedSerializer(Serializer):
     id = serializers.UUIDField()
     application_count = serializers.IntegerField()
     last_applied_at = serializers.DateTimeField()
+
+
+class OrgSkillSerializer(Serializer):
+    """An approved org skill: its structure, the evidence it was approved on, its counters."""
+
+    fact_id = serializers.UUIDField()
+    name = serializers.CharField()
+    discovery = serializers.CharField()
+    condition = serializers.CharField()
+    action = serializers.CharField()
+    rationale = serializers.CharField()
+    steps = serializers.ListField(child=serializers.CharField())
+    confidence = serializers.FloatField()
+    pattern = serializers.CharField()
+    report_count = serializers.IntegerField()
+    agent_count = serializers.IntegerField()
+    application_count = serializers.IntegerField()
+    last_applied_at = serializers.DateTimeField(allow_null=True)
+    approval_item = serializers.UUIDField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    retracted_at = serializers.DateTimeField(source="fact.retracted_at", allow_null=True)
+
+
+class OrgSkillListQuerySerializer(Serializer):
+    include_retracted = serializers.BooleanField(required=False, default=False)

@@ -11,6 +11,12 @@ urlpatterns = [
     ),
     path("memories/<uuid:pk>/applied", views.LessonAppliedView.as_view(), name="lesson-applied"),
     path("memories/<uuid:pk>/skill.md", views.LessonSkillMdView.as_view(), name="lesson-skill-md"),
+    path("org-skills", views.OrgSkillListView.as_view(), name="org-skill-list"),
+    path(
+        "org-skills/<uuid:pk>/applied",
+        views.OrgSkillAppliedView.as_view(),
+        name="org-skill-applied",
+    ),
     path(
         "experiences/compress",
         compression.CompressionRunView.as_view(),

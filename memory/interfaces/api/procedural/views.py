@@ -20,6 +20,7 @@ from memory.procedural.selectors import (
     execution_report_get,
     execution_reports_visible_to,
     lesson_for,
+    org_skills,
 )
 from memory.procedural.services.lessons import lesson_skill_md
 from persistence.api.permissions import IsAgent, IsPrincipal
@@ -191,3 +192,65 @@ class LessonAppliedView(APIView):
             )
         memory = MemoryService(request.user).lesson_applied(pk)
         return Response(s.LessonAppliedSerializer(memory).data)
+
+
+def _no_body(request) -> None:
+    if request.data:
+        fields = sorted(request.data) if isinstance(request.data, dict) else [None]
+        raise InvalidInputError(
+            f"{fields[0]}: {APPLIED_TAKES_NO_BODY}" if fields[0] else APPLIED_TAKES_NO_BODY,
+            code="validation_error",
+            errors=[
+                {"field": f, "message": APPLIED_TAKES_NO_BODY, "code": "unknown_field"}
+                for f in fields
+            ],
+        )
+
+
+class OrgSkillPagination(StableCursorPagination):
+    ordering = ("-created_at", "-fact_id")
+
+
+@extend_schema(tags=["org skills"])
+class OrgSkillListView(generics.ListAPIView):
+    """The company's approved org skills (the evolver's), structured, with their counters."""
+
+    permission_classes = [IsPrincipal]
+    serializer_class = s.OrgSkillSerializer
+    pagination_class = OrgSkillPagination
+    filter_backends = []
+
+    @extend_schema(
+        summary="Approved org skills with their usage counters",
+        parameters=[s.OrgSkillListQuerySerializer],
+        responses={200: s.OrgSkillSerializer(many=True), 400: PROBLEM},
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):
+        params = s.OrgSkillListQuerySerializer(data=self.request.query_params)
+        params.is_valid(raise_exception=True)
+        return org_skills(
+            company=self.request.user.company,
+            include_retracted=params.validated_data["include_retracted"],
+        )
+
+
+@extend_schema(tags=["org skills"])
+class OrgSkillAppliedView(APIView):
+    permission_classes = [IsPrincipal, IsAgent]
+
+    @extend_schema(
+        summary="Record that the caller applied an approved org skill",
+        description=(
+            "Increments `application_count` and sets `last_applied_at` on one of the "
+            "company's approved org skills (the id is its procedure fact's). No body."
+        ),
+        request=None,
+        responses={200: s.OrgSkillSerializer, 404: PROBLEM, 409: PROBLEM},
+    )
+    def post(self, request, pk):
+        _no_body(request)
+        skill = MemoryService(request.user).org_skill_applied(pk)
+        return Response(s.OrgSkillSerializer(skill).data)

@@ -6,11 +6,11 @@ import re
 import pytest
 from django.test import Client
 
+from memory.procedural.evolver.presentation import VERDICTS
 from memory.procedural.evolver.services import ACTION_PROMOTION, skill_evolver_run
 from memory.procedural.evolver.supersession import Verdict
 from memory.procedural.models import ExecutionReport
 from orgmemory.approval_models import ApprovalDecision
-from orgmemory.console.verdicts import VERDICTS
 from orgmemory.models import ApprovalItem, OperationLogEntry, OrgFact
 from orgmemory.services.approvals import approval_decide
 from persistence.models import AuditEntry
