@@ -64,9 +64,7 @@ FORWARDED = {
     ("memory/interfaces/service.py", "exc.code"): {"NamespaceError"},
     ("memory/finetune/services.py", "first['code']"): {"preflight problems"},
     ("persistence/api/authentication.py", "result.error.code"): {"KeyProblem"},
-    ("synthorg/api/middleware.py", "_GENERIC_CODE.get(status_code, 'error')"): {
-        "_GENERIC_CODE"
-    },
+    ("synthorg/api/middleware.py", "_GENERIC_CODE.get(status_code, 'error')"): {"_GENERIC_CODE"},
     # the handler answering a domain error with its code (every one is collected above)
     ("synthorg/api/errors.py", "exc.code"): set(),
 }
@@ -444,8 +442,9 @@ SOURCES = {
     "preflight problems": lambda: (
         _code_members("memory/finetune/services.py") | _first_arguments("EvaluationFileProblem")
     ),
-    "_GENERIC_CODE": lambda: _literal_dict_values("synthorg/api/middleware.py", "_GENERIC_CODE")
-    | {"error"},
+    "_GENERIC_CODE": lambda: (
+        _literal_dict_values("synthorg/api/middleware.py", "_GENERIC_CODE") | {"error"}
+    ),
 }
 
 

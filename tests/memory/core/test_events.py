@@ -196,6 +196,24 @@ def test_update_archive_restore_and_delete_each_send_their_event(caller, receive
     assert all("content" not in p["memory"] for p in payloads)
 
 
+def test_shared_knowledge_published_and_retracted(caller, receiver):
+    subscribe(caller.company, receiver.url)
+    response = caller.client.post(
+        "/api/v1/shared",
+        {"content": "Staging resets nightly.", "category": "semantic"},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    row = Memory.objects.get(pk=response.json()["id"])
+    assert caller.client.delete(f"/api/v1/shared/{row.pk}").status_code == 204
+    deliver_pending()
+    created, deleted = received(receiver)
+    assert (created["event"], deleted["event"]) == ("memory.created", "memory.deleted")
+    assert created["memory"] == memory_part(row, caller.agent)
+    assert created["memory"]["is_shared"] is True
+    assert deleted["memory"]["id"] == str(row.pk)
+
+
 def test_a_lesson_is_a_lesson_event_and_its_memory_event(caller, receiver, settings):
     settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}  # a rule lesson, no LLM
     subscribe(caller.company, receiver.url, events=["memory.created", "lesson.created"])
