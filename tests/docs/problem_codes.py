@@ -319,7 +319,7 @@ def _call_status(node: ast.Call, callee: str | None, statuses: dict[str, int]) -
     return None
 
 
-def _forwarder(where, callee, imports, forwarders) -> int | None | bool:
+def _forwarder(where, callee, imports, forwarders) -> int | bool | None:
     """The ``code`` position of the forwarder ``callee`` names in ``where`` (defined there
     or imported), None when keyword-only; False when it names none."""
     if callee is None:

@@ -8,8 +8,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from persistence.selectors import identity
-from tests.docs import problem_codes
 from tests.conftest import make_agent_caller
+from tests.docs import problem_codes
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "agents" / "errors.md").read_text()
 STORE = "/api/v1/memories"

@@ -320,6 +320,8 @@ def archive_restore(
                 **({"shared": True} if shared else {}),
             },
         )
+        # a persistent agent's store without deduplication always writes the row
+        assert result.id is not None
         memory_events_record(
             company_id=agent.company_id,
             event=MEMORY_RESTORED,
@@ -331,8 +333,6 @@ def archive_restore(
             },
             now=now,
         )
-    # a persistent agent's store without deduplication always writes the row
-    assert result.id is not None
     return RestoreResult(archived=locked, memory_id=result.id)
 
 
