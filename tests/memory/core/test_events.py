@@ -435,3 +435,26 @@ def test_the_admin_sets_events_and_content(company, client):
     )
     assert response.status_code == 200  # the form again, naming the bad choice
     assert b"memory.exploded" in response.content
+
+
+def test_a_failing_memory_delivery_is_listed_in_the_console(caller, receiver):
+    """The inbox and the failures page list a memory event's failing delivery (it has no
+    approval item to link to) instead of failing to render."""
+    from django.test import Client
+
+    subscribe(caller.company, receiver.url)
+    receiver.status = 500
+    row = store(caller)
+    deliver_pending()
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.reason) == ("pending", "HTTP 500")
+    membership = MembershipFactory(company=caller.company, role="admin", user__password=None)
+    client = Client()
+    client.force_login(membership.user)
+    inbox = client.get("/console/inbox/")
+    assert inbox.status_code == 200
+    assert "memory.created" in inbox.content.decode()
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(status="failed")
+    failures = client.get("/console/failures")
+    assert failures.status_code == 200
+    assert f"memory.created: {row.pk}" in failures.content.decode()
