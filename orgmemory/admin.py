@@ -16,6 +16,7 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 from django.utils.html import format_html
 
+from orgmemory.approval_models import APPROVAL_EVENTS, WEBHOOK_EVENTS
 from orgmemory.domain import OrgFactAuthor
 from orgmemory.models import (
     ApprovalDecision,
@@ -463,10 +464,22 @@ class ApprovalWebhookForm(forms.ModelForm):
     url = forms.URLField(
         assume_scheme="https", max_length=ApprovalWebhook._meta.get_field("url").max_length
     )
+    events = forms.MultipleChoiceField(
+        choices=[(e, e) for e in WEBHOOK_EVENTS],
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        initial=list(APPROVAL_EVENTS),
+        help_text="The events this endpoint receives (docs: Agents → Memory events).",
+    )
+    include_content = forms.BooleanField(
+        required=False,
+        label="Include content",
+        help_text="Memory and lesson text in the payloads; off, they carry ids and metadata only.",
+    )
 
     class Meta:
         model = ApprovalWebhook
-        fields = ("company", "url", "secret", "enabled")
+        fields = ("company", "url", "secret", "enabled", "events", "include_content")
 
     def clean_url(self):
         url = self.cleaned_data["url"]
@@ -481,8 +494,8 @@ class ApprovalWebhookAdmin(CompanyScopedAdmin):
     """Per-company webhook, set by company admins; saved through ``webhook_configure``."""
 
     form = ApprovalWebhookForm
-    list_display = ("company", "url", "enabled", "updated_at")
-    fields = ("company", "url", "secret", "enabled")
+    list_display = ("company", "url", "enabled", "include_content", "updated_at")
+    fields = ("company", "url", "secret", "enabled", "events", "include_content")
 
     def save_model(self, request, obj, form, change):
         saved = webhook_configure(
@@ -490,6 +503,8 @@ class ApprovalWebhookAdmin(CompanyScopedAdmin):
             url=obj.url,
             secret=obj.secret,
             enabled=obj.enabled,
+            events=form.cleaned_data["events"],
+            include_content=form.cleaned_data["include_content"],
             principal=_principal(request, obj.company),
         )
         obj.pk = saved.pk

@@ -25,6 +25,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import F, Q
 
@@ -34,6 +35,25 @@ from synthorg.jobs.models import DurableJob, JobStatusChange
 MIN_TTL = timedelta(seconds=60)
 MAX_TTL = timedelta(days=7)
 RISK_LEVELS = ("low", "medium", "high", "critical")
+
+#: Every event a company's webhook can subscribe to (docs/agents/events.md). The approval
+#: queue's own four were the only events before memory events; a webhook created before
+#: those existed keeps exactly them (:data:`APPROVAL_EVENTS`, the column's default).
+APPROVAL_EVENTS = ("approval.pending", "approval.approved", "approval.rejected", "approval.expired")
+MEMORY_EVENTS = (
+    "memory.created",
+    "memory.updated",
+    "memory.archived",
+    "memory.restored",
+    "memory.deleted",
+    "lesson.created",
+    "approval.decided",
+)
+WEBHOOK_EVENTS = APPROVAL_EVENTS + MEMORY_EVENTS
+
+
+def _default_events() -> list[str]:
+    return list(APPROVAL_EVENTS)
 
 
 class ApprovalItem(models.Model):
@@ -159,7 +179,9 @@ class ApprovalItem(models.Model):
 
 
 class ApprovalWebhook(models.Model):
-    """A company's optional endpoint for approval notifications (signed with ``secret``)."""
+    """A company's optional endpoint for its events (signed with ``secret``): the approval
+    queue's and the memory events it subscribes to in ``events``. Payloads carry no memory
+    or lesson text unless ``include_content``."""
 
     company = models.OneToOneField(
         Company, on_delete=models.CASCADE, related_name="approval_webhook"
@@ -167,6 +189,8 @@ class ApprovalWebhook(models.Model):
     url = models.URLField(max_length=500)
     secret = models.CharField(max_length=200)
     enabled = models.BooleanField(default=True)
+    events = ArrayField(models.CharField(max_length=40), default=_default_events, blank=True)
+    include_content = models.BooleanField(default=False)
     updated_at = models.DateTimeField()
 
     class Meta:
@@ -174,6 +198,10 @@ class ApprovalWebhook(models.Model):
             models.CheckConstraint(condition=Q(url__regex=r"^https?://"), name="webhook_url_http"),
             models.CheckConstraint(
                 condition=~Q(secret__regex=r"^\s*$"), name="webhook_secret_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=Q(events__contained_by=list(WEBHOOK_EVENTS)),
+                name="webhook_events_known",
             ),
         ]
 
@@ -189,7 +217,8 @@ class WebhookDeliveryStatus(models.TextChoices):
 
 
 class WebhookDelivery(DurableJob):
-    """One notification of one item's event, with its delivery attempts.
+    """One notification of one event, with its delivery attempts: an approval item's
+    (``item`` set) or a memory event's (``item`` null; the ids are in ``payload``).
 
     ``url`` is where the last attempt went: each attempt reads the company's webhook as it
     is then (an admin's new URL or secret counts from the next attempt). ``reason`` (the
@@ -203,7 +232,11 @@ class WebhookDelivery(DurableJob):
         Company, on_delete=models.CASCADE, related_name="webhook_deliveries"
     )
     item = models.ForeignKey(
-        ApprovalItem, on_delete=models.CASCADE, related_name="webhook_deliveries"
+        ApprovalItem,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhook_deliveries",
     )
     event = models.CharField(max_length=40)
     url = models.URLField(max_length=500)

@@ -283,6 +283,7 @@ def approval_decide(
             applier(item, actor)
             item.refresh_from_db()
         _notify(item, f"approval.{item.status}")
+        _notify(item, "approval.decided")  # one event for either decision (its status says which)
     return item
 
 

@@ -1,4 +1,11 @@
-"""Approval webhooks: a signed JSON POST to the company's endpoint, delivered by q2.
+"""Company webhooks: a signed JSON POST to the company's endpoint, delivered by q2.
+
+One endpoint per company (:class:`~orgmemory.approval_models.ApprovalWebhook`) receives the
+events it subscribes to (``events``): the approval queue's (``approval.pending``,
+``approval.approved``, ``approval.rejected``, ``approval.expired``, ``approval.decided``) and
+the memory events the memory services record through :func:`webhook_events_record`
+(``memory.created`` … ``lesson.created``; docs/agents/events.md). Memory and lesson text is
+in a payload only when the company opted in (``include_content``).
 
 The request that changed the item only writes a ``WebhookDelivery`` row (same transaction)
 and enqueues the delivery on commit, so a slow or dead endpoint never blocks or fails it.
@@ -50,6 +57,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from orgmemory.approval_models import (
+    WEBHOOK_EVENTS,
     ApprovalItem,
     ApprovalWebhook,
     WebhookDelivery,
@@ -90,6 +98,7 @@ FAILED_CONNECT = "The endpoint could not be reached."
 FAILED_REFUSED = "The webhook URL is refused by the server's outbound policy."
 FAILED_DISABLED = "The company's webhook was removed or disabled."
 URL_REFUSED = "The webhook URL {reason}."
+UNKNOWN_EVENTS = "Unknown webhook event(s): {events}. Known events: {known}."
 _Failure = WebhookDeliveryAttempt.Failure
 _FAILURE_KINDS = {
     FAILED_TIMEOUT: _Failure.TIMEOUT,
@@ -152,27 +161,95 @@ def webhook_url_check(url: str) -> str:
         ) from None
 
 
+def webhook_events_check(events) -> list[str]:
+    """``events`` as a sorted list without repeats, if every one is known; else
+    ``InvalidInputError`` (``unknown_webhook_event``) naming the unknown ones."""
+    unknown = sorted({str(e) for e in events} - set(WEBHOOK_EVENTS))
+    if unknown:
+        message = UNKNOWN_EVENTS.format(events=", ".join(unknown), known=", ".join(WEBHOOK_EVENTS))
+        raise InvalidInputError(
+            message,
+            code="unknown_webhook_event",
+            errors=[{"field": "events", "message": message, "code": "unknown_webhook_event"}],
+        )
+    return sorted(set(events), key=WEBHOOK_EVENTS.index)
+
+
 def webhook_configure(
-    *, company: Company, url: str, secret: str, enabled: bool = True, principal: Principal | None
+    *,
+    company: Company,
+    url: str,
+    secret: str,
+    enabled: bool = True,
+    events=None,
+    include_content: bool | None = None,
+    principal: Principal | None,
 ) -> ApprovalWebhook:
     """Create or replace the company's webhook. Company admins only (``principal``; ``None``
-    is the server itself, e.g. a management command); the URL must pass the outbound guard."""
+    is the server itself, e.g. a management command); the URL must pass the outbound guard.
+
+    ``events`` (the events it receives) and ``include_content`` (memory and lesson text in
+    the payloads) keep their stored values when ``None``; a new webhook starts with the
+    approval queue's four events and without content."""
     if principal is not None:
         require_write(principal, "approval_webhook", UPDATE)
     webhook_url_check(url)
+    defaults: dict = {"url": url, "secret": secret, "enabled": enabled}
+    if events is not None:
+        defaults["events"] = webhook_events_check(events)
+    if include_content is not None:
+        defaults["include_content"] = include_content
     webhook, _ = ApprovalWebhook.objects.update_or_create(
-        company=company,
-        defaults={"url": url, "secret": secret, "enabled": enabled, "updated_at": timezone.now()},
+        company=company, defaults={**defaults, "updated_at": timezone.now()}
     )
     return webhook
+
+
+def webhook_for_event(*, company_id: int, event: str) -> ApprovalWebhook | None:
+    """The company's enabled webhook when it subscribes to ``event``, else ``None``."""
+    return ApprovalWebhook.objects.filter(
+        company_id=company_id, enabled=True, events__contains=[event]
+    ).first()
+
+
+def event_envelope(*, company: Company, event: str, occurred_at: datetime, **body) -> dict:
+    """The members every event payload starts with, then the event's own ``body``."""
+    return {"event": event, "company": company.slug, "occurred_at": occurred_at.isoformat(), **body}
+
+
+def webhook_events_record(
+    *, webhook: ApprovalWebhook, event: str, payloads: list[dict], now: datetime | None = None
+) -> list[WebhookDelivery]:
+    """Record one delivery per payload of ``event`` for ``webhook`` (in the caller's
+    transaction, so a rolled-back write sends nothing) and enqueue them once it commits: the
+    write never waits for, nor fails with, the endpoint."""
+    if not payloads:
+        return []
+    now = now or timezone.now()
+    deliveries = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            company_id=webhook.company_id,
+            item=None,
+            event=event,
+            url=webhook.url,
+            payload=payload,
+            created_at=now,
+            updated_at=now,
+            next_attempt_at=now,
+        )
+        for payload in payloads
+    )
+    ids = [d.pk for d in deliveries]
+    transaction.on_commit(lambda: [_enqueue(pk) for pk in ids])
+    return deliveries
 
 
 def webhook_enqueue(*, item: ApprovalItem, event: str) -> WebhookDelivery | None:
     """Record a delivery for ``item``'s ``event`` and enqueue it once the transaction commits.
 
-    Does nothing when the company has no enabled webhook.
+    Does nothing when the company has no enabled webhook subscribed to ``event``.
     """
-    webhook = ApprovalWebhook.objects.filter(company_id=item.company_id, enabled=True).first()
+    webhook = webhook_for_event(company_id=item.company_id, event=event)
     if webhook is None:
         return None
     now = timezone.now()
@@ -377,11 +454,16 @@ def _due(cutoff: datetime):
 
 
 def _describe(delivery: WebhookDelivery) -> str:
-    return f"{delivery.event}: {delivery.item.title}"
+    if delivery.item_id is not None:
+        return f"{delivery.event}: {delivery.item.title}"
+    subject = delivery.payload.get("memory") or delivery.payload.get("lesson") or {}
+    return f"{delivery.event}: {subject.get('id', '')}"
 
 
 def _detail_url(delivery: WebhookDelivery) -> str:
-    return reverse("approvals_console:item", args=[delivery.item_id])
+    if delivery.item_id is not None:
+        return reverse("approvals_console:item", args=[delivery.item_id])
+    return reverse("admin:orgmemory_webhookdelivery_change", args=[delivery.pk])
 
 
 WEBHOOK_JOB = JobKind(

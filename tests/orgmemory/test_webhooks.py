@@ -22,38 +22,11 @@ from orgmemory.services.webhooks import (
 from persistence.principal import Principal
 from synthorg.jobs.policy import retry_delay
 from tests.persistence.factories import MembershipFactory
+from tests.support.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "whsec-test-123"
-
-
-class Receiver:
-    """A real HTTP endpoint recording what it got; answers ``status`` (settable)."""
-
-    def __init__(self):
-        self.requests: list[tuple[dict, bytes]] = []
-        self.status = 200
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append((dict(self.headers), body))
-                self.send_response(receiver.status)
-                self.end_headers()
-                self.wfile.write(b"ok")
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from memory.core.models.maintenance import ArchivedMemory, MaintenanceRun
 from memory.core.models.memory import Memory
 from memory.core.selectors.archive import ArchiveQuery, archive_get
 from memory.core.selectors.memories import shared_knowledge_require
+from memory.core.services.events import MEMORY_ARCHIVED, MEMORY_RESTORED, memory_events_record
 from memory.core.services.shared import shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.audit_actions import AuditAction
@@ -215,7 +216,37 @@ def archive_memories(
             row.metadata.update(kept.get(row.original_id, {}))
     for row in rows:
         row.metadata.update((metadata or {}).get(row.original_id, {}))
-    return ArchivedMemory.objects.bulk_create(rows)
+    archived = ArchivedMemory.objects.bulk_create(rows)
+    _archived_events(memories, archived, now=now)
+    return archived
+
+
+def _archived_events(
+    memories: Sequence[Memory], archived: Sequence[ArchivedMemory], *, now: datetime
+) -> None:
+    """``memory.archived`` for each of ``memories`` (per company: a batch may span several),
+    naming its archive row (restorable by either id)."""
+    by_original = {a.original_id: a for a in archived}
+    companies: dict[int, list[Memory]] = {}
+    for memory in memories:
+        companies.setdefault(memory.company_id, []).append(memory)
+    for company_id, members in companies.items():
+        memory_events_record(
+            company_id=company_id,
+            event=MEMORY_ARCHIVED,
+            memories=members,
+            extra={
+                m.pk: {
+                    "archive": {
+                        "id": str(by_original[m.pk].pk),
+                        "mode": by_original[m.pk].mode,
+                        "archived_at": by_original[m.pk].archived_at.isoformat(),
+                    }
+                }
+                for m in members
+            },
+            now=now,
+        )
 
 
 @dataclass(frozen=True)
@@ -268,6 +299,7 @@ def archive_restore(
             embeddings=embeddings,
             shared=shared,  # a shared entry archived by maintenance is shared again
             audit=False,  # recorded below as memory.archive_restored
+            event=None,  # recorded below as memory.restored
         )
         for handler in archive_restore_handlers():  # e.g. a pruned lesson's tiers come back
             handler(memory_id=result.id, company=agent.company, metadata=locked.metadata)
@@ -288,8 +320,19 @@ def archive_restore(
                 **({"shared": True} if shared else {}),
             },
         )
-    # a persistent agent's store without deduplication always writes the row
-    assert result.id is not None
+        # a persistent agent's store without deduplication always writes the row
+        assert result.id is not None
+        memory_events_record(
+            company_id=agent.company_id,
+            event=MEMORY_RESTORED,
+            memory_ids=[result.id],
+            extra={
+                result.id: {
+                    "archive": {"id": str(locked.pk), "original_id": str(locked.original_id)}
+                }
+            },
+            now=now,
+        )
     return RestoreResult(archived=locked, memory_id=result.id)
 
 

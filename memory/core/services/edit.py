@@ -24,6 +24,7 @@ from memory.core.models.revision import MemoryRevision
 from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
 from memory.core.services.chunks import chunking_for, chunks_replace, windows_for
 from memory.core.services.embeddings import Embedded, embed_texts
+from memory.core.services.events import MEMORY_DELETED, MEMORY_UPDATED, memory_events_record
 from persistence.access import ROLE_RANK
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
@@ -77,6 +78,13 @@ def memory_update(
                 "reembedded": reembedded,
                 "category": memory.category,
             },
+        )
+        memory_events_record(
+            company_id=agent.company_id,
+            event=MEMORY_UPDATED,
+            memories=[memory],
+            extra={memory.pk: {"changed": sorted(prepared.changes)}},
+            now=now,
         )
     memory.refresh_from_db(fields=["search_vector", "doc_length"])
     return memory
@@ -175,6 +183,7 @@ def memory_delete(
         action_type=AuditAction.MEMORY_DELETED,
         extra=guardrail_details(reason=reason, via=via),
     )
+    memory_events_record(company_id=agent.company_id, event=MEMORY_DELETED, memories=[memory])
     memory.delete()
 
 
@@ -234,6 +243,13 @@ def memory_correct(
             audit_entry=entry,
             previous_content=before.content,
             created_at=now,
+        )
+        memory_events_record(
+            company_id=agent.company_id,
+            event=MEMORY_UPDATED,
+            memories=[memory],
+            extra={memory.pk: {"changed": ["content"]}},
+            now=now,
         )
     memory.refresh_from_db(fields=["search_vector", "doc_length"])
     return memory

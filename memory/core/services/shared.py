@@ -12,6 +12,7 @@ from memory.core.errors import MemoryAccessError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import shared_knowledge_require, shared_memory_get
 from memory.core.services.edit import guardrail_details
+from memory.core.services.events import MEMORY_DELETED, memory_events_record
 from memory.core.services.store import memory_store_batch
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent
@@ -77,6 +78,7 @@ def shared_retract(
         reason=reason,
         via=via,
     )
+    memory_events_record(company_id=memory.company_id, event=MEMORY_DELETED, memories=[memory])
     memory.delete()
 
 

@@ -31,6 +31,7 @@ from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, Me
 from memory.core.models.memory import Memory
 from memory.core.services.chunks import chunking_for, chunks_insert, flat_texts, windows_for
 from memory.core.services.embeddings import embed_texts
+from memory.core.services.events import MEMORY_CREATED, memory_events_record
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
@@ -135,6 +136,7 @@ def memory_store_batch(
     persistent: bool = False,
     embeddings: StoreEmbeddings | None = None,
     audit: bool = True,
+    event: str | None = MEMORY_CREATED,
 ) -> list[StoreResult]:
     """Store up to 500 memories for ``agent`` in one transaction; results in request order.
 
@@ -161,6 +163,11 @@ def memory_store_batch(
     ``audit=False`` is for callers that record their own, more specific entry for the same
     write in the same transaction (a shared publication, an archive restore). A caller that
     already holds locks must pass ``embeddings`` computed before it took them.
+
+    Each written row is a ``memory.created`` event for the company's webhook
+    (:mod:`memory.core.services.events`), recorded in the same transaction and sent after
+    commit; ``event=None`` is for a caller that records its own event for the rows (an
+    archive restore: ``memory.restored``).
     """
     if not requests:
         raise MemoryStoreError(BATCH_EMPTY, code="batch_empty")
@@ -202,6 +209,7 @@ def memory_store_batch(
             batch=batch,
             principal=principal,
             audit=audit,
+            event=event,
         )
 
 
@@ -269,6 +277,7 @@ def _store(
     batch: bool,
     principal,
     audit: bool,
+    event: str | None,
 ) -> list[StoreResult]:
     """Steps 3 and 4 of :func:`memory_store_batch` (inside its transaction)."""
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
@@ -351,6 +360,17 @@ def _store(
             superseded=superseded_ids,
             level=level,
             shared=shared,
+        )
+    if event is not None and rows:
+        written = {row.pk for row in rows}
+        # a row that supersedes others names them (they are marked, not changed otherwise)
+        supersedes = {
+            slot.result_id: {"supersedes": [str(m) for m in slot.request.supersedes]}
+            for slot in slots
+            if slot.result_id in written and slot.twin is None
+        }
+        memory_events_record(
+            company_id=agent.company_id, event=event, memories=rows, extra=supersedes, now=now
         )
     return [
         StoreResult(

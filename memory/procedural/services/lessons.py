@@ -19,6 +19,7 @@ from django.utils import timezone
 from memory.core.domain import MemoryStoreRequest, normalise_tags
 from memory.core.models.memory import Memory
 from memory.core.retrieval.filtering import NON_INFERABLE_TAG
+from memory.core.services.events import agent_names, memory_snapshot
 from memory.core.services.store import memory_store, memory_store_batch
 from memory.procedural.domain import ProceduralMemoryProposal, skill_name
 from memory.procedural.models import ExecutionReport, ProceduralLesson
@@ -30,6 +31,7 @@ from memory.procedural.propagation import (
 )
 from memory.procedural.services.org_pool_proposals import org_pool_propose
 from memory.procedural.skill_md import SkillPathError, render_skill_md, write_skill_md
+from orgmemory.services.webhooks import event_envelope, webhook_events_record, webhook_for_event
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory
@@ -39,6 +41,7 @@ logger = logging.getLogger(__name__)
 
 SUCCESS_DERIVED_TAG = "success-derived"
 PROPAGATED_TAG = "propagated:{agent_id}"
+LESSON_CREATED = "lesson.created"
 RESERVED_TAGS = 4  # non-inferable, success-derived, propagated:…, slack
 
 
@@ -83,7 +86,7 @@ def lesson_row_create(
     org_approval_item=None,
 ) -> ProceduralLesson:
     Memory.objects.filter(pk=memory_id).update(scope=scope)
-    return ProceduralLesson.objects.create(
+    lesson = ProceduralLesson.objects.create(
         memory_id=memory_id,
         company=company,
         report=report,
@@ -102,6 +105,49 @@ def lesson_row_create(
         org_approval_item=org_approval_item,
         created_at=now,
     )
+    lesson_event_record(lesson, now=now)
+    return lesson
+
+
+def lesson_event_record(lesson: ProceduralLesson, *, now: datetime) -> None:
+    """``lesson.created`` for the company's webhook (in the caller's transaction, sent on
+    commit): the lesson's provenance and its memory; its tiers and skill name (text the
+    proposer wrote from the agent's work) only when the company opted in to content. Its
+    memory was announced as ``memory.created`` by the store."""
+    webhook = webhook_for_event(company_id=lesson.company_id, event=LESSON_CREATED)
+    if webhook is None:
+        return
+    memory = Memory.objects.get(pk=lesson.memory_id)
+    name = agent_names([memory.agent_id]).get(memory.agent_id, "")
+    body = {
+        "id": str(lesson.memory_id),
+        "origin": lesson.origin,
+        "method": lesson.method,
+        "scope": memory.scope,
+        "requested_scope": lesson.requested_scope,
+        "report_id": str(lesson.report_id) if lesson.report_id is not None else None,
+        "propagated_from": (
+            str(lesson.propagated_from_id) if lesson.propagated_from_id is not None else None
+        ),
+        "created_at": lesson.created_at.isoformat(),
+    }
+    if webhook.include_content:
+        body.update(
+            skill_name=lesson.skill_name,
+            discovery=lesson.discovery,
+            condition=lesson.condition,
+            action=lesson.action,
+            rationale=lesson.rationale,
+            execution_steps=list(lesson.execution_steps),
+        )
+    payload = event_envelope(
+        company=webhook.company,
+        event=LESSON_CREATED,
+        occurred_at=now,
+        lesson=body,
+        memory=memory_snapshot(memory, agent_name=name, include_content=webhook.include_content),
+    )
+    webhook_events_record(webhook=webhook, event=LESSON_CREATED, payloads=[payload], now=now)
 
 
 def lesson_scope(company, requested: str) -> ScopeDecision:
