@@ -428,6 +428,11 @@ class MemoryService:
     def conversations(self) -> QuerySet[Conversation]:
         return ingestion_selectors.agent_conversations(agent=self.agent)
 
+    def conversation(self, conversation_id: str) -> Conversation:
+        return ingestion_selectors.conversation_get(
+            agent=self.agent, conversation_id=conversation_id
+        )
+
     def conversation_delete(self, conversation_id: str) -> int:
         """Delete a conversation (messages, summary, runs; its memories stay)."""
         return conversation_delete(

@@ -188,6 +188,18 @@ class ConversationMessagesView(AgentView, APIView):
 @extend_schema(tags=["conversations"])
 class ConversationDetailView(AgentView, APIView):
     @extend_schema(
+        summary="One of the caller's conversations",
+        operation_id="conversation_get",
+        description=(
+            "Its message count (the last `seq`), how far extraction and the running summary "
+            "have got, and when the next extraction is due."
+        ),
+        responses={200: s.ConversationSerializer, 404: NOT_FOUND},
+    )
+    def get(self, request, conversation_id):
+        return Response(s.ConversationSerializer(self.service.conversation(conversation_id)).data)
+
+    @extend_schema(
         summary="Delete a conversation",
         operation_id="conversation_delete",
         description=(

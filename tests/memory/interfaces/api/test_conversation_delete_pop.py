@@ -70,6 +70,7 @@ def test_an_agent_cannot_delete_or_pop_another_agents_conversation(caller, outsi
         response = outsider.client.delete(url.format("chat-1"))
         assert response.status_code == 404
         assert response.json()["code"] == "conversation_not_found"
+    assert outsider.client.get(DETAIL.format("chat-1")).status_code == 404
     assert ConversationMessage.objects.filter(agent=caller.agent).count() == 3
     assert not AuditEntry.objects.filter(action_type="conversation.deleted").exists()
 
@@ -87,6 +88,8 @@ def test_pop_removes_the_last_message_and_the_next_flush_takes_its_seq(caller):
     rows = list(ConversationMessage.objects.filter(conversation=conversation).order_by("seq"))
     assert [row.pk for row in rows] == ids[:2]
     assert conversation.message_count == 2
+    detail = caller.client.get(DETAIL.format("chat-1")).json()
+    assert (detail["conversation_id"], detail["message_count"]) == ("chat-1", 2)
     assert conversation.pending_tokens == sum(row.token_count for row in rows)
 
     again = flush(caller, [{"role": "user", "content": "The tax service deploys on Tuesdays."}])
