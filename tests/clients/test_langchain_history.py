@@ -23,7 +23,10 @@ def test_the_examples_flow_sync_and_async(live_server_url, committed):  # noqa: 
     flow = example("langchain_history")
     out = flow.sync_flow(live_server_url, caller.raw_key)
     system, human, call, result, answer = out["read_back"]
-    assert (type(system), system.content) == (SystemMessage, "You are the billing team's assistant.")
+    assert (type(system), system.content) == (
+        SystemMessage,
+        "You are the billing team's assistant.",
+    )
     assert (type(human), human.content, human.name) == (
         HumanMessage, "When does billing deploy?", "ana",
     )  # fmt: skip
@@ -35,7 +38,10 @@ def test_the_examples_flow_sync_and_async(live_server_url, committed):  # noqa: 
     assert (type(result), result.content, result.tool_call_id) == (
         ToolMessage, "Fridays 12:00 UTC", "c1",
     )  # fmt: skip
-    assert (type(answer), answer.content) == (AIMessage, "Billing deploys every Friday at noon UTC.")
+    assert (type(answer), answer.content) == (
+        AIMessage,
+        "Billing deploys every Friday at noon UTC.",
+    )
     assert out["after_clear"] == []
     assert not Conversation.objects.filter(agent=caller.agent, external_id="support-7").exists()
 
@@ -92,6 +98,7 @@ def test_agents_do_not_share_a_history(live_server_url, committed):  # noqa: F81
         assert theirs.messages == []
         theirs.clear()
         theirs.add_user_message("Bob's message.")
-    assert [
-        (m.agent_id, m.content) for m in ConversationMessage.objects.order_by("agent_id")
-    ] == [(alice.agent.pk, "Alice's message."), (bob.agent.pk, "Bob's message.")]
+    assert [(m.agent_id, m.content) for m in ConversationMessage.objects.order_by("agent_id")] == [
+        (alice.agent.pk, "Alice's message."),
+        (bob.agent.pk, "Bob's message."),
+    ]

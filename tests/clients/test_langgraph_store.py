@@ -92,7 +92,7 @@ def test_batch_filters_and_the_agents_other_memories(live_server_url, committed)
         assert [i.key for i in store.search(ns, filter={"rank": {"$gte": 3}})] == ["c", "b"]
         assert [i.key for i in store.search(ns, limit=1, offset=1)] == ["b"]
         hits = store.search(ns, query="billing worker restart", filter={"kind": "runbook"})
-        assert [hit.key for hit in hits][0] == "a" and {h.key for h in hits} == {"a", "b"}
+        assert hits[0].key == "a" and {h.key for h in hits} == {"a", "b"}
         assert store.get(("default",), "anything") is None
         assert store.list_namespaces() == [("docs",)]  # the agent's own memory is no item
 

@@ -1,7 +1,7 @@
 """LangChain chat history in a SynthOrg Memory conversation: append, read back, clear.
 
-    pip install "./clients/python[langchain]"
-    SYNTHORG_URL=http://127.0.0.1:8000 SYNTHORG_API_KEY=sok_... python langchain_history.py
+pip install "./clients/python[langchain]"
+SYNTHORG_URL=http://127.0.0.1:8000 SYNTHORG_API_KEY=sok_... python langchain_history.py
 """
 
 from __future__ import annotations

@@ -24,9 +24,7 @@ def read(conversation_id: str, last: int | None = None) -> Plan:
             conversation = yield Fetch("conversations", "get", (conversation_id,))
             if conversation.message_count > last:
                 kwargs["after_seq"] = conversation.message_count - last
-        return (
-            yield Fetch("conversations", "messages", (conversation_id,), kwargs, pages=True)
-        )
+        return (yield Fetch("conversations", "messages", (conversation_id,), kwargs, pages=True))
     except NotFoundError as missing:
         if missing.code == "conversation_not_found":
             return []

@@ -41,8 +41,8 @@ except ImportError as exc:  # pragma: no cover - the optional extra is missing
     ) from exc
 
 from synthorg_memory._client import AsyncMemoryClient, MemoryClient
-from synthorg_memory._plans import Plan, check_client, run_async, run_sync
 from synthorg_memory._conversations import append, clear, read
+from synthorg_memory._plans import Plan, check_client, run_async, run_sync
 
 __all__ = ["SynthOrgChatMessageHistory"]
 

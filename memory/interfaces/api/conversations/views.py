@@ -233,7 +233,12 @@ class ConversationLastMessageView(AgentView, APIView):
             "messages."
         ),
         request=None,
-        responses={200: s.ConversationMessageSerializer, 400: PROBLEM, 404: NOT_FOUND, 409: PROBLEM},
+        responses={
+            200: s.ConversationMessageSerializer,
+            400: PROBLEM,
+            404: NOT_FOUND,
+            409: PROBLEM,
+        },
     )
     def delete(self, request, conversation_id):
         message = self.service.conversation_message_pop(conversation_id)
