@@ -24,7 +24,6 @@ import json
 from typing import Any
 
 try:
-    from agents.memory import SessionABC
     from agents.memory.session_settings import SessionSettings, resolve_session_limit
 except ImportError as exc:  # pragma: no cover - the optional extra is missing
     raise ImportError(
@@ -71,9 +70,10 @@ def from_conversation(message: Any) -> Any:
     return {"role": role, "content": message.content}
 
 
-class SynthOrgSession(SessionABC):
+class SynthOrgSession:
     """The Agents SDK session ``session_id``: the conversation of that id of the client's
-    agent.
+    agent (the SDK's ``Session`` protocol, which third-party sessions implement rather than
+    subclassing its internal ``SessionABC``).
 
     ``client``: an :class:`~synthorg_memory.AsyncMemoryClient`, or a
     :class:`~synthorg_memory.MemoryClient` (its calls then run in a worker thread).
