@@ -32,6 +32,7 @@ class AuditAction(StrEnum):
     CONTENT_EXPORTED = "content.exported"
     CONTENT_IMPORTED = "content.imported"
     # conversation
+    CONVERSATION_DELETED = "conversation.deleted"
     CONVERSATION_SESSION_PURGED = "conversation.session_purged"
     # core_policy
     CORE_POLICY_REORDERED = "core_policy.reordered"

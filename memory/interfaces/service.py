@@ -66,7 +66,11 @@ from memory.ingestion.domain import FlushResult, MessageIn
 from memory.ingestion.models import Conversation, DreamRequest, DreamRun, ExtractionRun
 from memory.ingestion.services.context import conversation_context
 from memory.ingestion.services.dream_requests import dream_request
-from memory.ingestion.services.messages import conversation_messages_append
+from memory.ingestion.services.messages import (
+    conversation_delete,
+    conversation_message_pop,
+    conversation_messages_append,
+)
 from memory.procedural.evolver.models import OrgSkill
 from memory.procedural.services.reports import SubmittedReport, execution_report_submit
 from memory.procedural.services.skill_pool import org_skill_applied, procedural_memory_applied
@@ -427,6 +431,23 @@ class MemoryService:
 
     def conversations(self) -> QuerySet[Conversation]:
         return ingestion_selectors.agent_conversations(agent=self.agent)
+
+    def conversation(self, conversation_id: str) -> Conversation:
+        return ingestion_selectors.conversation_get(
+            agent=self.agent, conversation_id=conversation_id
+        )
+
+    def conversation_delete(self, conversation_id: str) -> int:
+        """Delete a conversation (messages, summary, runs; its memories stay)."""
+        return conversation_delete(
+            agent=self.agent, conversation_id=conversation_id, principal=self.principal
+        )
+
+    def conversation_message_pop(self, conversation_id: str):
+        """Remove the conversation's last message and return it."""
+        return conversation_message_pop(
+            agent=self.agent, conversation_id=conversation_id, principal=self.principal
+        )
 
     def conversation_messages(self, conversation_id: str, **filters) -> QuerySet:
         """``filters``: ``query``, ``role``, ``after_seq``, ``before_seq``."""

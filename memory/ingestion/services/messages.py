@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from memory.core.errors import MemoryStoreConflictError, MemoryStoreError
+from memory.core.errors import MemoryNotFoundError, MemoryStoreConflictError, MemoryStoreError
 from memory.core.retrieval.packing import estimate_tokens
 from memory.ingestion.domain import (
     CONVERSATION_ID_MAX_CHARS,
@@ -49,6 +49,12 @@ PROJECT_CLOSED = "The project is closed; it no longer accepts messages."
 CREATED_IN_FUTURE = "created_at may not be in the future."
 BINDING_MISMATCH = (
     "This conversation is bound to another {what}; start a new conversation id for it."
+)
+CONVERSATION_NOT_FOUND = "No conversation with this id exists for the calling agent."
+CONVERSATION_EMPTY = "The conversation has no messages left."
+EXTRACTION_RUNNING = (
+    "An extraction run is reading this conversation's messages; retry once it has finished "
+    "(GET …/extractions shows it running)."
 )
 # Clients' clocks drift: a created_at this far ahead of ours is still accepted (clamped).
 CLOCK_SKEW = timedelta(minutes=5)
@@ -167,6 +173,95 @@ def conversation_messages_append(
         last_seq=conversation.message_count,
         extraction_due_at=conversation.extraction_due_at,
     )
+
+
+def _locked_unclaimed(agent: Agent, conversation_id: str, now: datetime) -> Conversation:
+    """``agent``'s conversation, row-locked; refused while an extraction run holds a live
+    claim on its messages (the run would otherwise write past a change it did not see)."""
+    check_conversation_id(conversation_id)
+    conversation = (
+        Conversation.objects.select_for_update()
+        .filter(company_id=agent.company_id, agent=agent, external_id=conversation_id)
+        .first()
+    )
+    if conversation is None:
+        raise MemoryNotFoundError(CONVERSATION_NOT_FOUND, code="conversation_not_found")
+    if (
+        conversation.claim_run_id is not None
+        and conversation.claim_expires_at is not None
+        and conversation.claim_expires_at > now
+    ):
+        raise MemoryStoreConflictError(EXTRACTION_RUNNING, code="conversation_extraction_running")
+    return conversation
+
+
+@transaction.atomic
+def conversation_delete(
+    *, agent: Agent, conversation_id: str, principal=None, now: datetime | None = None
+) -> int:
+    """Delete ``agent``'s conversation ``conversation_id``: its messages, running summary and
+    extraction runs (the memories they formed stay: they are the agent's memories). The id
+    may be used again; it starts a new conversation. Audited without content. Returns how
+    many messages were deleted."""
+    now = now or timezone.now()
+    conversation = _locked_unclaimed(agent, conversation_id, now)
+    messages = conversation.message_count
+    _delete_conversations(Conversation.objects.filter(pk=conversation.pk))
+    audit_record(
+        company=agent.company,
+        principal=principal,
+        actor_agent=None if principal is not None else agent,
+        action_type=AuditAction.CONVERSATION_DELETED,
+        target_type="conversation",
+        target_id=conversation_id[:100],
+        details={"agent_id": agent.pk, "messages_deleted": messages},
+    )
+    return messages
+
+
+@transaction.atomic
+def conversation_message_pop(
+    *, agent: Agent, conversation_id: str, principal=None, now: datetime | None = None
+) -> ConversationMessage:
+    """Remove the last message of ``agent``'s conversation and return it (unsaved).
+
+    The next flush numbers its first message with the freed ``seq``. How far extraction,
+    verbatim storing and the running summary have got is held at the new last message, so
+    a message flushed in its place is extracted; memories already formed from the removed
+    message stay. ``principal`` is accepted for interface symmetry; like a flush, a pop is
+    not audited."""
+    now = now or timezone.now()
+    conversation = _locked_unclaimed(agent, conversation_id, now)
+    last = ConversationMessage.objects.filter(
+        conversation=conversation, seq=conversation.message_count
+    ).first()
+    if last is None:
+        raise MemoryNotFoundError(CONVERSATION_EMPTY, code="conversation_empty")
+    removed_id = last.pk
+    last.delete()
+    last.pk = removed_id  # the answer names the message that was removed
+    count = conversation.message_count - 1
+    conversation.message_count = count
+    if last.seq > conversation.extracted_through_seq:
+        conversation.pending_tokens = max(0, conversation.pending_tokens - last.token_count)
+    conversation.extracted_through_seq = min(conversation.extracted_through_seq, count)
+    conversation.verbatim_through_seq = min(conversation.verbatim_through_seq, count)
+    conversation.summary_through_seq = min(conversation.summary_through_seq, count)
+    if conversation.extracted_through_seq >= count:
+        conversation.extraction_due_at = None
+    conversation.updated_at = now
+    conversation.save(
+        update_fields=[
+            "message_count",
+            "pending_tokens",
+            "extracted_through_seq",
+            "verbatim_through_seq",
+            "summary_through_seq",
+            "extraction_due_at",
+            "updated_at",
+        ]
+    )
+    return last
 
 
 def _lock_project(agent: Agent, project_id: int) -> Project:

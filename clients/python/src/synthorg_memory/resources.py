@@ -113,6 +113,11 @@ EXECUTION_GET = Endpoint("GET", "/executions/{id}", m.ExecutionReport)
 CONVERSATION_LIST = Endpoint(
     "GET", "/conversations", m.Conversation, query=("page_size",), shape="page"
 )
+CONVERSATION_GET = Endpoint("GET", "/conversations/{conversation_id}", m.Conversation)
+CONVERSATION_DELETE = Endpoint("DELETE", "/conversations/{conversation_id}")
+CONVERSATION_POP = Endpoint(
+    "DELETE", "/conversations/{conversation_id}/messages/last", m.ConversationMessage
+)
 CONVERSATION_FLUSH = Endpoint(
     "POST",
     "/conversations/{conversation_id}/messages",
@@ -507,6 +512,22 @@ class Conversations(Resource):
         )
         call = Call(CONVERSATION_MESSAGES, {"conversation_id": conversation_id}, query=query)
         return self._pages(call)
+
+    def get(self, conversation_id: str):
+        """One conversation (:class:`~synthorg_memory.models.Conversation`): its
+        ``message_count`` is its last ``seq``."""
+        return self._run(Call(CONVERSATION_GET, {"conversation_id": conversation_id}))
+
+    def delete(self, conversation_id: str):
+        """Delete a conversation: its messages, running summary and extraction runs (the
+        memories they formed stay). The id may be flushed to again."""
+        return self._run(Call(CONVERSATION_DELETE, {"conversation_id": conversation_id}))
+
+    def pop_message(self, conversation_id: str):
+        """Remove the conversation's last message and return it
+        (:class:`~synthorg_memory.models.ConversationMessage`); the next flush reuses its
+        ``seq``. ``NotFoundError`` (``conversation_empty``) when none is left."""
+        return self._run(Call(CONVERSATION_POP, {"conversation_id": conversation_id}))
 
     def context(self, conversation_id: str, *, token_budget: int):
         """The running summary and recent messages within ``token_budget``."""

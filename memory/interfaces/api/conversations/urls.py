@@ -5,9 +5,19 @@ from memory.interfaces.api.conversations import views
 urlpatterns = [
     path("conversations", views.ConversationListView.as_view(), name="conversation-list"),
     path(
+        "conversations/<str:conversation_id>",
+        views.ConversationDetailView.as_view(),
+        name="conversation-detail",
+    ),
+    path(
         "conversations/<str:conversation_id>/messages",
         views.ConversationMessagesView.as_view(),
         name="conversation-messages",
+    ),
+    path(
+        "conversations/<str:conversation_id>/messages/last",
+        views.ConversationLastMessageView.as_view(),
+        name="conversation-message-last",
     ),
     path(
         "conversations/<str:conversation_id>/extractions",

@@ -186,6 +186,66 @@ class ConversationMessagesView(AgentView, APIView):
 
 
 @extend_schema(tags=["conversations"])
+class ConversationDetailView(AgentView, APIView):
+    @extend_schema(
+        summary="One of the caller's conversations",
+        operation_id="conversation_get",
+        description=(
+            "Its message count (the last `seq`), how far extraction and the running summary "
+            "have got, and when the next extraction is due."
+        ),
+        responses={200: s.ConversationSerializer, 404: NOT_FOUND},
+    )
+    def get(self, request, conversation_id):
+        return Response(s.ConversationSerializer(self.service.conversation(conversation_id)).data)
+
+    @extend_schema(
+        summary="Delete a conversation",
+        operation_id="conversation_delete",
+        description=(
+            "Deletes the caller's conversation: its messages, running summary and extraction "
+            "runs (**204**). The memories they formed stay (delete those with `DELETE "
+            "/memories/{id}`). The id may be flushed to again; it starts a new conversation "
+            "at `seq` 1. Audited (`conversation.deleted`, the number of messages, no "
+            "content). 409 `conversation_extraction_running` while an extraction run is "
+            "reading its messages."
+        ),
+        request=None,
+        responses={204: None, 400: PROBLEM, 404: NOT_FOUND, 409: PROBLEM},
+    )
+    def delete(self, request, conversation_id):
+        self.service.conversation_delete(conversation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+@extend_schema(tags=["conversations"])
+class ConversationLastMessageView(AgentView, APIView):
+    @extend_schema(
+        summary="Remove a conversation's last message",
+        operation_id="conversation_message_pop",
+        description=(
+            "Removes the newest message (highest `seq`) of the caller's conversation and "
+            "answers it. The next flush reuses its `seq`; extraction, the verbatim turns and "
+            "the running summary are held at the new last message, so what is flushed in its "
+            "place is extracted. Memories already formed from the removed message stay. 404 "
+            "`conversation_empty` when no message is left; 409 "
+            "`conversation_extraction_running` while an extraction run is reading the "
+            "messages."
+        ),
+        request=None,
+        responses={
+            200: s.ConversationMessageSerializer,
+            400: PROBLEM,
+            404: NOT_FOUND,
+            409: PROBLEM,
+        },
+    )
+    def delete(self, request, conversation_id):
+        message = self.service.conversation_message_pop(conversation_id)
+        return Response(s.ConversationMessageSerializer(message).data)
+
+
+@extend_schema(tags=["conversations"])
 class ExtractionRunListView(AgentView, APIView):
     @extend_schema(
         summary="Extraction runs of a conversation",
