@@ -79,8 +79,8 @@ ts-client-types: setup ts-client
 	@mkdir -p var
 	DATABASE_URL=postgresql://localhost/typecheck $(BIN)/python manage.py spectacular \
 		--format openapi-json --file var/openapi.json
-	cd $(TS_CLIENT) && node node_modules/openapi-typescript/bin/cli.js ../../var/openapi.json \
-		-o src/schema.ts && rm -rf dist && node node_modules/typescript/bin/tsc -p tsconfig.json
+	cd $(TS_CLIENT) && npm run --silent types -- ../../var/openapi.json -o src/schema.ts && \
+		npm run --silent build
 
 # The documentation site: benchmark pages regenerated from bench/results/*.json, then a strict
 # build (a broken link or a page missing from the nav fails) into var/site/.

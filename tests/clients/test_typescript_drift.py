@@ -33,7 +33,11 @@ def run(command: list[str], cwd: Path = CLIENT) -> subprocess.CompletedProcess:
 
 
 def generate_types(schema_file: Path, out: Path) -> str:
-    done = run([*npm_bin("openapi-typescript", "bin/cli.js"), str(schema_file), "-o", str(out)])
+    """openapi-typescript with the options of package.json's ``types`` script."""
+    npm_bin("openapi-typescript", "bin/cli.js")  # installed
+    npm = shutil.which("npm")
+    assert npm is not None, "npm runs the TypeScript client's scripts"
+    done = run([npm, "run", "--silent", "types", "--", str(schema_file), "-o", str(out)])
     assert done.returncode == 0, done.stderr
     return out.read_text()
 
@@ -58,6 +62,13 @@ def test_the_generated_types_are_those_of_the_served_schema(served_schema, tmp_p
 
 def test_the_client_compiles_against_its_types():
     checked = tsc("--noEmit")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_typescript_caller_gets_the_types_and_is_refused_undeclared_members():
+    """test/consumer.ts imports the package by name (dist/'s declarations) and marks the calls
+    the API would refuse ``@ts-expect-error``: compiling it fails if one of them compiles."""
+    checked = run([*npm_bin("typescript", "bin/tsc"), "-p", "test/tsconfig.json"])
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 

@@ -53,8 +53,8 @@ export declare class Org extends Resource {
     publish(input: t.FactPublishInput): Promise<t.Fact>;
     /** Facts relevant to `context`. */
     query(input?: t.FactQueryInput): Promise<t.FactQueryResult>;
-    /** Retract a fact (`reason` required; `expected_version` guards against a newer one). */
-    retract(factId: string, input: t.FactRetractInput): Promise<t.Fact>;
+    /** Retract a fact (`expected_version` guards against a newer version). */
+    retract(factId: string, input?: t.FactRetractInput): Promise<t.Fact>;
     /** Every version of a fact, oldest first. */
     history(factId: string): Promise<t.LogEntry[]>;
     /** The core policies every agent's prompt carries, a page at a time. */

@@ -115,8 +115,8 @@ export class Org extends Resource {
     query(input = {}) {
         return this.transport.call("post", "/api/v1/org/facts/query", { body: present(input) });
     }
-    /** Retract a fact (`reason` required; `expected_version` guards against a newer one). */
-    retract(factId, input) {
+    /** Retract a fact (`expected_version` guards against a newer version). */
+    retract(factId, input = {}) {
         return this.transport.call("post", "/api/v1/org/facts/{fact_id}/retract", {
             path: { fact_id: factId },
             body: present(input),

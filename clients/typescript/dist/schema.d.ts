@@ -2371,16 +2371,16 @@ export interface components {
             provider: string;
             model: string;
             /** @default 0 */
-            input_tokens: number;
+            input_tokens?: number;
             /** @default 0 */
-            output_tokens: number;
+            output_tokens?: number;
             /** Format: decimal */
             cost: string;
             /**
              * @description ISO 4217 code
              * @default USD
              */
-            currency: string;
+            currency?: string;
             /** Format: date-time */
             occurred_at?: string;
             /** Format: date-time */
@@ -2393,16 +2393,16 @@ export interface components {
             provider: string;
             model: string;
             /** @default 0 */
-            input_tokens: number;
+            input_tokens?: number;
             /** @default 0 */
-            output_tokens: number;
+            output_tokens?: number;
             /** Format: decimal */
             cost: string;
             /**
              * @description ISO 4217 code
              * @default USD
              */
-            currency: string;
+            currency?: string;
             /** Format: date-time */
             occurred_at?: string;
         };
@@ -2511,7 +2511,7 @@ export interface components {
         DreamStatusEnum: "queued" | "running" | "ran" | "failed";
         EraseRequest: {
             /** @default  */
-            reason: string;
+            reason?: string;
         };
         ErasureReport: {
             agent_id: number;
@@ -2716,7 +2716,7 @@ export interface components {
         FactRetractRequest: {
             expected_version?: number | null;
             /** @default  */
-            reason: string;
+            reason?: string;
         };
         FactWriteRequest: {
             content: string;
@@ -3009,7 +3009,7 @@ export interface components {
              * @description Include the org's core policies (pinned) and relevant extended facts.
              * @default true
              */
-            include_org: boolean;
+            include_org?: boolean;
         };
         MemoryCount: {
             count: number;
@@ -3074,7 +3074,7 @@ export interface components {
              */
             min_relevance?: number | null;
             /** @default 10 */
-            limit: number;
+            limit?: number;
             /** @description Also search the company's shared knowledge (default: company config). */
             include_shared?: boolean | null;
         };
@@ -3578,7 +3578,7 @@ export interface components {
              *     * `full_model` - full_model
              * @default linear_adapter
              */
-            method: components["schemas"]["PlanMethodEnum"];
+            method?: components["schemas"]["PlanMethodEnum"];
         };
         Policy: {
             id: string;
@@ -3942,12 +3942,12 @@ export interface components {
              */
             min_relevance?: number | null;
             /** @default 10 */
-            limit: number;
+            limit?: number;
             /**
              * @description Leave out the caller's own publications.
              * @default false
              */
-            exclude_self: boolean;
+            exclude_self?: boolean;
         };
         /**
          * @description * `config` - config
@@ -4161,7 +4161,7 @@ export interface components {
         WriteRequestDecideRequest: {
             decision: components["schemas"]["WriteRequestDecideDecisionEnum"];
             /** @default  */
-            reason: string;
+            reason?: string;
         };
         WriteRequestFileRequest: {
             content: string;

@@ -142,8 +142,8 @@ export class Org extends Resource {
     return this.transport.call("post", "/api/v1/org/facts/query", { body: present(input) });
   }
 
-  /** Retract a fact (`reason` required; `expected_version` guards against a newer one). */
-  retract(factId: string, input: t.FactRetractInput): Promise<t.Fact> {
+  /** Retract a fact (`expected_version` guards against a newer version). */
+  retract(factId: string, input: t.FactRetractInput = {}): Promise<t.Fact> {
     return this.transport.call("post", "/api/v1/org/facts/{fact_id}/retract", {
       path: { fact_id: factId },
       body: present(input),
