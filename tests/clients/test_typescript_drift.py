@@ -115,6 +115,7 @@ def test_the_package_has_no_runtime_dependencies():
     package = json.loads((CLIENT / "package.json").read_text())
     assert "dependencies" not in package
     assert (package["type"], package["exports"]["."]["import"]) == ("module", "./dist/index.js")
+    statement = re.compile(r"^(?:import|export)\b[^;]*?from \"([^\"]+)\"", re.M)
     for path in (CLIENT / "dist").glob("*.js"):
-        imported = re.findall(r"^(?:import|export)\b[^;]*?from \"([^\"]+)\"", path.read_text(), re.M)
+        imported = statement.findall(path.read_text())
         assert all(name.startswith("./") for name in imported), (path.name, imported)
