@@ -31,7 +31,7 @@ export declare function present<T extends object>(values: T): T;
 /** The `Retry-After` header in seconds (delta-seconds or an HTTP date), if any. */
 export declare function retryAfter(response: Response, now?: number): number | null;
 /** The error of an answer (problem+json, or whatever a proxy answered). */
-export declare function problemError(response: Response, attempts: number): Promise<SynthOrgError>;
+export declare function problemError(response: Response, text: string, attempts: number): SynthOrgError;
 export declare class Transport {
     #private;
     readonly baseUrl: string;

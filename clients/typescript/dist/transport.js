@@ -40,8 +40,7 @@ export function retryAfter(response, now = Date.now()) {
     return Math.max(0, (when - now) / 1000);
 }
 /** The error of an answer (problem+json, or whatever a proxy answered). */
-export async function problemError(response, attempts) {
-    const text = await response.text();
+export function problemError(response, text, attempts) {
     let body;
     try {
         const parsed = JSON.parse(text);
@@ -146,11 +145,19 @@ export class Transport {
         }
         for (let attempts = 1;; attempts++) {
             let response;
+            let text;
             try {
                 response = await this.#options.fetch(url, {
                     ...init,
                     signal: AbortSignal.timeout(this.#options.timeoutMs),
                 });
+                const wait = this.waitBeforeRetry(response, attempts);
+                if (wait !== null) {
+                    await response.body?.cancel();
+                    await sleep(wait);
+                    continue;
+                }
+                text = await response.text(); // the timeout covers the body too
             }
             catch (error) {
                 throw new UnavailableError(describe(error), {
@@ -159,20 +166,11 @@ export class Transport {
                     cause: error,
                 });
             }
-            const wait = this.waitBeforeRetry(response, attempts);
-            if (wait === null) {
-                return this.#outcome(response, attempts);
+            if (response.status >= 400) {
+                throw problemError(response, text, attempts);
             }
-            await response.body?.cancel();
-            await sleep(wait);
+            return response.status === 204 || !text ? undefined : JSON.parse(text);
         }
-    }
-    async #outcome(response, attempts) {
-        if (response.status >= 400) {
-            throw await problemError(response, attempts);
-        }
-        const text = await response.text();
-        return response.status === 204 || !text ? undefined : JSON.parse(text);
     }
     /** One call's answer. */
     async call(method, path, parts = {}) {

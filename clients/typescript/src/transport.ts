@@ -85,8 +85,7 @@ export function retryAfter(response: Response, now: number = Date.now()): number
 }
 
 /** The error of an answer (problem+json, or whatever a proxy answered). */
-export async function problemError(response: Response, attempts: number): Promise<SynthOrgError> {
-  const text = await response.text();
+export function problemError(response: Response, text: string, attempts: number): SynthOrgError {
   let body: Json;
   try {
     const parsed: unknown = JSON.parse(text);
@@ -198,11 +197,19 @@ export class Transport {
     }
     for (let attempts = 1; ; attempts++) {
       let response: Response;
+      let text: string;
       try {
         response = await this.#options.fetch(url, {
           ...init,
           signal: AbortSignal.timeout(this.#options.timeoutMs),
         });
+        const wait = this.waitBeforeRetry(response, attempts);
+        if (wait !== null) {
+          await response.body?.cancel();
+          await sleep(wait);
+          continue;
+        }
+        text = await response.text(); // the timeout covers the body too
       } catch (error) {
         throw new UnavailableError(describe(error), {
           code: "connection_error",
@@ -210,21 +217,11 @@ export class Transport {
           cause: error,
         });
       }
-      const wait = this.waitBeforeRetry(response, attempts);
-      if (wait === null) {
-        return this.#outcome(response, attempts);
+      if (response.status >= 400) {
+        throw problemError(response, text, attempts);
       }
-      await response.body?.cancel();
-      await sleep(wait);
+      return response.status === 204 || !text ? undefined : JSON.parse(text);
     }
-  }
-
-  async #outcome(response: Response, attempts: number): Promise<unknown> {
-    if (response.status >= 400) {
-      throw await problemError(response, attempts);
-    }
-    const text = await response.text();
-    return response.status === 204 || !text ? undefined : JSON.parse(text);
   }
 
   /** One call's answer. */

@@ -42,6 +42,9 @@ export async function startScriptedServer() {
         res.writeHead(599, { "Content-Type": "text/plain" }).end("nothing scripted");
         return;
       }
+      if (answer.hang) {
+        return; // never answers (the connection is closed with the server)
+      }
       const { status = 200, json, body, headers = {} } = answer;
       const type = json === undefined ? "text/html" : status >= 400 ? "application/problem+json" : "application/json";
       res.writeHead(status, { "Content-Type": type, ...headers });

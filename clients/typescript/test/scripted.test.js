@@ -129,6 +129,17 @@ test("no server is unavailable without a status, and is not retried", async () =
   assert.match(down.detail, /^TypeError: fetch failed/);
 });
 
+test("a request that takes longer than timeoutMs fails as unavailable, unretried", async () => {
+  const path = "/api/v1/memories/count";
+  server.enqueue(path, { hang: true }, { json: { count: 1, category: null } });
+  const slow = await clientOf({ timeoutMs: 200 }).memories.count().catch((e) => e);
+  assert.ok(slow instanceof UnavailableError);
+  assert.deepEqual([slow.status, slow.code, slow.attempts], [null, "connection_error", 1]);
+  assert.match(slow.detail, /^TimeoutError: /);
+  assert.equal(server.to(path).length, 1);
+  assert.deepEqual(await clientOf().memories.count(), { count: 1, category: null });
+});
+
 test("a page's next link is followed on the client's own origin only", async () => {
   const path = "/api/v1/memories";
   const memory = (id) => ({ id, content: `memory ${id}` });
