@@ -76,9 +76,7 @@ export declare class Conversations extends Resource {
     addMessages(conversationId: string, messages: t.FlushInput["messages"], options?: Omit<t.FlushInput, "messages">): Promise<t.FlushResult>;
     messages(conversationId: string, filters?: t.MessageFilters): AsyncGenerator<t.ConversationMessage, void, undefined>;
     /** The running summary and recent messages within `token_budget`. */
-    context(conversationId: string, input: {
-        token_budget: number;
-    }): Promise<t.ConversationContext>;
+    context(conversationId: string, input: t.ConversationContextInput): Promise<t.ConversationContext>;
     extractions(conversationId: string, filters?: t.ExtractionFilters): AsyncGenerator<t.ExtractionRun, void, undefined>;
     extraction(conversationId: string, runId: string): Promise<t.ExtractionRunDetail>;
 }

@@ -62,6 +62,7 @@ export type ExecutionReportInput = BodyOf<"/api/v1/executions", "post">;
 export type ExecutionFilters = Listing<QueryOf<"/api/v1/executions", "get">>;
 export type ConversationFilters = Listing<QueryOf<"/api/v1/conversations", "get">>;
 export type FlushInput = BodyOf<"/api/v1/conversations/{conversation_id}/messages", "post">;
+export type ConversationContextInput = BodyOf<"/api/v1/conversations/{conversation_id}/context", "post">;
 export type MessageFilters = Listing<QueryOf<"/api/v1/conversations/{conversation_id}/messages", "get">>;
 export type ExtractionFilters = Listing<QueryOf<"/api/v1/conversations/{conversation_id}/extractions", "get">>;
 export type ApprovalRequestInput = BodyOf<"/api/v1/approvals", "post">;

@@ -212,7 +212,7 @@ export class Conversations extends Resource {
   /** The running summary and recent messages within `token_budget`. */
   context(
     conversationId: string,
-    input: { token_budget: number },
+    input: t.ConversationContextInput,
   ): Promise<t.ConversationContext> {
     return this.transport.call("post", "/api/v1/conversations/{conversation_id}/context", {
       path: { conversation_id: conversationId },

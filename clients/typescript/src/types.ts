@@ -64,6 +64,10 @@ export type ExecutionReportInput = BodyOf<"/api/v1/executions", "post">;
 export type ExecutionFilters = Listing<QueryOf<"/api/v1/executions", "get">>;
 export type ConversationFilters = Listing<QueryOf<"/api/v1/conversations", "get">>;
 export type FlushInput = BodyOf<"/api/v1/conversations/{conversation_id}/messages", "post">;
+export type ConversationContextInput = BodyOf<
+  "/api/v1/conversations/{conversation_id}/context",
+  "post"
+>;
 export type MessageFilters = Listing<
   QueryOf<"/api/v1/conversations/{conversation_id}/messages", "get">
 >;
