@@ -36,8 +36,8 @@ export async function roundTrip(): Promise<string[]> {
 }
 
 export async function refused(): Promise<void> {
-  // @ts-expect-error: `subject` is not a member the API declares
-  await client.memories.store({ content: "x", category: "semantic", subject: "user-42" });
+  // @ts-expect-error: `colour` is not a member the API declares
+  await client.memories.store({ content: "x", category: "semantic", colour: "blue" });
   // @ts-expect-error: not a memory category
   await client.memories.store({ content: "x", category: "bogus" });
   // @ts-expect-error: a search needs no `token_budget`; a context call does

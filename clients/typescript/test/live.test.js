@@ -152,12 +152,12 @@ test("errors carry the server's problem", live, async () => {
   assert.deepEqual(invalid.errors.map((e) => e.field), ["category"]);
   // a member the API does not declare (the types refuse it; plain JavaScript may send it)
   const undeclared = await rejection(
-    client.memories.store({ content: "x", category: "semantic", subject: "user-42" }),
+    client.memories.store({ content: "x", category: "semantic", colour: "blue" }),
   );
   assert.ok(undeclared instanceof ValidationError);
   assert.deepEqual(
     [undeclared.status, undeclared.code, undeclared.errors.map((e) => [e.field, e.code])],
-    [400, "validation_error", [["subject", "unknown_field"]]],
+    [400, "validation_error", [["colour", "unknown_field"]]],
   );
 });
 
