@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs llm-local llm-local-serve
+.PHONY: setup run demo test ts-client ts-client-types lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs llm-local llm-local-serve
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,8 +57,30 @@ worker-llm: setup
 # The suite on TEST_WORKERS pytest-xdist workers (each with its own test database on the one
 # embedded server); TEST_WORKERS=0 runs it in this process. See docs/architecture/testing.md.
 TEST_WORKERS ?= 2
-test: setup browser
+test: setup browser ts-client
 	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+
+# The TypeScript client's tools for its tests (typescript, openapi-typescript: the versions in
+# clients/typescript/package-lock.json); node and npm from Debian when missing. The client
+# itself has no runtime dependencies (docs/agents/typescript-client.md).
+TS_CLIENT := clients/typescript
+$(TS_CLIENT)/node_modules/.installed: $(TS_CLIENT)/package-lock.json
+	@command -v npm >/dev/null || \
+		(echo "installing nodejs + npm for the TypeScript client's tests" && \
+		apt-get update -q && apt-get install -y -q nodejs npm)
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+ts-client: $(TS_CLIENT)/node_modules/.installed
+
+# After an API change: the TypeScript client's types regenerated from the served OpenAPI
+# schema (tests/clients/test_typescript_drift.py fails until they are) and its dist/ rebuilt.
+ts-client-types: setup ts-client
+	@mkdir -p var
+	DATABASE_URL=postgresql://localhost/typecheck $(BIN)/python manage.py spectacular \
+		--format openapi-json --file var/openapi.json
+	cd $(TS_CLIENT) && npm run --silent types -- ../../var/openapi.json -o src/schema.ts && \
+		npm run --silent build
 
 # The documentation site: benchmark pages regenerated from bench/results/*.json, then a strict
 # build (a broken link or a page missing from the nav fails) into var/site/.
