@@ -65,11 +65,16 @@ def test_admin_edits_sees_a_field_error_and_a_conflict(live_server, browser):
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "header.topbar nav")))
+    browser.find_element(By.XPATH, "//details[@class='menu']/summary[.='Operations']").click()
     browser.find_element(By.LINK_TEXT, "Configuration").click()
     _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, RRF_K)))
     assert _rrf_k(company) == (10, 1)
 
-    # Edit: one field, saved through the service, audited with its diff.
+    # Edit: one field, saved through the service, audited with its diff. Every field has
+    # its default, so every section is folded: the filter box finds the field.
+    _wait(browser, lambda b: not b.find_element(By.CSS_SELECTOR, RRF_K).is_displayed())
+    browser.find_element(By.ID, "config-filter").send_keys("rrf_k")
+    _wait(browser, lambda b: b.find_element(By.CSS_SELECTOR, RRF_K).is_displayed())
     _type(browser, RRF_K, "30")
     _save(browser)
     _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".message.success")))

@@ -95,7 +95,7 @@ def test_navigation_inbox_above_the_fold_and_confirmed_retire(live_server, brows
     assert len(set(bar["tops"])) == 1, bar
     assert bar["height"] < 60 and bar["width"] <= 1280, bar
     # grouped: a section's pages are in its menu, shown when it opens
-    memories = browser.find_element(By.LINK_TEXT, "Memories")
+    memories = browser.find_element(By.CSS_SELECTOR, "nav a[href='/console/memories/']")
     assert not memories.is_displayed()
     browser.find_element(By.XPATH, "//details[@class='menu']/summary[.='Agents']").click()
     browser_wait(browser, lambda b: memories.is_displayed())
