@@ -121,7 +121,7 @@ def _displayed(browser, selector) -> bool:
 
 
 def _row_of(name: str) -> str:
-    return f"//input[@name='{name}' or @name='rjf§{name}']/ancestor::div[contains(@class,'rjf-form-row')][1]"
+    return f"//input[@name='{name}']/ancestor::div[contains(@class,'rjf-form-row')][1]"
 
 
 def test_form_groups_sections_names_map_keys_filters_and_marks_changed_fields(live_server, browser):

@@ -162,9 +162,7 @@ def test_every_empty_state(live_server, browser):
     agent = AgentFactory(company=company, name="planner")
     CostRecordFactory(company=company, agent=agent, cost=Decimal("0"), occurred_at=timezone.now())
     browser.get(f"{base}/dashboard/costs")
-    empty = browser_wait(
-        browser, ec.presence_of_element_located((By.ID, "costs-per-agent-empty"))
-    )
+    empty = browser_wait(browser, ec.presence_of_element_located((By.ID, "costs-per-agent-empty")))
     assert "The 1 call in this period cost nothing" in empty.text
     assert _tables_without_rows(browser) == []
     assert browser.find_elements(By.CSS_SELECTOR, "main svg") == []

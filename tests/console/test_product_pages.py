@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from memory.interfaces.console.agents import short_role
 from orgmemory.services.approvals import approval_request
 from orgmemory.services.policies import policy_add
 from persistence.console.access import SESSION_KEY
@@ -19,7 +20,6 @@ from persistence.console.config_docs import field_label, parse_config_doc
 from persistence.console.config_form import changed_from_default, config_form_schema
 from persistence.principal import Principal
 from persistence.services.companies import company_config_for_editing, company_config_set
-from memory.interfaces.console.agents import short_role
 from tests.persistence.factories import (
     AgentFactory,
     CompanyFactory,
@@ -102,7 +102,10 @@ def test_policies_page_leads_with_the_policies_and_puts_the_unversioned_exceptio
         ("Backend engineer", "Backend engineer"),
         ("Backend engineer. Owns the billing services and their deploys.", "Backend engineer…"),
         ("Release manager (billing, payments)", "Release manager…"),
-        ("Plans each sprint's work and splits it into tickets for the coders", "Plans each sprint's work and…"),
+        (
+            "Plans each sprint's work and splits it into tickets for the coders",
+            "Plans each sprint's work and…",
+        ),
         ("", ""),
     ],
 )
