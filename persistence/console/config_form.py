@@ -120,7 +120,7 @@ def _help_text(node: dict, kind: str | None, *, path: str, nullable: bool) -> st
     parts = []
     meaning = _plain(node.get("description") or "") or field_help(path)
     if meaning and (kind != "object" or "properties" not in node):
-        parts.append(meaning if meaning.endswith((".", "…", ")")) else meaning + ".")
+        parts.append(meaning if meaning.endswith((".", "…")) else meaning + ".")
     if path and "*" not in path and (kind != "object" or "properties" not in node):
         yaml = f"YAML: {path}"
         if "default" in node:

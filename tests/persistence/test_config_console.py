@@ -60,7 +60,11 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
     assert retrieval["rrf_k"] == {
         "type": "integer",
         "title": "RRF k",
-        "help_text": "YAML: memory.retrieval.rrf_k; default: 10.",
+        # the meaning from docs/operating/configuration.md, then the YAML key and default
+        "help_text": (
+            "the k of RRF's 1/(k+rank) (also the hierarchical retriever's merge). "
+            "YAML: memory.retrieval.rrf_k; default: 10."
+        ),
         "minimum": 1,
         "maximum": 1000,
     }
