@@ -1,11 +1,13 @@
 """The company config form's labels and help, read from ``docs/operating/configuration.md``.
 
-The operator's reference for each field is that page; the form shows the same words rather
-than a second copy that drifts. Three shapes of the page carry a field's meaning:
+The operator's reference for each field is that page (and, for one section, its own page:
+:data:`SECTION_DOCS`); the form shows the same words rather than a second copy that drifts.
+Three shapes of the page carry a field's meaning:
 
-* a table whose first column names keys (`` `temperature`, `max_tokens` ``, relative to the
-  section its heading names: ``### memory.procedural``; *Lifecycle defaults* is
-  ``memory.consolidation``) and whose last column is *meaning* / *what it does to a memory*;
+* a table whose first column (*key* or *field*) names keys (`` `temperature`,
+  `max_tokens` ``, relative to the section its heading names: ``### memory.procedural``;
+  *Lifecycle defaults* is ``memory.consolidation``) and whose last column is *meaning* /
+  *what it does to a memory*;
 * a ``yaml`` example whose lines end in a comment (``max_core_tokens: 600  # 50..8000: …``);
 * the bullets of *Defaults and knobs that act* (`` - `level` is … `` under ``memory``).
 
@@ -22,6 +24,8 @@ from pathlib import Path
 from django.conf import settings
 
 DOC = Path("docs") / "operating" / "configuration.md"
+#: other pages with a table of one section's fields, and the heading above that table
+SECTION_DOCS = ((Path("docs") / "operating" / "fine-tune.md", "Configuration", "memory.fine_tune"),)
 MAX_HELP_CHARS = 400
 
 _HEADING = re.compile(r"^#{2,4}\s+(.*?)\s*$")
@@ -87,6 +91,7 @@ class _Reader:
         self.meaning_table = False
         self.yaml_stack: list[tuple[int, str]] = []
         self.bullet: list[str] | None = None
+        self.sections: dict[str, str] = dict(_HEADING_SECTIONS)
 
     def put(self, path: str | None, text: str) -> None:
         text = plain(text)
@@ -96,14 +101,14 @@ class _Reader:
     def heading(self, title: str) -> None:
         self.end_bullet()
         found = _DOTTED.search(title)
-        self.prefix = _HEADING_SECTIONS.get(title) or (found.group(1) if found else None)
+        self.prefix = self.sections.get(title) or (found.group(1) if found else None)
 
     def table_row(self, line: str) -> None:
         cells = [c.strip() for c in line.strip().strip("|").replace("\\|", "\0").split("|")]
         cells = [c.replace("\0", "\\|") for c in cells]
         if len(cells) < 3 or set(cells[0]) <= set("-: "):
             return
-        if cells[0] == "key":
+        if cells[0] in ("key", "field"):
             self.meaning_table = cells[-1].lower() in _MEANING_COLUMNS
             return
         if not self.meaning_table:
@@ -144,9 +149,11 @@ class _Reader:
         self.bullet = None
 
 
-def parse_config_doc(text: str) -> dict[str, str]:
-    """Each dotted field path the page explains, with its text (see the module doc)."""
+def parse_config_doc(text: str, sections: dict[str, str] | None = None) -> dict[str, str]:
+    """Each dotted field path the page explains, with its text (see the module doc);
+    ``sections`` names more headings' sections (``{"Configuration": "memory.fine_tune"}``)."""
     reader = _Reader()
+    reader.sections = {**_HEADING_SECTIONS, **(sections or {})}
     fence: str | None = None
     for line in text.splitlines():
         if line.startswith("```"):
@@ -171,10 +178,15 @@ def parse_config_doc(text: str) -> dict[str, str]:
 
 @functools.cache
 def _doc_help() -> dict[str, str]:
-    path = Path(settings.BASE_DIR) / DOC
-    if not path.is_file():  # an install without the docs: the pydantic descriptions only
-        return {}
-    return parse_config_doc(path.read_text(encoding="utf-8"))
+    root = Path(settings.BASE_DIR)
+    found: dict[str, str] = {}
+    pages = [(DOC, {}), *((page, {heading: section}) for page, heading, section in SECTION_DOCS)]
+    for page, sections in pages:
+        if (root / page).is_file():  # an install without the docs: descriptions only
+            text = (root / page).read_text(encoding="utf-8")
+            for path, help_text in parse_config_doc(text, sections).items():
+                found.setdefault(path, help_text)
+    return found
 
 
 def field_help(path: str) -> str:

@@ -169,6 +169,9 @@ def test_config_form_labels_help_from_the_docs_and_map_keys():
     assert "title" not in rules["additionalProperties"]
     assert "Keys: core_policy, adr, procedure, convention, entity_definition." in rules["help_text"]
     assert field_label("llm_group_threshold") == "LLM group threshold"
+    # a section documented on its own page: docs/operating/fine-tune.md's Configuration table
+    min_gain = memory["fine_tune"]["properties"]["min_gain"]["help_text"]
+    assert min_gain.startswith("the nDCG@10 gain an adapter needs")
 
 
 def test_config_doc_parser_reads_tables_yaml_comments_and_bullets():
