@@ -163,6 +163,18 @@ def status_counts(*, company: Company, now: datetime | None = None) -> dict[str,
     }
 
 
+def busiest_company(companies: list[Company], *, now: datetime | None = None) -> Company | None:
+    """Of ``companies``, the one with the most pending decisions (ties: the first listed);
+    ``None`` when none has any. Where a member of several companies lands in the console."""
+    now = now or timezone.now()
+    best, best_count = None, 0
+    for company in companies:
+        pending = status_counts(company=company, now=now)["pending"].value
+        if pending > best_count:
+            best, best_count = company, pending
+    return best
+
+
 _ACTION_TYPES_SQL = """
 WITH RECURSIVE t(a) AS (
     SELECT min(action_type) FROM orgmemory_approvalitem WHERE company_id = %s

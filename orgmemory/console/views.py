@@ -24,13 +24,28 @@ from orgmemory.services.approvals import (
     approval_decide,
 )
 from orgmemory.services.write_requests import write_request_decide
-from persistence.console.access import ConsoleUser, console_view
+from persistence.console.access import (
+    SESSION_KEY,
+    ConsoleUser,
+    console_user,
+    console_view,
+    select_company,
+)
 from synthorg.errors import AccessDeniedError, DomainError, NotFoundError
 
 
 @console_view
 def inbox_view(request, user: ConsoleUser):
-    """One page of the inbox; a bad filter value is a form error (400), not a 500."""
+    """One page of the inbox; a bad filter value is a form error (400), not a 500.
+
+    A member of several companies who has not picked one yet lands on the company with
+    pending decisions (the busiest), not on the first by name."""
+    if SESSION_KEY not in request.session and len(user.companies) > 1:
+        busiest = inbox.busiest_company(user.companies)
+        if busiest is not None:
+            select_company(request, busiest.slug)
+            user = console_user(request) or user
+            request.console = user
     data = request.GET.copy()
     data.setdefault("status", "pending")
     form = InboxFilterForm(
@@ -54,6 +69,8 @@ def inbox_view(request, user: ConsoleUser):
             "form": form,
             "counts": inbox.status_counts(company=user.company),
             "query": query.urlencode(),
+            # the filter panel opens when a filter besides the status tabs is applied
+            "filtered": any(v for k, v in request.GET.items() if k not in ("status", "page")),
             "webhook_failures": inbox.webhook_failures(company=user.company),
         },
         status=status,

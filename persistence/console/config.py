@@ -17,6 +17,7 @@ from django.shortcuts import redirect, render
 from persistence.console.access import ConsoleUser, console_view
 from persistence.console.config_form import (
     CompanyConfigForm,
+    changed_from_default,
     config_from_form,
     error_map,
     form_initial,
@@ -30,6 +31,7 @@ ADMINS_ONLY = "Only the company's admins and owners change its configuration."
 
 
 def _render(request, form, *, status=200, error=None, error_code=None, changed=None):
+    editing = company_config_for_editing(Company.objects.get(pk=request.console.company.pk))
     return render(
         request,
         "console/company/config.html",
@@ -39,6 +41,7 @@ def _render(request, form, *, status=200, error=None, error_code=None, changed=N
             "error": error,
             "error_code": error_code,
             "field_errors": changed or [],
+            "changed": changed_from_default(editing),
         },
         status=status,
     )

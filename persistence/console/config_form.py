@@ -24,7 +24,8 @@ from django import forms
 from django_jsonform.constants import JOIN_SYMBOL
 from django_jsonform.widgets import JSONFormWidget
 
-from synthorg.company_config import CompanyConfig
+from persistence.console.config_docs import field_help, field_label, plain
+from synthorg.company_config import CompanyConfig, parse_company_config
 
 RECORDED_ONLY = (
     "memory.backend",
@@ -48,7 +49,7 @@ NULLABLE = "x-nullable"  # marks a field whose empty input means ``null`` (widge
 
 def _plain(text: str) -> str:
     """Help text without reStructuredText/Markdown literals (shown verbatim by the widget)."""
-    return " ".join(text.replace("``", "").replace("`", "").split())
+    return plain(text.replace("``", "`"))
 
 
 def _default_text(value: Any) -> str:
@@ -83,8 +84,9 @@ def _widget_node(node: dict, name: str, path: str) -> dict | None:
         out[NULLABLE] = nullable
     kind = node.get("type")
     out["type"] = kind or "string"
-    out["title"] = name
-    help_text = _help_text(node, kind, nullable=bool(nullable))
+    if name:  # a map's values take no title: the widget shows each key as its title
+        out["title"] = field_label(name)
+    help_text = _help_text(node, kind, path=path, nullable=bool(nullable))
     if help_text:
         out["help_text"] = help_text
     for key in ("enum", "minimum", "maximum", "minLength", "maxLength"):
@@ -112,13 +114,18 @@ def _unwrap_optional(node: dict) -> tuple[dict, bool | None]:
     return merged, len(real) < len(branches)
 
 
-def _help_text(node: dict, kind: str | None, *, nullable: bool) -> str:
-    """A field's description, default and (``nullable``) that empty means none."""
+def _help_text(node: dict, kind: str | None, *, path: str, nullable: bool) -> str:
+    """A field's meaning (its description, else what ``docs/operating/configuration.md``
+    says of it), its YAML key and default, and (``nullable``) that empty means none."""
     parts = []
-    if node.get("description") and kind != "object":
-        parts.append(_plain(node["description"]))
-    if "default" in node and kind != "object":
-        parts.append(f"Default: {_default_text(node['default'])}.")
+    meaning = _plain(node.get("description") or "") or field_help(path)
+    if meaning and (kind != "object" or "properties" not in node):
+        parts.append(meaning if meaning.endswith((".", "…")) else meaning + ".")
+    if path and "*" not in path and (kind != "object" or "properties" not in node):
+        yaml = f"YAML: {path}"
+        if "default" in node:
+            yaml += f"; default: {_default_text(node['default'])}"
+        parts.append(yaml + ".")
     if nullable:
         parts.append("Leave empty for none.")
     return " ".join(parts)
@@ -140,7 +147,7 @@ def _add_free_keys(out: dict[str, Any], node: dict, path: str) -> None:
     """A mapping with free keys: its value widget, and the allowed keys in the help text."""
     out["properties"] = {}  # the widget requires the key; the keys are added by hand
     values = node.get("additionalProperties") or {"type": "string"}
-    out["additionalProperties"] = _widget_node(values, "value", f"{path}.*") or {}
+    out["additionalProperties"] = _widget_node(values, "", f"{path}.*") or {}
     names = node.get("propertyNames") or {}
     if "enum" in names:
         out["help_text"] = " ".join(
@@ -158,9 +165,29 @@ def config_form_schema() -> dict:
     schema.pop("help_text", None)
     schema["title"] = "Company configuration"
     schema["description"] = (
-        "[-] folds a section, [+] opens it; each field's help gives its default."
+        "Sections fold with [-] and open with [+]; each field's help gives its YAML key and "
+        "default."
     )
     return schema
+
+
+def _leaves(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Dotted paths of a config document's values (a list or an empty mapping is one value)."""
+    if isinstance(data, Mapping) and data:
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            out.update(_leaves(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: data}
+
+
+def changed_from_default(editing: Mapping[str, Any]) -> list[str]:
+    """The dotted paths of the fields the form shows whose value differs from the default
+    config's (what the form highlights), sorted."""
+    defaults = _leaves(form_initial(parse_company_config({}).model_dump(mode="json")))
+    current = _leaves(form_initial(editing))
+    paths = {path for path, value in current.items() if defaults.get(path, object()) != value}
+    return sorted(paths | {path for path in defaults if path not in current})
 
 
 def _pluck(data: Mapping[str, Any], path: str) -> tuple[bool, Any]:

@@ -59,6 +59,8 @@ def _currency_charts(day_summary, agent_summary, currency: str) -> dict:
             bar_chart(agents, title=f"Cost per agent ({currency})", unit=f" {currency}")
         ),
         "total_display": format_money(total.cost) if total else "0.00",
+        # calls recorded at no cost (a local model): no chart of zeros, a sentence instead
+        "has_cost": any(bar.value for bar in days),
         "agent_rows": [(bar.label, format_money(bar.value)) for bar in agents],
     }
 

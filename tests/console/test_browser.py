@@ -195,6 +195,7 @@ def test_operator_console_flow(live_server, browser):
     assert ApprovalItem.objects.filter(status="pending").count() == 0
 
     # memory browser: open the planner's personal-data memory and delete it with a reason
+    browser.find_element(By.XPATH, "//details[@class='menu']/summary[.='Agents']").click()
     browser.find_element(By.LINK_TEXT, "Memories").click()
     _wait(browser, ec.presence_of_element_located((By.LINK_TEXT, "planner"))).click()
     _wait(browser, ec.presence_of_element_located((By.ID, "q"))).send_keys("CFO phone number")

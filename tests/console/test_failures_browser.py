@@ -36,6 +36,10 @@ def test_an_operator_requeues_a_failed_delivery_from_the_failures_page(live_serv
     )
     browser.find_element(By.ID, "id_password").send_keys(PASSWORD)
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    browser_wait(
+        browser,
+        ec.element_to_be_clickable((By.XPATH, "//details[@class='menu']/summary[.='Operations']")),
+    ).click()
     browser_wait(browser, ec.element_to_be_clickable((By.LINK_TEXT, "Failures"))).click()
     browser_wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "tr.failed-job")))
     assert _kinds(browser) == [

@@ -83,11 +83,16 @@ def test_page_filter_and_edit_then_approve(live_server, browser):
     assert len(second) == 6 and not set(first) & set(second)
     assert second[-1] == str(promotion.pk)
 
-    # a filter: high risk only
+    # a filter: high risk only (the filters are folded under the list's summary line)
+    assert not browser.find_element(By.ID, "id_risk").is_displayed()
+    browser.find_element(By.CSS_SELECTOR, "#inbox-filter-panel > summary").click()
     Select(browser.find_element(By.ID, "id_risk")).select_by_value("high")
     browser.find_element(By.CSS_SELECTOR, "#inbox-filters button[type=submit]").click()
     _wait(browser, ec.text_to_be_present_in_element((By.ID, "inbox-range"), "1–1 of 1"))
     assert _ids(browser) == [str(promotion.pk)]
+    # an applied filter keeps the panel open and says so
+    panel = browser.find_element(By.ID, "inbox-filter-panel")
+    assert panel.get_attribute("open") is not None and "(filters applied)" in panel.text
 
     # edit then approve
     browser.find_element(By.LINK_TEXT, promotion.title).click()

@@ -16,7 +16,7 @@ from tests.persistence.factories import AgentFactory, CompanyFactory, Membership
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-NOT_FOUND = "Not Found"
+NOT_FOUND = "Not found"  # the console's own 404 page (templates/404.html)
 
 
 def _log_in(browser, base: str, username: str) -> None:

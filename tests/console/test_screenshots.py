@@ -19,6 +19,7 @@ from memory.interfaces.service import MemoryService
 from memory.prompting.context import ContextRequest
 from orgmemory.services.policies import policy_add
 from persistence.principal import Principal
+from persistence.services.companies import company_config_set
 from tests.console.test_browser import PASSWORD, _seed, _shot, _wait
 from tests.console.test_csp import LISTENER, _violations
 from tests.persistence.factories import CostRecordFactory, MembershipFactory
@@ -121,7 +122,12 @@ def test_every_console_page(live_server, browser):
 
 
 def test_configuration_page_as_admin(live_server, browser):
-    _world()
+    company, *_ = _world()
+    # two fields off their defaults: marked, their sections open, the others folded
+    company_config_set(
+        company=company,
+        data={"memory": {"retrieval": {"rrf_k": 30}, "dream": {"max_core_tokens": 800}}},
+    )
     base = live_server.url
     browser.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LISTENER})
     browser.get(f"{base}/console/login")
@@ -131,6 +137,7 @@ def test_configuration_page_as_admin(live_server, browser):
     browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, "header.topbar nav")))
     browser.get(f"{base}/console/company/config")
-    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".rjf-form-group")))
+    _wait(browser, ec.presence_of_element_located((By.CSS_SELECTOR, ".rjf-collapsed")))
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".rjf-form-row.cfg-changed")) == 2
     assert _violations(browser) == []
     _shot(browser, "config.png")

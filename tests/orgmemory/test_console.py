@@ -145,6 +145,9 @@ def test_company_switcher(company):
     second = CompanyFactory(name="Zeta Corp")
     MembershipFactory(company=second, user=client.membership.user, role="viewer")
     _item(second, title="Zeta item")
+    # no company picked yet: the landing is the one with pending work (issue 33)
+    assert "Zeta item" in client.get("/console/inbox/").content.decode()
+    client.post("/console/company", {"company": company.slug, "next": "/console/inbox/"})
     assert "Zeta item" not in client.get("/console/inbox/").content.decode()
     response = client.post("/console/company", {"company": second.slug, "next": "/console/inbox/"})
     assert response.status_code == 302

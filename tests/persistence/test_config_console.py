@@ -59,8 +59,12 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
     retrieval = schema["properties"]["memory"]["properties"]["retrieval"]["properties"]
     assert retrieval["rrf_k"] == {
         "type": "integer",
-        "title": "rrf_k",
-        "help_text": "Default: 10.",
+        "title": "RRF k",
+        # the meaning from docs/operating/configuration.md, then the YAML key and default
+        "help_text": (
+            "the k of RRF's 1/(k+rank) (also the hierarchical retriever's merge). "
+            "YAML: memory.retrieval.rrf_k; default: 10."
+        ),
         "minimum": 1,
         "maximum": 1000,
     }
@@ -80,7 +84,7 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
     assert "$ref" not in text and "anyOf" not in text and "`" not in text
     embedder_model = memory["embedder"]["properties"]["model"]
     assert embedder_model["x-nullable"] is True
-    assert embedder_model["help_text"].endswith("Default: none. Leave empty for none.")
+    assert embedder_model["help_text"].endswith("default: none. Leave empty for none.")
 
 
 def test_admin_edits_one_field_and_the_save_is_audited_with_its_diff(company):

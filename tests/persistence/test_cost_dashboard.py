@@ -93,7 +93,7 @@ def test_dashboard_without_costs(client, db):
     membership = MembershipFactory(company=CompanyFactory(name="Quiet"), role="admin")
     client.force_login(membership.user)
     html = client.get("/dashboard/costs").content.decode()
-    assert "No costs recorded in this period." in html
+    assert "No costs recorded in this period:" in html
     assert "No monthly budget is set" in html
 
 

@@ -5,6 +5,8 @@ confirmation. Admins manage keys; operators and viewers read. Writes go through
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404
@@ -23,6 +25,20 @@ from synthorg.errors import AccessDeniedError, DomainError
 
 ADMIN_MANAGES_KEYS = "Only an admin of this company manages API keys."
 DREAM_REQUESTS_SHOWN = 10
+SHORT_ROLE_CHARS = 32
+_ROLE_CLAUSE = re.compile(r"[.;:,(]|\s[—–-]\s")
+
+
+def short_role(role: str) -> str:
+    """The agents table's Role: the role's first clause (up to ``. ; : , (`` or a dash),
+    cut at a word to :data:`SHORT_ROLE_CHARS` with an ellipsis. The whole text is the
+    cell's tooltip and on the agent's page."""
+    text = " ".join(role.split())
+    first = _ROLE_CLAUSE.split(text, maxsplit=1)[0].strip() or text
+    if len(first) <= SHORT_ROLE_CHARS:
+        return first if first == text else first + "…"
+    cut = first[: SHORT_ROLE_CHARS + 1].rsplit(" ", 1)[0] or first[:SHORT_ROLE_CHARS]
+    return cut.rstrip() + "…"
 
 
 def _agent(user: ConsoleUser, agent_id: int) -> Agent:
@@ -50,7 +66,10 @@ def agents_view(request, user: ConsoleUser):
         .annotate(usable_keys=Count("api_keys", filter=usable))
         .order_by("name")
     )
-    return render(request, "console/agents/list.html", {"section": "agents", "agents": agents})
+    rows = list(agents)
+    for agent in rows:
+        agent.short_role = short_role(agent.role)
+    return render(request, "console/agents/list.html", {"section": "agents", "agents": rows})
 
 
 def _agent_page(request, user: ConsoleUser, agent: Agent, *, status=200, **extra):
