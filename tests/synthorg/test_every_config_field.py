@@ -14,7 +14,6 @@ import importlib
 import typing
 
 import pytest
-
 from pydantic import BaseModel
 
 from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
