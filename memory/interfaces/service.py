@@ -261,7 +261,15 @@ class MemoryService:
 
     # --- retrieval ----------------------------------------------------------------------
 
-    def _log(self, kind: str, text: str, started: float, count: int, degraded) -> None:
+    def _log(
+        self,
+        kind: str,
+        text: str,
+        started: float,
+        count: int,
+        degraded,
+        subject: str | None = None,
+    ) -> None:
         entry = request_log_entry(
             agent=self.agent,
             config=self.config.request_log,
@@ -271,6 +279,7 @@ class MemoryService:
             result_count=count,
             latency_ms=(time.perf_counter() - started) * 1000,
             degraded=degraded,
+            subject=subject,
         )
         if entry is not None:
             # bookkeeping: written after the response is sent (now outside a request), and
@@ -286,7 +295,9 @@ class MemoryService:
                 agent=self.agent, query=query, include_shared=include_shared, config=config
             )
         )
-        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "search", query.text or "", started, len(result.hits), result.degraded, query.subject
+        )
         return result
 
     @_routed
@@ -298,7 +309,9 @@ class MemoryService:
         result = self.replica_read(
             lambda: search_with_reformulation(agent=self.agent, query=query, config=config)
         )
-        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "search", query.text or "", started, len(result.hits), result.degraded, query.subject
+        )
         return result
 
     @_routed
@@ -317,6 +330,7 @@ class MemoryService:
                 started,
                 len(prepared.included),
                 prepared.degraded,
+                request.query.subject,
             )
             if prepared.policy_block is not None:  # bookkeeping, like the log row
                 delivery = policy_delivery(agent=self.agent, block=prepared.policy_block)
@@ -342,7 +356,14 @@ class MemoryService:
                 config=config,
             )
         )
-        self._log("shared_search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "shared_search",
+            query.text or "",
+            started,
+            len(result.hits),
+            result.degraded,
+            query.subject,
+        )
         return result
 
     @_routed
@@ -410,6 +431,7 @@ class MemoryService:
         *,
         session_id: str | None = None,
         project_id: int | None = None,
+        subject: str | None = None,
     ) -> FlushResult:
         """Flush messages of a conversation (stored now; extraction runs later)."""
         return conversation_messages_append(
@@ -419,6 +441,7 @@ class MemoryService:
             session_id=session_id,
             project_id=project_id,
             principal=self.principal,
+            subject=subject,
         )
 
     def conversations(self) -> QuerySet[Conversation]:

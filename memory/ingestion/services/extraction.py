@@ -516,6 +516,7 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
                     session_id=conversation.session_id or None,
                     project_id=conversation.project_id,
                     supersedes=tuple(valid),
+                    subject=conversation.subject or None,
                 )
                 for _, fact, valid, _ in plans
             ]
@@ -638,6 +639,7 @@ def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_
             source=f"extraction:{run.pk}",
             session_id=conversation.session_id or None,
             project_id=conversation.project_id,
+            subject=conversation.subject or None,
         )
         for m in turns
     ]

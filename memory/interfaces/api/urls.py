@@ -1,6 +1,7 @@
 from django.urls import path
 
 from memory.interfaces.api import views
+from memory.interfaces.api.views.subjects import SubjectEraseView, SubjectMemoriesView
 
 urlpatterns = [
     path("memories", views.MemoryCollectionView.as_view(), name="memory-list"),
@@ -13,4 +14,10 @@ urlpatterns = [
     path("shared/search", views.SharedSearchView.as_view(), name="shared-search"),
     path("shared/<uuid:pk>", views.SharedDetailView.as_view(), name="shared-detail"),
     path("sessions/<str:session_id>/end", views.SessionEndView.as_view(), name="session-end"),
+    path(
+        "subjects/<str:subject>/memories",
+        SubjectMemoriesView.as_view(),
+        name="subject-memories",
+    ),
+    path("subjects/<str:subject>", SubjectEraseView.as_view(), name="subject-erase"),
 ]
