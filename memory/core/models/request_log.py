@@ -34,6 +34,7 @@ class RequestLogEntry(models.Model):
 
     class Meta:
         ordering = ("-created_at", "-id")
+        verbose_name_plural = "request log entries"
         indexes = [
             models.Index(fields=["company", "-created_at", "-id"], name="requestlog_company_time"),
             models.Index(fields=["company", "agent", "-created_at"], name="requestlog_agent_time"),
