@@ -118,10 +118,10 @@ class ExecutionReportInput(_ReportPart):
     #: (``ExecutionReportSubject``), so erasing the subject unlinks it
     subject: str | None = None
 
-    @field_validator("subject")
+    @field_validator("subject", mode="before")  # before the model's whitespace stripping
     @classmethod
-    def _subject_valid(cls, value: str | None) -> str | None:
-        return None if value is None else validate_subject(value)
+    def _subject_valid(cls, value: Any) -> Any:
+        return validate_subject(value) if isinstance(value, str) else value
 
 
 class FailureAnalysisPayload(BaseModel):

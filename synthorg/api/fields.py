@@ -164,6 +164,11 @@ class SubjectField(serializers.CharField):
         kwargs.setdefault("max_length", None)
         super().__init__(**kwargs)
 
+    def run_validation(self, data=serializers.empty):
+        if data == "":  # CharField would answer ``blank``; one code for every bad subject
+            raise serializers.ValidationError(subject_problem(data), code="subject_invalid")
+        return super().run_validation(data)
+
     def to_internal_value(self, data):
         problem = subject_problem(data)
         if problem is not None:
