@@ -42,6 +42,8 @@ AGENT_WRITES: dict[str, dict[str, str]] = {
     "collaboration_metric": {CREATE: "agent"},
     "artifact": {CREATE: "created_by", UPDATE: "created_by", DELETE: "created_by"},
     "audit_entry": {CREATE: "actor_agent"},
+    # an agent erases what it holds about one end user (persistence.services.erasure)
+    "subject_content": {DELETE: "agent"},
 }
 
 ROLE_RANK = {"viewer": 0, "operator": 1, "admin": 2, "owner": 3}

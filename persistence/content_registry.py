@@ -24,7 +24,8 @@ Rules a kind must keep:
   never deleted — the erasure reports the kind as *retained* instead. Append-only ledgers
   must therefore not hold memory content in the first place.
 * ``erase_subject`` (optional) deletes every row of the company about one end user
-  (:mod:`synthorg.subjects`), across all its agents, in the caller's transaction, and
+  (:mod:`synthorg.subjects`), across all its agents (or one agent's only, when it is given),
+  in the caller's transaction, and
   answers ``{label: rows deleted}`` — one entry per kind of row it removed (cascades
   included: a memory's chunks and revisions are counted under their own labels).
   :func:`persistence.services.erasure.subject_erase` walks the kinds that have one.
@@ -124,8 +125,9 @@ class ContentKind:
     #: rows carry a namespace: ``export`` also takes ``namespaces`` (a tuple of flat names)
     #: and an export filtered by namespace includes only such kinds
     namespaced: bool = False
-    #: ``(company, subject) -> {label: rows deleted}``: the kind's rows about one end user
-    erase_subject: Callable[[Company, str], dict[str, int]] | None = None
+    #: ``(company, subject, agent) -> {label: rows deleted}``: the kind's rows about one end
+    #: user, of every agent of the company (``agent`` None) or of that agent only
+    erase_subject: Callable[[Company, str, Agent | None], dict[str, int]] | None = None
     #: rows carry an end user: ``export`` also takes ``subject`` and an export filtered by
     #: subject includes only such kinds
     subjected: bool = False

@@ -145,10 +145,14 @@ def _erase(model):
     return erase
 
 
-def erase_subject_conversations(company: Company, subject: str) -> dict[str, int]:
-    """Every agent's conversations with ``subject``: their messages, extraction runs and the
-    facts those proposed (the stored text) go with them."""
+def erase_subject_conversations(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every agent's (or ``agent``'s) conversations with ``subject``: their messages,
+    extraction runs and the facts those proposed (the stored text) go with them."""
     conversations = Conversation.objects.filter(company=company, subject=subject)
+    if agent is not None:
+        conversations = conversations.filter(agent=agent)
     # The journal entries of their extraction runs hold the facts' text (the run link is
     # SET_NULL, so they would outlive the runs); the dream never read them (dream.py).
     journal = Q(run__conversation__in=conversations)

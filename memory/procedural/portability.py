@@ -90,11 +90,15 @@ def erase_report_subjects(agent: Agent) -> int:
     return ExecutionReportSubject.objects.filter(report__agent=agent).delete()[0]
 
 
-def erase_subject_report_links(company: Company, subject: str) -> dict[str, int]:
-    """Unlink ``subject`` from the company's execution reports (the reports themselves are
-    append-only and kept, redacted as written) and delete the compressed experiences made of
-    those reports' text."""
+def erase_subject_report_links(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Unlink ``subject`` from the company's (or ``agent``'s) execution reports (the reports
+    are append-only and kept, redacted as written) and delete the compressed experiences
+    made of those reports' text."""
     links = ExecutionReportSubject.objects.filter(company=company, subject=subject)
+    if agent is not None:
+        links = links.filter(report__agent=agent)
     counts = deleted_counts(
         CompressedExperience.objects.filter(
             company=company, report_id__in=links.values("report_id")

@@ -82,6 +82,9 @@ class SubjectErasureReceipt:
     kind), and the kinds kept by design (append-only records that never name the subject)."""
 
     subject: str
+    #: ``company`` (every agent's rows) or ``agent`` (one agent's own, an agent key's erasure)
+    scope: str
+    agent_id: int | None
     counts: dict[str, int]
     retained: tuple[str, ...]
     #: the audit entry's target id: a keyed digest of the subject, never the subject itself
@@ -105,8 +108,11 @@ def subject_erase(
     digest of the subject, never the subject or any content. Idempotent: a second call
     deletes nothing and answers zero counts (and is audited too: the request was made).
 
-    ``principal``: a human needs role admin (``subject_content``/delete); ``None`` is the
-    operator's own command line (``manage.py erase_subject``).
+    ``principal``: a human needs role admin (``subject_content``/delete) and erases across
+    every agent; an agent (its API key) erases what **it** holds about the subject — its
+    own memories, published entries, archive, conversations, log rows and report links —
+    never another agent's. ``None`` is the operator's command line (``manage.py
+    erase_subject``), company-wide.
     """
     problem = subject_problem(subject)
     if problem is not None:
@@ -115,8 +121,15 @@ def subject_erase(
             code="subject_invalid",
             errors=[{"field": "subject", "message": problem, "code": "subject_invalid"}],
         )
+    agent = None
     if principal is not None:
-        require_write(principal, "subject_content", DELETE)
+        agent = principal.agent if principal.is_agent else None
+        require_write(
+            principal,
+            "subject_content",
+            DELETE,
+            owner_agent_id=agent.pk if agent is not None else None,
+        )
     counts: dict[str, int] = {}
     retained: list[str] = []
     for kind in content_kinds():
@@ -127,7 +140,7 @@ def subject_erase(
             continue
         if kind.erase_subject is None:  # its rows go with another kind's (a cascade)
             continue
-        for label, count in kind.erase_subject(company, subject).items():
+        for label, count in kind.erase_subject(company, subject, agent).items():
             counts[label] = counts.get(label, 0) + count
     digest = subject_digest(company.pk, subject)
     entry = audit_record(
@@ -138,6 +151,8 @@ def subject_erase(
         target_id=digest,
         risk_level="high",
         details={
+            "scope": "agent" if agent is not None else "company",
+            **({"agent_id": agent.pk} if agent is not None else {}),
             "counts": counts,
             "retained": retained,
             "via": via,
@@ -146,6 +161,8 @@ def subject_erase(
     )
     return SubjectErasureReceipt(
         subject=subject,
+        scope="agent" if agent is not None else "company",
+        agent_id=agent.pk if agent is not None else None,
         counts=counts,
         retained=tuple(retained),
         subject_digest=digest,

@@ -234,28 +234,31 @@ def erase_archive(agent: Agent) -> int:
     return ArchivedMemory.objects.filter(agent=agent).delete()[0]
 
 
-def erase_subject_memories(company: Company, subject: str) -> dict[str, int]:
-    """Every agent's private memories about ``subject``, with their chunk vectors and the
-    texts corrections replaced (revisions), and the lessons that hang on them."""
-    return deleted_counts(
-        Memory.objects.filter(company=company, subject=subject, is_shared=False).delete()
-    )
+def erase_subject_memories(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every agent's (or ``agent``'s) private memories about ``subject``, with their chunk
+    vectors and the texts corrections replaced (revisions), and the lessons on them."""
+    rows = _scoped(Memory.objects, company, agent).filter(subject=subject, is_shared=False)
+    return deleted_counts(rows.delete())
 
 
-def erase_subject_shared(company: Company, subject: str) -> dict[str, int]:
-    counts = deleted_counts(
-        Memory.objects.filter(company=company, subject=subject, is_shared=True).delete()
-    )
+def erase_subject_shared(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    rows = _scoped(Memory.objects, company, agent).filter(subject=subject, is_shared=True)
+    counts = deleted_counts(rows.delete())
     # reported apart from the private memories, as the agent erasure does
     if "memories" in counts:
         counts["shared knowledge"] = counts.pop("memories")
     return counts
 
 
-def erase_subject_archive(company: Company, subject: str) -> dict[str, int]:
-    return deleted_counts(
-        ArchivedMemory.objects.filter(company=company, subject=subject).delete()
-    )
+def erase_subject_archive(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    rows = _scoped(ArchivedMemory.objects, company, agent).filter(subject=subject)
+    return deleted_counts(rows.delete())
 
 
 # --- import ------------------------------------------------------------------------------

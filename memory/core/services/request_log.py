@@ -165,12 +165,15 @@ def erase_request_log(agent: Agent) -> int:
     return RequestLogEntry.objects.filter(agent=agent).delete()[0]
 
 
-def erase_subject_request_log(company: Company, subject: str) -> dict[str, int]:
-    """Every logged call that filtered by ``subject`` (the row names them; its query text
-    was asked about them)."""
-    return deleted_counts(
-        RequestLogEntry.objects.filter(company=company, subject=subject).delete()
-    )
+def erase_subject_request_log(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every logged call (of ``agent``, when given) that filtered by ``subject``: the row
+    names them, and its query text was asked about them."""
+    rows = RequestLogEntry.objects.filter(company=company, subject=subject)
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    return deleted_counts(rows.delete())
 
 
 #: The request log in the content registry: an agent's erasure deletes its rows (they hold

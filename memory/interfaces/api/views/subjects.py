@@ -4,7 +4,8 @@ erasure of everything the company holds about them (``synthorg.subjects``).
 * ``GET /subjects/{subject}/memories`` — human operators, admins and owners read every
   agent's memories about the subject; an agent key reads its own only
   (:func:`persistence.access.subject_read_scope`). Viewers are refused.
-* ``DELETE /subjects/{subject}`` — humans with role admin or owner; one audited transaction
+* ``DELETE /subjects/{subject}`` — humans with role admin or owner erase across every agent;
+  an agent key erases what that agent holds. One audited transaction
   (:func:`persistence.services.erasure.subject_erase`, the service the console and
   ``manage.py erase_subject`` call too), answering the receipt.
 """
@@ -21,7 +22,7 @@ from memory.core.selectors.memories import subject_memories
 from memory.interfaces.api import serializers as s
 from memory.procedural.selectors import attach_lessons
 from persistence.access import subject_read_scope
-from persistence.api.permissions import IsHuman, IsPrincipal
+from persistence.api.permissions import IsPrincipal
 from persistence.services.erasure import REASON_MAX_CHARS, subject_erase
 from synthorg.api.schema import PROBLEM
 from synthorg.api.serializers import Serializer
@@ -63,6 +64,16 @@ class SubjectEraseSerializer(Serializer):
 
 class SubjectErasureReceiptSerializer(Serializer):
     subject = serializers.CharField()
+    scope = serializers.ChoiceField(
+        choices=["company", "agent"],
+        help_text=(
+            "`company`: every agent's rows were erased (an admin); `agent`: the calling "
+            "agent's own (an agent key)."
+        ),
+    )
+    agent_id = serializers.IntegerField(
+        allow_null=True, help_text="The agent whose rows were erased (scope `agent`)."
+    )
     counts = serializers.DictField(
         child=serializers.IntegerField(),
         help_text=(
@@ -93,6 +104,8 @@ class SubjectErasureReceiptSerializer(Serializer):
 def receipt_payload(receipt) -> dict:
     return {
         "subject": receipt.subject,
+        "scope": receipt.scope,
+        "agent_id": receipt.agent_id,
         "counts": receipt.counts,
         "total": receipt.total,
         "retained": list(receipt.retained),
@@ -136,7 +149,7 @@ class SubjectMemoriesView(generics.ListAPIView):
 
 @extend_schema(tags=["subjects"])
 class SubjectEraseView(APIView):
-    permission_classes = [IsPrincipal, IsHuman]
+    permission_classes = [IsPrincipal]
 
     @extend_schema(
         summary="Erase one end user across every agent of the company",
@@ -147,8 +160,11 @@ class SubjectEraseView(APIView):
             "facts, request-log rows that searched by the subject, and the subject links of "
             "execution reports (the append-only reports stay, attributable to nobody). One "
             "transaction with one audit entry (`subject.erased`: counts and a keyed digest, "
-            "never the subject or content). Humans with role admin or owner. Answers the "
-            "receipt; repeating it deletes nothing more (zero counts). The body is optional."
+            "never the subject or content). Humans with role admin or owner erase across every "
+            "agent of the company (`scope: company`); an agent key erases what that agent "
+            "holds (`scope: agent`), never another agent's; operators and viewers get 403. "
+            "Answers the receipt; repeating it deletes nothing more (zero counts). The body "
+            "is optional."
         ),
         parameters=[SUBJECT_PARAMETER],
         request=SubjectEraseSerializer,
@@ -158,6 +174,8 @@ class SubjectEraseView(APIView):
                 "Receipt",
                 value={
                     "subject": "user-42",
+                    "scope": "company",
+                    "agent_id": None,
                     "counts": {
                         "memories": 12,
                         "memory chunks": 1,

@@ -238,7 +238,9 @@ def test_erasure_leaves_no_row_naming_the_subject_or_holding_its_text(
     entry = AuditEntry.objects.get(company=company, action_type="subject.erased")
     assert entry.target_type == "subject" and entry.target_id == receipt["subject_digest"]
     assert entry.actor_user_id == admin.membership.user_id
+    assert receipt["scope"] == "company" and receipt["agent_id"] is None
     assert entry.details == {
+        "scope": "company",
         "counts": receipt["counts"],
         "retained": ["execution reports"],
         "via": "api",
@@ -264,13 +266,15 @@ def test_memories_count_exactly(company, caller, peer):
     ) == ["", OTHER]  # "The office …", "Wombatkeeper …"
 
 
-def test_only_admins_erase_and_bad_subjects_are_refused(company, caller, peer):
+def test_admins_erase_company_wide_operators_never_and_bad_subjects_are_refused(
+    company, caller, peer
+):
     store(caller, f"{MARK} likes tea.", subject=SUBJECT)
     url = f"/api/v1/subjects/{SUBJECT}"
     operator = make_human_client(company, "operator")
     denied = operator.delete(url)
     assert denied.status_code == 403 and denied.json()["code"] == "role_insufficient"
-    assert caller.client.delete(url).status_code == 403  # agents never erase people
+    assert make_human_client(company, "viewer").delete(url).status_code == 403
     admin = make_human_client(company, "admin")
     unknown = admin.delete(url, {"reason": "x", "force": True}, format="json")
     assert unknown.status_code == 400 and unknown.json()["errors"][0]["field"] == "force"
@@ -279,6 +283,44 @@ def test_only_admins_erase_and_bad_subjects_are_refused(company, caller, peer):
     assert bad.headers["Content-Type"].startswith("application/problem+json")
     assert Memory.objects.filter(subject=SUBJECT).count() == 1
     assert not AuditEntry.objects.filter(action_type="subject.erased").exists()
+
+
+def test_an_agent_key_erases_only_what_that_agent_holds(company, caller, peer):
+    store(caller, f"{MARK} likes tea.", subject=SUBJECT)
+    caller.client.post(
+        "/api/v1/shared",
+        {"content": f"{MARK} is a premium customer.", "category": "social", "subject": SUBJECT},
+        format="json",
+    )
+    flush(caller, "chat-1", SUBJECT, MARK)
+    kept = store(peer, f"{MARK} likes jazz.", subject=SUBJECT)
+    flush(peer, "chat-2", SUBJECT, MARK)
+    store(caller, f"{OTHER_MARK} likes tea.", subject=OTHER)
+
+    response = caller.client.delete(f"/api/v1/subjects/{SUBJECT}")
+
+    assert response.status_code == 200, response.json()
+    receipt = response.json()
+    assert receipt["scope"] == "agent" and receipt["agent_id"] == caller.agent.pk
+    assert receipt["counts"] == {
+        "memories": 3,  # tea and the two turns stored verbatim
+        "shared knowledge": 1,
+        "journal entries": 1,
+        "conversations": 1,
+        "conversation messages": 2,
+        "extraction runs": 1,
+        "extracted facts": 2,
+    }
+    assert not Memory.objects.filter(agent=caller.agent, subject=SUBJECT).exists()
+    assert not Conversation.objects.filter(agent=caller.agent, subject=SUBJECT).exists()
+    # the peer's rows about the subject and the caller's about another are kept
+    assert Memory.objects.filter(agent=peer.agent, subject=SUBJECT).count() == 3
+    assert Memory.objects.filter(pk=kept).exists()
+    assert Conversation.objects.filter(agent=peer.agent, subject=SUBJECT).count() == 1
+    assert Memory.objects.filter(agent=caller.agent, subject=OTHER).count() == 1
+    entry = AuditEntry.objects.get(action_type="subject.erased")
+    assert entry.actor_agent_id == caller.agent.pk
+    assert entry.details["scope"] == "agent" and entry.details["agent_id"] == caller.agent.pk
 
 
 def test_the_command_erases_and_prints_the_receipt(company, caller, capsys):
