@@ -19,5 +19,5 @@ urlpatterns = [
         SubjectMemoriesView.as_view(),
         name="subject-memories",
     ),
-    path("subjects/<str:subject>", SubjectEraseView.as_view(), name="subject-erase"),
+    path("subjects/<str:subject>/erase", SubjectEraseView.as_view(), name="subject-erase"),
 ]

@@ -149,7 +149,7 @@ SUBJECT_MEMORIES = Endpoint(
     "GET", "/subjects/{subject}/memories", m.Memory, query=("page_size",), shape="page"
 )
 SUBJECT_ERASE = Endpoint(
-    "DELETE", "/subjects/{subject}", m.SubjectErasureReceipt, body=("reason",)
+    "POST", "/subjects/{subject}/erase", m.SubjectErasureReceipt, body=("reason",)
 )
 
 ENDPOINTS = tuple(value for value in list(globals().values()) if isinstance(value, Endpoint))
@@ -580,4 +580,4 @@ class Subjects(Resource):
         across every agent of the company is an admin's (console, ``manage.py
         erase_subject``). Audited; repeating it deletes nothing more."""
         body = present(reason=reason)
-        return self._run(Call(SUBJECT_ERASE, {"subject": subject}, body=body or None))
+        return self._run(Call(SUBJECT_ERASE, {"subject": subject}, body=body))

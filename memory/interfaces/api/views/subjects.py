@@ -4,7 +4,7 @@ erasure of everything the company holds about them (``synthorg.subjects``).
 * ``GET /subjects/{subject}/memories`` — human operators, admins and owners read every
   agent's memories about the subject; an agent key reads its own only
   (:func:`persistence.access.subject_read_scope`). Viewers are refused.
-* ``DELETE /subjects/{subject}`` — humans with role admin or owner erase across every agent;
+* ``POST /subjects/{subject}/erase`` — humans with role admin or owner erase across every agent;
   an agent key erases what that agent holds. One audited transaction
   (:func:`persistence.services.erasure.subject_erase`, the service the console and
   ``manage.py erase_subject`` call too), answering the receipt.
@@ -163,8 +163,8 @@ class SubjectEraseView(APIView):
             "never the subject or content). Humans with role admin or owner erase across every "
             "agent of the company (`scope: company`); an agent key erases what that agent "
             "holds (`scope: agent`), never another agent's; operators and viewers get 403. "
-            "Answers the receipt; repeating it deletes nothing more (zero counts). The body "
-            "is optional."
+            "Answers the receipt; repeating it deletes nothing more (zero counts). Like "
+            "`POST /agents/{id}/erase`, the body (`reason`, for the audit entry) may be empty."
         ),
         parameters=[SUBJECT_PARAMETER],
         request=SubjectEraseSerializer,
@@ -192,9 +192,9 @@ class SubjectEraseView(APIView):
             )
         ],
     )
-    def delete(self, request, subject: str):
+    def post(self, request, subject: str):
         subject = checked_subject(subject)
-        body = SubjectEraseSerializer(data=request.data or {})
+        body = SubjectEraseSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         receipt = subject_erase(
             company=request.user.company,

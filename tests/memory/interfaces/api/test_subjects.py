@@ -196,7 +196,9 @@ def test_erasure_leaves_no_row_naming_the_subject_or_holding_its_text(
     outside_subject_before = rows_containing(SUBJECT, company=outside.company)
     admin = make_human_client(company, "admin")
 
-    response = admin.delete(f"/api/v1/subjects/{SUBJECT}", {"reason": "ticket 7"}, format="json")
+    response = admin.post(
+        f"/api/v1/subjects/{SUBJECT}/erase", {"reason": "ticket 7"}, format="json"
+    )
 
     assert response.status_code == 200, response.json()
     receipt = response.json()
@@ -247,7 +249,7 @@ def test_erasure_leaves_no_row_naming_the_subject_or_holding_its_text(
         "reason": "ticket 7",
     }
     # Repeating it erases nothing more (and says so).
-    again = admin.delete(f"/api/v1/subjects/{SUBJECT}")
+    again = admin.post(f"/api/v1/subjects/{SUBJECT}/erase")
     assert again.status_code == 200 and again.json()["counts"] == {}
     assert again.json()["total"] == 0
 
@@ -270,15 +272,15 @@ def test_admins_erase_company_wide_operators_never_and_bad_subjects_are_refused(
     company, caller, peer
 ):
     store(caller, f"{MARK} likes tea.", subject=SUBJECT)
-    url = f"/api/v1/subjects/{SUBJECT}"
+    url = f"/api/v1/subjects/{SUBJECT}/erase"
     operator = make_human_client(company, "operator")
-    denied = operator.delete(url)
+    denied = operator.post(url)
     assert denied.status_code == 403 and denied.json()["code"] == "role_insufficient"
-    assert make_human_client(company, "viewer").delete(url).status_code == 403
+    assert make_human_client(company, "viewer").post(url).status_code == 403
     admin = make_human_client(company, "admin")
-    unknown = admin.delete(url, {"reason": "x", "force": True}, format="json")
+    unknown = admin.post(url, {"reason": "x", "force": True}, format="json")
     assert unknown.status_code == 400 and unknown.json()["errors"][0]["field"] == "force"
-    bad = admin.delete("/api/v1/subjects/" + "x" * 129)
+    bad = admin.post("/api/v1/subjects/" + "x" * 129 + "/erase")
     assert bad.status_code == 400 and bad.json()["code"] == "subject_invalid"
     assert bad.headers["Content-Type"].startswith("application/problem+json")
     assert Memory.objects.filter(subject=SUBJECT).count() == 1
@@ -297,7 +299,7 @@ def test_an_agent_key_erases_only_what_that_agent_holds(company, caller, peer):
     flush(peer, "chat-2", SUBJECT, MARK)
     store(caller, f"{OTHER_MARK} likes tea.", subject=OTHER)
 
-    response = caller.client.delete(f"/api/v1/subjects/{SUBJECT}")
+    response = caller.client.post(f"/api/v1/subjects/{SUBJECT}/erase")
 
     assert response.status_code == 200, response.json()
     receipt = response.json()
