@@ -432,8 +432,10 @@ class MemoryService:
         session_id: str | None = None,
         project_id: int | None = None,
         subject: str | None = None,
+        extract_now: bool = False,
     ) -> FlushResult:
-        """Flush messages of a conversation (stored now; extraction runs later)."""
+        """Flush messages of a conversation (stored now; extraction runs later, or is queued
+        at once with ``extract_now``)."""
         return conversation_messages_append(
             agent=self.agent,
             conversation_id=conversation_id,
@@ -442,6 +444,18 @@ class MemoryService:
             project_id=project_id,
             principal=self.principal,
             subject=subject,
+            extract_now=extract_now,
+        )
+
+    def extraction_outcome(self, conversation_id: str, *, first_seq: int, last_seq: int):
+        """Whether the extraction of messages ``first_seq..last_seq`` of the caller's
+        conversation has finished, and the memories it formed (see
+        :func:`memory.ingestion.selectors.extraction_outcome`)."""
+        return ingestion_selectors.extraction_outcome(
+            agent=self.agent,
+            conversation_id=conversation_id,
+            first_seq=first_seq,
+            last_seq=last_seq,
         )
 
     def conversations(self) -> QuerySet[Conversation]:

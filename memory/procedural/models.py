@@ -113,9 +113,7 @@ class ExecutionReportSubject(models.Model):
         ExecutionReport, on_delete=models.CASCADE, primary_key=True, related_name="subject_link"
     )
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
-    subject = models.CharField(
-        max_length=SUBJECT_MAX_CHARS, validators=[validate_subject_field]
-    )
+    subject = models.CharField(max_length=SUBJECT_MAX_CHARS, validators=[validate_subject_field])
 
     class Meta:
         indexes = [

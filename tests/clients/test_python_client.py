@@ -348,9 +348,7 @@ def test_shared_org_executions_and_conversations_against_the_server(
         assert Conversation.objects.get(agent=caller.agent).external_id == "chat-7"
 
 
-def test_subjects_store_filter_read_and_erase_sync_and_async(
-    live_server_url, committed  # noqa: F811
-):
+def test_subjects_store_filter_read_and_erase(live_server_url, committed):  # noqa: F811
     caller = committed.agent()
     with MemoryClient(base_url=live_server_url, api_key=caller.raw_key) as client:
         tea = client.memories.store(

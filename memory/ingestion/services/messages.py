@@ -77,6 +77,7 @@ def conversation_messages_append(
     principal=None,
     now: datetime | None = None,
     subject: str | None = None,
+    extract_now: bool = False,
 ) -> FlushResult:
     """Store ``messages`` (in order) at the end of ``agent``'s conversation ``conversation_id``.
 
@@ -90,6 +91,9 @@ def conversation_messages_append(
     ``subject``: the end user the conversation is with (:mod:`synthorg.subjects`), fixed by
     its first flush; a later flush may leave it out, naming another one is a 409
     ``conversation_binding_mismatch``. Memories extracted from it carry it.
+
+    ``extract_now``: queue the extraction at once instead of after the debounce (the
+    one-call ``POST /memories/from-messages``), as a flush over ``max_pending_tokens`` does.
     """
     check_conversation_id(conversation_id)
     if subject is not None and subject_problem(subject) is not None:
@@ -152,7 +156,7 @@ def conversation_messages_append(
         conversation.last_message_at = now
         conversation.updated_at = now
         if config.enabled:
-            urgent = conversation.pending_tokens >= config.max_pending_tokens
+            urgent = extract_now or conversation.pending_tokens >= config.max_pending_tokens
             conversation.extraction_due_at = (
                 now if urgent else now + timedelta(seconds=config.debounce_seconds)
             )

@@ -1,11 +1,17 @@
 from django.urls import path
 
 from memory.interfaces.api import views
+from memory.interfaces.api.views.from_messages import MemoriesFromMessagesView
 from memory.interfaces.api.views.subjects import SubjectEraseView, SubjectMemoriesView
 
 urlpatterns = [
     path("memories", views.MemoryCollectionView.as_view(), name="memory-list"),
     path("memories/count", views.MemoryCountView.as_view(), name="memory-count"),
+    path(
+        "memories/from-messages",
+        MemoriesFromMessagesView.as_view(),
+        name="memory-from-messages",
+    ),
     path("memories/search", views.MemorySearchView.as_view(), name="memory-search"),
     path("memories/context", views.MemoryContextView.as_view(), name="memory-context"),
     path("memories/<uuid:pk>", views.MemoryDetailView.as_view(), name="memory-detail"),

@@ -37,7 +37,9 @@ class Command(BaseCommand):
         for label, count in sorted(receipt.counts.items()):
             self.stdout.write(f"{label}: {count} deleted")
         if receipt.retained:
-            self.stdout.write("retained (append-only, no longer linked): " + ", ".join(receipt.retained))
+            self.stdout.write(
+                "retained (append-only, no longer linked): " + ", ".join(receipt.retained)
+            )
         self.stdout.write(
             f"{receipt.total} rows deleted; audit entry {receipt.audit_entry_id} "
             f"(subject digest {receipt.subject_digest})"

@@ -388,3 +388,14 @@ class SubjectErasureReceipt(Model):
     retained: list[str]
     subject_digest: str
     audit_entry_id: int
+
+
+class MemoriesFromMessages(FlushResult):
+    """What ``memories.add(messages, …)`` did: the messages recorded as a conversation and
+    its extraction ``queued`` (poll ``poll``), ``done`` (``memories`` holds what it formed),
+    ``disabled`` or ``not_stored`` (memory level ``none``)."""
+
+    extraction: str
+    poll: str | None
+    runs: list[ExtractionRun]
+    memories: list[Memory] | None

@@ -51,6 +51,15 @@ MEMORY_UPDATE = Endpoint(
           "expires_at"),
 )  # fmt: skip
 MEMORY_DELETE = Endpoint("DELETE", "/memories/{id}")
+MEMORY_FROM_MESSAGES = Endpoint(
+    "POST",
+    "/memories/from-messages",
+    m.MemoriesFromMessages,
+    body=(
+        "messages", "subject", "conversation_id", "session_id", "project_id", "wait",
+        "timeout_seconds",
+    ),
+)  # fmt: skip
 MEMORY_HISTORY = Endpoint(
     "GET", "/memories/{id}/history", m.MemoryRevision, query=("page_size",), shape="page"
 )
@@ -240,6 +249,30 @@ class Memories(Resource):
             project_id=project_id, subject=subject, **members,
         )  # fmt: skip
         return self._run(Call(MEMORY_STORE, body=body, then=_with_store_outcome))
+
+    def add(
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        subject: str | None = None,
+        conversation_id: str | None = None,
+        wait: bool | None = None,
+        timeout_seconds: int | None = None,
+        session_id: str | None = None,
+        project_id: int | None = None,
+    ):
+        """Add memories from chat messages in one call (Mem0's ``add``): the messages
+        (``{"role", "content", "name"?, "created_at"?}``) are recorded as a conversation
+        (``conversation_id``, or a new one) about ``subject`` and extracted at once
+        (:class:`~synthorg_memory.models.MemoriesFromMessages`). ``wait=True``: wait up to
+        ``timeout_seconds`` (≤ 30) for the memories formed (``.memories``); otherwise, or
+        when it takes longer, ``.extraction == "queued"`` and ``.poll`` says where to look."""
+        body = present(
+            messages=[dict(message) for message in messages], subject=subject,
+            conversation_id=conversation_id, wait=wait, timeout_seconds=timeout_seconds,
+            session_id=session_id, project_id=project_id,
+        )  # fmt: skip
+        return self._run(Call(MEMORY_FROM_MESSAGES, body=body))
 
     def get(self, memory_id: str):
         """One of the caller's memories (:class:`~synthorg_memory.models.Memory`)."""

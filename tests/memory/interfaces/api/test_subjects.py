@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
 from memory.core.models import (
-    ArchivedMemory,
     Memory,
     MemoryChunk,
     MemoryRevision,
@@ -115,9 +114,7 @@ def stock(caller, peer, subject, mark):
         principal=Principal.for_human(membership.user, caller.company, "operator"),
     )
     # one archived
-    old = Memory.objects.get(
-        pk=store(caller, f"{mark} once owned a red bicycle.", subject=subject)
-    )
+    old = Memory.objects.get(pk=store(caller, f"{mark} once owned a red bicycle.", subject=subject))
     memories_archive_out(
         agent=caller.agent, memories=[old], mode=ArchivalMode.RETENTION, reason="test"
     )
@@ -183,9 +180,7 @@ def test_every_table_holding_a_subject_is_known():
     ]
 
 
-def test_erasure_leaves_no_row_naming_the_subject_or_holding_its_text(
-    company, caller, peer, world
-):
+def test_erasure_leaves_no_row_naming_the_subject_or_holding_its_text(company, caller, peer, world):
     outside = world
     assert rows_containing(MARK)  # stocked: memories, chunks, revisions, messages, …
     assert MemoryChunk.objects.filter(memory__subject=SUBJECT).exists()
@@ -445,9 +440,12 @@ def test_subject_reads_across_agents_for_operators_own_rows_for_an_agent(company
     viewer = make_human_client(company, "viewer").get(url)
     assert viewer.status_code == 403 and viewer.json()["code"] == "role_insufficient"
     assert [m["id"] for m in outside.client.get(url).json()["results"]] != [mine]
-    assert make_human_client(company, "admin").get(f"/api/v1/subjects/{OTHER}/memories").json()[
-        "count"
-    ] == 1
+    assert (
+        make_human_client(company, "admin")
+        .get(f"/api/v1/subjects/{OTHER}/memories")
+        .json()["count"]
+        == 1
+    )
     bad = caller.client.get("/api/v1/subjects/%20x/memories")
     assert bad.status_code == 400 and bad.json()["code"] == "subject_invalid"
 
