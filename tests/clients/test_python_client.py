@@ -380,7 +380,8 @@ def test_subjects_store_filter_read_and_erase(live_server_url, committed):  # no
     assert (receipt.subject, receipt.scope, receipt.agent_id) == (
         "user-42", "agent", caller.agent.pk,
     )  # fmt: skip
-    assert (receipt.counts, receipt.total) == ({"memories": 1}, 1)
+    # the memory, and the logged search that filtered by the subject
+    assert (receipt.counts, receipt.total) == ({"memories": 1, "request log entries": 1}, 2)
     assert receipt.retained == ["execution reports"]
     assert list(Memory.objects.filter(agent=caller.agent).values_list("subject", flat=True)) == [
         "user-7"
