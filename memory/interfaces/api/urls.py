@@ -1,7 +1,7 @@
 from django.urls import path
 
 from memory.interfaces.api import views
-from memory.interfaces.api.views.from_messages import MemoriesFromMessagesView
+from memory.interfaces.api.conversations.from_messages import MemoriesFromMessagesView
 from memory.interfaces.api.views.subjects import SubjectEraseView, SubjectMemoriesView
 
 urlpatterns = [
