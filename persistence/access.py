@@ -42,6 +42,8 @@ AGENT_WRITES: dict[str, dict[str, str]] = {
     "collaboration_metric": {CREATE: "agent"},
     "artifact": {CREATE: "created_by", UPDATE: "created_by", DELETE: "created_by"},
     "audit_entry": {CREATE: "actor_agent"},
+    # an agent erases what it holds about one end user (persistence.services.erasure)
+    "subject_content": {DELETE: "agent"},
 }
 
 ROLE_RANK = {"viewer": 0, "operator": 1, "admin": 2, "owner": 3}
@@ -71,6 +73,8 @@ HUMAN_WRITES: dict[str, dict[str, str]] = {
     "approval_webhook": {CREATE: ADMIN, UPDATE: ADMIN},
     "membership": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
     "agent_content": {DELETE: ADMIN},  # erasure of an agent's memories (right to be forgotten)
+    # erasure of one end user's data across every agent of the company (synthorg.subjects)
+    "subject_content": {DELETE: ADMIN},
     "export": {CREATE: ADMIN},  # data portability: export / import
     # the company's query-adapter fine-tune: start, resume/cancel/rollback, delete
     "fine_tune": {CREATE: ADMIN, UPDATE: ADMIN, DELETE: ADMIN},
@@ -164,3 +168,27 @@ def owner_for_create(principal: Principal, resource: str, requested):
         owner = principal.agent
     require_write(principal, resource, CREATE, owner_agent_id=owner.pk if owner else None)
     return owner
+
+
+#: the lowest membership role that may read one end user's memories across every agent of
+#: the company (``GET /subjects/{subject}/memories``): operators, admins, owners
+SUBJECT_READ_ROLE = OPERATOR
+SUBJECT_READ_ROLE_TOO_LOW = (
+    "Your role {role!r} may not read an end user's memories across the company's agents "
+    "(needs 'operator' or higher)."
+)
+
+
+def subject_read_scope(principal: Principal):
+    """Whose memories ``principal`` may read about one end user (:mod:`synthorg.subjects`):
+    ``None`` for every agent of the company (a human operator, admin or owner), the agent
+    itself for an agent key (its own memories only, private and published). A viewer is
+    refused (``role_insufficient``): private memories are the agents', and a per-person read
+    across them is a privileged one."""
+    if principal.is_agent:
+        return principal.agent
+    if ROLE_RANK.get(principal.role, -1) < ROLE_RANK[SUBJECT_READ_ROLE]:
+        raise AccessDeniedError(
+            SUBJECT_READ_ROLE_TOO_LOW.format(role=principal.role), code="role_insufficient"
+        )
+    return None

@@ -96,6 +96,8 @@ class AuditAction(StrEnum):
     # setting
     SETTING_CHANGED = "setting.changed"
     SETTING_DELETED = "setting.deleted"
+    # subject (an end user)
+    SUBJECT_ERASED = "subject.erased"
     # task
     TASK_DELETED = "task.deleted"
     # webhook_delivery

@@ -23,6 +23,12 @@ Rules a kind must keep:
   of ``synthorg.db.append_only``, checked in the database at erasure time) its rows are
   never deleted — the erasure reports the kind as *retained* instead. Append-only ledgers
   must therefore not hold memory content in the first place.
+* ``erase_subject`` (optional) deletes every row of the company about one end user
+  (:mod:`synthorg.subjects`), across all its agents (or one agent's only, when it is given),
+  in the caller's transaction, and
+  answers ``{label: rows deleted}`` — one entry per kind of row it removed (cascades
+  included: a memory's chunks and revisions are counted under their own labels).
+  :func:`persistence.services.erasure.subject_erase` walks the kinds that have one.
 * ``import_rows`` is idempotent: importing the same file twice adds nothing the second time.
 * A row keeps its exported id only when its ``id_signature`` (:func:`row_id_signature`,
   written by ``export``) proves the id is the importing company's; ``import_rows`` never
@@ -119,6 +125,25 @@ class ContentKind:
     #: rows carry a namespace: ``export`` also takes ``namespaces`` (a tuple of flat names)
     #: and an export filtered by namespace includes only such kinds
     namespaced: bool = False
+    #: ``(company, subject, agent) -> {label: rows deleted}``: the kind's rows about one end
+    #: user, of every agent of the company (``agent`` None) or of that agent only
+    erase_subject: Callable[[Company, str, Agent | None], dict[str, int]] | None = None
+    #: rows carry an end user: ``export`` also takes ``subject`` and an export filtered by
+    #: subject includes only such kinds
+    subjected: bool = False
+
+
+def deleted_counts(deleted: tuple[int, dict[str, int]]) -> dict[str, int]:
+    """``QuerySet.delete()``'s per-model counts keyed by each model's plural name (what a
+    subject-erasure receipt reports), zero counts left out."""
+    from django.apps import apps
+
+    counts: dict[str, int] = {}
+    for label, count in deleted[1].items():
+        if count:
+            name = str(apps.get_model(label)._meta.verbose_name_plural)
+            counts[name] = counts.get(name, 0) + count
+    return counts
 
 
 def table_is_append_only(table: str) -> bool:

@@ -25,6 +25,7 @@ from pydantic import (
 
 from memory.core.errors import MemoryInputError
 from synthorg.enums import MemoryCategory
+from synthorg.subjects import validate_subject
 
 #: The tag of an agent's core memory (self-editing core blocks, the dream's core summary):
 #: the per-agent cap never removes a live core memory.
@@ -84,6 +85,13 @@ class MemoryStoreRequest(BaseModel):
     session_id: str | None = Field(default=None, max_length=SESSION_ID_MAX_CHARS)
     project_id: int | None = Field(default=None, ge=1)
     supersedes: tuple[UUID, ...] = Field(default=(), max_length=MAX_SUPERSEDES)
+    #: the end user the memory is about (:mod:`synthorg.subjects`); ``None``: nobody
+    subject: str | None = None
+
+    @field_validator("subject")
+    @classmethod
+    def _subject_valid(cls, value: str | None) -> str | None:
+        return None if value is None else validate_subject(value)
 
     @field_validator("content")
     @classmethod

@@ -58,6 +58,7 @@ class FlushResult(BaseModel):
     first_seq: int | None = None
     last_seq: int | None = None
     extraction_due_at: datetime | None = None
+    subject: str | None = None  # the conversation's end user
 
 
 # --- the extraction contract --------------------------------------------------------------

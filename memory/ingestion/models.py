@@ -18,6 +18,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector
 from django.db import models
 
+from memory.core.models.memory import subject_field
 from memory.ingestion.domain import CONVERSATION_ID_MAX_CHARS, MESSAGE_NAME_MAX_CHARS
 from persistence.models import Agent, Company, Project
 from synthorg.jobs.models import DurableJob, JobStatusChange
@@ -32,6 +33,9 @@ class Conversation(models.Model):
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="conversations")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conversations")
     external_id = models.CharField(max_length=CONVERSATION_ID_MAX_CHARS)
+    #: the end user the conversation is with ("": none), fixed when it starts; the memories
+    #: extracted from it carry it, and erasing the subject deletes the conversation
+    subject = subject_field()
     # The binding of the agent's memory level when the conversation started; its messages
     # and the memories extracted from them share it (purged with the session / project).
     level = models.CharField(max_length=16, choices=Level.choices)
@@ -114,6 +118,11 @@ class Conversation(models.Model):
                 name="ingestion_conv_due",
             ),
             models.Index(fields=["agent", "session_id"], name="ingestion_conv_session"),
+            models.Index(
+                fields=["company", "subject"],
+                condition=~models.Q(subject=""),
+                name="ingestion_conv_subject",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date, datetime
 
+from django.db.models import Q
+
 from memory.ingestion.models import (
     Conversation,
     ConversationMessage,
@@ -16,7 +18,7 @@ from memory.ingestion.models import (
     ExtractionRun,
     JournalEntry,
 )
-from persistence.content_registry import ContentKind
+from persistence.content_registry import ContentKind, deleted_counts
 from persistence.models import Agent, Company
 
 CHUNK = 500
@@ -26,19 +28,25 @@ def _iso(value: datetime | date | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _rows(model, company: Company, agent: Agent | None, *order: str):
+def _rows(model, company: Company, agent: Agent | None, *order: str, subject: str | None = None):
     rows = model.objects.filter(company=company)
     if agent is not None:
         rows = rows.filter(agent=agent)
+    if subject is not None:  # the conversation's end user
+        path = "subject" if model is Conversation else "conversation__subject"
+        rows = rows.filter(**{path: subject})
     return rows.select_related("agent").order_by(*order).iterator(CHUNK)
 
 
-def export_conversations(company: Company, agent: Agent | None) -> Iterator[dict]:
-    for row in _rows(Conversation, company, agent, "created_at", "id"):
+def export_conversations(
+    company: Company, agent: Agent | None, subject: str | None = None
+) -> Iterator[dict]:
+    for row in _rows(Conversation, company, agent, "created_at", "id", subject=subject):
         yield {
             "id": row.pk,
             "agent": row.agent.name,
             "conversation_id": row.external_id,
+            "subject": row.subject or None,
             "level": row.level,
             "session_id": row.session_id,
             "summary": row.summary,
@@ -47,8 +55,10 @@ def export_conversations(company: Company, agent: Agent | None) -> Iterator[dict
         }
 
 
-def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
-    rows = _rows(ConversationMessage, company, agent, "conversation_id", "seq")
+def export_messages(
+    company: Company, agent: Agent | None, subject: str | None = None
+) -> Iterator[dict]:
+    rows = _rows(ConversationMessage, company, agent, "conversation_id", "seq", subject=subject)
     for row in rows:
         yield {
             "id": row.pk,
@@ -62,8 +72,10 @@ def export_messages(company: Company, agent: Agent | None) -> Iterator[dict]:
         }
 
 
-def export_runs(company: Company, agent: Agent | None) -> Iterator[dict]:
-    for row in _rows(ExtractionRun, company, agent, "created_at", "id"):
+def export_runs(
+    company: Company, agent: Agent | None, subject: str | None = None
+) -> Iterator[dict]:
+    for row in _rows(ExtractionRun, company, agent, "created_at", "id", subject=subject):
         yield {
             "id": str(row.pk),
             "agent": row.agent.name,
@@ -133,7 +145,31 @@ def _erase(model):
     return erase
 
 
-def _kind(name, label, export, model, order) -> ContentKind:
+def erase_subject_conversations(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every agent's (or ``agent``'s) conversations with ``subject``: their messages,
+    extraction runs and the facts those proposed (the stored text) go with them."""
+    conversations = Conversation.objects.filter(company=company, subject=subject)
+    if agent is not None:
+        conversations = conversations.filter(agent=agent)
+    # The journal entries of their extraction runs hold the facts' text (the run link is
+    # SET_NULL, so they would outlive the runs); the dream never read them (dream.py).
+    journal = Q(run__conversation__in=conversations)
+    for agent_id, external_id in conversations.values_list("agent_id", "external_id"):
+        journal |= Q(agent_id=agent_id, conversation_external_id=external_id)
+    counts = deleted_counts(
+        JournalEntry.objects.filter(company=company, kind=JournalEntry.Kind.EXTRACTION)
+        .filter(journal)
+        .delete()
+    )
+    conversations.update(claim_run=None)
+    for label, count in deleted_counts(conversations.delete()).items():
+        counts[label] = counts.get(label, 0) + count
+    return counts
+
+
+def _kind(name, label, export, model, order, **extra) -> ContentKind:
     return ContentKind(
         name=name,
         label=label,
@@ -141,16 +177,30 @@ def _kind(name, label, export, model, order) -> ContentKind:
         erase=_erase(model),
         order=order,
         table=model._meta.db_table,
+        **extra,
     )
 
 
 CONTENT_KINDS = (
     _kind(
-        "conversation_message", "conversation messages", export_messages, ConversationMessage, 60
+        "conversation_message",
+        "conversation messages",
+        export_messages,
+        ConversationMessage,
+        60,
+        subjected=True,
     ),
-    _kind("extraction_run", "extraction runs", export_runs, ExtractionRun, 61),
+    _kind("extraction_run", "extraction runs", export_runs, ExtractionRun, 61, subjected=True),
     _kind("journal_entry", "journal entries", export_journal, JournalEntry, 62),
     _kind("dream_run", "dream diary entries", export_dreams, DreamRun, 63),
-    _kind("conversation", "conversations", export_conversations, Conversation, 64),
+    _kind(
+        "conversation",
+        "conversations",
+        export_conversations,
+        Conversation,
+        64,
+        subjected=True,
+        erase_subject=erase_subject_conversations,
+    ),
     _kind("dream_request", "dream requests", export_dream_requests, DreamRequest, 65),
 )

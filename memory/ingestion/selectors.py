@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
@@ -71,6 +72,43 @@ def conversation_messages(
 def conversation_runs(*, agent: Agent, conversation_id: str) -> QuerySet[ExtractionRun]:
     conversation = conversation_get(agent=agent, conversation_id=conversation_id)
     return ExtractionRun.objects.filter(conversation=conversation, agent=agent)
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """How far the extraction of a range of a conversation's messages has got."""
+
+    #: every message of the range is extracted (by the LLM, or its turns stored verbatim)
+    done: bool
+    #: the runs over the range, newest first
+    runs: list[ExtractionRun]
+    #: the live memories those runs added, oldest first
+    memories: list[Memory]
+
+
+def extraction_outcome(
+    *, agent: Agent, conversation_id: str, first_seq: int, last_seq: int
+) -> ExtractionOutcome:
+    conversation = conversation_get(agent=agent, conversation_id=conversation_id)
+    done = max(conversation.extracted_through_seq, conversation.verbatim_through_seq) >= last_seq
+    runs = list(
+        ExtractionRun.objects.filter(
+            conversation=conversation, agent=agent, first_seq__lte=last_seq, last_seq__gte=first_seq
+        ).order_by("-created_at", "-id")
+    )
+    added = list(
+        ExtractedFact.objects.filter(
+            run__in=[run.pk for run in runs],
+            decision=ExtractedFact.Decision.ADDED,
+            memory_id__isnull=False,
+        )
+        .order_by("run__created_at", "position")
+        .values_list("memory_id", flat=True)
+    )
+    found = Memory.objects.filter(company_id=agent.company_id, agent=agent, pk__in=added).in_bulk()
+    return ExtractionOutcome(
+        done=done, runs=runs, memories=[found[pk] for pk in dict.fromkeys(added) if pk in found]
+    )
 
 
 def conversation_run_get(*, agent: Agent, conversation_id: str, run_id) -> ExtractionRun:

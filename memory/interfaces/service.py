@@ -266,7 +266,15 @@ class MemoryService:
 
     # --- retrieval ----------------------------------------------------------------------
 
-    def _log(self, kind: str, text: str, started: float, count: int, degraded) -> None:
+    def _log(
+        self,
+        kind: str,
+        text: str,
+        started: float,
+        count: int,
+        degraded,
+        subject: str | None = None,
+    ) -> None:
         entry = request_log_entry(
             agent=self.agent,
             config=self.config.request_log,
@@ -276,6 +284,7 @@ class MemoryService:
             result_count=count,
             latency_ms=(time.perf_counter() - started) * 1000,
             degraded=degraded,
+            subject=subject,
         )
         if entry is not None:
             # bookkeeping: written after the response is sent (now outside a request), and
@@ -291,7 +300,9 @@ class MemoryService:
                 agent=self.agent, query=query, include_shared=include_shared, config=config
             )
         )
-        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "search", query.text or "", started, len(result.hits), result.degraded, query.subject
+        )
         return result
 
     @_routed
@@ -303,7 +314,9 @@ class MemoryService:
         result = self.replica_read(
             lambda: search_with_reformulation(agent=self.agent, query=query, config=config)
         )
-        self._log("search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "search", query.text or "", started, len(result.hits), result.degraded, query.subject
+        )
         return result
 
     @_routed
@@ -322,6 +335,7 @@ class MemoryService:
                 started,
                 len(prepared.included),
                 prepared.degraded,
+                request.query.subject,
             )
             if prepared.policy_block is not None:  # bookkeeping, like the log row
                 delivery = policy_delivery(agent=self.agent, block=prepared.policy_block)
@@ -347,7 +361,14 @@ class MemoryService:
                 config=config,
             )
         )
-        self._log("shared_search", query.text or "", started, len(result.hits), result.degraded)
+        self._log(
+            "shared_search",
+            query.text or "",
+            started,
+            len(result.hits),
+            result.degraded,
+            query.subject,
+        )
         return result
 
     @_routed
@@ -418,8 +439,11 @@ class MemoryService:
         *,
         session_id: str | None = None,
         project_id: int | None = None,
+        subject: str | None = None,
+        extract_now: bool = False,
     ) -> FlushResult:
-        """Flush messages of a conversation (stored now; extraction runs later)."""
+        """Flush messages of a conversation (stored now; extraction runs later, or is queued
+        at once with ``extract_now``)."""
         return conversation_messages_append(
             agent=self.agent,
             conversation_id=conversation_id,
@@ -427,6 +451,19 @@ class MemoryService:
             session_id=session_id,
             project_id=project_id,
             principal=self.principal,
+            subject=subject,
+            extract_now=extract_now,
+        )
+
+    def extraction_outcome(self, conversation_id: str, *, first_seq: int, last_seq: int):
+        """Whether the extraction of messages ``first_seq..last_seq`` of the caller's
+        conversation has finished, and the memories it formed (see
+        :func:`memory.ingestion.selectors.extraction_outcome`)."""
+        return ingestion_selectors.extraction_outcome(
+            agent=self.agent,
+            conversation_id=conversation_id,
+            first_seq=first_seq,
+            last_seq=last_seq,
         )
 
     def conversations(self) -> QuerySet[Conversation]:

@@ -19,10 +19,15 @@ class ProceduralConfig(AppConfig):
 
         register_job_kind(CAPTURE_JOB)
 
-        from memory.procedural.portability import COMPRESSED_EXPERIENCES, EXECUTION_REPORTS
+        from memory.procedural.portability import (
+            COMPRESSED_EXPERIENCES,
+            EXECUTION_REPORT_SUBJECTS,
+            EXECUTION_REPORTS,
+        )
         from persistence.content_registry import register_content_kind
 
         register_content_kind(EXECUTION_REPORTS)
+        register_content_kind(EXECUTION_REPORT_SUBJECTS)
         register_content_kind(COMPRESSED_EXPERIENCES)
 
         from memory.core.extensions import on_archive_restored, on_archiving

@@ -24,6 +24,7 @@ from pydantic import (
 
 from synthorg.llm.replies import ReplyFormatError, reply_json
 from synthorg.strict_numbers import StrictNumbersModel
+from synthorg.subjects import validate_subject
 
 ERROR_CATEGORY_MAX = 100
 ERROR_MESSAGE_MAX = 4_000
@@ -113,6 +114,14 @@ class ExecutionReportInput(_ReportPart):
     quality_score: float | None = Field(default=None, ge=0.0, le=10.0)
     duration_ms: int = Field(default=0, ge=0, le=MAX_DURATION_MS)
     recovery: str = Field(default="", max_length=RECOVERY_MAX)
+    #: the end user the task served (:mod:`synthorg.subjects`): linked beside the report
+    #: (``ExecutionReportSubject``), so erasing the subject unlinks it
+    subject: str | None = None
+
+    @field_validator("subject", mode="before")  # before the model's whitespace stripping
+    @classmethod
+    def _subject_valid(cls, value: Any) -> Any:
+        return validate_subject(value) if isinstance(value, str) else value
 
 
 class FailureAnalysisPayload(BaseModel):

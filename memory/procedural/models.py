@@ -16,8 +16,10 @@ import uuid
 
 from django.db import models
 
+from memory.core.models.memory import validate_subject_field
 from persistence.models import Agent, Company, Task
 from synthorg.jobs.models import DurableJob, JobStatusChange
+from synthorg.subjects import SUBJECT_MAX_CHARS
 
 TASK_TITLE_MAX_CHARS = 500
 TASK_TYPE_MAX_CHARS = 100
@@ -97,6 +99,29 @@ class ExecutionReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome}: {self.task_title or self.task_type or self.pk}"
+
+
+class ExecutionReportSubject(models.Model):
+    """The end user an execution report's task served (:mod:`synthorg.subjects`).
+
+    Kept beside the report, not in it: the report is append-only (a trajectory record that
+    is never rewritten), while a subject's erasure must leave no row naming them. Erasing
+    the subject deletes this link; the report stays, no longer attributable to anyone.
+    """
+
+    report = models.OneToOneField(
+        ExecutionReport, on_delete=models.CASCADE, primary_key=True, related_name="subject_link"
+    )
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=SUBJECT_MAX_CHARS, validators=[validate_subject_field])
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["company", "subject"], name="execreport_subject"),
+        ]
+
+    def __str__(self) -> str:
+        return f"subject of report {self.report_id}"
 
 
 class CaptureStatus(models.TextChoices):

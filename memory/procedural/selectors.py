@@ -16,7 +16,9 @@ REPORT_NOT_FOUND = "No execution report with this id is visible to the caller."
 
 def execution_reports_visible_to(principal: Principal) -> QuerySet[ExecutionReport]:
     """An agent sees its own reports; a human member sees every report of the company."""
-    qs = ExecutionReport.objects.filter(company=principal.company).select_related("capture")
+    qs = ExecutionReport.objects.filter(company=principal.company).select_related(
+        "capture", "subject_link"
+    )
     if principal.is_agent:
         qs = qs.filter(agent=principal.agent)
     return qs

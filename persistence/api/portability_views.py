@@ -16,7 +16,7 @@ from persistence.api.permissions import IsHuman, IsPrincipal
 from persistence.selectors.agents import agents_for_company
 from persistence.services.erasure import REASON_MAX_CHARS, agent_erase
 from persistence.services.portability import content_export, content_import
-from synthorg.api.fields import NamespaceField
+from synthorg.api.fields import NamespaceField, SubjectField
 from synthorg.api.serializers import Serializer
 
 UNKNOWN_FIELD = "Unknown field: {name}."
@@ -57,6 +57,7 @@ class ExportQuerySerializer(Serializer):
     namespace = serializers.ListField(
         child=NamespaceField(json_text=True), required=False, min_length=1, max_length=50
     )
+    subject = SubjectField(required=False)
 
     def to_internal_value(self, data):
         unknown = sorted(set(data) - set(self.fields))
@@ -70,6 +71,7 @@ class ExportQuerySerializer(Serializer):
 class EraseSerializer(ExportQuerySerializer):
     agent = None
     namespace = None
+    subject = None
     reason = serializers.CharField(max_length=REASON_MAX_CHARS, allow_blank=True, default="")
 
 
@@ -94,6 +96,15 @@ class ContentExportView(APIView):
         ),
         parameters=[
             OpenApiParameter("agent", int, description="Only this agent's content (its id)."),
+            OpenApiParameter(
+                "subject",
+                str,
+                description=(
+                    "Only content about this end user (memories, shared knowledge, the "
+                    "archive, conversations with their messages and extraction runs, the "
+                    "request log, execution reports); see Subjects."
+                ),
+            ),
             OpenApiParameter(
                 "namespace",
                 str,
@@ -131,6 +142,7 @@ class ContentExportView(APIView):
             principal=principal,
             via="api",
             namespaces=query.validated_data.get("namespace", ()),
+            subject=query.validated_data.get("subject"),
         )
         response = StreamingHttpResponse(lines, content_type="application/x-ndjson")
         name = principal.company.slug + (f"-{agent.name}" if agent else "")

@@ -29,6 +29,7 @@ from persistence.services.agents import agent_create
 from persistence.services.audit import audit_record
 from synthorg.company_config.namespaces import NamespaceError, render_namespace
 from synthorg.errors import InvalidInputError
+from synthorg.subjects import subject_digest, subject_problem
 
 EXPORT_FORMAT = "synthorg_export"
 EXPORT_VERSION = 1
@@ -67,11 +68,14 @@ def content_export(
     principal=None,
     via: str = "",
     namespaces: Sequence[str | Sequence[str]] = (),
+    subject: str | None = None,
 ) -> Iterator[str]:
     """Audit the export, then return an iterator of JSON lines (rows are read lazily).
 
     ``namespaces`` (flat or tuple, see :func:`export_namespaces`): only the namespaced kinds
-    (memories, shared knowledge, the archive), only rows in those namespaces."""
+    (memories, shared knowledge, the archive), only rows in those namespaces. ``subject``:
+    only the kinds that carry an end user, only rows about that one (the audit entry keeps
+    a keyed digest of it, never the subject)."""
     if principal is not None:
         require_write(principal, "export", CREATE)
     if agent is not None and agent.company_id != company.pk:
@@ -80,6 +84,11 @@ def content_export(
     kinds = content_kinds()
     if names:
         kinds = [kind for kind in kinds if kind.namespaced]
+    if subject is not None:
+        problem = subject_problem(subject)
+        if problem is not None:
+            raise InvalidInputError(problem, code="subject_invalid")
+        kinds = [kind for kind in kinds if kind.subjected]
     with transaction.atomic():
         audit_record(
             company=company,
@@ -92,12 +101,19 @@ def content_export(
                 "kinds": [k.name for k in kinds],
                 "via": via,
                 **({"namespaces": list(names)} if names else {}),
+                **(
+                    {"subject_digest": subject_digest(company.pk, subject)}
+                    if subject is not None
+                    else {}
+                ),
             },
         )
-    return _lines(company, agent, kinds, names)
+    return _lines(company, agent, kinds, names, subject)
 
 
-def _lines(company: Company, agent: Agent | None, kinds, names=()) -> Iterator[str]:
+def _lines(
+    company: Company, agent: Agent | None, kinds, names=(), subject: str | None = None
+) -> Iterator[str]:
     header = {
         "type": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -108,9 +124,13 @@ def _lines(company: Company, agent: Agent | None, kinds, names=()) -> Iterator[s
     }
     if names:
         header["namespaces"] = list(names)
+    if subject is not None:
+        header["subject"] = subject
     yield json.dumps(header) + "\n"
     for kind in kinds:
-        rows = kind.export(company, agent, names) if names else kind.export(company, agent)
+        args = (names,) if names else ()
+        extra = {"subject": subject} if subject is not None else {}
+        rows = kind.export(company, agent, *args, **extra)
         for row in rows:
             yield json.dumps({"type": kind.name, **row}, ensure_ascii=False) + "\n"
 

@@ -20,6 +20,8 @@ from django_filters.fields import IsoDateTimeField
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from synthorg.subjects import subject_problem
+
 NOT_AN_OBJECT = "Expected a JSON object, got {kind}."
 DATETIME_OUT_OF_RANGE = "Date/time is out of the supported range once converted to UTC."
 INVALID_MONTH = "Expected a month as YYYY-MM between 0001-01 and 9998-12."
@@ -140,3 +142,35 @@ class NamespaceField(serializers.Field):
 
     def to_representation(self, value):
         return value
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 128,
+        "description": (
+            "The end user this is about (an opaque id of your choosing, e.g. `user-42`): "
+            "1–128 characters, no control characters, no `/`, no surrounding whitespace."
+        ),
+    }
+)
+class SubjectField(serializers.CharField):
+    """An end-user id (:mod:`synthorg.subjects`); code ``subject_invalid`` when malformed.
+    Never trimmed: ``" u1"`` is refused rather than silently made ``"u1"``."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("max_length", None)
+        super().__init__(**kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        if data == "":  # CharField would answer ``blank``; one code for every bad subject
+            raise serializers.ValidationError(subject_problem(data), code="subject_invalid")
+        return super().run_validation(data)
+
+    def to_internal_value(self, data):
+        problem = subject_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(problem, code="subject_invalid")
+        return data

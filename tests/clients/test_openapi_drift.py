@@ -158,8 +158,8 @@ def test_every_model_is_checked_through_an_endpoint():
 
 def test_a_call_refuses_a_member_its_endpoint_does_not_declare():
     (search,) = [e for e in ENDPOINTS if e.path == "/memories/search"]
-    with pytest.raises(TypeError, match=r"does not take \['subject'\]"):
-        Call(search, body={"query": "x", "subject": "user-42"})
+    with pytest.raises(TypeError, match=r"does not take \['user_id'\]"):
+        Call(search, body={"query": "x", "user_id": "user-42"})
 
 
 def test_the_client_imports_nothing_of_the_product():

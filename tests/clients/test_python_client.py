@@ -346,3 +346,43 @@ def test_shared_org_executions_and_conversations_against_the_server(
         assert [m.content for m in context.messages] == [m.content for m in messages]
         assert list(client.conversations.extractions("chat-7")) == []
         assert Conversation.objects.get(agent=caller.agent).external_id == "chat-7"
+
+
+def test_subjects_store_filter_read_and_erase(live_server_url, committed):  # noqa: F811
+    caller = committed.agent()
+    with MemoryClient(base_url=live_server_url, api_key=caller.raw_key) as client:
+        tea = client.memories.store(
+            content="Prefers green tea in the morning.", category="social", subject="user-42"
+        )
+        client.memories.store(
+            content="Prefers black tea in the evening.", category="social", subject="user-7"
+        )
+        assert tea.subject == "user-42"
+        found = client.memories.search(query="tea", subject="user-42")
+        assert [hit.memory.id for hit in found.results] == [tea.id]
+        assert [m.id for m in client.memories.list(subject="user-42")] == [tea.id]
+        context = client.memories.context(query="tea", token_budget=800, subject="user-7")
+        text = " ".join(message.content for message in context.messages)
+        assert "black tea" in text and "green tea" not in text
+        assert [m.id for m in client.subjects.memories("user-42")] == [tea.id]
+        with pytest.raises(ValidationError) as bad:
+            client.memories.store(content="x", category="social", subject=" user-42")
+        assert bad.value.code == "validation_error"
+        assert bad.value.errors[0]["code"] == "subject_invalid"
+
+    async def erase():
+        async with AsyncMemoryClient(base_url=live_server_url, api_key=caller.raw_key) as client:
+            listed = [m.id async for m in client.subjects.memories("user-42")]
+            return listed, await client.subjects.erase("user-42", reason="ticket 7")
+
+    listed, receipt = asyncio.run(erase())
+    assert listed == [tea.id]
+    assert (receipt.subject, receipt.scope, receipt.agent_id) == (
+        "user-42", "agent", caller.agent.pk,
+    )  # fmt: skip
+    # the memory, and the logged search that filtered by the subject
+    assert (receipt.counts, receipt.total) == ({"memories": 1, "request log entries": 1}, 2)
+    assert receipt.retained == ["execution reports"]
+    assert list(Memory.objects.filter(agent=caller.agent).values_list("subject", flat=True)) == [
+        "user-7"
+    ]

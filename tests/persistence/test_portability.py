@@ -44,6 +44,7 @@ ERASED = {
     "compressed experiences": 0,
     "dream requests": 0,
     "request log entries": 0,
+    "execution report subjects": 0,
 }
 
 

@@ -186,6 +186,11 @@ SEED_HINTS = {
     "PolicyDelivery": {"revision": "0" * 64},
     # one-to-one primary keys: the report / memory they describe
     "ExecutionCapture": {"report": lambda seeder: seeder.row(ExecutionReport)},
+    # the end user a report's task served (kept beside the append-only report)
+    "ExecutionReportSubject": {
+        "report": lambda seeder: seeder.row(ExecutionReport),
+        "subject": lambda seeder: f"{seeder.marker}-subject",
+    },
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
     "JournalEntry": {"day": date(2026, 3, 1)},
     # a pending draft failure is due for a retry; its history row names it

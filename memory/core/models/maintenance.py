@@ -15,6 +15,8 @@ from django.db import models
 from persistence.models import Agent, Company
 from synthorg.enums import MemoryCategory
 
+from .memory import subject_field
+
 ARCHIVE_SEARCH_CONFIG = "english"
 
 
@@ -53,6 +55,7 @@ class ArchivedMemory(models.Model):
     confidence = models.FloatField(default=1.0)
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    subject = subject_field()  # the original memory's end user ("": none)
     created_at = models.DateTimeField()  # the original memory's
     archived_at = models.DateTimeField()
     mode = models.CharField(max_length=16, choices=Mode.choices)
@@ -101,6 +104,11 @@ class ArchivedMemory(models.Model):
         ]
         indexes = [
             models.Index(fields=["agent", "-archived_at"], name="archived_memory_agent_recent"),
+            models.Index(
+                fields=["company", "subject"],
+                condition=~models.Q(subject=""),
+                name="archived_memory_subject",
+            ),
             GinIndex(archive_search_vector(), name="archived_memory_search"),
         ]
 

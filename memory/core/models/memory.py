@@ -19,6 +19,7 @@ from pgvector.django import VectorField
 
 from persistence.models import Agent, Company, Project
 from synthorg.enums import MemoryCategory
+from synthorg.subjects import SUBJECT_MAX_CHARS, subject_problem
 
 MEMORY_CONTENT_MAX_CHARS = 20_000
 MEMORY_CONTEXT_MAX_CHARS = 4_000
@@ -28,6 +29,26 @@ EMBEDDING_DIMS = 384
 #: Chunk rows one memory may hold: its windows after the first (the config's
 #: ``memory.chunking.max_chunks`` counts the first too, at most 32).
 MAX_CHUNK_ROWS = 31
+
+
+def validate_subject_field(value: str) -> None:
+    """Model-level check of a non-blank ``subject`` (imports go through ``full_clean``)."""
+    from django.core.exceptions import ValidationError
+
+    problem = subject_problem(value)
+    if problem is not None:
+        raise ValidationError(problem, code="subject_invalid")
+
+
+def subject_field() -> models.CharField:
+    """The optional end-user id (:mod:`synthorg.subjects`); ``""`` when none."""
+    return models.CharField(
+        max_length=SUBJECT_MAX_CHARS,
+        blank=True,
+        default="",
+        db_default="",
+        validators=[validate_subject_field],
+    )
 
 
 def _choices(enum) -> list[tuple[str, str]]:
@@ -79,6 +100,8 @@ class Memory(models.Model):
     confidence = models.FloatField(default=1.0)
     tags = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     is_shared = models.BooleanField(default=False)
+    #: the end user this memory is about (``""``: none); erased with them
+    subject = subject_field()
 
     level = models.CharField(max_length=16, choices=Level.choices, default=Level.PERSISTENT)
     session_id = models.CharField(max_length=200, blank=True, default="")
@@ -178,6 +201,11 @@ class Memory(models.Model):
                 name="memory_shared_recent",
             ),
             models.Index(fields=["agent", "session_id"], name="memory_agent_session"),
+            models.Index(
+                fields=["company", "subject", "-created_at"],
+                condition=~models.Q(subject=""),
+                name="memory_subject",
+            ),
             models.Index(fields=["expires_at"], name="memory_expires"),
             # The dense leg's chunk branch starts from the scope's chunked rows only.
             models.Index(

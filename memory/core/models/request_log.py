@@ -10,6 +10,8 @@ from django.db.models import Q
 
 from persistence.models import Agent, Company
 
+from .memory import subject_field
+
 
 class RequestLogEntry(models.Model):
     class Kind(models.TextChoices):
@@ -26,13 +28,21 @@ class RequestLogEntry(models.Model):
     result_count = models.PositiveIntegerField()
     latency_ms = models.FloatField()
     degraded = ArrayField(models.CharField(max_length=32), default=list, blank=True)
+    #: the subject the call filtered by ("": none): erased with the subject
+    subject = subject_field()
     created_at = models.DateTimeField()
 
     class Meta:
         ordering = ("-created_at", "-id")
+        verbose_name_plural = "request log entries"
         indexes = [
             models.Index(fields=["company", "-created_at", "-id"], name="requestlog_company_time"),
             models.Index(fields=["company", "agent", "-created_at"], name="requestlog_agent_time"),
+            models.Index(
+                fields=["company", "subject"],
+                condition=~Q(subject=""),
+                name="requestlog_subject",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

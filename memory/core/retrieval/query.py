@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from synthorg.enums import MemoryCategory
+from synthorg.subjects import validate_subject
 
 MAX_LIMIT = 1000
 TEXT_MAX_CHARS = 4000
@@ -32,6 +33,13 @@ class MemoryQuery(BaseModel):
     until: AwareDatetime | None = None
     min_relevance: float | None = Field(default=None, ge=0.0, le=1.0)
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    #: only memories about this end user (:mod:`synthorg.subjects`); ``None``: any
+    subject: str | None = None
+
+    @field_validator("subject")
+    @classmethod
+    def _subject_valid(cls, value: str | None) -> str | None:
+        return None if value is None else validate_subject(value)
 
     @field_validator("text")
     @classmethod

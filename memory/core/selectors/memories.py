@@ -63,6 +63,20 @@ def agent_memories(
     return query.order_by("-created_at", "-id")
 
 
+def subject_memories(
+    *, company: Company, subject: str, agent: Agent | None = None, now: datetime | None = None
+) -> QuerySet[Memory]:
+    """The unexpired memories about ``subject`` in ``company`` — private memories of every
+    agent and shared knowledge — newest first (superseded ones included: the list shows
+    ``superseded_at``). ``agent``: only that agent's own (private and published) rows. Who
+    may make the company-wide read is the caller's rule (``memory.interfaces``)."""
+    now = now or timezone.now()
+    query = Memory.objects.filter(company=company, subject=subject).unexpired(now)
+    if agent is not None:
+        query = query.filter(agent=agent)
+    return query.select_related("agent").order_by("-created_at", "-id")
+
+
 def _uuid(memory_id: UUID | str, message: str, code: str) -> UUID:
     try:
         return memory_id if isinstance(memory_id, UUID) else UUID(str(memory_id))

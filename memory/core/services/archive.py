@@ -172,6 +172,7 @@ def archived_from_memory(
         source=memory.source,
         confidence=memory.confidence,
         tags=list(memory.tags),
+        subject=memory.subject,
         metadata={
             "level": memory.level,
             "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
@@ -345,5 +346,6 @@ def _restore_request(entry: ArchivedMemory, *, now: datetime) -> MemoryStoreRequ
         source=entry.source,
         confidence=entry.confidence,
         tags=tuple(entry.tags),
+        subject=entry.subject or None,
         created_at=min(entry.created_at, now),
     )

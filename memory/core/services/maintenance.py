@@ -416,6 +416,9 @@ class MemoryConsolidationService:
                 level=Memory.Level.PERSISTENT,
                 superseded_at__isnull=True,
                 created_at__lt=cutoff,
+                # an end user's memories are never merged into a summary: it would mix one
+                # person's facts with others' and outlive their erasure
+                subject="",
             )
             .exclude(tags__contains=[CORE_TAG])  # the core block is edited, not summarised
             .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))

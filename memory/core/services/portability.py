@@ -35,6 +35,7 @@ from persistence.content_registry import (
     ContentKind,
     ImportContext,
     ImportCounts,
+    deleted_counts,
     row_id_signature,
 )
 from persistence.models import Agent, Company, Project
@@ -55,6 +56,7 @@ MEMORY_FIELDS = (
     "source",
     "confidence",
     "tags",
+    "subject",
     "is_shared",
     "level",
     "session_id",
@@ -72,6 +74,7 @@ ARCHIVE_FIELDS = (
     "source",
     "confidence",
     "tags",
+    "subject",
     "metadata",
     "created_at",
     "archived_at",
@@ -105,15 +108,22 @@ def _scoped(queryset, company: Company, agent: Agent | None):
 # --- export ------------------------------------------------------------------------------
 
 
-def _in_namespaces(queryset, namespaces: tuple[str, ...]):
+def _in_namespaces(queryset, namespaces: tuple[str, ...], subject: str | None = None):
+    if subject is not None:
+        queryset = queryset.filter(subject=subject)
     return queryset.filter(namespace__in=namespaces) if namespaces else queryset
 
 
 def _export_memories(
-    company: Company, agent: Agent | None, *, shared: bool, namespaces: tuple[str, ...] = ()
+    company: Company,
+    agent: Agent | None,
+    *,
+    shared: bool,
+    namespaces: tuple[str, ...] = (),
+    subject: str | None = None,
 ) -> Iterator[dict]:
     rows = (
-        _in_namespaces(_scoped(Memory.objects, company, agent), namespaces)
+        _in_namespaces(_scoped(Memory.objects, company, agent), namespaces, subject)
         .filter(is_shared=shared)
         .select_related("agent", "project")
         .order_by("created_at", "id")
@@ -164,21 +174,30 @@ def _memory_records(company: Company, page: list, chunks: dict) -> Iterator[dict
 
 
 def export_private_memories(
-    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+    company: Company,
+    agent: Agent | None,
+    namespaces: tuple[str, ...] = (),
+    subject: str | None = None,
 ) -> Iterator[dict]:
-    return _export_memories(company, agent, shared=False, namespaces=namespaces)
+    return _export_memories(company, agent, shared=False, namespaces=namespaces, subject=subject)
 
 
 def export_shared_knowledge(
-    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+    company: Company,
+    agent: Agent | None,
+    namespaces: tuple[str, ...] = (),
+    subject: str | None = None,
 ) -> Iterator[dict]:
-    return _export_memories(company, agent, shared=True, namespaces=namespaces)
+    return _export_memories(company, agent, shared=True, namespaces=namespaces, subject=subject)
 
 
 def export_archive(
-    company: Company, agent: Agent | None, namespaces: tuple[str, ...] = ()
+    company: Company,
+    agent: Agent | None,
+    namespaces: tuple[str, ...] = (),
+    subject: str | None = None,
 ) -> Iterator[dict]:
-    rows = _in_namespaces(_scoped(ArchivedMemory.objects, company, agent), namespaces)
+    rows = _in_namespaces(_scoped(ArchivedMemory.objects, company, agent), namespaces, subject)
     rows = rows.select_related("agent")
     for row in rows.order_by("archived_at", "id").iterator(chunk_size=EXPORT_CHUNK):
         record = {
@@ -213,6 +232,33 @@ def _delete_memories(queryset) -> int:
 
 def erase_archive(agent: Agent) -> int:
     return ArchivedMemory.objects.filter(agent=agent).delete()[0]
+
+
+def erase_subject_memories(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every agent's (or ``agent``'s) private memories about ``subject``, with their chunk
+    vectors and the texts corrections replaced (revisions), and the lessons on them."""
+    rows = _scoped(Memory.objects, company, agent).filter(subject=subject, is_shared=False)
+    return deleted_counts(rows.delete())
+
+
+def erase_subject_shared(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    rows = _scoped(Memory.objects, company, agent).filter(subject=subject, is_shared=True)
+    counts = deleted_counts(rows.delete())
+    # reported apart from the private memories, as the agent erasure does
+    if "memories" in counts:
+        counts["shared knowledge"] = counts.pop("memories")
+    return counts
+
+
+def erase_subject_archive(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    rows = _scoped(ArchivedMemory.objects, company, agent).filter(subject=subject)
+    return deleted_counts(rows.delete())
 
 
 # --- import ------------------------------------------------------------------------------
@@ -560,6 +606,8 @@ CONTENT_KINDS = (
         import_rows=import_memories,
         order=10,
         namespaced=True,
+        subjected=True,
+        erase_subject=erase_subject_memories,
         table=Memory._meta.db_table,
     ),
     ContentKind(
@@ -570,6 +618,8 @@ CONTENT_KINDS = (
         import_rows=import_memories,
         order=11,
         namespaced=True,
+        subjected=True,
+        erase_subject=erase_subject_shared,
         table=Memory._meta.db_table,
     ),
     ContentKind(
@@ -580,6 +630,8 @@ CONTENT_KINDS = (
         import_rows=import_archive,
         order=20,
         namespaced=True,
+        subjected=True,
+        erase_subject=erase_subject_archive,
         table=ArchivedMemory._meta.db_table,
     ),
 )

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.core.models import RequestLogEntry
-from persistence.content_registry import ContentKind
+from persistence.content_registry import ContentKind, deleted_counts
 from persistence.models import Agent, Company
 from synthorg.company_config.memory import RequestLogConfig
 
@@ -42,6 +42,7 @@ def request_log_entry(
     latency_ms: float,
     degraded: Sequence[str] = (),
     now: datetime | None = None,
+    subject: str | None = None,
 ) -> RequestLogEntry | None:
     """The unsaved row of one call (``None`` when the company turned the log off)."""
     if not config.enabled:
@@ -55,6 +56,7 @@ def request_log_entry(
         result_count=result_count,
         latency_ms=max(0.0, latency_ms),
         degraded=list(degraded),
+        subject=subject or "",
         created_at=now or timezone.now(),
     )
 
@@ -133,11 +135,16 @@ def request_log_trim(*, company: Company, config: RequestLogConfig, now: datetim
     return TrimResult(expired=expired, over_cap=over_cap)
 
 
-def export_request_log(company: Company, agent: Agent | None) -> Iterator[dict]:
-    """The company's (or one agent's) logged calls, oldest first, for portability."""
+def export_request_log(
+    company: Company, agent: Agent | None, subject: str | None = None
+) -> Iterator[dict]:
+    """The company's (or one agent's; or about one subject) logged calls, oldest first, for
+    portability."""
     rows = RequestLogEntry.objects.filter(company=company).select_related("agent")
     if agent is not None:
         rows = rows.filter(agent=agent)
+    if subject is not None:
+        rows = rows.filter(subject=subject)
     for row in rows.order_by("created_at", "id").iterator(500):
         yield {
             "id": row.pk,
@@ -148,6 +155,7 @@ def export_request_log(company: Company, agent: Agent | None) -> Iterator[dict]:
             "result_count": row.result_count,
             "latency_ms": row.latency_ms,
             "degraded": row.degraded,
+            "subject": row.subject or None,
             "created_at": row.created_at.isoformat(),
         }
 
@@ -155,6 +163,17 @@ def export_request_log(company: Company, agent: Agent | None) -> Iterator[dict]:
 def erase_request_log(agent: Agent) -> int:
     """Delete every logged call of ``agent``: the rows hold its query text verbatim."""
     return RequestLogEntry.objects.filter(agent=agent).delete()[0]
+
+
+def erase_subject_request_log(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    """Every logged call (of ``agent``, when given) that filtered by ``subject``: the row
+    names them, and its query text was asked about them."""
+    rows = RequestLogEntry.objects.filter(company=company, subject=subject)
+    if agent is not None:
+        rows = rows.filter(agent=agent)
+    return deleted_counts(rows.delete())
 
 
 #: The request log in the content registry: an agent's erasure deletes its rows (they hold
@@ -165,6 +184,8 @@ REQUEST_LOG = ContentKind(
     label="request log entries",
     export=export_request_log,
     erase=erase_request_log,
+    erase_subject=erase_subject_request_log,
+    subjected=True,
     order=60,
     table=RequestLogEntry._meta.db_table,
 )

@@ -311,6 +311,7 @@ def _store(
             source=request.source,
             confidence=request.confidence,
             tags=list(request.tags),
+            subject=request.subject or "",
             is_shared=shared,
             level=level.value,
             # _check_requests holds: a session-level request names its session, a project-level
@@ -587,12 +588,13 @@ def _gate(
                            n - ceil(%s * n / (2 - %s) - 1e-9)::int + 1 AS k
                       FROM (
                         SELECT u.ord,
-                               concat_ws(chr(31), u.ns, u.cat, u.sid, u.pid::text) AS grp,
+                               concat_ws(chr(31), u.ns, u.cat, u.subj, u.sid, u.pid::text)
+                                   AS grp,
                                to_tsvector('english'::regconfig, u.body) AS tv,
                                length(to_tsvector('english'::regconfig, u.body)) AS n
                           FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[],
-                                      %s::bigint[], %s::text[])
-                               AS u(ord, ns, cat, sid, pid, body)
+                                      %s::bigint[], %s::text[], %s::text[])
+                               AS u(ord, ns, cat, sid, pid, body, subj)
                       ) AS parsed
                      WHERE n > 0
                 ),
@@ -600,8 +602,8 @@ def _gate(
                     SELECT id, created_at, embedding_status, grp, ct, length(ct) AS n
                       FROM (
                         SELECT m.id, m.created_at, m.embedding_status,
-                               concat_ws(chr(31), m.namespace, m.category, m.session_id,
-                                         m.project_id::text) AS grp,
+                               concat_ws(chr(31), m.namespace, m.category, m.subject,
+                                         m.session_id, m.project_id::text) AS grp,
                                CASE WHEN m.context = '' THEN m.search_vector
                                     ELSE to_tsvector('english'::regconfig, m.content)
                                END AS ct
@@ -659,6 +661,7 @@ def _gate(
                     [slot.request.session_id if session_bound else "" for slot in gated],
                     [slot.request.project_id if project_bound else None for slot in gated],
                     [slot.request.content for slot in gated],
+                    [slot.request.subject or "" for slot in gated],
                     agent.pk,
                     shared,
                     level.value,
@@ -688,6 +691,7 @@ def _gate(
             (
                 slot.request.namespace,
                 slot.request.category.value,
+                slot.request.subject or "",
                 slot.request.session_id if session_bound else "",
                 slot.request.project_id if project_bound else None,
             )

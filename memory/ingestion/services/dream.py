@@ -112,7 +112,11 @@ def agent_dream(
             kind=JournalEntry.Kind.EXTRACTION,
             day__gte=start,
             day__lte=today,
-        ).order_by("day", "created_at", "id")
+        )
+        # an end user's conversations never reach the core or the diary: those outlive the
+        # subject's erasure, which deletes the journal entries of their conversations
+        .exclude(run__conversation__subject__gt="")
+        .order_by("day", "created_at", "id")
     )
     core = current_core(agent)
     run.previous_core_id = core.pk if core else None

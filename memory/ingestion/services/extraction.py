@@ -486,9 +486,17 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
     try:
         # the turns stored verbatim are the conversation itself, not what is already known
         # about it: shown to the LLM they would make it propose nothing new
+        # Only what is known about the same end user (or, for a conversation with none,
+        # about nobody in particular): the LLM never sees one person's facts while
+        # extracting another's, nor copies them into a memory that outlives their erasure.
         result = memory_search(
             agent=conversation.agent,
-            query=MemoryQuery(text=text, limit=limit * 3, min_relevance=0.0),
+            query=MemoryQuery(
+                text=text,
+                limit=limit * 3,
+                min_relevance=0.0,
+                subject=conversation.subject or None,
+            ),
             include_shared=False,
         )
     except Exception:  # ranking context is an aid; extraction proceeds without it
@@ -499,7 +507,7 @@ def _relevant_memories(conversation: Conversation, messages, *, limit: int) -> l
             id=str(hit.memory.pk), category=hit.memory.category, content=hit.memory.content[:1000]
         )
         for hit in result.hits
-        if VERBATIM_TAG not in hit.memory.tags
+        if VERBATIM_TAG not in hit.memory.tags and hit.memory.subject == conversation.subject
     ][:limit]
 
 
@@ -514,7 +522,9 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
     facts = list(answer.facts[: config.max_facts_per_run])
     kept = [(i, f) for i, f in enumerate(facts) if f.confidence >= config.min_confidence]
     message_ids = [m.pk for m in messages]
-    supersedable = _own_supersedable(agent, [s for _, f in kept for s in f.supersedes], now)
+    supersedable = _own_supersedable(
+        agent, [s for _, f in kept for s in f.supersedes], now, subject=conversation.subject
+    )
     claimed_ids: set[UUID] = set()
     plans = []
     for index, fact in kept:
@@ -547,6 +557,7 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
                     session_id=conversation.session_id or None,
                     project_id=conversation.project_id,
                     supersedes=tuple(valid),
+                    subject=conversation.subject or None,
                 )
                 for _, fact, valid, _ in plans
             ]
@@ -669,6 +680,7 @@ def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_
             source=f"extraction:{run.pk}",
             session_id=conversation.session_id or None,
             project_id=conversation.project_id,
+            subject=conversation.subject or None,
         )
         for m in turns
     ]
@@ -808,13 +820,14 @@ def _fact_row(run, index, fact, decision, memory_id, superseded, ignored, messag
     )
 
 
-def _own_supersedable(agent, raw_ids, now) -> set[UUID]:
-    """Of ``raw_ids``, the agent's own live, private, not yet superseded memories."""
+def _own_supersedable(agent, raw_ids, now, *, subject: str = "") -> set[UUID]:
+    """Of ``raw_ids``, the agent's own live, private, not yet superseded memories about the
+    conversation's end user (``subject``; ``""``: about nobody in particular)."""
     ids = {mid for mid in (parse_uuid(r) for r in raw_ids) if mid is not None}
     if not ids:
         return set()
     live = Memory.objects.filter(
-        agent=agent, is_shared=False, superseded_at__isnull=True, pk__in=ids
+        agent=agent, is_shared=False, superseded_at__isnull=True, pk__in=ids, subject=subject
     ).exclude(expires_at__lte=now)
     return set(live.values_list("pk", flat=True))
 

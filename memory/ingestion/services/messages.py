@@ -36,6 +36,7 @@ from persistence.models import Agent, Project
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.enums import MemoryLevel
+from synthorg.subjects import SUBJECT_INVALID, subject_problem
 
 FLUSH_EMPTY = "A flush must contain at least one message."
 FLUSH_TOO_LARGE = f"A flush holds at most {MAX_FLUSH_MESSAGES} messages."
@@ -81,6 +82,8 @@ def conversation_messages_append(
     project_id: int | None = None,
     principal=None,
     now: datetime | None = None,
+    subject: str | None = None,
+    extract_now: bool = False,
 ) -> FlushResult:
     """Store ``messages`` (in order) at the end of ``agent``'s conversation ``conversation_id``.
 
@@ -90,8 +93,17 @@ def conversation_messages_append(
     due ``debounce_seconds`` after this flush, or at once when the unextracted messages
     exceed ``max_pending_tokens``. ``principal`` is accepted for interface symmetry; a flush
     is not audited (the memories extracted from it are, per store batch), purges are.
+
+    ``subject``: the end user the conversation is with (:mod:`synthorg.subjects`), fixed by
+    its first flush; a later flush may leave it out, naming another one is a 409
+    ``conversation_binding_mismatch``. Memories extracted from it carry it.
+
+    ``extract_now``: queue the extraction at once instead of after the debounce (the
+    one-call ``POST /memories/from-messages``), as a flush over ``max_pending_tokens`` does.
     """
     check_conversation_id(conversation_id)
+    if subject is not None and subject_problem(subject) is not None:
+        raise _invalid(SUBJECT_INVALID, code="subject_invalid", field="subject")
     if not messages:
         raise _invalid(FLUSH_EMPTY, code="flush_empty", field="messages")
     if len(messages) > MAX_FLUSH_MESSAGES:
@@ -121,6 +133,7 @@ def conversation_messages_append(
             session_id=session_id if level is MemoryLevel.SESSION else "",
             project=project,
             now=now,
+            subject=subject,
         )
         first_seq = conversation.message_count + 1
         rows = []
@@ -149,7 +162,7 @@ def conversation_messages_append(
         conversation.last_message_at = now
         conversation.updated_at = now
         if config.enabled:
-            urgent = conversation.pending_tokens >= config.max_pending_tokens
+            urgent = extract_now or conversation.pending_tokens >= config.max_pending_tokens
             conversation.extraction_due_at = (
                 now if urgent else now + timedelta(seconds=config.debounce_seconds)
             )
@@ -172,6 +185,7 @@ def conversation_messages_append(
         first_seq=first_seq,
         last_seq=conversation.message_count,
         extraction_due_at=conversation.extraction_due_at,
+        subject=conversation.subject or None,
     )
 
 
@@ -289,6 +303,7 @@ def _lock_conversation(
     session_id: str,
     project: Project | None,
     now: datetime,
+    subject: str | None = None,
 ) -> Conversation:
     locked = Conversation.objects.select_for_update().filter(agent=agent, external_id=external_id)
     conversation = locked.first()
@@ -303,11 +318,19 @@ def _lock_conversation(
                 "level": level.value,
                 "session_id": session_id,
                 "project": project,
+                "subject": subject or "",
                 "created_at": now,
                 "updated_at": now,
             },
         )
         conversation = locked.get()
+    if subject is not None and conversation.subject != subject:
+        raise _invalid(
+            BINDING_MISMATCH.format(what="subject"),
+            code="conversation_binding_mismatch",
+            field="subject",
+            cls=MemoryStoreConflictError,
+        )
     if conversation.level != level.value:
         raise _invalid(
             BINDING_MISMATCH.format(what="memory level"),

@@ -1,7 +1,7 @@
 from django_filters import rest_framework as filters
 
 from memory.core.domain import normalise_tags
-from memory.core.models.memory import Memory
+from memory.core.models.memory import Memory, validate_subject_field
 from synthorg.api.fields import UtcDateTimeFilter
 
 
@@ -30,6 +30,11 @@ class MemoryFilter(filters.FilterSet):
     )
     level = filters.ChoiceFilter(choices=Memory.Level.choices)
     session_id = filters.CharFilter()
+    subject = filters.CharFilter(
+        validators=[validate_subject_field],
+        strip=False,
+        help_text="Only memories about this end user.",
+    )
     include_superseded = filters.ChoiceFilter(
         choices=[("true", "true"), ("false", "false")],
         method="_noop",

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from memory.core import domain
 from memory.core.models.memory import Memory
 from memory.procedural.selectors import attach_lessons, lesson_of, lesson_supersedes
-from synthorg.api.fields import NamespaceField
+from synthorg.api.fields import NamespaceField, SubjectField
 from synthorg.api.serializers import ModelSerializer, Serializer, SharedFieldsRepresentation
 from synthorg.enums import MemoryCategory
 
@@ -48,6 +48,11 @@ class SharedPublishSerializer(Serializer):
         required=False,
         max_length=domain.MAX_SUPERSEDES,
         help_text="Ids of the caller's memories this one replaces; they drop out of retrieval.",
+    )
+    subject = SubjectField(
+        required=False,
+        allow_null=True,
+        help_text="The end user this memory is about (see Subjects); erased with them.",
     )
 
 
@@ -185,12 +190,16 @@ class MemorySerializer(SharedFieldsRepresentation, ModelSerializer):
         source="superseded_by_id", read_only=True, allow_null=True
     )
     session_id = serializers.SerializerMethodField()
+    subject = serializers.SerializerMethodField(
+        help_text="The end user this memory is about; null when none."
+    )
 
     class Meta:
         model = Memory
         fields = (
             "id",
             "agent_id",
+            "subject",
             "namespace",
             "category",
             "content",
@@ -218,6 +227,9 @@ class MemorySerializer(SharedFieldsRepresentation, ModelSerializer):
 
     def get_session_id(self, memory: Memory) -> str | None:
         return memory.session_id or None
+
+    def get_subject(self, memory: Memory) -> str | None:
+        return memory.subject or None
 
     @extend_schema_field(ProceduralTiersSerializer(allow_null=True))
     def get_procedural(self, memory: Memory) -> dict | None:
@@ -270,6 +282,9 @@ class MemorySearchSerializer(Serializer):
         help_text="Overrides the company's memory.retrieval.min_relevance for this query.",
     )
     limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    subject = SubjectField(
+        required=False, allow_null=True, help_text="Only memories about this end user."
+    )
 
 
 class MemorySearchRequestSerializer(MemorySearchSerializer):
@@ -364,6 +379,11 @@ class MemoryContextRequestSerializer(Serializer):
         help_text="Any of: " + ", ".join(CATEGORY_VALUES) + ".",
     )
     namespaces = serializers.ListField(child=NamespaceField(), required=False, max_length=50)
+    subject = SubjectField(
+        required=False,
+        allow_null=True,
+        help_text="Only memories about this end user (org facts are not per user).",
+    )
     include_org = serializers.BooleanField(
         default=True,
         help_text="Include the org's core policies (pinned) and relevant extended facts.",

@@ -7,7 +7,10 @@ from datetime import datetime, time, timedelta
 from django import forms
 from django.utils import timezone
 
+from memory.core.models.memory import validate_subject_field
 from persistence.models import Agent, AgentApiKey
+from persistence.services.erasure import REASON_MAX_CHARS
+from synthorg.subjects import SUBJECT_MAX_CHARS
 
 KEY_NAME_REQUIRED = (
     "Name the key after where it is used (e.g. 'ci-runner'), so it can be told apart."
@@ -63,3 +66,30 @@ class AgentProfileForm(forms.Form):
     @classmethod
     def for_agent(cls, agent: Agent) -> AgentProfileForm:
         return cls(initial={name: getattr(agent, name) for name in cls.base_fields})
+
+
+class SubjectEraseForm(forms.Form):
+    """Erase one end user across every agent (``persistence.services.erasure.subject_erase``)."""
+
+    subject = forms.CharField(
+        max_length=SUBJECT_MAX_CHARS,
+        strip=False,
+        validators=[validate_subject_field],
+        help_text="The end user's id exactly as your application stores it (e.g. user-42).",
+    )
+    confirm = forms.CharField(
+        max_length=SUBJECT_MAX_CHARS,
+        strip=False,
+        help_text="Type the id again: the erasure cannot be undone.",
+    )
+    reason = forms.CharField(
+        max_length=REASON_MAX_CHARS,
+        required=False,
+        help_text="Recorded in the audit entry (e.g. the ticket of the request).",
+    )
+
+    def clean(self):
+        data = super().clean()
+        if data.get("subject") and data.get("confirm") != data.get("subject"):
+            self.add_error("confirm", "The two ids differ; nothing was erased.")
+        return data

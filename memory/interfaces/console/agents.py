@@ -16,10 +16,15 @@ from django.views.decorators.http import require_POST
 
 from memory.core.selectors.memories import agent_memories
 from memory.ingestion.models import DreamRequest
-from memory.interfaces.console.agent_forms import AgentProfileForm, KeyCreateForm
+from memory.interfaces.console.agent_forms import (
+    AgentProfileForm,
+    KeyCreateForm,
+    SubjectEraseForm,
+)
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent, AgentApiKey
 from persistence.services.agents import agent_update, api_key_issue, api_key_revoke
+from persistence.services.erasure import subject_erase
 from synthorg.enums import MemoryCategory
 from synthorg.errors import AccessDeniedError, DomainError
 
@@ -57,6 +62,10 @@ def _key(agent: Agent, key_id: int) -> AgentApiKey:
 
 @console_view
 def agents_view(request, user: ConsoleUser):
+    return _agents_page(request, user)
+
+
+def _agents_page(request, user: ConsoleUser, *, status=200, **extra):
     now = timezone.now()
     usable = Q(api_keys__revoked_at__isnull=True) & (
         Q(api_keys__expires_at__isnull=True) | Q(api_keys__expires_at__gt=now)
@@ -69,7 +78,34 @@ def agents_view(request, user: ConsoleUser):
     rows = list(agents)
     for agent in rows:
         agent.short_role = short_role(agent.role)
-    return render(request, "console/agents/list.html", {"section": "agents", "agents": rows})
+    context = {
+        "section": "agents",
+        "agents": rows,
+        "subject_form": extra.pop("subject_form", None) or SubjectEraseForm(),
+        **extra,
+    }
+    return render(request, "console/agents/list.html", context, status=status)
+
+
+@require_POST
+@console_view
+def subject_erase_view(request, user: ConsoleUser):
+    """Erase one end user across every agent of the company (admins; the service checks)."""
+    form = SubjectEraseForm(request.POST)
+    if not form.is_valid():
+        return _agents_page(request, user, subject_form=form, status=400)
+    try:
+        receipt = subject_erase(
+            company=user.company,
+            subject=form.cleaned_data["subject"],
+            principal=user.principal,
+            reason=form.cleaned_data["reason"],
+            via="console",
+        )
+    except DomainError as exc:
+        form.add_error(None, exc.detail)
+        return _agents_page(request, user, subject_form=form, status=exc.status)
+    return _agents_page(request, user, receipt=receipt)
 
 
 def _agent_page(request, user: ConsoleUser, agent: Agent, *, status=200, **extra):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from memory.core.domain import (
     MAX_TAGS,
@@ -37,6 +37,7 @@ from memory.interfaces.tools.toolkit import (
     store_text,
 )
 from memory.prompting.context import ContextRequest
+from synthorg.subjects import SUBJECT_MAX_CHARS, validate_subject
 from synthorg.tools import (
     DestructiveArguments,
     ToolArguments,
@@ -61,6 +62,11 @@ Namespace = (
     ]
 )
 
+#: an end user's id (``synthorg.subjects``)
+Subject = Annotated[
+    str, Field(min_length=1, max_length=SUBJECT_MAX_CHARS), AfterValidator(validate_subject)
+]
+
 
 class SearchMemoryArgs(ToolArguments):
     query: str = Field(
@@ -72,6 +78,9 @@ class SearchMemoryArgs(ToolArguments):
     )
     namespaces: list[Namespace] | None = Field(
         default=None, max_length=50, description="Only these namespaces (default: all)."
+    )
+    subject: Subject | None = Field(
+        default=None, description="Only memories about this end user (your app's user id)."
     )
 
 
@@ -101,6 +110,10 @@ class StoreMemoryArgs(BindingArgs):
         description="Optional: the message this memory answers (helps find it later).",
     )
     namespace: Namespace | None = Field(default=None, description=NAMESPACE_HELP)
+    subject: Subject | None = Field(
+        default=None,
+        description="Optional: the end user this is about (your app's user id); erased with them.",
+    )
 
 
 class UpdateMemoryArgs(ToolArguments):
@@ -125,6 +138,9 @@ class ContextArgs(ToolArguments):
     )
     include_org: bool = Field(
         default=True, description="Include the company's core policies and relevant org facts."
+    )
+    subject: Subject | None = Field(
+        default=None, description="Only memories about this end user (your app's user id)."
     )
 
 
@@ -165,6 +181,8 @@ def _query(args, *, limit: int, categories=None, namespaces=()) -> MemoryQuery:
     fields = {"text": args.query, "limit": limit, "namespaces": namespaces}
     if categories:
         fields["categories"] = tuple(categories)
+    if getattr(args, "subject", None) is not None:
+        fields["subject"] = args.subject
     return parse_request(MemoryQuery, fields)
 
 
@@ -218,7 +236,10 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     service = service_for(ctx)
     prepared = service.context(
         ContextRequest.build(
-            query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
+            query_text=args.query,
+            token_budget=args.token_budget,
+            include_org=args.include_org,
+            subject=args.subject,
         )
     )
     data = json_ready(s.MemoryContextSerializer(prepared).data)

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from memory.procedural.capture import initial_capture_status
 from memory.procedural.domain import ExecutionReportInput
-from memory.procedural.models import ExecutionCapture, ExecutionReport
+from memory.procedural.models import ExecutionCapture, ExecutionReport, ExecutionReportSubject
 from memory.procedural.services.history import capture_history_record
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Task
@@ -56,6 +56,8 @@ def parse_report_input(data: Mapping[str, Any] | ExecutionReportInput) -> Execut
             field = ".".join(str(part) for part in error["loc"]) or None
             message = error["msg"].removeprefix("Value error, ")
             code = "unknown_field" if error["type"] == "extra_forbidden" else error["type"]
+            if field == "subject" and error["type"] == "value_error":
+                code = "subject_invalid"
             errors.append({"field": field, "message": message, "code": code})
         first = errors[0]
         where = f"{first['field']}: " if first["field"] else ""
@@ -128,6 +130,10 @@ def execution_report_submit(
         redactions=counts,
         created_at=created_at,
     )
+    if report_input.subject is not None:
+        ExecutionReportSubject.objects.create(
+            report=report, company=company, subject=report_input.subject
+        )
     status = initial_capture_status(
         config.procedural, outcome=report.outcome, quality_score=report.quality_score
     )

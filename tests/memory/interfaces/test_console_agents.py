@@ -8,6 +8,7 @@ from django.test import Client
 from django.utils import timezone
 
 from memory.core.domain import MemoryStoreRequest
+from memory.core.models import Memory
 from memory.core.services.store import memory_store
 from persistence.models import AgentApiKey, AuditEntry
 from persistence.principal import Principal
@@ -263,3 +264,49 @@ def test_the_services_refuse_another_companys_agent_and_key(company, agent):
         action_type__in=["api_key.revoked", "agent.updated"]
     ).exists()
     assert AuditEntry.objects.filter(action_type="api_key.issued").count() == 1
+
+
+def _about(agent, subject, content):
+    return memory_store(
+        agent=agent,
+        request=MemoryStoreRequest(content=content, category="social", subject=subject),
+    ).id
+
+
+def test_an_admin_erases_an_end_user_from_the_agents_page(company, agent):
+    peer = AgentFactory(company=company, memory_level="persistent")
+    _about(agent, "user-42", "Prefers calls after three.")
+    _about(peer, "user-42", "Asked about invoices.")
+    kept = _about(agent, "user-7", "Prefers mornings.")
+    admin = _client(company, "admin")
+    page = admin.get("/console/agents/")
+    assert page.status_code == 200 and b"Erase this end user" in page.content
+
+    mismatch = admin.post(
+        "/console/agents/subjects/erase", {"subject": "user-42", "confirm": "user-4"}
+    )
+    assert mismatch.status_code == 400 and b"The two ids differ" in mismatch.content
+    assert Memory.objects.filter(subject="user-42").count() == 2
+
+    done = admin.post(
+        "/console/agents/subjects/erase",
+        {"subject": "user-42", "confirm": "user-42", "reason": "ticket 7"},
+    )
+    assert done.status_code == 200
+    assert b"2 rows deleted" in done.content and b"memories: 2" in done.content
+    assert list(Memory.objects.values_list("pk", flat=True)) == [kept]
+    entry = AuditEntry.objects.get(action_type="subject.erased")
+    assert entry.details["via"] == "console" and entry.details["scope"] == "company"
+    assert entry.actor_user_id == admin.membership.user_id
+
+
+@pytest.mark.parametrize("role", ["operator", "viewer"])
+def test_operators_and_viewers_cannot_erase_an_end_user(company, agent, role):
+    _about(agent, "user-42", "Prefers calls after three.")
+    client = _client(company, role)
+    assert b"Erase this end user" not in client.get("/console/agents/").content
+    refused = client.post(
+        "/console/agents/subjects/erase", {"subject": "user-42", "confirm": "user-42"}
+    )
+    assert refused.status_code == 403
+    assert Memory.objects.filter(subject="user-42").count() == 1

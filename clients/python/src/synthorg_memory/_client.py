@@ -6,7 +6,15 @@ from __future__ import annotations
 import httpx
 
 from synthorg_memory._transport import AsyncTransport, SyncTransport
-from synthorg_memory.resources import Conversations, Dreams, Executions, Memories, Org, Shared
+from synthorg_memory.resources import (
+    Conversations,
+    Dreams,
+    Executions,
+    Memories,
+    Org,
+    Shared,
+    Subjects,
+)
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
@@ -55,6 +63,8 @@ class _Client:
         self.conversations = Conversations(transport)
         #: deep dreams on request
         self.dreams = Dreams(transport)
+        #: end users: their memories and their erasure
+        self.subjects = Subjects(transport)
 
 
 class MemoryClient(_Client):

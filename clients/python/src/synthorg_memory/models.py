@@ -39,6 +39,8 @@ class StoreResult(Model):
 class Memory(Model):
     id: str
     agent_id: int
+    #: the end user the memory is about (``None``: nobody in particular)
+    subject: str | None = None
     namespace: str
     category: str
     content: str
@@ -225,6 +227,8 @@ class ReportedError(Model):
 class ExecutionReport(Model):
     id: str
     agent_id: int
+    #: the end user the task served
+    subject: str | None = None
     task_id: int | None
     task_title: str
     task_type: str
@@ -253,6 +257,8 @@ class ExecutionReport(Model):
 
 class Conversation(Model):
     conversation_id: str
+    #: the end user the conversation is with
+    subject: str | None = None
     level: str
     session_id: str = ""
     project_id: int | None
@@ -291,6 +297,7 @@ class FlushResult(Model):
     first_seq: int | None
     last_seq: int | None
     extraction_due_at: datetime | None
+    subject: str | None = None
 
 
 class ConversationContext(Model):
@@ -362,3 +369,33 @@ class DreamRequest(Model):
     requested_at: datetime
     #: the dream run it produced once it ran (``status: ran``)
     run: dict[str, Any] | None
+
+
+# --- end users (subjects) ---------------------------------------------------------------
+
+
+class SubjectErasureReceipt(Model):
+    """What erasing one end user deleted: rows per kind (``counts``), the kinds kept by design
+    (``retained``: append-only execution reports, no longer linked), and the digest the
+    audit entry records instead of the subject. ``scope``: ``company`` (an admin erased
+    every agent's rows) or ``agent`` (an agent key erased its own)."""
+
+    subject: str
+    scope: str
+    agent_id: int | None
+    counts: dict[str, int]
+    total: int
+    retained: list[str]
+    subject_digest: str
+    audit_entry_id: int
+
+
+class MemoriesFromMessages(FlushResult):
+    """What ``memories.add(messages, …)`` did: the messages recorded as a conversation and
+    its extraction ``queued`` (poll ``poll``), ``done`` (``memories`` holds what it formed),
+    ``disabled`` or ``not_stored`` (memory level ``none``)."""
+
+    extraction: str
+    poll: str | None
+    runs: list[ExtractionRun]
+    memories: list[Memory] | None

@@ -1,5 +1,5 @@
 """The API grouped by resource: ``client.memories``, ``client.shared``, ``client.org``,
-``client.executions``, ``client.conversations``, ``client.dreams``.
+``client.executions``, ``client.conversations``, ``client.dreams``, ``client.subjects``.
 
 Each method describes its request once (an :class:`Endpoint` and the members it sends); the
 client runs it. On :class:`~synthorg_memory.MemoryClient` a method returns its result; on
@@ -20,10 +20,11 @@ from synthorg_memory._transport import Call, Endpoint, present
 
 _STORE_FIELDS = (
     "content", "category", "namespace", "context", "source", "confidence", "tags",
-    "expires_at", "supersedes",
+    "expires_at", "supersedes", "subject",
 )  # fmt: skip
 _SEARCH_FIELDS = (
     "query", "namespaces", "categories", "tags", "since", "until", "min_relevance", "limit",
+    "subject",
 )  # fmt: skip
 MEMORY_STORE = Endpoint(
     "POST",
@@ -37,7 +38,7 @@ MEMORY_LIST = Endpoint(
     m.Memory,
     query=(
         "category", "namespace", "tag", "created_after", "created_before", "level",
-        "session_id", "include_superseded", "page_size",
+        "session_id", "include_superseded", "subject", "page_size",
     ),
     shape="page",
 )  # fmt: skip
@@ -50,6 +51,15 @@ MEMORY_UPDATE = Endpoint(
           "expires_at"),
 )  # fmt: skip
 MEMORY_DELETE = Endpoint("DELETE", "/memories/{id}")
+MEMORY_FROM_MESSAGES = Endpoint(
+    "POST",
+    "/memories/from-messages",
+    m.MemoriesFromMessages,
+    body=(
+        "messages", "subject", "conversation_id", "session_id", "project_id", "wait",
+        "timeout_seconds",
+    ),
+)  # fmt: skip
 MEMORY_HISTORY = Endpoint(
     "GET", "/memories/{id}/history", m.MemoryRevision, query=("page_size",), shape="page"
 )
@@ -61,7 +71,7 @@ MEMORY_CONTEXT = Endpoint(
     "POST",
     "/memories/context",
     m.MemoryContext,
-    body=("query", "token_budget", "categories", "namespaces", "include_org"),
+    body=("query", "token_budget", "categories", "namespaces", "include_org", "subject"),
 )
 SHARED_PUBLISH = Endpoint("POST", "/shared", m.StoreResult, body=_STORE_FIELDS)
 SHARED_SEARCH = Endpoint(
@@ -99,19 +109,19 @@ EXECUTION_REPORT = Endpoint(
     body=(
         "outcome", "task_id", "task_title", "task_type", "task_description", "error",
         "tool_calls", "retry_count", "turn_count", "quality_score", "duration_ms",
-        "recovery",
+        "recovery", "subject",
     ),
 )  # fmt: skip
 EXECUTION_LIST = Endpoint(
     "GET",
     "/executions",
     m.ExecutionReport,
-    query=("agent", "capture_status", "from", "to", "outcome", "task", "page_size"),
+    query=("agent", "capture_status", "from", "to", "outcome", "task", "subject", "page_size"),
     shape="page",
 )
 EXECUTION_GET = Endpoint("GET", "/executions/{id}", m.ExecutionReport)
 CONVERSATION_LIST = Endpoint(
-    "GET", "/conversations", m.Conversation, query=("page_size",), shape="page"
+    "GET", "/conversations", m.Conversation, query=("subject", "page_size"), shape="page"
 )
 CONVERSATION_GET = Endpoint("GET", "/conversations/{conversation_id}", m.Conversation)
 CONVERSATION_DELETE = Endpoint("DELETE", "/conversations/{conversation_id}")
@@ -122,7 +132,7 @@ CONVERSATION_FLUSH = Endpoint(
     "POST",
     "/conversations/{conversation_id}/messages",
     m.FlushResult,
-    body=("messages", "session_id", "project_id"),
+    body=("messages", "session_id", "project_id", "subject"),
 )
 CONVERSATION_MESSAGES = Endpoint(
     "GET",
@@ -149,6 +159,12 @@ EXTRACTION_GET = Endpoint(
 )
 DREAM_REQUEST = Endpoint("POST", "/dreams", m.DreamRequest)
 DREAM_REQUEST_GET = Endpoint("GET", "/dreams/requests/{request_id}", m.DreamRequest)
+SUBJECT_MEMORIES = Endpoint(
+    "GET", "/subjects/{subject}/memories", m.Memory, query=("page_size",), shape="page"
+)
+SUBJECT_ERASE = Endpoint(
+    "POST", "/subjects/{subject}/erase", m.SubjectErasureReceipt, body=("reason",)
+)
 
 ENDPOINTS = tuple(value for value in list(globals().values()) if isinstance(value, Endpoint))
 
@@ -163,6 +179,7 @@ class StoreMembers(TypedDict, total=False):
     confidence: float
     expires_at: datetime
     supersedes: Sequence[str]
+    subject: str
 
 
 class SearchFilters(TypedDict, total=False):
@@ -172,6 +189,7 @@ class SearchFilters(TypedDict, total=False):
     since: datetime
     until: datetime
     min_relevance: float
+    subject: str
 
 
 class _Unset:
@@ -223,17 +241,43 @@ class Memories(Resource):
         created_at: datetime | None = None,
         session_id: str | None = None,
         project_id: int | None = None,
+        subject: str | None = None,
         **members: Unpack[StoreMembers],
     ):
         """Store a memory and return it (:class:`~synthorg_memory.models.StoredMemory`):
         a near duplicate returns the memory it matched (``deduplicated=True``); ``None``
-        when the agent's memory level is ``none`` (nothing is stored). ``members``: tags,
-        namespace (a name or a tuple), context, source, confidence, expires_at, supersedes."""
+        when the agent's memory level is ``none`` (nothing is stored). ``subject``: the end
+        user it is about (erased with them). ``members``: tags, namespace (a name or a
+        tuple), context, source, confidence, expires_at, supersedes."""
         body = present(
             content=content, category=category, created_at=created_at, session_id=session_id,
-            project_id=project_id, **members,
+            project_id=project_id, subject=subject, **members,
         )  # fmt: skip
         return self._run(Call(MEMORY_STORE, body=body, then=_with_store_outcome))
+
+    def add(
+        self,
+        messages: Iterable[Mapping[str, Any]],
+        *,
+        subject: str | None = None,
+        conversation_id: str | None = None,
+        wait: bool | None = None,
+        timeout_seconds: int | None = None,
+        session_id: str | None = None,
+        project_id: int | None = None,
+    ):
+        """Add memories from chat messages in one call (Mem0's ``add``): the messages
+        (``{"role", "content", "name"?, "created_at"?}``) are recorded as a conversation
+        (``conversation_id``, or a new one) about ``subject`` and extracted at once
+        (:class:`~synthorg_memory.models.MemoriesFromMessages`). ``wait=True``: wait up to
+        ``timeout_seconds`` (≤ 30) for the memories formed (``.memories``); otherwise, or
+        when it takes longer, ``.extraction == "queued"`` and ``.poll`` says where to look."""
+        body = present(
+            messages=[dict(message) for message in messages], subject=subject,
+            conversation_id=conversation_id, wait=wait, timeout_seconds=timeout_seconds,
+            session_id=session_id, project_id=project_id,
+        )  # fmt: skip
+        return self._run(Call(MEMORY_FROM_MESSAGES, body=body))
 
     def get(self, memory_id: str):
         """One of the caller's memories (:class:`~synthorg_memory.models.Memory`)."""
@@ -277,14 +321,16 @@ class Memories(Resource):
         level: str | None = None,
         session_id: str | None = None,
         include_superseded: bool | None = None,
+        subject: str | None = None,
         page_size: int | None = None,
     ):
         """Every matching memory, newest first, fetched a page at a time as you iterate
-        (``tags``: memories carrying all of them)."""
+        (``tags``: memories carrying all of them; ``subject``: about that end user)."""
         query = present(
             category=category, namespace=namespace, tag=tags,
             created_after=created_after, created_before=created_before, level=level,
-            session_id=session_id, include_superseded=include_superseded, page_size=page_size,
+            session_id=session_id, include_superseded=include_superseded, subject=subject,
+            page_size=page_size,
         )  # fmt: skip
         return self._pages(Call(MEMORY_LIST, query=query))
 
@@ -298,12 +344,16 @@ class Memories(Resource):
         query: str | None = None,
         limit: int | None = None,
         include_shared: bool | None = None,
+        subject: str | None = None,
         **filters: Unpack[SearchFilters],
     ):
         """Hybrid search (:class:`~synthorg_memory.models.SearchResponse`): ``.results``
-        are hits with ``.memory`` and ``.score``, best first. ``filters``: namespaces,
-        categories, tags, since, until, min_relevance."""
-        body = present(query=query, limit=limit, include_shared=include_shared, **filters)
+        are hits with ``.memory`` and ``.score``, best first. ``subject``: only memories
+        about that end user. ``filters``: namespaces, categories, tags, since, until,
+        min_relevance."""
+        body = present(
+            query=query, limit=limit, include_shared=include_shared, subject=subject, **filters
+        )
         return self._run(Call(MEMORY_SEARCH, body=body))
 
     def context(
@@ -314,12 +364,14 @@ class Memories(Resource):
         categories: Sequence[str] | None = None,
         namespaces: Sequence[str | Sequence[str]] | None = None,
         include_org: bool | None = None,
+        subject: str | None = None,
     ):
         """Chat messages of the caller's memories for a prompt, within ``token_budget``
-        (:class:`~synthorg_memory.models.MemoryContext`: ``.messages``)."""
+        (:class:`~synthorg_memory.models.MemoryContext`: ``.messages``); ``subject``: only
+        memories about that end user."""
         body = present(
             query=query, token_budget=token_budget, categories=categories,
-            namespaces=namespaces, include_org=include_org,
+            namespaces=namespaces, include_org=include_org, subject=subject,
         )  # fmt: skip
         return self._run(Call(MEMORY_CONTEXT, body=body))
 
@@ -437,16 +489,17 @@ class Executions(Resource):
         quality_score: float | None = None,
         duration_ms: int | None = None,
         recovery: str | None = None,
+        subject: str | None = None,
     ):
         """Report an outcome (:class:`~synthorg_memory.models.ExecutionReportAccepted`);
         ``error`` is ``{"category", "message"}``, each tool call ``{"name", "status",
-        "error", "duration_ms"}``."""
+        "error", "duration_ms"}``; ``subject``: the end user the task served."""
         body = present(
             outcome=outcome, task_id=task_id, task_title=task_title, task_type=task_type,
             task_description=task_description, error=dict(error) if error else None,
             tool_calls=[dict(c) for c in tool_calls] if tool_calls is not None else None,
             retry_count=retry_count, turn_count=turn_count, quality_score=quality_score,
-            duration_ms=duration_ms, recovery=recovery,
+            duration_ms=duration_ms, recovery=recovery, subject=subject,
         )  # fmt: skip
         return self._run(Call(EXECUTION_REPORT, body=body))
 
@@ -459,12 +512,13 @@ class Executions(Resource):
         capture_status: str | None = None,
         from_: datetime | None = None,
         to: datetime | None = None,
+        subject: str | None = None,
         page_size: int | None = None,
     ):
         """Execution reports, newest first, a page at a time."""
         query = present(
             agent=agent, outcome=outcome, task=task, capture_status=capture_status,
-            to=to, page_size=page_size,
+            to=to, subject=subject, page_size=page_size,
         )  # fmt: skip
         if from_ is not None:
             query["from"] = from_
@@ -477,8 +531,9 @@ class Executions(Resource):
 class Conversations(Resource):
     """Conversations: messages flushed as they happen, extracted into memories later."""
 
-    def list(self, *, page_size: int | None = None):
-        return self._pages(Call(CONVERSATION_LIST, query=present(page_size=page_size)))
+    def list(self, *, subject: str | None = None, page_size: int | None = None):
+        query = present(subject=subject, page_size=page_size)
+        return self._pages(Call(CONVERSATION_LIST, query=query))
 
     def add_messages(
         self,
@@ -487,13 +542,16 @@ class Conversations(Resource):
         *,
         session_id: str | None = None,
         project_id: int | None = None,
+        subject: str | None = None,
     ):
         """Flush messages (``{"role", "content", "name"?, "created_at"?}``) of a
-        conversation (:class:`~synthorg_memory.models.FlushResult`)."""
+        conversation (:class:`~synthorg_memory.models.FlushResult`); ``subject``: the end
+        user it is with, fixed by the first flush (the extracted memories carry it)."""
         body = present(
             messages=[dict(message) for message in messages],
             session_id=session_id,
             project_id=project_id,
+            subject=subject,
         )
         return self._run(Call(CONVERSATION_FLUSH, {"conversation_id": conversation_id}, body=body))
 
@@ -559,3 +617,21 @@ class Dreams(Resource):
 
     def get(self, request_id: str):
         return self._run(Call(DREAM_REQUEST_GET, {"request_id": request_id}))
+
+
+class Subjects(Resource):
+    """End users (``subject``): what is known about one person, and their erasure."""
+
+    def memories(self, subject: str, *, page_size: int | None = None):
+        """The memories about ``subject``, newest first, a page at a time: an agent key
+        reads its own; a human operator, admin or owner every agent's."""
+        call = Call(SUBJECT_MEMORIES, {"subject": subject}, query=present(page_size=page_size))
+        return self._pages(call)
+
+    def erase(self, subject: str, *, reason: str | None = None):
+        """Erase ``subject`` (:class:`~synthorg_memory.models.SubjectErasureReceipt`): an
+        agent key erases what that agent holds about them (``scope="agent"``); erasure
+        across every agent of the company is an admin's (console, ``manage.py
+        erase_subject``). Audited; repeating it deletes nothing more."""
+        body = present(reason=reason)
+        return self._run(Call(SUBJECT_ERASE, {"subject": subject}, body=body))

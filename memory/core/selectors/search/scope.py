@@ -67,6 +67,9 @@ def scope_filters(query: MemoryQuery, now: datetime) -> Part:
     if query.tags:
         clauses.append("m.tags @> %s::varchar(64)[]")
         params.append(list(query.tags))
+    if query.subject is not None:
+        clauses.append("m.subject = %s")
+        params.append(query.subject)
     if query.since is not None:
         clauses.append("m.created_at >= %s")
         params.append(query.since)

@@ -18,6 +18,7 @@ from memory.ingestion.models import (
     ExtractedFact,
     ExtractionRun,
 )
+from synthorg.api.fields import SubjectField
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 ROLE_CHOICES = [(r.value, r.value) for r in domain.MessageRole]
@@ -55,6 +56,14 @@ class FlushSerializer(Serializer):
         allow_null=True,
         help_text="Required when the agent's memory_level is 'project' (an open project).",
     )
+    subject = SubjectField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "The end user the conversation is with, fixed by its first flush; the memories "
+            "extracted from it carry it (see Subjects)."
+        ),
+    )
 
 
 class FlushResultSerializer(Serializer):
@@ -65,16 +74,19 @@ class FlushResultSerializer(Serializer):
     first_seq = serializers.IntegerField(allow_null=True)
     last_seq = serializers.IntegerField(allow_null=True)
     extraction_due_at = serializers.DateTimeField(allow_null=True)
+    subject = serializers.CharField(allow_null=True)
 
 
 class ConversationSerializer(ModelSerializer):
     conversation_id = serializers.CharField(source="external_id")
     project_id = serializers.IntegerField(allow_null=True)
+    subject = serializers.SerializerMethodField(help_text="The end user; null when none.")
 
     class Meta:
         model = Conversation
         fields = [
             "conversation_id",
+            "subject",
             "level",
             "session_id",
             "project_id",
@@ -90,6 +102,9 @@ class ConversationSerializer(ModelSerializer):
             "updated_at",
             "last_message_at",
         ]
+
+    def get_subject(self, conversation: Conversation) -> str | None:
+        return conversation.subject or None
 
 
 class ConversationMessageSerializer(ModelSerializer):
@@ -172,6 +187,10 @@ class ExtractionRunDetailSerializer(ExtractionRunSerializer):
 class PageQuerySerializer(Serializer):
     cursor = serializers.CharField(required=False)
     page_size = serializers.IntegerField(required=False, min_value=1, max_value=500)
+
+
+class ConversationListQuerySerializer(PageQuerySerializer):
+    subject = SubjectField(required=False)
 
 
 class ContextRequestSerializer(Serializer):

@@ -86,14 +86,18 @@ class ConversationListView(AgentView, APIView):
             "and the running summary have got, and when the next extraction is due."
         ),
         parameters=[
+            OpenApiParameter("subject", str, required=False, description="Only this end user's."),
             OpenApiParameter("cursor", str, required=False),
             OpenApiParameter("page_size", int, required=False),
         ],
         responses={200: s.cursor_page(s.ConversationSerializer, "ConversationPage"), 400: PROBLEM},
     )
     def get(self, request):
-        s.PageQuerySerializer(data=request.query_params.dict()).is_valid(raise_exception=True)
+        query = s.ConversationListQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
         conversations = self.service.conversations()
+        if "subject" in query.validated_data:
+            conversations = conversations.filter(subject=query.validated_data["subject"])
         return _paginate(
             self, request, conversations, UpdatedPagination(), s.ConversationSerializer
         )
@@ -143,6 +147,7 @@ class ConversationMessagesView(AgentView, APIView):
             messages,
             session_id=data.get("session_id"),
             project_id=data.get("project_id"),
+            subject=data.get("subject"),
         )
         return Response(
             s.FlushResultSerializer(result.model_dump()).data,

@@ -1,5 +1,6 @@
 import django_filters as df
 
+from memory.core.models.memory import validate_subject_field
 from memory.procedural.models import ExecutionCapture, ExecutionReport
 from synthorg.api.fields import UtcDateTimeFilter
 
@@ -10,6 +11,12 @@ class ExecutionReportFilter(df.FilterSet):
     task = df.NumberFilter(field_name="task_id", label="Task id")
     capture_status = df.ChoiceFilter(
         field_name="capture__status", choices=ExecutionCapture.Status.choices
+    )
+    subject = df.CharFilter(
+        field_name="subject_link__subject",
+        validators=[validate_subject_field],
+        strip=False,
+        label="Only reports of tasks that served this end user",
     )
     since = UtcDateTimeFilter(field_name="created_at", lookup_expr="gte", label="From")
     until = UtcDateTimeFilter(field_name="created_at", lookup_expr="lt", label="To")

@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from memory.procedural import domain
 from memory.procedural.models import CAPTURE_METHOD_CHOICES, ExecutionCapture, ExecutionReport
+from synthorg.api.fields import SubjectField
 from synthorg.api.serializers import ModelSerializer, Serializer
 
 
@@ -57,6 +58,11 @@ class ExecutionReportSubmitSerializer(Serializer):
     duration_ms = serializers.IntegerField(
         min_value=0, max_value=domain.MAX_DURATION_MS, required=False
     )
+    subject = SubjectField(
+        required=False,
+        allow_null=True,
+        help_text="The end user the task served (see Subjects); erasing them unlinks the report.",
+    )
     recovery = serializers.CharField(
         max_length=domain.RECOVERY_MAX,
         required=False,
@@ -87,12 +93,14 @@ class ExecutionReportSerializer(ModelSerializer):
     capture_attempts = serializers.SerializerMethodField()
     capture_next_attempt_at = serializers.SerializerMethodField()
     memory_id = serializers.SerializerMethodField()
+    subject = serializers.SerializerMethodField(help_text="The end user the task served.")
 
     class Meta:
         model = ExecutionReport
         fields = (
             "id",
             "agent_id",
+            "subject",
             "task_id",
             "task_title",
             "task_type",
@@ -116,6 +124,10 @@ class ExecutionReportSerializer(ModelSerializer):
             "memory_id",
         )
         read_only_fields = fields
+
+    def get_subject(self, obj: ExecutionReport) -> str | None:
+        link = getattr(obj, "subject_link", None)  # none: the reverse accessor raises
+        return link.subject if link is not None else None
 
     def _capture(self, obj: ExecutionReport) -> ExecutionCapture | None:
         return getattr(obj, "capture", None)

@@ -148,6 +148,7 @@ def test_memory_level_none_stores_no_messages(company):
         "first_seq": None,
         "last_seq": None,
         "extraction_due_at": None,
+        "subject": None,
     }
     assert not ConversationMessage.objects.exists()
     assert not Conversation.objects.exists()

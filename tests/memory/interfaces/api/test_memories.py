@@ -30,6 +30,7 @@ def expected(memory):
     return {
         "id": str(memory.id),
         "agent_id": memory.agent_id,
+        "subject": memory.subject or None,
         "namespace": memory.namespace,
         "category": memory.category,
         "content": memory.content,

@@ -59,6 +59,7 @@ def test_detail_shows_capture_and_exact_payload(caller):
     assert body == {
         "id": report_id,
         "agent_id": caller.agent.pk,
+        "subject": None,
         "task_id": None,
         "task_title": "Deploy billing service",
         "task_type": "deploy",
