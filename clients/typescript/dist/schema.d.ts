@@ -396,6 +396,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/conversations/{conversation_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One of the caller's conversations
+         * @description Its message count (the last `seq`), how far extraction and the running summary have got, and when the next extraction is due.
+         */
+        get: operations["conversation_get"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a conversation
+         * @description Deletes the caller's conversation: its messages, running summary and extraction runs (**204**). The memories they formed stay (delete those with `DELETE /memories/{id}`). The id may be flushed to again; it starts a new conversation at `seq` 1. Audited (`conversation.deleted`, the number of messages, no content). 409 `conversation_extraction_running` while an extraction run is reading its messages.
+         */
+        delete: operations["conversation_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/conversations/{conversation_id}/context": {
         parameters: {
             query?: never;
@@ -475,6 +499,26 @@ export interface paths {
          */
         post: operations["v1_conversations_messages_create"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{conversation_id}/messages/last": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a conversation's last message
+         * @description Removes the newest message (highest `seq`) of the caller's conversation and answers it. The next flush reuses its `seq`; extraction, the verbatim turns and the running summary are held at the new last message, so what is flushed in its place is extracted. Memories already formed from the removed message stay. 404 `conversation_empty` when no message is left; 409 `conversation_extraction_running` while an extraction run is reading the messages.
+         */
+        delete: operations["conversation_message_pop"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1066,6 +1110,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/memories/from-messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add memories from chat messages in one call
+         * @description Records `messages` (1–500, `{role, content, name?, created_at?}`) as a conversation of the caller — `conversation_id`, or a new one per call — with the end user `subject` (see Subjects), and queues its extraction at once. Answers **202** with `extraction: queued` and `poll` (the conversation's extraction runs). With `wait: true` it waits up to `timeout_seconds` (1–30, default 10) and answers **200** with `extraction: done` and the `memories` formed, or 202 if the extraction has not finished by then (it still completes). The memory-level binding is a flush's: `session_id` / `project_id` as the level needs; level `none` stores nothing (200, `extraction: not_stored`).
+         */
+        post: operations["v1_memories_from_messages_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/memories/search": {
         parameters: {
             query?: never;
@@ -1341,6 +1405,46 @@ export interface paths {
         get: operations["v1_messages_history_list"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org-skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Approved org skills with their usage counters
+         * @description The company's approved org skills (the evolver's), structured, with their counters.
+         */
+        get: operations["v1_org_skills_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/org-skills/{id}/applied": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record that the caller applied an approved org skill
+         * @description Increments `application_count` and sets `last_applied_at` on one of the company's approved org skills (the id is its procedure fact's). No body.
+         */
+        post: operations["v1_org_skills_applied_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1764,6 +1868,46 @@ export interface paths {
          * @description Like `/memories/search` over shared knowledge only; `exclude_self` leaves out the caller's own publications. 403 `shared_knowledge_disabled` while the company has shared knowledge off.
          */
         post: operations["v1_shared_search_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subjects/{subject}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase one end user across every agent of the company
+         * @description Deletes everything the company holds about the subject, whichever agent holds it: memories with their chunks and revisions, shared knowledge, archived memories, conversations with their messages, extraction runs and proposed facts, request-log rows that searched by the subject, and the subject links of execution reports (the append-only reports stay, attributable to nobody). One transaction with one audit entry (`subject.erased`: counts and a keyed digest, never the subject or content). Humans with role admin or owner erase across every agent of the company (`scope: company`); an agent key erases what that agent holds (`scope: agent`), never another agent's; operators and viewers get 403. Answers the receipt; repeating it deletes nothing more (zero counts). Like `POST /agents/{id}/erase`, the body (`reason`, for the audit entry) may be empty.
+         */
+        post: operations["v1_subjects_erase_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/subjects/{subject}/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One end user's memories across the company's agents
+         * @description Every unexpired memory about the subject — each agent's private memories and the company's shared knowledge — newest first, paginated (`agent_id` says whose). Human operators, admins and owners see every agent's; an agent key sees only its own; viewers get 403 `role_insufficient`. Nothing of another company is ever listed; an unknown subject is an empty list.
+         */
+        get: operations["v1_subjects_memories_list"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2304,6 +2448,8 @@ export interface components {
         };
         Conversation: {
             conversation_id: string;
+            /** @description The end user; null when none. */
+            readonly subject: string | null;
             level: components["schemas"]["LevelEnum"];
             session_id?: string;
             project_id: number | null;
@@ -2526,6 +2672,8 @@ export interface components {
             /** Format: uuid */
             readonly id: string;
             readonly agent_id: number;
+            /** @description The end user the task served. */
+            readonly subject: string | null;
             readonly task_id: number | null;
             readonly task_title: string;
             readonly task_type: string;
@@ -2587,6 +2735,8 @@ export interface components {
             /** Format: double */
             quality_score?: number | null;
             duration_ms?: number;
+            /** @description The end user the task served (see Subjects); erasing them unlinks the report. */
+            subject?: string | null;
             /** @description What the agent tried in order to recover. */
             recovery?: string;
         };
@@ -2611,6 +2761,14 @@ export interface components {
          * @enum {string}
          */
         ExtractedFactDecisionEnum: "added" | "noop" | "below_confidence";
+        /**
+         * @description * `queued` - queued
+         *     * `done` - done
+         *     * `disabled` - disabled
+         *     * `not_stored` - not_stored
+         * @enum {string}
+         */
+        ExtractionEnum: "queued" | "done" | "disabled" | "not_stored";
         ExtractionRun: {
             /** Format: uuid */
             readonly id: string;
@@ -2785,6 +2943,8 @@ export interface components {
             session_id?: string | null;
             /** @description Required when the agent's memory_level is 'project' (an open project). */
             project_id?: number | null;
+            /** @description The end user the conversation is with, fixed by its first flush; the memories extracted from it carry it (see Subjects). */
+            subject?: string | null;
         };
         FlushResult: {
             conversation_id: string;
@@ -2795,6 +2955,51 @@ export interface components {
             last_seq: number | null;
             /** Format: date-time */
             extraction_due_at: string | null;
+            subject: string | null;
+        };
+        FromMessagesRequest: {
+            messages: components["schemas"]["MessageInRequest"][];
+            /** @description Required when the agent's memory_level is 'session'. */
+            session_id?: string | null;
+            /** @description Required when the agent's memory_level is 'project' (an open project). */
+            project_id?: number | null;
+            /** @description The end user the conversation is with, fixed by its first flush; the memories extracted from it carry it (see Subjects). */
+            subject?: string | null;
+            /** @description Append to this conversation of the caller (created on first use); absent: a new conversation `msgs-<uuid>` for this call. */
+            conversation_id?: string;
+            /**
+             * @description Wait for the extraction (up to timeout_seconds) and answer its memories.
+             * @default false
+             */
+            wait?: boolean;
+            /** @description How long to wait (1–30, default 10). */
+            timeout_seconds?: number;
+        };
+        FromMessagesResult: {
+            conversation_id: string;
+            stored: boolean;
+            accepted: number;
+            message_ids: number[];
+            first_seq: number | null;
+            last_seq: number | null;
+            /** Format: date-time */
+            extraction_due_at: string | null;
+            subject: string | null;
+            /**
+             * @description `queued`: runs in the background (poll `poll`); `done`: finished, `memories` holds what it formed; `disabled`: the company turned extraction off; `not_stored`: the agent's memory level is `none`.
+             *
+             *     * `queued` - queued
+             *     * `done` - done
+             *     * `disabled` - disabled
+             *     * `not_stored` - not_stored
+             */
+            extraction: components["schemas"]["ExtractionEnum"];
+            /** @description The conversation's extraction runs (GET, newest first). */
+            poll: string | null;
+            /** @description The runs over these messages so far. */
+            runs: components["schemas"]["ExtractionRun"][];
+            /** @description With `extraction: done`: the memories formed. */
+            memories: components["schemas"]["Memory"][] | null;
         };
         /** @description The guardrail's two body parts (the acting human is the session). */
         GuardrailRequest: {
@@ -2919,6 +3124,8 @@ export interface components {
             /** Format: uuid */
             readonly id: string;
             readonly agent_id: number;
+            /** @description The end user this memory is about; null when none. */
+            readonly subject: string | null;
             readonly namespace: string;
             readonly category: components["schemas"]["MemoryCategoryEnum"];
             readonly content: string;
@@ -3005,6 +3212,8 @@ export interface components {
             /** @description Any of: working, episodic, semantic, procedural, social. */
             categories?: string[];
             namespaces?: (string | string[])[];
+            /** @description Only memories about this end user (org facts are not per user). */
+            subject?: string | null;
             /**
              * @description Include the org's core policies (pinned) and relevant extended facts.
              * @default true
@@ -3075,6 +3284,8 @@ export interface components {
             min_relevance?: number | null;
             /** @default 10 */
             limit?: number;
+            /** @description Only memories about this end user. */
+            subject?: string | null;
             /** @description Also search the company's shared knowledge (default: company config). */
             include_shared?: boolean | null;
         };
@@ -3096,6 +3307,8 @@ export interface components {
             expires_at?: string | null;
             /** @description Ids of the caller's memories this one replaces; they drop out of retrieval. */
             supersedes?: string[];
+            /** @description The end user this memory is about (see Subjects); erased with them. */
+            subject?: string | null;
             /**
              * Format: date-time
              * @description Past only; for importing old memories.
@@ -3169,6 +3382,31 @@ export interface components {
          * @enum {string}
          */
         OrgFactCategoryEnum: "core_policy" | "adr" | "procedure" | "convention" | "entity_definition";
+        /** @description An approved org skill: its structure, the evidence it was approved on, its counters. */
+        OrgSkill: {
+            /** Format: uuid */
+            fact_id: string;
+            name: string;
+            discovery: string;
+            condition: string;
+            action: string;
+            rationale: string;
+            steps: string[];
+            /** Format: double */
+            confidence: number;
+            pattern: string;
+            report_count: number;
+            agent_count: number;
+            application_count: number;
+            /** Format: date-time */
+            last_applied_at: string | null;
+            /** Format: uuid */
+            approval_item: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            retracted_at: string | null;
+        };
         PaginatedAgentList: {
             /** @example 123 */
             count: number;
@@ -3358,6 +3596,19 @@ export interface components {
              */
             previous?: string | null;
             results: components["schemas"]["Message"][];
+        };
+        PaginatedOrgSkillList: {
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cD00ODY%3D"
+             */
+            next?: string | null;
+            /**
+             * Format: uri
+             * @example http://api.example.org/accounts/?cursor=cj0xJnA9NDg3
+             */
+            previous?: string | null;
+            results: components["schemas"]["OrgSkill"][];
         };
         PaginatedParkedContextList: {
             /**
@@ -3801,6 +4052,12 @@ export interface components {
          * @enum {string}
          */
         RuntimeStateStatusEnum: "idle" | "active" | "paused" | "offline";
+        /**
+         * @description * `company` - company
+         *     * `agent` - agent
+         * @enum {string}
+         */
+        ScopeEnum: "company" | "agent";
         /** @description A fact as it stands now (or at ``as_of``). */
         ScoredFact: {
             /** Format: uuid */
@@ -3917,6 +4174,8 @@ export interface components {
             expires_at?: string | null;
             /** @description Ids of the caller's memories this one replaces; they drop out of retrieval. */
             supersedes?: string[];
+            /** @description The end user this memory is about (see Subjects); erased with them. */
+            subject?: string | null;
         };
         SharedSearchRequestRequest: {
             /** @description Search text; absent or blank lists memories newest first. */
@@ -3943,6 +4202,8 @@ export interface components {
             min_relevance?: number | null;
             /** @default 10 */
             limit?: number;
+            /** @description Only memories about this end user. */
+            subject?: string | null;
             /**
              * @description Leave out the caller's own publications.
              * @default false
@@ -3992,6 +4253,36 @@ export interface components {
          * @enum {string}
          */
         StoreResultEmbeddingStatusEnum: "ready" | "pending";
+        SubjectEraseRequest: {
+            /**
+             * @description Recorded in the audit entry (e.g. the ticket of the person's request).
+             * @default
+             */
+            reason?: string;
+        };
+        SubjectErasureReceipt: {
+            subject: string;
+            /**
+             * @description `company`: every agent's rows were erased (an admin); `agent`: the calling agent's own (an agent key).
+             *
+             *     * `company` - company
+             *     * `agent` - agent
+             */
+            scope: components["schemas"]["ScopeEnum"];
+            /** @description The agent whose rows were erased (scope `agent`). */
+            agent_id: number | null;
+            /** @description Rows deleted per kind (`memories`, `memory chunks`, `memory revisions`, `shared knowledge`, `archived memories`, `conversations`, `conversation messages`, `extraction runs`, `extracted facts`, `request log entries`, `execution report subjects`, `compressed experiences`, …); kinds with nothing to delete are left out. */
+            counts: {
+                [key: string]: number;
+            };
+            /** @description The sum of `counts`. */
+            total: number;
+            /** @description Kinds kept by design: append-only records (execution reports) that no longer name the subject once their link is deleted. */
+            retained: string[];
+            /** @description What the audit entry (`subject.erased`) records instead of the subject: a keyed digest, meaningless without the server's key. */
+            subject_digest: string;
+            audit_entry_id: number;
+        };
         /**
          * @description * `llm` - LLM
          *     * `truncation` - Truncation
@@ -5008,6 +5299,8 @@ export interface operations {
             query?: {
                 cursor?: string;
                 page_size?: number;
+                /** @description Only this end user's. */
+                subject?: string;
             };
             header?: never;
             path?: never;
@@ -5025,6 +5318,75 @@ export interface operations {
             };
             /** @description problem+json (see `code`) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    conversation_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Conversation"];
+                };
+            };
+            /** @description problem+json: no such conversation of the caller */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    conversation_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json: no such conversation of the caller */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5219,6 +5581,48 @@ export interface operations {
                 content?: never;
             };
             /** @description problem+json (see `code`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    conversation_message_pop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationMessage"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json: no such conversation of the caller */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5479,6 +5883,8 @@ export interface operations {
                 outcome?: "failed" | "partial" | "succeeded";
                 /** @description Number of results to return per page. */
                 page_size?: number;
+                /** @description Only reports of tasks that served this end user */
+                subject?: string;
                 /** @description Task id */
                 task?: number;
                 /** @description To */
@@ -5718,6 +6124,8 @@ export interface operations {
                 agent?: number;
                 /** @description Only memories, shared knowledge and archived memories in these namespaces: a flat name, or a tuple as JSON text (`["user","u-1"]`, rendered through the company's `memory.namespace_templates`; `{company}` is the company, `{agent}` the `agent` filtered by). */
                 namespace?: string[];
+                /** @description Only content about this end user (memories, shared knowledge, the archive, conversations with their messages and extraction runs, the request log, execution reports); see Subjects. */
+                subject?: string;
             };
             header?: never;
             path?: never;
@@ -6008,6 +6416,8 @@ export interface operations {
                 /** @description Number of results to return per page. */
                 page_size?: number;
                 session_id?: string;
+                /** @description Only memories about this end user. */
+                subject?: string;
                 /** @description Comma-separated; a memory must carry all of them. */
                 tag?: string[];
             };
@@ -6337,6 +6747,58 @@ export interface operations {
             };
             /** @description problem+json (see `code`) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    v1_memories_from_messages_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FromMessagesRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FromMessagesResult"];
+                };
+            };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FromMessagesResult"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7172,6 +7634,73 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Message"][];
                 };
+            };
+        };
+    };
+    v1_org_skills_list: {
+        parameters: {
+            query?: {
+                /** @description The pagination cursor value. */
+                cursor?: string;
+                include_retracted?: boolean;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedOrgSkillList"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    v1_org_skills_applied_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrgSkill"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };
@@ -8234,6 +8763,87 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SearchResponse"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    v1_subjects_erase_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The end user's id as your application stores it on memories, conversations and execution reports: 1–128 characters, no control characters, no `/`, no surrounding whitespace (percent-encode anything else, e.g. `@` in an e-mail). */
+                subject: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["SubjectEraseRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubjectErasureReceipt"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    v1_subjects_memories_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The end user's id as your application stores it on memories, conversations and execution reports: 1–128 characters, no control characters, no `/`, no surrounding whitespace (percent-encode anything else, e.g. `@` in an e-mail). */
+                subject: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedMemoryList"];
                 };
             };
             /** @description problem+json (see `code`) */
