@@ -101,6 +101,12 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.options.max_memories_per_agent": Acts(
         EXTRACTION + "test_growth_is_bounded_through_the_archive"
     ),
+    "memory.options.session_ttl_hours": Acts(
+        "tests/memory/core/maintenance/test_session_ttl.py::"
+        "test_default_config_expires_session_memories_after_24_hours_and_archives_them",
+        "tests/memory/core/maintenance/test_session_ttl.py::"
+        "test_session_ttl_hours_sets_the_expiry_and_bounds_the_callers_own",
+    ),
     "memory.options.consolidation_interval": Acts(
         "tests/memory/core/maintenance/test_lifecycle_schedules.py::"
         "test_schedules_are_created_updated_and_removed_with_the_config"

@@ -6,7 +6,9 @@ embedder call and one audit entry. Which level a memory is written under is deci
 agent's ``memory_level``:
 
 * ``none`` — nothing is stored; every result says ``stored=False`` (not an error);
-* ``session`` — the request must carry a ``session_id``; purged when the session ends;
+* ``session`` — the request must carry a ``session_id``; purged when the session ends, and
+  in any case expires ``memory.options.session_ttl_hours`` after it is written (its
+  ``expires_at`` is bounded by :func:`session_expiry`; maintenance archives it then);
 * ``project`` — the request must name an open project of the agent's company; purged when
   the project closes;
 * ``persistent`` — kept until retention removes it.
@@ -18,7 +20,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import numpy as np
@@ -34,6 +36,7 @@ from memory.core.services.embeddings import embed_texts
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
+from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import MemoryChunkingConfig
 from synthorg.embedding import Embedder
@@ -205,6 +208,15 @@ def memory_store_batch(
         )
 
 
+def session_expiry(company, *, now: datetime, requested: datetime | None) -> datetime:
+    """When a session-level memory written (or updated) at ``now`` expires: the caller's
+    ``requested`` expiry, but never later than ``memory.options.session_ttl_hours`` from
+    ``now`` — a session the agent never ends does not keep its memories forever."""
+    ttl = timedelta(hours=company_config(company).memory.options.session_ttl_hours)
+    bound = now + ttl
+    return bound if requested is None or requested > bound else requested
+
+
 def _field(index: int, name: str, batch: bool) -> str:
     return f"[{index}].{name}" if batch else name
 
@@ -281,6 +293,11 @@ def _store(
         _serialise_writers(agent, requests)
         _gate(agent, slots, level=level, shared=shared, now=now)
 
+    session_bound = (
+        session_expiry(agent.company, now=now, requested=None)
+        if level is MemoryLevel.SESSION
+        else None
+    )
     rows = []
     chunks: list[tuple] = []
     for slot in slots:
@@ -314,7 +331,11 @@ def _store(
             ),
             created_at=request.created_at or now,
             updated_at=now,
-            expires_at=request.expires_at,
+            expires_at=(
+                request.expires_at
+                if session_bound is None
+                else min(session_bound, request.expires_at or session_bound)
+            ),
             embedding=vector,
             chunk_count=len(vectors) - 1 if vectors else 0,
             embedder_id=embeddings.embedder_id if vector is not None else "",
