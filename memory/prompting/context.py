@@ -134,12 +134,16 @@ class ContextRequest:
         categories: Sequence[MemoryCategory | str] = (),
         namespaces: Sequence[str] = (),
         include_org: bool = True,
+        task_id: int | None = None,
     ) -> ContextRequest:
         check_context_input(query_text, token_budget)
-        query = parse_request(
-            MemoryQuery,
-            {"text": query_text, "categories": tuple(categories), "namespaces": tuple(namespaces)},
-        )
+        fields = {
+            "text": query_text,
+            "categories": tuple(categories),
+            "namespaces": tuple(namespaces),
+            "task_id": task_id,
+        }
+        query = parse_request(MemoryQuery, fields)
         return cls(query=query, token_budget=token_budget, include_org=include_org)
 
 

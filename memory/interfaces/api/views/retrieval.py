@@ -60,6 +60,7 @@ def _memory_query(data, service):
         "until": data.get("until"),
         "min_relevance": data.get("min_relevance"),
         "limit": data["limit"],
+        "task_id": data.get("task_id"),
     }
     return parse_request(MemoryQuery, {k: v for k, v in fields.items() if v is not None})
 
@@ -190,6 +191,7 @@ class MemoryContextView(AgentView, APIView):
             categories=data.get("categories", ()),
             namespaces=self.service.namespaces(data.get("namespaces", ())),
             include_org=data["include_org"],
+            task_id=data.get("task_id"),
         )
         prepared = self.service.context(context_request)
         return Response(s.context_payload(prepared, self.service.strategy))
