@@ -71,7 +71,10 @@ class MemoryStoreSerializer(SharedPublishSerializer):
         min_value=1,
         required=False,
         allow_null=True,
-        help_text='Scopes a `working` memory to a task of the company that has not ended: read only by searches and contexts naming the task, archived when it ends.',
+        help_text=(
+            "Scopes a `working` memory to a task of the company that has not ended: read "
+            "only by searches and contexts naming the task, archived when it ends."
+        ),
     )
 
 
@@ -284,7 +287,10 @@ class MemorySearchRequestSerializer(MemorySearchSerializer):
         min_value=1,
         required=False,
         allow_null=True,
-        help_text='Also search the working memories scoped to this task (without it, no task-scoped memory is searched).',
+        help_text=(
+            "Also search the working memories scoped to this task (without it, no "
+            "task-scoped memory is searched)."
+        ),
     )
     include_shared = serializers.BooleanField(
         required=False,
@@ -385,7 +391,7 @@ class MemoryContextRequestSerializer(Serializer):
         min_value=1,
         required=False,
         allow_null=True,
-        help_text='Also retrieve the working memories scoped to this task (without it, none is).',
+        help_text=("Also retrieve the working memories scoped to this task (without it, none is)."),
     )
 
 

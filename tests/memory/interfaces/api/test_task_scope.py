@@ -77,8 +77,9 @@ def test_same_note_in_two_tasks_is_two_memories(caller, company):
 
 
 def test_ending_the_task_archives_its_working_memories(caller, peer, company):
-    task, other_task = TaskFactory(company=company, assignee=caller.agent), TaskFactory(
-        company=company
+    task, other_task = (
+        TaskFactory(company=company, assignee=caller.agent),
+        TaskFactory(company=company),
     )
     mine = store(caller, NOTE, task_id=task.pk).json()["id"]
     theirs = store(peer, "Peer's note on the same task.", task_id=task.pk).json()["id"]
