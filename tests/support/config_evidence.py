@@ -291,6 +291,8 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.consolidation.experience_compressor.enabled": Acts(
         COMPRESS + "test_disabled_by_default_409_and_nothing_written",
         COMPRESS + "test_with_the_stand_in_llm",
+        COMPRESS + "test_the_compressor_is_scheduled_at_the_consolidation_interval",
+        COMPRESS + "test_learnings_are_searched_and_injected_as_procedural_memories",
     ),
     "memory.consolidation.experience_compressor.model": Acts(
         COMPRESS + "test_with_the_stand_in_llm"
