@@ -533,6 +533,21 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "org_memory.write_access.rules.allowed_seniority": Acts(
         WRITE_ACCESS + "test_rules_come_from_the_config"
     ),
+    "org_memory.write_access.rules.allowed_roles": Acts(
+        WRITE_ACCESS + "test_allowed_roles_admit_only_those_roles_case_and_spacing_aside",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
+    ),
+    "org_memory.write_access.rules.allowed_departments": Acts(
+        WRITE_ACCESS + "test_allowed_departments_admit_only_those_departments",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
+    ),
+    "org_memory.write_access.rules.min_autonomy": Acts(
+        WRITE_ACCESS + "test_min_autonomy_admits_that_autonomy_and_above",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
+    ),
     "org_memory.write_access.rules.human_allowed": Acts(
         WRITE_ACCESS + "test_rules_come_from_the_config",
         SEED_SHAPE + "test_the_seed_shape_becomes_rules_and_is_stored_as_rules",
