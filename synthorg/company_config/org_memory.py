@@ -23,7 +23,6 @@ from synthorg.company_config.fields import (
 )
 from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
 
-
 #: What an agent's ``autonomy_level`` ranks, least to most autonomous (``min_autonomy``).
 AUTONOMY_ORDER: tuple[AutonomyLevel, ...] = (
     AutonomyLevel.LOCKED,
