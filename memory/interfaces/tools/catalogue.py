@@ -73,6 +73,14 @@ class SearchMemoryArgs(ToolArguments):
     namespaces: list[Namespace] | None = Field(
         default=None, max_length=50, description="Only these namespaces (default: all)."
     )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The task you are working on: its working notes are searched too (without it, "
+            "no task's notes are)."
+        ),
+    )
 
 
 class RecallMemoryArgs(ToolArguments):
@@ -101,6 +109,14 @@ class StoreMemoryArgs(BindingArgs):
         description="Optional: the message this memory answers (helps find it later).",
     )
     namespace: Namespace | None = Field(default=None, description=NAMESPACE_HELP)
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "For a 'working' note of the task you are on: read only when you name the task, "
+            "archived when it ends."
+        ),
+    )
 
 
 class UpdateMemoryArgs(ToolArguments):
@@ -125,6 +141,11 @@ class ContextArgs(ToolArguments):
     )
     include_org: bool = Field(
         default=True, description="Include the company's core policies and relevant org facts."
+    )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="The task you are working on: its working notes are included too.",
     )
 
 
@@ -163,6 +184,8 @@ class RequestDreamArgs(ToolArguments):
 
 def _query(args, *, limit: int, categories=None, namespaces=()) -> MemoryQuery:
     fields = {"text": args.query, "limit": limit, "namespaces": namespaces}
+    if getattr(args, "task_id", None) is not None:
+        fields["task_id"] = args.task_id
     if categories:
         fields["categories"] = tuple(categories)
     return parse_request(MemoryQuery, fields)
@@ -218,7 +241,10 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
     service = service_for(ctx)
     prepared = service.context(
         ContextRequest.build(
-            query_text=args.query, token_budget=args.token_budget, include_org=args.include_org
+            query_text=args.query,
+            token_budget=args.token_budget,
+            include_org=args.include_org,
+            task_id=args.task_id,
         )
     )
     data = json_ready(s.MemoryContextSerializer(prepared).data)

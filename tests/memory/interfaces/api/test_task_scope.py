@@ -141,3 +141,27 @@ def test_another_agent_never_reads_a_task_note(caller, peer, company):
     assert search_ids(peer, task_id=task.pk) == set()
     other = make_agent_caller(company=CompanyFactory())
     assert search_ids(other, task_id=task.pk) == set()
+
+
+def test_the_memory_tools_take_the_task_too(caller, company):
+    """store_memory, search_memory and get_memory_context call the same services."""
+    task = TaskFactory(company=company)
+
+    def call(name, **arguments):
+        response = caller.client.post(
+            f"{URL}/tools/call", {"name": name, "arguments": arguments}, format="json"
+        )
+        assert response.status_code == 200, response.json()
+        return response.json()["data"]
+
+    stored = call("store_memory", content=NOTE, category="working", task_id=task.pk)
+    assert Memory.objects.get(pk=stored["id"]).task_id == task.pk
+
+    def found(data):
+        return {hit["memory"]["id"] for hit in data["results"]}
+
+    assert found(call("search_memory", query="billing fixtures", task_id=task.pk)) == {stored["id"]}
+    assert found(call("search_memory", query="billing fixtures")) == set()
+    context = call("get_memory_context", query="billing fixtures", task_id=task.pk)
+    assert [entry["id"] for entry in context["included"]] == [stored["id"]]
+    assert call("get_memory_context", query="billing fixtures")["included"] == []
