@@ -92,7 +92,7 @@ class MemoryOptionsConfig(BaseModel):
     consolidation_interval: ConsolidationInterval = ConsolidationInterval.DAILY
     shared_knowledge_base: bool = True
     #: A session-level memory expires this many hours after it is written, whether or not
-    #: the agent ends its session; maintenance then archives it (restorable).
+    #: the agent ends its session; maintenance then archives it.
     session_ttl_hours: int = Field(default=24, ge=1, le=24 * 365)
 
 
