@@ -31,6 +31,10 @@ class OrgFactAuthor(BaseModel):
     agent_id: NotBlankStr | None = None
     seniority: SeniorityLevel | None = None
     autonomy_level: AutonomyLevel | None = None
+    #: the agent's role and department at write time (what ``allowed_roles`` and
+    #: ``allowed_departments`` match); empty for a human
+    role: str = ""
+    department: str = ""
     is_human: bool = False
 
     @model_validator(mode="after")
@@ -38,8 +42,8 @@ class OrgFactAuthor(BaseModel):
         if self.is_human:
             if self.agent_id is not None or self.seniority is not None:
                 raise ValueError("a human author has no agent_id or seniority")
-            if self.autonomy_level is not None:
-                raise ValueError("a human author has no autonomy_level")
+            if self.autonomy_level is not None or self.role or self.department:
+                raise ValueError("a human author has no autonomy_level, role or department")
         elif self.agent_id is None or self.seniority is None:
             raise ValueError("an agent author needs agent_id and seniority")
         return self

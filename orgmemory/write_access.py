@@ -6,7 +6,9 @@ The rules come from the company's ``org_memory.write_access`` config
 * a category with no rule denies everyone (humans included);
 * a human may write when the rule has ``human_allowed``;
 * an agent may write when the rule names a minimum ``allowed_seniority`` and the agent's
-  seniority is at least that (``core_policy`` can never name one: humans only).
+  seniority is at least that (``core_policy`` can never name one: humans only), and — each
+  only when the rule sets it — its role is one of ``allowed_roles``, its department one of
+  ``allowed_departments`` and its autonomy at least ``min_autonomy``.
 
 :func:`explain_write_access` says why; :func:`check_write_access` and
 :func:`require_write_access` are the spec's boolean and raising forms.
@@ -18,7 +20,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from orgmemory.domain import OrgFactAuthor
-from synthorg.company_config.org_memory import CategoryWriteRule, WriteAccessConfig
+from synthorg.company_config.org_memory import (
+    AUTONOMY_ORDER,
+    CategoryWriteRule,
+    WriteAccessConfig,
+)
 from synthorg.enums import OrgFactCategory
 from synthorg.errors import AccessDeniedError
 
@@ -27,6 +33,16 @@ HUMANS_NOT_ALLOWED = "Humans may not write category '{category}'."
 HUMAN_ONLY = "Category '{category}' is written by humans only."
 SENIORITY_TOO_LOW = (
     "Category '{category}' needs seniority '{required}' or above; the author is '{actual}'."
+)
+ROLE_NOT_ALLOWED = (
+    "Category '{category}' is written by the roles {allowed}; the author's role is {actual!r}."
+)
+DEPARTMENT_NOT_ALLOWED = (
+    "Category '{category}' is written by the departments {allowed}; the author's department "
+    "is {actual!r}."
+)
+AUTONOMY_TOO_LOW = (
+    "Category '{category}' needs autonomy '{required}' or above; the author's is '{actual}'."
 )
 WRITE_DENIED = "Write to org memory denied: {reason}"
 CORE_POLICY_HUMAN_AUTHORED = (
@@ -82,12 +98,46 @@ def explain_write_access(
         )
     if rule.allowed_seniority is None:
         return WriteAccessDecision(False, category, rule, HUMAN_ONLY.format(category=category))
-    if author.seniority is not None and author.seniority.at_least(rule.allowed_seniority):
-        return WriteAccessDecision(True, category, rule)
-    reason = SENIORITY_TOO_LOW.format(
-        category=category, required=rule.allowed_seniority, actual=author.seniority
-    )
-    return WriteAccessDecision(False, category, rule, reason)
+    if author.seniority is None or not author.seniority.at_least(rule.allowed_seniority):
+        reason = SENIORITY_TOO_LOW.format(
+            category=category, required=rule.allowed_seniority, actual=author.seniority
+        )
+        return WriteAccessDecision(False, category, rule, reason)
+    reason = _agent_dimension_denial(rule, category, author)
+    if reason:
+        return WriteAccessDecision(False, category, rule, reason)
+    return WriteAccessDecision(True, category, rule)
+
+
+def _same_name(value: str) -> str:
+    return " ".join(value.split()).casefold()
+
+
+def _agent_dimension_denial(
+    rule: CategoryWriteRule, category: OrgFactCategory, author: OrgFactAuthor
+) -> str:
+    """Why the rule's role, department or autonomy dimension denies ``author`` ("" if none
+    does)."""
+    if rule.allowed_roles and _same_name(author.role) not in {
+        _same_name(role) for role in rule.allowed_roles
+    }:
+        return ROLE_NOT_ALLOWED.format(
+            category=category, allowed=list(rule.allowed_roles), actual=author.role
+        )
+    if rule.allowed_departments and _same_name(author.department) not in {
+        _same_name(department) for department in rule.allowed_departments
+    }:
+        return DEPARTMENT_NOT_ALLOWED.format(
+            category=category, allowed=list(rule.allowed_departments), actual=author.department
+        )
+    if rule.min_autonomy is not None and (
+        author.autonomy_level is None
+        or AUTONOMY_ORDER.index(author.autonomy_level) < AUTONOMY_ORDER.index(rule.min_autonomy)
+    ):
+        return AUTONOMY_TOO_LOW.format(
+            category=category, required=rule.min_autonomy, actual=author.autonomy_level
+        )
+    return ""
 
 
 def check_write_access(

@@ -9,11 +9,14 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         from django_q.models import Schedule
 
+        from memory.core.services.archive import memories_archive_task
         from memory.core.services.edit import memory_purge_project
         from persistence.services.projects import on_project_closed
+        from persistence.services.tasks import on_task_ended
         from synthorg.schedules import ScheduleSpec, register_schedule
 
         on_project_closed(memory_purge_project)
+        on_task_ended(memories_archive_task)
         _register_content_kinds()
         _register_maintenance_schedules()
         _register_reembedding()

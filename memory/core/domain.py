@@ -84,6 +84,8 @@ class MemoryStoreRequest(BaseModel):
     created_at: AwareDatetime | None = None  # past-only; for imports
     session_id: str | None = Field(default=None, max_length=SESSION_ID_MAX_CHARS)
     project_id: int | None = Field(default=None, ge=1)
+    #: scopes a ``working`` memory to a live task of the agent's company
+    task_id: int | None = Field(default=None, ge=1)
     supersedes: tuple[UUID, ...] = Field(default=(), max_length=MAX_SUPERSEDES)
     #: the end user the memory is about (:mod:`synthorg.subjects`); ``None``: nobody
     subject: str | None = None

@@ -121,11 +121,16 @@ class MemoryEngine:
         self, query: str, *, max_tokens: int = 800, include_org: bool = True
     ) -> str:
         """The agent's prompt context for ``query`` as one string (the messages' contents,
-        blank-line separated), within ``max_tokens``; ``""`` when nothing is relevant."""
+        blank-line separated): the memories within ``max_tokens``, with the strategy's
+        instruction (outside it, as for every strategy); under the ``context`` strategy
+        ``""`` when nothing is relevant (no memory or fact fitted, no core policy pinned)."""
         request = ContextRequest.build(
             query_text=query, token_budget=max_tokens, include_org=include_org
         )
         prepared = self.service.context(request)
+        retrieved_nothing = not prepared.included and prepared.policy_block is None
+        if retrieved_nothing and self.service.strategy.strategy_name == "context":
+            return ""
         return "\n\n".join(message["content"] for message in prepared.messages)
 
 

@@ -8,10 +8,15 @@ class ProceduralConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memory.procedural.schedules import procedural_schedules, register_retry_schedule
+        from memory.procedural.schedules import (
+            compressor_schedules,
+            procedural_schedules,
+            register_retry_schedule,
+        )
         from synthorg.schedules import register_schedule_provider
 
         register_schedule_provider(procedural_schedules)
+        register_schedule_provider(compressor_schedules)
         register_retry_schedule()
 
         from memory.procedural.services.capture import CAPTURE_JOB

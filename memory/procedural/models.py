@@ -313,6 +313,12 @@ class CompressedExperience(models.Model):
     run = models.ForeignKey(
         "CompressionRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
+    #: the agent's procedural memory carrying the learning (searched and injected like any
+    #: memory); the memory it deduplicated to when the learning repeats one (its capture's
+    #: lesson); ``None`` when the agent stores nothing (level ``none``) or it was removed
+    memory = models.ForeignKey(
+        "memory.Memory", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField()
 
     class Meta:

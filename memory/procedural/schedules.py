@@ -16,6 +16,7 @@ from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
 TASK = "memory.procedural.tasks.run_procedural_maintenance"
 RETRY_TASK = "memory.procedural.tasks.retry_due_captures"
 RETRY_SCHEDULE = "procedural-capture-retry"
+COMPRESS_TASK = "memory.procedural.tasks.run_experience_compression"
 
 
 def schedule_name(company_id: int) -> str:
@@ -33,6 +34,29 @@ def procedural_schedules() -> Iterator[ScheduleSpec]:
                 func=TASK,
                 schedule_type=Schedule.DAILY,
                 kwargs={"company_id": company.pk},
+            )
+
+
+def compressor_schedule_name(company_id: int) -> str:
+    return f"experience-compressor:company-{company_id}"
+
+
+def compressor_schedules() -> Iterator[ScheduleSpec]:
+    """The experience compressor of each company that has it on, at the company's
+    ``memory.consolidation.interval`` (none for ``never``: it then runs only when an
+    operator asks, ``POST /experiences/compress``), on the LLM cluster."""
+    from memory.core.schedules import interval_schedule_type
+
+    for company in Company.objects.order_by("pk"):
+        consolidation = company_config(company).memory.consolidation
+        schedule_type = interval_schedule_type(consolidation.interval)
+        if consolidation.experience_compressor.enabled and schedule_type is not None:
+            yield ScheduleSpec(
+                name=compressor_schedule_name(company.pk),
+                func=COMPRESS_TASK,
+                schedule_type=schedule_type,
+                kwargs={"company_id": company.pk},
+                cluster=LLM_CLUSTER,  # the compressor calls the company's LLM
             )
 
 

@@ -135,12 +135,14 @@ class ContextRequest:
         namespaces: Sequence[str] = (),
         include_org: bool = True,
         subject: str | None = None,
+        task_id: int | None = None,
     ) -> ContextRequest:
         check_context_input(query_text, token_budget)
         fields: dict = {
             "text": query_text,
             "categories": tuple(categories),
             "namespaces": tuple(namespaces),
+            "task_id": task_id,
         }
         if subject is not None:
             fields["subject"] = subject

@@ -1,7 +1,10 @@
 """The memory injection strategies behind one protocol, chosen by ``memory.retrieval.strategy``.
 
 * ``context``: memories are retrieved for the query and packed into the prompt (the
-  pipeline in :mod:`memory.prompting.context`); no tools.
+  pipeline in :mod:`memory.prompting.context`); no tools. An agent that may write is told,
+  as under the other strategies, what qualifies as non-inferable (seeds D23: "the system
+  prompt instructs agents what qualifies as non-inferable") — and, under
+  ``non_inferable_only``, that untagged memories are never injected.
 * ``tool_based``: the prompt only announces the tools; the agent calls ``search_memory`` /
   ``recall_memory`` (and ``store_memory`` / ``forget_memory`` when its memory level lets it
   write) on demand. ``search_memory`` is the full hybrid pipeline, with the Search-and-Ask
@@ -65,6 +68,13 @@ SELF_EDITING_INSTRUCTION = (
     "is your conversation history: recall_memory_read / recall_memory_write. "
     + NON_INFERABLE_GUIDANCE
 )
+CONTEXT_WRITE_INSTRUCTION = (
+    "When you store a memory, keep only what is worth remembering. " + NON_INFERABLE_GUIDANCE
+)
+CONTEXT_FILTER_NOTE = (
+    " Only memories tagged 'non-inferable' are injected into your prompt here (the company "
+    "sets memory.retrieval.non_inferable_only): an untagged memory is found by search only."
+)
 CORE_MEMORY_HEADER = "## Core memory (yours; keep it current)"
 
 SEARCH_TOOLS = ("search_memory", "recall_memory")
@@ -120,8 +130,22 @@ class ContextInjectionStrategy:
         self.agent = agent
         self.config = config
 
+    @property
+    def can_write(self) -> bool:
+        return self.agent.memory_level != MemoryLevel.NONE
+
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
-        return agent_prompt_context(agent=self.agent, request=request, config=self.config.retrieval)
+        retrieval = self.config.retrieval
+        prepared = agent_prompt_context(agent=self.agent, request=request, config=retrieval)
+        if self.can_write:
+            # An instruction, outside the memories' token budget (as under every strategy).
+            instruction = CONTEXT_WRITE_INSTRUCTION + (
+                CONTEXT_FILTER_NOTE if retrieval.non_inferable_only else ""
+            )
+            # after the pinned core policies, before the memories (as under tool_based)
+            at = 1 if prepared.policy_block is not None else 0
+            prepared.messages.insert(at, {"role": "system", "content": instruction})
+        return prepared
 
     def get_tool_definitions(self) -> tuple[dict, ...]:
         return ()

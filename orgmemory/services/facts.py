@@ -95,6 +95,8 @@ def author_for(principal: Principal) -> OrgFactAuthor:
             agent_id=str(agent.pk),
             seniority=agent.seniority,
             autonomy_level=agent.autonomy_level,
+            role=agent.role,
+            department=agent.department,
             is_human=False,
         )
     return OrgFactAuthor(is_human=True)

@@ -21,6 +21,21 @@ TASK_HAS_METRICS = (
 )
 AGENT_MAY_NOT_REASSIGN = "An agent may change only the status and description of its tasks."
 
+_end_hooks: list = []
+
+
+def on_task_ended(hook) -> None:
+    """Register ``hook(task=)``; it runs inside the transaction that ends the task (its status
+    becomes completed, failed or cancelled) or deletes it (e.g. memory archives the task's
+    working memories)."""
+    if hook not in _end_hooks:
+        _end_hooks.append(hook)
+
+
+def _task_ended(task: Task) -> None:
+    for hook in _end_hooks:
+        hook(task=task)
+
 
 @transaction.atomic
 def task_create(
@@ -62,6 +77,7 @@ def task_update(*, principal: Principal, task: Task, **changes) -> Task:
         principal.company, assignee=changes.get("assignee"), project=changes.get("project")
     )
     task = Task.objects.select_for_update().get(pk=task.pk)
+    was_live = task.status not in Task.TERMINAL_STATUSES
     fields = apply_changes(task, changes, TASK_FIELDS)
     task.updated_at = timezone.now()
     if "status" in changes:
@@ -69,6 +85,8 @@ def task_update(*, principal: Principal, task: Task, **changes) -> Task:
         fields.append("completed_at")
     task.full_clean()
     task.save(update_fields=[*fields, "updated_at"])
+    if was_live and task.status in Task.TERMINAL_STATUSES:
+        _task_ended(task)
     return task
 
 
@@ -91,4 +109,5 @@ def task_delete(*, principal: Principal, task: Task) -> None:
         risk_level="medium",
         details={"title": task.title, "status": task.status},
     )
+    _task_ended(task)
     task.delete()

@@ -94,6 +94,9 @@ class MemoryOptionsConfig(BaseModel):
     max_memories_per_agent: int = Field(default=10_000, ge=1)
     consolidation_interval: ConsolidationInterval = ConsolidationInterval.DAILY
     shared_knowledge_base: bool = True
+    #: A session-level memory expires this many hours after it is written, whether or not
+    #: the agent ends its session; maintenance then archives it.
+    session_ttl_hours: int = Field(default=24, ge=1, le=24 * 365)
 
 
 # Vectors of any width up to pgvector's HNSW limit (4,000 dims as halfvec) are stored and

@@ -6,7 +6,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    field_serializer,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from synthorg.company_config.fields import (
     FROZEN,
@@ -14,14 +21,54 @@ from synthorg.company_config.fields import (
     NotBlankStr,
     refuse_not_offered,
 )
-from synthorg.enums import OrgFactCategory, SeniorityLevel
+from synthorg.enums import AutonomyLevel, OrgFactCategory, SeniorityLevel
+
+#: What an agent's ``autonomy_level`` ranks, least to most autonomous (``min_autonomy``).
+AUTONOMY_ORDER: tuple[AutonomyLevel, ...] = (
+    AutonomyLevel.LOCKED,
+    AutonomyLevel.SUPERVISED,
+    AutonomyLevel.SEMI,
+    AutonomyLevel.FULL,
+)
+AGENT_DIMENSIONS = ("allowed_roles", "allowed_departments", "min_autonomy")
+AGENT_DIMENSION_NO_AGENTS = (
+    "narrows which agents may write, but allowed_seniority is null so no agent may write "
+    "this category and it would change nothing; set allowed_seniority or remove it"
+)
+MAX_NAMES = 50
 
 
 class CategoryWriteRule(BaseModel):
+    """One category's rule. An agent may write when its seniority is at least
+    ``allowed_seniority`` and — each only when set — its role is one of ``allowed_roles``,
+    its department one of ``allowed_departments`` (both compared case-insensitively, spaces
+    trimmed) and its autonomy at least ``min_autonomy`` (locked < supervised < semi < full).
+    """
+
     model_config = FROZEN
 
     allowed_seniority: SeniorityLevel | None = None
     human_allowed: bool = True
+    allowed_roles: tuple[NotBlankStr, ...] = Field(default=(), max_length=MAX_NAMES)
+    allowed_departments: tuple[NotBlankStr, ...] = Field(default=(), max_length=MAX_NAMES)
+    min_autonomy: AutonomyLevel | None = None
+
+    @model_validator(mode="after")
+    def _agent_dimensions_need_agents(self) -> CategoryWriteRule:
+        if self.allowed_seniority is None:
+            for name in AGENT_DIMENSIONS:
+                if getattr(self, name):
+                    raise ConfigFieldError(name, AGENT_DIMENSION_NO_AGENTS)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_dimensions(self, handler):
+        # A rule without the agent dimensions keeps the seeds' two-field shape.
+        data = handler(self)
+        for name in AGENT_DIMENSIONS:
+            if not getattr(self, name):
+                data.pop(name, None)
+        return data
 
 
 def _default_write_rules() -> Mapping[OrgFactCategory, CategoryWriteRule]:

@@ -324,3 +324,49 @@ def test_viewer_may_query_but_not_write(company, human):
 
 def test_unauthenticated_is_401(client):
     assert client.get(BASE + "policies").status_code == 401
+
+
+def test_role_department_and_autonomy_rules_hold_on_the_rest_write_path(company):
+    """Issue 33: org write rules honour the agent's role, department and autonomy."""
+    from tests.conftest import make_agent_caller
+
+    company_config_set(
+        company=company,
+        data={
+            "org_memory": {
+                "write_access": {
+                    "rules": {
+                        "adr": {
+                            "allowed_seniority": "senior",
+                            "allowed_roles": ["Architect"],
+                            "allowed_departments": ["Platform"],
+                            "min_autonomy": "semi",
+                        }
+                    }
+                }
+            }
+        },
+    )
+    body = {"content": "ADR-9: one queue per tenant.", "category": "adr"}
+    denied = {
+        "role": dict(role="Analyst", department="Platform", autonomy_level="full"),
+        "department": dict(role="architect", department="Sales", autonomy_level="full"),
+        "autonomy": dict(role="architect", department="platform", autonomy_level="supervised"),
+    }
+    for dimension, fields in denied.items():
+        agent = make_agent_caller(company=company, seniority="lead", **fields)
+        response = agent.client.post(BASE + "facts", body, format="json")
+        assert response.status_code == 403, (dimension, response.json())
+        assert response.json()["code"] == "org_write_denied"
+        assert dimension in response.json()["reason"], response.json()
+        assert not OrgFact.objects.exists()
+    writer = make_agent_caller(
+        company=company,
+        seniority="senior",
+        role="architect",
+        department="platform",
+        autonomy_level="semi",
+    )
+    response = writer.client.post(BASE + "facts", body, format="json")
+    assert response.status_code == 201, response.json()
+    assert OrgFact.objects.get().content == "ADR-9: one queue per tenant."

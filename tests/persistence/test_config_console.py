@@ -79,7 +79,7 @@ def test_schema_shows_what_does_something_with_defaults_and_plain_help():
         assert present in retrieval
     memory = schema["properties"]["memory"]["properties"]
     assert "storage" not in memory and "backend" not in memory
-    assert list(memory["options"]["properties"]) == ["shared_knowledge_base"]
+    assert list(memory["options"]["properties"]) == ["shared_knowledge_base", "session_ttl_hours"]
     assert "core_policies" not in schema["properties"]["org_memory"]["properties"]
     assert "$ref" not in text and "anyOf" not in text and "`" not in text
     embedder_model = memory["embedder"]["properties"]["model"]

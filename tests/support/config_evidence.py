@@ -101,6 +101,12 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.options.max_memories_per_agent": Acts(
         EXTRACTION + "test_growth_is_bounded_through_the_archive"
     ),
+    "memory.options.session_ttl_hours": Acts(
+        "tests/memory/core/maintenance/test_session_ttl.py::"
+        "test_default_config_expires_session_memories_after_24_hours_and_archives_them",
+        "tests/memory/core/maintenance/test_session_ttl.py::"
+        "test_session_ttl_hours_sets_the_expiry_and_bounds_the_callers_own",
+    ),
     "memory.options.consolidation_interval": Acts(
         "tests/memory/core/maintenance/test_lifecycle_schedules.py::"
         "test_schedules_are_created_updated_and_removed_with_the_config"
@@ -285,6 +291,8 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     "memory.consolidation.experience_compressor.enabled": Acts(
         COMPRESS + "test_disabled_by_default_409_and_nothing_written",
         COMPRESS + "test_with_the_stand_in_llm",
+        COMPRESS + "test_the_compressor_is_scheduled_at_the_consolidation_interval",
+        COMPRESS + "test_learnings_are_searched_and_injected_as_procedural_memories",
     ),
     "memory.consolidation.experience_compressor.model": Acts(
         COMPRESS + "test_with_the_stand_in_llm"
@@ -524,6 +532,21 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
     ),
     "org_memory.write_access.rules.allowed_seniority": Acts(
         WRITE_ACCESS + "test_rules_come_from_the_config"
+    ),
+    "org_memory.write_access.rules.allowed_roles": Acts(
+        WRITE_ACCESS + "test_allowed_roles_admit_only_those_roles_case_and_spacing_aside",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
+    ),
+    "org_memory.write_access.rules.allowed_departments": Acts(
+        WRITE_ACCESS + "test_allowed_departments_admit_only_those_departments",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
+    ),
+    "org_memory.write_access.rules.min_autonomy": Acts(
+        WRITE_ACCESS + "test_min_autonomy_admits_that_autonomy_and_above",
+        "tests/orgmemory/test_api.py::"
+        "test_role_department_and_autonomy_rules_hold_on_the_rest_write_path",
     ),
     "org_memory.write_access.rules.human_allowed": Acts(
         WRITE_ACCESS + "test_rules_come_from_the_config",

@@ -17,7 +17,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from persistence.models import Agent, Company, Project
+from persistence.models import Agent, Company, Project, Task
 from synthorg.enums import MemoryCategory
 from synthorg.subjects import SUBJECT_MAX_CHARS, subject_problem
 
@@ -108,6 +108,12 @@ class Memory(models.Model):
     project = models.ForeignKey(
         Project, on_delete=models.CASCADE, null=True, blank=True, related_name="memories"
     )
+    #: Working memory scoped to a task: read only by requests naming the task, archived
+    #: when the task ends (``persistence.services.tasks.on_task_ended``). The cascade is a
+    #: backstop: the task services archive these rows before a task is deleted.
+    task = models.ForeignKey(
+        Task, on_delete=models.CASCADE, null=True, blank=True, related_name="memories"
+    )
 
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
@@ -178,6 +184,12 @@ class Memory(models.Model):
                 condition=~models.Q(level="project") | models.Q(project__isnull=False),
                 name="memory_project_level_has_project",
             ),
+            # Only working memory is scoped to a task, and never shared knowledge.
+            models.CheckConstraint(
+                condition=models.Q(task__isnull=True)
+                | (models.Q(category="working") & models.Q(is_shared=False)),
+                name="memory_task_scope_is_private_working",
+            ),
             models.CheckConstraint(
                 condition=models.Q(embedding__isnull=True) | ~models.Q(embedder_id=""),
                 name="memory_embedding_has_embedder",
@@ -205,6 +217,9 @@ class Memory(models.Model):
                 fields=["company", "subject", "-created_at"],
                 condition=~models.Q(subject=""),
                 name="memory_subject",
+            ),
+            models.Index(
+                fields=["task"], condition=models.Q(task__isnull=False), name="memory_task"
             ),
             models.Index(fields=["expires_at"], name="memory_expires"),
             # The dense leg's chunk branch starts from the scope's chunked rows only.

@@ -21,6 +21,8 @@ class MemoryQuery(BaseModel):
     ``text`` absent (or blank) means a metadata-only listing, newest first. ``tags`` are ANDed;
     ``since`` is inclusive and ``until`` exclusive on ``created_at``. ``min_relevance`` (when
     set) replaces the company's ``memory.retrieval.min_relevance`` for this query.
+    ``task_id`` adds the working memories scoped to that task to what is searched; without
+    it no task-scoped memory is.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
@@ -33,6 +35,7 @@ class MemoryQuery(BaseModel):
     until: AwareDatetime | None = None
     min_relevance: float | None = Field(default=None, ge=0.0, le=1.0)
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    task_id: int | None = Field(default=None, ge=1)
     #: only memories about this end user (:mod:`synthorg.subjects`); ``None``: any
     subject: str | None = None
 

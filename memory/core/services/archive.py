@@ -36,7 +36,7 @@ from memory.core.services.events import MEMORY_ARCHIVED, MEMORY_RESTORED, memory
 from memory.core.services.shared import shared_retract_record
 from memory.core.services.store import memory_store_batch, memory_store_embed
 from persistence.audit_actions import AuditAction
-from persistence.models import Agent
+from persistence.models import Agent, Task
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryCategory, MemoryLevel
@@ -115,6 +115,33 @@ def memories_enforce_cap(
         outcome.shared_retracted += moved.shared_retracted
 
 
+TASK_ENDED_REASON = "its task ended"
+
+
+def memories_archive_task(*, task: Task) -> int:
+    """Task-end hook (``persistence.services.tasks.on_task_ended``, inside the transaction
+    that ends or deletes the task): the working memories scoped to ``task`` leave the hot
+    store through :func:`memories_archive_out` (mode ``expired``), restorable by original
+    id like any removal. Returns how many."""
+    rows = list(
+        Memory.objects.select_for_update()
+        .filter(company_id=task.company_id, task=task)
+        .select_related("agent__company")
+        .order_by("agent_id", "created_at", "id")
+    )
+    by_agent: dict[int, list[Memory]] = {}
+    for row in rows:
+        by_agent.setdefault(row.agent_id, []).append(row)
+    for memories in by_agent.values():
+        memories_archive_out(
+            agent=memories[0].agent,
+            memories=memories,
+            mode=ArchivalMode.EXPIRED,
+            reason=TASK_ENDED_REASON,
+        )
+    return len(rows)
+
+
 def memories_archive_out(
     *,
     agent: Agent,
@@ -178,6 +205,7 @@ def archived_from_memory(
             "updated_at": memory.updated_at.isoformat() if memory.updated_at else None,
             "embedder_id": memory.embedder_id,
             "shared": memory.is_shared,
+            **({"task_id": memory.task_id} if memory.task_id is not None else {}),
         },
         created_at=memory.created_at,
         archived_at=max(archived_at, memory.created_at),

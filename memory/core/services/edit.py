@@ -25,6 +25,7 @@ from memory.core.selectors.memories import MEMORY_NOT_FOUND, agent_memory_get
 from memory.core.services.chunks import chunking_for, chunks_replace, windows_for
 from memory.core.services.embeddings import Embedded, embed_texts
 from memory.core.services.events import MEMORY_DELETED, MEMORY_UPDATED, memory_events_record
+from memory.core.services.store import session_expiry
 from persistence.access import ROLE_RANK
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
@@ -158,6 +159,11 @@ def _apply_update(prepared: _PreparedUpdate, *, now: datetime) -> tuple[Memory, 
             memory.embedder_id = ""
             memory.embedding_status = Memory.EmbeddingStatus.PENDING
         memory.chunk_count = len(windows) - 1 if windows else 0
+    if memory.level == Memory.Level.SESSION and "expires_at" in prepared.changes:
+        # ``expires_at: null`` (or a later date) cannot lift a session memory's TTL.
+        memory.expires_at = session_expiry(
+            memory.company, now=now, requested=prepared.changes["expires_at"]
+        )
     memory.updated_at = now
     memory.save()
     if text != before:

@@ -6,10 +6,16 @@ embedder call and one audit entry. Which level a memory is written under is deci
 agent's ``memory_level``:
 
 * ``none`` — nothing is stored; every result says ``stored=False`` (not an error);
-* ``session`` — the request must carry a ``session_id``; purged when the session ends;
+* ``session`` — the request must carry a ``session_id``; purged when the session ends, and
+  in any case expires ``memory.options.session_ttl_hours`` after it is written (its
+  ``expires_at`` is bounded by :func:`session_expiry`; maintenance archives it then);
 * ``project`` — the request must name an open project of the agent's company; purged when
   the project closes;
 * ``persistent`` — kept until retention removes it.
+
+Whatever the level, a ``working`` memory may name a live ``task_id`` of the agent's company:
+it is then read only by searches and contexts naming that task, and archived when the task
+ends (:func:`memories_archive_task`, registered on ``on_task_ended``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
 import numpy as np
@@ -34,11 +40,12 @@ from memory.core.services.embeddings import embed_texts
 from memory.core.services.events import MEMORY_CREATED, memory_events_record
 from memory.core.write_gate import DUPLICATE_THRESHOLD, Candidate, best_duplicate, probe_terms
 from persistence.audit_actions import AuditAction
-from persistence.models import Agent, Project
+from persistence.models import Agent, Project, Task
+from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import MemoryChunkingConfig
 from synthorg.embedding import Embedder
-from synthorg.enums import MemoryLevel
+from synthorg.enums import MemoryCategory, MemoryLevel
 
 BATCH_EMPTY = "A batch must contain at least one memory."
 BATCH_TOO_LARGE = f"A batch holds at most {MAX_BATCH} memories."
@@ -50,6 +57,10 @@ EXPIRES_IN_PAST = "expires_at must be in the future."
 CREATED_IN_FUTURE = "created_at may only be in the past (it is for importing old memories)."
 SUPERSEDED_UNKNOWN = "No memory of this agent with this id can be superseded."
 ALREADY_SUPERSEDED = "The memory is already superseded."
+TASK_UNKNOWN = "No task with this id exists in the agent's company."
+TASK_ENDED = "The task has ended; it no longer accepts memories."
+TASK_NEEDS_WORKING = "Only working memory (category 'working') can be scoped to a task."
+TASK_NOT_SHARED = "Shared knowledge cannot be scoped to a task."
 SUPERSEDES_SHARED_MISMATCH = "Shared knowledge can only supersede shared knowledge, and vice versa."
 
 NOT_STORED = StoreResult(id=None, stored=False, deduplicated=False, embedding_status=None)
@@ -180,7 +191,7 @@ def memory_store_batch(
         level = MemoryLevel.PERSISTENT
     now = now or timezone.now()
     batch = len(requests) > 1
-    _check_requests(requests, level=level, now=now, batch=batch)
+    _check_requests(requests, level=level, now=now, batch=batch, shared=shared)
     with transaction.atomic():
         terms = _terms([r.content for r in requests])
         if embeddings is None:
@@ -213,6 +224,15 @@ def memory_store_batch(
         )
 
 
+def session_expiry(company, *, now: datetime, requested: datetime | None) -> datetime:
+    """When a session-level memory written (or updated) at ``now`` expires: the caller's
+    ``requested`` expiry, but never later than ``memory.options.session_ttl_hours`` from
+    ``now`` — a session the agent never ends does not keep its memories forever."""
+    ttl = timedelta(hours=company_config(company).memory.options.session_ttl_hours)
+    bound = now + ttl
+    return bound if requested is None or requested > bound else requested
+
+
 def _field(index: int, name: str, batch: bool) -> str:
     return f"[{index}].{name}" if batch else name
 
@@ -221,8 +241,16 @@ def _invalid(message: str, *, code: str, field: str, cls=MemoryStoreError):
     return cls(message, code=code, errors=[{"field": field, "message": message, "code": code}])
 
 
-def _check_requests(requests, *, level: MemoryLevel, now: datetime, batch: bool) -> None:
+def _check_requests(
+    requests, *, level: MemoryLevel, now: datetime, batch: bool, shared: bool
+) -> None:
     for index, request in enumerate(requests):
+        if request.task_id is not None:
+            field = _field(index, "task_id", batch)
+            if shared:
+                raise _invalid(TASK_NOT_SHARED, code="task_scope_not_shared", field=field)
+            if request.category is not MemoryCategory.WORKING:
+                raise _invalid(TASK_NEEDS_WORKING, code="task_scope_needs_working", field=field)
         if request.expires_at is not None and request.expires_at <= now:
             raise _invalid(
                 EXPIRES_IN_PAST, code="expires_in_past", field=_field(index, "expires_at", batch)
@@ -281,6 +309,7 @@ def _store(
 ) -> list[StoreResult]:
     """Steps 3 and 4 of :func:`memory_store_batch` (inside its transaction)."""
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
+    tasks = _lock_tasks(agent, requests, batch=batch)
     superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
     slots = [
         _Slot(index=i, request=r, terms=t)
@@ -290,6 +319,11 @@ def _store(
         _serialise_writers(agent, requests)
         _gate(agent, slots, level=level, shared=shared, now=now)
 
+    session_bound = (
+        session_expiry(agent.company, now=now, requested=None)
+        if level is MemoryLevel.SESSION
+        else None
+    )
     rows = []
     chunks: list[tuple] = []
     for slot in slots:
@@ -322,9 +356,14 @@ def _store(
                 if level is MemoryLevel.PROJECT and request.project_id is not None
                 else None
             ),
+            task=tasks.get(request.task_id) if request.task_id is not None else None,
             created_at=request.created_at or now,
             updated_at=now,
-            expires_at=request.expires_at,
+            expires_at=(
+                request.expires_at
+                if session_bound is None
+                else min(session_bound, request.expires_at or session_bound)
+            ),
             embedding=vector,
             chunk_count=len(vectors) - 1 if vectors else 0,
             embedder_id=embeddings.embedder_id if vector is not None else "",
@@ -488,6 +527,30 @@ def _lock_projects(agent: Agent, requests, *, batch: bool) -> dict[int, Project]
     return projects
 
 
+def _lock_tasks(agent: Agent, requests, *, batch: bool) -> dict[int, Task]:
+    wanted = {r.task_id for r in requests if r.task_id is not None}
+    if not wanted:
+        return {}
+    # FOR NO KEY UPDATE conflicts with task_update's FOR UPDATE: a task cannot end between
+    # this check and our commit (and so leave working memories behind its archiving).
+    tasks = {
+        t.pk: t
+        for t in Task.objects.select_for_update(no_key=True).filter(
+            company_id=agent.company_id, pk__in=wanted
+        )
+    }
+    for index, request in enumerate(requests):
+        if request.task_id is None:
+            continue
+        task = tasks.get(request.task_id)
+        field = _field(index, "task_id", batch)
+        if task is None:
+            raise _invalid(TASK_UNKNOWN, code="task_not_found", field=field)
+        if task.status in Task.TERMINAL_STATUSES:
+            raise _invalid(TASK_ENDED, code="task_ended", field=field, cls=MemoryStoreConflictError)
+    return tasks
+
+
 def _lock_superseded(agent: Agent, requests, *, shared: bool, now: datetime, batch: bool):
     wanted = {mid for r in requests for mid in r.supersedes}
     if not wanted:
@@ -564,8 +627,9 @@ def _gate(
 ) -> None:
     """Mark slots that nearly duplicate a live memory, or an earlier slot of the batch.
 
-    Only memories under the same level binding count: a session memory must not resolve to
-    one of another session (that one is purged when its own session ends).
+    Only memories under the same level binding (and task scope) count: a session memory
+    must not resolve to one of another session (that one is purged when its own session
+    ends), nor a task's working memory to another task's or an unscoped one.
     """
     session_bound = level is MemoryLevel.SESSION
     project_bound = level is MemoryLevel.PROJECT
@@ -588,13 +652,13 @@ def _gate(
                            n - ceil(%s * n / (2 - %s) - 1e-9)::int + 1 AS k
                       FROM (
                         SELECT u.ord,
-                               concat_ws(chr(31), u.ns, u.cat, u.subj, u.sid, u.pid::text)
-                                   AS grp,
+                               concat_ws(chr(31), u.ns, u.cat, u.subj, u.sid, u.pid::text,
+                                         coalesce(u.tid::text, '-')) AS grp,
                                to_tsvector('english'::regconfig, u.body) AS tv,
                                length(to_tsvector('english'::regconfig, u.body)) AS n
                           FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[],
-                                      %s::bigint[], %s::text[], %s::text[])
-                               AS u(ord, ns, cat, sid, pid, body, subj)
+                                      %s::bigint[], %s::bigint[], %s::text[], %s::text[])
+                               AS u(ord, ns, cat, sid, pid, tid, body, subj)
                       ) AS parsed
                      WHERE n > 0
                 ),
@@ -603,7 +667,8 @@ def _gate(
                       FROM (
                         SELECT m.id, m.created_at, m.embedding_status,
                                concat_ws(chr(31), m.namespace, m.category, m.subject,
-                                         m.session_id, m.project_id::text) AS grp,
+                                         m.session_id, m.project_id::text,
+                                         coalesce(m.task_id::text, '-')) AS grp,
                                CASE WHEN m.context = '' THEN m.search_vector
                                     ELSE to_tsvector('english'::regconfig, m.content)
                                END AS ct
@@ -660,6 +725,7 @@ def _gate(
                     [slot.request.category.value for slot in gated],
                     [slot.request.session_id if session_bound else "" for slot in gated],
                     [slot.request.project_id if project_bound else None for slot in gated],
+                    [slot.request.task_id for slot in gated],
                     [slot.request.content for slot in gated],
                     [slot.request.subject or "" for slot in gated],
                     agent.pk,
@@ -694,6 +760,7 @@ def _gate(
                 slot.request.subject or "",
                 slot.request.session_id if session_bound else "",
                 slot.request.project_id if project_bound else None,
+                slot.request.task_id,
             )
         ]
         seen: dict[int, Candidate[int]] = {}

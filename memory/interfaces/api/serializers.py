@@ -72,6 +72,15 @@ class MemoryStoreSerializer(SharedPublishSerializer):
         allow_null=True,
         help_text="Required when the agent's memory_level is 'project' (an open project).",
     )
+    task_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Scopes a `working` memory to a task of the company that has not ended: read "
+            "only by searches and contexts naming the task, archived when it ends."
+        ),
+    )
 
 
 class MemoryBatchStoreSerializer(Serializer):
@@ -211,6 +220,7 @@ class MemorySerializer(SharedFieldsRepresentation, ModelSerializer):
             "level",
             "session_id",
             "project_id",
+            "task_id",
             "created_at",
             "updated_at",
             "expires_at",
@@ -288,6 +298,15 @@ class MemorySearchSerializer(Serializer):
 
 
 class MemorySearchRequestSerializer(MemorySearchSerializer):
+    task_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Also search the working memories scoped to this task (without it, no "
+            "task-scoped memory is searched)."
+        ),
+    )
     include_shared = serializers.BooleanField(
         required=False,
         allow_null=True,
@@ -387,6 +406,12 @@ class MemoryContextRequestSerializer(Serializer):
     include_org = serializers.BooleanField(
         default=True,
         help_text="Include the org's core policies (pinned) and relevant extended facts.",
+    )
+    task_id = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        allow_null=True,
+        help_text=("Also retrieve the working memories scoped to this task (without it, none is)."),
     )
 
 

@@ -82,6 +82,14 @@ class SearchMemoryArgs(ToolArguments):
     subject: Subject | None = Field(
         default=None, description="Only memories about this end user (your app's user id)."
     )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "The task you are working on: its working notes are searched too (without it, "
+            "no task's notes are)."
+        ),
+    )
 
 
 class RecallMemoryArgs(ToolArguments):
@@ -114,6 +122,14 @@ class StoreMemoryArgs(BindingArgs):
         default=None,
         description="Optional: the end user this is about (your app's user id); erased with them.",
     )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "For a 'working' note of the task you are on: read only when you name the task, "
+            "archived when it ends."
+        ),
+    )
 
 
 class UpdateMemoryArgs(ToolArguments):
@@ -141,6 +157,11 @@ class ContextArgs(ToolArguments):
     )
     subject: Subject | None = Field(
         default=None, description="Only memories about this end user (your app's user id)."
+    )
+    task_id: int | None = Field(
+        default=None,
+        ge=1,
+        description="The task you are working on: its working notes are included too.",
     )
 
 
@@ -179,6 +200,8 @@ class RequestDreamArgs(ToolArguments):
 
 def _query(args, *, limit: int, categories=None, namespaces=()) -> MemoryQuery:
     fields = {"text": args.query, "limit": limit, "namespaces": namespaces}
+    if getattr(args, "task_id", None) is not None:
+        fields["task_id"] = args.task_id
     if categories:
         fields["categories"] = tuple(categories)
     if getattr(args, "subject", None) is not None:
@@ -240,6 +263,7 @@ def get_memory_context(ctx: ToolContext, args: ContextArgs) -> ToolResult:
             token_budget=args.token_budget,
             include_org=args.include_org,
             subject=args.subject,
+            task_id=args.task_id,
         )
     )
     data = json_ready(s.MemoryContextSerializer(prepared).data)

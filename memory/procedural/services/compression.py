@@ -10,6 +10,12 @@ extractive_learning`). A learning whose compression ratio is below the company's
 ``errors``) for the next run; it is never replaced by an extractive learning behind the
 caller's back.
 
+Each learning kept is also stored as a procedural memory of the report's agent
+(:func:`_store_learnings`), so search and context injection find it. Besides the operators'
+REST call, the compressor runs on the company's consolidation interval
+(:mod:`memory.procedural.schedules`, ``trigger: schedule``, on the LLM cluster, with no
+request budget).
+
 The run is asked for inside an HTTP request, so with an LLM it is bounded like every
 request-time LLM call (Search-and-Ask, re-ranking): it runs while holding one of the
 company's LLM slots (:mod:`synthorg.llm.slots`) — every slot taken ⇒ nothing runs,
@@ -28,7 +34,9 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from memory.core.domain import MemoryStoreRequest
 from memory.core.llm import completion_provider_for
+from memory.core.services.store import memory_store_batch
 from memory.procedural import compression
 from memory.procedural.models import (
     CompressedExperience,
@@ -38,6 +46,7 @@ from memory.procedural.models import (
 )
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.enums import MemoryCategory
 from synthorg.errors import ConflictError
 from synthorg.llm import LLMError
 from synthorg.llm.slots import LLMSlotsBusyError, company_llm_slot
@@ -46,6 +55,9 @@ from synthorg.llm.structured import complete_json, json_schema_format
 logger = logging.getLogger("memory.procedural")
 
 RUN_LIMIT = 200
+LEARNING_SOURCE = "experience_compressor"
+LEARNING_TAGS = ("compressed-experience", "non-inferable")
+LEARNING_CONTEXT = "Strategic learning compressed from execution report {report}."
 LLM_BUDGET_EXCEEDED = "llm_budget_exceeded"
 COMPRESSOR_DISABLED = (
     "The experience compressor is disabled for this company "
@@ -201,6 +213,7 @@ def _compress(*, company, trigger, now, provider, deadline=None) -> CompressionR
             experience.run = run
         # A concurrent run may have compressed a report meanwhile: the unique report wins.
         CompressedExperience.objects.bulk_create(kept, ignore_conflicts=True)
+        _store_learnings(run)
     logger.info(
         "EXPERIENCE_COMPRESSION company=%s method=%s seen=%d kept=%d below_ratio=%d failed=%d "
         "deferred=%d",
@@ -213,6 +226,38 @@ def _compress(*, company, trigger, now, provider, deadline=None) -> CompressionR
         run.deferred,
     )
     return run
+
+
+def _store_learnings(run: CompressionRun) -> None:
+    """Tier 2 is what agents see (seed 003: "the entries agents see during context
+    injection — raw traces are NOT injected"): each learning this run kept is stored as a
+    procedural memory of its agent (tags ``compressed-experience``, ``non-inferable``),
+    through the one write path, so search and context find it like any memory."""
+    rows = list(
+        CompressedExperience.objects.filter(run=run)
+        .select_related("agent__company")
+        .order_by("agent_id", "created_at", "id")
+    )
+    by_agent: dict[int, list[CompressedExperience]] = {}
+    for row in rows:
+        by_agent.setdefault(row.agent_id, []).append(row)
+    for experiences in by_agent.values():
+        agent = experiences[0].agent
+        requests = [
+            MemoryStoreRequest(
+                content=experience.content,
+                category=MemoryCategory.PROCEDURAL,
+                source=LEARNING_SOURCE,
+                tags=LEARNING_TAGS,
+                context=LEARNING_CONTEXT.format(report=experience.report_id),
+            )
+            for experience in experiences
+        ]
+        results = memory_store_batch(agent=agent, requests=requests, persistent=True)
+        for experience, result in zip(experiences, results, strict=True):
+            if result.id is not None:
+                experience.memory_id = result.id
+                experience.save(update_fields=["memory"])
 
 
 def _failed(run: CompressionRun, report: dict, exc: Exception) -> None:

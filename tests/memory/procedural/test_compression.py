@@ -317,3 +317,126 @@ def test_a_deferred_run_must_say_degraded(company):
             started_at=now,
             finished_at=now,
         )
+
+
+# --- issue 33: the learnings reach search and context; the compressor runs on its schedule --
+
+
+def _compressor_schedule(company):
+    from django_q.models import Schedule
+
+    from memory.procedural.schedules import compressor_schedule_name
+    from synthorg.schedules import SCHEDULE_PREFIX
+
+    return Schedule.objects.filter(
+        name=SCHEDULE_PREFIX + compressor_schedule_name(company.pk)
+    ).first()
+
+
+def test_learnings_are_searched_and_injected_as_procedural_memories(
+    company, caller, peer, compressor_llm
+):
+    from memory.core.models.memory import Memory
+
+    _enable(company)
+    report_id = _report(caller)
+    run = _human(company).post(URL).json()
+    assert run["compressed"] == 1
+    experience = CompressedExperience.objects.get()
+    memory = Memory.objects.get(pk=experience.memory_id)
+    assert (memory.agent_id, memory.category, memory.content, memory.is_shared) == (
+        caller.agent.pk,
+        "procedural",
+        LEARNING,
+        False,
+    )
+    assert (memory.level, memory.source, memory.tags) == (
+        "persistent",
+        "experience_compressor",
+        ["compressed-experience", "non-inferable"],
+    )
+    assert report_id in memory.context
+
+    search = caller.client.post(
+        "/api/v1/memories/search", {"query": "billing helm upgrade timeout"}, format="json"
+    )
+    assert str(memory.pk) in [hit["memory"]["id"] for hit in search.json()["results"]]
+    context = caller.client.post(
+        "/api/v1/memories/context",
+        {"query": "billing helm upgrade timeout", "token_budget": 2000, "include_org": False},
+        format="json",
+    )
+    assert context.status_code == 200, context.json()
+    assert str(memory.pk) in [entry["id"] for entry in context.json()["included"]]
+    assert LEARNING in "\n".join(m["content"] for m in context.json()["messages"])
+    # private to the agent the report came from
+    peer_search = peer.client.post(
+        "/api/v1/memories/search", {"query": "billing helm upgrade timeout"}, format="json"
+    )
+    assert str(memory.pk) not in [hit["memory"]["id"] for hit in peer_search.json()["results"]]
+
+
+def test_the_compressor_is_scheduled_at_the_consolidation_interval(
+    company, django_capture_on_commit_callbacks
+):
+    from django_q.models import Schedule
+
+    from synthorg.schedules import LLM_CLUSTER, sync_schedules
+
+    sync_schedules()
+    assert _compressor_schedule(company) is None  # off by default: no schedule
+    with django_capture_on_commit_callbacks(execute=True):
+        _enable(company)
+    row = _compressor_schedule(company)
+    assert (row.func, row.schedule_type, row.kwargs, row.cluster) == (
+        "memory.procedural.tasks.run_experience_compression",
+        Schedule.DAILY,
+        repr({"company_id": company.pk}),
+        LLM_CLUSTER,
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        company_config_set(
+            company=company,
+            data={
+                "memory": {
+                    "consolidation": {
+                        "interval": "hourly",
+                        "experience_compressor": {"enabled": True},
+                    }
+                }
+            },
+        )
+    assert _compressor_schedule(company).schedule_type == Schedule.HOURLY
+    with django_capture_on_commit_callbacks(execute=True):
+        company_config_set(
+            company=company,
+            data={
+                "memory": {
+                    "consolidation": {
+                        "interval": "never",
+                        "experience_compressor": {"enabled": True},
+                    }
+                }
+            },
+        )
+    assert _compressor_schedule(company) is None
+
+
+def test_the_scheduled_task_compresses_and_stores_the_learning(company, caller, compressor_llm):
+    from memory.core.models.memory import Memory
+    from memory.procedural.services.compression import COMPRESSOR_DISABLED
+    from memory.procedural.tasks import run_experience_compression
+
+    report_id = _report(caller)
+    # turned off since it was scheduled: nothing runs
+    assert run_experience_compression(company.pk) == {"skipped": COMPRESSOR_DISABLED}
+    assert not CompressionRun.objects.exists()
+
+    _enable(company)
+    outcome = run_experience_compression(company.pk)
+    run = CompressionRun.objects.get()
+    assert outcome == {"run": run.pk, "compressed": 1, "failed": 0}
+    assert (run.trigger, run.method) == ("schedule", "llm")
+    experience = CompressedExperience.objects.get(report_id=report_id)
+    assert Memory.objects.get(pk=experience.memory_id).content == LEARNING
+    assert run_experience_compression(10**9) is None  # an unknown company

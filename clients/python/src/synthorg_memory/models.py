@@ -52,6 +52,8 @@ class Memory(Model):
     level: str
     session_id: str | None
     project_id: int | None
+    #: the task a working memory is scoped to (``None``: not scoped)
+    task_id: int | None = None
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None

@@ -30,7 +30,7 @@ MEMORY_STORE = Endpoint(
     "POST",
     "/memories",
     m.StoreResult,
-    body=(*_STORE_FIELDS, "created_at", "session_id", "project_id"),
+    body=(*_STORE_FIELDS, "created_at", "session_id", "project_id", "task_id"),
 )
 MEMORY_LIST = Endpoint(
     "GET",
@@ -65,13 +65,16 @@ MEMORY_HISTORY = Endpoint(
 )
 MEMORY_COUNT = Endpoint("GET", "/memories/count", m.MemoryCount, query=("category",))
 MEMORY_SEARCH = Endpoint(
-    "POST", "/memories/search", m.SearchResponse, body=(*_SEARCH_FIELDS, "include_shared")
+    "POST",
+    "/memories/search",
+    m.SearchResponse,
+    body=(*_SEARCH_FIELDS, "include_shared", "task_id"),
 )
 MEMORY_CONTEXT = Endpoint(
     "POST",
     "/memories/context",
     m.MemoryContext,
-    body=("query", "token_budget", "categories", "namespaces", "include_org", "subject"),
+    body=("query", "token_budget", "categories", "namespaces", "include_org", "subject", "task_id"),
 )
 SHARED_PUBLISH = Endpoint("POST", "/shared", m.StoreResult, body=_STORE_FIELDS)
 SHARED_SEARCH = Endpoint(
@@ -242,16 +245,18 @@ class Memories(Resource):
         session_id: str | None = None,
         project_id: int | None = None,
         subject: str | None = None,
+        task_id: int | None = None,
         **members: Unpack[StoreMembers],
     ):
         """Store a memory and return it (:class:`~synthorg_memory.models.StoredMemory`):
         a near duplicate returns the memory it matched (``deduplicated=True``); ``None``
         when the agent's memory level is ``none`` (nothing is stored). ``subject``: the end
         user it is about (erased with them). ``members``: tags, namespace (a name or a
-        tuple), context, source, confidence, expires_at, supersedes."""
+        tuple), context, source, confidence, expires_at, supersedes. ``task_id`` scopes a
+        ``working`` memory to a task (read within it, archived when it ends)."""
         body = present(
             content=content, category=category, created_at=created_at, session_id=session_id,
-            project_id=project_id, subject=subject, **members,
+            project_id=project_id, subject=subject, task_id=task_id, **members,
         )  # fmt: skip
         return self._run(Call(MEMORY_STORE, body=body, then=_with_store_outcome))
 
@@ -345,14 +350,20 @@ class Memories(Resource):
         limit: int | None = None,
         include_shared: bool | None = None,
         subject: str | None = None,
+        task_id: int | None = None,
         **filters: Unpack[SearchFilters],
     ):
         """Hybrid search (:class:`~synthorg_memory.models.SearchResponse`): ``.results``
         are hits with ``.memory`` and ``.score``, best first. ``subject``: only memories
         about that end user. ``filters``: namespaces, categories, tags, since, until,
-        min_relevance."""
+        min_relevance. ``task_id``: also that task's working memories."""
         body = present(
-            query=query, limit=limit, include_shared=include_shared, subject=subject, **filters
+            query=query,
+            limit=limit,
+            include_shared=include_shared,
+            subject=subject,
+            task_id=task_id,
+            **filters,
         )
         return self._run(Call(MEMORY_SEARCH, body=body))
 
@@ -365,13 +376,14 @@ class Memories(Resource):
         namespaces: Sequence[str | Sequence[str]] | None = None,
         include_org: bool | None = None,
         subject: str | None = None,
+        task_id: int | None = None,
     ):
         """Chat messages of the caller's memories for a prompt, within ``token_budget``
         (:class:`~synthorg_memory.models.MemoryContext`: ``.messages``); ``subject``: only
-        memories about that end user."""
+        memories about that end user; ``task_id``: also that task's working memories."""
         body = present(
             query=query, token_budget=token_budget, categories=categories,
-            namespaces=namespaces, include_org=include_org, subject=subject,
+            namespaces=namespaces, include_org=include_org, subject=subject, task_id=task_id,
         )  # fmt: skip
         return self._run(Call(MEMORY_CONTEXT, body=body))
 

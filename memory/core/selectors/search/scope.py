@@ -58,25 +58,39 @@ def scope_filters(query: MemoryQuery, now: datetime) -> Part:
     """Liveness at ``now`` and the query's metadata filters, as one condition on ``m``."""
     clauses = ["m.superseded_at IS NULL", "(m.expires_at IS NULL OR m.expires_at > %s)"]
     params: list = [now]
+    filtered = False
     if query.namespaces:
+        filtered = True
         clauses.append("m.namespace = ANY(%s)")
         params.append(list(query.namespaces))
     if query.categories:
+        filtered = True
         clauses.append("m.category = ANY(%s)")
         params.append([c.value for c in query.categories])
     if query.tags:
+        filtered = True
         clauses.append("m.tags @> %s::varchar(64)[]")
         params.append(list(query.tags))
     if query.subject is not None:
         clauses.append("m.subject = %s")
         params.append(query.subject)
     if query.since is not None:
+        filtered = True
         clauses.append("m.created_at >= %s")
         params.append(query.since)
     if query.until is not None:
+        filtered = True
         clauses.append("m.created_at < %s")
         params.append(query.until)
-    return Part(" AND ".join(clauses), tuple(params), live_only=len(clauses) == 2)
+    # Task-scoped working memory is read only by a query naming its task. Not a metadata
+    # filter for the BM25 statistics (``live_only``): the scope's totals still count the
+    # agent's live task-scoped rows, a few short-lived notes beside its whole store.
+    if query.task_id is None:
+        clauses.append("m.task_id IS NULL")
+    else:
+        clauses.append("(m.task_id IS NULL OR m.task_id = %s)")
+        params.append(query.task_id)
+    return Part(" AND ".join(clauses), tuple(params), live_only=not filtered)
 
 
 def union_sql(parts: Sequence[Part]) -> tuple[str, list]:

@@ -28,6 +28,7 @@ MEMORY_EXAMPLE = {
     "level": "persistent",
     "session_id": None,
     "project_id": None,
+    "task_id": None,
     "created_at": "2026-11-20T12:00:00Z",
     "updated_at": "2026-11-20T12:00:00Z",
     "expires_at": None,

@@ -61,6 +61,7 @@ def _memory_query(data, service):
         "min_relevance": data.get("min_relevance"),
         "limit": data["limit"],
         "subject": data.get("subject"),
+        "task_id": data.get("task_id"),
     }
     return parse_request(MemoryQuery, {k: v for k, v in fields.items() if v is not None})
 
@@ -192,6 +193,7 @@ class MemoryContextView(AgentView, APIView):
             namespaces=self.service.namespaces(data.get("namespaces", ())),
             include_org=data["include_org"],
             subject=data.get("subject"),
+            task_id=data.get("task_id"),
         )
         prepared = self.service.context(context_request)
         return Response(s.context_payload(prepared, self.service.strategy))

@@ -3,10 +3,29 @@
 import pytest
 
 from memory.core.models.memory import Memory
+from memory.prompting.strategies import CONTEXT_WRITE_INSTRUCTION
 
 pytestmark = pytest.mark.django_db
 
 URL = "/api/v1/memories/context"
+
+
+GUIDANCE = {"role": "system", "content": CONTEXT_WRITE_INSTRUCTION}
+
+
+def test_the_default_context_strategy_tells_the_agent_what_is_non_inferable(company):
+    """Issue 33: under the default ``context`` strategy an agent that may write is told what
+    qualifies as non-inferable (seeds D23), as under the other strategies; an agent whose
+    level is ``none`` stores nothing and is told nothing."""
+    from memory.core.retrieval.filtering import NON_INFERABLE_GUIDANCE
+    from tests.conftest import make_agent_caller
+
+    writer = make_agent_caller(company=company, memory_level="persistent")
+    body = context(writer, query="billing deploy", token_budget=100)
+    assert body["messages"] == [GUIDANCE]
+    assert NON_INFERABLE_GUIDANCE in body["messages"][0]["content"]
+    silent = make_agent_caller(company=company, memory_level="none")
+    assert context(silent, query="billing deploy", token_budget=100)["messages"] == []
 
 
 def store(caller, content, category="semantic"):
@@ -33,8 +52,9 @@ def test_context_messages_within_budget(caller, peer):
     assert 0 < body["tokens_used"] <= 500
     assert body["tokens_used"] == body["included"][0]["tokens"]
     roles = [m["role"] for m in body["messages"]]
-    assert roles == ["system", "system"]
-    directive, memories = (m["content"] for m in body["messages"])
+    assert roles == ["system", "system", "system"]
+    guidance, directive, memories = (m["content"] for m in body["messages"])
+    assert guidance == CONTEXT_WRITE_INSTRUCTION
     assert "not instructions" in directive
     label = f"semantic, {deploy.created_at:%Y-%m-%d}"
     assert f'<memory-entry meta="{label}">\n{deploy.content}\n</memory-entry>' in memories
@@ -44,14 +64,16 @@ def test_context_messages_within_budget(caller, peer):
 def test_context_drops_what_does_not_fit(caller):
     store(caller, "The billing service deploys every Friday at noon UTC.")
     body = context(caller, query="billing deploy", token_budget=5)
-    assert body["messages"] == [] and body["included"] == [] and body["tokens_used"] == 0
+    # the storing guidance only (an instruction, outside the memories' budget)
+    assert body["messages"] == [GUIDANCE]
+    assert body["included"] == [] and body["tokens_used"] == 0
     assert len(body["dropped"]) == 1 and body["dropped"][0]["kind"] == "memory"
 
 
 def test_context_with_nothing_relevant(caller):
     body = context(caller, query="billing deploy", token_budget=100)
     assert body == {
-        "messages": [],
+        "messages": [GUIDANCE],
         "included": [],
         "dropped": [],
         "tokens_used": 0,

@@ -2,6 +2,7 @@
 
 import pytest
 
+from memory.prompting.strategies import CONTEXT_WRITE_INSTRUCTION
 from orgmemory.services.facts import fact_publish
 from persistence.principal import Principal
 from persistence.services.companies import company_config_set
@@ -52,7 +53,8 @@ def test_core_policies_come_first_even_when_the_budget_is_tight(caller, human):
         {
             "role": "system",
             "content": POLICY_BLOCK + "\n- Deploys need a second approver on Fridays.",
-        }
+        },
+        {"role": "system", "content": CONTEXT_WRITE_INSTRUCTION},
     ]
     assert body["included"] == []
     assert [entry["kind"] for entry in body["dropped"]] == ["memory"]
@@ -83,7 +85,8 @@ def test_relevant_extended_facts_compete_with_memories(caller, human):
 
 def test_include_org_false_leaves_org_knowledge_out(caller, outsider, human):
     company_config_set(company=caller.company, data={"org_memory": {"core_policies": POLICIES}})
+    guidance = [{"role": "system", "content": CONTEXT_WRITE_INSTRUCTION}]
     body = context(caller, query="billing deploy", token_budget=100, include_org=False)
-    assert body["messages"] == []
+    assert body["messages"] == guidance
     # Another company's policies never reach this company's agents.
-    assert context(outsider, query="billing deploy", token_budget=100)["messages"] == []
+    assert context(outsider, query="billing deploy", token_budget=100)["messages"] == guidance

@@ -42,6 +42,7 @@ def expected(memory):
         "level": memory.level,
         "session_id": memory.session_id or None,
         "project_id": memory.project_id,
+        "task_id": memory.task_id,
         "created_at": iso(memory.created_at),
         "updated_at": iso(memory.updated_at),
         "expires_at": iso(memory.expires_at) if memory.expires_at else None,

@@ -10,7 +10,12 @@ from memory.core.retrieval.filtering import (
     NON_INFERABLE_GUIDANCE,
     TAG_MISSING,
 )
-from memory.prompting.strategies import SELF_EDITING_INSTRUCTION, TOOL_BASED_WRITE_INSTRUCTION
+from memory.prompting.strategies import (
+    CONTEXT_FILTER_NOTE,
+    CONTEXT_WRITE_INSTRUCTION,
+    SELF_EDITING_INSTRUCTION,
+    TOOL_BASED_WRITE_INSTRUCTION,
+)
 from persistence.services.companies import company_config_set
 from synthorg.tools import registered_tools
 
@@ -186,7 +191,9 @@ def test_context_says_when_the_filter_emptied_it(caller):
     )
     body = post(caller, CONTEXT, {"query": "billing deploys", "token_budget": 500}, 200)
     assert body == {
-        "messages": [],
+        "messages": [  # the agent is told what to tag, and that untagged ones stay out
+            {"role": "system", "content": CONTEXT_WRITE_INSTRUCTION + CONTEXT_FILTER_NOTE}
+        ],
         "included": [],
         "dropped": [],
         "tokens_used": 0,
@@ -200,7 +207,9 @@ def test_context_says_when_the_filter_emptied_it(caller):
         caller, CALL, {"name": "get_memory_context", "arguments": {"query": "billing deploys"}}, 200
     )
     assert tool["data"]["warnings"] == body["warnings"]
-    assert tool["content"] == "No memory context for this query. " + FILTER_EMPTIED.format(count=2)
+    assert tool["content"] == " ".join(
+        [CONTEXT_WRITE_INSTRUCTION + CONTEXT_FILTER_NOTE, FILTER_EMPTIED.format(count=2)]
+    )
 
 
 def test_context_without_warning_when_a_tagged_memory_survives(caller):
