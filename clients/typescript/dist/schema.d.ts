@@ -3138,6 +3138,7 @@ export interface components {
             readonly level: components["schemas"]["LevelEnum"];
             readonly session_id: string | null;
             readonly project_id: number | null;
+            readonly task_id: number | null;
             /** Format: date-time */
             readonly created_at: string;
             /** Format: date-time */
@@ -3219,6 +3220,8 @@ export interface components {
              * @default true
              */
             include_org?: boolean;
+            /** @description Also retrieve the working memories scoped to this task (without it, none is). */
+            task_id?: number | null;
         };
         MemoryCount: {
             count: number;
@@ -3286,6 +3289,8 @@ export interface components {
             limit?: number;
             /** @description Only memories about this end user. */
             subject?: string | null;
+            /** @description Also search the working memories scoped to this task (without it, no task-scoped memory is searched). */
+            task_id?: number | null;
             /** @description Also search the company's shared knowledge (default: company config). */
             include_shared?: boolean | null;
         };
@@ -3318,6 +3323,8 @@ export interface components {
             session_id?: string | null;
             /** @description Required when the agent's memory_level is 'project' (an open project). */
             project_id?: number | null;
+            /** @description Scopes a `working` memory to a task of the company that has not ended: read only by searches and contexts naming the task, archived when it ends. */
+            task_id?: number | null;
         };
         /** @description Restricts every related-object field to the requesting principal's company. */
         Message: {
