@@ -42,6 +42,7 @@ from memory.procedural.models import (
     CompressedExperience,
     CompressionRun,
     ExecutionReport,
+    ExecutionReportSubject,
     ProceduralLesson,
 )
 from persistence.models import Company
@@ -238,6 +239,12 @@ def _store_learnings(run: CompressionRun) -> None:
         .select_related("agent__company")
         .order_by("agent_id", "created_at", "id")
     )
+    # a learning from a report that served an end user is about them: erased with them
+    subjects = dict(
+        ExecutionReportSubject.objects.filter(
+            report_id__in=[row.report_id for row in rows]
+        ).values_list("report_id", "subject")
+    )
     by_agent: dict[int, list[CompressedExperience]] = {}
     for row in rows:
         by_agent.setdefault(row.agent_id, []).append(row)
@@ -250,6 +257,7 @@ def _store_learnings(run: CompressionRun) -> None:
                 source=LEARNING_SOURCE,
                 tags=LEARNING_TAGS,
                 context=LEARNING_CONTEXT.format(report=experience.report_id),
+                subject=subjects.get(experience.report_id),
             )
             for experience in experiences
         ]

@@ -440,3 +440,24 @@ def test_the_scheduled_task_compresses_and_stores_the_learning(company, caller, 
     experience = CompressedExperience.objects.get(report_id=report_id)
     assert Memory.objects.get(pk=experience.memory_id).content == LEARNING
     assert run_experience_compression(10**9) is None  # an unknown company
+
+
+def test_a_learning_from_a_report_for_an_end_user_is_about_them_and_erased_with_them(
+    company, caller, compressor_llm
+):
+    """A report that served an end user (``subject``) gives a learning stored with that
+    subject: it is found by their subject filter and gone after their erasure, while the
+    learning of another report stays."""
+    from memory.core.models.memory import Memory
+    from persistence.services.erasure import subject_erase
+
+    _enable(company)
+    _report(caller, {**FAILED_REPORT, "subject": "user-42"})
+    run = _human(company).post(URL).json()
+    assert run["compressed"] == 1
+    memory = Memory.objects.get(pk=CompressedExperience.objects.get().memory_id)
+    assert memory.subject == "user-42"
+    receipt = subject_erase(company=company, subject="user-42")
+    assert receipt.total >= 1
+    assert not Memory.objects.filter(pk=memory.pk).exists()
+    assert not Memory.objects.filter(subject="user-42").exists()
