@@ -3,10 +3,10 @@
 ``application`` routes ``/mcp`` and ``/mcp/`` to the MCP SDK's streamable-HTTP app (behind
 agent-key authentication, :mod:`synthorg.mcp.http`) and every other request to Django's
 WSGI application run in a pool of ``WEB_THREADS`` threads (a2wsgi). Django's own ASGI
-handler runs all synchronous views of a process on one thread, which measured slower for
-this API (the embedder releases the GIL inside onnxruntime, so threads overlap); the
-comparison is in ``bench/http_load.py`` and the README. ``native_application`` is the same
-router over Django's ASGI handler, kept for that comparison.
+handler runs all synchronous views of a process on one thread, which is slower for this
+API (the embedder releases the GIL inside onnxruntime, so threads overlap; measured:
+docs/benchmarks/http.md#per-request-levers-measured-by-hand). ``native_application`` is the
+same router over Django's ASGI handler, kept for that comparison (``bench/http_load.py``).
 
 The ASGI ``lifespan`` is forwarded to the MCP app (it starts the SDK's session manager).
 """

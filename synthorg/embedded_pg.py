@@ -48,9 +48,8 @@ RESTART_BACKOFF_MAX_S = 30.0
 # The server's buffer cache (``shared_buffers``): ``SYNTHORG_PG_SHARED_BUFFERS`` (a size,
 # e.g. ``2GB``) or ``auto``, a quarter of the machine's memory between the bounds. A search
 # reads vectors and index pages at random, so a cache smaller than the memory table and its
-# HNSW indexes turns each read into a copy from the kernel's page cache: at 1M memories
-# (4.3 GB with indexes) PostgreSQL's 128 MB default cost a 10k-row exact scan 248 ms;
-# with the table in a 6 GB cache the whole dense leg took 34 ms (docs/benchmarks/scale.md).
+# HNSW indexes turns each read into a copy from the kernel's page cache, which PostgreSQL's
+# 128 MB default does at 1M memories (measured: docs/benchmarks/scale.md#evaluation-seed).
 SHARED_BUFFERS_ENV = "SYNTHORG_PG_SHARED_BUFFERS"
 SHARED_BUFFERS_MIN_MB = 128
 SHARED_BUFFERS_AUTO_MAX_MB = 8192

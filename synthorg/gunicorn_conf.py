@@ -33,7 +33,8 @@ def post_worker_init(worker) -> None:
     """Refuse the development key beyond loopback, then load the embedding model before the
     worker takes requests.
 
-    The first search would otherwise pay the ~1 s model load, and ``/healthz`` reports the
+    The first search would otherwise pay the model load (measured:
+    docs/benchmarks/http.md#per-request-levers-measured-by-hand), and ``/healthz`` reports the
     embedder as not ready until it is loaded. A failure is logged, not fatal: memory search
     degrades to the sparse leg until the model can be loaded.
     """

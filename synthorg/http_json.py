@@ -82,8 +82,9 @@ _ssl_lock = threading.Lock()
 
 def _shared_ssl_context() -> ssl.SSLContext:
     """One default-verifying SSL context per process: building one loads the CA bundle
-    (≈ 130 ms), which a client created per call (e.g. per extraction run) would otherwise
-    pay every time. SSL contexts are safe to share between clients and threads."""
+    (measured: docs/benchmarks/http.md#per-request-levers-measured-by-hand), which a client
+    created per call (e.g. per extraction run) would otherwise pay every time. SSL contexts
+    are safe to share between clients and threads."""
     global _ssl_context
     with _ssl_lock:
         if _ssl_context is None:

@@ -38,7 +38,8 @@ workers:
   idle workers exit, results are saved. Signalling the whole group instead kills the
   sentinel outright (q2 leaves ``SIGTERM`` at its default there) while it waits on a shared
   event, and ``qcluster`` then blocks on that event until ``SIGKILL`` — every stop took the
-  whole grace, one cluster after the other (34 s with a 15 s grace). A task still running
+  whole grace, one cluster after the other (measured:
+  docs/benchmarks/operations.md#stopping-make-run). A task still running
   when the grace ends is killed with its worker and is not lost: q2's broker delivers it
   again once its ``Q_RETRY`` lock ends, and a durable job (lesson capture, evolver draft) is
   claimable again when its lease ends (:mod:`synthorg.jobs`).

@@ -10,8 +10,9 @@ best window and returns it once.
 **Context is bounded.** The context (e.g. the message a reply answers) helps a short turn
 that says little on its own through the sparse leg, which indexes it whole; embedded, it
 drowns a long turn (or a short one answering a long message). Only the first
-``context_chars`` characters of it (the company's ``memory.chunking``; default 0, the measured
-best) are appended to the first window, and only in the room the content leaves there.
+``context_chars`` characters of it (the company's ``memory.chunking``; default 0, the best on
+both dev splits, measured: docs/benchmarks/retrieval.md#long-memories-and-context) are
+appended to the first window, and only in the room the content leaves there.
 """
 
 from __future__ import annotations

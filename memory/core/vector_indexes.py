@@ -20,8 +20,9 @@ exact path always compares the stored full-precision vectors.
 Why private and shared apart (migration 0022): pgvector filters an HNSW walk's candidates
 *after* the walk, so a walk keeps about the part's share of what it visits. A company's
 shared rows are a small share of a table that also holds every agent's private rows (50k of
-1M: 5 %, which no walk pgvector allows covers), so they used to be scanned exactly (≈ 230 ms
-at 1M); in their own index they are most of it, and the walk keeps what it visits. The two
+1M: 5 %, which no walk pgvector allows covers), so they used to be scanned exactly
+(measured: docs/benchmarks/scale.md#dev-seed-sweep); in their own index they are most of it,
+and the walk keeps what it visits. The two
 indexes are disjoint, so nothing is indexed twice.
 
 A new index is built ``CONCURRENTLY`` (writes go on meanwhile) as the schema owner

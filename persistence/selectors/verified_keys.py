@@ -2,7 +2,8 @@
 
 Resolving a key through the ORM builds a three-table join (key → agent → company) and turns
 the row into three model instances, the company's whole config JSON included, on every
-request: ≈ 1.3 ms of CPU of the ≈ 4 ms a trivial API request costs. The cache keeps those
+request: a large share of a trivial API request's CPU (measured:
+docs/benchmarks/http.md#per-request-levers-measured-by-hand). The cache keeps those
 objects per key digest, and each use asks PostgreSQL one indexed question instead: are the
 three rows still the very row versions the cached objects were read from?
 

@@ -119,8 +119,9 @@ class SharedFieldsRepresentation(_SerializerMixinBase):
     one set of fields built per class and process, not a fresh set per serializer instance.
 
     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-    each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-    ≈ 2 ms its serialization cost, before a single value was converted. The output is
+    each time a serializer is instantiated, before a single value is converted: most of a
+    search response's serialization cost (measured:
+    docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
 
     Only for serializers whose representation reads nothing but the instance: the shared

@@ -205,8 +205,8 @@ class MemoryChunkingConfig(BaseModel):
     ``max_chunks``: windows embedded per memory (content past the last one is found by the
     sparse leg only). ``context_chars``: characters of a memory's context embedded with its
     first window, never more than the room its content leaves. The default 0 (the context is
-    indexed by the sparse leg only, the vectors are the content's) is the best measured on
-    both dev splits (docs/benchmarks/retrieval.md, "Long memories and context").
+    indexed by the sparse leg only, the vectors are the content's) is the best on both dev
+    splits (measured: docs/benchmarks/retrieval.md#long-memories-and-context).
     """
 
     model_config = FROZEN
@@ -321,8 +321,8 @@ class FusionStrategy(StrEnum):
 
 
 #: The product default is hybrid RRF over both legs (DESIGN.md "Retrieval"): ``rrf_k`` 10
-#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (``bench/retrieval.py --levers``;
-#: README "Retrieval and benchmarks"). A config that selects ``linear`` gets the seeds'
+#: and ``min_relevance`` 0 were chosen on the LoCoMo dev split (measured:
+#: docs/benchmarks/retrieval.md#fusion-levers). A config that selects ``linear`` gets the seeds'
 #: linear defaults for the fields whose meaning depends on the strategy.
 LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1, "speaker_boost": 0.0}
@@ -372,8 +372,9 @@ class MemoryRetrievalConfig(BaseModel):
     fusion_strategy: FusionStrategy = FusionStrategy.RRF
     rrf_k: int = Field(default=10, ge=1, le=1000)
     #: rrf only: candidates spoken by a speaker the query is about (tag ``speaker:<name>``)
-    #: gain this × the best fused score (memory/core/retrieval/speakers.py; 0 = off; 0.5
-    #: measured on both dev splits by bench/multisession_levers.py)
+    #: gain this × the best fused score (memory/core/retrieval/speakers.py; 0 = off; the
+    #: default chosen on both dev splits, measured:
+    #: docs/benchmarks/retrieval.md#multi-session-levers)
     speaker_boost: float = Field(default=0.5, ge=0.0, le=1.0)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)

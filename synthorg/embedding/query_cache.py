@@ -2,7 +2,8 @@
 
 Agents ask the same questions again and again (the same task description every step, the
 same "what do I know about X"), and one context request looks the query up twice (org facts
-and memories). Embedding a query costs a model call (≈ 3–6 ms locally, a network round
+and memories). Embedding a query costs a model call (a stage of its own in every search,
+measured: docs/benchmarks/latency.md#10k-memories-for-one-agent-by-stage; a network round
 trip for a remote embedder); a cache hit costs a dictionary lookup.
 
 Keys are ``(embedder_id, text)``: the id names the model that produced a vector, so two

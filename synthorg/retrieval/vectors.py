@@ -10,8 +10,9 @@ import numpy as np
 def vector_literal(vector) -> str:
     """``'[x1,x2,...]'`` for ``vector``: every component as 9 significant digits, which
     identify a float32 exactly (pgvector parses them back to the very float32 the embedder
-    produced). One ``%`` format per width: a third of the time of ``repr`` per component
-    (0.14 vs 0.45 ms for 384 dims), and a 40 % shorter literal for the server to parse."""
+    produced). One ``%`` format per width: faster than ``repr`` per component, and a shorter
+    literal for the server to parse (measured:
+    docs/benchmarks/latency.md#smaller-levers-in-the-search-path)."""
     values = np.asarray(vector, dtype=np.float64).tolist()
     return _literal_format(len(values)) % tuple(values)
 

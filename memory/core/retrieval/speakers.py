@@ -8,9 +8,10 @@ second person (``assistant``: "you told me …"). Every fused candidate spoken b
 speaker gains ``weight`` × the best fused score; scores over 1 are rescaled so the best is
 1.0, and equal scores keep the fused order.
 
-Measured on the dev splits (``bench/multisession_levers.py``, lever ``speaker``): LoCoMo's
-questions name the person ("When did Caroline …"), LongMemEval's are the user's ("How many
-… did I …"), and in both the evidence is mostly that speaker's own turns.
+Chosen on both dev splits (``bench/multisession_levers.py``, lever ``speaker``; measured:
+docs/benchmarks/retrieval.md#multi-session-levers): LoCoMo's questions name the person ("When
+did Caroline …"), LongMemEval's are the user's ("How many … did I …"), and in both the
+evidence is mostly that speaker's own turns.
 """
 
 from __future__ import annotations

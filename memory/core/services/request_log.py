@@ -67,8 +67,9 @@ def request_log_write(entries: Sequence[RequestLogEntry]) -> None:
     Inside the caller's transaction it is one ``INSERT`` that commits as that transaction
     does. On its own it is **one round trip**: ``synchronous_commit`` is set transaction-local
     in the same query string as the ``INSERT``, which runs as one implicit transaction (a
-    simple query of several statements), so the setting ends with it
-    (``bench/http_load.py`` measured four round trips per logged request before).
+    simple query of several statements), so the setting ends with it (it was four round
+    trips; measured:
+    docs/benchmarks/http.md#fewer-round-trips-per-request-issue-24-item-4-within-the-noise).
     """
     if not entries:
         return

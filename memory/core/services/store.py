@@ -475,8 +475,8 @@ def _copy_type(field) -> str:
 def _insert(rows: list[Memory]) -> None:
     """Write ``rows`` with one binary ``COPY``: the vectors go over the wire as binary
     float4s. ``bulk_create`` formatted every vector as text in Python and compiled a
-    20 × N-parameter INSERT (measured: 1.0 s of a 3.1 s store of 300 LoCoMo turns with
-    a constant embedder; the COPY takes 0.04 s of client time). The database runs the same
+    20 × N-parameter INSERT, a large part of a store with a constant embedder (measured:
+    docs/benchmarks/operations.md#write-path). The database runs the same
     triggers, constraints and index updates as for an INSERT."""
     if not rows:
         return
@@ -746,7 +746,7 @@ def _gate(
     postings: dict[tuple, dict[str, list[Candidate[int]]]] = defaultdict(lambda: defaultdict(list))
     # Probing each slot by the terms rarest in the batch keeps the candidates few: the
     # speaker's name and the session date are in every turn of a conversation (measured:
-    # 65,000 Dice computations for 300 LoCoMo turns probing longest terms first).
+    # docs/benchmarks/operations.md#write-path).
     frequency = Counter(term for slot in slots for term in slot.terms)
     for slot in slots:
         if slot.index in duplicates:

@@ -31,15 +31,14 @@ what the exact scan gives: the cost of a scan grows with the rows). Without the 
 scan, every walk is at the cap.
 The constants were chosen on the synthetic 1M data set's dev seed (``python bench/scale_1m.py
 --memories 1000000 --seed 101 --sweep 30 --queries 20 --baseline``,
-``bench/results/scale_1m_dev_sweep.json``), not on the evaluation seed. Walks of each part
-with the first walk at 200 / 400 / 700 / 1000 against the part's exact scan (recall@10, 30
-queries): a part of 40 % 0.88 / 0.92 / 0.96 / 0.96 (``HNSW_COVERAGE`` 6 gives it 750); of 10 %
-0.88 / 0.89 / 0.92 / 0.92; the company's shared rows (50k, 5 % of an index over all rows)
-0.90 / 0.92 / 0.93 / 0.93 — no width reached 0.95 there, so that part was scanned exactly at
-≈ 230 ms. Since migration 0022 the shared rows have their own index, where one company's
-are most of it: walked at 300, with recall ≥ 0.99 on the evaluation seed
-(``bench/results/scale_1m.json``). ``bench/scale_1m.py`` measures both paths and the recall
-against an exact scan.
+``bench/results/scale_1m_dev_sweep.json``), not on the evaluation seed: each part walked at
+several first-walk widths against its own exact scan (measured:
+docs/benchmarks/scale.md#dev-seed-sweep). A part of 40 % levels off near the width
+``HNSW_COVERAGE`` 6 gives it; no width brought the company's shared rows (5 % of an index over
+all rows) to the recall target, so that part was scanned exactly. Since migration 0022 the
+shared rows have their own index, where one company's are most of it, and are walked there
+(measured: docs/benchmarks/scale.md#evaluation-seed). ``bench/scale_1m.py`` measures both
+paths and the recall against an exact scan.
 
 The leg is a set of CTEs (:func:`dense_ctes`) in the one search statement the pipeline
 sends (:mod:`memory.core.selectors.search.legs`); the walk's settings (``hnsw.ef_search``, the
@@ -57,7 +56,8 @@ from memory.core.selectors.search.scope import Part
 from memory.core.vector_indexes import dense_condition, dense_distance
 
 #: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
-#: the HNSW walk answers first (measured in bench/results/scale_search_10k_stages.json).
+#: the HNSW walk answers first (measured:
+#: docs/benchmarks/latency.md#10k-memories-for-one-agent-by-stage).
 EXACT_SCAN_MAX_ROWS = 5_000
 #: Above ``EXACT_SCAN_MAX_ROWS``, a part the planner estimates at this share of the table or
 #: more (or at more than ``PART_EXACT_MAX_ROWS`` rows) is walked with HNSW first; a smaller
@@ -66,8 +66,8 @@ HNSW_MIN_SHARE = 0.25
 PART_EXACT_MAX_ROWS = 20_000
 #: A part whose walk would need more than pgvector's widest (``HNSW_COVERAGE`` × depth /
 #: share > ``HNSW_EF_SEARCH``) is scanned exactly while it holds at most this many rows (the
-#: exact scan's cost grows with the part's rows, ≈ 4.6 µs per row at 1M rows here: 50k rows
-#: ≈ 230 ms; measured in the module docstring).
+#: exact scan's cost grows with the part's rows; measured:
+#: docs/benchmarks/scale.md#dev-seed-sweep).
 NARROW_PART_EXACT_MAX_ROWS = 64_000
 #: The first HNSW walk's width is at least this (and at least ``HNSW_EF_DEPTH_FACTOR`` × the
 #: leg depth), and grows with 1 / the walked part's share of the table (module docstring).
@@ -82,8 +82,8 @@ HNSW_EF_SEARCH = 1000
 #: visited ``hnsw.max_scan_tuples`` tuples (at least ``HNSW_MAX_SCAN_TUPLES``, and
 #: ``HNSW_SCAN_COVERAGE`` × depth / the smallest walked share), instead of returning short
 #: and being redone wider. Used on the HNSW path only (parts of moderate or large share);
-#: small parts keep the exact scan, which is faster there (measured: at 1 % selectivity
-#: ``relaxed_order`` is slower than an exact scan).
+#: small parts keep the exact scan, which is faster there (measured:
+#: docs/benchmarks/latency.md#iterative-index-scans).
 HNSW_ITERATIVE_SCAN = "strict_order"
 HNSW_MAX_SCAN_TUPLES = 20_000
 HNSW_SCAN_COVERAGE = 4.0

@@ -81,17 +81,18 @@ _STATS_TOTALS_SQL = """
 #: score the candidates the other lexemes find, with df = share × N (BM25 gives them an idf
 #: of ≤ ln(1 + 0.8/0.2) ≈ 1.6 against 5–9 for a rare term); a document holding only common
 #: lexemes of the query is no longer a candidate. A query of common lexemes only is run
-#: unchanged. Measured in bench/results/scale_search_10k_stages.json (README).
+#: unchanged (measured: docs/benchmarks/latency.md#10k-memories-for-one-agent-by-stage).
 COMMON_LEXEME_SHARE = 0.2
 #: A lexeme is also common when, read as if all its rows were in the scope (its share of
 #: the table ÷ the scope's share of the table), it would be in at least this share of the
 #: scope's rows: a lexeme one agent uses in nearly every memory (its user's name) is only
-#: 20 % of a table that agent's rows are 20 % of, but in all of that agent's rows (LoCoMo:
-#: a speaker's name, 677 of 680 rows read for it: 4–5 ms of a 6 ms statement). The bound
+#: 20 % of a table that agent's rows are 20 % of, but in all of that agent's rows (LoCoMo: a
+#: speaker's name, whose rows were most of the search statement's time). The bound
 #: overstates the share of a lexeme spread over many scopes, so it takes a higher share
 #: than the table's rule. Chosen on the dev split (``bench/retrieval.py``, LoCoMo dev, five
-#: agents in one table): at 0.2 topic words concentrated in one conversation were pruned too
-#: (recall any@10 0.817 → 0.808), at 0.5 0.813, at 0.8 0.816 (the names alone). The share a
+#: agents in one table): lower shares prune topic words concentrated in one conversation too
+#: and cost recall, this one prunes the names alone (measured:
+#: docs/benchmarks/latency.md#smaller-levers-in-the-search-path). The share a
 #: common lexeme scores with is this estimate.
 CONCENTRATED_LEXEME_SHARE = 0.8
 #: A scope of more live rows than this does not help find the query's rows: its b-tree
@@ -99,10 +100,9 @@ CONCENTRATED_LEXEME_SHARE = 0.8
 #: posting lists costs more than checking the scope on the rows the lexemes find. The
 #: planner takes the AND whatever the scope's size (its cost model counts the heap pages the
 #: AND saves, not the bitmap's entries), so above this the scope is written as a filter
-#: (:meth:`Part.as_filter`). Measured on the 1M-row set (``bench/scale_1m.py``): a b-tree
-#: bitmap costs ≈ 0.1 µs per scope row (400k rows: 41 ms), a row the lexemes find and the
-#: filter drops ≈ 1.5 µs; a 450k-row scope's sparse statement went from 85 to 33 ms, while a
-#: 51k-row scope's kept the AND (13 ms, against ≈ 30 ms without).
+#: (:meth:`Part.as_filter`): a b-tree bitmap costs per scope row, the filter per row the
+#: lexemes find and it drops, and above this bound the bitmap costs more (measured:
+#: docs/benchmarks/scale.md#the-sparse-legs-scope-bitmap-or-filter).
 SPARSE_SCOPE_BITMAP_MAX_ROWS = 100_000
 #: How long the table's lexeme statistics are reused before pg_stats is read again.
 LEXEME_STATS_TTL_S = 300.0
