@@ -231,6 +231,7 @@ COPY_COLUMNS = (
     ("embedder_id", "varchar"),
     ("embedding_status", "varchar"),
     ("chunk_count", "int2"),
+    ("subject", "varchar"),
 )
 
 
@@ -267,7 +268,7 @@ class MemoryCopy:
             (
                 uuid.uuid4(), company_id, agent_id, "default", category, content, "", "", 1.0,
                 [], shared, "persistent", "", "", 0, created, created, vector,
-                self.embedder_id, "ready", 0,
+                self.embedder_id, "ready", 0, "",
             )
         )  # fmt: skip
 

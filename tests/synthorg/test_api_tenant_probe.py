@@ -37,7 +37,7 @@ from memory.core.models.memory import Memory
 from memory.ingestion.models import Conversation, DreamRun, ExtractionRun, JournalEntry
 from memory.procedural.evolver.models import DraftFailure
 from memory.procedural.models import ExecutionReport
-from orgmemory.models import WriteAccessRequest
+from orgmemory.models import OrgFact, WriteAccessRequest
 from persistence.models import AuditEntry
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
@@ -192,6 +192,8 @@ SEED_HINTS = {
         "subject": lambda seeder: f"{seeder.marker}-subject",
     },
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
+    # an approved org skill's structure is keyed by the procedure fact it describes
+    "OrgSkill": {"fact": lambda seeder: seeder.made[OrgFact]},
     "JournalEntry": {"day": date(2026, 3, 1)},
     # a pending draft failure is due for a retry; its history row names it
     "DraftFailure": {"next_attempt_at": datetime(2026, 3, 1, tzinfo=UTC)},
@@ -338,7 +340,7 @@ def _probe(client, marker, ints, uuids, texts, rng):
 
 
 def _publish_fact(company, seeder):
-    from orgmemory.models import OperationLogEntry, OrgFact
+    from orgmemory.models import OperationLogEntry
     from orgmemory.services.facts import fact_publish
     from persistence.principal import Principal
 
