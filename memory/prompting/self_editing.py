@@ -43,6 +43,7 @@ from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
+from synthorg.company_config.memory import SelfEditingMemoryConfig
 from synthorg.enums import MemoryCategory
 from synthorg.errors import UnprocessableError
 
@@ -96,10 +97,16 @@ def _entry(memory: Memory) -> ContextEntry:
     )
 
 
-def core_block(*, agent: Agent, token_budget: int | None = None) -> CoreBlock:
+def core_block(
+    *,
+    agent: Agent,
+    token_budget: int | None = None,
+    config: SelfEditingMemoryConfig | None = None,
+) -> CoreBlock:
     """Core memory packed within ``core_token_budget`` (and ``token_budget`` if smaller):
-    the most recently changed entries win, shown in creation order."""
-    budget = _settings(agent).core_token_budget
+    the most recently changed entries win, shown in creation order. ``config``: the
+    company's ``memory.self_editing`` when the caller has read it."""
+    budget = (config or _settings(agent)).core_token_budget
     if token_budget is not None:
         budget = min(budget, token_budget)
     entries = [_entry(memory) for memory in core_memories(agent=agent)]
