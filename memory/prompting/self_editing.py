@@ -43,6 +43,7 @@ from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import SelfEditingMemoryConfig
 from synthorg.enums import MemoryCategory
 from synthorg.errors import UnprocessableError
@@ -186,11 +187,17 @@ def core_memory_write(
     return memory
 
 
-def archival_search(*, agent: Agent, query: str, limit: int | None = None) -> list[SearchHit]:
-    """Hybrid search over the agent's memories other than core memory."""
-    cap = _settings(agent).archival_search_limit
+def archival_search(
+    *, agent: Agent, query: str, limit: int | None = None, full_config: CompanyConfig | None = None
+) -> list[SearchHit]:
+    """Hybrid search over the agent's memories other than core memory (``full_config``: the
+    company's parsed config when the caller has read it; read once here otherwise)."""
+    full_config = full_config or company_config(agent.company)
+    cap = full_config.memory.self_editing.archival_search_limit
     limit = min(limit or cap, cap)
-    result = memory_search(agent=agent, query=MemoryQuery(text=query, limit=limit + 50))
+    result = memory_search(
+        agent=agent, query=MemoryQuery(text=query, limit=limit + 50), full_config=full_config
+    )
     hits = [hit for hit in result.hits if not RESERVED_TAGS.intersection(hit.memory.tags)]
     return hits[:limit]
 

@@ -28,7 +28,9 @@ class SelfEditingMixin(ServiceBase):
 
     @routed
     def archival_search(self, *, query: str, limit: int | None = None) -> list[SearchHit]:
-        return self_editing.archival_search(agent=self.agent, query=query, limit=limit)
+        return self_editing.archival_search(
+            agent=self.agent, query=query, limit=limit, full_config=self.full_config
+        )
 
     @routed
     def archival_write(self, **fields) -> StoreResult:

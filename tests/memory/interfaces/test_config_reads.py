@@ -106,6 +106,19 @@ def test_a_shared_search_reads_the_config_once(caller, config_reads):
     assert config_reads == [company.pk]
 
 
+def test_the_archival_search_tool_reads_the_config_once(caller, config_reads):
+    company = org_company(caller, "self_editing")
+    config_reads.clear()
+    response = caller.client.post(
+        CALL,
+        {"name": "archival_memory_search", "arguments": {"query": "billing deploy"}},
+        format="json",
+    )
+    assert response.status_code == 200, response.content
+    assert len(response.json()["data"]["results"]) == 3
+    assert config_reads == [company.pk]
+
+
 def test_the_search_memory_tool_reads_the_config_once(caller, config_reads):
     company = org_company(caller)
     config_reads.clear()
