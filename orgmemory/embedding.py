@@ -22,6 +22,7 @@ from django.conf import settings
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.selectors.embedder import company_embedder
+from synthorg.company_config import CompanyConfig
 from synthorg.embedding import Embedder, EmbeddingError, embed_query
 from synthorg.errors import DomainError
 from synthorg.retrieval.windows import text_windows
@@ -29,24 +30,26 @@ from synthorg.retrieval.windows import text_windows
 logger = logging.getLogger(__name__)
 
 
-def org_embedder(company: Company) -> Embedder | None:
+def org_embedder(company: Company, config: CompanyConfig | None = None) -> Embedder | None:
     """The embedder for ``company``'s org facts, or ``None`` when embeddings are off or the
-    company's embedder is unusable."""
+    company's embedder is unusable (``config``: the company's, when already read)."""
     if not getattr(settings, "ORGMEMORY_EMBEDDINGS", True):
         return None
     try:
-        return company_embedder(company)
+        return company_embedder(company, config)
     except DomainError as exc:
         logger.warning("org-memory embedder unusable for company %s: %s", company.pk, exc)
         return None
 
 
-def embed_query_text(text: str, *, company: Company) -> tuple[str, np.ndarray] | None:
+def embed_query_text(
+    text: str, *, company: Company, config: CompanyConfig | None = None
+) -> tuple[str, np.ndarray] | None:
     """``(embedder_id, vector)`` for a query, or ``None`` if no embedder is usable. Through
     the process-wide query cache, which the memory search shares: a context request that
     ranks org facts and memories with the same model embeds its query once. (Fact versions
     are embedded by :func:`embed_fact`.)"""
-    embedder = org_embedder(company)
+    embedder = org_embedder(company, config)
     if embedder is None:
         return None
     try:

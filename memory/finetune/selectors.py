@@ -475,11 +475,14 @@ def fine_tune_latest_run(company: Company):
     return fine_tune_runs(company).select_related("checkpoint").first()
 
 
-def adapt_fact_query_vector(company: Company, embedder_id: str, vector: np.ndarray) -> np.ndarray:
+def adapt_fact_query_vector(
+    company: Company, embedder_id: str, vector: np.ndarray, config: CompanyConfig
+) -> np.ndarray:
     """The org-fact dense leg's query vector (``orgmemory.query_vectors``): through the
-    company's active adapter for this embedder and width when fine-tuning is enabled, as the
-    memory search does; the base vector when none applies or its file cannot be loaded."""
-    if not company_config(company).memory.fine_tune.enabled:
+    company's active adapter for this embedder and width when fine-tuning is enabled (in
+    ``config``, the company's), as the memory search does; the base vector when none applies
+    or its file cannot be loaded."""
+    if not config.memory.fine_tune.enabled:
         return vector
     checkpoint_id = (
         AdapterCheckpoint.objects.filter(

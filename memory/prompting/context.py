@@ -52,6 +52,8 @@ from orgmemory.models import OrgFact
 from orgmemory.selectors import org_prompt_context
 from orgmemory.selectors.policies import CorePolicyBlock
 from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.enums import MemoryCategory, OrgFactCategory
 from synthorg.errors import InvalidInputError
@@ -160,7 +162,11 @@ def memory_context(
     now: datetime | None = None,
     embedder=None,
     provider=None,
+    full_config: CompanyConfig | None = None,
 ) -> PreparedContext:
+    """The agent's memories packed for a prompt (the pipeline above). ``config``: the
+    retrieval section to apply; ``full_config``: the company's parsed config when the caller
+    has read it (handed to the search, which reads it otherwise)."""
     now = now or timezone.now()
     token_budget = request.token_budget
     pinned = [text for text in pinned if text and text.strip()]
@@ -171,8 +177,9 @@ def memory_context(
         pool *= config.candidate_pool_multiplier
     query = request.query.model_copy(update={"limit": pool})  # validated by the request
     hits, degraded, reembedding, retrieval = retrieve_ranked(
-        agent=agent, query=query, config=config, now=now, embedder=embedder, provider=provider
-    )
+        agent=agent, query=query, config=config, now=now, embedder=embedder, provider=provider,
+        full_config=full_config,
+    )  # fmt: skip
     attach_lessons([hit.memory for hit in hits])
     entries = [_memory_entry(hit) for hit in hits]
 
@@ -310,6 +317,7 @@ def retrieve_ranked(
     now: datetime | None = None,
     embedder=None,
     provider=None,
+    full_config: CompanyConfig | None = None,
 ) -> tuple[list, list[str], dict | None, dict | None]:
     """The ranked hits of the context strategy's retrieval: ``retriever`` flat (one hybrid
     search) or hierarchical (:mod:`memory.prompting.hierarchical`), then the LLM re-ranking
@@ -325,12 +333,15 @@ def retrieve_ranked(
     if hierarchical:
         found = hierarchical_search(
             agent=agent, query=query, config=config, provider=provider, deadline=deadline,
-            now=now, embedder=embedder,
+            now=now, embedder=embedder, full_config=full_config,
         )  # fmt: skip
         hits, degraded, reembedding = found.hits, list(found.degraded), found.reembedding
         retrieval: dict | None = dict(found.trace)
     else:
-        result = memory_search(agent=agent, query=query, config=config, embedder=embedder, now=now)
+        result = memory_search(
+            agent=agent, query=query, config=config, embedder=embedder, now=now,
+            full_config=full_config,
+        )  # fmt: skip
         hits, degraded, reembedding = result.hits, list(result.degraded), result.reembedding
         retrieval = None
     if config.query_specific_rerank_enabled and query.text:
@@ -371,6 +382,7 @@ def agent_prompt_context(
     now: datetime | None = None,
     embedder=None,
     provider=None,
+    full_config: CompanyConfig | None = None,
 ) -> PreparedContext:
     """The whole context an agent splices into its prompt: org knowledge + its memories.
 
@@ -378,12 +390,19 @@ def agent_prompt_context(
     pinned: always present, first, never dropped for budget. The org's extended facts most
     relevant to ``query_text`` compete with the agent's memories for the rest of the budget
     and are fenced the same way (they are written by agents and humans: untrusted text).
+
+    ``full_config``: the company's parsed config, read once by the caller and handed to the
+    org context and the search (read once here when not given).
     """
+    if full_config is None:
+        full_config = company_config(agent.company)
     pinned: list[str] = []
     extra: list[ContextEntry] = []
     policy_block = None
     if request.include_org:
-        org = org_prompt_context(company=agent.company, context=request.query.text)
+        org = org_prompt_context(
+            company=agent.company, context=request.query.text, config=full_config
+        )
         policy_block = org.core_block
         pinned = [policy_block.text] if policy_block else []
         extra = [
@@ -405,6 +424,7 @@ def agent_prompt_context(
         now=now,
         embedder=embedder,
         provider=provider,
+        full_config=full_config,
     )
     prepared.policy_block = policy_block
     return prepared

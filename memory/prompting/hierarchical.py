@@ -29,6 +29,7 @@ from memory.core.selectors.search import SearchHit, memory_search
 from memory.prompting.llm_checks import EXCERPT_CHARS, MAX_QUERY_CHARS, ask_json
 from memory.prompting.search_and_ask import StepFailed
 from persistence.models import Agent
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import MemoryRetrievalConfig
 from synthorg.llm import CompletionProvider
 
@@ -82,7 +83,9 @@ def hierarchical_search(
     deadline: float | None,
     now: datetime | None = None,
     embedder=None,
+    full_config: CompanyConfig | None = None,
 ) -> HierarchicalResult:
+    """The workers' searches merged (``full_config``: the company's, handed to each search)."""
     text = query.text or ""
     degraded: list[str] = []
     workers, routing = _route(text, query, config, provider, deadline, degraded)
@@ -99,6 +102,7 @@ def hierarchical_search(
                 config=config,
                 embedder=embedder,
                 now=now,
+                full_config=full_config,
             )
             lists.append(result.hits)
             degraded.extend(d for d in result.degraded if d not in degraded)

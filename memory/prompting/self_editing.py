@@ -43,6 +43,8 @@ from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
+from synthorg.company_config import CompanyConfig
+from synthorg.company_config.memory import SelfEditingMemoryConfig
 from synthorg.enums import MemoryCategory
 from synthorg.errors import UnprocessableError
 
@@ -96,10 +98,16 @@ def _entry(memory: Memory) -> ContextEntry:
     )
 
 
-def core_block(*, agent: Agent, token_budget: int | None = None) -> CoreBlock:
+def core_block(
+    *,
+    agent: Agent,
+    token_budget: int | None = None,
+    config: SelfEditingMemoryConfig | None = None,
+) -> CoreBlock:
     """Core memory packed within ``core_token_budget`` (and ``token_budget`` if smaller):
-    the most recently changed entries win, shown in creation order."""
-    budget = _settings(agent).core_token_budget
+    the most recently changed entries win, shown in creation order. ``config``: the
+    company's ``memory.self_editing`` when the caller has read it."""
+    budget = (config or _settings(agent)).core_token_budget
     if token_budget is not None:
         budget = min(budget, token_budget)
     entries = [_entry(memory) for memory in core_memories(agent=agent)]
@@ -179,11 +187,17 @@ def core_memory_write(
     return memory
 
 
-def archival_search(*, agent: Agent, query: str, limit: int | None = None) -> list[SearchHit]:
-    """Hybrid search over the agent's memories other than core memory."""
-    cap = _settings(agent).archival_search_limit
+def archival_search(
+    *, agent: Agent, query: str, limit: int | None = None, full_config: CompanyConfig | None = None
+) -> list[SearchHit]:
+    """Hybrid search over the agent's memories other than core memory (``full_config``: the
+    company's parsed config when the caller has read it; read once here otherwise)."""
+    full_config = full_config or company_config(agent.company)
+    cap = full_config.memory.self_editing.archival_search_limit
     limit = min(limit or cap, cap)
-    result = memory_search(agent=agent, query=MemoryQuery(text=query, limit=limit + 50))
+    result = memory_search(
+        agent=agent, query=MemoryQuery(text=query, limit=limit + 50), full_config=full_config
+    )
     hits = [hit for hit in result.hits if not RESERVED_TAGS.intersection(hit.memory.tags)]
     return hits[:limit]
 

@@ -18,6 +18,7 @@ Company core policies are pinned first by every strategy (``include_org``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -43,6 +44,8 @@ from memory.prompting.search_and_ask import StepFailed, search_and_ask
 from memory.prompting.self_editing import core_block
 from orgmemory.selectors.policies import CorePolicyBlock, pinned_core_policies
 from persistence.models import Agent
+from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import (
     CompanyMemoryConfig,
     InjectionStrategy,
@@ -115,20 +118,33 @@ class MemoryInjectionStrategy(Protocol):
     def get_tool_definitions(self) -> tuple[dict, ...]: ...
 
 
-def _core_policies(agent: Agent, include_org: bool) -> CorePolicyBlock | None:
-    return pinned_core_policies(company=agent.company) if include_org else None
-
-
 def _definitions(names: Sequence[str]) -> tuple[dict, ...]:
     return tuple(spec.openai_definition() for spec in registered_tools(names))
 
 
-class ContextInjectionStrategy:
-    strategy_name = InjectionStrategy.CONTEXT.value
+class _Strategy:
+    """What every strategy holds: the agent, its company's memory config, and the company's
+    whole parsed config (handed in by the caller that read it, or read once, lazily)."""
 
-    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
+    def __init__(
+        self, agent: Agent, config: CompanyMemoryConfig, full_config: CompanyConfig | None = None
+    ) -> None:
         self.agent = agent
         self.config = config
+        self._full_config = full_config
+
+    @functools.cached_property
+    def full_config(self) -> CompanyConfig:
+        return self._full_config or company_config(self.agent.company)
+
+    def _core_policies(self, include_org: bool) -> CorePolicyBlock | None:
+        if not include_org:
+            return None
+        return pinned_core_policies(company=self.agent.company, config=self.full_config)
+
+
+class ContextInjectionStrategy(_Strategy):
+    strategy_name = InjectionStrategy.CONTEXT.value
 
     @property
     def can_write(self) -> bool:
@@ -136,7 +152,9 @@ class ContextInjectionStrategy:
 
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
         retrieval = self.config.retrieval
-        prepared = agent_prompt_context(agent=self.agent, request=request, config=retrieval)
+        prepared = agent_prompt_context(
+            agent=self.agent, request=request, config=retrieval, full_config=self.full_config
+        )
         if self.can_write:
             # An instruction, outside the memories' token budget (as under every strategy).
             instruction = CONTEXT_WRITE_INSTRUCTION + (
@@ -151,19 +169,15 @@ class ContextInjectionStrategy:
         return ()
 
 
-class ToolBasedInjectionStrategy:
+class ToolBasedInjectionStrategy(_Strategy):
     strategy_name = InjectionStrategy.TOOL_BASED.value
-
-    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
-        self.agent = agent
-        self.config = config
 
     @property
     def can_write(self) -> bool:
         return self.agent.memory_level != MemoryLevel.NONE
 
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
-        policy_block = _core_policies(self.agent, request.include_org)
+        policy_block = self._core_policies(request.include_org)
         pinned = [policy_block.text] if policy_block else []
         instruction = TOOL_BASED_INSTRUCTION + (TOOL_BASED_WRITE_INSTRUCTION * self.can_write)
         messages = build_messages([], pinned=pinned)
@@ -177,19 +191,19 @@ class ToolBasedInjectionStrategy:
         return _definitions(SEARCH_TOOLS + (WRITE_TOOLS if self.can_write else ()))
 
 
-class SelfEditingMemoryStrategy:
+class SelfEditingMemoryStrategy(_Strategy):
     strategy_name = InjectionStrategy.SELF_EDITING.value
-
-    def __init__(self, agent: Agent, config: CompanyMemoryConfig) -> None:
-        self.agent = agent
-        self.config = config
 
     def prepare_messages(self, request: ContextRequest) -> PreparedContext:
         token_budget = request.token_budget
-        policy_block = _core_policies(self.agent, request.include_org)
+        policy_block = self._core_policies(request.include_org)
         pinned = [policy_block.text] if policy_block else []
         pinned_tokens = sum(estimate_tokens(text) for text in pinned)
-        block = core_block(agent=self.agent, token_budget=max(0, token_budget - pinned_tokens))
+        block = core_block(
+            agent=self.agent,
+            token_budget=max(0, token_budget - pinned_tokens),
+            config=self.config.self_editing,
+        )
         messages = build_messages(
             [entry.fenced for entry in block.included],
             role=self.config.retrieval.injection_point.value,
@@ -216,14 +230,22 @@ STRATEGIES = {
 }
 
 
-def strategy_for(agent: Agent, config: CompanyMemoryConfig) -> MemoryInjectionStrategy:
+def strategy_for(
+    agent: Agent, config: CompanyMemoryConfig, *, full_config: CompanyConfig | None = None
+) -> MemoryInjectionStrategy:
     """The strategy ``config`` (the agent's company's memory config) selects
-    (``memory.retrieval.strategy``)."""
-    return STRATEGIES[config.retrieval.strategy](agent, config)
+    (``memory.retrieval.strategy``). ``full_config``: the company's parsed config when the
+    caller has read it (``config`` is then its ``memory``); the strategy hands it down."""
+    return STRATEGIES[config.retrieval.strategy](agent, config, full_config)
 
 
 def search_with_reformulation(
-    *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider=None
+    *,
+    agent: Agent,
+    query: MemoryQuery,
+    config: MemoryRetrievalConfig,
+    provider=None,
+    full_config: CompanyConfig | None = None,
 ):
     """``search_memory`` as a tool: hybrid search, plus Search-and-Ask when configured, then
     the LLM re-ranking when ``query_specific_rerank_enabled`` (:func:`rerank_hits`).
@@ -233,7 +255,8 @@ def search_with_reformulation(
     ``provider`` is for callers that bring their own client. The LLM calls share one budget,
     ``SYNTHORG_LLM["REQUEST_BUDGET"]`` seconds from the start of the request
     (:func:`llm_request_deadline`); past it the results found so far answer and ``degraded``
-    says ``llm_budget_exceeded``.
+    says ``llm_budget_exceeded``. ``full_config``: the company's parsed config when the
+    caller has read it, handed to every search round.
     """
     deadline = llm_request_deadline()
     needs_llm = query.text is not None and (
@@ -242,8 +265,9 @@ def search_with_reformulation(
     if needs_llm and provider is None:
         provider = completion_provider_for(company=agent.company, agent=agent)
     result = _search_and_ask(
-        agent=agent, query=query, config=config, provider=provider, deadline=deadline
-    )
+        agent=agent, query=query, config=config, provider=provider, deadline=deadline,
+        full_config=full_config,
+    )  # fmt: skip
     if config.query_specific_rerank_enabled and query.text is not None:
         hits, source, degraded = rerank_hits(
             result.hits, agent=agent, query_text=query.text, config=config, provider=provider,
@@ -256,9 +280,15 @@ def search_with_reformulation(
 
 
 def _search_and_ask(
-    *, agent: Agent, query: MemoryQuery, config: MemoryRetrievalConfig, provider, deadline
+    *,
+    agent: Agent,
+    query: MemoryQuery,
+    config: MemoryRetrievalConfig,
+    provider,
+    deadline,
+    full_config: CompanyConfig | None,
 ) -> ToolSearchResult:
-    first = memory_search(agent=agent, query=query, config=config)
+    first = memory_search(agent=agent, query=query, config=config, full_config=full_config)
     if not config.query_reformulation_enabled or query.text is None:
         return ToolSearchResult(
             first.hits, list(first.degraded), [query.text or ""], reembedding=first.reembedding
@@ -278,7 +308,10 @@ def _search_and_ask(
         if result is None:
             try:
                 result = memory_search(
-                    agent=agent, query=query.model_copy(update={"text": text}), config=config
+                    agent=agent,
+                    query=query.model_copy(update={"text": text}),
+                    config=config,
+                    full_config=full_config,
                 )
             except DomainError as exc:  # a later round failing keeps the earlier results
                 raise StepFailed(str(exc)) from exc

@@ -17,6 +17,7 @@ from orgmemory.models import OrgFact, PolicyDelivery
 from orgmemory.selectors.facts import live_facts
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.enums import OrgFactCategory
 
 
@@ -32,13 +33,16 @@ class PolicyView:
     created_at: datetime | None = None
 
 
-def policies(*, company: Company, as_of: datetime | None = None) -> list[PolicyView]:
+def policies(
+    *, company: Company, as_of: datetime | None = None, config: CompanyConfig | None = None
+) -> list[PolicyView]:
     """Core policies in their intrinsic order: unversioned config policies first (in config
     order), then core_policy facts live at ``as_of`` by ``position`` (then oldest first).
-    Never filtered by relevance."""
+    Never filtered by relevance. ``config``: the company's, when the caller has read it."""
+    config = config or company_config(company)
     config_items = [
         PolicyView(id=f"config-{index}", source="config", content=text)
-        for index, text in enumerate(company_config(company).org_memory.core_policies)
+        for index, text in enumerate(config.org_memory.core_policies)
     ]
     live = live_facts(company=company, categories={OrgFactCategory.CORE_POLICY}, as_of=as_of)
     positions = dict(
@@ -110,9 +114,11 @@ def core_policy_block_of(items: list[PolicyView]) -> CorePolicyBlock | None:
     return CorePolicyBlock(text=text, revision=block_revision(text), versions=versions)
 
 
-def pinned_core_policies(*, company: Company) -> CorePolicyBlock | None:
+def pinned_core_policies(
+    *, company: Company, config: CompanyConfig | None = None
+) -> CorePolicyBlock | None:
     """The block every agent of ``company`` receives now, with its revision."""
-    return core_policy_block_of(policies(company=company))
+    return core_policy_block_of(policies(company=company, config=config))
 
 
 def core_policy_block(*, company: Company) -> str | None:

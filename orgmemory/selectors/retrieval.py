@@ -33,6 +33,7 @@ from orgmemory.selectors.facts import LOG_TABLE, FactView, fact_views, live_oper
 from orgmemory.selectors.policies import CorePolicyBlock, core_policy_block_of, policies
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import LINEAR_DEFAULTS, FusionStrategy
 from synthorg.db.replicas import read_connection
 from synthorg.enums import OrgFactCategory
@@ -157,19 +158,23 @@ def _exact_dense(
         return [(op, sim) for op, sim in cursor.fetchall() if sim >= min_similarity]
 
 
-def _effective_limit(company: Company, limit: int | None) -> int:
-    ceiling = company_config(company).org_memory.extended_store.max_retrieved_per_query
+def _effective_limit(config: CompanyConfig, limit: int | None) -> int:
+    ceiling = config.org_memory.extended_store.max_retrieved_per_query
     return ceiling if limit is None else max(1, min(limit, ceiling))
 
 
-def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
+def query_facts(
+    *, company: Company, query: OrgMemoryQuery, config: CompanyConfig | None = None
+) -> list[FactView]:
     """Facts live at ``query.as_of`` ranked by relevance to ``query.context``.
 
     ``categories`` defaults to the extended categories (everything but core_policy, which
     :func:`policies` returns unfiltered). At most ``max_retrieved_per_query`` results.
-    Without a context: the most recently written facts, ``score`` ``None``.
+    Without a context: the most recently written facts, ``score`` ``None``. ``config``: the
+    company's, when the caller has read it (read here otherwise).
     """
-    limit = _effective_limit(company, query.limit)
+    config = config or company_config(company)
+    limit = _effective_limit(config, query.limit)
     categories = sorted(
         str(c) for c in (query.categories if query.categories is not None else EXTENDED_CATEGORIES)
     )
@@ -184,7 +189,7 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
         recent = sorted(live, key=lambda row: (row[2], str(row[0])), reverse=True)[:limit]
         return fact_views([row[0] for row in recent])
 
-    retrieval = company_config(company).memory.retrieval
+    retrieval = config.memory.retrieval
     pool = limit * retrieval.candidate_pool_multiplier
     if query.as_of is None:
         n_live, sparse = _bm25_current(company.pk, categories, query.context, pool)
@@ -193,10 +198,10 @@ def query_facts(*, company: Company, query: OrgMemoryQuery) -> list[FactView]:
     else:
         sparse = _bm25(live, query.context, pool)
     legs = [[op for op, _score in sparse]]
-    embedded = embed_query_text(query.context, company=company)
+    embedded = embed_query_text(query.context, company=company, config=config)
     if embedded is not None:
         # the company's active query adapter, as for memories (orgmemory.query_vectors)
-        embedded = (embedded[0], transform_query_vector(company, *embedded))
+        embedded = (embedded[0], transform_query_vector(company, *embedded, config=config))
         floor = retrieval.min_relevance
         if retrieval.fusion_strategy is not FusionStrategy.LINEAR:
             floor = LINEAR_DEFAULTS["min_relevance"]
@@ -311,6 +316,7 @@ def org_prompt_context(
     context: str,
     limit: int | None = None,
     as_of: datetime | None = None,
+    config: CompanyConfig | None = None,
 ) -> OrgPromptContext:
     """The organisational part of an agent's prompt context.
 
@@ -327,11 +333,14 @@ def org_prompt_context(
       ``limit`` items, capped by ``org_memory.extended_store.max_retrieved_per_query``
       (which is also the default). A blank ``context`` gives no facts.
     * Only ``company``'s data is read. Raises nothing for valid arguments.
+    * ``config``: the company's parsed config when the caller has read it (a context
+      request reads it once and hands it down); read here otherwise, once.
 
     Facts are content written by agents and humans of the company; the caller should fence
     them as untrusted text when packing a prompt.
     """
-    items = policies(company=company, as_of=as_of)
+    config = config or company_config(company)
+    items = policies(company=company, as_of=as_of, config=config)
     core = [policy.content for policy in items]
     block = core_policy_block_of(items)
     if not (context or "").strip():
@@ -341,9 +350,10 @@ def org_prompt_context(
         query=OrgMemoryQuery(
             context=context,
             categories=EXTENDED_CATEGORIES,
-            limit=_effective_limit(company, limit),
+            limit=_effective_limit(config, limit),
             as_of=as_of,
         ),
+        config=config,
     )
     facts = [
         PromptFact(

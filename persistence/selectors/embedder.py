@@ -23,6 +23,7 @@ from django.conf import settings
 
 from persistence.models import Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import SECRET_ENV_PREFIX, EmbedderOverrideConfig
 from synthorg.embedding import Embedder, OpenAICompatibleEmbedder, default_embedder
 from synthorg.errors import UnprocessableError
@@ -31,9 +32,10 @@ from synthorg.tenancy import SECRET_NOT_GRANTED, secret_granted
 SECRET_NOT_ALLOWED = f"The embedder key must come from a {SECRET_ENV_PREFIX}* variable."
 
 
-def company_embedder(company: Company) -> Embedder:
-    """The embedder for ``company``'s vectors (process-wide instances, cached)."""
-    override = company_config(company).memory.embedder
+def company_embedder(company: Company, config: CompanyConfig | None = None) -> Embedder:
+    """The embedder for ``company``'s vectors (process-wide instances, cached). ``config``:
+    the company's config when the caller has already read it (read here otherwise)."""
+    override = (config or company_config(company)).memory.embedder
     if override is None or override.base_url is None:
         return default_embedder()
     return remote_embedder(override, company.pk)

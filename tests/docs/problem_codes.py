@@ -61,7 +61,7 @@ FORWARDED = {
     ("synthorg/api/parsers.py", "exc.code"): {"UnsafeInputError"},
     ("synthorg/tools.py", "exc.code"): {"UnsafeInputError"},
     ("persistence/services/portability.py", "exc.code"): {"NamespaceError"},
-    ("memory/interfaces/service.py", "exc.code"): {"NamespaceError"},
+    ("memory/interfaces/service/base.py", "exc.code"): {"NamespaceError"},
     ("memory/finetune/services.py", "first['code']"): {"preflight problems"},
     ("persistence/api/authentication.py", "result.error.code"): {"KeyProblem"},
     ("synthorg/api/middleware.py", "_GENERIC_CODE.get(status_code, 'error')"): {"_GENERIC_CODE"},

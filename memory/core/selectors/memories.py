@@ -25,6 +25,7 @@ from memory.core.models.memory import Memory, live_q
 from memory.core.models.revision import MemoryRevision
 from persistence.models import Agent, Company
 from persistence.selectors.config import company_config
+from synthorg.company_config import CompanyConfig
 
 MEMORY_NOT_FOUND = "No such memory."
 SHARED_NOT_FOUND = "No such shared knowledge entry."
@@ -33,14 +34,15 @@ SHARED_DISABLED = (
 )
 
 
-def shared_knowledge_enabled(company: Company) -> bool:
-    """Whether the company has shared knowledge on (``memory.options.shared_knowledge_base``)."""
-    return company_config(company).memory.options.shared_knowledge_base
+def shared_knowledge_enabled(company: Company, config: CompanyConfig | None = None) -> bool:
+    """Whether the company has shared knowledge on (``memory.options.shared_knowledge_base``;
+    ``config``: the company's, when the caller has read it)."""
+    return (config or company_config(company)).memory.options.shared_knowledge_base
 
 
-def shared_knowledge_require(company: Company) -> None:
+def shared_knowledge_require(company: Company, config: CompanyConfig | None = None) -> None:
     """403 ``shared_knowledge_disabled`` unless the company has shared knowledge on."""
-    if not shared_knowledge_enabled(company):
+    if not shared_knowledge_enabled(company, config):
         raise SharedKnowledgeDisabledError(SHARED_DISABLED)
 
 

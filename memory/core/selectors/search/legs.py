@@ -131,7 +131,8 @@ def run_legs(
 ) -> Legs:
     """Both legs for ``text``. ``adapter_config`` (the company's config): the query vector
     goes through the query adapter a registered :class:`~memory.core.extensions.
-    QueryVectorAdapter` chooses for the company and its embedder, if any.
+    QueryVectorAdapter` chooses for the company and its embedder, if any, and the embedder
+    (when none is given) is the one it names.
     ``with_tags``: each candidate's ``speaker:`` tags too (:attr:`Legs.tags`)."""
     degraded: list[str] = []
     vector: np.ndarray | None = None
@@ -142,7 +143,7 @@ def run_legs(
     reembed: tuple[int, str, int] | None = None
     if use_dense:
         try:
-            embedder = embedder or company_embedder(company)
+            embedder = embedder or company_embedder(company, adapter_config)
             embedder_id = embedder.embedder_id
             embedding = _start_embedding(embedder, text)
         except DomainError as exc:

@@ -54,14 +54,19 @@ def memory_search(
     now: datetime | None = None,
     leg_depth: int | None = None,
     legs: Sequence[str] = LEGS,
+    full_config: CompanyConfig | None = None,
 ) -> SearchResult:
-    """The agent's live private memories (and the company's shared knowledge) for ``query``."""
+    """The agent's live private memories (and the company's shared knowledge) for ``query``.
+
+    ``full_config``: the company's parsed config when the caller has read it (a request
+    reads it once and hands it down; read here otherwise); ``config``: its retrieval
+    section (or another one, e.g. a benchmark's)."""
     company = agent.company
-    full_config = company_config(company)
+    full_config = full_config or company_config(company)
     config = config or full_config.memory.retrieval
     if include_shared is None:
         include_shared = config.include_shared
-    include_shared = include_shared and shared_knowledge_enabled(company)
+    include_shared = include_shared and shared_knowledge_enabled(company, full_config)
     parts = [private_part(agent.company_id, agent.pk)]
     if include_shared:
         parts.append(shared_part(agent.company_id))
@@ -88,11 +93,13 @@ def shared_search(
     now: datetime | None = None,
     leg_depth: int | None = None,
     legs: Sequence[str] = LEGS,
+    full_config: CompanyConfig | None = None,
 ) -> SearchResult:
     """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s);
-    403 ``shared_knowledge_disabled`` while the company has it off."""
-    shared_knowledge_require(company)
-    full_config = company_config(company)
+    403 ``shared_knowledge_disabled`` while the company has it off. ``full_config`` as for
+    :func:`memory_search`."""
+    full_config = full_config or company_config(company)
+    shared_knowledge_require(company, full_config)
     config = config or full_config.memory.retrieval
     part = shared_part(
         company.pk, exclude_agent_id=exclude_agent.pk if exclude_agent is not None else None
