@@ -92,7 +92,7 @@ def _clean(config) -> bool:
 def reset_values_that_never_acted(apps, schema_editor):
     Company = apps.get_model("persistence", "Company")
     AuditEntry = apps.get_model("persistence", "AuditEntry")
-    for company in Company.objects.all().only("pk", "config", "config_revision"):
+    for company in Company.objects.order_by("pk").only("pk", "config", "config_revision"):
         config = company.config or {}
         before = copy.deepcopy(config)
         if isinstance(config, dict) and _clean(config):

@@ -167,7 +167,7 @@ def _clean(config):
 def drop_knobs_whose_setting_is_off(apps, schema_editor):
     Company = apps.get_model("persistence", "Company")
     AuditEntry = apps.get_model("persistence", "AuditEntry")
-    for company in Company.objects.all().only("pk", "config", "config_revision"):
+    for company in Company.objects.order_by("pk").only("pk", "config", "config_revision"):
         config = company.config or {}
         before = copy.deepcopy(config)
         if isinstance(config, dict) and _clean(config):
