@@ -2216,8 +2216,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -2288,8 +2289,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -2407,8 +2409,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3111,8 +3114,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3175,8 +3179,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3946,8 +3951,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3981,8 +3987,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4090,8 +4097,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4116,8 +4124,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4228,8 +4237,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared

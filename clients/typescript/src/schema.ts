@@ -2217,8 +2217,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -2289,8 +2290,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -2408,8 +2410,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3112,8 +3115,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3176,8 +3180,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3947,8 +3952,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -3982,8 +3988,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4091,8 +4098,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4117,8 +4125,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
@@ -4229,8 +4238,9 @@ export interface components {
          *     one set of fields built per class and process, not a fresh set per serializer instance.
          *
          *     DRF builds (``ModelSerializer``: introspects the model for) and deep-copies every field
-         *     each time a serializer is instantiated; for a search response that was ≈ 0.9 ms of the
-         *     ≈ 2 ms its serialization cost, before a single value was converted. The output is
+         *     each time a serializer is instantiated, before a single value is converted: most of a
+         *     search response's serialization cost (measured:
+         *     docs/benchmarks/http.md#per-request-levers-measured-by-hand). The output is
          *     exactly DRF's (:meth:`to_representation` is DRF's loop over the same fields).
          *
          *     Only for serializers whose representation reads nothing but the instance: the shared
