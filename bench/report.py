@@ -394,6 +394,7 @@ def t_embedder_candidates(_arg) -> str:
     ]
     out = table(head, rows)
     cats = []
+    columns = list(d["candidates"])
     for label, split, names in (
         ("LoCoMo", locomo, LOCOMO_CATEGORY_NAMES),
         ("LongMemEval", lme, LME_CATEGORY_NAMES),
@@ -403,15 +404,16 @@ def t_embedder_candidates(_arg) -> str:
         first = next(iter(split.values()))["by_category"]
         for cat in sorted(first, key=int):
             row = [label, f"{cat} {names.get(cat, '')}", first[cat]["count"]]
-            for name in split:
-                c = split[name]["by_category"].get(cat)
+            for name in columns:
+                c = split.get(name, {}).get("by_category", {}).get(cat)
                 row.append(f"{fmt(c['recall_any@10'])} / {fmt(c['recall_all@10'])}" if c else "—")
             cats.append(row)
     if cats:
-        split_names = list(locomo or lme)
         out += "\n\nPer category, any / all@10:\n\n" + table(
-            ["split", "category", "questions", *[f"`{n}`" for n in split_names]], cats
+            ["split", "category", "questions", *[f"`{n}`" for n in columns]], cats
         )
+    for name, why in d.get("longmemeval_dev", {}).get("not_finished", {}).items():
+        out += f"\n\nLongMemEval, `{name}`: {why}"
     skipped = [
         [f"`{pkg}`", v["model"], v["licence"], v["why"]] for pkg, v in d["not_loadable"].items()
     ]
