@@ -233,12 +233,26 @@ def _nulls(value: Any, schema: Mapping[str, Any]) -> Any:
     return value
 
 
+def _arrays_filled(value: Any, schema: Mapping[str, Any]) -> Any:
+    """A list field missing from an object (a rule serialised without its empty lists) is
+    given ``[]``: the widget cannot render an array without data."""
+    if not isinstance(value, dict):
+        return value
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties") or {}
+    filled = {key: _arrays_filled(item, props.get(key, extra)) for key, item in value.items()}
+    for key, node in props.items():
+        if key not in filled and node.get("type") == "array":
+            filled[key] = []
+    return filled
+
+
 def form_initial(editing: Mapping[str, Any]) -> dict:
     """What the form shows of the config as editors see it (``company_config_for_editing``)."""
     data = copy.deepcopy(dict(editing))
     for path in LEFT_OUT:
         _drop(data, path)
-    return data
+    return _arrays_filled(data, config_form_schema())
 
 
 def config_from_form(submitted: Mapping[str, Any], *, stored: Mapping[str, Any]) -> dict:

@@ -185,7 +185,11 @@ def test_with_llm_busy_slots_defer_and_its_turn_runs_the_llm_dream(caller, llm):
         ]
         assert not DreamRun.objects.exists()
     finally:
-        holder.close()  # its session ends: the slot is free
+        # the other worker lets go of the slot (an explicit unlock: closing the session frees
+        # it only once the server has ended that backend, a moment later)
+        with holder.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [slot_key(caller.company.pk, 0)])
+        holder.close()
     reply(llm, {"core_summary": "Billing deploys Fridays.", "diary": "Learned the deploy day."})
     assert dream_requests_company(caller.company.pk, now=request.next_attempt_at) == {
         "ran": 1,
