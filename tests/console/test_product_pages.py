@@ -219,7 +219,7 @@ def test_changed_from_default_names_only_the_changed_fields():
     removed = [  # the default rules this config no longer has
         f"org_memory.write_access.rules.{category}.{field}"
         for category in ("convention", "core_policy", "procedure")
-        for field in ("allowed_seniority", "human_allowed")
+        for field in ("allowed_departments", "allowed_roles", "allowed_seniority", "human_allowed")
     ]
     assert changed_from_default(company_config_for_editing(company)) == [
         "memory.retrieval.rrf_k",
