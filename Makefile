@@ -58,7 +58,7 @@ worker-llm: setup
 # embedded server); TEST_WORKERS=0 runs it in this process. See docs/architecture/testing.md.
 TEST_WORKERS ?= 2
 test: setup browser ts-client
-	$(BIN)/python -m pytest -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
 
 # The TypeScript client's tools for its tests (typescript, openapi-typescript: the versions in
 # clients/typescript/package-lock.json); node and npm from Debian when missing. The client
