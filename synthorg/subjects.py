@@ -40,6 +40,21 @@ def validate_subject(value: str) -> str:
     return value
 
 
+def require_subject(value: str) -> str:
+    """``value`` when it is a valid subject; else 400 ``subject_invalid`` (a path's subject,
+    a service's argument)."""
+    from synthorg.errors import InvalidInputError
+
+    problem = subject_problem(value)
+    if problem is not None:
+        raise InvalidInputError(
+            problem,
+            code="subject_invalid",
+            errors=[{"field": "subject", "message": problem, "code": "subject_invalid"}],
+        )
+    return value
+
+
 def subject_digest(company_id: int, subject: str) -> str:
     """A keyed digest of ``subject`` within a company: what the (append-only) audit trail
     records of an erased subject instead of its id. Recomputable by the server (to answer

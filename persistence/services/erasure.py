@@ -23,8 +23,7 @@ from persistence.audit_actions import AuditAction
 from persistence.content_registry import content_kinds, table_is_append_only
 from persistence.models import Agent, AgentApiKey, Company
 from persistence.services.audit import audit_record
-from synthorg.errors import InvalidInputError
-from synthorg.subjects import subject_digest, subject_problem
+from synthorg.subjects import require_subject, subject_digest
 
 REASON_MAX_CHARS = 500
 
@@ -114,13 +113,7 @@ def subject_erase(
     never another agent's. ``None`` is the operator's command line (``manage.py
     erase_subject``), company-wide.
     """
-    problem = subject_problem(subject)
-    if problem is not None:
-        raise InvalidInputError(
-            problem,
-            code="subject_invalid",
-            errors=[{"field": "subject", "message": problem, "code": "subject_invalid"}],
-        )
+    require_subject(subject)
     agent = None
     if principal is not None:
         agent = principal.agent if principal.is_agent else None

@@ -18,15 +18,14 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.core.domain import parse_request
 from memory.core.errors import MemoryInputError
-from memory.ingestion.domain import MessageIn
 from memory.ingestion.services.messages import check_conversation_id
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.conversations.serializers import (
     ExtractionRunSerializer,
     FlushResultSerializer,
     FlushSerializer,
+    messages_in,
 )
 from memory.interfaces.api.views.common import AgentView
 from synthorg.api.schema import PROBLEM
@@ -129,14 +128,7 @@ class MemoriesFromMessagesView(AgentView, APIView):
             )
         conversation_id = data.get("conversation_id") or f"msgs-{uuid.uuid4().hex}"
         check_conversation_id(conversation_id)
-        messages = [
-            parse_request(
-                MessageIn,
-                {k: v for k, v in item.items() if v is not None},
-                prefix=f"messages.{index}",
-            )
-            for index, item in enumerate(data["messages"])
-        ]
+        messages = messages_in(data["messages"])
         flushed = self.service.conversation_append(
             conversation_id,
             messages,

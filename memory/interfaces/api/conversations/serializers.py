@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from memory.core.domain import parse_request
 from memory.ingestion import domain
 from memory.ingestion.models import (
     Conversation,
@@ -283,3 +284,16 @@ def cursor_page(serializer_class, name: str):
             "results": serializer_class(many=True),
         },
     )
+
+
+def messages_in(items) -> list[domain.MessageIn]:
+    """The validated ``messages`` of a flush as the service takes them (an omitted optional
+    member is left unset; errors name ``messages.<index>``)."""
+    return [
+        parse_request(
+            domain.MessageIn,
+            {k: v for k, v in item.items() if v is not None},
+            prefix=f"messages.{index}",
+        )
+        for index, item in enumerate(items)
+    ]

@@ -19,9 +19,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory.core.domain import parse_request
 from memory.core.errors import MemoryInputError, MemoryNotFoundError
-from memory.ingestion.domain import MessageIn
 from memory.ingestion.services.messages import check_conversation_id
 from memory.interfaces.api.conversations import serializers as s
 from memory.interfaces.api.views.common import AgentView
@@ -134,14 +132,7 @@ class ConversationMessagesView(AgentView, APIView):
         serializer = s.FlushSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        messages = [
-            parse_request(
-                MessageIn,
-                {k: v for k, v in item.items() if v is not None},
-                prefix=f"messages.{index}",
-            )
-            for index, item in enumerate(data["messages"])
-        ]
+        messages = s.messages_in(data["messages"])
         result = self.service.conversation_append(
             conversation_id,
             messages,

@@ -26,8 +26,7 @@ from persistence.api.permissions import IsPrincipal
 from persistence.services.erasure import REASON_MAX_CHARS, subject_erase
 from synthorg.api.schema import PROBLEM
 from synthorg.api.serializers import Serializer
-from synthorg.errors import InvalidInputError
-from synthorg.subjects import subject_problem
+from synthorg.subjects import require_subject
 
 SUBJECT_PARAMETER = OpenApiParameter(
     "subject",
@@ -39,18 +38,6 @@ SUBJECT_PARAMETER = OpenApiParameter(
         "surrounding whitespace (percent-encode anything else, e.g. `@` in an e-mail)."
     ),
 )
-
-
-def checked_subject(subject: str) -> str:
-    """The path's subject, or 400 ``subject_invalid``."""
-    problem = subject_problem(subject)
-    if problem is not None:
-        raise InvalidInputError(
-            problem,
-            code="subject_invalid",
-            errors=[{"field": "subject", "message": problem, "code": "subject_invalid"}],
-        )
-    return subject
 
 
 class SubjectEraseSerializer(Serializer):
@@ -122,7 +109,7 @@ class SubjectMemoriesView(generics.ListAPIView):
 
     def get_queryset(self):
         principal = self.request.user
-        subject = checked_subject(self.kwargs["subject"])
+        subject = require_subject(self.kwargs["subject"])
         scope = subject_read_scope(principal)
         return subject_memories(company=principal.company, subject=subject, agent=scope)
 
@@ -193,7 +180,7 @@ class SubjectEraseView(APIView):
         ],
     )
     def post(self, request, subject: str):
-        subject = checked_subject(subject)
+        subject = require_subject(subject)
         body = SubjectEraseSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         receipt = subject_erase(
