@@ -89,6 +89,20 @@ def _modules() -> list[tuple[str, ast.Module]]:
     return _parsed(ROOT)
 
 
+#: id(tree) → (tree, every node of it): each parsed module is walked once (the tree is kept,
+#: so its id is never reused for another)
+_NODES: dict[int, tuple[ast.AST, list[ast.AST]]] = {}
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """``ast.walk(tree)`` as a list, computed once per tree (the registry walks each module
+    several times)."""
+    entry = _NODES.get(id(tree))
+    if entry is None:
+        entry = _NODES[id(tree)] = (tree, list(ast.walk(tree)))
+    return entry[1]
+
+
 @functools.cache
 def _parsed(root: Path) -> list[tuple[str, ast.Module]]:
     """The API modules under ``root``, parsed once per tree."""
@@ -118,7 +132,7 @@ def _problem_classes(modules) -> dict[str, str | None]:
     while changed:
         changed = False
         for _, tree in modules:
-            for node in ast.walk(tree):
+            for node in _walk(tree):
                 if not isinstance(node, ast.ClassDef) or node.name in classes:
                     continue
                 if {_name(b) for b in node.bases} & set(classes):
@@ -147,7 +161,7 @@ def _statuses(modules, classes) -> dict[str, int]:
     own: dict[str, int | None] = {}
     bases: dict[str, list[str]] = {}
     for _, tree in modules:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, ast.ClassDef) and node.name in classes:
                 bases[node.name] = [n for b in node.bases if (n := _name(b)) is not None]
                 own[node.name] = None
@@ -222,7 +236,7 @@ def _module_file(dotted: str) -> str | None:
 def _imports(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     """Local name → (the file it comes from, the name there; None: the module itself)."""
     found: dict[str, tuple[str, str | None]] = {}
-    for node in ast.walk(tree):
+    for node in _walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 local = alias.asname or alias.name
@@ -239,7 +253,7 @@ def _forwarders(modules, callables: set[str]) -> dict[tuple[str, str], int | Non
     ``callables``: (file, name) → the parameter's position (None: keyword-only)."""
     found: dict[tuple[str, str], int | None] = {}
     for where, tree in modules:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             positional = [a.arg for a in node.args.posonlyargs + node.args.args]
@@ -264,13 +278,19 @@ def _forwarders(modules, callables: set[str]) -> dict[tuple[str, str], int | Non
 
 
 def collect() -> Registry:
-    modules = _modules()
+    """The registry of the tree at :data:`ROOT` (collected once per tree)."""
+    return _collect(ROOT)
+
+
+@functools.cache
+def _collect(root: Path) -> Registry:
+    modules = _parsed(root)
     classes = _problem_classes(modules)
     constants = _constants(modules)
     statuses = _statuses(modules, classes)
     registry = Registry()
     for where, tree in modules:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, ast.ClassDef) and classes.get(node.name):
                 code = classes[node.name]
                 assert code is not None
@@ -282,7 +302,7 @@ def collect() -> Registry:
     }
     for where, tree in modules:
         imports = _imports(tree)
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             callee = _name(node.func)
@@ -333,11 +353,16 @@ def _forwarder(where, callee, imports, forwarders) -> int | bool | None:
 
 
 def _is_drf(name: str, modules) -> bool:
+    """Whether the first class named ``name`` derives directly from a DRF exception."""
     for _, tree in modules:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and node.name == name:
+        for node in _class_defs(tree):
+            if node.name == name:
                 return any(_name(b) in DRF_BASES for b in node.bases)
     return False
+
+
+def _class_defs(tree: ast.AST) -> list[ast.ClassDef]:
+    return [node for node in _walk(tree) if isinstance(node, ast.ClassDef)]
 
 
 def _code_argument(call: ast.Call, position: int | None, forwarder: bool) -> ast.AST | None:
@@ -382,7 +407,7 @@ def carried_codes(class_name: str) -> set[str]:
     constants = _constants(modules)
     found = set()
     for where, tree in modules:
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if isinstance(node, ast.Call) and _name(node.func) == class_name:
                 expression = _code_argument(node, None, False)
                 if expression is not None:
@@ -408,7 +433,7 @@ def _first_arguments(class_name: str) -> set[str]:
     """The literal first arguments of every ``class_name(...)`` (codes given positionally)."""
     found = set()
     for _, tree in _modules():
-        for node in ast.walk(tree):
+        for node in _walk(tree):
             if (
                 isinstance(node, ast.Call)
                 and _name(node.func) == class_name
