@@ -12,6 +12,12 @@ block it. The user's database is never written: the audit ledger is append-only 
 ``AuditEntry.company`` is PROTECT, so a benchmark company once created could never be
 deleted again.
 
+The migrations run once per migration set: the first run migrates a template database
+(``synthorg_bench_template_<digest of the migration files>``) and every run copies it
+(``CREATE DATABASE … TEMPLATE``), which takes a second where migrating takes most of a
+minute. The template stays on the server for the next run; a new migration set builds a
+new one and drops the old.
+
 Names are ``synthorg_bench_<label>_<pid>`` (two runs of one benchmark do not collide). If a
 run is killed so hard that no cleanup runs (``SIGKILL``, power loss), ``python
 bench/scratch_db.py list`` shows what is left and ``python bench/scratch_db.py drop NAME``
@@ -70,8 +76,7 @@ def database_exists(name: str, alias: str = "default") -> bool:
     from django.db import connections
 
     with connections[alias]._nodb_cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
-        return cursor.fetchone() is not None
+        return _database_exists(cursor, name)
 
 
 def scratch_databases(alias: str = "default") -> list[str]:
@@ -100,6 +105,89 @@ def drop_database(name: str, alias: str = "default") -> None:
         cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
 
 
+TEMPLATE_PREFIX = f"{PREFIX}template_"
+#: one session-level advisory lock key for building and copying the migrated template
+_TEMPLATE_LOCK = 0x5C7A7C4
+
+
+def schema_fingerprint() -> str:
+    """A digest of every migration file of the project: a template migrated from other
+    migrations is never copied."""
+    import hashlib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.glob("**/migrations/*.py")):
+        if ".venv" in path.parts or "node_modules" in path.parts:
+            continue
+        digest.update(path.relative_to(root).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _database_exists(cursor, name: str) -> bool:
+    cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+    return cursor.fetchone() is not None
+
+
+def _create(connection, name: str, alias: str, verbosity: int) -> None:
+    """Create ``name`` as a copy of the migrated template of this schema (migrating the
+    template first if there is none yet), then point ``connection`` at it.
+
+    Migrating takes most of a scratch database's start; a copy of an already migrated
+    database (``CREATE DATABASE … TEMPLATE``) is a file copy. The template is built once
+    per migration set (:func:`schema_fingerprint`), under an advisory lock so two runs
+    do not build it twice; templates of older migration sets are dropped then. Nobody
+    connects to a template after it is built, which a copy requires.
+    """
+    from django.conf import settings
+
+    template = f"{TEMPLATE_PREFIX}{schema_fingerprint()}"
+    quote = connection.ops.quote_name
+    with connection._nodb_cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [_TEMPLATE_LOCK])
+        try:
+            if not _database_exists(cursor, template):
+                _log(f"scratch database {name}: migrating the template {template} (once) …")
+                _build_template(connection, template, verbosity)
+                for stale in scratch_databases(alias):
+                    if stale.startswith(TEMPLATE_PREFIX) and stale != template:
+                        drop_database(stale, alias)
+            _log(f"scratch database {name}: creating from {template} …")
+            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+        finally:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_TEMPLATE_LOCK])
+    connection.close()
+    connection.settings_dict["NAME"] = name
+    settings.DATABASES[alias]["NAME"] = name
+    connection.ensure_connection()
+
+
+def _build_template(connection, template: str, verbosity: int) -> None:
+    """Create and migrate ``template`` (Django's test-database creation, named), then close
+    every connection to it. A failed build drops what it created."""
+    from django.conf import settings
+
+    alias = connection.alias
+    original_name = connection.settings_dict["NAME"]
+    test_settings = connection.settings_dict.setdefault("TEST", {})
+    saved = test_settings.get("NAME")
+    test_settings["NAME"] = template
+    try:
+        connection.creation.create_test_db(verbosity=verbosity, autoclobber=True, serialize=False)
+    except BaseException:
+        connection.close()
+        connection.settings_dict["NAME"] = original_name
+        drop_database(template, alias)
+        raise
+    finally:
+        test_settings["NAME"] = saved
+        connection.close()
+        connection.settings_dict["NAME"] = original_name
+        settings.DATABASES[alias]["NAME"] = original_name
+
+
 @contextlib.contextmanager
 def scratch_database(label: str, *, alias: str = "default", verbosity: int = 0) -> Iterator[str]:
     """Create and migrate a throw-away database, run the block on it as the app role, drop
@@ -118,10 +206,7 @@ def scratch_database(label: str, *, alias: str = "default", verbosity: int = 0) 
     with _signals_raise():
         app_login = roles.use_owner(alias)  # None: one role only (DATABASE_URL alone)
         try:
-            _log(f"scratch database {name}: creating and migrating …")
-            connection.creation.create_test_db(
-                verbosity=verbosity, autoclobber=True, serialize=False
-            )
+            _create(connection, name, alias, verbosity)
             _log(f"scratch database {name}: ready (the benchmark runs as the app role)")
             owner_login = roles.use_app(app_login)
             try:

@@ -16,7 +16,14 @@ import pytest
 from django.conf import settings
 from django.db import ProgrammingError, connection
 
-from bench.scratch_db import PREFIX, database_exists, drop_database, scratch_database
+from bench.scratch_db import (
+    PREFIX,
+    TEMPLATE_PREFIX,
+    database_exists,
+    drop_database,
+    schema_fingerprint,
+    scratch_database,
+)
 from persistence.models import Company
 from persistence.services.companies import company_create
 from synthorg.db import roles
@@ -82,6 +89,8 @@ def test_scratch_database_is_isolated_runs_as_the_app_role_and_is_dropped_on_exc
     assert connection.settings_dict["NAME"] == outer_db
     assert settings.DATABASES["default"]["NAME"] == outer_db
     assert set(Company.objects.values_list("slug", flat=True)) == {"outer-co"}
+    # The migrated template of this migration set stays for the next run to copy.
+    assert database_exists(f"{TEMPLATE_PREFIX}{schema_fingerprint()}") is True
 
 
 def test_drop_database_refuses_a_name_that_is_not_a_scratch_database():
