@@ -11,6 +11,11 @@ class FineTuneConfig(AppConfig):
     verbose_name = "Retrieval fine-tuning"
 
     def ready(self) -> None:
+        from memory.finetune.config import SECTIONS
+        from synthorg.company_config.sections import register_config_sections
+
+        register_config_sections(*SECTIONS)
+
         from memory.core.extensions import QueryVectorAdapter, register_query_vector_adapter
         from memory.finetune.selectors import (
             adapt_fact_query_vector,

@@ -41,6 +41,7 @@ import numpy as np
 
 from memory.core.extensions import QueryAdapterUnavailable, training_pair_sources
 from memory.core.models import Memory
+from memory.finetune.config import EmbeddingFineTuneConfig
 from memory.finetune.models import AdapterCheckpoint, FineTuneRun
 from memory.finetune.query_adapter import apply_adapter, matrix_from_bytes, normalize_rows
 from orgmemory.selectors.facts import fact_version_pairs, fact_version_vectors
@@ -48,7 +49,6 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.selectors.embedder import company_embedder
 from synthorg.company_config import CompanyConfig
-from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.redaction import redactor_for
 from synthorg.tenancy import TenantPathError, tenant_path
 

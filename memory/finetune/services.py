@@ -57,6 +57,7 @@ from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
 from memory.finetune import query_adapter as qa
+from memory.finetune.config import EmbeddingFineTuneConfig
 from memory.finetune.models import (
     RESUMABLE,
     AdapterCheckpoint,
@@ -78,7 +79,6 @@ from persistence.principal import Principal
 from persistence.selectors.config import company_config
 from persistence.selectors.embedder import company_embedder
 from persistence.services.audit import audit_record
-from synthorg.company_config.memory import EmbeddingFineTuneConfig
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
 from synthorg.jobs.policy import RetryPolicy

@@ -8,6 +8,11 @@ class ProceduralConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from memory.procedural.config import SECTIONS
+        from synthorg.company_config.sections import register_config_sections
+
+        register_config_sections(*SECTIONS)
+
         from memory.procedural.schedules import (
             compressor_schedules,
             procedural_schedules,

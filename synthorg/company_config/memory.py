@@ -1,6 +1,8 @@
-"""``memory:``: storage, options, embedder, retrieval, self-editing, consolidation, redaction,
-fine-tuning, and :class:`CompanyMemoryConfig`, which composes them with the procedural and
-ingestion sections.
+"""``memory:``: storage, options, embedder, retrieval, self-editing, consolidation, chunking,
+redaction, the request log, and :class:`CompanyMemoryConfig`, which composes them. The
+capabilities' sections (``procedural``, ``fine_tune``, ``extraction``, ``conversation``,
+``dream``) are declared next to their code and registered into it at start-up
+(:mod:`synthorg.company_config.sections`).
 
 Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
 names are refused at load (code ``config_value_not_offered``) saying what is used instead:
@@ -29,22 +31,17 @@ from synthorg.company_config.fields import (
     refuse_unless,
     reject_unsafe_path,
 )
-from synthorg.company_config.ingestion import (
-    ConversationContextConfig,
-    DreamConfig,
-    ExtractionConfig,
-)
 from synthorg.company_config.namespaces import (
     DEFAULT_TEMPLATES,
     NamespaceTemplate,
     unique_scopes,
 )
-from synthorg.company_config.procedural import ProceduralMemoryConfig
+from synthorg.company_config.sections import run_section_checks
 from synthorg.enums import ConsolidationInterval, MemoryCategory, MemoryLevel
 from synthorg.outbound import ALLOWED_SCHEMES, SCHEME_REFUSED
 from synthorg.retrieval.vectors import HNSW_HALFVEC_MAX_DIMS
 
-# --- memory: storage / options / embedder / fine-tune / redaction ---------------------------
+# --- memory: storage / options / embedder / chunking / redaction ------------------------------
 
 
 #: the one value each storage key may take: memories, their vectors and their history are
@@ -213,66 +210,6 @@ class MemoryChunkingConfig(BaseModel):
 
     max_chunks: int = Field(default=MAX_CHUNKS_LIMIT, ge=1, le=MAX_CHUNKS_LIMIT)
     context_chars: int = Field(default=0, ge=0, le=4000)
-
-
-class EmbeddingFineTuneConfig(BaseModel):
-    """The per-company query adapter (docs/operating/fine-tune.md).
-
-    ``enabled`` gates starting a run and applying the active adapter to searches;
-    ``base_model`` must name the company's embedder (its ``embedder_id``), the vectors the
-    adapter was trained on; ``checkpoint_path`` is the directory (under the company's
-    server directory) adapter matrices are written to; ``training_data_dir``, when set,
-    adds labelled pairs from its ``*.jsonl`` files (``{"query": ..., "memory_id": ...}``).
-    ``evaluation_file``, when set, is a ``*.jsonl`` file there of the company's own dev
-    questions (``{"query": ..., "memory_ids": [...]}``). A run's adapter is activated only
-    when its nDCG@10 gain is at least ``min_gain`` on the held-out pairs and, when given,
-    on the dev questions. A run whose worker died is resumed by a schedule once its lease of
-    ``auto_resume_after_minutes`` has passed, at most ``max_auto_resumes`` times.
-    With an LLM configured, ``synthetic_queries_per_memory`` questions are generated for up
-    to ``max_synthetic_memories`` memories as pairs (source ``synthetic``).
-    """
-
-    model_config = FROZEN
-
-    enabled: bool = False
-    checkpoint_path: NotBlankStr | None = None
-    base_model: NotBlankStr | None = None
-    training_data_dir: NotBlankStr | None = None
-    evaluation_file: NotBlankStr | None = None
-    min_gain: float = Field(default=0.01, ge=0.0, le=1.0)
-    epochs: int = Field(default=10, ge=1, le=200)
-    max_training_seconds: int = Field(default=900, ge=1, le=86_400)
-    learning_rate: float = Field(default=1e-3, gt=0.0, le=1.0)
-    temperature: float = Field(default=0.05, gt=0.0, le=1.0)
-    hard_negatives: int = Field(default=7, ge=0, le=64)
-    held_out_share: float = Field(default=0.2, gt=0.0, lt=1.0)
-    min_pairs: int = Field(default=20, ge=4)
-    max_pairs: int = Field(default=20_000, ge=4)
-    seed: int = Field(default=0, ge=0)
-    #: The lease of a run's worker: renewed by every sign of life (an embedded batch, a
-    #: saved epoch, an LLM call); once it has passed the run is reclaimed and resumed by the
-    #: schedule, at most ``max_auto_resumes`` times (0: never; then it fails).
-    auto_resume_after_minutes: int = Field(default=2, ge=1, le=1440)
-    max_auto_resumes: int = Field(default=3, ge=0, le=20)
-    #: With an LLM configured, a run first asks it for this many search questions per
-    #: memory (the seeds' synthetic queries; 0: none), for at most ``max_synthetic_memories``
-    #: memories (a seeded sample; 0: none).
-    synthetic_queries_per_memory: int = Field(default=2, ge=0, le=10)
-    max_synthetic_memories: int = Field(default=500, ge=0, le=5000)
-
-    @model_validator(mode="after")
-    def _validate(self) -> EmbeddingFineTuneConfig:
-        for name in ("checkpoint_path", "training_data_dir", "evaluation_file"):
-            reject_unsafe_path(name, getattr(self, name))
-        if self.enabled and (self.checkpoint_path is None or self.base_model is None):
-            missing = "checkpoint_path" if self.checkpoint_path is None else "base_model"
-            raise ConfigFieldError(
-                missing, "is required when fine-tuning is enabled", code=NEEDS_SETTING_CODE
-            )
-        if self.max_pairs < self.min_pairs:
-            raise ConfigFieldError("max_pairs", "must be at least min_pairs")
-        refuse_unless(self, self.enabled, "enabled is true")
-        return self
 
 
 class RedactionConfig(BaseModel):
@@ -904,13 +841,6 @@ BACKEND_REFUSED = (
 )
 
 
-EVOLVER_NEVER_SCHEDULED = (
-    "is not offered with consolidation.interval 'never': the evolver runs on the "
-    "consolidation schedule, so it would never run; set memory.consolidation.interval to "
-    "hourly, daily or weekly, or remove the key"
-)
-
-
 class CompanyMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -923,12 +853,7 @@ class CompanyMemoryConfig(BaseModel):
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     embedder: EmbedderOverrideConfig | None = None
     chunking: MemoryChunkingConfig = Field(default_factory=MemoryChunkingConfig)
-    procedural: ProceduralMemoryConfig = Field(default_factory=ProceduralMemoryConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
-    fine_tune: EmbeddingFineTuneConfig = Field(default_factory=EmbeddingFineTuneConfig)
-    extraction: ExtractionConfig = Field(default_factory=ExtractionConfig)
-    conversation: ConversationContextConfig = Field(default_factory=ConversationContextConfig)
-    dream: DreamConfig = Field(default_factory=DreamConfig)
     request_log: RequestLogConfig = Field(default_factory=RequestLogConfig)
     #: tuple namespaces agents may name (synthorg.company_config.namespaces)
     namespace_templates: tuple[NamespaceTemplate, ...] = DEFAULT_TEMPLATES
@@ -1021,14 +946,8 @@ class CompanyMemoryConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _evolver_needs_a_schedule(self) -> CompanyMemoryConfig:
-        # The seeds' evolver "runs on the consolidation schedule": with interval 'never'
-        # there is none, and enabling it would change nothing.
-        if (
-            self.procedural.evolver.enabled
-            and self.consolidation.interval is ConsolidationInterval.NEVER
-        ):
-            raise ConfigFieldError(
-                "procedural.evolver.enabled", EVOLVER_NEVER_SCHEDULED, code=NOT_OFFERED_CODE
-            )
+    def _section_checks(self) -> CompanyMemoryConfig:
+        # the rules registered with capability sections (synthorg.company_config.sections),
+        # after the mirrors above so they see the mirrored values
+        run_section_checks(self)
         return self

@@ -7,6 +7,12 @@ class EvolverConfig(AppConfig):
     verbose_name = "Skill evolver"
 
     def ready(self) -> None:
+        from memory.procedural.evolver.config import CHECKS, SECTIONS
+        from synthorg.company_config.sections import register_config_sections
+
+        # under memory.procedural, which memory.procedural (listed first) registered
+        register_config_sections(*SECTIONS, checks=CHECKS)
+
         from memory.procedural.evolver.apply import conflict_apply, promotion_apply
         from memory.procedural.evolver.presentation import EVOLVER_PRESENTER
         from memory.procedural.evolver.schedules import (

@@ -7,7 +7,7 @@ from memory.procedural.capture import (
     initial_capture_status,
     nearest_rank_percentile,
 )
-from synthorg.company_config.procedural import CaptureConfig, ProceduralMemoryConfig
+from memory.procedural.config import CaptureConfig, ProceduralMemoryConfig
 
 
 def cfg(type_="hybrid", **kw):

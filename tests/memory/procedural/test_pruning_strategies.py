@@ -4,13 +4,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from memory.procedural.config import ProceduralPruningConfig
 from memory.procedural.pruning import (
     PruneCandidate,
     decide_pruning,
     pareto_excess,
     pareto_frontiers,
 )
-from synthorg.company_config.procedural import ProceduralPruningConfig
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

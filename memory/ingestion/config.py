@@ -1,10 +1,12 @@
-"""``memory.extraction`` / ``memory.conversation`` / ``memory.dream``: conversation ingestion."""
+"""``memory.extraction`` / ``memory.conversation`` / ``memory.dream``: conversation ingestion
+(the company-config sections this app registers)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field, model_validator
 
 from synthorg.company_config.fields import FROZEN, NotBlankStr, refuse_unless
+from synthorg.company_config.sections import ConfigSection
 from synthorg.enums import ConsolidationInterval
 
 
@@ -63,3 +65,12 @@ class DreamConfig(BaseModel):
     def _knobs_need_dreams(self) -> DreamConfig:
         refuse_unless(self, self.enabled, "enabled is true")
         return self
+
+
+#: registered by :class:`memory.ingestion.apps.IngestionConfig`, each just before
+#: ``request_log`` (so in this order)
+SECTIONS = (
+    ConfigSection("memory.extraction", ExtractionConfig, before="request_log"),
+    ConfigSection("memory.conversation", ConversationContextConfig, before="request_log"),
+    ConfigSection("memory.dream", DreamConfig, before="request_log"),
+)

@@ -1,4 +1,6 @@
-"""``memory.procedural``: capture, pruning, propagation and the skill evolver's rails."""
+"""``memory.procedural``: lesson capture, pruning and propagation (the company-config section
+this app registers; the skill evolver adds ``memory.procedural.evolver``,
+:mod:`memory.procedural.evolver.config`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from synthorg.company_config.fields import FROZEN, NotBlankStr, refuse_unless, reject_unsafe_path
+from synthorg.company_config.sections import ConfigSection
 
 
 class CaptureConfig(BaseModel):
@@ -64,30 +67,6 @@ def _shorthand(field: str):
     return expand
 
 
-class EvolverConfig(BaseModel):
-    """``memory.procedural.evolver``: the cross-agent skill evolver's safety rails.
-
-    ``requires_human_approval`` is typed ``Literal[True]``: a config that sets it to false
-    is invalid, so no configuration can let the evolver write org memory itself.
-    """
-
-    model_config = FROZEN
-
-    enabled: bool = False
-    requires_human_approval: Literal[True] = True
-    min_confidence_for_org_promotion: float = Field(default=0.8, ge=0.0, le=1.0)
-    min_agents_seen_pattern: int = Field(default=3, ge=1, le=10_000)
-    max_proposals_per_cycle: int = Field(default=10, ge=1, le=1_000)
-    # No proposal is emitted while the company has this many live procedure facts.
-    max_org_entries: int = Field(default=10_000, ge=1)
-    window_days: int = Field(default=7, ge=1, le=365)
-
-    @model_validator(mode="after")
-    def _rails_need_the_evolver(self) -> EvolverConfig:
-        refuse_unless(self, self.enabled, "enabled is true")
-        return self
-
-
 class ProceduralMemoryConfig(BaseModel):
     model_config = FROZEN
 
@@ -100,7 +79,6 @@ class ProceduralMemoryConfig(BaseModel):
     capture: CaptureConfig = Field(default_factory=CaptureConfig)
     pruning: ProceduralPruningConfig = Field(default_factory=ProceduralPruningConfig)
     propagation: ProceduralPropagationConfig = Field(default_factory=ProceduralPropagationConfig)
-    evolver: EvolverConfig = Field(default_factory=EvolverConfig)
 
     _capture_shorthand = field_validator("capture", mode="before")(_shorthand("type"))
     _pruning_shorthand = field_validator("pruning", mode="before")(_shorthand("strategy"))
@@ -110,3 +88,7 @@ class ProceduralMemoryConfig(BaseModel):
     def _reject_traversal(self) -> ProceduralMemoryConfig:
         reject_unsafe_path("skill_md_directory", self.skill_md_directory)
         return self
+
+
+#: registered by :class:`memory.procedural.apps.ProceduralConfig` (synthorg.company_config.sections)
+SECTIONS = (ConfigSection("memory.procedural", ProceduralMemoryConfig, after="chunking"),)
