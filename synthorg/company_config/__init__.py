@@ -1,14 +1,16 @@
 """Company configuration: the spec's ``memory:`` and ``org_memory:`` sections.
 
 Frozen pydantic v2 models with the spec's defaults, bounds and cross-field validators
-(pure: no Django import), one module per section: :mod:`.memory` (storage, retrieval,
-self-editing, consolidation, embedder, redaction, fine-tuning), :mod:`.procedural`,
-:mod:`.ingestion`, :mod:`.org_memory`; shared building blocks in :mod:`.fields`. Import a
-section's models from the module that defines it.
-
-The schema lives in the kernel on purpose: persistence validates a company's *whole* config
-on write (``company_config_set``, the admin form, ``load_company_config``) and may not import
-the apps (docs/decisions/0010-company-config-in-the-kernel.md).
+(pure: no Django import). The kernel holds the root (:class:`CompanyConfig`) and the core
+sections, one module each: :mod:`.memory` (storage, options, embedder, chunking, redaction,
+retrieval, self-editing, consolidation, request log) and :mod:`.org_memory`; shared building
+blocks in :mod:`.fields`. A capability's sections (``memory.procedural`` and its
+``evolver``, ``memory.extraction`` / ``conversation`` / ``dream``, ``memory.fine_tune``) are
+declared in the app's ``config.py`` and added to the root at start-up through
+:mod:`.sections`, so persistence still validates a company's *whole* config on write
+(``company_config_set``, the admin form, ``load_company_config``) without importing an app
+(docs/decisions/0010-company-config-in-the-kernel.md). Import a section's models from the
+module that defines it.
 
 :func:`parse_company_config` is the only entry point; it raises :class:`CompanyConfigError`
 whose ``errors`` name each bad field by its dotted path (``memory.retrieval.relevance_weight``).
