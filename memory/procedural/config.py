@@ -90,5 +90,5 @@ class ProceduralMemoryConfig(BaseModel):
         return self
 
 
-#: registered by :class:`memory.procedural.apps.ProceduralConfig` (synthorg.company_config.sections)
+#: registered by :class:`memory.procedural.apps.ProceduralConfig`
 SECTIONS = (ConfigSection("memory.procedural", ProceduralMemoryConfig, after="chunking"),)

@@ -3,13 +3,16 @@ company-config section this app registers under the procedural section)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from synthorg.company_config.fields import FROZEN, NOT_OFFERED_CODE, ConfigFieldError, refuse_unless
 from synthorg.company_config.sections import ConfigCheck, ConfigSection
 from synthorg.enums import ConsolidationInterval
+
+if TYPE_CHECKING:
+    from synthorg.company_config.memory import CompanyMemoryConfig
 
 
 class EvolverConfig(BaseModel):
@@ -43,7 +46,7 @@ EVOLVER_NEVER_SCHEDULED = (
 )
 
 
-def evolver_needs_a_schedule(memory: Any) -> None:
+def evolver_needs_a_schedule(memory: CompanyMemoryConfig) -> None:
     """The seeds' evolver "runs on the consolidation schedule": with interval 'never' there
     is none, and enabling it would change nothing (run on the ``memory`` section)."""
     if (
