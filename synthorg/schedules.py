@@ -30,10 +30,10 @@ class ScheduleSpec:
     kwargs: dict = field(default_factory=dict)
     #: the q2 cluster that runs it (None: the default cluster; :data:`LLM_CLUSTER`)
     cluster: str | None = None
-    #: seconds past the minute of its first run (0–59): two every-minute schedules, one at
-    #: offset 0 and one at 30, make a tick every 30 s (q2 moves each run on from the last
-    #: one's time, so the phase holds)
-    offset: int = 0
+    #: seconds past the minute of its runs (0–59; None: whenever it was created): two
+    #: every-minute schedules, one at offset 0 and one at 30, make a tick every 30 s (q2
+    #: moves each run on from the last one's time, so the phase holds)
+    offset: int | None = None
 
     @property
     def full_name(self) -> str:
@@ -99,12 +99,14 @@ def _apply(name: str, spec: ScheduleSpec, current) -> str | None:
 
     values = _schedule_values(spec)
     if current is None:
-        if spec.offset:
+        if spec.offset is not None:
             values["next_run"] = first_run(spec.offset)
         Schedule.objects.create(name=name, **values)
         return "created"
     changed = any(getattr(current, k) != v for k, v in values.items())
-    if spec.offset and (current.next_run is None or current.next_run.second != spec.offset):
+    if spec.offset is not None and (
+        current.next_run is None or current.next_run.second != spec.offset
+    ):
         current.next_run = first_run(spec.offset)
         changed = True
     if changed:
