@@ -1000,6 +1000,7 @@ def t_serve_stop(_arg) -> str:
         ("after", "idle", "serve_stop.json"),
         ("before", "a task in flight on each cluster", "serve_stop_inflight_before.json"),
         ("after", "a task in flight on each cluster", "serve_stop_inflight.json"),
+        ("after, re-run (issue 34)", "idle", "serve_stop_issue34.json"),
     ]
     use(*(name for *_, name in runs))
     rows = []
