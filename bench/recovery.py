@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/recovery.py                       # JSON in bench/results/recovery.json
     .venv/bin/python bench/recovery.py --faults postmaster --clients 2
+    .venv/bin/python bench/recovery.py --faults llm_qcluster,stranded_capture --burn 2
 
 Everything runs against a **throw-away embedded PostgreSQL** in a temporary directory
 (``SYNTHORG_PGDATA``), so neither the user's data nor the user's own server is touched (the
@@ -18,9 +19,13 @@ client, bounded by ``--max-minutes`` overall) and record the id of every acknowl
   cluster's processes are gone must run (``queued_task_ran_s``, from the kill);
 - ``llm_qcluster``: kill -9 of the LLM cluster while it holds a durable job: a lesson
   capture is claimed just before the kill exactly as that cluster's worker claims it
-  (``job_claim``, the 30 s job lease, whose keeper dies with the cluster), and must be run
-  to its end by the restarted cluster — its lease passes, the capture schedule's next tick
-  (every minute) reclaims and runs it (``held_job_completed_s``, from the kill);
+  (``job_claim``, the 20 s job lease, whose keeper dies with the cluster), and must be run
+  to its end by the restarted cluster — its lease passes, the kernel's next wake (every
+  30 s) reclaims and dispatches it (``held_job_completed_s``, from the kill; target ≤ 60 s);
+- ``stranded_capture`` (no kill): a report is stored whose capture task vanished (stored
+  ``queued``, its q2 task never sent, as when the broker write failed or the cluster died
+  before taking it); the service must run it on its own — after the lost-task grace, at the
+  next wake (``stranded_capture_completed_s``, from the store; target ≤ 120 s);
 - ``web_worker``: kill -9 of one uvicorn worker;
 - ``gunicorn_master``: kill -9 of the gunicorn master;
 - ``postmaster``: kill -9 of the embedded PostgreSQL postmaster.
@@ -30,6 +35,9 @@ service served writes again (``served_again_s``: from the kill to the end of the
 acknowledged write that started after the last failed one; target ≤ 30 s) and the errors
 clients saw meanwhile. At the end every acknowledged id is looked up in the database:
 ``writes.lost`` must be 0. Nothing is restarted by the benchmark: only by the service.
+
+``--burn N`` starts N CPU burners (busy loops) once the service is up, to time recovery on a
+loaded machine; the load average is recorded at each fault and at the end.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import argparse
 import contextlib
 import http.client
 import json
+import multiprocessing
 import os
 import platform
 import signal
@@ -61,7 +70,14 @@ WORK, PGDATA = throwaway_database("synthorg-recovery-")
 import django  # noqa: E402
 import psutil  # noqa: E402
 
-FAULTS = ("qcluster", "llm_qcluster", "web_worker", "gunicorn_master", "postmaster")
+FAULTS = (
+    "qcluster",
+    "llm_qcluster",
+    "stranded_capture",
+    "web_worker",
+    "gunicorn_master",
+    "postmaster",
+)
 TARGET_S = 30.0
 
 
@@ -220,22 +236,29 @@ def replacement_pid(fault: str, serve_pid: int, old: int, before: set[int]) -> i
     return leader.pid if leader and leader.pid != old else None
 
 
-def held_capture() -> str:
-    """A lesson capture claimed as the LLM cluster's worker claims it (``job_claim``: status
-    ``running`` under the job lease); the worker is about to be killed. Its report id."""
-    from memory.procedural.services.capture import CAPTURE_JOB
+def stranded_capture() -> str:
+    """A report stored with its capture ``queued`` whose q2 task was never sent (the task
+    vanished): nothing but the service's own dispatch can run it. Its report id."""
     from memory.procedural.services.reports import execution_report_submit
     from persistence.models import Agent
-    from synthorg.jobs.services import job_claim
 
     submitted = execution_report_submit(
         agent=Agent.objects.filter(company__slug="recovery").order_by("pk").first(),
         data={"task_title": "Recovery probe", "outcome": "failed", "retry_count": 2},
         enqueue=False,
     )
-    report_id = str(submitted.report.pk)
+    return str(submitted.report.pk)
+
+
+def held_capture() -> str:
+    """A lesson capture claimed as the LLM cluster's worker claims it (``job_claim``: status
+    ``running`` under the job lease); the worker is about to be killed. Its report id."""
+    from memory.procedural.services.capture import CAPTURE_JOB
+    from synthorg.jobs.services import job_claim
+
+    report_id = stranded_capture()
     if job_claim(CAPTURE_JOB, report_id) is None:
-        raise SystemExit(f"the probe's capture is {submitted.capture}, not claimable")
+        raise SystemExit(f"the probe's capture {report_id} is not claimable")
     return report_id
 
 
@@ -256,10 +279,29 @@ def served_again(load: Load, t0: float) -> float | None:
     return min(oks) - t0 if oks else None
 
 
+def run_stranded(window: float) -> dict:
+    """The ``stranded_capture`` fault: a capture whose task vanished, run by the service."""
+    load_average = round(os.getloadavg()[0], 2)
+    t0 = time.monotonic()
+    report_id = stranded_capture()
+    log(f"stranded_capture: report {report_id} stored, its task never sent")
+    ran = poll(lambda: capture_ran(report_id), max(window, 240), 0.5)
+    result = {
+        "fault": "stranded_capture",
+        "load_average_1m_at_fault": load_average,
+        "stranded_capture_completed_s": round(time.monotonic() - t0, 2) if ran else None,
+    }
+    log(f"stranded_capture: {result}")
+    return result
+
+
 def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) -> dict:
     from django_q.models import Task
     from django_q.tasks import async_task
 
+    if fault == "stranded_capture":
+        return run_stranded(window)
+    load_average = round(os.getloadavg()[0], 2)
     held = held_capture() if fault == "llm_qcluster" else None
     old = target_pid(fault, serve_pid)
     before = worker_pids(serve_pid)
@@ -303,6 +345,7 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     errors = Counter(a.kind for a in during if not a.ok)
     result = {
         "fault": fault,
+        "load_average_1m_at_fault": load_average,
         "killed_pid": old,
         "replacement_pid": new,
         "process_replaced_s": round(replaced, 2) if replaced is not None else None,
@@ -318,6 +361,12 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
         result["held_job_completed_s"] = round(held_ran, 2) if held_ran is not None else None
     log(f"{fault}: {result}")
     return result
+
+
+def burn() -> None:
+    """A CPU burner (``--burn``): a busy loop until it is terminated."""
+    while True:
+        pass
 
 
 def seed(clients: int) -> list[str]:
@@ -344,6 +393,9 @@ def main() -> None:
     parser.add_argument("--steady", type=float, default=8.0, help="seconds of load before a kill")
     parser.add_argument("--window", type=float, default=90.0, help="seconds to wait per fault")
     parser.add_argument("--max-minutes", type=float, default=15.0)
+    parser.add_argument(
+        "--burn", type=int, default=0, help="CPU burners to run meanwhile (a loaded machine)"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "recovery.json"))
     args = parser.parse_args()
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
@@ -352,6 +404,7 @@ def main() -> None:
         raise SystemExit(f"unknown faults {sorted(unknown)}; choose from {', '.join(FAULTS)}")
     env = dict(os.environ)
     serve = None
+    burners: list[multiprocessing.Process] = []
     serve_log = open(WORK / "serve.log", "w")  # noqa: SIM115 (closed in finally)
     try:
         log(f"throw-away embedded server in {PGDATA}: migrating …")
@@ -395,6 +448,11 @@ def main() -> None:
         ]
         for thread in threads:
             thread.start()
+        load_before_burn = [round(x, 2) for x in os.getloadavg()]
+        for _ in range(args.burn):
+            burner = multiprocessing.Process(target=burn, daemon=True)
+            burner.start()
+            burners.append(burner)
         results = []
         for fault in faults:
             time.sleep(args.steady)
@@ -421,6 +479,8 @@ def main() -> None:
             "machine": {
                 "cpu_count": os.cpu_count(),
                 "load_average": [round(x, 2) for x in os.getloadavg()],
+                "load_average_before_burners": load_before_burn,
+                "burners": args.burn,
                 "python": platform.python_version(),
             },
             "config": {
@@ -446,6 +506,8 @@ def main() -> None:
         log(json.dumps(out["writes"]))
         log(f"wrote {args.out}")
     finally:
+        for burner in burners:
+            burner.terminate()
         stop_serve(serve, log=serve_log, pgdata=PGDATA, work=WORK)
 
 

@@ -907,6 +907,53 @@ def t_recovery_held_job(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
+def t_recovery_issue34(_arg) -> str:
+    """The kernel's wake (issue 34): a held capture after kill -9 of the LLM cluster, a
+    stranded capture, the postmaster; the load average at each fault."""
+    name = "recovery_issue34.json"
+    use(name)
+    d = load(name)
+    labels = {
+        "llm_qcluster": "kill -9 the LLM `qcluster` holding a capture",
+        "stranded_capture": "a stranded capture (its task vanished)",
+        "postmaster": "kill -9 the postmaster",
+        "qcluster": "kill -9 `qcluster`",
+    }
+    targets = {"llm_qcluster": "≤ 60", "stranded_capture": "≤ 120"}
+    rows = []
+    for f in d["faults"]:
+        done = f.get("held_job_completed_s", f.get("stranded_capture_completed_s", "—"))
+        errors = f.get("client_errors", "—")
+        kinds = ", ".join(f"{k} {v}" for k, v in f.get("client_error_kinds", {}).items())
+        five_hundreds = sum(
+            v for k, v in f.get("client_error_kinds", {}).items() if k.endswith("500")
+        )
+        rows.append(
+            [
+                labels.get(f["fault"], f["fault"]),
+                f.get("load_average_1m_at_fault", "—"),
+                done if done is not None else "not within the window",
+                targets.get(f["fault"], "—"),
+                f.get("served_again_s", "—"),
+                f"{errors} ({kinds})" if kinds else errors,
+                five_hundreds if "client_error_kinds" in f else "—",
+            ]
+        )
+    head = ["fault", "load average (1 min) at the fault", "job completed after s", "target s",
+            "serving writes again after s", "client errors", "500s"]  # fmt: skip
+    w = d["writes"]
+    m = d["machine"]
+    summary = (
+        f"Writes: {w['attempted']:,} attempted, {w['acknowledged']:,} acknowledged, "
+        f"{w['verified_present']:,} of them found afterwards, **{w['lost']} lost**; "
+        f"{d['config']['clients']} clients at ≤ {fmt(d['config']['rate_per_client'])} writes/s "
+        f"each; {m.get('burners', 0)} CPU burner(s); load average "
+        f"{fmt(m['load_average_before_burners'][0])} before the burners and "
+        f"{fmt(m['load_average'][0])} at the end, on {m['cpu_count']} cores."
+    )
+    return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
+
+
 def t_recovery_postmaster(_arg) -> str:
     """kill -9 of the postmaster alone, before and after the 503 for every interface (issue
     34 item 7): REST clients only, then with MCP clients too."""
@@ -953,6 +1000,7 @@ def t_serve_stop(_arg) -> str:
         ("after", "idle", "serve_stop.json"),
         ("before", "a task in flight on each cluster", "serve_stop_inflight_before.json"),
         ("after", "a task in flight on each cluster", "serve_stop_inflight.json"),
+        ("after, re-run (issue 34)", "idle", "serve_stop_issue34.json"),
     ]
     use(*(name for *_, name in runs))
     rows = []
@@ -1371,6 +1419,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "serve_stop": t_serve_stop,
     "recovery_postmaster": t_recovery_postmaster,
     "recovery_held_job": t_recovery_held_job,
+    "recovery_issue34": t_recovery_issue34,
     "llm_faults": t_llm_faults,
     "learning_quality": t_learning_quality,
     "lifecycle": t_lifecycle,

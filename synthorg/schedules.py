@@ -30,6 +30,10 @@ class ScheduleSpec:
     kwargs: dict = field(default_factory=dict)
     #: the q2 cluster that runs it (None: the default cluster; :data:`LLM_CLUSTER`)
     cluster: str | None = None
+    #: seconds past the minute of its runs (0–59; None: whenever it was created): two
+    #: every-minute schedules, one at offset 0 and one at 30, make a tick every 30 s (q2
+    #: moves each run on from the last one's time, so the phase holds)
+    offset: int | None = None
 
     @property
     def full_name(self) -> str:
@@ -76,15 +80,36 @@ def _schedule_values(spec: ScheduleSpec) -> dict:
     }
 
 
+def first_run(offset: int, now=None):
+    """The first time at ``offset`` seconds past a minute after ``now``."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = now or timezone.now()
+    minute = now.replace(second=0, microsecond=0)
+    at = minute + timedelta(seconds=offset)
+    return at if at > now else at + timedelta(minutes=1)
+
+
 def _apply(name: str, spec: ScheduleSpec, current) -> str | None:
-    """Create or update one schedule row; returns ``"created"``/``"updated"``/None."""
+    """Create or update one schedule row; returns ``"created"``/``"updated"``/None. A spec
+    with an ``offset`` whose row runs at another second of the minute is moved to it."""
     from django_q.models import Schedule
 
     values = _schedule_values(spec)
     if current is None:
+        if spec.offset is not None:
+            values["next_run"] = first_run(spec.offset)
         Schedule.objects.create(name=name, **values)
         return "created"
-    if any(getattr(current, k) != v for k, v in values.items()):
+    changed = any(getattr(current, k) != v for k, v in values.items())
+    if spec.offset is not None and (
+        current.next_run is None or current.next_run.second != spec.offset
+    ):
+        current.next_run = first_run(spec.offset)
+        changed = True
+    if changed:
         for key, value in values.items():
             setattr(current, key, value)
         current.save()

@@ -9,11 +9,17 @@ whose LLM call fails (an outage) stops the batch, the others keep their due time
 
 **Fair turns.** A kind whose company task finds every slot taken does not run, and records
 that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
-company — another kind's batch — serves the waiting kinds' due jobs before letting the slot
-go, so two kinds whose ticks collide every minute cannot starve each other. Work that is
+company — another kind's batch — serves the waiting kinds' due jobs in the same pass as
+its own, **oldest due first across kinds**, one job at a time (:func:`jobs_serve_slot`), so
+two kinds whose ticks collide every minute cannot starve each other and a retry that waited
+is not put behind the holder's whole batch. Work that is
 not a job table but takes the same slots (a :class:`~synthorg.jobs.registry.SlotSweep`, e.g.
 the extraction sweep) waits and serves turns the same way (:func:`jobs_wait_turn`,
 :func:`jobs_take_turn`, :func:`jobs_serve_turns`).
+
+**The wake** (:func:`jobs_wake`, every 30 s) reclaims every kernel-kept kind's lapsed
+leases and dispatches its due jobs at once, so a killed worker's job runs again within its
+20 s lease plus 30 s, not at a kind's next minute tick.
 
 **Work that is not LLM work** (``kind.llm_slots`` false: webhook deliveries, re-embedding):
 its company tasks go to the default cluster and run their batch without a slot or a turn —
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -140,11 +146,12 @@ def job_llm_slot(
 
 
 def _due(kind: JobKind, company_id: int, now: datetime, limit: int) -> list[tuple]:
+    """``company_id``'s due jobs of ``kind``: ``(next_attempt_at, pk, status)``, oldest first."""
     return list(
         kind.due_jobs(now)
         .filter(company_id=company_id)
         .order_by("next_attempt_at", "pk")
-        .values_list("pk", "status")[:limit]
+        .values_list("next_attempt_at", "pk", "status")[:limit]
     )
 
 
@@ -152,9 +159,10 @@ def jobs_run_company(
     kind: JobKind, *, company_id: int, now: datetime | None = None, limit: int | None = None
 ) -> JobRunSummary:
     """Run ``company_id``'s due jobs of ``kind`` (oldest first, at most ``limit``) while
-    holding one of its LLM slots, then the turns of kinds waiting for that company; with
-    every slot taken run nothing (``busy``) and wait for a turn. A kind without
-    ``llm_slots`` runs its batch at once."""
+    holding one of its LLM slots, in turn with the kinds and sweeps waiting for that company
+    (oldest due first across them: :func:`jobs_serve_slot`); with every slot taken run
+    nothing (``busy``) and wait for a turn. A kind without ``llm_slots`` runs its batch at
+    once."""
     now = now or timezone.now()
     due = _due(kind, company_id, now, limit or kind.batch_size)
     if not due:
@@ -166,28 +174,36 @@ def jobs_run_company(
             logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)
             jobs_wait_turn(company_id, kind.name, now=now)
             return JobRunSummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
-        summary = _run_batch(kind, company_id, due, now)
-        jobs_serve_turns(company_id, now=now, holder=kind.name)
-    return summary
+        served = jobs_serve_slot(company_id, now=now, own=(kind, due), holder=kind.name)
+    return served.own
+
+
+def _run_one(kind: JobKind, pk, status: str, now: datetime, batch) -> bool | None:
+    """Claim and run one due job (the caller holds a slot): ``None`` when it was not
+    claimable, else what the run returned (``False``: the LLM call failed, an outage)."""
+    # A failed or provisional result is moved back to queued first (history: retry).
+    if (
+        status != kind.queued
+        and job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None
+    ):
+        return None
+    job = job_claim(kind, pk, now=now, due_only=True)
+    if job is None:
+        return None
+    return job_execute(kind, job, batch) is not False
 
 
 def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) -> JobRunSummary:
-    """Claim and run ``due`` (the caller holds a slot of the company)."""
+    """Claim and run ``due`` (no slot: a kind without ``llm_slots``)."""
     jobs_take_turn(company_id, kind.name)
     retried = waiting = 0
     with kind.batch(company_id, now) as batch:
-        for index, (pk, status) in enumerate(due):
-            # A failed or provisional result is moved back to queued first (history: retry).
-            if (
-                status != kind.queued
-                and job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None
-            ):
-                continue
-            job = job_claim(kind, pk, now=now, due_only=True)
-            if job is None:
+        for index, (_, pk, status) in enumerate(due):
+            outcome = _run_one(kind, pk, status, now, batch)
+            if outcome is None:
                 continue
             retried += 1
-            if job_execute(kind, job, batch) is False:  # the LLM call itself failed: an outage
+            if outcome is False:  # the LLM call itself failed: an outage
                 waiting = len(due) - index - 1
                 break
     return JobRunSummary(reclaimed=0, retried=retried, waiting=waiting)
@@ -204,39 +220,144 @@ def jobs_take_turn(company_id: int, name: str) -> None:
     JobTurn.objects.filter(company_id=company_id, kind=name).delete()
 
 
-def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
-    """Run the due work of every job kind and sweep waiting for a turn at ``company_id``
-    (oldest wait first). The caller holds one of the company's LLM slots. Returns how many
-    runs were made."""
-    kinds = {kind.name: kind for kind in job_kinds()}
-    sweeps = {sweep.name: sweep for sweep in slot_sweeps()}
-    ran = 0
-    for turn in (
-        JobTurn.objects.filter(company_id=company_id)
-        .exclude(kind=holder)
-        .order_by("waiting_since", "kind")
-    ):
-        sweep = sweeps.get(turn.kind)
-        if sweep is not None:
-            turn.delete()
-            try:
-                ran += sweep.serve(company_id, now)
-            except Exception:  # its own sweep logs and keeps its work due; the holder goes on
-                logger.exception("%s turn of company %s failed", sweep.name, company_id)
+@dataclass
+class _Lane:
+    """One kind's due jobs in a slot holder's service: run one at a time, oldest first."""
+
+    kind: JobKind
+    due: list[tuple]  # (next_attempt_at, pk, status), oldest first
+    retried: int = 0
+    waiting: int = 0
+    batch: Any = None
+    opened: bool = False
+
+
+@dataclass(frozen=True)
+class SlotService:
+    own: JobRunSummary  # the holder's own kind (empty for a sweep holding the slot)
+    ran: int  # runs made for the kinds and sweeps that waited for their turn
+
+
+#: At most this many picks per slot service (every kind's batch is bounded anyway).
+_MAX_PICKS = 1000
+
+
+def _candidates(company_id: int, now: datetime, lanes: dict, holder: str, kinds, sweeps):
+    """The work waiting at ``company_id`` as ``(due, name, lane)`` — a sweep's lane is
+    ``None``; a waiting kind joins ``lanes`` (its turn is over: it is served now)."""
+    candidates: list[tuple] = []
+    for turn in JobTurn.objects.filter(company_id=company_id).exclude(kind=holder):
+        if turn.kind in sweeps:
+            candidates.append((turn.waiting_since, turn.kind, None))
             continue
         kind = kinds.get(turn.kind)
         if kind is None:
             turn.delete()
+        elif turn.kind not in lanes:
+            try:
+                lanes[turn.kind] = _Lane(kind, _due(kind, company_id, now, kind.batch_size))
+            except Exception:  # its own turn logs and keeps its jobs due
+                logger.exception("%s turn of company %s failed", kind.name, company_id)
+                continue
+            turn.delete()
+    candidates.extend((lane.due[0][0], name, lane) for name, lane in lanes.items() if lane.due)
+    return candidates
+
+
+def _serve_lane(lane: _Lane, company_id: int, now: datetime, stack: ExitStack, own: bool) -> int:
+    """Run ``lane``'s oldest due job; returns 1 when a run was made. A raising run stops the
+    lane (logged) unless it is the holder's ``own`` kind: that propagates, as ever."""
+    _, pk, status = lane.due.pop(0)
+    try:
+        if not lane.opened:
+            lane.batch = stack.enter_context(lane.kind.batch(company_id, now))
+            lane.opened = True
+        outcome = _run_one(lane.kind, pk, status, now, lane.batch)
+    except Exception:
+        if own:
+            raise
+        logger.exception("%s turn of company %s failed", lane.kind.name, company_id)
+        lane.due.clear()
+        return 0
+    if outcome is None:
+        return 0
+    lane.retried += 1
+    if outcome is False:  # the LLM call failed (an outage): this kind stops
+        lane.waiting = len(lane.due)
+        lane.due.clear()
+    return 1
+
+
+def jobs_serve_slot(
+    company_id: int,
+    *,
+    now: datetime,
+    own: tuple[JobKind, list[tuple]] | None = None,
+    holder: str = "",
+) -> SlotService:
+    """Run the holder's due jobs (``own``: its kind and :func:`_due` list) and the due work of
+    every kind and sweep waiting for a turn at ``company_id`` — **oldest due first across
+    them**, one job at a time, so no kind's batch goes ahead of another kind's older job: a
+    capture retry that waited behind a sweep is served in due order, not after the holder's
+    whole batch. A sweep (no per-job due time) counts as due since it started waiting and
+    runs its batch at its pick. Turns recorded while the holder serves join in. The caller
+    holds one of the company's LLM slots; each kind's ``batch`` opens at its first job."""
+    kinds = {kind.name: kind for kind in job_kinds()}
+    sweeps = {sweep.name: sweep for sweep in slot_sweeps()}
+    lanes: dict[str, _Lane] = {}
+    mine = None
+    if own is not None:
+        mine = lanes[own[0].name] = _Lane(own[0], list(own[1]))
+        jobs_take_turn(company_id, own[0].name)
+    ran = 0
+    with ExitStack() as stack:
+        for _ in range(_MAX_PICKS):
+            candidates = _candidates(company_id, now, lanes, holder, kinds, sweeps)
+            if not candidates:
+                break
+            _, name, lane = min(candidates, key=lambda c: (c[0], c[1]))
+            if lane is None:  # a sweep's turn: its batch, at its place in the order
+                JobTurn.objects.filter(company_id=company_id, kind=name).delete()
+                try:
+                    ran += sweeps[name].serve(company_id, now)
+                except Exception:  # its own sweep logs and keeps its work due
+                    logger.exception("%s turn of company %s failed", name, company_id)
+                continue
+            made = _serve_lane(lane, company_id, now, stack, own=lane is mine)
+            if lane is not mine:
+                ran += made
+    summary = (
+        JobRunSummary(reclaimed=0, retried=mine.retried, waiting=mine.waiting)
+        if mine is not None
+        else JobRunSummary(reclaimed=0, retried=0, waiting=0)
+    )
+    return SlotService(own=summary, ran=ran)
+
+
+def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
+    """Run the due work of every job kind and sweep waiting for a turn at ``company_id``
+    (oldest due first: :func:`jobs_serve_slot`). The caller holds one of the company's LLM
+    slots. Returns how many runs were made."""
+    return jobs_serve_slot(company_id, now=now, holder=holder).ran
+
+
+def jobs_wake(*, now: datetime | None = None) -> dict[str, JobDispatch]:
+    """The kernel's wake (every 30 s, :data:`~synthorg.jobs.registry.WAKE_SCHEDULES`): for
+    every kind kept alive by the kernel (``keep_alive``: the short
+    :data:`~synthorg.jobs.registry.JOB_LEASE`),
+    reclaim the jobs whose lease lapsed and hand each company with due jobs its task at
+    once (:func:`jobs_dispatch`) — a killed worker's job runs again within its lease plus
+    30 s, a job whose own task was lost within its grace plus 30 s. A kind that renews its
+    own longer lease (fine-tune runs) keeps to its own schedule."""
+    dispatched: dict[str, JobDispatch] = {}
+    for kind in job_kinds():
+        if not kind.keep_alive:
             continue
         try:
-            due = _due(kind, company_id, now, kind.batch_size)
-            if due:
-                ran += _run_batch(kind, company_id, due, now).retried
-            else:
-                turn.delete()
-        except Exception:  # its own turn logs and keeps its jobs due; the holder goes on
-            logger.exception("%s turn of company %s failed", kind.name, company_id)
-    return ran
+            dispatched[kind.name] = jobs_dispatch(kind, now=now)
+        except Exception:  # one kind's failure does not hold up the others' wake
+            logger.exception("waking %s jobs failed", kind.name)
+    return dispatched
 
 
 def jobs_run_due(

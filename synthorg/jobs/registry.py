@@ -22,11 +22,18 @@ from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, register_schedule
 #: The kernel's dispatch task of a kind registered without a ``company_task`` of its own.
 DISPATCH_TASK = "synthorg.jobs.tasks.jobs_dispatch_kind"
 
+#: The kernel's wake (every 30 s: :data:`WAKE_SCHEDULES`): reclaim lapsed leases and dispatch
+#: the due jobs of every kind kept alive by the kernel (:func:`synthorg.jobs.dispatch.jobs_wake`).
+WAKE_TASK = "synthorg.jobs.tasks.jobs_wake_task"
+#: Two every-minute schedules half a minute apart: a tick every 30 s.
+WAKE_SCHEDULES = (("jobs-wake", 0), ("jobs-wake-half", 30))
+
 #: The lease of a job whose worker keeps it alive: a keeper thread renews it every third of
 #: it while the run lasts (:func:`synthorg.jobs.services.job_execute`), so a live worker holds
 #: its job however long its LLM call takes, and a killed one (kill -9 of its q2 cluster)
-#: gives it up within this lease; the next dispatch reclaims it.
-JOB_LEASE = timedelta(seconds=30)
+#: gives it up within this lease; the kernel's wake (every 30 s) reclaims and runs it, so
+#: it runs again within lease + 30 s of the kill (was 30 s + a minute's tick).
+JOB_LEASE = timedelta(seconds=20)
 #: How long a worker may take beyond the LLM client's own total timeout before work that
 #: renews its lease only between LLM calls (not kept alive) is taken for orphaned.
 LEASE_MARGIN = timedelta(seconds=30)
@@ -167,6 +174,24 @@ def register_job_kind(kind: JobKind) -> None:
                 minutes=1,
                 args=(kind.name,),
                 cluster=LLM_CLUSTER if kind.llm_slots else None,
+            )
+        )
+
+
+def register_wake_schedules() -> None:
+    """The kernel's wake: ``jobs-wake`` at every minute and ``jobs-wake-half`` 30 s later,
+    on the default cluster (a dead or busy LLM cluster does not stop the reclaiming; the
+    company tasks it hands out wait for the LLM cluster's next worker)."""
+    from django_q.models import Schedule
+
+    for name, offset in WAKE_SCHEDULES:
+        register_schedule(
+            ScheduleSpec(
+                name=name,
+                func=WAKE_TASK,
+                schedule_type=Schedule.MINUTES,
+                minutes=1,
+                offset=offset,
             )
         )
 

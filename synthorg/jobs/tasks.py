@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from synthorg.jobs.dispatch import job_run, jobs_dispatch, jobs_run_company
+from synthorg.jobs.dispatch import job_run, jobs_dispatch, jobs_run_company, jobs_wake
 from synthorg.jobs.registry import job_kind
 
 
@@ -25,3 +25,12 @@ def job_run_task(kind_name: str, pk: str) -> str | None:
     the run, or ``None`` when it was not claimable (it ran, another worker has it)."""
     job = job_run(job_kind(kind_name), pk)
     return job.status if job is not None else None
+
+
+def jobs_wake_task(now=None) -> dict:
+    """The kernel's wake (every 30 s): per kind, the jobs reclaimed and the companies handed
+    a task (:func:`~synthorg.jobs.dispatch.jobs_wake`)."""
+    return {
+        name: {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
+        for name, dispatch in jobs_wake(now=now).items()
+    }

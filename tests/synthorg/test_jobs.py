@@ -378,15 +378,15 @@ def test_the_job_of_a_killed_worker_runs_again_at_the_first_dispatch_after_its_s
     sample,
 ):
     """kill -9 of the q2 cluster running a job: nothing renews its lease any more, so the
-    first dispatch after ``JOB_LEASE`` (30 s, not the LLM client's timeout plus a margin,
-    150 s) reclaims the job and runs it to completion: a minute's tick, not 900 s."""
+    first dispatch after ``JOB_LEASE`` (20 s, not the LLM client's timeout plus a margin,
+    150 s) reclaims the job and runs it to completion: the next wake, not 900 s."""
     llm = replace(make_kind(sample, "sample.llm", "l"), lease=llm_job_lease)
     llm.run.kind = llm
     job = new_job(sample, lane="l", due=timezone.now())
     claimed_at = timezone.now()
     assert job_claim(llm, job.pk, now=claimed_at, due_only=True) is not None  # then it dies
 
-    tick = claimed_at + timedelta(seconds=31)  # a dispatch once the 30 s lease has passed
+    tick = claimed_at + timedelta(seconds=21)  # a dispatch once the 20 s lease has passed
     summary = jobs_run_due(llm, now=tick)
 
     assert (summary.reclaimed, summary.retried) == (1, 1)
@@ -496,3 +496,127 @@ def test_a_kind_needs_one_run_function_and_one_registration(sample, monkeypatch)
     assert jobs_company("sample.summary", COMPANY, now=later)["retried"] == 1
     assert state(job)[:2] == ("done", 1)
     assert not JobTurn.objects.filter(company_id=COMPANY, kind="sample.summary").exists()
+
+
+# --- recovery a user can see (issue 34): the wake, fair turns across kinds ---------------------
+
+
+def test_the_wake_is_two_minute_schedules_half_a_minute_apart(monkeypatch):
+    """``jobs-wake`` at second 0 and ``jobs-wake-half`` at second 30 of every minute, on the
+    default cluster: the kernel wakes every 30 s (q2 moves a run on from the last one's
+    time, so each row keeps its second)."""
+    from django_q.models import Schedule
+
+    from synthorg import schedules
+    from synthorg.jobs.registry import WAKE_TASK
+
+    declared = schedules.declared_schedules()
+    assert [
+        (declared[name].func, declared[name].minutes, declared[name].cluster, declared[name].offset)
+        for name in ("jobs-wake", "jobs-wake-half")
+    ] == [(WAKE_TASK, 1, None, 0), (WAKE_TASK, 1, None, 30)]
+
+    monkeypatch.setattr(
+        schedules, "_static", {n: declared[n] for n in ("jobs-wake", "jobs-wake-half")}
+    )
+    monkeypatch.setattr(schedules, "_providers", [])
+    schedules.sync_schedules()
+    rows = {s.name: s for s in Schedule.objects.filter(name__startswith="synthorg:jobs-wake")}
+    assert sorted((name, row.next_run.second) for name, row in rows.items()) == [
+        ("synthorg:jobs-wake", 0),
+        ("synthorg:jobs-wake-half", 30),
+    ]
+    # a row moved off its second (by hand, an older release) is put back on it
+    Schedule.objects.filter(name="synthorg:jobs-wake-half").update(
+        next_run=rows["synthorg:jobs-wake-half"].next_run.replace(second=7)
+    )
+    assert schedules.sync_schedules().updated == ("synthorg:jobs-wake-half",)
+    assert Schedule.objects.get(name="synthorg:jobs-wake-half").next_run.second == 30
+    assert schedules.sync_schedules().updated == ()
+
+
+def test_the_wake_reclaims_a_lapsed_lease_and_hands_the_company_its_task_at_once(
+    sample, monkeypatch
+):
+    """A worker killed while it held a job: the first wake after the 20 s lease reclaims the
+    job and enqueues the company's task — not the kind's next minute tick. A kind that keeps
+    its own long lease (``keep_alive`` off) is left to its own schedule (not in the wake's
+    answer)."""
+    from django_q.models import OrmQ
+
+    from synthorg.jobs.tasks import jobs_wake_task
+
+    llm = replace(make_kind(sample, "sample.llm", "l"), lease=llm_job_lease)
+    own_lease = replace(make_kind(sample, "sample.own", "o"), keep_alive=False)
+    monkeypatch.setattr(registry, "_kinds", {llm.name: llm, own_lease.name: own_lease})
+    job = new_job(sample, lane="l", due=timezone.now())
+    held = new_job(sample, lane="o", due=timezone.now())
+    claimed_at = timezone.now()
+    assert job_claim(llm, job.pk, now=claimed_at, due_only=True) is not None  # then it dies
+    assert job_claim(own_lease, held.pk, now=claimed_at) is not None  # its 30 s lease holds
+
+    assert jobs_wake_task(now=claimed_at + timedelta(seconds=19)) == {
+        "sample.llm": {"reclaimed": 0, "companies": []}
+    }
+    assert jobs_wake_task(now=claimed_at + timedelta(seconds=21)) == {
+        "sample.llm": {"reclaimed": 1, "companies": [COMPANY]}
+    }
+    [queued] = OrmQ.objects.all()
+    assert (queued.task["func"], queued.task["args"]) == ("tests.sample.llm", (COMPANY,))
+    assert (state(job)[0], state(held)[0]) == ("queued", "running")
+
+
+def test_a_slot_holder_serves_every_waiting_kind_and_sweep_oldest_due_first(sample, monkeypatch):
+    """The holder's own batch does not go ahead of older work that waited for its turn: one
+    job at a time, oldest due first across the kinds and sweeps waiting at the company."""
+    from synthorg.jobs.registry import SlotSweep
+
+    order: list[str] = []
+
+    def runner(kind_name):
+        def run(job, batch):
+            order.append(f"{kind_name}:{job.next_due}")
+            job_finish(kinds[kind_name], job, status="done", method="rule")
+            return True
+
+        return run
+
+    kinds = {}
+    for name, lane in (("sample.a", "a"), ("sample.b", "b")):
+        kinds[name] = replace(make_kind(sample, name, lane), run=runner(name))
+    sweep = SlotSweep(name="sample.sweep", serve=lambda company_id, now: order.append("sweep") or 1)
+    monkeypatch.setattr(registry, "_kinds", dict(kinds))
+    monkeypatch.setattr(registry, "_sweeps", {sweep.name: sweep})
+    now = timezone.now()
+    jobs = {}
+    for lane, ago in (("a", 50), ("a", 10), ("a", 1), ("b", 40), ("b", 5)):
+        job = new_job(sample, lane=lane, due=now - timedelta(seconds=ago))
+        jobs[job.pk] = f"-{ago}"
+    original_claim = job_claim
+
+    def labelled(kind, pk, **kwargs):
+        job = original_claim(kind, pk, **kwargs)
+        if job is not None:
+            job.next_due = jobs[job.pk]
+        return job
+
+    monkeypatch.setattr("synthorg.jobs.dispatch.job_claim", labelled)
+
+    with slot_held_elsewhere(COMPANY):  # b and the sweep find the slot busy and wait
+        assert jobs_run_company(kinds["sample.b"], company_id=COMPANY, now=now).busy
+        from synthorg.jobs.dispatch import jobs_wait_turn
+
+        jobs_wait_turn(COMPANY, "sample.sweep", now=now - timedelta(seconds=20))
+
+    summary = jobs_run_company(kinds["sample.a"], company_id=COMPANY, now=now)
+
+    assert order == [
+        "sample.a:-50",
+        "sample.b:-40",
+        "sweep",  # waiting since 20 s ago
+        "sample.a:-10",
+        "sample.b:-5",
+        "sample.a:-1",
+    ]
+    assert (summary.retried, summary.waiting, summary.busy) == (3, 0, False)
+    assert not JobTurn.objects.exists()

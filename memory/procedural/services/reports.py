@@ -33,9 +33,11 @@ logger = logging.getLogger(__name__)
 
 TASK_NOT_FOUND = "No task with this id exists in the caller's company."
 CAPTURE_TASK = "memory.procedural.tasks.capture_execution_report"
-#: How long a queued capture waits for its own task before the retry dispatcher (every
-#: minute) takes it as lost and runs it: a stranded capture runs within about 2 minutes.
-LOST_TASK_GRACE = timedelta(minutes=1)
+#: How long a queued capture waits for its own task before the dispatcher takes it as lost
+#: and runs it: the kernel's wake (every 30 s) runs a stranded capture within this grace
+#: plus 30 s (was a minute plus a minute's tick). Long enough for a live cluster to take
+#: the task it was handed (it polls the broker about every 0.2 s).
+LOST_TASK_GRACE = timedelta(seconds=20)
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ def execution_report_submit(
 
 def enqueue_capture(report_id: str) -> None:
     """Hand the capture to the q2 cluster. A broker failure leaves the report ``queued``
-    and due after :data:`LOST_TASK_GRACE` (the every-minute retry dispatcher runs it), never
+    and due after :data:`LOST_TASK_GRACE` (the kernel's wake, every 30 s, runs it), never
     fails the submit."""
     from django_q.tasks import async_task
 
