@@ -699,8 +699,8 @@ def test_an_agent_switched_to_level_none_is_not_extracted(caller, llm):
 
 def test_the_range_of_a_killed_worker_is_taken_over_once_its_short_lease_passes(caller, llm):
     """kill -9 of the worker extracting a range right after its claim: nobody renews the
-    claim's lease (the kernel's 30 s job lease, kept alive only by a live worker), so a run
-    31 s later takes the range over — not one after the LLM client's 150 s."""
+    claim's lease (the kernel's 20 s job lease, kept alive only by a live worker), so a run
+    21 s later takes the range over — not one after the LLM client's 150 s."""
     from memory.ingestion.services.extraction import _claim
 
     conversation = flush(caller.agent, [BILLING])
@@ -709,10 +709,10 @@ def test_the_range_of_a_killed_worker_is_taken_over_once_its_short_lease_passes(
     dead = _claim(conversation.pk, trigger=None, force=True, now=now, config=config, llm=True)
     assert dead is not None  # … and its worker is killed
 
-    early = now + timedelta(seconds=29)
+    early = now + timedelta(seconds=19)
     assert conversation_extract(conversation=conversation, force=True, now=early) is None
     reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
-    later = now + timedelta(seconds=31)
+    later = now + timedelta(seconds=21)
     run = conversation_extract(conversation=conversation, force=True, now=later)
 
     assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
@@ -12,6 +11,7 @@ from django.db.utils import InternalError, ProgrammingError
 from django.utils.dateparse import parse_datetime
 
 from memory.procedural.models import ExecutionCapture, ExecutionReport
+from memory.procedural.services.reports import LOST_TASK_GRACE
 from persistence.models import AuditEntry
 from tests.conftest import make_agent_caller
 from tests.memory.procedural.conftest import FAILED_REPORT, set_procedural
@@ -83,9 +83,7 @@ def test_detail_shows_capture_and_exact_payload(caller):
         "memory_id": None,
     }
     capture = ExecutionCapture.objects.get(report_id=report_id)
-    assert parse_datetime(body["capture_next_attempt_at"]) == capture.created_at + timedelta(
-        minutes=1
-    )
+    assert parse_datetime(body["capture_next_attempt_at"]) == capture.created_at + LOST_TASK_GRACE
 
 
 @pytest.mark.parametrize(
