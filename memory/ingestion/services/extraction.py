@@ -213,6 +213,8 @@ def extraction_queue(
         if not force and locked.extraction_due_at is not None and locked.extraction_due_at > now:
             return None  # the debounce was pushed forward; the re-armed schedule fires later
         last = _batch_end(locked, first, config.max_batch_tokens)
+        # due since the conversation became due: the oldest wait runs first
+        due = locked.extraction_due_at
         run = ExtractionRun.objects.create(
             company_id=locked.company_id,
             agent_id=locked.agent_id,
@@ -225,7 +227,7 @@ def extraction_queue(
             model=config.model or "",
             created_at=now,
             updated_at=now,
-            next_attempt_at=now,
+            next_attempt_at=due if due is not None and due <= now else now,
         )
         extraction_history(run, now=now)
         # the run carries the timing now (its due time, back-off, deferral)
@@ -359,7 +361,25 @@ def conversations_extract_due_company(
     now = now or timezone.now()
     extraction_queue_due(now=now, company_id=company_id, limit=limit)
     summary = jobs_run_company(EXTRACTION_JOB, company_id=company_id, now=now, limit=limit)
+    if summary.busy:
+        _store_turns_while_waiting(company_id, now=now, limit=limit)
     return DueRuns(runs=summary.retried, waiting=summary.waiting, busy=summary.busy)
+
+
+def _store_turns_while_waiting(company_id: int, *, now: datetime, limit: int) -> None:
+    """Every LLM slot of the company is taken: the turns of its due runs need no LLM and
+    are stored at once (``store_turns``); only the facts wait for the runs' turn. Nothing is
+    claimed; a turn already stored is not stored again."""
+    runs = (
+        EXTRACTION_JOB.due_jobs(now)
+        .filter(company_id=company_id)
+        .select_related("conversation__company")
+        .order_by("next_attempt_at", "pk")[:limit]
+    )
+    for run in runs:
+        config = company_config(run.conversation.company).memory.extraction
+        if config.enabled and config.store_turns:
+            _store_turns(run, trigger=ExtractionRun.Trigger.TURNS)
 
 
 def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:

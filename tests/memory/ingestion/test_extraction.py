@@ -92,7 +92,7 @@ def test_add_stores_memory_with_provenance_journal_and_cost(caller, llm):
     assert (cost.input_tokens, cost.output_tokens, cost.cost) == (300, 40, Decimal("0.00038"))
 
     entry = JournalEntry.objects.get(agent=caller.agent)
-    assert entry.day == run.finished_at.date()
+    assert entry.day == run.completed_at.date()
     assert entry.markdown.splitlines()[2:5] == [
         "- learned (semantic, 0.90): Billing deploys every Friday at noon UTC.",
         "- learned (social, 0.80): Ana leads the billing team.",
