@@ -1,7 +1,7 @@
 """Schedules of conversation ingestion: the extraction dispatch (extraction runs are the
 durable job kind ``ingestion.extraction``, taking turns on the company's LLM slots with the
-other kinds), the dream requests' dispatch, and one dream schedule per company from ``memory.dream`` (re-synced
-when a company's config changes, created with the company)."""
+other kinds), the dream requests' dispatch, and one dream schedule per company from
+``memory.dream`` (re-synced when a company's config changes, created with the company)."""
 
 from __future__ import annotations
 

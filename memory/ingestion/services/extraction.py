@@ -245,7 +245,9 @@ def extraction_job_run(job: ExtractionRun, batch) -> bool:
     )
     config = company_config(conversation.company).memory.extraction
     if not _extracting(conversation, config):
-        job_finish(EXTRACTION_JOB, job, status=ExtractionRun.Status.CANCELLED, reason=NOT_EXTRACTING)
+        job_finish(
+            EXTRACTION_JOB, job, status=ExtractionRun.Status.CANCELLED, reason=NOT_EXTRACTING
+        )
         return True
     first = conversation.extracted_through_seq + 1
     if first > conversation.message_count:
@@ -258,14 +260,18 @@ def extraction_job_run(job: ExtractionRun, batch) -> bool:
     job.last_seq = _batch_end(conversation, first, config.max_batch_tokens)
     job.message_count = job.last_seq - first + 1
     claim = _Claim(run=job, conversation=conversation)
-    provider = batch or completion_provider_for(company=conversation.company, agent=conversation.agent)
+    provider = batch or completion_provider_for(
+        company=conversation.company, agent=conversation.agent
+    )
     try:
         if provider is None:
             _extract_verbatim(claim, config=config)
             return True
         with job_llm_slot(EXTRACTION_JOB, job) as slot:
             if not slot:
-                logger.info("extraction of conversation %s deferred: LLM slots busy", conversation.pk)
+                logger.info(
+                    "extraction of conversation %s deferred: LLM slots busy", conversation.pk
+                )
                 if config.store_turns:
                     # the turns need no LLM: remembered now; the LLM's facts follow at its
                     # turn (the LLM run skips the turns already stored)

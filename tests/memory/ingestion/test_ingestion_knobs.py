@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from memory.core.models.memory import Memory
-from memory.ingestion.models import Conversation, JournalEntry
+from memory.ingestion.models import JournalEntry
 from memory.ingestion.services.context import conversation_summary_refresh
 from memory.ingestion.services.dream import agent_dream
 from memory.ingestion.services.extraction import conversation_extract
