@@ -10,10 +10,8 @@ whose LLM call fails (an outage) stops the batch, the others keep their due time
 **Fair turns.** A kind whose company task finds every slot taken does not run, and records
 that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
 company — another kind's batch — serves the waiting kinds' due jobs before letting the slot
-go, so two kinds whose ticks collide every minute cannot starve each other. Work that is
-not a job table but takes the same slots (a :class:`~synthorg.jobs.registry.SlotSweep`, e.g.
-the extraction sweep) waits and serves turns the same way (:func:`jobs_wait_turn`,
-:func:`jobs_take_turn`, :func:`jobs_serve_turns`).
+go, so two kinds whose ticks collide every minute cannot starve each other
+(:func:`jobs_wait_turn`, :func:`jobs_take_turn`, :func:`jobs_serve_turns`).
 
 **Work that is not LLM work** (``kind.llm_slots`` false: webhook deliveries, re-embedding):
 its company tasks go to the default cluster and run their batch without a slot or a turn —
@@ -33,7 +31,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
-from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
+from synthorg.jobs.registry import JobKind, job_kinds
 from synthorg.jobs.services import (
     job_claim,
     job_defer,
@@ -205,25 +203,16 @@ def jobs_take_turn(company_id: int, name: str) -> None:
 
 
 def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
-    """Run the due work of every job kind and sweep waiting for a turn at ``company_id``
-    (oldest wait first). The caller holds one of the company's LLM slots. Returns how many
-    runs were made."""
+    """Run the due jobs of every kind waiting for a turn at ``company_id`` (oldest wait
+    first). The caller holds one of the company's LLM slots. Returns how many runs were
+    made."""
     kinds = {kind.name: kind for kind in job_kinds()}
-    sweeps = {sweep.name: sweep for sweep in slot_sweeps()}
     ran = 0
     for turn in (
         JobTurn.objects.filter(company_id=company_id)
         .exclude(kind=holder)
         .order_by("waiting_since", "kind")
     ):
-        sweep = sweeps.get(turn.kind)
-        if sweep is not None:
-            turn.delete()
-            try:
-                ran += sweep.serve(company_id, now)
-            except Exception:  # its own sweep logs and keeps its work due; the holder goes on
-                logger.exception("%s turn of company %s failed", sweep.name, company_id)
-            continue
         kind = kinds.get(turn.kind)
         if kind is None:
             turn.delete()
