@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Sum
 from django.utils import timezone
 
@@ -84,8 +84,9 @@ from memory.ingestion.prompts import (
 from memory.ingestion.services.growth import memories_trim_to_cap
 from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
+from persistence.services.jobs import job_operator_requeue
 from synthorg.enums import MemoryCategory, MemoryLevel
-from synthorg.errors import DomainError
+from synthorg.errors import ConflictError, DomainError
 from synthorg.jobs.dispatch import (
     RETRY_REASON,
     SLOT_DEFERRED,
@@ -122,6 +123,9 @@ DEFERRED = SLOT_DEFERRED
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
 NOT_EXTRACTING = "extraction is off for this company, or the agent keeps no memories"
 NOTHING_PENDING = "nothing left to extract: the range was removed"
+ANOTHER_RUN_OPEN = (
+    "This conversation has another extraction run queued or running; it covers these messages."
+)
 EXTRACT_COMPANY_TASK = "memory.ingestion.tasks.extract_company_conversations"
 #: The job kind's name; found busy, it waits for its turn on the company's LLM slots under it.
 EXTRACTION_KIND = "ingestion.extraction"
@@ -827,6 +831,18 @@ def _enqueue(pk) -> None:
     job_enqueue(EXTRACTION_JOB, pk)
 
 
+def extraction_operator_requeue(*, principal, job_id, now: datetime | None = None):
+    """The kernel's operator re-queue of a given-up run; 409 ``job_not_requeueable`` when
+    its conversation has another open run meanwhile (one open run per conversation)."""
+    try:
+        with transaction.atomic():
+            return job_operator_requeue(
+                principal=principal, kind=EXTRACTION_JOB, job_id=job_id, now=now
+            )
+    except IntegrityError as exc:  # ingestion_run_one_open
+        raise ConflictError(ANOTHER_RUN_OPEN, code="job_not_requeueable") from exc
+
+
 def _describe(run: ExtractionRun) -> str:
     return (
         f"messages {run.first_seq}–{run.last_seq} of conversation "
@@ -848,5 +864,6 @@ EXTRACTION_JOB = JobKind(
     failed_statuses=(ExtractionRun.Status.GAVE_UP,),
     describe=_describe,
     target_type="extraction_run",
+    requeue=extraction_operator_requeue,
     enqueue=_enqueue,
 )

@@ -196,3 +196,29 @@ def test_one_companys_runs_never_touch_anothers(caller, llm):
     theirs_run.refresh_from_db()
     assert theirs_run.status == "gave_up"
     assert not AuditEntry.objects.filter(action_type="extraction_run.requeued").exists()
+
+
+def test_a_given_up_run_is_not_requeued_over_a_newer_open_run(caller, llm):
+    conversation = flush(caller.agent, [BILLING])
+    now = timezone.now()
+    fields = dict(
+        company=caller.company,
+        agent=caller.agent,
+        conversation=conversation,
+        trigger="debounce",
+        first_seq=1,
+        last_seq=1,
+        message_count=1,
+        created_at=now,
+        updated_at=now,
+    )
+    gave_up = ExtractionRun.objects.create(status="gave_up", attempts=8, **fields)
+    ExtractionRun.objects.create(status="queued", next_attempt_at=now, **fields)
+    membership = MembershipFactory(company=caller.company, role="operator", user__password=None)
+    operator = Client()
+    operator.force_login(membership.user)
+    response = operator.post(f"/console/failures/ingestion.extraction/{gave_up.pk}/requeue")
+    assert response.status_code == 409
+    gave_up.refresh_from_db()
+    assert gave_up.status == "gave_up"
+    assert not AuditEntry.objects.filter(action_type="extraction_run.requeued").exists()
