@@ -113,7 +113,7 @@ def extract_all(conversation, sample_id: str, runs_by_status: dict[str, int]) ->
             return
         runs_by_status[run_.status] += 1
         if run_.status != ExtractionRun.Status.SUCCEEDED:
-            log(f"{sample_id}: run {run_.pk} {run_.status}: {run_.error}")
+            log(f"{sample_id}: run {run_.pk} {run_.status}: {run_.reason}")
             return
         conversation.refresh_from_db()
         if conversation.extracted_through_seq >= conversation.message_count:

@@ -44,6 +44,8 @@ class AuditAction(StrEnum):
     EXECUTION_CAPTURE_REQUEUED = "execution_capture.requeued"
     # execution_report
     EXECUTION_REPORT_SUBMITTED = "execution_report.submitted"
+    # extraction_run
+    EXTRACTION_RUN_REQUEUED = "extraction_run.requeued"
     # fine_tune_run
     FINE_TUNE_RUN_REQUEUED = "fine_tune_run.requeued"
     # membership

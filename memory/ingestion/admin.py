@@ -60,7 +60,6 @@ class ConversationAdmin(_ScopedReadOnlyAdmin):
     list_select_related = ("agent", "company")
     search_fields = ("external_id", "agent__name", "session_id")
     date_hierarchy = "updated_at"
-    exclude = ("claim_run",)
 
 
 @admin.register(ConversationMessage)

@@ -4,8 +4,9 @@ daily journal and the dream diary.
 A :class:`Conversation` is one agent's conversation (``external_id`` is the id the agent
 uses in URLs); its messages are numbered ``seq`` 1, 2, 3… without gaps, allocated under the
 conversation's row lock, so "every message after ``extracted_through_seq``" is exactly the
-unprocessed part. An :class:`ExtractionRun` claims a seq range through the conversation's
-``claim_run`` (set and cleared under the same row lock): two workers never extract the same
+unprocessed part. An :class:`ExtractionRun` is a durable job (:mod:`synthorg.jobs`) over a
+seq range: at most one is open (queued, running or waiting for its retry) per conversation,
+and a worker runs it under the kernel's lease, so two workers never extract the same
 messages.
 """
 
@@ -52,11 +53,6 @@ class Conversation(models.Model):
     pending_tokens = models.PositiveIntegerField(default=0)  # of messages not yet extracted
     # When the debounced extraction should fire (null: nothing pending).
     extraction_due_at = models.DateTimeField(null=True, blank=True)
-    claim_run = models.ForeignKey(
-        "ExtractionRun", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
-    claim_expires_at = models.DateTimeField(null=True, blank=True)
-    consecutive_failures = models.PositiveIntegerField(default=0)
 
     summary = models.TextField(blank=True, default="")  # the running summary
     summary_through_seq = models.PositiveIntegerField(default=0)
@@ -176,12 +172,25 @@ class ConversationMessage(models.Model):
         return f"#{self.seq} {self.role}: {self.content[:60]}"
 
 
-class ExtractionRun(models.Model):
+class ExtractionRun(DurableJob):
+    """One extraction of a conversation's seq range, a durable job (:mod:`synthorg.jobs`, the
+    kind ``ingestion.extraction``): claimed under a lease, retried with the kernel's back-off
+    when the LLM fails (``failed`` with ``next_attempt_at``; ``gave_up`` after its last
+    attempt, an operator can re-queue it), deferred uncharged while the company's LLM slots
+    are busy (back to ``queued``). The runs that store turns verbatim (triggers ``turns`` and
+    ``llm_failed``) are records: created ``succeeded``, never due."""
+
     class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
         SUCCEEDED = "succeeded", "Succeeded"
         SKIPPED_NO_LLM = "skipped_no_llm", "Skipped (no LLM)"
+        # the LLM failed: due again at ``next_attempt_at`` (runs before 0010: not retried)
         FAILED = "failed", "Failed"
+        GAVE_UP = "gave_up", "Gave up"
+        # extraction was turned off (or the agent keeps no memories) before it ran
+        CANCELLED = "cancelled", "Cancelled"
+        # runs before 0010 that found the LLM slots busy (a deferral now re-queues the run)
         DEFERRED = "deferred", "Deferred (the company's LLM slots were busy)"
 
     class Trigger(models.TextChoices):
@@ -204,7 +213,7 @@ class ExtractionRun(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="extraction_runs"
     )
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RUNNING)
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
     first_seq = models.PositiveIntegerField()
     last_seq = models.PositiveIntegerField()
@@ -221,9 +230,6 @@ class ExtractionRun(models.Model):
     method = models.CharField(max_length=16, blank=True, default="", choices=Method.choices)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -233,14 +239,44 @@ class ExtractionRun(models.Model):
                 & models.Q(first_seq__gte=1),
                 name="ingestion_run_seq_range",
             ),
+            # one open run per conversation: queued, running, or failed and due again
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(status__in=["queued", "running"])
+                | models.Q(status="failed", next_attempt_at__isnull=False),
+                name="ingestion_run_one_open",
+            ),
         ]
         indexes = [
             models.Index(fields=["conversation", "-created_at"], name="ingestion_run_conv"),
             models.Index(fields=["company", "agent", "-created_at"], name="ingestion_run_agent"),
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(next_attempt_at__isnull=False),
+                name="ingestion_run_due",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"extraction {self.id} ({self.status})"
+
+
+class ExtractionRunStatusChange(JobStatusChange):
+    """One status transition of an extraction run. **Append-only** (a Postgres trigger
+    rejects UPDATE/DELETE/TRUNCATE). It names the run by id, not by a foreign key, and holds
+    no content: deleting a conversation (or erasing its subject) deletes its runs and leaves
+    this history of states."""
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    run_id = models.UUIDField()
+    status = models.CharField(max_length=24, choices=ExtractionRun.Status.choices)
+
+    class Meta:
+        ordering = ("run_id", "id")
+        indexes = [models.Index(fields=["run_id", "id"], name="ingestion_runhist")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
 class ExtractedFact(models.Model):

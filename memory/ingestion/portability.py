@@ -138,8 +138,6 @@ def _erase(model):
     label = model._meta.label
 
     def erase(agent: Agent) -> int:
-        if model is Conversation:
-            Conversation.objects.filter(agent=agent).update(claim_run=None)
         return model.objects.filter(agent=agent).delete()[1].get(label, 0)
 
     return erase
@@ -163,7 +161,6 @@ def erase_subject_conversations(
         .filter(journal)
         .delete()
     )
-    conversations.update(claim_run=None)
     for label, count in deleted_counts(conversations.delete()).items():
         counts[label] = counts.get(label, 0) + count
     return counts

@@ -1,7 +1,7 @@
-"""Schedules of conversation ingestion: the extraction sweep (also registered as a
-:class:`~synthorg.jobs.registry.SlotSweep`, so it takes turns on the company's LLM slots with
-the durable job kinds), and one dream schedule per company from ``memory.dream`` (re-synced
-when a company's config changes, created with the company)."""
+"""Schedules of conversation ingestion: the extraction dispatch (extraction runs are the
+durable job kind ``ingestion.extraction``, taking turns on the company's LLM slots with the
+other kinds), the dream requests' dispatch, and one dream schedule per company from
+``memory.dream`` (re-synced when a company's config changes, created with the company)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from memory.core.services.edit import on_session_ended
 from memory.ingestion.portability import CONTENT_KINDS
 from memory.ingestion.scheduling import DREAM_TASK
 from memory.ingestion.services.dream_requests import DREAM_REQUEST_JOB
-from memory.ingestion.services.extraction import EXTRACTION_SWEEP, extraction_sweep_serve
+from memory.ingestion.services.extraction import EXTRACTION_JOB
 from memory.ingestion.services.messages import (
     conversations_purge_project,
     conversations_purge_session,
@@ -22,7 +22,7 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from persistence.services.companies import on_company_created
 from persistence.services.projects import on_project_closed
-from synthorg.jobs.registry import SlotSweep, register_job_kind, register_slot_sweep
+from synthorg.jobs.registry import register_job_kind
 from synthorg.schedules import (
     LLM_CLUSTER,
     ScheduleSpec,
@@ -96,7 +96,7 @@ def register() -> None:
         )
     )
     register_schedule_provider(dream_schedules)
-    register_slot_sweep(SlotSweep(name=EXTRACTION_SWEEP, serve=extraction_sweep_serve))
+    register_job_kind(EXTRACTION_JOB)
     register_job_kind(DREAM_REQUEST_JOB)
     register_schedule(
         ScheduleSpec(

@@ -37,14 +37,15 @@ def extract_conversation(conversation_pk: int) -> str | None:
 
 
 def extract_due_conversations() -> tuple[int, ...]:
-    """The sweep (every minute): one :func:`extract_company_conversations` task per company
-    with due conversations (lost schedules, retries after failures). Returns the companies."""
+    """The dispatch (every minute): queue the runs of due conversations, reclaim runs whose
+    worker died, and hand one :func:`extract_company_conversations` task to each company
+    with due runs (lost schedules, retries after failures). Returns the companies."""
 
-    return conversations_extract_dispatch()
+    return conversations_extract_dispatch().companies
 
 
 def extract_company_conversations(company_id: int, now=None) -> dict:
-    """One company's due conversations, under its LLM slot; returns what ran and waits."""
+    """One company's due extraction runs, under its LLM slot; returns what ran and waits."""
 
     return asdict(conversations_extract_due_company(company_id=company_id, now=now))
 

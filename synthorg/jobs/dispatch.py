@@ -12,10 +12,8 @@ that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of 
 company — another kind's batch — serves the waiting kinds' due jobs in the same pass as
 its own, **oldest due first across kinds**, one job at a time (:func:`jobs_serve_slot`), so
 two kinds whose ticks collide every minute cannot starve each other and a retry that waited
-is not put behind the holder's whole batch. Work that is
-not a job table but takes the same slots (a :class:`~synthorg.jobs.registry.SlotSweep`, e.g.
-the extraction sweep) waits and serves turns the same way (:func:`jobs_wait_turn`,
-:func:`jobs_take_turn`, :func:`jobs_serve_turns`).
+is not put behind the holder's whole batch (:func:`jobs_wait_turn`, :func:`jobs_take_turn`,
+:func:`jobs_serve_turns`).
 
 **The wake** (:func:`jobs_wake`, every 30 s) reclaims every kernel-kept kind's lapsed
 leases and dispatches its due jobs at once, so a killed worker's job runs again within its
@@ -39,7 +37,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from synthorg.jobs.models import JobTurn
-from synthorg.jobs.registry import JobKind, job_kinds, slot_sweeps
+from synthorg.jobs.registry import JobKind, job_kinds
 from synthorg.jobs.services import (
     job_claim,
     job_defer,
@@ -159,7 +157,7 @@ def jobs_run_company(
     kind: JobKind, *, company_id: int, now: datetime | None = None, limit: int | None = None
 ) -> JobRunSummary:
     """Run ``company_id``'s due jobs of ``kind`` (oldest first, at most ``limit``) while
-    holding one of its LLM slots, in turn with the kinds and sweeps waiting for that company
+    holding one of its LLM slots, in turn with the kinds waiting for that company
     (oldest due first across them: :func:`jobs_serve_slot`); with every slot taken run
     nothing (``busy``) and wait for a turn. A kind without ``llm_slots`` runs its batch at
     once."""
@@ -210,7 +208,7 @@ def _run_batch(kind: JobKind, company_id: int, due: list[tuple], now: datetime) 
 
 
 def jobs_wait_turn(company_id: int, name: str, *, now: datetime) -> None:
-    """Job kind or sweep ``name`` found every LLM slot of ``company_id`` taken: it waits for
+    """Job kind ``name`` found every LLM slot of ``company_id`` taken: it waits for
     a turn (one row per company and name, however often it is found busy)."""
     JobTurn.objects.get_or_create(company_id=company_id, kind=name, defaults={"waiting_since": now})
 
@@ -234,22 +232,19 @@ class _Lane:
 
 @dataclass(frozen=True)
 class SlotService:
-    own: JobRunSummary  # the holder's own kind (empty for a sweep holding the slot)
-    ran: int  # runs made for the kinds and sweeps that waited for their turn
+    own: JobRunSummary  # the holder's own kind (empty when only serving turns)
+    ran: int  # runs made for the kinds that waited for their turn
 
 
 #: At most this many picks per slot service (every kind's batch is bounded anyway).
 _MAX_PICKS = 1000
 
 
-def _candidates(company_id: int, now: datetime, lanes: dict, holder: str, kinds, sweeps):
-    """The work waiting at ``company_id`` as ``(due, name, lane)`` — a sweep's lane is
-    ``None``; a waiting kind joins ``lanes`` (its turn is over: it is served now)."""
+def _candidates(company_id: int, now: datetime, lanes: dict, holder: str, kinds):
+    """The work waiting at ``company_id`` as ``(due, name, lane)``; a waiting kind joins
+    ``lanes`` (its turn is over: it is served now)."""
     candidates: list[tuple] = []
     for turn in JobTurn.objects.filter(company_id=company_id).exclude(kind=holder):
-        if turn.kind in sweeps:
-            candidates.append((turn.waiting_since, turn.kind, None))
-            continue
         kind = kinds.get(turn.kind)
         if kind is None:
             turn.delete()
@@ -296,14 +291,12 @@ def jobs_serve_slot(
     holder: str = "",
 ) -> SlotService:
     """Run the holder's due jobs (``own``: its kind and :func:`_due` list) and the due work of
-    every kind and sweep waiting for a turn at ``company_id`` — **oldest due first across
-    them**, one job at a time, so no kind's batch goes ahead of another kind's older job: a
-    capture retry that waited behind a sweep is served in due order, not after the holder's
-    whole batch. A sweep (no per-job due time) counts as due since it started waiting and
-    runs its batch at its pick. Turns recorded while the holder serves join in. The caller
+    every kind waiting for a turn at ``company_id`` — **oldest due first across them**, one
+    job at a time, so no kind's batch goes ahead of another kind's older job: a capture
+    retry that waited behind extraction runs is served in due order, not after the holder's
+    whole batch. Turns recorded while the holder serves join in. The caller
     holds one of the company's LLM slots; each kind's ``batch`` opens at its first job."""
     kinds = {kind.name: kind for kind in job_kinds()}
-    sweeps = {sweep.name: sweep for sweep in slot_sweeps()}
     lanes: dict[str, _Lane] = {}
     mine = None
     if own is not None:
@@ -312,17 +305,10 @@ def jobs_serve_slot(
     ran = 0
     with ExitStack() as stack:
         for _ in range(_MAX_PICKS):
-            candidates = _candidates(company_id, now, lanes, holder, kinds, sweeps)
+            candidates = _candidates(company_id, now, lanes, holder, kinds)
             if not candidates:
                 break
-            _, name, lane = min(candidates, key=lambda c: (c[0], c[1]))
-            if lane is None:  # a sweep's turn: its batch, at its place in the order
-                JobTurn.objects.filter(company_id=company_id, kind=name).delete()
-                try:
-                    ran += sweeps[name].serve(company_id, now)
-                except Exception:  # its own sweep logs and keeps its work due
-                    logger.exception("%s turn of company %s failed", name, company_id)
-                continue
+            _, _, lane = min(candidates, key=lambda c: (c[0], c[1]))
             made = _serve_lane(lane, company_id, now, stack, own=lane is mine)
             if lane is not mine:
                 ran += made
@@ -335,7 +321,7 @@ def jobs_serve_slot(
 
 
 def jobs_serve_turns(company_id: int, *, now: datetime, holder: str = "") -> int:
-    """Run the due work of every job kind and sweep waiting for a turn at ``company_id``
+    """Run the due jobs of every job kind waiting for a turn at ``company_id``
     (oldest due first: :func:`jobs_serve_slot`). The caller holds one of the company's LLM
     slots. Returns how many runs were made."""
     return jobs_serve_slot(company_id, now=now, holder=holder).ran

@@ -143,20 +143,7 @@ class JobKind:
         return self.model._default_manager.select_related(*self.select_related)
 
 
-@dataclass(frozen=True)
-class SlotSweep:
-    """Work that shares the company's LLM slots but is not a job table (the extraction sweep
-    over due conversations): it waits for its turn like a job kind (a
-    :class:`~synthorg.jobs.models.JobTurn` named ``name``), and a slot holder serves it by
-    calling ``serve(company_id, now)`` — which runs the company's due work while the caller
-    holds the slot (advisory locks are re-entrant) and returns how many runs it made."""
-
-    name: str
-    serve: Callable[[int, datetime], int]
-
-
 _kinds: dict[str, JobKind] = {}
-_sweeps: dict[str, SlotSweep] = {}
 
 
 def register_job_kind(kind: JobKind) -> None:
@@ -202,11 +189,3 @@ def job_kind(name: str) -> JobKind:
 
 def job_kinds() -> Iterable[JobKind]:
     return tuple(_kinds.values())
-
-
-def register_slot_sweep(sweep: SlotSweep) -> None:
-    _sweeps[sweep.name] = sweep
-
-
-def slot_sweeps() -> Iterable[SlotSweep]:
-    return tuple(_sweeps.values())

@@ -104,6 +104,7 @@ def test_every_registered_kind_is_on_the_page():
         "orgmemory.webhook",
         "memory.reembed",
         "ingestion.dream_request",
+        "ingestion.extraction",
     }
 
 

@@ -566,11 +566,9 @@ def test_the_wake_reclaims_a_lapsed_lease_and_hands_the_company_its_task_at_once
     assert (state(job)[0], state(held)[0]) == ("queued", "running")
 
 
-def test_a_slot_holder_serves_every_waiting_kind_and_sweep_oldest_due_first(sample, monkeypatch):
+def test_a_slot_holder_serves_every_waiting_kind_oldest_due_first(sample, monkeypatch):
     """The holder's own batch does not go ahead of older work that waited for its turn: one
-    job at a time, oldest due first across the kinds and sweeps waiting at the company."""
-    from synthorg.jobs.registry import SlotSweep
-
+    job at a time, oldest due first across the kinds waiting at the company."""
     order: list[str] = []
 
     def runner(kind_name):
@@ -584,9 +582,7 @@ def test_a_slot_holder_serves_every_waiting_kind_and_sweep_oldest_due_first(samp
     kinds = {}
     for name, lane in (("sample.a", "a"), ("sample.b", "b")):
         kinds[name] = replace(make_kind(sample, name, lane), run=runner(name))
-    sweep = SlotSweep(name="sample.sweep", serve=lambda company_id, now: order.append("sweep") or 1)
     monkeypatch.setattr(registry, "_kinds", dict(kinds))
-    monkeypatch.setattr(registry, "_sweeps", {sweep.name: sweep})
     now = timezone.now()
     jobs = {}
     for lane, ago in (("a", 50), ("a", 10), ("a", 1), ("b", 40), ("b", 5)):
@@ -602,18 +598,14 @@ def test_a_slot_holder_serves_every_waiting_kind_and_sweep_oldest_due_first(samp
 
     monkeypatch.setattr("synthorg.jobs.dispatch.job_claim", labelled)
 
-    with slot_held_elsewhere(COMPANY):  # b and the sweep find the slot busy and wait
+    with slot_held_elsewhere(COMPANY):  # b finds the slot busy and waits
         assert jobs_run_company(kinds["sample.b"], company_id=COMPANY, now=now).busy
-        from synthorg.jobs.dispatch import jobs_wait_turn
-
-        jobs_wait_turn(COMPANY, "sample.sweep", now=now - timedelta(seconds=20))
 
     summary = jobs_run_company(kinds["sample.a"], company_id=COMPANY, now=now)
 
     assert order == [
         "sample.a:-50",
         "sample.b:-40",
-        "sweep",  # waiting since 20 s ago
         "sample.a:-10",
         "sample.b:-5",
         "sample.a:-1",

@@ -2790,11 +2790,11 @@ export interface components {
             method?: components["schemas"]["ExtractionRunMethodEnum"] | components["schemas"]["BlankEnum"];
             input_tokens?: number;
             output_tokens?: number;
-            error?: string;
+            readonly error: string;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
-            finished_at?: string | null;
+            readonly finished_at: string | null;
         };
         ExtractionRunDetail: {
             /** Format: uuid */
@@ -2814,11 +2814,11 @@ export interface components {
             method?: components["schemas"]["ExtractionRunMethodEnum"] | components["schemas"]["BlankEnum"];
             input_tokens?: number;
             output_tokens?: number;
-            error?: string;
+            readonly error: string;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
-            finished_at?: string | null;
+            readonly finished_at: string | null;
             readonly facts: components["schemas"]["ExtractedFact"][];
         };
         /**
@@ -2835,14 +2835,17 @@ export interface components {
             results: components["schemas"]["ExtractionRun"][];
         };
         /**
-         * @description * `running` - Running
+         * @description * `queued` - Queued
+         *     * `running` - Running
          *     * `succeeded` - Succeeded
          *     * `skipped_no_llm` - Skipped (no LLM)
          *     * `failed` - Failed
+         *     * `gave_up` - Gave up
+         *     * `cancelled` - Cancelled
          *     * `deferred` - Deferred (the company's LLM slots were busy)
          * @enum {string}
          */
-        ExtractionRunStatusEnum: "running" | "succeeded" | "skipped_no_llm" | "failed" | "deferred";
+        ExtractionRunStatusEnum: "queued" | "running" | "succeeded" | "skipped_no_llm" | "failed" | "gave_up" | "cancelled" | "deferred";
         /** @description A fact as it stands now (or at ``as_of``). */
         Fact: {
             /** Format: uuid */

@@ -1,49 +1,61 @@
-"""Extracting memories from flushed conversations: claim → one LLM call → the write gate.
+"""Extracting memories from flushed conversations: a durable job → one LLM call → the write gate.
 
-:func:`conversation_extract` is what the debounced q2 task (and the sweep, and the tests)
-call for one conversation:
+An :class:`ExtractionRun` is a durable job (:mod:`synthorg.jobs`, the kind
+:data:`EXTRACTION_JOB`, ``ingestion.extraction``) over a conversation's unextracted range.
+:func:`conversation_extract` is what the debounced q2 task (and the tests) call for one
+conversation; the every-minute dispatch (:func:`conversations_extract_dispatch`) queues the
+runs of due conversations whose own task was lost and hands the due runs to the kernel's
+per-company dispatcher:
 
-1. **Claim** (the kernel's claim protocol, :func:`~synthorg.jobs.services.lease_claim`: one
-   conditional update, no row lock held): the unextracted range
-   ``extracted_through_seq+1 .. message_count`` (capped at ``max_batch_tokens``) is
-   recorded as an :class:`ExtractionRun` and the conversation's ``claim_run`` points at it
-   until ``claim_expires_at`` — a short lease that a keeper thread renews while the run
-   works. A second worker finds the claim and does nothing, so two workers never extract
-   the same messages. A claim whose lease ran out (a worker died) is taken over and the
-   dead run marked ``failed``.
+1. **Queue and claim** (the kernel's one claim protocol). A due conversation's one open run
+   (queued, running, or failed and due again: a partial unique index keeps one per
+   conversation) is found or queued, then claimed with
+   :func:`~synthorg.jobs.services.job_claim` under the kernel's lease, which a keeper thread
+   renews while the run works. A second worker finds it running and does nothing. A run
+   whose worker died is reclaimed once its lease passes (due at once) and runs again. The
+   range is fixed when the run starts: ``extracted_through_seq+1 .. message_count``, capped
+   at ``max_batch_tokens``.
 2. **Turns** (``store_turns``, the default): the range's turns are stored as EPISODIC
    memories first (a ``verbatim`` run, trigger ``turns``; ``verbatim_through_seq`` keeps a
    turn from being stored twice), so the conversation is remembered whatever the LLM does;
    the LLM's facts are added on top. With ``store_turns: false`` the turns are stored only
    when the LLM run fails (trigger ``llm_failed``). When every LLM slot of the company is
-   taken (a ``deferred`` run), the turns are still stored at once: only the facts wait.
+   taken the run is deferred (:func:`~synthorg.jobs.services.job_defer`: back to
+   ``queued``, not an attempt, waiting for its turn); the turns are still stored at once:
+   only the facts wait.
    **Extract** (no transaction, no lock): the new messages, the running summary and the
    agent's most relevant memories go to the LLM with the JSON contract, requested as
    ``response_format: json_schema`` and validated in any case (``method`` ``llm``). An LLM
-   error or an invalid answer ⇒ ``failed``: the messages stay stored and searchable,
-   ``extracted_through_seq`` does not move, and a later run (the sweep, with backoff)
-   retries the same range. **No LLM configured** ⇒ the turns themselves become EPISODIC
-   memories through the same write gate (``method`` ``verbatim``, tag ``verbatim``), each
-   with the message it answers as its ``context`` (at most :data:`VERBATIM_CONTEXT_CHARS`
-   characters); system messages are not stored. The run ends ``succeeded``.
-3. **Apply** (one transaction): facts under ``min_confidence`` are dropped; the others go
-   through ``memory_store_batch`` — the same write gate as a hand-written memory: ADD, NOOP
-   (near duplicate) or SUPERSEDE. ``supersedes`` ids that are not the agent's own live
-   private memories are ignored and logged. Nothing is ever deleted. Each fact's
-   provenance (run, conversation, message ids) is an :class:`ExtractedFact` row and the
-   memory's ``source`` names the run. The run's counts, a journal entry and the
-   conversation's progress commit together; then the bounded-growth cap is applied.
+   error or an invalid answer ⇒ the kernel's retry (:func:`~synthorg.jobs.services.job_fail`
+   with :func:`extraction_retry_policy`): ``failed``, due again after a back-off doubling
+   from the company's ``retry_backoff_seconds`` (at most an hour); after the policy's last
+   attempt ``gave_up`` — the console's failures page lists it and an operator can re-queue
+   it, and the next flush queues a new run meanwhile. The messages stay stored and
+   searchable and ``extracted_through_seq`` does not move. **No LLM configured** ⇒ the
+   turns themselves become EPISODIC memories through the same write gate (``method``
+   ``verbatim``, tag ``verbatim``), each with the message it answers as its ``context`` (at
+   most :data:`VERBATIM_CONTEXT_CHARS` characters); system messages are not stored. The run
+   ends ``succeeded``.
+3. **Apply** (one transaction, fenced by the lease: a run whose lease was taken over writes
+   nothing): facts under ``min_confidence`` are dropped; the others go through
+   ``memory_store_batch`` — the same write gate as a hand-written memory: ADD, NOOP (near
+   duplicate) or SUPERSEDE. ``supersedes`` ids that are not the agent's own live private
+   memories are ignored and logged. Nothing is ever deleted. Each fact's provenance (run,
+   conversation, message ids) is an :class:`ExtractedFact` row and the memory's ``source``
+   names the run. The run's counts, a journal entry and the conversation's progress commit
+   together; then the bounded-growth cap is applied.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from django.db import transaction
-from django.db.models import F, Sum
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, Sum
 from django.utils import timezone
 
 from memory.core.domain import MEMORY_CONTENT_MAX_CHARS, MemoryStoreRequest
@@ -59,6 +71,7 @@ from memory.ingestion.models import (
     ConversationMessage,
     ExtractedFact,
     ExtractionRun,
+    ExtractionRunStatusChange,
 )
 from memory.ingestion.prompts import (
     InvalidAnswerError,
@@ -71,43 +84,73 @@ from memory.ingestion.prompts import (
 from memory.ingestion.services.growth import memories_trim_to_cap
 from memory.ingestion.services.journal import journal_append_extraction
 from persistence.selectors.config import company_config
+from persistence.services.jobs import job_operator_requeue
 from synthorg.enums import MemoryCategory, MemoryLevel
-from synthorg.errors import DomainError
+from synthorg.errors import ConflictError, DomainError
 from synthorg.jobs.dispatch import (
-    companies_dispatch,
-    jobs_serve_turns,
-    jobs_take_turn,
-    jobs_wait_turn,
+    RETRY_REASON,
+    SLOT_DEFERRED,
+    JobDispatch,
+    job_enqueue,
+    job_llm_slot,
+    job_run,
+    jobs_dispatch,
+    jobs_run_company,
+    jobs_run_due,
 )
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
-from synthorg.jobs.registry import llm_job_lease
-from synthorg.jobs.services import lease_claim, lease_kept
+from synthorg.jobs.registry import JobKind
+from synthorg.jobs.services import (
+    REASON_MAX,
+    LeaseLost,
+    job_fail,
+    job_finish,
+    job_reclaim_expired,
+    job_requeue,
+)
 from synthorg.llm import Completion, CompletionProvider, LLMError
-from synthorg.llm.slots import company_llm_concurrency, company_llm_slot
 from synthorg.llm.structured import complete_json
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
 
 MAX_BACKOFF = timedelta(hours=1)
-CLAIM_EXPIRED = "the worker holding the claim did not finish within the lease"
 NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
 VERBATIM_TAG = "verbatim"
 VERBATIM_CONTEXT_CHARS = 300
-DEFERRED = (
-    "deferred: the company's LLM slots are busy (SYNTHORG_LLM_COMPANY_CONCURRENCY={limit}); "
-    "the next sweep runs it"
+DEFERRED = SLOT_DEFERRED
+GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
+NOT_EXTRACTING = "extraction is off for this company, or the agent keeps no memories"
+NOTHING_PENDING = "nothing left to extract: the range was removed"
+ANOTHER_RUN_OPEN = (
+    "This conversation has another extraction run queued or running; it covers these messages."
 )
 EXTRACT_COMPANY_TASK = "memory.ingestion.tasks.extract_company_conversations"
-#: The extraction sweep's name among the kinds sharing a company's LLM slots
-#: (:mod:`synthorg.jobs.dispatch`): found busy, it waits for its turn under this name.
-EXTRACTION_SWEEP = "ingestion.extraction"
+#: The job kind's name; found busy, it waits for its turn on the company's LLM slots under it.
+EXTRACTION_KIND = "ingestion.extraction"
+EXTRACTION_SWEEP = EXTRACTION_KIND
+#: the conversation's one open run (the partial unique index ``ingestion_run_one_open``)
+OPEN_RUN = Q(status__in=[ExtractionRun.Status.QUEUED, ExtractionRun.Status.RUNNING]) | Q(
+    status=ExtractionRun.Status.FAILED, next_attempt_at__isnull=False
+)
 
 
 @dataclass
 class _Claim:
     run: ExtractionRun
     conversation: Conversation
+
+
+def _extracting(conversation: Conversation, config) -> bool:
+    """Whether ``conversation``'s messages are extracted at all (the company's switch, the
+    agent's memory level); an agent that stopped keeping memories has nothing due any more."""
+    if not config.enabled:
+        return False
+    if conversation.agent.memory_level == MemoryLevel.NONE:
+        Conversation.objects.filter(pk=conversation.pk).update(extraction_due_at=None)
+        return False
+    return True
 
 
 def conversation_extract(
@@ -120,48 +163,132 @@ def conversation_extract(
 ) -> ExtractionRun | None:
     """Extract the unprocessed messages of ``conversation``; see the module docstring.
 
-    Returns the run, or ``None`` when there was nothing to do: nothing pending, not due yet
-    (the debounce was pushed by a later flush; unless ``force``), extraction disabled, or
-    another worker holds the claim.
+    Queues its run if none is open, then claims and runs it (``provider``: the LLM to use,
+    default the company's). Returns the run as it left it (``queued`` again when the
+    company's LLM slots were busy), or ``None`` when there was nothing to do: nothing
+    pending, not due yet (the debounce was pushed by a later flush, a retry's back-off;
+    unless ``force``), extraction disabled, or another worker holds the run.
     """
     now = now or timezone.now()
-    agent = conversation.agent
-    config = company_config(agent.company).memory.extraction
-    if not config.enabled:
+    config = company_config(conversation.agent.company).memory.extraction
+    if not _extracting(conversation, config):
         return None
-    if agent.memory_level == MemoryLevel.NONE:
-        # The agent stopped keeping memories since these messages were flushed: nothing to
-        # extract into; the messages stay, and nothing is due any more.
-        Conversation.objects.filter(pk=conversation.pk).update(extraction_due_at=None)
+    run = extraction_queue(conversation, trigger=trigger, force=force, now=now, config=config)
+    if run is None:
         return None
-    if provider is None:
-        provider = completion_provider_for(company=agent.company, agent=agent)
-    if provider is None:
-        claim = _claim(conversation.pk, trigger=trigger, force=force, now=now, config=config)
-        if claim is None:
+    if run.status == ExtractionRun.Status.RUNNING:
+        if run.claimed_until is None or run.claimed_until > now:
+            return None  # another worker is extracting these messages
+        job_reclaim_expired(EXTRACTION_JOB, now=now)  # its worker died: claimed again below
+    elif run.status == ExtractionRun.Status.FAILED:
+        if not force and run.next_attempt_at > now:
+            return None  # its back-off has not passed
+        if job_requeue(EXTRACTION_JOB, run.pk, now=now, reason=RETRY_REASON, due=True) is None:
             return None
-        with _kept(claim):
-            return _extract_verbatim(claim, config=config)
-    with company_llm_slot(agent.company_id) as slot:
-        if not slot:
-            # whoever holds the slot serves the sweep's turn before letting it go
-            jobs_wait_turn(agent.company_id, EXTRACTION_SWEEP, now=now)
-            deferred = _defer(conversation.pk, trigger=trigger, force=force, now=now, config=config)
-            if deferred is not None and config.store_turns:
-                # the turns need no LLM: remembered now; the LLM's facts follow once a slot
-                # is free (the LLM run skips the turns already stored)
-                _store_turns(deferred, trigger=ExtractionRun.Trigger.TURNS)
-            return deferred
-        claim = _claim(
-            conversation.pk, trigger=trigger, force=force, now=now, config=config, llm=True
+    elif not force and run.next_attempt_at is not None and run.next_attempt_at > now:
+        return None  # deferred: it runs at its turn
+    job = job_run(EXTRACTION_JOB, run.pk, now=now, batch=provider)
+    if job is None or job.__dict__.get("_lease_lost"):
+        return None
+    return job
+
+
+def extraction_queue(
+    conversation: Conversation, *, trigger=None, force: bool = False, now: datetime, config
+) -> ExtractionRun | None:
+    """The conversation's open run, or a new ``queued`` run over its pending range when its
+    extraction is due (``force``: in any case), due now; ``None`` when nothing is pending or
+    due. Under the conversation's row lock (briefly: no LLM call), so a flush or another
+    worker sees either no run or this one."""
+    with transaction.atomic():
+        locked = Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        if locked is None:  # purged meanwhile
+            return None
+        run = ExtractionRun.objects.filter(OPEN_RUN, conversation_id=locked.pk).first()
+        if run is not None:
+            return run
+        first = locked.extracted_through_seq + 1
+        if first > locked.message_count:
+            if locked.extraction_due_at is not None:
+                locked.extraction_due_at = None
+                locked.save(update_fields=["extraction_due_at"])
+            conversation.extraction_due_at = None
+            return None
+        if not force and locked.extraction_due_at is not None and locked.extraction_due_at > now:
+            return None  # the debounce was pushed forward; the re-armed schedule fires later
+        last = _batch_end(locked, first, config.max_batch_tokens)
+        # due since the conversation became due: the oldest wait runs first
+        due = locked.extraction_due_at
+        run = ExtractionRun.objects.create(
+            company_id=locked.company_id,
+            agent_id=locked.agent_id,
+            conversation=locked,
+            trigger=_trigger(locked, trigger, force=force, config=config),
+            status=ExtractionRun.Status.QUEUED,
+            first_seq=first,
+            last_seq=last,
+            message_count=last - first + 1,
+            model=config.model or "",
+            created_at=now,
+            updated_at=now,
+            next_attempt_at=due if due is not None and due <= now else now,
         )
-        if claim is None:
-            return None
-        with _kept(claim):
+        extraction_history(run, now=now)
+        # the run carries the timing now (its due time, back-off, deferral)
+        locked.extraction_due_at = None
+        locked.save(update_fields=["extraction_due_at"])
+        conversation.extraction_due_at = None
+    return run
+
+
+def extraction_job_run(job: ExtractionRun, batch) -> bool:
+    """The job kind's ``run``: extract one claimed run (``batch``: the LLM provider a caller
+    chose, else the company's). ``False`` when the LLM failed (the company's batch stops)."""
+    conversation = Conversation.objects.select_related("agent", "company").get(
+        pk=job.conversation_id
+    )
+    config = company_config(conversation.company).memory.extraction
+    if not _extracting(conversation, config):
+        job_finish(
+            EXTRACTION_JOB, job, status=ExtractionRun.Status.CANCELLED, reason=NOT_EXTRACTING
+        )
+        return True
+    first = conversation.extracted_through_seq + 1
+    if first > conversation.message_count:
+        job_finish(
+            EXTRACTION_JOB, job, status=ExtractionRun.Status.CANCELLED, reason=NOTHING_PENDING
+        )
+        return True
+    # The range as it is now (a retry takes the messages flushed since, up to the cap).
+    job.first_seq = first
+    job.last_seq = _batch_end(conversation, first, config.max_batch_tokens)
+    job.message_count = job.last_seq - first + 1
+    claim = _Claim(run=job, conversation=conversation)
+    provider = batch or completion_provider_for(
+        company=conversation.company, agent=conversation.agent
+    )
+    try:
+        if provider is None:
+            _extract_verbatim(claim, config=config)
+            return True
+        with job_llm_slot(EXTRACTION_JOB, job) as slot:
+            if not slot:
+                logger.info(
+                    "extraction of conversation %s deferred: LLM slots busy", conversation.pk
+                )
+                if config.store_turns:
+                    # the turns need no LLM: remembered now; the LLM's facts follow at its
+                    # turn (the LLM run skips the turns already stored)
+                    _store_turns(job, trigger=ExtractionRun.Trigger.TURNS)
+                return True
             return _extract_with_llm(claim, provider, config=config)
+    except LeaseLost:
+        logger.warning("extraction run %s lost its lease; rolled back", job.pk)
+        job.__dict__["_lease_lost"] = True
+        return True
 
 
-def _extract_with_llm(claim: _Claim, provider: CompletionProvider, *, config) -> ExtractionRun:
+def _extract_with_llm(claim: _Claim, provider: CompletionProvider, *, config) -> bool:
     run = claim.run
     if config.store_turns:
         # the turns first, so they are remembered whatever the LLM does; its facts on top
@@ -178,21 +305,15 @@ def _extract_with_llm(claim: _Claim, provider: CompletionProvider, *, config) ->
         logger.warning(
             "extraction run %s of conversation %s failed: %s", run.pk, run.conversation_id, exc
         )
-        failed = _finish_unsuccessful(
-            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
-        )
-        _store_turns(failed, trigger=ExtractionRun.Trigger.LLM_FAILED)
-        return failed
+        _fail(claim, str(exc), config=config)
+        _store_turns(run, trigger=ExtractionRun.Trigger.LLM_FAILED)
+        return False
     try:
-        return _apply(claim, facts, completion, messages, config=config)
-    except _LostClaim:
-        logger.warning("extraction run %s lost its claim (lease expired); rolled back", run.pk)
-        return None
+        _apply(claim, facts, completion, messages, config=config)
     except DomainError as exc:  # e.g. the project closed meanwhile
         logger.warning("extraction run %s could not store its facts: %s", run.pk, exc)
-        return _finish_unsuccessful(
-            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
-        )
+        _fail(claim, str(exc), config=config)
+    return True
 
 
 def _due(now: datetime):
@@ -201,152 +322,86 @@ def _due(now: datetime):
     )
 
 
-def conversations_extract_dispatch(*, now: datetime | None = None) -> tuple[int, ...]:
-    """The ``ingestion-extraction-sweep`` schedule (every minute): hand every company with
-    due conversations its own task on the LLM cluster
-    (:func:`conversations_extract_due_company`). Returns the companies dispatched."""
-    return companies_dispatch(_due, (EXTRACT_COMPANY_TASK,), now=now)
+def extraction_queue_due(
+    *, now: datetime | None = None, company_id: int | None = None, limit: int = 1000
+) -> int:
+    """Queue the runs of due conversations (``company_id``: of one company) whose own task
+    was lost, or the rest of a capped batch; nothing runs here. Returns how many runs were
+    queued."""
+    now = now or timezone.now()
+    due = _due(now).select_related("agent", "company")
+    if company_id is not None:
+        due = due.filter(company_id=company_id)
+    queued = 0
+    for conversation in due.order_by("extraction_due_at", "pk")[:limit]:
+        config = company_config(conversation.company).memory.extraction
+        if _extracting(conversation, config) and extraction_queue(
+            conversation, now=now, config=config
+        ):
+            queued += 1
+    return queued
+
+
+def conversations_extract_dispatch(*, now: datetime | None = None) -> JobDispatch:
+    """The ``ingestion-extraction-sweep`` schedule (every minute): queue the runs of due
+    conversations, then the kernel's dispatch — reclaim runs whose worker died and hand
+    every company with due runs its own task on the LLM cluster
+    (:func:`conversations_extract_due_company`)."""
+    now = now or timezone.now()
+    extraction_queue_due(now=now)
+    return jobs_dispatch(EXTRACTION_JOB, now=now)
 
 
 @dataclass(frozen=True)
 class DueRuns:
     runs: int  # extraction runs made
-    waiting: int  # due conversations left for the next sweep (an LLM failure, busy slots)
+    waiting: int  # due runs left for later (an LLM failure, busy slots)
     busy: bool = False  # every LLM slot of the company was taken: nothing ran
 
 
 def conversations_extract_due_company(
     *, company_id: int, now: datetime | None = None, limit: int = 100
 ) -> DueRuns:
-    """Run one company's due conversations (oldest due first, at most ``limit``): lost
-    schedules, the rest of capped batches, retries after failures.
-
-    With an LLM configured this holds one of the company's LLM slots
-    (:mod:`synthorg.llm.slots`); with every slot taken no LLM runs (``busy``: nothing is
-    charged, the sweep waits for its turn — whoever holds the slot, a capture retry or an
-    evolver draft, runs it before letting go — or for the next sweep) but each due
-    conversation's turns are stored at once, as when its own task finds the slots busy.
-    Holding the slot, it serves the turns of the kinds that found it busy meanwhile. The
-    first run that fails (an LLM outage, a hanging model cut by its timeout) stops the
-    batch: the others keep their due time, so an outage costs one LLM call per company per
-    sweep, not one per conversation. Without
-    an LLM the turns are stored verbatim, no slot needed.
-    """
+    """One company's due runs (oldest first, at most ``limit``) — lost schedules, the rest of
+    capped batches, retries after failures — by the kernel's dispatcher
+    (:func:`~synthorg.jobs.dispatch.jobs_run_company`): under one of the company's LLM slots,
+    the first run whose LLM call fails stops the batch (an outage costs one LLM call per
+    company per tick), and every slot busy runs nothing (``busy``: the kind waits for its
+    turn)."""
     now = now or timezone.now()
-    due = list(
-        _due(now)
+    extraction_queue_due(now=now, company_id=company_id, limit=limit)
+    summary = jobs_run_company(EXTRACTION_JOB, company_id=company_id, now=now, limit=limit)
+    if summary.busy:
+        _store_turns_while_waiting(company_id, now=now, limit=limit)
+    return DueRuns(runs=summary.retried, waiting=summary.waiting, busy=summary.busy)
+
+
+def _store_turns_while_waiting(company_id: int, *, now: datetime, limit: int) -> None:
+    """Every LLM slot of the company is taken: the turns of its due runs need no LLM and
+    are stored at once (``store_turns``); only the facts wait for the runs' turn. Nothing is
+    claimed; a turn already stored is not stored again."""
+    runs = (
+        EXTRACTION_JOB.due_jobs(now)
         .filter(company_id=company_id)
-        .select_related("agent", "company")
-        .order_by("extraction_due_at", "pk")[:limit]
+        .select_related("conversation__company")
+        .order_by("next_attempt_at", "pk")[:limit]
     )
-    if not due:
-        return DueRuns(runs=0, waiting=0)
-    llm = completion_provider_for(company=due[0].company)
-    if llm is None:
-        runs = sum(1 for c in due if conversation_extract(conversation=c, provider=None, now=now))
-        return DueRuns(runs=runs, waiting=0)
-    runs = 0
-    with company_llm_slot(company_id) as slot:
-        if not slot:
-            logger.info("extraction sweep of company %s waits: LLM slots busy", company_id)
-            # The turns need no LLM: each conversation takes the per-conversation path,
-            # which finds the slots busy too, records the wait and stores the turns now.
-            for conversation in due:
-                conversation_extract(
-                    conversation=conversation,
-                    provider=completion_provider_for(
-                        company=conversation.company, agent=conversation.agent
-                    ),
-                    now=now,
-                )
-            return DueRuns(runs=0, waiting=len(due), busy=True)
-        jobs_take_turn(company_id, EXTRACTION_SWEEP)
-        waiting = 0
-        for index, conversation in enumerate(due):
-            provider = completion_provider_for(
-                company=conversation.company, agent=conversation.agent
-            )
-            run = conversation_extract(conversation=conversation, provider=provider, now=now)
-            if run is None:
-                continue
-            runs += 1
-            if run.status == ExtractionRun.Status.FAILED:
-                waiting = len(due) - index - 1
-                break
-        # The kinds that found the slot busy meanwhile (a capture retry, an evolver draft)
-        # run before it is let go: two ticks that collide every minute cannot starve one.
-        jobs_serve_turns(company_id, now=now, holder=EXTRACTION_SWEEP)
-    return DueRuns(runs=runs, waiting=waiting)
-
-
-def extraction_sweep_serve(company_id: int, now: datetime) -> int:
-    """The sweep's turn (:class:`~synthorg.jobs.registry.SlotSweep`): a holder of one of the
-    company's LLM slots runs its due conversations; returns the runs made."""
-    return conversations_extract_due_company(company_id=company_id, now=now).runs
+    for run in runs:
+        config = company_config(run.conversation.company).memory.extraction
+        if config.enabled and config.store_turns:
+            _store_turns(run, trigger=ExtractionRun.Trigger.TURNS)
 
 
 def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
-    """Every company's due conversations, company by company, in this process (what the
-    per-company tasks of :func:`conversations_extract_dispatch` do; tests and benchmarks).
-    Returns the number of runs made."""
+    """Every company's due runs, company by company, in this process (what the per-company
+    tasks of :func:`conversations_extract_dispatch` do; tests and benchmarks). Returns the
+    number of runs made."""
     now = now or timezone.now()
-    companies = _due(now).order_by("company_id").values_list("company_id", flat=True).distinct()
-    return sum(
-        conversations_extract_due_company(company_id=company_id, now=now, limit=limit).runs
-        for company_id in list(companies)
-    )
+    extraction_queue_due(now=now, limit=limit)
+    return jobs_run_due(EXTRACTION_JOB, now=now, limit=limit).retried
 
 
-@transaction.atomic
-def _defer(conversation_pk: int, *, trigger, force: bool, now: datetime, config):
-    """Every LLM slot of the company is taken: record a ``deferred`` run (nothing claimed,
-    no failure counted) and leave the conversation due, so the next sweep runs it; the
-    worker is free at once. ``None`` when the conversation had nothing due anyway, or when
-    its latest run already records this range as deferred (one row per wait, not one per
-    worker or sweep that found the slots busy)."""
-    conversation = Conversation.objects.select_for_update().filter(pk=conversation_pk).first()
-    if conversation is None:
-        return None
-    claimed = (
-        conversation.claim_run_id is not None
-        and conversation.claim_expires_at is not None
-        and conversation.claim_expires_at > now
-    )
-    first = conversation.extracted_through_seq + 1
-    due = force or (
-        conversation.extraction_due_at is not None and conversation.extraction_due_at <= now
-    )
-    if claimed or first > conversation.message_count or not due:
-        return None
-    latest = (
-        ExtractionRun.objects.filter(conversation_id=conversation_pk)
-        # the turns stored during the wait are a by-product of it, not a new attempt
-        .exclude(trigger=ExtractionRun.Trigger.TURNS)
-        .order_by("-created_at")
-        .values_list("status", "first_seq")
-        .first()
-    )
-    if latest == (ExtractionRun.Status.DEFERRED, first):
-        return None
-    last = _batch_end(conversation, first, config.max_batch_tokens)
-    logger.info("extraction of conversation %s deferred: LLM slots busy", conversation_pk)
-    return ExtractionRun.objects.create(
-        company_id=conversation.company_id,
-        agent_id=conversation.agent_id,
-        conversation=conversation,
-        trigger=_trigger(conversation, trigger, force=force, config=config),
-        status=ExtractionRun.Status.DEFERRED,
-        error=DEFERRED.format(limit=company_llm_concurrency()),
-        first_seq=first,
-        last_seq=last,
-        message_count=last - first + 1,
-        model=config.model or "",
-        created_at=now,
-        finished_at=now,
-    )
-
-
-# --- 1. claim ------------------------------------------------------------------------------
+# --- 1. queue ------------------------------------------------------------------------------
 
 
 def _trigger(conversation: Conversation, trigger, *, force: bool, config) -> str:
@@ -354,89 +409,9 @@ def _trigger(conversation: Conversation, trigger, *, force: bool, config) -> str
         return trigger
     if force:
         return ExtractionRun.Trigger.MANUAL
-    if conversation.consecutive_failures:
-        return ExtractionRun.Trigger.RETRY
     if conversation.pending_tokens >= config.max_pending_tokens:
         return ExtractionRun.Trigger.PENDING_TOKENS
     return ExtractionRun.Trigger.DEBOUNCE
-
-
-def _claim(conversation_pk: int, *, trigger, force: bool, now: datetime, config, llm: bool = False):
-    """Claim the conversation's unextracted range with the kernel's claim protocol
-    (:func:`~synthorg.jobs.services.lease_claim`): the run is recorded and the conversation's
-    ``claim_run`` points at it until ``claim_expires_at``, in one conditional update that
-    holds only while nobody extracted or claimed meanwhile. A claim whose lease passed (its
-    worker died) is taken over and its run marked ``failed``."""
-    conversation = (
-        Conversation.objects.select_related("agent", "company").filter(pk=conversation_pk).first()
-    )
-    if conversation is None:
-        return None
-    expired = conversation.claim_run_id
-    if expired is not None and (
-        conversation.claim_expires_at is not None and conversation.claim_expires_at > now
-    ):
-        return None  # another worker is extracting these messages
-    first = conversation.extracted_through_seq + 1
-    unchanged = Conversation.objects.filter(
-        pk=conversation_pk,
-        claim_run_id=expired,
-        extracted_through_seq=conversation.extracted_through_seq,
-    )
-    if first > conversation.message_count:
-        if unchanged.filter(message_count__lt=first).update(extraction_due_at=None, claim_run=None):
-            _expire(expired, now)
-        return None
-    if not force and conversation.extraction_due_at is not None:
-        if conversation.extraction_due_at > now:
-            return None  # the debounce was pushed forward; the re-armed schedule fires later
-        unchanged = unchanged.filter(extraction_due_at__lte=now)
-    last = _batch_end(conversation, first, config.max_batch_tokens)
-    with transaction.atomic():
-        run = ExtractionRun.objects.create(
-            company_id=conversation.company_id,
-            agent_id=conversation.agent_id,
-            conversation=conversation,
-            trigger=_trigger(conversation, trigger, force=force, config=config),
-            first_seq=first,
-            last_seq=last,
-            message_count=last - first + 1,
-            model=(config.model or "") if llm else "",
-            created_at=now,
-        )
-        if not lease_claim(
-            unchanged,
-            lease_field="claim_expires_at",
-            until=now + llm_job_lease(),
-            now=now,
-            claim_run=run,
-        ):
-            transaction.set_rollback(True)  # another worker won: no run recorded
-            return None
-        _expire(expired, now)
-    conversation.claim_run = run
-    conversation.claim_expires_at = now + llm_job_lease()
-    return _Claim(run=run, conversation=conversation)
-
-
-def _expire(run_pk, now: datetime) -> None:
-    """The run whose claim was taken over (its worker died) failed."""
-    if run_pk is not None:
-        ExtractionRun.objects.filter(pk=run_pk, status=ExtractionRun.Status.RUNNING).update(
-            status=ExtractionRun.Status.FAILED, error=CLAIM_EXPIRED, finished_at=now
-        )
-
-
-def _kept(claim: _Claim):
-    """The keeper of ``claim``'s lease while its run works (a range whose claim was taken
-    over is not renewed)."""
-
-    def renew() -> None:
-        Conversation.objects.filter(pk=claim.conversation.pk, claim_run_id=claim.run.pk).update(
-            claim_expires_at=timezone.now() + llm_job_lease()
-        )
-
-    return lease_kept(renew, llm_job_lease())
 
 
 def _batch_end(conversation: Conversation, first: int, max_tokens: int) -> int:
@@ -563,9 +538,6 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
             ]
             results = memory_store_batch(agent=agent, requests=requests, now=now)
         locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-        if locked.claim_run_id != run.pk:
-            # Our lease ran out and another worker took the range over: roll back.
-            raise _LostClaim()
         rows = []
         outcome = {
             index: (valid, ignored, result)
@@ -600,9 +572,9 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
         run.superseded = sum(len(r.superseded_ids) for r in rows)
         run.below_confidence = len(facts) - len(kept)
         run.ignored_supersedes = sum(len(r.ignored_supersedes) for r in rows)
-        run.status = ExtractionRun.Status.SUCCEEDED
-        run.finished_at = now
-        run.save()
+        # fenced by the lease: a run whose lease was taken over raises LeaseLost, and all
+        # of this is rolled back
+        job_finish(EXTRACTION_JOB, run, status=ExtractionRun.Status.SUCCEEDED, now=now)
         _advance(locked, run, config=config, now=now)
         journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
     memories_trim_to_cap(agent=agent, now=now)
@@ -610,13 +582,10 @@ def _apply(claim: _Claim, answer: ProposedFacts, completion: Completion, message
 
 
 def _advance(locked: Conversation, run: ExtractionRun, *, config, now: datetime) -> None:
-    """Move the conversation past ``run``'s range and release the claim."""
+    """Move the conversation past ``run``'s range (the rest of a capped batch is due)."""
     pending = _pending_tokens(locked, after=run.last_seq)
     locked.extracted_through_seq = run.last_seq
     locked.pending_tokens = pending
-    locked.claim_run = None
-    locked.claim_expires_at = None
-    locked.consecutive_failures = 0
     more = locked.message_count > run.last_seq
     if more and (
         locked.extraction_due_at is None
@@ -630,9 +599,6 @@ def _advance(locked: Conversation, run: ExtractionRun, *, config, now: datetime)
         update_fields=[
             "extracted_through_seq",
             "pending_tokens",
-            "claim_run",
-            "claim_expires_at",
-            "consecutive_failures",
             "extraction_due_at",
         ]
     )
@@ -689,7 +655,7 @@ def _verbatim_requests(run: ExtractionRun, conversation: Conversation, *, first_
 
 def _store_verbatim(run: ExtractionRun, agent, turns, requests, *, now: datetime) -> list:
     """Store ``requests`` through the write gate and record them as ``run``'s facts; sets the
-    run's counts and marks it ``succeeded`` by ``verbatim`` (the caller saves it)."""
+    run's counts and its method, ``verbatim`` (the caller records its outcome)."""
     results = memory_store_batch(agent=agent, requests=requests, now=now) if requests else []
     rows = [
         ExtractedFact(
@@ -714,12 +680,10 @@ def _store_verbatim(run: ExtractionRun, agent, turns, requests, *, now: datetime
     run.facts_proposed = len(rows)
     run.added = sum(1 for r in rows if r.decision == ExtractedFact.Decision.ADDED)
     run.skipped = len(rows) - run.added
-    run.status = ExtractionRun.Status.SUCCEEDED
-    run.finished_at = now
     return rows
 
 
-def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
+def _extract_verbatim(claim: _Claim, *, config) -> None:
     """No LLM: store the range's turns as EPISODIC memories through the write gate."""
     run = claim.run
     conversation = claim.conversation
@@ -732,23 +696,16 @@ def _extract_verbatim(claim: _Claim, *, config) -> ExtractionRun:
             # memories first, then the conversation's row lock (the order _apply takes)
             rows = _store_verbatim(run, agent, turns, requests, now=now)
             locked = Conversation.objects.select_for_update().get(pk=conversation.pk)
-            if locked.claim_run_id != run.pk:
-                raise _LostClaim()
-            run.save()
+            job_finish(EXTRACTION_JOB, run, status=ExtractionRun.Status.SUCCEEDED, now=now)
             locked.verbatim_through_seq = max(locked.verbatim_through_seq, run.last_seq)
             locked.save(update_fields=["verbatim_through_seq"])
             _advance(locked, run, config=config, now=now)
             journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
-    except _LostClaim:
-        logger.warning("extraction run %s lost its claim (lease expired); rolled back", run.pk)
-        return None
     except DomainError as exc:  # e.g. the project closed meanwhile
         logger.warning("extraction run %s could not store its turns: %s", run.pk, exc)
-        return _finish_unsuccessful(
-            claim, ExtractionRun.Status.FAILED, str(exc)[:2000], now=timezone.now()
-        )
+        _fail(claim, str(exc), config=config)
+        return
     memories_trim_to_cap(agent=agent, now=now)
-    return run
 
 
 def _store_turns(source: ExtractionRun, *, trigger: str) -> ExtractionRun | None:
@@ -774,10 +731,14 @@ def _store_turns(source: ExtractionRun, *, trigger: str) -> ExtractionRun | None
                 agent_id=conversation.agent_id,
                 conversation=conversation,
                 trigger=trigger,
+                # a record of what was stored, never due: not a job that runs
+                status=ExtractionRun.Status.SUCCEEDED,
                 first_seq=first,
                 last_seq=failed.last_seq,
                 message_count=failed.last_seq - first + 1,
                 created_at=now,
+                updated_at=now,
+                completed_at=now,
             )
             turns, requests = _verbatim_requests(run, conversation, first_seq=first)
             # memories first, then the conversation's row lock (the order _apply takes)
@@ -786,6 +747,7 @@ def _store_turns(source: ExtractionRun, *, trigger: str) -> ExtractionRun | None
             if locked is None or locked.verbatim_through_seq >= first:
                 raise _LostClaim()  # purged, or another worker stored these turns meanwhile
             run.save()
+            extraction_history(run, now=now)
             locked.verbatim_through_seq = failed.last_seq
             locked.save(update_fields=["verbatim_through_seq"])
             journal_append_extraction(run=run, conversation=locked, facts=rows, now=now)
@@ -841,39 +803,67 @@ def _pending_tokens(conversation: Conversation, *, after: int) -> int:
 
 def extraction_retry_policy(config) -> RetryPolicy:
     """The kernel's retry policy with the company's base (``retry_backoff_seconds``),
-    doubling per consecutive failure, at most an hour; extraction never gives up (the turns
-    are stored verbatim meanwhile)."""
-    return RetryPolicy(base=timedelta(seconds=config.retry_backoff_seconds), max_delay=MAX_BACKOFF)
+    doubling per failed attempt, at most an hour, given up after the kernel's default number
+    of attempts (the turns are stored verbatim meanwhile; an operator can re-queue it)."""
+    return dataclasses.replace(
+        EXTRACTION_JOB.policy, base=timedelta(seconds=config.retry_backoff_seconds)
+    )
 
 
-def _finish_unsuccessful(claim: _Claim, status: str, error: str, *, now: datetime):
-    """Record a run that extracted nothing; the range stays pending and is retried later
-    (after a backoff doubling per consecutive failure, at most an hour)."""
-    run = claim.run
-    with transaction.atomic():
-        conversation = (
-            Conversation.objects.select_for_update().filter(pk=claim.conversation.pk).first()
-        )
-        if conversation is None:  # purged meanwhile (session ended, project closed)
-            return run
-        run.status = status
-        run.error = error
-        run.finished_at = now
-        run.save()
-        config = company_config(conversation.company).memory.extraction
-        if conversation.claim_run_id == run.pk or conversation.claim_run_id is None:
-            conversation.claim_run = None
-            conversation.claim_expires_at = None
-            conversation.consecutive_failures += 1
-            conversation.extraction_due_at = now + extraction_retry_policy(config).delay(
-                conversation.consecutive_failures
+def _fail(claim: _Claim, reason: str, *, config) -> None:
+    """Record a run that extracted nothing (the kernel's :func:`job_fail`): the range stays
+    pending and the run is due again after the company's back-off, or it gave up."""
+    kind = dataclasses.replace(EXTRACTION_JOB, policy=extraction_retry_policy(config))
+    job_fail(
+        kind,
+        claim.run,
+        status=ExtractionRun.Status.FAILED,
+        reason=reason[: REASON_MAX - len(GAVE_UP) - 8],
+        gave_up_status=ExtractionRun.Status.GAVE_UP,
+        gave_up_suffix=GAVE_UP,
+    )
+
+
+extraction_history = history_writer(ExtractionRunStatusChange, "run")
+
+
+def _enqueue(pk) -> None:
+    job_enqueue(EXTRACTION_JOB, pk)
+
+
+def extraction_operator_requeue(*, principal, job_id, now: datetime | None = None):
+    """The kernel's operator re-queue of a given-up run; 409 ``job_not_requeueable`` when
+    its conversation has another open run meanwhile (one open run per conversation)."""
+    try:
+        with transaction.atomic():
+            return job_operator_requeue(
+                principal=principal, kind=EXTRACTION_JOB, job_id=job_id, now=now
             )
-            conversation.save(
-                update_fields=[
-                    "claim_run",
-                    "claim_expires_at",
-                    "consecutive_failures",
-                    "extraction_due_at",
-                ]
-            )
-    return run
+    except IntegrityError as exc:  # ingestion_run_one_open
+        raise ConflictError(ANOTHER_RUN_OPEN, code="job_not_requeueable") from exc
+
+
+def _describe(run: ExtractionRun) -> str:
+    return (
+        f"messages {run.first_seq}–{run.last_seq} of conversation "
+        f"{run.conversation.external_id} ({run.agent.name})"
+    )
+
+
+EXTRACTION_JOB = JobKind(
+    name=EXTRACTION_KIND,
+    model=ExtractionRun,
+    history=extraction_history,
+    run=extraction_job_run,
+    company_task=EXTRACT_COMPANY_TASK,
+    policy=RetryPolicy(max_delay=MAX_BACKOFF),  # the base is the company's (_fail)
+    select_related=("agent", "company", "conversation"),
+    label="Extraction run",
+    # a run whose code raised: on the failures page, not retried in a loop
+    crashed_status=ExtractionRun.Status.GAVE_UP,
+    failed_statuses=(ExtractionRun.Status.GAVE_UP,),
+    describe=_describe,
+    target_type="extraction_run",
+    requeue=extraction_operator_requeue,
+    enqueue=_enqueue,
+)

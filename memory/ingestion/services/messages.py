@@ -29,7 +29,7 @@ from memory.ingestion.domain import (
     FlushResult,
     MessageIn,
 )
-from memory.ingestion.models import Conversation, ConversationMessage
+from memory.ingestion.models import Conversation, ConversationMessage, ExtractionRun
 from memory.ingestion.scheduling import arm_extraction
 from persistence.audit_actions import AuditAction
 from persistence.models import Agent, Project
@@ -200,11 +200,9 @@ def _locked_unclaimed(agent: Agent, conversation_id: str, now: datetime) -> Conv
     )
     if conversation is None:
         raise MemoryNotFoundError(CONVERSATION_NOT_FOUND, code="conversation_not_found")
-    if (
-        conversation.claim_run_id is not None
-        and conversation.claim_expires_at is not None
-        and conversation.claim_expires_at > now
-    ):
+    if ExtractionRun.objects.filter(
+        conversation=conversation, status=ExtractionRun.Status.RUNNING, claimed_until__gt=now
+    ).exists():
         raise MemoryStoreConflictError(EXTRACTION_RUNNING, code="conversation_extraction_running")
     return conversation
 
@@ -387,8 +385,5 @@ def _delete_conversations(queryset) -> int:
     ids = list(queryset.values_list("pk", flat=True))
     if not ids:
         return 0
-    # The claim FK points from a conversation to a run of the same conversation; clear it
-    # first so the cascade has no cycle to resolve.
-    Conversation.objects.filter(pk__in=ids).update(claim_run=None)
     Conversation.objects.filter(pk__in=ids).delete()
     return len(ids)

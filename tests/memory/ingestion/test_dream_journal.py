@@ -48,7 +48,7 @@ def test_journal_day_is_markdown_and_listed(caller, llm):
     response = caller.client.get(f"/api/v1/journal/{day}", HTTP_ACCEPT="text/markdown")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/markdown; charset=utf-8"
-    at = run.finished_at.astimezone(UTC)
+    at = run.completed_at.astimezone(UTC)
     assert response.content.decode() == (
         f"# {day} — journal of {caller.agent.name}\n"
         "\n"

@@ -14,6 +14,7 @@ from memory.ingestion.models import (
     ConversationMessage,
     ExtractedFact,
     ExtractionRun,
+    ExtractionRunStatusChange,
     JournalEntry,
 )
 from memory.ingestion.services.extraction import conversation_extract, conversations_extract_due
@@ -75,7 +76,8 @@ def test_add_stores_memory_with_provenance_journal_and_cost(caller, llm):
 
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.pending_tokens) == (2, 0)
-    assert conversation.extraction_due_at is None and conversation.claim_run_id is None
+    assert conversation.extraction_due_at is None
+    assert not ExtractionRun.objects.filter(status__in=["queued", "running"]).exists()
 
     # one LLM call, with the JSON contract requested as a json_schema
     [request] = llm.requests_to(llm.CHAT_COMPLETIONS)
@@ -90,7 +92,7 @@ def test_add_stores_memory_with_provenance_journal_and_cost(caller, llm):
     assert (cost.input_tokens, cost.output_tokens, cost.cost) == (300, 40, Decimal("0.00038"))
 
     entry = JournalEntry.objects.get(agent=caller.agent)
-    assert entry.day == run.finished_at.date()
+    assert entry.day == run.completed_at.date()
     assert entry.markdown.splitlines()[2:5] == [
         "- learned (semantic, 0.90): Billing deploys every Friday at noon UTC.",
         "- learned (social, 0.80): Ana leads the billing team.",
@@ -196,7 +198,7 @@ def test_invalid_answer_fails_the_run_keeps_messages_and_a_later_run_retries(cal
     reply(llm, answer)
     failed = conversation_extract(conversation=conversation, force=True)
     assert failed.status == "failed"
-    assert failed.error.startswith("the answer")
+    assert failed.reason.startswith("the answer")
     # meanwhile the turns are memories (verbatim); the range stays pending for the LLM
     assert sorted(live(caller.agent).values_list("content", "tags")) == [
         (BILLING, ["verbatim", "speaker:user"]),
@@ -204,17 +206,20 @@ def test_invalid_answer_fails_the_run_keeps_messages_and_a_later_run_retries(cal
     ]
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (0, 2)
-    assert conversation.consecutive_failures == 1
-    assert conversation.extraction_due_at > failed.finished_at  # backoff
+    # by design (durable job): the run itself is due again after the back-off
+    assert failed.attempts == 1
+    assert failed.next_attempt_at > failed.updated_at  # backoff
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 2
 
     reply(llm, {"facts": [fact("Billing deploys on Fridays.")]})
     later = timezone.now() + timedelta(hours=2)
     assert conversations_extract_due(now=later) == 1
-    retry = ExtractionRun.objects.exclude(pk=failed.pk).get(method="llm")
-    assert (retry.status, retry.trigger, retry.first_seq, retry.last_seq) == (
+    # by design: the retry is the same run, its second attempt
+    retry = ExtractionRun.objects.get(method="llm")
+    assert (retry.pk, retry.status, retry.attempts, retry.first_seq, retry.last_seq) == (
+        failed.pk,
         "succeeded",
-        "retry",
+        2,
         1,
         2,
     )
@@ -230,7 +235,7 @@ def test_llm_error_fails_the_run(caller, llm):
     llm.enqueue(llm.CHAT_COMPLETIONS, ScriptedResponse(status=503, json=error_payload("down")))
     run = conversation_extract(conversation=conversation, force=True)
     assert run.status == "failed"
-    assert "503" in run.error
+    assert "503" in run.reason
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 1
 
 
@@ -246,7 +251,7 @@ def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on
     llm.enqueue(llm.CHAT_COMPLETIONS, down)
     failed = conversation_extract(conversation=conversation, force=True)
     assert (failed.status, failed.method, failed.trigger) == ("failed", "llm", "manual")
-    assert "503" in failed.error
+    assert "503" in failed.reason
     meanwhile = ExtractionRun.objects.get(trigger="llm_failed")
     assert (meanwhile.status, meanwhile.method, meanwhile.first_seq, meanwhile.last_seq) == (
         "succeeded",
@@ -269,13 +274,14 @@ def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on
     assert JournalEntry.objects.filter(agent=caller.agent).count() == 1
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (0, 2)
-    assert conversation.consecutive_failures == 1
-    assert conversation.extraction_due_at > failed.finished_at  # the LLM retry is due later
+    assert failed.attempts == 1
+    assert failed.next_attempt_at > failed.updated_at  # the LLM retry is due later
 
     # the retry fails too: the turns are not stored a second time
     llm.enqueue(llm.CHAT_COMPLETIONS, down)
     assert conversations_extract_due(now=timezone.now() + timedelta(hours=2)) == 1
-    assert ExtractionRun.objects.filter(status="failed").count() == 2
+    # by design: the same run failed its second attempt
+    assert ExtractionRun.objects.get(status="failed").attempts == 2
     assert ExtractionRun.objects.filter(trigger="llm_failed").count() == 1
     assert live(caller.agent).count() == 2
 
@@ -310,7 +316,11 @@ def test_an_outage_stores_the_turns_verbatim_meanwhile_and_the_llm_adds_facts_on
     ]
     conversation.refresh_from_db()
     assert (conversation.extracted_through_seq, conversation.verbatim_through_seq) == (3, 3)
-    assert (conversation.consecutive_failures, conversation.extraction_due_at) == (0, None)
+    assert (recovered.pk, recovered.attempts, conversation.extraction_due_at) == (
+        failed.pk,
+        4,
+        None,
+    )
 
 
 def test_by_default_the_turns_are_stored_first_and_the_llms_facts_on_top(caller, llm):
@@ -626,7 +636,6 @@ def test_extractions_endpoint_lists_runs_with_counts(caller, outsider, llm):
 
 def test_conversation_purged_while_extracting_is_not_an_error(caller, llm):
     conversation = flush(caller.agent, [BILLING])
-    Conversation.objects.filter(pk=conversation.pk).update(claim_run=None)
     Conversation.objects.filter(pk=conversation.pk).delete()
     assert extract_conversation(conversation.pk) is None
 
@@ -654,9 +663,11 @@ def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
         last_seq=1,
         message_count=1,
         created_at=now,
-    )
-    Conversation.objects.filter(pk=conversation.pk).update(
-        claim_run=stale, claim_expires_at=now + timedelta(minutes=5)
+        # a worker holds it under a lease (by design: the run's own, the kernel's)
+        status="running",
+        attempts=1,
+        claimed_until=now + timedelta(minutes=5),
+        updated_at=now,
     )
     assert conversation_extract(conversation=conversation, force=True, now=now) is None
     assert llm.requests_to(llm.CHAT_COMPLETIONS) == []
@@ -664,11 +675,11 @@ def test_claim_with_an_expired_lease_is_taken_over(caller, llm):
     later = now + timedelta(minutes=6)
     run = conversation_extract(conversation=conversation, force=True, now=later)
     assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)
-    stale.refresh_from_db()
-    assert (stale.status, stale.error) == (
-        "failed",
-        "the worker holding the claim did not finish within the lease",
-    )
+    # by design: the dead worker's run is reclaimed and runs again (its second attempt)
+    assert (run.pk, run.attempts) == (stale.pk, 2)
+    assert list(
+        ExtractionRunStatusChange.objects.filter(run_id=stale.pk).values_list("status", flat=True)
+    ) == ["queued", "running", "succeeded"]
 
 
 def test_extracted_memories_share_the_conversations_session_binding(company, llm):
@@ -701,12 +712,14 @@ def test_the_range_of_a_killed_worker_is_taken_over_once_its_short_lease_passes(
     """kill -9 of the worker extracting a range right after its claim: nobody renews the
     claim's lease (the kernel's 20 s job lease, kept alive only by a live worker), so a run
     21 s later takes the range over — not one after the LLM client's 150 s."""
-    from memory.ingestion.services.extraction import _claim
+    from memory.ingestion.services.extraction import EXTRACTION_JOB, extraction_queue
+    from synthorg.jobs.services import job_claim
 
     conversation = flush(caller.agent, [BILLING])
     now = timezone.now()
     config = company_config(caller.company).memory.extraction
-    dead = _claim(conversation.pk, trigger=None, force=True, now=now, config=config, llm=True)
+    queued = extraction_queue(conversation, force=True, now=now, config=config)
+    dead = job_claim(EXTRACTION_JOB, queued.pk, now=now)
     assert dead is not None  # … and its worker is killed
 
     early = now + timedelta(seconds=19)
@@ -716,10 +729,10 @@ def test_the_range_of_a_killed_worker_is_taken_over_once_its_short_lease_passes(
     run = conversation_extract(conversation=conversation, force=True, now=later)
 
     assert run.status == "succeeded" and (run.first_seq, run.last_seq) == (1, 1)
-    dead.run.refresh_from_db()
-    assert (dead.run.status, dead.run.error) == (
-        "failed",
-        "the worker holding the claim did not finish within the lease",
-    )
+    # by design: the killed worker's run itself is reclaimed and runs again
+    assert (run.pk, run.attempts) == (dead.pk, 2)
+    assert ExtractionRunStatusChange.objects.filter(
+        run_id=dead.pk, reason__startswith="reclaimed"
+    ).exists()
     conversation.refresh_from_db()
-    assert (conversation.extracted_through_seq, conversation.claim_run_id) == (1, None)
+    assert conversation.extracted_through_seq == 1

@@ -81,7 +81,10 @@ def _race(agent, server):
                 .values_list("method", "status", "first_seq", "last_seq")
             ),
             conv.extracted_through_seq,
-            conv.claim_run_id,
+            # by design: the run's own lease was the claim; no run is left open
+            ExtractionRun.objects.filter(conversation=conv, status__in=["queued", "running"])
+            .values_list("pk", flat=True)
+            .first(),
             Memory.objects.filter(agent=agent).count(),
         )
 

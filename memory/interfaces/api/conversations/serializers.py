@@ -136,6 +136,10 @@ class MessageListQuerySerializer(Serializer):
 
 
 class ExtractionRunSerializer(ModelSerializer):
+    # the durable job's fields under the names the API has always used
+    error = serializers.CharField(source="reason", read_only=True)
+    finished_at = serializers.DateTimeField(source="completed_at", read_only=True, allow_null=True)
+
     class Meta:
         model = ExtractionRun
         fields = [

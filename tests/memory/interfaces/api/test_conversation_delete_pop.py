@@ -141,18 +141,18 @@ def test_refused_while_an_extraction_run_holds_the_messages(caller):
         message_count=3,
         status=ExtractionRun.Status.RUNNING,
         created_at=timezone.now(),
+        # by design: the run's own lease (the kernel's) holds the messages
+        updated_at=timezone.now(),
+        claimed_until=timezone.now() + timedelta(minutes=2),
     )
-    conversation.claim_run = run
-    conversation.claim_expires_at = timezone.now() + timedelta(minutes=2)
-    conversation.save(update_fields=["claim_run", "claim_expires_at"])
     for url in (DETAIL, LAST):
         response = caller.client.delete(url.format("chat-1"))
         assert response.status_code == 409
         assert response.json()["code"] == "conversation_extraction_running"
     assert ConversationMessage.objects.filter(conversation=conversation).count() == 3
 
-    conversation.claim_expires_at = timezone.now() - timedelta(seconds=1)  # a dead worker's
-    conversation.save(update_fields=["claim_expires_at"])
+    run.claimed_until = timezone.now() - timedelta(seconds=1)  # a dead worker's
+    run.save(update_fields=["claimed_until"])
     assert caller.client.delete(LAST.format("chat-1")).status_code == 200
     assert caller.client.delete(DETAIL.format("chat-1")).status_code == 204
 
