@@ -68,7 +68,7 @@ BUCKETS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "persistence/api/authentication.py",
             "persistence/selectors/identity.py",
             "persistence/selectors/verified_keys.py",
-            "axes/",
+            "axes/handlers/",
         ),
     ),
     (
