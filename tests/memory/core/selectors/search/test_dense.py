@@ -174,38 +174,24 @@ def test_the_search_statement_carries_the_width_of_the_parts_share(
             now=NOW, include_shared=False, legs=("dense",),
         )  # fmt: skip
     assert result.dense_paths == ["hnsw+exact"]  # 6 rows < the leg depth of 50
-    settings_sql, settings, _statement, _params = search_statement(captured, "walk_0")
-    assert settings_sql.startswith("SELECT set_config(%s, %s, true), ")
-    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400; the
-    # statement is prepared and runs with a generic plan
-    assert settings == {**walk(400), "plan_cache_mode": "force_generic_plan"}
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    assert script.startswith("SELECT set_config(%s, %s, true), ")
+    n_settings = script.split(";\n", 1)[0].count("%s") // 2
+    sent = dict(zip(params[: 2 * n_settings : 2], params[1 : 2 * n_settings : 2], strict=True))
+    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400
+    assert sent == walk(400)
 
 
-def search_statement(captured, marker: str) -> tuple[str, dict, str, list]:
-    """Of the captured ``(sql, params)``: the settings statement sent just before the search
-    statement holding ``marker``, the settings it makes, and the search statement with its
-    parameters."""
-    index = next(i for i, (sql, _p) in enumerate(captured) if marker in sql)
-    settings_sql, settings_params = captured[index - 1]
-    statement, params = captured[index]
-    settings = dict(zip(settings_params[::2], settings_params[1::2], strict=True))
-    return settings_sql, settings, statement, list(params)
-
-
-def explain_search_statement(captured, marker: str) -> str:
-    """The generic plan (what the prepared statement runs) of the captured search statement
-    holding ``marker``, under its own settings."""
+def explain_search_script(script: str, params) -> str:
+    """EXPLAIN of a captured search script's statement, under its own walk settings."""
     from django.db import connection, transaction
 
-    settings_sql, settings, statement, _params = search_statement(captured, marker)
-    chunks = statement.split("%s")
-    numbered = "".join(
-        chunk + (f"${n}" if n < len(chunks) else "") for n, chunk in enumerate(chunks, 1)
-    ).replace("%%", "%")
+    settings_sql, statement = script.split(";\n", 1)
+    n_settings = settings_sql.count("%s")
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(settings_sql, [v for item in settings.items() for v in item])
+        cursor.execute(settings_sql, params[:n_settings])
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN (GENERIC_PLAN) " + numbered)
+        cursor.execute("EXPLAIN " + statement, params[n_settings:])
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
@@ -231,7 +217,8 @@ def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_a
         result = search(rrf_agent, embedder, "when do we deploy?")
     # 3 rows < the leg depth; the empty shared part is no share any walk covers: exact
     assert result.dense_paths == ["hnsw+exact", "exact"]
-    plan = explain_search_statement(captured, "walk_0")
+    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
+    plan = explain_search_script(script, params)
     private_index = index_name(embedder.embedder_id, embedder.dims, shared=False)
     assert f"Index Scan using {private_index}" in plan
 
@@ -266,6 +253,7 @@ def test_the_companys_shared_rows_walk_the_shared_rows_index(rrf_agent):
     # shared rows' index (1 of 2): walked, then scanned since 1 row < the leg depth
     assert result.dense_paths == ["exact", "hnsw+exact"]
     assert [(h.memory.agent_id, h.is_shared) for h in result.hits] == [(rrf_agent.pk, True)]
-    plan = explain_search_statement(captured, "walk_1")
+    script, params = next((sql, p) for sql, p in captured if "walk_1" in sql)
+    plan = explain_search_script(script, params)
     shared_index = index_name(embedder.embedder_id, embedder.dims, shared=True)
     assert f"Index Scan using {shared_index}" in plan
