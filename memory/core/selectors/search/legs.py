@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-from django.db.backends.postgresql.base import ServerBindingCursor
+import psycopg
 
 from memory.core.extensions import (
     QueryAdapterUnavailable,
@@ -357,7 +357,7 @@ def _run_statement(
 PLAN_CACHE_MODE = "force_generic_plan"
 
 
-class _PreparedCursor(ServerBindingCursor):
+class _PreparedCursor(psycopg.Cursor):
     """A server-binding cursor whose every statement is prepared (psycopg keeps up to
     ``prepared_max`` per connection and reuses one whose text and parameter types match).
 
@@ -367,7 +367,7 @@ class _PreparedCursor(ServerBindingCursor):
 
     logged = False
 
-    def execute(self, query, params=None, *, prepare=None, binary=None):  # type: ignore[override]
+    def execute(self, query, params=None, *, prepare=None, binary=None):
         result = super().execute(query, params, prepare=True, binary=binary)
         if self.logged and self._query is None:
             self._query = self._convert_query(query, params)
