@@ -437,6 +437,7 @@ class Tally:
     client_cpu: float = 0.0
     machine_cpu: float = 0.0
     load_averages: list = field(default_factory=list)
+    embed_ms: list = field(default_factory=list)
 
     def add_round(self, samples, errors, before: Snapshot, after: Snapshot) -> None:
         self.samples += samples
@@ -483,7 +484,42 @@ class Tally:
             max(0.0, self.machine_cpu - ours) / self.wall, 2
         )
         result["load_average_after_each_round"] = self.load_averages
+        if self.embed_ms:
+            # The machine's speed at the time, measured right after each of this variant's
+            # rounds: CPU per request in query embeddings is comparable across runs.
+            p95 = percentile(self.embed_ms, 0.95)
+            result["query_embedding_p95_ms"] = p95
+            result["total_cpu_per_request_over_embedding_p95"] = (
+                round(result["total_cpu_ms_per_request"] / p95, 2) if p95 else None
+            )
         return result
+
+
+class EmbeddingProbe:
+    """``count`` query embeddings (texts never seen, so no cache answers) in this process
+    after each round, timed: the machine's speed right then, as a yardstick."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.rng = random.Random(99)
+        self.warmed = False
+
+    def run(self) -> list[float]:
+        if not self.count:
+            return []
+        from synthorg.embedding import default_embedder
+
+        embedder = default_embedder()
+        if not self.warmed:  # the model's load is no measurement
+            embedder.embed(["warm up"])
+            self.warmed = True
+        timings = []
+        for _ in range(self.count):
+            text = f"{sentence(self.rng)} {self.rng.random()}?"
+            began = time.perf_counter()
+            embedder.embed([text])
+            timings.append((time.perf_counter() - began) * 1000)
+        return timings
 
 
 def variant_root(spec: str) -> Path:
@@ -569,6 +605,13 @@ def main() -> None:
         default="store=0.4,search=0.3,context=0.3",
         help="request kinds and their shares (e.g. store=1 measures stores alone)",
     )
+    parser.add_argument(
+        "--embed-probe",
+        type=int,
+        default=20,
+        help="query embeddings timed after each round (0: none); their p95 is the yardstick "
+        "CPU per request is divided by",
+    )
     parser.add_argument("--out", default="bench/results/http_load.json")
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -605,8 +648,11 @@ def main() -> None:
         load_before = os.getloadavg()
         tallies = {variant: Tally() for variant in variants}
         round_seconds = args.duration / args.rounds
+        probe = EmbeddingProbe(args.embed_probe)
         for number in range(args.rounds):
-            for variant in variants:
+            # Odd rounds run the variants in reverse order (A B, B A, …): neither side always
+            # follows the other.
+            for variant in variants if number % 2 == 0 else variants[::-1]:
                 proc, _log, port = servers[variant]
                 print(
                     f"[{variant}] round {number + 1}/{args.rounds}: {args.clients} clients "
@@ -628,6 +674,7 @@ def main() -> None:
                 )
                 after = Snapshot.take(proc.pid, backends)
                 tallies[variant].add_round(samples, errors, before, after)
+                tallies[variant].embed_ms += probe.run()
         results = {}
         for variant in variants:
             result = tallies[variant].result(cores)
@@ -654,6 +701,7 @@ def main() -> None:
             "clients": args.clients,
             "duration_seconds_per_variant": args.duration,
             "rounds": args.rounds,
+            "round_order": "variants in the given order on even rounds, reversed on odd rounds",
             "web_workers": args.workers,
             "threads_per_worker": args.threads,
             "variant_shape": "NAME[@WORKERSxTHREADS][=CHECKOUT]: workers/threads for this "

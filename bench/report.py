@@ -755,6 +755,68 @@ def t_dev_sweep(_arg) -> str:
     return table(head, rows) + "\n\n" + source(name)
 
 
+def t_profile(arg) -> str:
+    """``bench/profile_request.py``'s per-kind milliseconds: server CPU by bucket, then
+    PostgreSQL planning and execution (pg_stat_statements), one column per request kind."""
+    use(arg)
+    d = load(arg)
+    kinds = d["kinds"]
+    buckets: list[str] = []
+    for k in kinds.values():
+        for name in k["python"]["buckets_ms_per_request"]:
+            if name not in buckets:
+                buckets.append(name)
+    rows = [
+        [f"server: {name}"]
+        + [k["python"]["buckets_ms_per_request"].get(name, 0.0) for k in kinds.values()]
+        for name in buckets
+    ]
+    rows.append(
+        ["**server CPU, measured**"] + [k["server_cpu_ms_per_request"] for k in kinds.values()]
+    )
+    rows.append(
+        ["PostgreSQL: planning"]
+        + [k["postgres"]["planning_ms_per_request"] for k in kinds.values()]
+    )
+    rows.append(
+        ["PostgreSQL: execution"]
+        + [k["postgres"]["execution_ms_per_request"] for k in kinds.values()]
+    )
+    rows.append(
+        ["statements per request"]
+        + [k["postgres"]["statements_per_request"] for k in kinds.values()]
+    )
+    rows.append(
+        ["latency p50 / p95 ms"]
+        + [f"{fmt(k['latency']['p50_ms'])} / {fmt(k['latency']['p95_ms'])}" for k in kinds.values()]
+    )
+    out = table(["ms per request", *kinds], rows)
+    top = []
+    for kind, k in kinds.items():
+        for row in k["postgres"]["top"][:3]:
+            top.append(
+                [
+                    kind,
+                    f"`{row['query'][:70]}…`".replace("|", "\\|"),
+                    row["calls"],
+                    row["plan_ms_per_call"],
+                    row["exec_ms_per_call"],
+                    row["ms_per_request"],
+                ]
+            )
+    out += "\n\n" + table(
+        ["kind", "statement", "calls", "plan ms/call", "exec ms/call", "ms/request"], top
+    )
+    m = d["machine"]
+    out += (
+        f"\n\n{d['server']}; {d['agents']} agents × {d['seed_memories_per_agent']} memories, "
+        f"{d['duration_seconds_per_kind']} s per kind, py-spy at {d['py_spy_rate']} Hz; load "
+        f"average {', '.join(str(x) for x in m['load_average_1_5_15_before'])} before. "
+        + source(arg)
+    )
+    return out
+
+
 def t_http(arg) -> str:
     use(arg)
     d = load(arg)
@@ -1414,6 +1476,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "scale_lever": t_scale_lever,
     "dev_sweep": t_dev_sweep,
     "http": t_http,
+    "profile": t_profile,
     "store": t_store,
     "recovery": t_recovery,
     "serve_stop": t_serve_stop,

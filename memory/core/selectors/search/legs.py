@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import psycopg
 
 from memory.core.extensions import (
     QueryAdapterUnavailable,
@@ -319,9 +320,6 @@ def _run_statement(
         )
     sql += " ORDER BY 1, 3 DESC, 2"
 
-    # One round trip: Django's psycopg cursor binds parameters client-side and sends the
-    # script as one simple query, which runs as one implicit transaction, so settings made
-    # with set_config(..., true) hold for the search statement and end with it.
     walking = HNSW in paths
     # The walk's width follows the walked parts' shares of the indexes they walk.
     settings = {}
@@ -330,25 +328,8 @@ def _run_statement(
             depth, _supports_iterative_scan(), index_rows=counts.index_rows(parts),
             part_rows=counts.parts, paths=paths,
         )  # fmt: skip
-    script: list[str] = []
-    script_params: list = []
-    if settings:
-        script.append("SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings))
-        script_params += [value for item in settings.items() for value in item]
-    script.append(sql)
-    script_params += params
-    if settings and read_connection().in_atomic_block:
-        # Inside an outer transaction the settings would outlive the statement: restore them.
-        script.append(
-            "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
-        )
-        script_params.append(list(settings))
     clock = time.perf_counter()
-    with read_connection().cursor() as cursor:
-        cursor.execute(";\n".join(script), script_params)
-        if settings:
-            cursor.nextset()
-        rows = cursor.fetchall()
+    rows = _execute_walk(sql, params, settings) if settings else _execute_prepared(sql, params)
     legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
     for kind, mid, score, sim, created_at, is_shared, speaker_tags in rows:
@@ -367,6 +348,88 @@ def _run_statement(
         for index, path in enumerate(paths)
     ]
 
+
+#: The search statement's text repeats (its values are parameters), and PostgreSQL took
+#: longer to plan it than to run it (≈ 10 ms of planning against ≈ 5 of execution per
+#: search at 8 × 100 memories: docs/benchmarks/http.md#where-each-millisecond-goes). One
+#: that walks no HNSW index runs as a server-side prepared statement of the connection,
+#: with a generic plan.
+PLAN_CACHE_MODE = "force_generic_plan"
+
+
+class _PreparedCursor(psycopg.Cursor):
+    """A server-binding cursor whose every statement is prepared (psycopg keeps up to
+    ``prepared_max`` per connection and reuses one whose text and parameter types match).
+
+    ``logged``: Django logs the statements (``DEBUG``, ``CaptureQueriesContext``). psycopg
+    leaves the query a reused prepared statement ran unset, and Django's log reads it.
+    """
+
+    logged = False
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        result = super().execute(query, params, prepare=True, binary=binary)
+        if self.logged and self._query is None:
+            self._query = self._convert_query(query, params)
+        return result
+
+
+def _execute_walk(sql: str, params: list, settings: dict[str, str]) -> list[tuple]:
+    """A statement that walks an HNSW index: one round trip. Django's psycopg cursor binds
+    parameters client-side and sends the script as one simple query, which runs as one
+    implicit transaction, so settings made with set_config(..., true) hold for the search
+    statement and end with it. It is planned for its own values (not prepared: with a
+    generic plan, the 10k-row dense recall of two runs was 0.994 and 0.997 against 0.999 and
+    0.996 before, bench/results/prepared_scale_10k_*.json, and no faster)."""
+    script = ["SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings), sql]
+    script_params = [value for item in settings.items() for value in item] + params
+    if read_connection().in_atomic_block:
+        # Inside an outer transaction the settings would outlive the statement: restore them.
+        script.append(
+            "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
+        )
+        script_params.append(list(settings))
+    with read_connection().cursor() as cursor:
+        cursor.execute(";\n".join(script), script_params)
+        cursor.nextset()
+        return cursor.fetchall()
+
+
+def _execute_prepared(sql: str, params: list) -> list[tuple]:
+    """A statement that walks no index (its scope is scanned exactly), as the connection's
+    prepared statement with a generic plan: ``plan_cache_mode`` set with ``set_config(...,
+    true)`` and the statement sent in one psycopg pipeline, so they run in one round trip
+    and one implicit transaction (the setting ends with it). Inside an outer transaction
+    the setting is restored after the statement."""
+    connection = read_connection()
+    connection.ensure_connection()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        # Django turns psycopg's statement preparing off (None); only _PreparedCursor's
+        # statements are server-bound (Django's own cursors bind client-side), so they
+        # are the only ones this enables.
+        raw.prepare_threshold = PREPARE_THRESHOLD
+    restore = connection.in_atomic_block
+    setup, cursor, reset = (_PreparedCursor(raw) for _ in range(3))
+    setup.logged = cursor.logged = reset.logged = connection.queries_logged
+    with (
+        connection._prepare_cursor(setup) as setup,
+        connection._prepare_cursor(cursor) as cursor,
+        connection._prepare_cursor(reset) as reset,
+    ):
+        with raw.pipeline():
+            setup.execute("SELECT set_config('plan_cache_mode', %s, true)", [PLAN_CACHE_MODE])
+            cursor.execute(sql, params)
+            if restore:
+                reset.execute(
+                    "SELECT set_config(name, reset_val, true) FROM pg_settings "
+                    "WHERE name = 'plan_cache_mode'"
+                )
+        return cursor.fetchall()
+
+
+#: psycopg's own default; any number turns preparing on (_PreparedCursor asks for it).
+PREPARE_THRESHOLD = 5
 
 _iterative_scan_supported: bool | None = None
 

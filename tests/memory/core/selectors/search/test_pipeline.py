@@ -135,10 +135,12 @@ def test_single_leg_modes(rrf_agent, keyword_embedder):
         memory_search(agent=rrf_agent, query=MemoryQuery(text="x"), legs=("magic",))
 
 
-def test_a_hybrid_search_is_three_statements(rrf_agent, keyword_embedder):
+def test_a_hybrid_search_is_three_round_trips(rrf_agent, keyword_embedder):
     """A planning round trip (lexemes, path choice, a running re-embedding job), one
-    statement for both legs with the candidates' similarities, and the hydration of the
-    hits."""
+    pipeline for both legs with the candidates' similarities, and the hydration of the
+    hits. The pipeline holds the statement's settings (its generic plan), the prepared
+    statement and, inside an outer transaction such as a test's, the settings' restore:
+    three statements, one round trip."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -146,8 +148,10 @@ def test_a_hybrid_search_is_three_statements(rrf_agent, keyword_embedder):
     search(rrf_agent, keyword_embedder, "deploy")  # warm the per-process caches
     with CaptureQueriesContext(connection) as queries:
         result = search(rrf_agent, keyword_embedder, "deploy database")
-    assert len(queries) == 3, [q["sql"][:80] for q in queries]
+    assert len(queries) == 5, [q["sql"][:80] for q in queries]
     assert "memory_reembedjob" in queries[0]["sql"]
+    assert queries[1]["sql"].startswith("SELECT set_config(")
+    assert queries[3]["sql"].startswith("SELECT set_config(name, reset_val, true)")
     assert contents(result)[:2] == ["deploy database", "deploy friday"]
     assert result.reembedding is None and result.degraded == []
     assert set(result.timings) == {
