@@ -394,11 +394,11 @@ class OrgSkill(models.Model):
     ``source`` says who proposed it; the entry agents retrieve is ``fact`` (an evolver or
     operator skill: its ``procedure`` fact, ``fact_version`` the version the structure
     describes) or ``memory`` (a lesson-pool skill: the shared PROCEDURAL memory). The id is
-    that entry's id, so a skill keeps it across a move or an archive round trip.
+    that entry's id when stored, and stays the skill's id.
 
     ``memory`` holds no database constraint and is never cascaded: archiving the entry (the
     core deletes the memory row and keeps an archive row) must not delete the skill, and a
-    restore gives the memory back under the same id. A skill whose entry is gone, superseded
+    restore points the skill at the restored memory. A skill whose entry is gone, superseded
     or retracted is not live (:func:`memory.procedural.skills.org_skill_live_q`).
     ``application_count`` / ``last_applied_at`` are the skill pool's counters, updated
     atomically (``F() + 1``) when an agent reports applying the skill.

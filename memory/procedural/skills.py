@@ -12,8 +12,10 @@
 * :func:`org_skill_retire` takes a skill out of the org when an approval replaces it: its
   fact is retracted, or its memory superseded — whichever store it was published in.
 
-A skill's id is its entry's id (the fact's or the memory's): a lesson-pool skill keeps its
-row through an archive round trip of its memory, and the ``applied`` endpoint takes either.
+A skill's id is its entry's id when stored (the fact's or the memory's). A lesson-pool skill
+keeps its row, id and counters through an archive round trip of its memory: archiving
+deletes the memory row, never the skill (``memory`` is not cascaded), and the restore points
+the skill at the restored memory (:mod:`memory.procedural.services.lesson_archive`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.core.models.memory import Memory, live_q
@@ -90,19 +93,17 @@ def org_skills(
     *, company: Company | int, include_retracted: bool = False, now: datetime | None = None
 ) -> QuerySet[OrgSkill]:
     """The company's (a company or its id) approved org skills of every source (structured,
-    with counters), newest first; only the live ones unless ``include_retracted``."""
-    rows = OrgSkill.objects.filter(company=company).select_related("fact")
+    with counters), newest first; only the live ones unless ``include_retracted``. Each row
+    carries ``retired_at``: its fact's retraction or its memory's supersession."""
+    superseded = Memory.objects.filter(pk=OuterRef("memory_id")).values("superseded_at")[:1]
+    rows = (
+        OrgSkill.objects.filter(company=company)
+        .select_related("fact")
+        .annotate(retired_at=Coalesce("fact__retracted_at", Subquery(superseded)))
+    )
     if not include_retracted:
         rows = rows.filter(org_skill_live_q(now))
     return rows.order_by("-created_at", "-id")
-
-
-def org_skill_retired_at(skill: OrgSkill) -> datetime | None:
-    """When the skill left the org: its fact's retraction, or its memory's supersession
-    (``None`` while live, and for a memory archived but restorable)."""
-    if skill.fact_id is not None:
-        return skill.fact.retracted_at if skill.fact is not None else None
-    return Memory.objects.filter(pk=skill.memory_id).values_list("superseded_at", flat=True).first()
 
 
 def org_skill_retire(

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from memory.core.errors import MemoryNotFoundError
@@ -77,7 +77,7 @@ def procedural_memory_applied(*, agent: Agent, memory_id, now: datetime | None =
 @transaction.atomic
 def org_skill_applied(*, agent: Agent, fact_id, now: datetime | None = None) -> OrgSkill:
     """Count one application of an approved org skill (``fact_id``: its id — its procedure
-    fact's, or its org-pool memory's).
+    fact's, or its org-pool memory's — or the id of the memory a restore gave it).
 
     404 ``org_skill_not_found`` for an id that is no approved skill of the agent's company
     (a person's procedure fact has no counters), 409 ``org_skill_retracted`` for a skill
@@ -88,7 +88,9 @@ def org_skill_applied(*, agent: Agent, fact_id, now: datetime | None = None) -> 
     now = now or timezone.now()
     try:
         skill = (
-            OrgSkill.objects.select_for_update().get(company_id=agent.company_id, pk=fact_id)
+            OrgSkill.objects.select_for_update().get(
+                Q(pk=fact_id) | Q(memory_id=fact_id), company_id=agent.company_id
+            )
         )
     except (OrgSkill.DoesNotExist, ValueError, DjangoValidationError) as exc:
         raise NotFoundError(ORG_SKILL_NOT_FOUND, code="org_skill_not_found") from exc
@@ -124,4 +126,5 @@ def org_skill_applied(*, agent: Agent, fact_id, now: datetime | None = None) -> 
         target_id=str(skill.pk),
     )
     skill.refresh_from_db(fields=["application_count", "last_applied_at"])
+    skill.retired_at = None  # live: what the API's listing annotates
     return skill

@@ -9,7 +9,7 @@ from django.apps import apps as django_apps
 from django.test import Client
 
 from memory.procedural.evolver import skill_text
-from memory.procedural.evolver.models import OrgSkill
+from memory.procedural.models import OrgSkill
 from memory.procedural.evolver.services import ACTION_PROMOTION, existing_skills, skill_evolver_run
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_decide
