@@ -4,10 +4,10 @@ Three kinds of entries advise an agent: its **lessons** (``ProceduralLesson.advi
 from the report), the org's **skills** (the org skill store,
 :func:`memory.procedural.skills.org_skills`, whoever proposed them — an evolver skill or an
 org-pool lesson advises what its stored structure says; a ``procedure`` fact a person wrote is
-read from its text) and the **core policies** (read from their text). :func:`advising_entries` lists them;
-:func:`contradicted_by` says which of them a proposed skill contradicts
-(:func:`memory.procedural.advice.contradiction`), so the approval item can list each one
-side by side before anyone approves.
+read from its text) and the **core policies** (read from their text).
+:func:`advising_entries` lists them; :func:`contradicted_by` says which of them a proposed
+skill contradicts (:func:`memory.procedural.advice.contradiction`), so the approval item can
+list each one side by side before anyone approves.
 
 :func:`entry_advice` is what the context assembly uses for one entry of any kind.
 """

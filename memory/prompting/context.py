@@ -252,9 +252,7 @@ def _entry_advice(entries: Sequence[ContextEntry]) -> dict[str, tuple[str, Advic
     pool = {}
     if lessons:
         company_id = next(iter(lessons.values()))[1].company_id
-        pool = pool_skill_advice(
-            org_skills(company=company_id).filter(memory_id__in=list(lessons))
-        )
+        pool = pool_skill_advice(org_skills(company=company_id).filter(memory_id__in=list(lessons)))
     for memory_id, (key, lesson) in lessons.items():
         if memory_id in pool:
             found[key] = (ORG_SKILL, pool[memory_id])

@@ -168,4 +168,3 @@ def _replaced_entry(item: ApprovalItem) -> str | None:
     else:
         return None
     return entry.get("memory_id") or entry["fact_id"]
-

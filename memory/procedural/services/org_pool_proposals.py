@@ -10,7 +10,8 @@ proposed it (:func:`memory.procedural.evolver.services.existing_skills`): a FULL
 the skill the lesson would replace once approved. Its advice is checked against the live
 lessons, org skills and core policies as the evolver's is
 (:mod:`memory.procedural.contradictions`): one it contradicts makes the verdict
-``CONTRADICTS``, each listed in the evidence. :mod:`memory.procedural.services.org_pool` applies an approval.
+``CONTRADICTS``, each listed in the evidence. :mod:`memory.procedural.services.org_pool`
+applies an approval.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from memory.core.errors import MemoryNotFoundError
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import agent_visible_q
 from memory.procedural.models import OrgSkill
-from persistence.audit_actions import AuditAction
 from orgmemory.models import OrgFact
+from persistence.audit_actions import AuditAction
 from persistence.models import Agent
 from persistence.services.audit import audit_record
 from synthorg.errors import ConflictError, NotFoundError, UnprocessableError
@@ -87,10 +87,8 @@ def org_skill_applied(*, agent: Agent, fact_id, now: datetime | None = None) -> 
     """
     now = now or timezone.now()
     try:
-        skill = (
-            OrgSkill.objects.select_for_update().get(
-                Q(pk=fact_id) | Q(memory_id=fact_id), company_id=agent.company_id
-            )
+        skill = OrgSkill.objects.select_for_update().get(
+            Q(pk=fact_id) | Q(memory_id=fact_id), company_id=agent.company_id
         )
     except (OrgSkill.DoesNotExist, ValueError, DjangoValidationError) as exc:
         raise NotFoundError(ORG_SKILL_NOT_FOUND, code="org_skill_not_found") from exc

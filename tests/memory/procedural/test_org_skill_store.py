@@ -67,9 +67,7 @@ def _operator_skill(company, *, condition, action, advice) -> OrgFact:
     return OrgFact.objects.get(pk=entry.fact_id)
 
 
-def test_an_approved_pool_lesson_is_stored_structured_beside_its_memory(
-    company, author, proposer
-):
+def test_an_approved_pool_lesson_is_stored_structured_beside_its_memory(company, author, proposer):
     entry = _approve_pool(company, author, proposer)
     skill = OrgSkill.objects.get()
     item = ApprovalItem.objects.get()
@@ -171,7 +169,11 @@ def test_a_pool_proposal_contradicting_an_org_skill_is_caught(company, author, p
     item = ApprovalItem.objects.get()
     assert item.evidence["verdict"] == "CONTRADICTS"
     [clash] = item.evidence["contradicts"]
-    assert (clash["kind"], clash["ref"], clash["content"]) == ("org_skill", str(fact.pk), fact.content)
+    assert (clash["kind"], clash["ref"], clash["content"]) == (
+        "org_skill",
+        str(fact.pk),
+        fact.content,
+    )
     assert "contradicts 1 live entry" in item.description
 
 

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from memory.procedural.evolver import skill_text
-from memory.procedural.models import OrgSkill
 from memory.procedural.evolver.services import ACTION_PROMOTION, existing_skills, skill_evolver_run
+from memory.procedural.models import OrgSkill
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_decide
 from orgmemory.services.facts import fact_publish, fact_retract
