@@ -12,9 +12,10 @@ from django.db import transaction
 from memory.core.consolidation.models import ArchivalMode
 from memory.core.models.memory import Memory
 from memory.core.services.archive import archive_restore, memories_archive_out
+from memory.procedural.evolver.services import existing_skills
 from memory.procedural.models import OrgSkill, ProceduralLesson
 from memory.procedural.services.org_pool_proposals import ACTION_ORG_POOL_CONFLICT
-from memory.procedural.skills import org_skill_store, org_skills
+from memory.procedural.skills import org_skill_retire, org_skill_store, org_skills
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.facts import fact_publish
 from persistence.models import AuditEntry
@@ -201,3 +202,28 @@ def test_a_pool_conflict_with_an_operator_skill_retracts_the_fact_on_approval(
         entry.pk,
         fact.pk,
     ]
+
+
+def test_the_evolver_judges_against_pool_skills_and_retires_one_it_replaces(
+    company, author, proposer
+):
+    entry = _approve_pool(company, author, proposer)
+    [pool] = [s for s in existing_skills(company) if s.kind == "memory"]
+    assert (pool.ref, pool.condition, pool.action, pool.confidence) == (
+        str(entry.pk),
+        PROPOSAL["condition"],
+        PROPOSAL["action"],
+        0.9,
+    )
+    assert pool.as_entry() == {"memory_id": str(entry.pk), "content": PROPOSAL["discovery"]}
+    membership = MembershipFactory(company=company, role="operator", user__password=None)
+    human = Principal.for_human(membership.user, company, "operator")
+    assert org_skill_retire(
+        company=company, ref=str(entry.pk), actor=human, approval_item_id=None, replaced_by="x"
+    )
+    entry.refresh_from_db()
+    assert entry.superseded_at is not None and entry.superseded_by_id is None
+    assert list(org_skills(company=company)) == []
+    assert not org_skill_retire(
+        company=company, ref=str(entry.pk), actor=human, approval_item_id=None, replaced_by="x"
+    )
