@@ -148,22 +148,6 @@ def lesson_training_pairs(company, embedder_id: str):
             yield condition, memory_id
 
 
-def org_pool_entries(company) -> QuerySet[ProceduralLesson]:
-    """The live entries of the company's org skill pool (shared PROCEDURAL memories of scope
-    ``org``, not superseded), oldest first."""
-    return (
-        ProceduralLesson.objects.filter(
-            company=company,
-            memory__company=company,
-            memory__scope="org",
-            memory__is_shared=True,
-            memory__superseded_at__isnull=True,
-        )
-        .select_related("memory")
-        .order_by("created_at", "memory_id")
-    )
-
-
 def compressed_experiences_visible_to(principal: Principal):
     """Compressed experiences (newest first): an agent's own, or all the company's for a
     human member."""
