@@ -10,7 +10,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from memory.procedural.models import CaptureStatus, ExecutionReport, ProceduralLesson
+from memory.procedural.models import CaptureStatus, ExecutionReport, OrgSkill, ProceduralLesson
 from persistence.admin_scoping import ReadOnlyScopedAdmin
 
 
@@ -169,3 +169,21 @@ class ProceduralLessonAdmin(ReadOnlyScopedAdmin):
             return "—"
         url = reverse("admin:procedural_executionreport_change", args=[lesson.report_id])
         return format_html('<a href="{}">{}</a>', url, lesson.report_id)
+
+
+@admin.register(OrgSkill)
+class OrgSkillAdmin(ReadOnlyScopedAdmin):
+    """Written by the approval of an evolver promotion or an org-pool lesson; counted by
+    agents reporting an application."""
+
+    list_display = (
+        "created_at",
+        "company",
+        "source",
+        "name",
+        "confidence",
+        "report_count",
+        "application_count",
+        "last_applied_at",
+    )
+    list_filter = ("company", "source")

@@ -1,12 +1,13 @@
 """What the company's live entries advise, and which of them a new piece of advice contradicts.
 
 Three kinds of entries advise an agent: its **lessons** (``ProceduralLesson.advice``, computed
-from the report), the org's **skills** (``procedure`` facts; an evolver skill's advice is the
-one its approval item carried, a hand-written procedure's is read from its text) and the
-**core policies** (read from their text). :func:`advising_entries` lists them;
-:func:`contradicted_by` says which of them a proposed skill contradicts
-(:func:`memory.procedural.advice.contradiction`), so the approval item can list each one
-side by side before anyone approves.
+from the report), the org's **skills** (the org skill store,
+:func:`memory.procedural.skills.org_skills`, whoever proposed them — an evolver skill or an
+org-pool lesson advises what its stored structure says; a ``procedure`` fact a person wrote is
+read from its text) and the **core policies** (read from their text).
+:func:`advising_entries` lists them; :func:`contradicted_by` says which of them a proposed
+skill contradicts (:func:`memory.procedural.advice.contradiction`), so the approval item can
+list each one side by side before anyone approves.
 
 :func:`entry_advice` is what the context assembly uses for one entry of any kind.
 """
@@ -22,7 +23,8 @@ from django.utils import timezone
 
 from memory.core.models.memory import live_q
 from memory.procedural.advice import Advice, advice_from_text, contradiction
-from memory.procedural.models import ProceduralLesson
+from memory.procedural.models import OrgSkill, ProceduralLesson
+from memory.procedural.skills import org_skills
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.selectors.policies import policies
 from persistence.models import Company
@@ -60,8 +62,16 @@ def lesson_advice(lesson: ProceduralLesson) -> Advice:
 
 
 def skill_advice_of(facts: Sequence[OrgFact]) -> dict[str, Advice]:
-    """Each procedure fact's advice by fact id: its approval item's (an evolver skill), else
-    read from its text (written by a person)."""
+    """Each procedure fact's advice by fact id: its stored skill's (an approved skill, while
+    the fact is the version it was published as), else its approval item's, else read from
+    its text (written by a person)."""
+    structured = {
+        str(fact_id): advice
+        for fact_id, version, advice in OrgSkill.objects.filter(
+            fact_id__in=[f.fact_id for f in facts]
+        ).values_list("fact_id", "fact_version", "advice")
+        if advice and any(f.fact_id == fact_id and f.version == version for f in facts)
+    }
     item_of = {}
     for fact in facts:
         for tag in fact.tags:
@@ -75,8 +85,20 @@ def skill_advice_of(facts: Sequence[OrgFact]) -> dict[str, Advice]:
             if advice is not None:
                 stored[str(pk)] = advice
     return {
-        str(f.fact_id): stored.get(item_of.get(str(f.fact_id), "")) or advice_from_text(f.content)
+        str(f.fact_id): Advice.from_dict(structured.get(str(f.fact_id)))
+        or stored.get(item_of.get(str(f.fact_id), ""))
+        or advice_from_text(f.content)
         for f in facts
+    }
+
+
+def pool_skill_advice(rows: Iterable[OrgSkill]) -> dict[str, Advice]:
+    """Each lesson-pool skill's advice by its memory id: what its structure stored, else its
+    ``Do:`` tier."""
+    return {
+        str(row.memory_id): Advice.from_dict(row.advice) or advice_from_text(f"Do: {row.action}")
+        for row in rows
+        if row.memory_id is not None
     }
 
 
@@ -107,8 +129,18 @@ def advising_entries(
                 ORG_SKILL, str(fact.fact_id), fact.content, advice_by_fact[str(fact.fact_id)]
             )
         )
+    pool = list(
+        org_skills(company=company, now=now)
+        .filter(source=OrgSkill.Source.LESSON_POOL)
+        .order_by("created_at", "id")
+    )
+    advice_by_memory = pool_skill_advice(pool)
+    for row in pool:
+        ref = str(row.memory_id)
+        entries.append(AdvisingEntry(ORG_SKILL, ref, row.discovery, advice_by_memory[ref]))
     lessons = (
         ProceduralLesson.objects.filter(live_q(now, "memory__"), company=company)
+        .exclude(memory_id__in=[row.memory_id for row in pool])
         .select_related("memory__agent")
         .order_by("created_at", "memory_id")
     )

@@ -8,6 +8,10 @@
 * :class:`ProceduralLesson` — the three tiers of a PROCEDURAL memory (the memory row holds
   the discovery tier as its content, which is what is embedded and ranked; activation and
   execution tiers live here) and where it came from.
+* :class:`OrgSkill` — the org skill store: every approved org-wide skill, whoever proposed
+  it (the skill evolver, an agent's lesson for the org pool, an operator), stored structured
+  beside the entry agents retrieve (a ``procedure`` fact or a shared PROCEDURAL memory), with
+  its usage counters.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import uuid
 from django.db import models
 
 from memory.core.models.memory import validate_subject_field
+from orgmemory.models import OrgFact
 from persistence.models import Agent, Company, Task
 from synthorg.jobs.models import DurableJob, JobStatusChange
 from synthorg.subjects import SUBJECT_MAX_CHARS
@@ -379,3 +384,84 @@ class CompressionRun(models.Model):
 
     def __str__(self) -> str:
         return f"compression run {self.started_at:%Y-%m-%d %H:%M}"
+
+
+class OrgSkill(models.Model):
+    """One approved org skill, structured (condition, action, steps, …; validated by
+    :class:`memory.procedural.evolver.skill_text.SkillFields` before it is stored), never
+    parsed back out of the text agents read.
+
+    ``source`` says who proposed it; the entry agents retrieve is ``fact`` (an evolver or
+    operator skill: its ``procedure`` fact, ``fact_version`` the version the structure
+    describes) or ``memory`` (a lesson-pool skill: the shared PROCEDURAL memory). The id is
+    that entry's id when stored, and stays the skill's id.
+
+    ``memory`` holds no database constraint and is never cascaded: archiving the entry (the
+    core deletes the memory row and keeps an archive row) must not delete the skill, and a
+    restore points the skill at the restored memory. A skill whose entry is gone, superseded
+    or retracted is not live (:func:`memory.procedural.skills.org_skill_live_q`).
+    ``application_count`` / ``last_applied_at`` are the skill pool's counters, updated
+    atomically (``F() + 1``) when an agent reports applying the skill.
+    """
+
+    class Source(models.TextChoices):
+        EVOLVER = "evolver", "Skill evolver"
+        LESSON_POOL = "lesson-pool", "Lesson pool"
+        OPERATOR = "operator", "Operator"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=16, choices=Source.choices)
+    fact = models.OneToOneField(
+        OrgFact, on_delete=models.CASCADE, null=True, blank=True, related_name="skill"
+    )
+    fact_version = models.PositiveIntegerField(null=True, blank=True)
+    memory = models.OneToOneField(
+        "memory.Memory",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    approval_item = models.UUIDField(null=True, blank=True)
+    name = models.CharField(max_length=64)
+    discovery = models.TextField()
+    condition = models.TextField()
+    action = models.TextField()
+    rationale = models.TextField()
+    steps = models.JSONField(default=list)
+    # What the skill advises, as data (memory.procedural.advice); {} when none was computed.
+    advice = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField()
+    pattern = models.CharField(max_length=200, blank=True, default="")
+    report_count = models.PositiveIntegerField(default=0)
+    agent_count = models.PositiveIntegerField(default=0)
+    application_count = models.PositiveIntegerField(default=0)
+    last_applied_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ("created_at", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(source__in=["evolver", "lesson-pool", "operator"]),
+                name="org_skill_source_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(source="lesson-pool", memory__isnull=False, fact__isnull=True)
+                | (
+                    ~models.Q(source="lesson-pool")
+                    & models.Q(fact__isnull=False, memory__isnull=True)
+                ),
+                name="org_skill_entry_matches_source",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0.0) & models.Q(confidence__lte=1.0),
+                name="org_skill_confidence_range",
+            ),
+        ]
+        indexes = [models.Index(fields=["company", "created_at"], name="org_skill_company")]
+
+    def __str__(self) -> str:
+        return self.name

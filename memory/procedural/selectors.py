@@ -6,7 +6,6 @@ from django.db.models import QuerySet
 
 from memory.core.models.memory import Memory
 from memory.core.selectors.memories import agent_visible_q
-from memory.procedural.evolver.models import OrgSkill
 from memory.procedural.models import CompressedExperience, ExecutionReport, ProceduralLesson
 from persistence.principal import Principal
 from synthorg.errors import NotFoundError
@@ -149,22 +148,6 @@ def lesson_training_pairs(company, embedder_id: str):
             yield condition, memory_id
 
 
-def org_pool_entries(company) -> QuerySet[ProceduralLesson]:
-    """The live entries of the company's org skill pool (shared PROCEDURAL memories of scope
-    ``org``, not superseded), oldest first."""
-    return (
-        ProceduralLesson.objects.filter(
-            company=company,
-            memory__company=company,
-            memory__scope="org",
-            memory__is_shared=True,
-            memory__superseded_at__isnull=True,
-        )
-        .select_related("memory")
-        .order_by("created_at", "memory_id")
-    )
-
-
 def compressed_experiences_visible_to(principal: Principal):
     """Compressed experiences (newest first): an agent's own, or all the company's for a
     human member."""
@@ -172,12 +155,3 @@ def compressed_experiences_visible_to(principal: Principal):
     if principal.is_agent:
         rows = rows.filter(agent=principal.agent)
     return rows
-
-
-def org_skills(*, company, include_retracted: bool = False):
-    """The company's approved org skills (structured, with counters), newest first; only
-    those whose fact is live unless ``include_retracted``."""
-    rows = OrgSkill.objects.filter(company=company).select_related("fact")
-    if not include_retracted:
-        rows = rows.filter(fact__retracted_at__isnull=True)
-    return rows.order_by("-created_at", "-fact_id")

@@ -41,10 +41,12 @@ from memory.procedural.contradictions import (
     ORG_SKILL,
     PRECEDENCE,
     lesson_advice,
+    pool_skill_advice,
     skill_advice_of,
 )
 from memory.procedural.rendering import render_discovery, render_full
 from memory.procedural.selectors import attach_lessons, lesson_of
+from memory.procedural.skills import org_skills
 from memory.prompting.hierarchical import hierarchical_search
 from memory.prompting.llm_checks import llm_request_deadline
 from memory.prompting.rerank import rerank
@@ -239,12 +241,23 @@ BUDGET = "budget"
 
 
 def _entry_advice(entries: Sequence[ContextEntry]) -> dict[str, tuple[str, Advice]]:
-    """(kind, advice) of each entry that advises: a lesson, an org skill (``procedure``)."""
+    """(kind, advice) of each entry that advises: a lesson, an org skill (a ``procedure``
+    fact, or an org-pool memory: read from the org skill store)."""
     found: dict[str, tuple[str, Advice]] = {}
+    lessons = {}
     for entry in entries:
         lesson = lesson_of(entry.memory) if entry.memory is not None else None
         if lesson is not None:
-            found[entry.key] = (LESSON, lesson_advice(lesson))
+            lessons[str(lesson.memory_id)] = (entry.key, lesson)
+    pool = {}
+    if lessons:
+        company_id = next(iter(lessons.values()))[1].company_id
+        pool = pool_skill_advice(org_skills(company=company_id).filter(memory_id__in=list(lessons)))
+    for memory_id, (key, lesson) in lessons.items():
+        if memory_id in pool:
+            found[key] = (ORG_SKILL, pool[memory_id])
+        else:
+            found[key] = (LESSON, lesson_advice(lesson))
     facts = {
         e.key.removeprefix("fact:"): e.key
         for e in entries

@@ -192,8 +192,12 @@ SEED_HINTS = {
         "subject": lambda seeder: f"{seeder.marker}-subject",
     },
     "ProceduralLesson": {"memory": lambda seeder: seeder.row(Memory), "origin": "failure"},
-    # an approved org skill's structure is keyed by the procedure fact it describes
-    "OrgSkill": {"fact": lambda seeder: seeder.made[OrgFact]},
+    # an approved org skill (the evolver's) is stored beside its procedure fact, under its id
+    "OrgSkill": {
+        "id": lambda seeder: seeder.made[OrgFact].pk,
+        "source": "evolver",
+        "fact": lambda seeder: seeder.made[OrgFact],
+    },
     "JournalEntry": {"day": date(2026, 3, 1)},
     # a pending draft failure is due for a retry; its history row names it
     "DraftFailure": {"next_attempt_at": datetime(2026, 3, 1, tzinfo=UTC)},

@@ -3398,10 +3398,28 @@ export interface components {
          * @enum {string}
          */
         OrgFactCategoryEnum: "core_policy" | "adr" | "procedure" | "convention" | "entity_definition";
-        /** @description An approved org skill: its structure, the evidence it was approved on, its counters. */
+        /**
+         * @description An approved org skill of any source: its structure, the evidence it was approved on,
+         *     its counters, and the entry agents retrieve (its ``procedure`` fact or org-pool memory).
+         */
         OrgSkill: {
-            /** Format: uuid */
-            fact_id: string;
+            /**
+             * Format: uuid
+             * @description The skill's id: its fact's, or its memory's.
+             */
+            id: string;
+            /** @description evolver | lesson-pool | operator */
+            source: string;
+            /**
+             * Format: uuid
+             * @description Its procedure fact (else null).
+             */
+            fact_id: string | null;
+            /**
+             * Format: uuid
+             * @description Its org-pool memory (a lesson-pool skill; else null).
+             */
+            memory_id: string | null;
             name: string;
             discovery: string;
             condition: string;
@@ -3420,7 +3438,10 @@ export interface components {
             approval_item: string | null;
             /** Format: date-time */
             created_at: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @description When it left the org: its fact retracted, or its memory superseded.
+             */
             retracted_at: string | null;
         };
         PaginatedAgentList: {

@@ -26,10 +26,10 @@ from memory.interfaces.console.provenance import memory_corrections, memory_prov
 from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
-from memory.procedural.selectors import org_skills
 from memory.procedural.services.capture import execution_capture_requeue
 from memory.procedural.services.compression import experience_compress_run
 from memory.procedural.services.wiki import wiki_archive, wiki_export_run
+from memory.procedural.skills import org_skills
 from memory.prompting.llm_checks import llm_request_deadline
 from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from memory.core.models import Memory
 from memory.interfaces.service.base import ServiceBase
-from memory.procedural.evolver.models import OrgSkill
+from memory.procedural.models import OrgSkill
 from memory.procedural.services.reports import SubmittedReport, execution_report_submit
 from memory.procedural.services.skill_pool import org_skill_applied, procedural_memory_applied
 

@@ -4,7 +4,6 @@ from memory.procedural.evolver.models import (
     DraftFailure,
     DraftStatusChange,
     EvolverReport,
-    OrgSkill,
 )
 from persistence.admin import LedgerAdmin
 from persistence.admin_scoping import ReadOnlyScopedAdmin
@@ -40,19 +39,3 @@ class DraftFailureAdmin(ReadOnlyScopedAdmin):
 class DraftStatusChangeAdmin(LedgerAdmin):
     list_display = ("created_at", "company", "draft", "status", "method", "attempt", "actor")
     list_filter = ("company", "status")
-
-
-@admin.register(OrgSkill)
-class OrgSkillAdmin(ReadOnlyScopedAdmin):
-    """Written by the approval of a promotion; counted by agents reporting an application."""
-
-    list_display = (
-        "created_at",
-        "company",
-        "name",
-        "confidence",
-        "report_count",
-        "application_count",
-        "last_applied_at",
-    )
-    list_filter = ("company",)

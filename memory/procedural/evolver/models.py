@@ -6,9 +6,9 @@
   drafts it again with back-off (mutable; at most one open record per company and pattern).
 * :class:`DraftStatusChange` — every status transition of a draft failure. **Append-only**
   (a Postgres trigger rejects UPDATE/DELETE/TRUNCATE).
-* :class:`OrgSkill` — an approved evolver skill, stored structured beside the ``procedure``
-  org fact it was published as (the fact's text is rendered from it, never parsed back),
-  with its usage counters.
+
+An approved evolver skill is stored in the org skill store
+(:class:`memory.procedural.models.OrgSkill`, ``source`` ``evolver``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from orgmemory.models import ApprovalItem, OrgFact
+from orgmemory.models import ApprovalItem
 from persistence.models import Company
 from synthorg.jobs.models import DurableJob, JobStatusChange
 
@@ -169,49 +169,3 @@ class DraftStatusChange(JobStatusChange):
 
     def __str__(self) -> str:
         return f"{self.draft_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
-
-
-class OrgSkill(models.Model):
-    """The structure of one approved evolver skill (validated by
-    :class:`memory.procedural.evolver.skill_text.SkillFields` before it is stored) and how
-    often agents applied it.
-
-    ``fact_version`` is the version of the org fact the structure describes: once a person
-    publishes a new version of that fact, the fact's own text is what the org holds, and the
-    evolver reads it as a person's entry. ``application_count`` / ``last_applied_at`` are the
-    seeds' skill-pool counters, updated atomically (``F() + 1``) when an agent reports
-    applying the skill.
-    """
-
-    fact = models.OneToOneField(
-        OrgFact, on_delete=models.CASCADE, primary_key=True, related_name="evolver_skill"
-    )
-    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
-    fact_version = models.PositiveIntegerField()
-    approval_item = models.UUIDField(null=True, blank=True)
-    name = models.CharField(max_length=64)
-    discovery = models.TextField()
-    condition = models.TextField()
-    action = models.TextField()
-    rationale = models.TextField()
-    steps = models.JSONField(default=list)
-    confidence = models.FloatField()
-    pattern = models.CharField(max_length=200, blank=True, default="")
-    report_count = models.PositiveIntegerField(default=0)
-    agent_count = models.PositiveIntegerField(default=0)
-    application_count = models.PositiveIntegerField(default=0)
-    last_applied_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField()
-
-    class Meta:
-        ordering = ("created_at", "fact_id")
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(confidence__gte=0.0) & Q(confidence__lte=1.0),
-                name="orgskill_confidence_range",
-            ),
-        ]
-        indexes = [models.Index(fields=["company", "created_at"], name="orgskill_company")]
-
-    def __str__(self) -> str:
-        return self.name

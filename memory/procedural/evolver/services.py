@@ -35,7 +35,6 @@ from memory.procedural.evolver.models import (
     OPEN_DRAFT_STATUSES,
     DraftFailure,
     EvolverReport,
-    OrgSkill,
 )
 from memory.procedural.evolver.patterns import (
     Pattern,
@@ -46,8 +45,9 @@ from memory.procedural.evolver.patterns import (
 from memory.procedural.evolver.rule_drafting import SkillAdvice, rule_draft, skill_advice
 from memory.procedural.evolver.schedules import arm_deferred_evolver
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
-from memory.procedural.models import ExecutionReport
+from memory.procedural.models import ExecutionReport, OrgSkill
 from memory.procedural.rule_lessons import advice_title
+from memory.procedural.skills import org_skills
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_request
 from persistence.models import Agent, Company
@@ -205,9 +205,10 @@ def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
 
 
 def existing_skills(company: Company) -> list[Skill]:
-    """The company's live procedure facts as skills: an approved skill's stored structure
-    (while the fact is still the version it was published as), a person's entry as its text
-    reads (:func:`~memory.procedural.evolver.skill_text.parse`)."""
+    """Every live org skill a proposal is judged against: the live procedure facts — an
+    approved skill's stored structure (while the fact is still the version it was published
+    as), a person's entry as its text reads (:func:`~memory.procedural.evolver.skill_text.parse`)
+    — and the lesson pool's skills (their stored structure; ``kind`` ``memory``)."""
     facts = list(
         OrgFact.objects.filter(
             company=company, category=PROCEDURE, retracted_at__isnull=True
@@ -231,6 +232,18 @@ def existing_skills(company: Company) -> list[Skill]:
                 confidence=confidence,
                 ref=str(fact.fact_id),
                 content=fact.content,
+            )
+        )
+    pool = org_skills(company=company).filter(source=OrgSkill.Source.LESSON_POOL)
+    for row in pool.order_by("created_at", "id"):
+        skills.append(
+            Skill(
+                condition=row.condition,
+                action=row.action,
+                confidence=row.confidence,
+                ref=str(row.memory_id),
+                content=row.discovery,
+                kind="memory",
             )
         )
     return skills
@@ -537,7 +550,7 @@ def _emit(
     }
     metadata = {"pattern": pattern.key, "proposal": tiers, "scope": "org", "method": method}
     if judgement.verdict is Verdict.CONFLICT:
-        evidence["existing"] = {"fact_id": other.ref, "content": other.content}
+        evidence["existing"] = other.as_entry()
         evidence["proposed"] = content
         item = approval_request(
             company=company,
@@ -563,7 +576,7 @@ def _emit(
         )
         return item
     if judgement.verdict is Verdict.FULL:
-        evidence["superseded"] = {"fact_id": other.ref, "content": other.content}
+        evidence["superseded"] = other.as_entry()
     description = (
         f"{len(pattern.agent_ids)} agents, {len(pattern.reports)} reports "
         f"({pattern.key}); confidence {confidence:.2f}. {found.support_note}"

@@ -50,6 +50,11 @@ class Skill:
     confidence: float
     ref: str = ""  # the existing entry's id (empty for the proposal)
     content: str = ""
+    kind: str = "fact"  # the existing entry's store: a ``procedure`` fact or a pool memory
+
+    def as_entry(self) -> dict:
+        """The entry as an approval item's evidence names it (``fact_id`` / ``memory_id``)."""
+        return {f"{self.kind}_id": self.ref, "content": self.content}
 
 
 @dataclass(frozen=True)

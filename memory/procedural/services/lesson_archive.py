@@ -7,7 +7,10 @@ consolidation — the core writes its archive row through
 memory's delivered scope and application counters and, when it has one, its lesson (tiers,
 advice, method, provenance). ``POST /archive/{id}/restore`` then calls
 :func:`lesson_restore` (registered with ``on_archive_restored``), which puts all of it back
-on the restored memory.
+on the restored memory. An org-pool entry's org skill
+(:class:`~memory.procedural.models.OrgSkill`) stays in the store while its memory is archived
+(not live: :func:`memory.procedural.skills.org_skill_live_q`); the snapshot names it and the
+restore points it at the restored memory, so the skill, its id and its counters come back.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory.core.models.memory import Memory
-from memory.procedural.models import Method, ProceduralLesson
+from memory.procedural.models import Method, OrgSkill, ProceduralLesson
 from memory.procedural.selectors import attach_lessons, lesson_of
 from persistence.models import Company
 
@@ -59,7 +62,11 @@ def lesson_snapshot(memories: Sequence[Memory]) -> dict:
     ``on_archiving`` snapshot of the core; one query for their lessons)."""
     procedural = [m for m in memories if m.category == "procedural"]
     attach_lessons(procedural)
-    return {m.pk: {SNAPSHOT_KEY: _lesson_metadata(m)} for m in procedural}
+    snapshots = {m.pk: {SNAPSHOT_KEY: _lesson_metadata(m)} for m in procedural}
+    skills = OrgSkill.objects.filter(memory_id__in=list(snapshots)).values_list("memory_id", "pk")
+    for memory_id, skill_id in skills:
+        snapshots[memory_id][SNAPSHOT_KEY]["org_skill"] = str(skill_id)
+    return snapshots
 
 
 def lesson_restore(*, memory_id, company: Company, metadata: dict) -> ProceduralLesson | None:
@@ -79,6 +86,10 @@ def lesson_restore(*, memory_id, company: Company, metadata: dict) -> Procedural
         application_count=data.get("application_count") or 0,
         last_applied_at=data.get("last_applied_at"),
     )
+    if data.get("org_skill"):
+        OrgSkill.objects.filter(
+            company=company, pk=data["org_skill"], memory_id__isnull=False
+        ).update(memory_id=memory_id)
     lesson = data.get("lesson")
     if not lesson:
         return None

@@ -23,9 +23,11 @@ from memory.core.models.memory import Memory
 from memory.core.selectors.memories import shared_knowledge_require
 from memory.core.services.store import memory_store_batch
 from memory.procedural.domain import ProceduralMemoryProposal
-from memory.procedural.models import ProceduralLesson
+from memory.procedural.evolver.skill_text import SkillFields
+from memory.procedural.models import OrgSkill, ProceduralLesson
 from memory.procedural.services.lessons import lesson_row_create, lesson_tags
 from memory.procedural.services.org_pool_proposals import ACTION_ORG_POOL_CONFLICT
+from memory.procedural.skills import org_skill_retire, org_skill_store
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_consume
 from persistence.audit_actions import AuditAction
@@ -80,7 +82,7 @@ def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
     )
     if result.deduplicated:
         raise ConflictError(POOL_DUPLICATE.format(memory_id=result.id), code="org_pool_duplicate")
-    lesson_row_create(
+    pool_lesson = lesson_row_create(
         memory_id=result.id,
         company=item.company,
         report=source_lesson.report,
@@ -94,16 +96,44 @@ def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
         propagated_from_id=source.pk,
         org_approval_item=item.pk,
     )
+    agents = item.evidence.get("agents") or []
+    org_skill_store(
+        company=item.company,
+        source=OrgSkill.Source.LESSON_POOL,
+        fields=SkillFields(
+            name=pool_lesson.skill_name,
+            discovery=proposal.discovery,
+            condition=proposal.condition,
+            action=proposal.action,
+            rationale=proposal.rationale,
+            steps=list(proposal.execution_steps),
+            confidence=proposal.confidence,
+            report_count=len(item.evidence.get("report_ids") or []),
+            agent_count=len(agents) if isinstance(agents, list) else 0,
+        ).model_dump(),
+        advice=proposal.advice or source_lesson.advice,
+        memory_id=result.id,
+        approval_item=item.pk,
+        created_at=now,
+    )
     replaced = _replaced_entry(item)
     superseded = [source.pk]
     superseded += ProceduralLesson.objects.filter(
         propagated_from_id=source.pk, memory__is_shared=False
     ).values_list("memory_id", flat=True)
-    if replaced:
-        superseded.append(replaced)
     count = Memory.objects.filter(
         company=item.company, pk__in=superseded, superseded_at__isnull=True
     ).update(superseded_at=now, superseded_by_id=result.id, updated_at=now)
+    if replaced and org_skill_retire(
+        company=item.company,
+        ref=replaced,
+        actor=actor,
+        approval_item_id=item.pk,
+        replaced_by=str(result.id),
+        replaced_by_memory=result.id,
+        now=now,
+    ):
+        count += 1
     audit_record(
         company=item.company,
         action_type=AuditAction.PROCEDURAL_LESSON_ORG_POOL_ADDED,
@@ -129,10 +159,12 @@ def org_pool_apply(item: ApprovalItem, actor: Principal) -> None:
 
 
 def _replaced_entry(item: ApprovalItem) -> str | None:
-    """The pool entry the approval replaces: a conflict's contradicted entry, or the one a
-    FULL verdict named."""
+    """The org skill the approval replaces: a conflict's contradicted entry, or the one a
+    FULL verdict named (a pool memory, or a ``procedure`` fact)."""
     if item.action_type == ACTION_ORG_POOL_CONFLICT:
-        return item.evidence["existing"]["memory_id"]
-    if item.evidence.get("verdict") == "FULL":
-        return item.evidence["superseded"]["memory_id"]
-    return None
+        entry = item.evidence["existing"]
+    elif item.evidence.get("verdict") == "FULL":
+        entry = item.evidence["superseded"]
+    else:
+        return None
+    return entry.get("memory_id") or entry["fact_id"]

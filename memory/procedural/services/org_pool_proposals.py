@@ -4,21 +4,28 @@ beyond its author's reach.
 An agent never writes the org pool. Its ``org`` lesson becomes an ApprovalItem in the human
 approval queue (the skill evolver's path): ``procedural_lesson:org_pool`` (risk medium), or
 ``procedural_lesson:org_pool_conflict`` (risk high, both texts) when it contradicts a live
-pool entry. Supersession is judged as the evolver judges it
-(:mod:`memory.procedural.evolver.supersession`): a FULL match names the entry the lesson
-would replace once approved. :mod:`memory.procedural.services.org_pool` applies an approval.
+org skill. Supersession is judged as the evolver judges it
+(:mod:`memory.procedural.evolver.supersession`), against every live org skill whoever
+proposed it (:func:`memory.procedural.evolver.services.existing_skills`): a FULL match names
+the skill the lesson would replace once approved. Its advice is checked against the live
+lessons, org skills and core policies as the evolver's is
+(:mod:`memory.procedural.contradictions`): one it contradicts makes the verdict
+``CONTRADICTS``, each listed in the evidence. :mod:`memory.procedural.services.org_pool`
+applies an approval.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
+from memory.procedural.advice import Advice
+from memory.procedural.contradictions import advising_entries, contradicted_by, lesson_advice
 from memory.procedural.domain import ProceduralMemoryProposal
 from memory.procedural.evolver import skill_text
 from memory.procedural.evolver.presentation import skill_presenter
+from memory.procedural.evolver.services import existing_skills
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
 from memory.procedural.models import ProceduralLesson
-from memory.procedural.selectors import org_pool_entries
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_request
 from persistence.models import Agent
@@ -36,16 +43,6 @@ LESSON_PRESENTER = skill_presenter(
 )
 
 
-def _skill(lesson: ProceduralLesson) -> Skill:
-    return Skill(
-        condition=lesson.condition,
-        action=lesson.action,
-        confidence=lesson.memory.confidence,
-        ref=str(lesson.memory_id),
-        content=lesson.memory.content,
-    )
-
-
 def org_pool_propose(
     *,
     agent: Agent,
@@ -58,8 +55,16 @@ def org_pool_propose(
     the storing transaction."""
     judgement = judge(
         Skill(condition=proposal.condition, action=proposal.action, confidence=proposal.confidence),
-        [_skill(entry) for entry in org_pool_entries(agent.company)],
+        existing_skills(agent.company),
     )
+    advice = Advice.from_dict(proposal.advice) or lesson_advice(lesson)
+    contradicts = [
+        entry
+        for entry in contradicted_by(
+            advice, advising_entries(company=agent.company, about=advice, now=now)
+        )
+        if entry["ref"] != str(lesson.memory_id)
+    ]
     tiers = proposal.model_dump(mode="json")
     tiers["content"] = skill_text.render(tiers)
     evidence = {
@@ -74,11 +79,12 @@ def org_pool_propose(
         "condition_jaccard": round(judgement.condition_jaccard, 4),
         "action_jaccard": round(judgement.action_jaccard, 4),
         "condition_coverage": round(judgement.condition_coverage, 4),
+        "contradicts": contradicts,
     }
     metadata = {"proposal": tiers, "lesson_memory_id": str(lesson.memory_id), "scope": "org"}
     existing = judgement.existing
     if judgement.verdict is Verdict.CONFLICT:
-        evidence["existing"] = {"memory_id": existing.ref, "content": existing.content}
+        evidence["existing"] = existing.as_entry()
         item = approval_request(
             company=agent.company,
             action_type=ACTION_ORG_POOL_CONFLICT,
@@ -97,16 +103,25 @@ def org_pool_propose(
         )
     else:
         if judgement.verdict is Verdict.FULL:
-            evidence["superseded"] = {"memory_id": existing.ref, "content": existing.content}
+            evidence["superseded"] = existing.as_entry()
+        description = (
+            f"{agent.name} proposed this lesson for the whole company "
+            f"(confidence {proposal.confidence:.2f}, verdict {judgement.verdict.value}). "
+            "Approve to add it to the org skill pool."
+        )
+        if contradicts:
+            evidence["verdict"] = Verdict.CONTRADICTS.value
+            description += (
+                f" It contradicts {len(contradicts)} live "
+                f"{'entry' if len(contradicts) == 1 else 'entries'} (listed side by side): "
+                "approving adds it, and in every agent's context an org skill then wins over "
+                "a contradicting lesson."
+            )
         item = approval_request(
             company=agent.company,
             action_type=ACTION_ORG_POOL,
             title=f"Org skill from {agent.name}: {proposal.discovery}"[:200],
-            description=(
-                f"{agent.name} proposed this lesson for the whole company "
-                f"(confidence {proposal.confidence:.2f}, verdict {judgement.verdict.value}). "
-                "Approve to add it to the org skill pool."
-            ),
+            description=description,
             risk_level=ApprovalItem.RiskLevel.MEDIUM,
             source=SOURCE,
             requester_agent=agent,

@@ -117,6 +117,7 @@ def test_an_org_lesson_is_a_proposal_not_a_pool_entry(company, author, proposer)
         "condition_jaccard": 0.0,
         "action_jaccard": 0.0,
         "condition_coverage": 0.0,
+        "contradicts": [],
     }
     assert item.metadata["lesson_memory_id"] == str(lesson.pk)
     assert item.metadata["proposal"]["action"] == PROPOSAL["action"]

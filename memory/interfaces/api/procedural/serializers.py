@@ -183,9 +183,15 @@ class LessonAppliedSerializer(Serializer):
 
 
 class OrgSkillSerializer(Serializer):
-    """An approved org skill: its structure, the evidence it was approved on, its counters."""
+    """An approved org skill of any source: its structure, the evidence it was approved on,
+    its counters, and the entry agents retrieve (its ``procedure`` fact or org-pool memory)."""
 
-    fact_id = serializers.UUIDField()
+    id = serializers.UUIDField(help_text="The skill's id: its fact's, or its memory's.")
+    source = serializers.CharField(help_text="evolver | lesson-pool | operator")
+    fact_id = serializers.UUIDField(allow_null=True, help_text="Its procedure fact (else null).")
+    memory_id = serializers.UUIDField(
+        allow_null=True, help_text="Its org-pool memory (a lesson-pool skill; else null)."
+    )
     name = serializers.CharField()
     discovery = serializers.CharField()
     condition = serializers.CharField()
@@ -200,7 +206,11 @@ class OrgSkillSerializer(Serializer):
     last_applied_at = serializers.DateTimeField(allow_null=True)
     approval_item = serializers.UUIDField(allow_null=True)
     created_at = serializers.DateTimeField()
-    retracted_at = serializers.DateTimeField(source="fact.retracted_at", allow_null=True)
+    retracted_at = serializers.DateTimeField(
+        source="retired_at",
+        allow_null=True,
+        help_text="When it left the org: its fact retracted, or its memory superseded.",
+    )
 
 
 class OrgSkillListQuerySerializer(Serializer):

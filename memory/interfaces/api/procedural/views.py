@@ -20,9 +20,9 @@ from memory.procedural.selectors import (
     execution_report_get,
     execution_reports_visible_to,
     lesson_for,
-    org_skills,
 )
 from memory.procedural.services.lessons import lesson_skill_md
+from memory.procedural.skills import org_skills
 from persistence.api.permissions import IsAgent, IsPrincipal
 from synthorg.api.pagination import StableCursorPagination
 from synthorg.api.schema import PROBLEM

@@ -2,15 +2,12 @@
 applications (issue 33 item 2): through the real evolver cycle against the OpenAI-wire
 stand-in, the approval service, the REST API and the console."""
 
-import importlib
-
 import pytest
-from django.apps import apps as django_apps
 from django.test import Client
 
 from memory.procedural.evolver import skill_text
-from memory.procedural.evolver.models import OrgSkill
 from memory.procedural.evolver.services import ACTION_PROMOTION, existing_skills, skill_evolver_run
+from memory.procedural.models import OrgSkill
 from orgmemory.models import ApprovalItem, OrgFact
 from orgmemory.services.approvals import approval_decide
 from orgmemory.services.facts import fact_publish, fact_retract
@@ -163,35 +160,3 @@ def test_the_api_and_the_console_show_skills_with_their_counters(company, caller
     page = client.get("/console/memories/skill-evolver").content.decode()
     assert f'data-id="{fact.pk}"' in page
     assert '<td data-label="Applied" class="applied">1 time, last' in page
-
-
-def test_the_data_migration_structures_existing_approved_skills(company):
-    _, fact, human = _approved(company, action=MULTILINE_ACTION)
-    expected = OrgSkill.objects.filter(pk=fact.pk).values().get()
-    OrgSkill.objects.all().delete()
-    text_only = fact_publish(  # an approved skill whose item is gone: read once from its text
-        company=company,
-        actor=human,
-        content="Pin charts.\nWhen: a chart upgrade pulls a new major\nDo: pin the chart version"
-        "\nWhy: majors break values\nSteps:\n1. Set --version\n2. Re-run",
-        category="procedure",
-        tags=["skill", "confidence:0.70", "pattern:failure:chart", "approval:gone"],
-    )
-    person = fact_publish(company=company, actor=human, content="Pin.", category="procedure")
-    migration = importlib.import_module("memory.procedural.evolver.migrations.0005_org_skill")
-    migration.structure_existing_skills(django_apps, None)
-    assert OrgSkill.objects.filter(pk=fact.pk).values().get() == expected
-    parsed = OrgSkill.objects.get(pk=text_only.fact_id)
-    assert (parsed.name, parsed.condition, parsed.action, parsed.rationale, parsed.steps) == (
-        "pin-charts",
-        "a chart upgrade pulls a new major",
-        "pin the chart version",
-        "majors break values",
-        ["Set --version", "Re-run"],
-    )
-    assert (parsed.confidence, parsed.pattern, parsed.approval_item) == (
-        0.7,
-        "failure:chart",
-        None,
-    )
-    assert not OrgSkill.objects.filter(pk=person.fact_id).exists()
