@@ -260,6 +260,16 @@ class ExtractionRun(DurableJob):
     def __str__(self) -> str:
         return f"extraction {self.id} ({self.status})"
 
+    @property
+    def error(self) -> str:
+        """The run's ``reason`` under the name the REST API (and its clients) use."""
+        return self.reason
+
+    @property
+    def finished_at(self):
+        """The run's ``completed_at`` under the name the REST API (and its clients) use."""
+        return self.completed_at
+
 
 class ExtractionRunStatusChange(JobStatusChange):
     """One status transition of an extraction run. **Append-only** (a Postgres trigger

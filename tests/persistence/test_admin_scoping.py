@@ -123,6 +123,7 @@ def _ingestion_rows(company, agent, label, now) -> dict:
             last_seq=1,
             message_count=1,
             status="failed",
+            updated_at=now,  # a durable job's (by design)
         ),
         JournalEntry: JournalEntry.objects.create(
             **common, day=now.date(), kind="extraction", markdown=f"journal {label}"

@@ -85,6 +85,7 @@ def test_provenance_names_the_conversation_an_extracted_memory_came_from(company
         message_count=1,
         status="succeeded",
         created_at=timezone.now(),
+        updated_at=timezone.now(),  # a durable job's (by design)
     )
     ExtractedFact.objects.create(
         run=run,
