@@ -33,9 +33,11 @@ class ProceduralConfig(AppConfig):
             COMPRESSED_EXPERIENCES,
             EXECUTION_REPORT_SUBJECTS,
             EXECUTION_REPORTS,
+            ORG_SKILLS,
         )
         from persistence.content_registry import register_content_kind
 
+        register_content_kind(ORG_SKILLS)
         register_content_kind(EXECUTION_REPORTS)
         register_content_kind(EXECUTION_REPORT_SUBJECTS)
         register_content_kind(COMPRESSED_EXPERIENCES)

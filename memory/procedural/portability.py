@@ -8,13 +8,29 @@ imported: they are the trajectory record of the company that ran the tasks.
 
 Compressed experiences are exported with the agent's data and *erased* with it: a learning
 may be the text of the agent's lesson (the extractive path), which erasure deletes too.
+
+Lesson-pool org skills are the structured copy of a shared memory an agent's lesson became
+(:class:`~memory.procedural.models.OrgSkill`, ``source`` lesson-pool). The skill row holds
+no database link to its memory (archiving must not delete it), so erasure deletes it
+explicitly: after an agent's or a subject's memories and archive rows are deleted, every
+pool skill whose memory is neither live nor archived goes with them. They are exported for the
+record; an import recreates the memory, not the approval that made it a skill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from memory.procedural.models import CompressedExperience, ExecutionReport, ExecutionReportSubject
+from django.db.models import Exists, OuterRef, Q
+
+from memory.core.models.maintenance import ArchivedMemory
+from memory.core.models.memory import Memory
+from memory.procedural.models import (
+    CompressedExperience,
+    ExecutionReport,
+    ExecutionReportSubject,
+    OrgSkill,
+)
 from persistence.content_registry import ContentKind, deleted_counts
 from persistence.models import Agent, Company
 
@@ -151,4 +167,65 @@ COMPRESSED_EXPERIENCES = ContentKind(
     erase=erase_compressed_experiences,
     order=95,
     table=CompressedExperience._meta.db_table,
+)
+
+
+def _pool_skills(company: Company, agent: Agent | None = None):
+    """The lesson-pool skills whose memory (live, or archived under its original id) is
+    ``agent``'s (every agent's when None)."""
+    live = Memory.objects.filter(company=company)
+    archived = ArchivedMemory.objects.filter(company=company)
+    if agent is not None:
+        live, archived = live.filter(agent=agent), archived.filter(agent=agent)
+    return OrgSkill.objects.filter(company=company, source=OrgSkill.Source.LESSON_POOL).filter(
+        Q(memory_id__in=live.values("pk")) | Q(memory_id__in=archived.values("original_id"))
+    )
+
+
+def _orphaned_pool_skills(company: Company):
+    """The lesson-pool skills whose memory is gone for good: neither live nor archived (an
+    erasure deleted it; archiving keeps the skill for a restore)."""
+    return OrgSkill.objects.filter(company=company, source=OrgSkill.Source.LESSON_POOL).exclude(
+        Exists(Memory.objects.filter(pk=OuterRef("memory_id")))
+        | Exists(ArchivedMemory.objects.filter(original_id=OuterRef("memory_id")))
+    )
+
+
+def export_org_skills(company: Company, agent: Agent | None) -> Iterator[dict]:
+    for skill in _pool_skills(company, agent).order_by("created_at", "id").iterator(chunk_size=500):
+        yield {
+            "id": str(skill.pk),
+            "memory_id": str(skill.memory_id),
+            "name": skill.name,
+            "discovery": skill.discovery,
+            "condition": skill.condition,
+            "action": skill.action,
+            "rationale": skill.rationale,
+            "steps": skill.steps,
+            "confidence": skill.confidence,
+            "application_count": skill.application_count,
+            "created_at": skill.created_at.isoformat(),
+        }
+
+
+def erase_org_skills(agent: Agent) -> int:
+    return _orphaned_pool_skills(agent.company).delete()[0]
+
+
+def erase_subject_org_skills(
+    company: Company, subject: str, agent: Agent | None = None
+) -> dict[str, int]:
+    return deleted_counts(_orphaned_pool_skills(company).delete())
+
+
+#: after the memories (10, 11) and the archive (20): what their erasure deleted for good
+#: leaves its skill orphaned, and the orphans go
+ORG_SKILLS = ContentKind(
+    name="org_skill",
+    label="org skills",
+    export=export_org_skills,
+    erase=erase_org_skills,
+    erase_subject=erase_subject_org_skills,
+    order=21,
+    table=OrgSkill._meta.db_table,
 )

@@ -42,6 +42,7 @@ ERASED = {
     "dream diary entries": 0,
     "conversations": 0,
     "compressed experiences": 0,
+    "org skills": 0,
     "dream requests": 0,
     "request log entries": 0,
     "execution report subjects": 0,

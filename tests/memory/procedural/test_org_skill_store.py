@@ -148,6 +148,38 @@ def test_archiving_the_pool_entry_keeps_its_skill_and_a_restore_revives_it(
     assert OrgSkill.objects.get().application_count == 3
 
 
+@pytest.mark.parametrize("archived", [False, True])
+def test_erasing_the_author_deletes_its_pool_skill_with_the_memory(
+    company, author, proposer, archived
+):
+    """The skill row keeps the lesson's text and has no database link to its memory: the
+    author's erasure deletes it (live or archived entry) and counts it; another company's
+    and another author's skills stay."""
+    from persistence.services.erasure import agent_erase
+
+    entry = _approve_pool(company, author, proposer)
+    other = _operator_skill(
+        company, condition="a database migration locks a table", action="run it at night",
+        advice={},
+    )  # fmt: skip
+    if archived:
+        with transaction.atomic():
+            memories_archive_out(
+                agent=author.agent,
+                memories=[Memory.objects.select_for_update().get(pk=entry.pk)],
+                mode=ArchivalMode.RETENTION,
+                reason="retention",
+            )
+    assert OrgSkill.objects.filter(pk=entry.pk).exists()
+
+    with transaction.atomic():
+        report = agent_erase(agent=author.agent)
+
+    assert report.counts["org skills"] == 1
+    assert list(OrgSkill.objects.values_list("pk", flat=True)) == [other.pk]
+    assert not Memory.objects.filter(pk=entry.pk).exists()
+
+
 def test_a_pool_proposal_contradicting_an_org_skill_is_caught(company, author, proposer):
     proposer({**ORG, "scope": "agent"})
     first = _capture(author)  # the advice this report yields, as a private lesson
