@@ -177,9 +177,7 @@ def summarise(questions: list[dict], names: list[str]) -> dict[str, Any]:
         out[name] = {
             "total": _recall(questions, name),
             "folds": {str(f): _recall(rows, name) for f, rows in sorted(by_fold.items())},
-            "categories": {
-                str(c): _recall(rows, name) for c, rows in sorted(by_category.items())
-            },
+            "categories": {str(c): _recall(rows, name) for c, rows in sorted(by_category.items())},
         }
     return out
 

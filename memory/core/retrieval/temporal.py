@@ -123,7 +123,7 @@ def time_window(text: str, reference: datetime) -> TimeWindow | None:
     return None
 
 
-def _resolve(  # noqa: C901, PLR0911, PLR0912 — one branch per anchor kind
+def _resolve(  # noqa: C901 — one branch per anchor kind
     match: re.Match[str], kind: str, reference: datetime
 ) -> tuple[datetime, datetime] | None:
     today = _day(reference)

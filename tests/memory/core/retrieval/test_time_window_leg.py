@@ -146,8 +146,6 @@ def test_session_spread_takes_another_session_before_a_second_turn(keyword_embed
 )
 def test_the_time_levers_are_rrf_only(fields, path):
     with pytest.raises(CompanyConfigError, match=rf"^{path}: is only used with"):
-        parse_company_config(
-            {"memory": {"retrieval": {"fusion_strategy": "linear", **fields}}}
-        )
+        parse_company_config({"memory": {"retrieval": {"fusion_strategy": "linear", **fields}}})
     linear = parse_company_config({"memory": {"retrieval": {"fusion_strategy": "linear"}}})
     assert linear.memory.retrieval.time_window_legs is False
