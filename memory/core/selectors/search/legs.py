@@ -65,6 +65,11 @@ DEGRADED_ADAPTER = "adapter"
 EMBEDDING_THREADS = 4
 
 
+#: The time-window leg compares at most this many of a scope part's newest rows in the
+#: window with the query (a bound on its cost when the window holds most of the store).
+WINDOW_ROWS_MAX = 2000
+
+
 _embedding_pool: ThreadPoolExecutor | None = None
 _embedding_pool_lock = threading.Lock()
 
@@ -395,14 +400,18 @@ def _window_cte(
     """``win(id, sim)``: the scope's rows created in ``window``, best ``depth`` by exact
     similarity. Each part is read through its ``created_at`` b-tree (the agent's or the
     company's shared rows, newest first), so a window that holds no rows costs one index
-    probe per part, not a pass over the scope."""
+    probe per part, not a pass over the scope; and at most :data:`WINDOW_ROWS_MAX` of a
+    part's newest rows in the window are compared, so a window that holds most of a large
+    store ("today", the day of a bulk import) costs a bounded scan."""
     branches, params = [], []
     for part in parts:
         branches.append(
-            f"(SELECT m.id, 1 - (m.embedding <=> {QUERY_VECTOR}) AS sim FROM memory_memory m "
-            f"WHERE {part.sql} AND {filters.sql} AND m.created_at >= %s AND m.created_at < %s "
+            f"(SELECT w.id, 1 - (w.embedding <=> {QUERY_VECTOR}) AS sim FROM "
+            f"(SELECT m.id, m.embedding FROM memory_memory m WHERE {part.sql} AND {filters.sql} "
+            "AND m.created_at >= %s AND m.created_at < %s "
             f"AND {dense_condition(embedder_id, dims, escape=True)} "
-            "ORDER BY sim DESC, m.id LIMIT %s)"
+            f"ORDER BY m.created_at DESC LIMIT {WINDOW_ROWS_MAX}) AS w "
+            "ORDER BY sim DESC, w.id LIMIT %s)"
         )
         params += [*part.params, *filters.params, window[0], window[1], depth]
     sql = f"win AS (SELECT id, sim FROM ({' UNION ALL '.join(branches)}) AS w "
