@@ -57,6 +57,10 @@ COMMANDS = {
     "store_default.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
     "--embedder default --batch 100 --out bench/results/store_default.json",
     "orgmemory_retrieval.json": "bench/orgmemory_retrieval.py --facts 2000 --queries 200",
+    "time_window_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 "
+    "--base 354d167 --out bench/results/time_window_search_ab_10k.json",
+    "time_window_search_ab_10k_anchored.json": "bench/search_ab.py --scale 10000 --queries 200 "
+    "--time-anchored --base 354d167 --out bench/results/time_window_search_ab_10k_anchored.json",
     "suite_speed.json": "bench/suite_speed.py --paths tests/orgmemory tests/persistence",
     "procedural.json": "bench/procedural.py",
     "procedural_paced.json": "bench/procedural.py --reports 200 --rate 1 "

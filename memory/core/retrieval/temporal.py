@@ -109,6 +109,7 @@ def time_window(text: str, reference: datetime) -> TimeWindow | None:
 
     Calendar units are whole calendar units ("last week" is the Monday-to-Monday week
     before ``reference``'s, "in May" the latest May that has begun by ``reference``);
+    "the past week / month / year" is the trailing 7 / 30 / 365 days and ``reference``'s day;
     "N days ago" is that day ± 1 day, "N weeks ago" that day ± 3 days, "N months / years
     ago" the calendar month / year N back."""
     found: list[tuple[int, re.Match[str], str]] = []
@@ -160,6 +161,10 @@ def _resolve(  # noqa: C901 — one branch per anchor kind
         day = today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
         return day, day + timedelta(days=1)
     unit = groups["unit"].lower()
+    if kind == "calendar" and groups["which"].lower() == "past":
+        # "the past week / month / year": the trailing span up to and including today
+        span = {"week": 7, "month": 30, "year": 365}[unit]
+        return today - timedelta(days=span), today + timedelta(days=1)
     if kind == "calendar":
         back = 0 if groups["which"].lower() == "this" else 1
         if unit == "week":

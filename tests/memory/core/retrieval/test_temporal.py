@@ -26,6 +26,8 @@ def day(month, d, year=2023):
         ("What did I cook today?", day(7, 15), day(7, 16)),
         ("Where did we eat last week?", day(7, 3), day(7, 10)),
         ("What happened this week?", day(7, 10), day(7, 17)),
+        ("How many parties did I attend in the past month?", day(6, 15), day(7, 16)),
+        ("What did I read in the past week?", day(7, 8), day(7, 16)),
         ("Which book did I finish last month?", day(6, 1), day(7, 1)),
         ("Where did I travel last year?", day(1, 1, 2022), day(1, 1)),
         ("What did Gina open in May 2023?", day(5, 1), day(6, 1)),
