@@ -1362,7 +1362,7 @@ def t_fold_levers(arg) -> str:
     """``{{ fold_levers }}``: the verdict per lever; ``{{ fold_levers:folds }}``: recall per
     fold and its spread; ``{{ fold_levers:categories }}``: recall per category."""
     names = [*FOLD_SPLITS.values(), "fold_levers_verdict.json"]
-    use(*names, "fold_levers_locomo_year_windows.json")
+    use(*names, "fold_levers_locomo_year_windows.json", "fold_levers_longmemeval_past_month.json")
     splits = {label: load(name) for label, name in FOLD_SPLITS.items()}
     if arg in ("folds", "categories"):
         key = arg

@@ -186,11 +186,14 @@ def run_locomo(searches: dict, data: str) -> dict:
     }
 
 
-#: ``--time-anchored``: every query has a time anchor; the synthetic memories are all
-#: created today, so "last week" holds none of them and "today" all of them
+#: ``--time-anchored``: every query has a time anchor. The synthetic memories are created
+#: one a minute from 1 January 2025 (``bench/scale_search.py``): "last week" holds none of
+#: them, "3 January 2025" a day's (1,440), "January 2025" all of them (the leg compares the
+#: newest ``WINDOW_ROWS_MAX``)
 TIME_ANCHORED = [
     "What did the team decide about the deployment schedule last week?",
-    "What did we decide about the billing service today?",
+    "What did we decide about the billing service on 3 January 2025?",
+    "Which database did the team choose in January 2025?",
 ]
 
 
@@ -324,7 +327,7 @@ def main() -> None:
     parser.add_argument(
         "--time-anchored",
         action="store_true",
-        help="--scale: every query has a time anchor (an empty window and a full one)",
+        help="--scale: every query has a time anchor (an empty, a day's and a full window)",
     )
     args = parser.parse_args()
 
