@@ -8,6 +8,7 @@ import pytest
 from memory.core.retrieval.query import MemoryQuery
 from memory.core.selectors.search import memory_search
 from synthorg.company_config import CompanyConfigError, parse_company_config
+from synthorg.company_config.memory import MemoryRetrievalConfig
 from tests.memory.core.selectors.search.helpers import NOW, contents, search, store
 from tests.persistence.factories import AgentFactory, CompanyFactory
 
@@ -59,16 +60,21 @@ def test_time_window_legs_off_keeps_the_two_legs_order(keyword_embedder):
 
 
 def test_an_empty_window_changes_nothing(keyword_embedder):
-    on, off = agent_with(), agent_with(time_window_legs=False)
-    for agent in (on, off):
-        deployments(agent, keyword_embedder)
-    # "yesterday" (28 February) holds no memory
-    ranked = {
-        agent: [(hit.memory.content, hit.memory.created_at, hit.combined) for hit in result.hits]
-        for agent in (on, off)
-        for result in [search(agent, keyword_embedder, "what did we deploy yesterday")]
-    }
-    assert ranked[on] == ranked[off]
+    agent = agent_with()
+    deployments(agent, keyword_embedder)
+    ranked = []
+    for time_window_legs in (True, False):
+        result = memory_search(
+            agent=agent,
+            # "yesterday" (28 February) holds no memory
+            query=MemoryQuery(text="what did we deploy yesterday", limit=10),
+            embedder=keyword_embedder,
+            now=NOW,
+            config=MemoryRetrievalConfig(time_window_legs=time_window_legs),
+        )
+        ranked.append([(hit.memory.pk, hit.combined) for hit in result.hits])
+    assert ranked[0] == ranked[1]
+    assert len(ranked[0]) == 3
 
 
 def test_the_anchor_is_the_given_date(keyword_embedder):
