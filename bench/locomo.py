@@ -42,6 +42,13 @@ class Conversation:
     turns: list[Turn]
     questions: list[dict[str, Any]] = field(default_factory=list)
 
+    def anchor_of(self, qa: dict[str, Any]) -> datetime | None:
+        """The date a question's time words are relative to: its ``question_date``
+        (LongMemEval), else the conversation's last turn (LoCoMo's questions carry none)."""
+        if qa.get("question_date"):
+            return parse_session_date(qa["question_date"])
+        return self.turns[-1].created_at if self.turns else None
+
 
 def parse_session_date(value: str) -> datetime:
     """``"1:56 pm on 8 May, 2023"`` → an aware UTC datetime."""
@@ -185,6 +192,9 @@ def run_locomo(
     hits_any = {k: 0 for k in ks}
     hits_all = {k: 0 for k in ks}
     by_category: dict[int, dict[str, int]] = defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
+    by_conversation: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"count": 0, "any": 0, "all": 0}
+    )
     search_ms: list[float] = []
     ingest_seconds = 0.0
     ingested = 0
@@ -254,8 +264,9 @@ def run_locomo(
                     traces["retries"] += trace["retries"]
             else:
                 hits = memory_search(
-                    agent=agent, query=query, config=config, legs=legs, leg_depth=leg_depth
-                ).hits
+                    agent=agent, query=query, config=config, legs=legs, leg_depth=leg_depth,
+                    anchor_time=conv.anchor_of(qa),
+                ).hits  # fmt: skip
             search_ms.append((time.perf_counter() - started) * 1000)
             ranked = [hit.memory.pk for hit in hits]
             wanted = {e for e in evidence if e is not None}
@@ -269,8 +280,10 @@ def run_locomo(
                 hits_any[k] += found_any
                 hits_all[k] += found_all
                 if k == 10:
-                    by_category[category]["any"] += found_any
-                    by_category[category]["all"] += found_all
+                    for tally in (by_category[category], by_conversation[conv.sample_id]):
+                        tally["any"] += found_any
+                        tally["all"] += found_all
+            by_conversation[conv.sample_id]["count"] += 1
         log(f"{conv.sample_id}: {len(asked)} questions asked")
 
     def ratio(n: int) -> float:
@@ -299,6 +312,15 @@ def run_locomo(
             }
             for c, v in sorted(by_category.items())
         },
+        "by_fold": _by_fold(data, by_conversation),
+        "by_conversation": {
+            c: {
+                "count": v["count"],
+                "recall_any@10": round(v["any"] / v["count"], 4) if v["count"] else 0.0,
+                "recall_all@10": round(v["all"] / v["count"], 4) if v["count"] else 0.0,
+            }
+            for c, v in sorted(by_conversation.items())
+        },
         "search_ms": {
             "p50": round(percentile(search_ms, 50), 2),
             "p95": round(percentile(search_ms, 95), 2),
@@ -322,3 +344,28 @@ def run_locomo(
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "cpus": os.cpu_count(),
     }
+
+
+def _by_fold(data: str, by_conversation: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """recall_any/all@10 per fold of the split (:mod:`bench.folds`), and the spread (max −
+    min) of each over the folds."""
+    from bench.folds import assign_folds
+
+    folds = assign_folds(data)
+    tallies: dict[int, dict[str, int]] = defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
+    for conversation, tally in by_conversation.items():
+        for key in ("count", "any", "all"):
+            tallies[folds[conversation]][key] += tally[key]
+    rows = {
+        str(fold): {
+            "count": t["count"],
+            "recall_any@10": round(t["any"] / t["count"], 4) if t["count"] else 0.0,
+            "recall_all@10": round(t["all"] / t["count"], 4) if t["count"] else 0.0,
+        }
+        for fold, t in sorted(tallies.items())
+    }
+    spread = {
+        key: round(max(r[key] for r in rows.values()) - min(r[key] for r in rows.values()), 4)
+        for key in ("recall_any@10", "recall_all@10")
+    } if rows else {}  # fmt: skip
+    return {"folds": rows, "spread": spread}

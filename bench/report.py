@@ -57,6 +57,10 @@ COMMANDS = {
     "store_default.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
     "--embedder default --batch 100 --out bench/results/store_default.json",
     "orgmemory_retrieval.json": "bench/orgmemory_retrieval.py --facts 2000 --queries 200",
+    "time_window_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 "
+    "--base 354d167 --out bench/results/time_window_search_ab_10k.json",
+    "time_window_search_ab_10k_anchored.json": "bench/search_ab.py --scale 10000 --queries 200 "
+    "--time-anchored --base 354d167 --out bench/results/time_window_search_ab_10k_anchored.json",
     "suite_speed.json": "bench/suite_speed.py --paths tests/orgmemory tests/persistence",
     "procedural.json": "bench/procedural.py",
     "procedural_paced.json": "bench/procedural.py --reports 200 --rate 1 "
@@ -1454,6 +1458,112 @@ def t_learning_quality(_arg) -> str:
     )
 
 
+FOLD_SPLITS = {
+    "LoCoMo": "fold_levers_locomo.json",
+    "LongMemEval": "fold_levers_longmemeval.json",
+}
+
+
+def _fold_cell(rec: dict) -> str:
+    return f"{fmt(rec['any@10'])} / {fmt(rec['all@10'])}"
+
+
+def t_fold_levers(arg) -> str:
+    """``{{ fold_levers }}``: the verdict per lever; ``{{ fold_levers:folds }}``: recall per
+    fold and its spread; ``{{ fold_levers:categories }}``: recall per category."""
+    names = [*FOLD_SPLITS.values(), "fold_levers_verdict.json"]
+    use(*names, "fold_levers_locomo_year_windows.json", "fold_levers_longmemeval_past_month.json")
+    splits = {label: load(name) for label, name in FOLD_SPLITS.items()}
+    if arg in ("folds", "categories"):
+        key = arg
+        out = []
+        for label, d in splits.items():
+            variants = list(d["summary"])
+            groups = list(d["summary"]["baseline"][key])
+            rows = []
+            for group in groups:
+                count = d["summary"]["baseline"][key][group]["questions"]
+                members = ""
+                if key == "folds":
+                    members = ", ".join(
+                        sorted(
+                            {q["conversation"] for q in d["questions"] if str(q["fold"]) == group}
+                        )
+                    )
+                    members = members if len(members) < 60 else f"{members[:57]}…"
+                rows.append(
+                    [group, members, count]
+                    + [_fold_cell(d["summary"][v][key][group]) for v in variants]
+                )
+            if key == "folds":
+                spread = []
+                for v in variants:
+                    folds = d["summary"][v]["folds"].values()
+                    spread.append(
+                        " / ".join(
+                            fmt(round(max(f[m] for f in folds) - min(f[m] for f in folds), 4))
+                            for m in ("any@10", "all@10")
+                        )
+                    )
+                rows.append(["spread (max − min)", "", "", *spread])
+            rows.append(
+                ["total", "", d["summary"]["baseline"]["total"]["questions"]]
+                + [_fold_cell(d["summary"][v]["total"]) for v in variants]
+            )
+            head = [
+                key[:-1] if key == "folds" else "category",
+                "conversations" if key == "folds" else "",
+                "questions",
+            ]
+            head += [f"`{v}` any / all@10" for v in variants]
+            out.append(f"**{label}**\n\n" + table(head, rows))
+        return "\n\n".join(out) + "\n\n" + source(*FOLD_SPLITS.values())
+    verdict = load("fold_levers_verdict.json")["levers"]
+    rows = []
+    for lever, v in verdict.items():
+        cells = []
+        for name in FOLD_SPLITS.values():
+            split = next(s for k, s in v["splits"].items() if FOLD_SPLITS_DATA[name] == k)
+            deltas = " · ".join(f"{a:+d}/{b:+d}" for a, b in split["fold_deltas_any_all"].values())
+            cells.append(
+                f"{fmt(split['baseline'][0])} / {fmt(split['baseline'][1])} → "
+                f"{fmt(split['lever'][0])} / {fmt(split['lever'][1])} ({deltas})"
+            )
+        rows.append(
+            [f"`{lever}`", *cells, v["lost_a_fold"], f"{v['total_delta_hits']:+d}", v["kept"]]
+        )
+    head = [
+        "lever",
+        "LoCoMo any / all@10: baseline → lever (Δ hits any/all per fold)",
+        "LongMemEval (same)",
+        "lost a fold",
+        "Δ hits in total",
+        "kept",
+    ]
+    return table(head, rows) + "\n\n" + source(*names)
+
+
+FOLD_SPLITS_DATA = {
+    "fold_levers_locomo.json": "locomo_dev.json",
+    "fold_levers_longmemeval.json": "longmemeval_dev.json",
+}
+
+
+def t_fold_ab(arg) -> str:
+    """``{{ fold_ab:<results file> }}``: a search_ab run's wall time per variant."""
+    use(arg)
+    d = load(arg)
+    rows = [
+        [f"`{variant}`", w["p50"], w["p95"], w["mean"], d["server_cpu_ms_mean"].get(variant)]
+        for variant, w in d["wall_ms"].items()
+    ]
+    head = ["variant", "wall p50 ms", "wall p95 ms", "mean ms", "server CPU ms (mean)"]
+    return (
+        table(head, rows) + f"\n\n{d['searches_per_variant']} searches per variant, "
+        f"{d['searches_with_different_top10']} with a different top 10. " + source(arg)
+    )
+
+
 TABLES: dict[str, Callable[[str | None], str]] = {
     "multisession_levers": t_multisession_levers,
     "multisession_live": t_multisession_live,
@@ -1490,6 +1600,8 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "commands": t_commands,
     "unreported": t_unreported,
     "locomo_retrievers": t_locomo_retrievers,
+    "fold_levers": t_fold_levers,
+    "fold_ab": t_fold_ab,
 }
 
 

@@ -186,7 +186,18 @@ def run_locomo(searches: dict, data: str) -> dict:
     }
 
 
-def run_scale(searches: dict, size: int, queries: int) -> dict:
+#: ``--time-anchored``: every query has a time anchor. The synthetic memories are created
+#: one a minute from 1 January 2025 (``bench/scale_search.py``): "last week" holds none of
+#: them, "3 January 2025" a day's (1,440), "January 2025" all of them (the leg compares the
+#: newest ``WINDOW_ROWS_MAX``)
+TIME_ANCHORED = [
+    "What did the team decide about the deployment schedule last week?",
+    "What did we decide about the billing service on 3 January 2025?",
+    "Which database did the team choose in January 2025?",
+]
+
+
+def run_scale(searches: dict, size: int, queries: int, time_anchored: bool = False) -> dict:
     from bench.scale_search import CLUSTERS, DIMS, SEED, WORDS, _Fixed, _load, _noisy
     from memory.core.retrieval.query import MemoryQuery
     from persistence.services.agents import agent_create
@@ -201,12 +212,16 @@ def run_scale(searches: dict, size: int, queries: int) -> dict:
     real.warm_up()
     company = company_create(name="ab scale", slug="ab-scale")
     agent = agent_create(company=company, name="ab-scale", memory_level="persistent")
-    questions = [
-        "When did Caroline go to the LGBTQ support group?",
-        "What did the team decide about the deployment schedule last week?",
-        "Which database does the billing service use?",
-        "Who owns the onboarding checklist?",
-    ]
+    questions = (
+        TIME_ANCHORED
+        if time_anchored
+        else [
+            "When did Caroline go to the LGBTQ support group?",
+            "What did the team decide about the deployment schedule last week?",
+            "Which database does the billing service use?",
+            "Who owns the onboarding checklist?",
+        ]
+    )
 
     class Embedding(_Fixed):
         """Runs the real model on the text (honest latency), returns the synthetic vector."""
@@ -309,6 +324,11 @@ def main() -> None:
     parser.add_argument("--base", action="append", required=True, help="commit to compare")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--out", default=None)
+    parser.add_argument(
+        "--time-anchored",
+        action="store_true",
+        help="--scale: every query has a time anchor (an empty, a day's and a full window)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch, scratch_database("search_ab"):
@@ -331,7 +351,7 @@ def main() -> None:
                 result = run_locomo(variants, args.data)
                 kind = "locomo"
             else:
-                result = run_scale(variants, args.scale, args.queries)
+                result = run_scale(variants, args.scale, args.queries, args.time_anchored)
                 kind = f"scale_{args.scale}"
     result |= {"variants": list(variants), "load_average": os.getloadavg(), "cpus": os.cpu_count()}
     out = Path(args.out) if args.out else ROOT / "bench/results/kernel" / f"search_ab_{kind}.json"

@@ -262,7 +262,13 @@ class FusionStrategy(StrEnum):
 #: docs/benchmarks/retrieval.md#fusion-levers). A config that selects ``linear`` gets the seeds'
 #: linear defaults for the fields whose meaning depends on the strategy.
 LINEAR_DEFAULTS: Mapping[str, Any] = MappingProxyType(
-    {"rrf_k": 60, "min_relevance": 0.3, "personal_boost": 0.1, "speaker_boost": 0.0}
+    {
+        "rrf_k": 60,
+        "min_relevance": 0.3,
+        "personal_boost": 0.1,
+        "speaker_boost": 0.0,
+        "time_window_legs": False,
+    }
 )
 
 
@@ -313,6 +319,17 @@ class MemoryRetrievalConfig(BaseModel):
     #: default chosen on both dev splits, measured:
     #: docs/benchmarks/retrieval.md#multi-session-levers)
     speaker_boost: float = Field(default=0.5, ge=0.0, le=1.0)
+    #: rrf only: a question with a time anchor ("last week", "in May 2023", "yesterday",
+    #: relative to the search's date) adds a leg over the memories created inside the
+    #: anchor's window (memory/core/retrieval/temporal.py; measured per fold:
+    #: docs/benchmarks/retrieval.md#time-aware-levers)
+    time_window_legs: bool = True
+    #: rrf only: for a question about the current state ("latest", "now", …) candidates
+    #: gain this × the best fused score × their place in time, newest most (0 = off)
+    latest_boost: float = Field(default=0.0, ge=0.0, le=1.0)
+    #: rrf only: a candidate's fused score is divided by 1 + this × the candidates already
+    #: ranked from its session (memories ≤ 30 min apart), so the top spans sessions (0 = off)
+    session_spread: float = Field(default=0.0, ge=0.0, le=5.0)
     diversity_penalty_enabled: bool = False
     diversity_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     candidate_pool_multiplier: int = Field(default=3, ge=1, le=10)
@@ -387,6 +404,11 @@ class MemoryRetrievalConfig(BaseModel):
             raise ConfigFieldError(
                 "speaker_boost", "is only used with fusion_strategy 'rrf'", code=NEEDS_SETTING_CODE
             )
+        for name in ("time_window_legs", "latest_boost", "session_spread"):
+            if linear and getattr(self, name):
+                raise ConfigFieldError(
+                    name, "is only used with fusion_strategy 'rrf'", code=NEEDS_SETTING_CODE
+                )
 
     def _check_diversity(self) -> None:
         """The diversity penalty's knobs only when it is on, and it only with 'context'."""

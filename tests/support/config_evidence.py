@@ -52,6 +52,7 @@ CONFIG = "tests/synthorg/test_company_config.py::"
 CONTEXT = "tests/memory/core/retrieval/test_context.py::"
 FUSE = "tests/memory/core/selectors/search/test_fuse.py::"
 RANKING = "tests/memory/core/selectors/search/test_ranking_knobs.py::"
+TEMPORAL = "tests/memory/core/retrieval/test_time_window_leg.py::"
 HIER = "tests/memory/prompting/test_hierarchical.py::"
 RERANK = "tests/memory/prompting/test_rerank.py::"
 SELF_EDIT = "tests/memory/prompting/test_self_editing.py::"
@@ -166,6 +167,17 @@ EVIDENCE: dict[str, Acts | Refused | Descriptive] = {
         "tests/memory/core/selectors/search/test_speakers.py::test_speaker_boost_zero_turns_it_off",
         "tests/memory/core/selectors/search/test_speakers.py::"
         "test_a_question_naming_a_speaker_ranks_their_turns_higher",
+    ),
+    "memory.retrieval.time_window_legs": Acts(
+        TEMPORAL + "test_a_memory_inside_the_anchors_window_is_found_first",
+        TEMPORAL + "test_time_window_legs_off_keeps_the_two_legs_order",
+    ),
+    "memory.retrieval.latest_boost": Acts(
+        TEMPORAL + "test_latest_boost_ranks_the_newest_first_for_a_current_question",
+        TEMPORAL + "test_latest_boost_zero_is_off",
+    ),
+    "memory.retrieval.session_spread": Acts(
+        TEMPORAL + "test_session_spread_takes_another_session_before_a_second_turn"
     ),
     "memory.retrieval.diversity_penalty_enabled": Acts(
         CONTEXT + "test_mmr_promotes_the_diverse_entry"

@@ -1,8 +1,11 @@
 """Fusing the two legs into one ranking, per the company's ``memory.retrieval`` config.
 
 ``rrf``: the two ranked lists fused by Reciprocal Rank Fusion (``rrf_k``), min-max
-normalised, re-scored by the speaker feature (``speaker_boost``,
-:mod:`memory.core.retrieval.speakers`), ``min_relevance`` applied to the fused score.
+normalised (with the time-window leg as a third list when the legs ran one,
+``time_window_legs``), re-scored by the speaker feature (``speaker_boost``,
+:mod:`memory.core.retrieval.speakers`), toward the newest for "latest" questions
+(``latest_boost``) and across sessions (``session_spread``,
+:mod:`memory.core.retrieval.temporal`), ``min_relevance`` applied to the fused score.
 ``linear``: relevance is the cosine similarity of every candidate either leg produced
 (``default_relevance`` for a row without a comparable vector), plus ``personal_boost`` for
 private rows, combined with exponential recency. With the dense leg degraded, linear
@@ -15,6 +18,7 @@ from datetime import datetime
 
 from memory.core.retrieval.ranking import Candidate, rank_linear
 from memory.core.retrieval.speakers import boost_speakers
+from memory.core.retrieval.temporal import asks_latest, prefer_latest, spread_sessions
 from memory.core.selectors.search.legs import DEGRADED_DENSE, Legs
 from synthorg.company_config.memory import FusionStrategy, MemoryRetrievalConfig
 from synthorg.retrieval.fusion import rrf_fuse
@@ -33,11 +37,17 @@ def fuse(
     query, for the speaker feature (rrf with ``speaker_boost``; the legs fetched tags)."""
     similarity = ran.similarity
     if config.fusion_strategy is FusionStrategy.RRF:
-        fused = rrf_fuse(
-            [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]], k=config.rrf_k
-        )
+        lists = [[mid for mid, _ in ran.dense], [mid for mid, _ in ran.sparse]]
+        if ran.window:
+            lists.append([mid for mid, _ in ran.window])
+        fused = rrf_fuse(lists, k=config.rrf_k)
         if config.speaker_boost and ran.tags:
             fused = boost_speakers(fused, ran.tags, query=text, weight=config.speaker_boost)
+        created = {mid: meta[0] for mid, meta in ran.meta.items()}
+        if config.latest_boost and created and asks_latest(text):
+            fused = prefer_latest(fused, created, weight=config.latest_boost)
+        if config.session_spread and created:
+            fused = spread_sessions(fused, created, weight=config.session_spread)
         top = [(mid, score) for mid, score in fused if score >= min_relevance][:limit]
         return [(mid, _clamp(similarity.get(mid, 0.0)), 0.0, score) for mid, score in top]
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 import psycopg
@@ -63,6 +64,11 @@ DEGRADED_ADAPTER = "adapter"
 #: Threads that embed queries while the request thread runs the planning round trip (a
 #: request waits for its own embedding; more threads only serve concurrent requests).
 EMBEDDING_THREADS = 4
+
+
+#: The time-window leg compares at most this many of a scope part's newest rows in the
+#: window with the query (a bound on its cost when the window holds most of the store).
+WINDOW_ROWS_MAX = 2000
 
 
 _embedding_pool: ThreadPoolExecutor | None = None
@@ -114,6 +120,9 @@ class Legs:
     #: the company's query adapter (checkpoint id) the dense leg's query vector went
     #: through (None: the base embedder's vector)
     adapter: str | None = None
+    #: the time-window leg: (id, similarity) best first, of the candidates created inside
+    #: the query's time window (``window`` only; empty when the window holds none)
+    window: list[tuple] = field(default_factory=list)
 
 
 def run_legs(
@@ -129,12 +138,16 @@ def run_legs(
     with_meta: bool = True,
     adapter_config: CompanyConfig | None = None,
     with_tags: bool = False,
+    window: tuple[datetime, datetime] | None = None,
 ) -> Legs:
     """Both legs for ``text``. ``adapter_config`` (the company's config): the query vector
     goes through the query adapter a registered :class:`~memory.core.extensions.
     QueryVectorAdapter` chooses for the company and its embedder, if any, and the embedder
     (when none is given) is the one it names.
-    ``with_tags``: each candidate's ``speaker:`` tags too (:attr:`Legs.tags`)."""
+    ``with_tags``: each candidate's ``speaker:`` tags too (:attr:`Legs.tags`).
+    ``window`` (``[start, end)`` on ``created_at``): a third leg in the same statement, the
+    rows of the scope created inside it ranked by similarity (:attr:`Legs.window`; needs the
+    query vector)."""
     degraded: list[str] = []
     vector: np.ndarray | None = None
     embedder_id = ""
@@ -196,7 +209,7 @@ def run_legs(
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
             with_meta=with_meta, scope_share=_scope_share(counts), counts=counts,
-            with_tags=with_tags,
+            with_tags=with_tags, window=window,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
@@ -270,6 +283,7 @@ def _run_statement(
     scope_share: float = 1.0,
     counts: ScopeRows | None = None,
     with_tags: bool = False,
+    window: tuple[datetime, datetime] | None = None,
 ) -> None:
     ctes: list[str] = []
     params: list = []
@@ -284,6 +298,13 @@ def _run_statement(
         ctes += dense_sql
         params += dense_params
         kinds.append("SELECT 'd' AS kind, id, sim AS score FROM dense")
+        if window is not None:
+            window_sql, window_params = _window_cte(
+                parts, filters, window, legs.embedder_id, legs.dims, depth
+            )
+            ctes.append(window_sql)
+            params += window_params
+            kinds.append("SELECT 't' AS kind, id, sim AS score FROM win")
     if lexemes:
         sparse_sql, sparse_params = sparse_ctes(
             parts, filters, lexemes, depth, scope_share,
@@ -336,7 +357,7 @@ def _run_statement(
         if kind.startswith("w"):
             walked[int(kind[1:])] = score
             continue
-        (legs.dense if kind == "d" else legs.sparse).append((mid, score))
+        {"d": legs.dense, "s": legs.sparse, "t": legs.window}[kind].append((mid, score))
         if sim is not None:
             legs.similarity[mid] = sim
         if with_meta:
@@ -430,6 +451,36 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
 
 #: psycopg's own default; any number turns preparing on (_PreparedCursor asks for it).
 PREPARE_THRESHOLD = 5
+
+def _window_cte(
+    parts: Sequence[Part],
+    filters: Part,
+    window: tuple[datetime, datetime],
+    embedder_id: str,
+    dims: int,
+    depth: int,
+) -> tuple[str, list]:
+    """``win(id, sim)``: the scope's rows created in ``window``, best ``depth`` by exact
+    similarity. Each part is read through its ``created_at`` b-tree (the agent's or the
+    company's shared rows, newest first), so a window that holds no rows costs one index
+    probe per part, not a pass over the scope; and at most :data:`WINDOW_ROWS_MAX` of a
+    part's newest rows in the window are compared, so a window that holds most of a large
+    store ("today", the day of a bulk import) costs a bounded scan."""
+    branches, params = [], []
+    for part in parts:
+        branches.append(
+            f"(SELECT w.id, 1 - (w.embedding <=> {QUERY_VECTOR}) AS sim FROM "
+            f"(SELECT m.id, m.embedding FROM memory_memory m WHERE {part.sql} AND {filters.sql} "
+            "AND m.created_at >= %s AND m.created_at < %s "
+            f"AND {dense_condition(embedder_id, dims, escape=True)} "
+            f"ORDER BY m.created_at DESC LIMIT {WINDOW_ROWS_MAX}) AS w "
+            "ORDER BY sim DESC, w.id LIMIT %s)"
+        )
+        params += [*part.params, *filters.params, window[0], window[1], depth]
+    sql = f"win AS (SELECT id, sim FROM ({' UNION ALL '.join(branches)}) AS w "
+    sql += "ORDER BY sim DESC, id LIMIT %s)"
+    return sql, [*params, depth]
+
 
 _iterative_scan_supported: bool | None = None
 

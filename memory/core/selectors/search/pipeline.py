@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from memory.core.retrieval.query import MAX_LIMIT, MemoryQuery
 from memory.core.retrieval.ranking import recency_score
+from memory.core.retrieval.temporal import asks_latest, time_window
 from memory.core.selectors.memories import shared_knowledge_enabled, shared_knowledge_require
 from memory.core.selectors.reembed import DEGRADED_REEMBEDDING
 from memory.core.selectors.search.fuse import fuse
@@ -55,12 +56,14 @@ def memory_search(
     leg_depth: int | None = None,
     legs: Sequence[str] = LEGS,
     full_config: CompanyConfig | None = None,
+    anchor_time: datetime | None = None,
 ) -> SearchResult:
     """The agent's live private memories (and the company's shared knowledge) for ``query``.
 
     ``full_config``: the company's parsed config when the caller has read it (a request
     reads it once and hands it down; read here otherwise); ``config``: its retrieval
-    section (or another one, e.g. a benchmark's)."""
+    section (or another one, e.g. a benchmark's). ``anchor_time``: the date the query's
+    time words ("last week", "yesterday") are relative to (default ``now``)."""
     company = agent.company
     full_config = full_config or company_config(company)
     config = config or full_config.memory.retrieval
@@ -80,6 +83,7 @@ def memory_search(
         leg_depth=leg_depth,
         legs=legs,
         adapter_config=full_config,
+        anchor_time=anchor_time,
     )
 
 
@@ -94,6 +98,7 @@ def shared_search(
     leg_depth: int | None = None,
     legs: Sequence[str] = LEGS,
     full_config: CompanyConfig | None = None,
+    anchor_time: datetime | None = None,
 ) -> SearchResult:
     """The company's live shared knowledge for ``query`` (optionally not ``exclude_agent``'s);
     403 ``shared_knowledge_disabled`` while the company has it off. ``full_config`` as for
@@ -114,6 +119,7 @@ def shared_search(
         leg_depth=leg_depth,
         legs=legs,
         adapter_config=full_config,
+        anchor_time=anchor_time,
     )
 
 
@@ -128,6 +134,7 @@ def _search(
     leg_depth: int | None,
     legs: Sequence[str] = LEGS,
     adapter_config: CompanyConfig | None = None,
+    anchor_time: datetime | None = None,
 ) -> SearchResult:
     if not legs or not set(legs) <= set(LEGS):
         raise ValueError(LEG_ONLY_UNKNOWN)
@@ -137,11 +144,20 @@ def _search(
         return _listing(parts=parts, filters=filters, query=query, config=config, now=now)
 
     depth = leg_depth or min(MAX_LIMIT, max(MIN_LEG_DEPTH, LEG_DEPTH_FACTOR * query.limit))
+    rrf = config.fusion_strategy is FusionStrategy.RRF
+    window = None
+    if rrf and config.time_window_legs and "dense" in legs:
+        anchored = time_window(query.text, anchor_time or now)
+        if anchored is not None and anchored.narrow:
+            window = (anchored.start, anchored.end)
+    dated = rrf and (
+        config.session_spread > 0 or (config.latest_boost > 0 and asks_latest(query.text))
+    )
     ran = run_legs(
         company=company, parts=parts, filters=filters, text=query.text, embedder=embedder,
         depth=depth, use_dense="dense" in legs, use_sparse="sparse" in legs,
-        with_meta=config.fusion_strategy is FusionStrategy.LINEAR, adapter_config=adapter_config,
-        with_tags=config.fusion_strategy is FusionStrategy.RRF and config.speaker_boost > 0,
+        with_meta=not rrf or dated, adapter_config=adapter_config,
+        with_tags=rrf and config.speaker_boost > 0, window=window,
     )  # fmt: skip
     min_relevance = config.min_relevance if query.min_relevance is None else query.min_relevance
     clock = time.perf_counter()
