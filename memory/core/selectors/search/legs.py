@@ -452,6 +452,7 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
 #: psycopg's own default; any number turns preparing on (_PreparedCursor asks for it).
 PREPARE_THRESHOLD = 5
 
+
 def _window_cte(
     parts: Sequence[Part],
     filters: Part,
