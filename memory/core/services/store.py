@@ -166,7 +166,8 @@ def memory_store_batch(
        ``embeddings`` were computed ahead by :func:`memory_store_embed`);
     3. the project and superseded rows are locked, and concurrent stores into the same
        agent/namespace/category serialise on an advisory lock;
-    4. the gate runs again (the store may have changed since step 1), the rows are written,
+    4. the gate runs again if the store may have changed since step 1 (a write to the same
+       agent/namespace/category moved its change counter in between), the rows are written,
        supersessions applied, and — if anything was written and ``audit`` — one
        ``memory.stored`` audit entry records ``principal``, the agent and the stored ids
        (never the content: the ledger is append-only and erasure must forget content).
@@ -194,6 +195,7 @@ def memory_store_batch(
     _check_requests(requests, level=level, now=now, batch=batch, shared=shared)
     with transaction.atomic():
         terms = _terms([r.content for r in requests])
+        first_pass: _FirstPass | None = None
         if embeddings is None:
             duplicates: set[int] = set()
             if deduplicate:
@@ -201,8 +203,12 @@ def memory_store_batch(
                     _Slot(index=i, request=r, terms=t)
                     for i, (r, t) in enumerate(zip(requests, terms, strict=True))
                 ]
+                # read before the gate's statement (an earlier snapshot): a write the gate
+                # sees but this misses makes the versions differ, never the other way round
+                version = _gate_version(agent, requests)
                 _gate(agent, probe, level=level, shared=shared, now=now)
                 duplicates = {slot.index for slot in probe if slot.deduplicated}
+                first_pass = _FirstPass(version=version, slots=probe)
             embeddings = memory_store_embed(
                 agent=agent,
                 requests=[r for i, r in enumerate(requests) if i not in duplicates],
@@ -221,6 +227,7 @@ def memory_store_batch(
             principal=principal,
             audit=audit,
             event=event,
+            first_pass=first_pass,
         )
 
 
@@ -292,6 +299,14 @@ class _Slot:
         return (self.request.session_id or "", self.request.project_id)
 
 
+@dataclass(frozen=True)
+class _FirstPass:
+    """What the gate's first pass found, and the groups' change counter it read."""
+
+    version: int
+    slots: list[_Slot]
+
+
 def _store(
     *,
     agent: Agent,
@@ -306,8 +321,14 @@ def _store(
     principal,
     audit: bool,
     event: str | None,
+    first_pass: _FirstPass | None = None,
 ) -> list[StoreResult]:
-    """Steps 3 and 4 of :func:`memory_store_batch` (inside its transaction)."""
+    """Steps 3 and 4 of :func:`memory_store_batch` (inside its transaction).
+
+    The gate's second pass is skipped when ``first_pass`` read the same change counter of
+    the batch's groups as the one read under their locks: nothing was committed to them in
+    between, so the first pass's answer stands.
+    """
     projects = _lock_projects(agent, requests, batch=batch) if level is MemoryLevel.PROJECT else {}
     tasks = _lock_tasks(agent, requests, batch=batch)
     superseded = _lock_superseded(agent, requests, shared=shared, now=now, batch=batch)
@@ -317,7 +338,10 @@ def _store(
     ]
     if deduplicate:
         _serialise_writers(agent, requests)
-        _gate(agent, slots, level=level, shared=shared, now=now)
+        if first_pass is not None and _gate_version(agent, requests) == first_pass.version:
+            slots = first_pass.slots
+        else:
+            _gate(agent, slots, level=level, shared=shared, now=now)
 
     session_bound = (
         session_expiry(agent.company, now=now, requested=None)
@@ -605,10 +629,27 @@ def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> 
     """Concurrent stores into the same agent/namespace/category wait for each other, so two
     near duplicates racing each other cannot both pass the gate. Transaction-scoped
     advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
-    groups = sorted({f"memory-gate:{agent.pk}:{r.namespace}:{r.category.value}" for r in requests})
     with connection.cursor() as cursor:
-        for group in groups:
+        for group in _groups(agent, requests):
             cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group])
+
+
+def _gate_version(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> int:
+    """The sum of the change counters of the batch's gate groups (migration 0027's
+    ``memory_gate_scope``, bumped by triggers on every write that can change what the gate
+    finds there; counters only grow, so an equal sum means no counter moved). A statement
+    of its own: read under the advisory lock, its snapshot postdates the lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(version), 0) FROM memory_gate_scope "
+            "WHERE scope IN (SELECT hashtextextended(g, 0) FROM unnest(%s::text[]) AS g)",
+            [_groups(agent, requests)],
+        )
+        return cursor.fetchone()[0]
+
+
+def _groups(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> list[str]:
+    return sorted({f"memory-gate:{agent.pk}:{r.namespace}:{r.category.value}" for r in requests})
 
 
 def _terms(contents: Sequence[str]) -> list[frozenset[str]]:
