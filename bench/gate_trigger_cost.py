@@ -58,9 +58,13 @@ def run(inserts: int, rounds: int) -> dict:
         agent = agent_create(company=company, name="bench", memory_level="persistent")
         memory_store(
             agent=agent,
-            request=MemoryStoreRequest(content="The release train leaves Tuesdays.", category="semantic"),
+            request=MemoryStoreRequest(
+                content="The release train leaves Tuesdays.", category="semantic"
+            ),
         )
         with roles.owner_connection() as owner, transaction.atomic(), owner.cursor() as cursor:
+            # Django's foreign keys are deferred; ALTER TABLE refuses pending trigger events
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
             cursor.execute(
                 "CREATE TEMP TABLE gate_cost_row ON COMMIT DROP AS "
                 "SELECT * FROM memory_memory LIMIT 1"
