@@ -12,9 +12,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory.core.domain import MemoryStoreRequest
+from memory.core.domain import MemoryStoreRequest, MemoryUpdateRequest
 from memory.core.models.memory import Memory
-from memory.core.services.store import memory_store, memory_store_batch
+from memory.core.services.edit import memory_update
+from memory.core.services.store import _gate_version, memory_store, memory_store_batch
 from tests.memory.core.test_write_locks import BlockingEmbedder, blocked
 from tests.orgmemory.conftest import allow_flush_of_append_only_tables  # noqa: F401
 from tests.persistence.factories import AgentFactory
@@ -206,3 +207,30 @@ def test_a_write_to_another_group_between_the_passes_changes_nothing():
         )
     assert passes["n"] == 1
     assert (out["value"].stored, out["value"].deduplicated) == (True, False)
+
+
+@pytest.mark.django_db
+def test_the_change_counter_moves_on_what_the_gate_reads_only():
+    agent = AgentFactory()
+    stored = memory_store(agent=agent, request=semantic("Ana leads the billing team."))
+    requests = [semantic("anything")]
+    episodic = [MemoryStoreRequest(content="anything", category="episodic")]
+
+    def versions():
+        return (_gate_version(agent, requests), _gate_version(agent, episodic))
+
+    start = versions()
+    Memory.objects.filter(pk=stored.id).update(embedding_status="pending")
+    assert versions() == start  # the backfill's column: not read by the gate
+    memory_update(agent=agent, memory_id=stored.id, request=MemoryUpdateRequest(confidence=0.5))
+    assert versions() == start
+    memory_update(
+        agent=agent, memory_id=stored.id, request=MemoryUpdateRequest(content="Ana runs billing.")
+    )
+    assert versions() == (start[0] + 1, start[1])
+    memory_update(
+        agent=agent, memory_id=stored.id, request=MemoryUpdateRequest(category="episodic")
+    )
+    assert versions() == (start[0] + 2, start[1] + 1)  # moved out of one group, into another
+    Memory.objects.filter(pk=stored.id).delete()
+    assert versions() == (start[0] + 2, start[1] + 2)
