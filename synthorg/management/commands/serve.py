@@ -78,7 +78,8 @@ class Command(BaseCommand):
         ]
         programs = {"web": Program(web)}
         if not no_worker:
-            qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+            # q2's qcluster that exits as soon as it has stopped (serve_qcluster).
+            qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "serve_qcluster"]
             # q2's cluster stops its own sentinel and workers on SIGTERM (synthorg.supervision).
             programs["worker"] = Program(qcluster, signal_leader_only=True)
             # LLM work has a cluster of its own (synthorg.schedules.LLM_CLUSTER).
