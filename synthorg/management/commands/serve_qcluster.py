@@ -11,18 +11,18 @@ under load, often past ``serve``'s stop grace, so supervisord killed the cluster
 
 Here the command itself waits for the sentinel; once it has ended the exit handlers run
 (:mod:`atexit`: the embedded PostgreSQL handle is dropped — the last process out stops the
-server — and the log is flushed) and the process ends at once (``os._exit``), skipping that
-teardown. Nothing is lost by skipping it: the sentinel has already saved results and ended
-every process of the cluster.
+server — and the log is flushed) and the process ends at once
+(:func:`synthorg.supervision.exit_now`), skipping that teardown. Nothing is lost by skipping
+it: the sentinel has already saved results and ended every process of the cluster.
 """
 
-import atexit
 import os
-import sys
 
 from django.conf import settings
 from django_q.cluster import Cluster
 from django_q.management.commands.qcluster import Command as QclusterCommand
+
+from synthorg.supervision import exit_now
 
 
 class Command(QclusterCommand):
@@ -44,11 +44,3 @@ class Command(QclusterCommand):
         # A sentinel that died by itself (not 0) ends the process in error: supervisord logs
         # it and starts the cluster again.
         exit_now(0 if sentinel.exitcode in (0, None) else 1)
-
-
-def exit_now(code: int) -> None:
-    """Run the exit handlers, flush, and end the process without the interpreter teardown."""
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    os._exit(code)
