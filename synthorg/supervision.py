@@ -5,7 +5,8 @@ package, pinned in ``requirements.txt``) in the foreground with it:
 
 - ``web``: the gunicorn master serving ``synthorg.asgi`` on uvicorn workers. A dead web
   *worker* is replaced by gunicorn's own arbiter; a dead *master* by supervisord.
-- ``worker``: ``manage.py qcluster``. A dead q2 worker, monitor or pusher is replaced by q2's
+- ``worker``: ``manage.py serve_qcluster`` (q2's ``qcluster``, exiting as soon as it has
+  stopped). A dead q2 worker, monitor or pusher is replaced by q2's
   own sentinel; a dead ``qcluster`` process by supervisord.
 - ``recovery``: the event listener in this module (:func:`listen`; it exits as supervisord
   starts stopping). On every process-state change of a program (and every 5 s) it kills
