@@ -1067,6 +1067,13 @@ def t_serve_stop(_arg) -> str:
         ("before", "a task in flight on each cluster", "serve_stop_inflight_before.json"),
         ("after", "a task in flight on each cluster", "serve_stop_inflight.json"),
         ("after, re-run (issue 34)", "idle", "serve_stop_issue34.json"),
+        ("issue 34: before the fix, re-measured", "idle", "serve_stop_issue34_before.json"),
+        ("issue 34: woken supervisord, serve_qcluster", "idle", "serve_stop_issue34_after.json"),
+        (
+            "issue 34: woken supervisord, serve_qcluster",
+            "a task in flight on each cluster",
+            "serve_stop_inflight_issue34.json",
+        ),
     ]
     use(*(name for *_, name in runs))
     rows = []

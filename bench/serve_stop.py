@@ -117,7 +117,14 @@ def _epoch(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
 
 
-def one_run(index: int, *, in_flight: bool, task_seconds: int, start_timeout: float) -> dict:
+def one_run(
+    index: int,
+    *,
+    in_flight: bool,
+    task_seconds: int,
+    start_timeout: float,
+    keep_logs: Path | None = None,
+) -> dict:
     with free_port() as port:
         pass
     log_path = WORK / f"serve-{index}.log"
@@ -149,6 +156,9 @@ def one_run(index: int, *, in_flight: bool, task_seconds: int, start_timeout: fl
         finally:
             stop_process_group(serve)
     text = log_path.read_text(errors="replace")
+    if keep_logs is not None:
+        keep_logs.mkdir(parents=True, exist_ok=True)
+        (keep_logs / log_path.name).write_text(f"# SIGINT at {wall0:.3f}\n{text}")
     result = {
         "run": index,
         "exit_s": round(exit_s, 2),
@@ -175,6 +185,9 @@ def main() -> None:
     parser.add_argument("--in-flight", action="store_true", help="stop with busy workers")
     parser.add_argument("--task-seconds", type=int, default=120)
     parser.add_argument("--start-timeout", type=float, default=300)
+    parser.add_argument(
+        "--keep-logs", type=Path, help="copy each run's serve log (SIGINT time first) here"
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "serve_stop.json"))
     args = parser.parse_args()
     try:
@@ -188,6 +201,7 @@ def main() -> None:
                 in_flight=args.in_flight,
                 task_seconds=args.task_seconds,
                 start_timeout=args.start_timeout,
+                keep_logs=args.keep_logs,
             )
             for i in range(1, args.runs + 1)
         ]

@@ -5,7 +5,8 @@ package, pinned in ``requirements.txt``) in the foreground with it:
 
 - ``web``: the gunicorn master serving ``synthorg.asgi`` on uvicorn workers. A dead web
   *worker* is replaced by gunicorn's own arbiter; a dead *master* by supervisord.
-- ``worker``: ``manage.py qcluster``. A dead q2 worker, monitor or pusher is replaced by q2's
+- ``worker``: ``manage.py serve_qcluster`` (q2's ``qcluster``, exiting as soon as it has
+  stopped). A dead q2 worker, monitor or pusher is replaced by q2's
   own sentinel; a dead ``qcluster`` process by supervisord.
 - ``recovery``: the event listener in this module (:func:`listen`; it exits as supervisord
   starts stopping). On every process-state change of a program (and every 5 s) it kills
@@ -25,7 +26,8 @@ stops supervisord, so ``serve`` exits with an error instead of serving half the 
 forever. A program that had been running longer is restarted at once and its count starts
 again.
 
-Stopping (Ctrl-C, ``SIGTERM`` to ``serve``) stops every program at once (they are one
+Stopping (Ctrl-C, ``SIGTERM`` to ``serve``: ``serve`` signals supervisord and wakes it at once,
+:func:`wake`) stops every program at once (they are one
 supervisord group, :data:`GROUP`; separate groups are stopped one after the other) and each
 gets :data:`STOP_GRACE_SECONDS` to stop by itself before supervisord kills its whole process
 group (``SIGKILL``) — also when the database stopped answering and q2 cannot stop its own
@@ -47,6 +49,7 @@ workers:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import shlex
@@ -143,6 +146,20 @@ def write_config(*, var_dir: Path, name: str, programs: dict[str, Program]) -> P
 MARKER_ENV = "SYNTHORG_SUPERVISION_ID"
 
 
+def exit_now(code: int) -> None:
+    """End a stopped Django process at once: run its exit handlers (:mod:`atexit`: the
+    embedded PostgreSQL handle is dropped — the last process out stops the server with
+    ``pg_ctl stop -m fast`` — and the log is flushed), then ``os._exit``, skipping the
+    interpreter's teardown (a final garbage collection over Django and the app: 1–2 s on a
+    shared 2-core machine, more under load). For ``serve`` and ``serve_qcluster`` once every
+    process they started has ended."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 def orphaned_groups(supervisord: psutil.Process, marker: str) -> set[int]:
     """Process groups left behind by a program process that died.
 
@@ -186,10 +203,38 @@ def handle_event(
     return done
 
 
+#: Sent by ``serve`` to the listener right after its ``SIGTERM`` to supervisord (:func:`wake`).
+WAKE_SIGNAL = signal.SIGUSR1
+
+
+def _woken(_signum, _frame) -> None:
+    # os.write, not print: the handler may interrupt a print to stderr (a reentrant call).
+    os.write(2, b"synthorg.supervision: stop requested\n")
+
+
+def wake(supervisord: psutil.Process) -> bool:
+    """Make supervisord act on a signal it was just sent, now instead of within a second.
+
+    supervisord's loop waits up to 1 s in ``poll`` on its programs' output pipes and only
+    then handles the signals it received (a stop: every program signalled at once). The
+    listener, sent :data:`WAKE_SIGNAL`, writes a line to its stderr — one of those pipes — so
+    the wait ends at once. True when the listener was found and signalled.
+    """
+    for child in supervisord.children():
+        try:
+            if child.environ().get("SUPERVISOR_PROCESS_NAME") == LISTENER:
+                child.send_signal(WAKE_SIGNAL)
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def listen() -> None:
     """supervisord event listener (speaks the protocol on stdin/stdout, logs to stderr)."""
     from supervisor import childutils
 
+    signal.signal(WAKE_SIGNAL, _woken)
     supervisord = psutil.Process(os.getppid())
     marker = os.environ[MARKER_ENV]
     while True:

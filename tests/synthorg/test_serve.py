@@ -197,5 +197,7 @@ def test_ctrl_c_lets_each_q2_cluster_stop_its_own_processes(proxied_database_url
     assert "\nStopped.\n" in output, output  # the programs' lines may come after serve's
     # each cluster's sentinel ran its own stop (the default cluster's and the LLM one's)
     assert output.count("stopping cluster processes") == 2, output
+    # serve woke supervisord (synthorg.supervision.wake) instead of leaving it in its poll
+    assert "synthorg.supervision: stop requested" in output, output
     _gone, alive = psutil.wait_procs(started, timeout=10)
     assert alive == [], [p.cmdline() for p in alive]

@@ -21,12 +21,20 @@ import subprocess
 import sys
 import uuid
 
+import psutil
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from synthorg.health import llm_banner
 from synthorg.secret_key_guard import development_key_refusal
-from synthorg.supervision import MARKER_ENV, STOP_GRACE_SECONDS, Program, write_config
+from synthorg.supervision import (
+    MARKER_ENV,
+    STOP_GRACE_SECONDS,
+    Program,
+    exit_now,
+    wake,
+    write_config,
+)
 
 PR_SET_PDEATHSIG = 1
 
@@ -78,7 +86,8 @@ class Command(BaseCommand):
         ]
         programs = {"web": Program(web)}
         if not no_worker:
-            qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "qcluster"]
+            # q2's qcluster that exits as soon as it has stopped (serve_qcluster).
+            qcluster = [sys.executable, str(settings.BASE_DIR / "manage.py"), "serve_qcluster"]
             # q2's cluster stops its own sentinel and workers on SIGTERM (synthorg.supervision).
             programs["worker"] = Program(qcluster, signal_leader_only=True)
             # LLM work has a cluster of its own (synthorg.schedules.LLM_CLUSTER).
@@ -111,6 +120,9 @@ class Command(BaseCommand):
             stopping = True
             with contextlib.suppress(ProcessLookupError):
                 supervisord.send_signal(signal.SIGTERM)
+            # supervisord acts on the signal when its poll (up to 1 s) ends; end it now.
+            with contextlib.suppress(psutil.Error):
+                wake(psutil.Process(supervisord.pid))
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
@@ -131,3 +143,5 @@ class Command(BaseCommand):
                 "see the log above."
             )
         self.stdout.write("Stopped.")
+        # Every process serve started has ended; skip this interpreter's teardown.
+        exit_now(0)
