@@ -49,7 +49,9 @@ def test_first_week_without_an_llm(test_database_url, django_db_blocker, browser
             scenario.flush_conversation(planner, CONVERSATION)
             runs = scenario.wait_for_runs(
                 planner,
-                lambda runs: runs and all(run["status"] != "running" for run in runs),
+                lambda runs: (
+                    runs and all(run["status"] not in ("queued", "running") for run in runs)
+                ),
                 "the conversation's extraction run",
             )
             assert [(run["status"], run["method"]) for run in runs] == [("succeeded", "verbatim")]

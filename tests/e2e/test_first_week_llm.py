@@ -167,7 +167,7 @@ def search_and_ask(agent: httpx.Client, query: str) -> dict:
 def recover_now(django_db_blocker, company) -> None:
     """The clock, not the product: failed captures and the failed extraction are due now,
     and so are the schedules that retry them and the evolver's cycle."""
-    from memory.ingestion.models import Conversation
+    from memory.ingestion.models import Conversation, ExtractionRun
     from memory.procedural.models import ExecutionCapture
 
     with django_db_blocker.unblock():
@@ -177,6 +177,9 @@ def recover_now(django_db_blocker, company) -> None:
         )
         Conversation.objects.filter(company=company, extraction_due_at__isnull=False).update(
             extraction_due_at=now
+        )
+        ExtractionRun.objects.filter(company=company, next_attempt_at__isnull=False).update(
+            next_attempt_at=now
         )
     scenario.make_due_now(
         django_db_blocker,
@@ -256,7 +259,8 @@ def test_first_week_with_an_llm_and_an_outage(
                     conversation["extracted_through_seq"],
                     conversation["verbatim_through_seq"],
                 ) == (0, 3)
-                assert conversation["extraction_due_at"] is not None, conversation
+                [failed] = [r for r in runs if r["status"] == "failed"]
+                assert failed["attempts"] >= 1 and failed["next_attempt_at"] is not None, runs
                 turn = OUTAGE_CONVERSATION[2]["content"]
                 assert turn in scenario.search_contents(planner, "which cluster does staging use?")
 

@@ -2791,6 +2791,9 @@ export interface components {
             input_tokens?: number;
             output_tokens?: number;
             readonly error: string;
+            readonly attempts: number;
+            /** Format: date-time */
+            readonly next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -2815,6 +2818,9 @@ export interface components {
             input_tokens?: number;
             output_tokens?: number;
             readonly error: string;
+            readonly attempts: number;
+            /** Format: date-time */
+            readonly next_attempt_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */

@@ -34,9 +34,9 @@ logger = logging.getLogger(__name__)
 TASK_NOT_FOUND = "No task with this id exists in the caller's company."
 CAPTURE_TASK = "memory.procedural.tasks.capture_execution_report"
 #: How long a queued capture waits for its own task before the dispatcher takes it as lost
-#: and runs it: the kernel's wake (every 30 s) runs a stranded capture within this grace
-#: plus 30 s (was a minute plus a minute's tick). Long enough for a live cluster to take
-#: the task it was handed (it polls the broker about every 0.2 s).
+#: and runs it: the kernel's wake (:data:`synthorg.jobs.registry.WAKE_SCHEDULES`) runs a
+#: stranded capture within this grace plus the wake's interval. Long enough for a live
+#: cluster to take the task it was handed (it polls the broker many times a second).
 LOST_TASK_GRACE = timedelta(seconds=20)
 
 

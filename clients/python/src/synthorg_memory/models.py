@@ -335,6 +335,8 @@ class ExtractionRun(Model):
     input_tokens: int = 0
     output_tokens: int = 0
     error: str = ""
+    attempts: int = 0
+    next_attempt_at: datetime | None = None
     created_at: datetime
     finished_at: datetime | None = None
 

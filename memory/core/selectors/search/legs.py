@@ -371,10 +371,9 @@ def _run_statement(
 
 
 #: The search statement's text repeats (its values are parameters), and PostgreSQL took
-#: longer to plan it than to run it (≈ 10 ms of planning against ≈ 5 of execution per
-#: search at 8 × 100 memories: docs/benchmarks/http.md#where-each-millisecond-goes). One
-#: that walks no HNSW index runs as a server-side prepared statement of the connection,
-#: with a generic plan.
+#: longer to plan it than to run it (measured:
+#: docs/benchmarks/http.md#where-each-millisecond-goes-issue-35). One that walks no HNSW
+#: index runs as a server-side prepared statement of the connection, with a generic plan.
 PLAN_CACHE_MODE = "force_generic_plan"
 
 
@@ -400,8 +399,8 @@ def _execute_walk(sql: str, params: list, settings: dict[str, str]) -> list[tupl
     parameters client-side and sends the script as one simple query, which runs as one
     implicit transaction, so settings made with set_config(..., true) hold for the search
     statement and end with it. It is planned for its own values (not prepared: with a
-    generic plan, the 10k-row dense recall of two runs was 0.994 and 0.997 against 0.999 and
-    0.996 before, bench/results/prepared_scale_10k_*.json, and no faster)."""
+    generic plan the 10k-row dense recall fell and the walk was no faster; measured:
+    docs/benchmarks/http.md#the-prepared-search-statement-ab-in-one-run)."""
     script = ["SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings), sql]
     script_params = [value for item in settings.items() for value in item] + params
     if read_connection().in_atomic_block:

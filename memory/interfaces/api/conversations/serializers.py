@@ -160,9 +160,12 @@ class ExtractionRunSerializer(ModelSerializer):
             "input_tokens",
             "output_tokens",
             "error",
+            "attempts",
+            "next_attempt_at",
             "created_at",
             "finished_at",
         ]
+        read_only_fields = ["attempts", "next_attempt_at"]
 
 
 class ExtractedFactSerializer(ModelSerializer):
