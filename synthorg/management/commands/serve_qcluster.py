@@ -3,11 +3,11 @@ exits as soon as it has stopped.
 
 q2's own command returns once the cluster is up, and the process then waits for its sentinel
 in the interpreter's exit (``multiprocessing``'s exit handler). On ``SIGTERM`` the sentinel
-stops the pusher, workers and monitor (about half a second when idle), and the interpreter
-then tears itself down: a final garbage collection over everything the process imported
-(Django, the app, the embedder), measured at 1.5–2.5 s on a shared 2-core machine and more
-under load, often past ``serve``'s stop grace, so supervisord killed the cluster with
-``SIGKILL`` on most Ctrl-Cs (docs/benchmarks/operations.md#stopping-make-run).
+stops the pusher, workers and monitor quickly when idle, and the interpreter then tears
+itself down: a final garbage collection over everything the process imported (Django, the
+app, the embedder), which took longer than the stop itself and, under load, often ran past
+``serve``'s stop grace, so supervisord killed the cluster with ``SIGKILL`` on most Ctrl-Cs
+(measured: docs/benchmarks/operations.md#stopping-make-run).
 
 Here the command itself waits for the sentinel; once it has ended the exit handlers run
 (:mod:`atexit`: the embedded PostgreSQL handle is dropped — the last process out stops the
