@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from synthorg.company_config.fields import FROZEN, ConfigFieldError
 from synthorg.company_config.memory import CompanyMemoryConfig
 from synthorg.company_config.org_memory import OrgMemoryConfig
+from synthorg.company_config.sections import config_root_set
 
 
 class CompanyConfigError(ValueError):
@@ -43,6 +44,9 @@ class CompanyConfig(BaseModel):
 
     memory: CompanyMemoryConfig = Field(default_factory=CompanyMemoryConfig)
     org_memory: OrgMemoryConfig = Field(default_factory=OrgMemoryConfig)
+
+
+config_root_set(CompanyConfig)  # capabilities' sections are placed from here down
 
 
 def _error_field(error: Mapping[str, Any]) -> str:

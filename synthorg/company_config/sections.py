@@ -69,15 +69,22 @@ class ConfigCheck:
 class _Registry:
     sections: dict[str, ConfigSection] = field(default_factory=dict)
     checks: dict[type[BaseModel], list[Callable[[Any], None]]] = field(default_factory=dict)
+    root: type[BaseModel] | None = None
 
 
 _REGISTRY = _Registry()
 
 
-def _root() -> type[BaseModel]:
-    from synthorg.company_config import CompanyConfig  # the root is defined above this module
+def config_root_set(root: type[BaseModel]) -> None:
+    """The root model sections are found from (:class:`synthorg.company_config.CompanyConfig`
+    names itself when it is defined: the package imports this module, not the reverse)."""
+    _REGISTRY.root = root
 
-    return CompanyConfig
+
+def _root() -> type[BaseModel]:
+    if _REGISTRY.root is None:
+        raise ConfigSectionError("the company config's root model is not defined yet")
+    return _REGISTRY.root
 
 
 def _chain(path: str) -> list[type[BaseModel]]:
