@@ -55,10 +55,14 @@ worker-llm: setup
 	Q_CLUSTER_NAME=llm $(BIN)/python manage.py qcluster
 
 # The suite on TEST_WORKERS pytest-xdist workers (each with its own test database on the one
-# embedded server); TEST_WORKERS=0 runs it in this process. See docs/architecture/testing.md.
+# embedded server); TEST_WORKERS=0 runs it in this process. `--dist loadgroup` hands each
+# worker one test at a time as it frees up (no test is grouped), so the long tests cannot
+# pile up on one worker while the other idles. See docs/architecture/testing.md.
 TEST_WORKERS ?= 2
+# Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): every
+# server a test starts imports the project, and pytest re-rewrites every asserting module.
 test: setup browser ts-client
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist loadgroup) --durations=25
 
 # The TypeScript client's tools for its tests (typescript, openapi-typescript: the versions in
 # clients/typescript/package-lock.json); node and npm from Debian when missing. The client

@@ -14,7 +14,6 @@ Messages never contain credentials. Every connection passes the outbound guard
 from __future__ import annotations
 
 import math
-import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -74,22 +73,6 @@ def retry_after_seconds(response: httpx.Response) -> float | None:
     except ValueError:
         return None
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-_ssl_context: ssl.SSLContext | None = None
-_ssl_lock = threading.Lock()
-
-
-def _shared_ssl_context() -> ssl.SSLContext:
-    """One default-verifying SSL context per process: building one loads the CA bundle
-    (measured: docs/benchmarks/http.md#per-request-levers-measured-by-hand), which a client
-    created per call (e.g. per extraction run) would otherwise pay every time. SSL contexts
-    are safe to share between clients and threads."""
-    global _ssl_context
-    with _ssl_lock:
-        if _ssl_context is None:
-            _ssl_context = httpx.create_ssl_context()
-        return _ssl_context
 
 
 class RetryingJsonPoster:
@@ -246,8 +229,7 @@ class RetryingJsonPoster:
                 self._client = httpx.Client(
                     timeout=httpx.Timeout(self.timeout),
                     headers=headers,
-                    transport=self.transport
-                    or GuardedTransport(self.policy, verify=_shared_ssl_context()),
+                    transport=self.transport or GuardedTransport(self.policy),
                     trust_env=not guarded,
                 )
             return self._client

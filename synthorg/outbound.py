@@ -296,6 +296,15 @@ class GuardedNetworkBackend(httpcore.SyncBackend):
 DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20)
 
 
+@functools.cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One default-verifying SSL context per process. Building one loads the CA bundle
+    (measured: docs/benchmarks/http.md#per-request-levers-measured-by-hand), which every
+    client created per call (an LLM call, a webhook delivery, a model lookup) would
+    otherwise pay again. SSL contexts are safe to share between clients and threads."""
+    return httpx.create_ssl_context()
+
+
 class GuardedTransport(httpx.HTTPTransport):
     """An ``httpx`` transport whose every connection passes the guard (no proxies)."""
 
@@ -307,11 +316,12 @@ class GuardedTransport(httpx.HTTPTransport):
         resolver: Resolver | None = None,
         limits: httpx.Limits = DEFAULT_LIMITS,
     ) -> None:
-        ssl_context = (
-            verify
-            if isinstance(verify, ssl.SSLContext)
-            else httpx.create_ssl_context(verify=verify)
-        )
+        if isinstance(verify, ssl.SSLContext):
+            ssl_context = verify
+        elif verify:
+            ssl_context = shared_ssl_context()
+        else:
+            ssl_context = httpx.create_ssl_context(verify=False)
         super().__init__(verify=ssl_context, limits=limits)
         self._pool = httpcore.ConnectionPool(
             ssl_context=ssl_context,

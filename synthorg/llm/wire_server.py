@@ -13,6 +13,10 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+#: How often the serving loop checks for a stop (``serve_forever``'s poll, 0.5 s by default):
+#: :meth:`WireServer.stop` returns within it (a test starts and stops hundreds of them).
+STOP_POLL_SECONDS = 0.05
+
 
 class _Server(ThreadingHTTPServer):
     # A handler still answering (or sleeping out a scripted delay) must not block stop().
@@ -58,7 +62,10 @@ class WireServer:
             return
         self._httpd = _Server(self._host, self._port, self.handler())
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name=self.thread_name, daemon=True
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": STOP_POLL_SECONDS},
+            name=self.thread_name,
+            daemon=True,
         )
         self._thread.start()
 

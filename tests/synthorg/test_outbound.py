@@ -7,6 +7,8 @@ operator would; the tests here that need the guard closed set the allow-list to 
 
 from __future__ import annotations
 
+import ssl
+
 import pytest
 
 from persistence.services.companies import company_config_set
@@ -14,6 +16,7 @@ from synthorg.embedding import EmbeddingError, OpenAICompatibleEmbedder
 from synthorg.errors import InvalidInputError
 from synthorg.llm import completion_provider_from_settings
 from synthorg.outbound import (
+    GuardedTransport,
     OutboundPolicy,
     OutboundRefused,
     UnsafeURLError,
@@ -185,3 +188,13 @@ def test_an_allow_listed_tenant_embedder_url_is_accepted(settings):
     company_config_set(company=company, data=data)
     company.refresh_from_db()
     assert company.config["memory"]["embedder"]["base_url"] == "http://10.1.1.1/v1"
+
+
+def test_verifying_transports_share_one_ssl_context_and_an_unverified_one_does_not():
+    """Loading the CA bundle once per process, not once per client (one per LLM call)."""
+    first, second = GuardedTransport(), GuardedTransport()
+    assert first._pool._ssl_context is second._pool._ssl_context
+    assert first._pool._ssl_context.verify_mode == ssl.CERT_REQUIRED
+    unverified = GuardedTransport(verify=False)._pool._ssl_context
+    assert unverified is not first._pool._ssl_context
+    assert unverified.verify_mode == ssl.CERT_NONE
