@@ -18,4 +18,3 @@ def deliver_webhook(delivery_id: str) -> str | None:
 
     delivery = webhook_deliver(delivery_id=delivery_id)
     return delivery.status if delivery is not None else None
-

@@ -348,7 +348,7 @@ def jobs_wake(*, now: datetime | None = None) -> dict[str, JobDispatch]:
     own longer lease (fine-tune runs) keeps to its own schedule."""
     dispatched: dict[str, JobDispatch] = {}
     for kind in job_kinds():
-        if not kind.keep_alive:
+        if not (kind.keep_alive and kind.kernel_schedule):
             continue
         try:
             dispatched[kind.name] = jobs_dispatch(kind, now=now, prepare=False)

@@ -84,6 +84,10 @@ class JobKind:
     model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
+    #: whether the kernel's every-minute ``jobs-<name>`` schedule dispatches the kind; off
+    #: for a kind with a dispatcher of its own (fine-tune runs: its revive schedule resumes
+    #: runs under each company's own policy and hands out its own company task)
+    kernel_schedule: bool = True
     queued: str = "queued"  # the claimable status
     running: str = "running"
     policy: RetryPolicy = DEFAULT_POLICY
@@ -153,10 +157,12 @@ _kinds: dict[str, JobKind] = {}
 
 def register_job_kind(kind: JobKind) -> None:
     """Register ``kind`` with its every-minute dispatch schedule (``jobs-<name>``, on the
-    LLM cluster for LLM work)."""
+    LLM cluster for LLM work) unless it dispatches itself (``kernel_schedule`` off)."""
     from django_q.models import Schedule
 
     _kinds[kind.name] = kind
+    if not kind.kernel_schedule:
+        return
     register_schedule(
         ScheduleSpec(
             name=schedule_name(kind.name),

@@ -52,4 +52,3 @@ def evolver_schedules() -> Iterator[ScheduleSpec]:
                 kwargs={"company_id": company.pk},
                 cluster=LLM_CLUSTER,
             )
-

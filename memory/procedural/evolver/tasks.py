@@ -12,4 +12,3 @@ def run_company_evolver(company_id: int) -> str | None:
         return None
     report = skill_evolver_run_scheduled(company=company)
     return "deferred" if report is None else report.status
-
