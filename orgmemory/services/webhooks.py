@@ -66,9 +66,6 @@ from orgmemory.approval_models import (
 )
 from persistence.access import UPDATE, require_write
 from synthorg.errors import InvalidInputError
-from synthorg.jobs.dispatch import (
-    jobs_run_due,
-)
 from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
@@ -416,14 +413,6 @@ def _failure_kind(status: int | None, error: str) -> str:
     if error in _FAILURE_KINDS:
         return _FAILURE_KINDS[error]
     return _Failure.HTTP_STATUS
-
-
-def webhook_deliver_due(*, limit: int = SWEEP_BATCH, now: datetime | None = None) -> int:
-    """Reclaim attempts whose worker died, then attempt the pending deliveries overdue by
-    ``SWEEP_GRACE`` (a lost enqueue), company by company, in this process; returns how many
-    it attempted (the kernel's ``jobs-orgmemory.webhook`` schedule hands each company its
-    own task instead)."""
-    return jobs_run_due(WEBHOOK_JOB, now=now, limit=limit).retried
 
 
 #: appends the delivery's status to its history (``webhook_history_record(delivery, now=…)``)
