@@ -3,9 +3,9 @@
 An :class:`ExtractionRun` is a durable job (:mod:`synthorg.jobs`, the kind
 :data:`EXTRACTION_JOB`, ``ingestion.extraction``) over a conversation's unextracted range.
 :func:`conversation_extract` is what the debounced q2 task (and the tests) call for one
-conversation; the every-minute dispatch (:func:`conversations_extract_dispatch`) queues the
-runs of due conversations whose own task was lost and hands the due runs to the kernel's
-per-company dispatcher:
+conversation; the every-minute dispatch (``jobs-ingestion.extraction``, :func:`_prepare`)
+queues the runs of due conversations whose own task was lost and hands the due runs to the
+kernel's per-company dispatcher:
 
 1. **Queue and claim** (the kernel's one claim protocol). A due conversation's one open run
    (queued, running, or failed and due again: a partial unique index keeps one per
