@@ -26,7 +26,7 @@ procedural model, **B** and **C** name ``model-b``; B and C have an approval web
    would be deferred, ``queued`` and uncharged, instead). Then the stand-in recovers; the
    bench **advances
    the clock** — it sets the failed and deferred captures' ``next_attempt_at`` and the
-   ``procedural-capture-retry`` schedule's ``next_run`` to now instead of waiting out the
+   ``jobs-procedural.capture`` schedule's ``next_run`` to now instead of waiting out the
    back-off — and waits for the service's own retry to run: (d) the share of the failed
    captures (and of all) that end ``captured`` with method ``llm``, target 100 %.
 
@@ -394,8 +394,10 @@ def outage_phase(llm, apis: dict[str, Api], args) -> dict:
     from django_q.models import Schedule
 
     from memory.procedural.models import ExecutionCapture
-    from memory.procedural.schedules import RETRY_SCHEDULE
+    from synthorg.jobs.registry import schedule_name
     from synthorg.schedules import SCHEDULE_PREFIX
+
+    retry_schedule = schedule_name("procedural.capture")
 
     llm.hanging_models = set()
     llm.fault = Fault.SERVER_ERROR
@@ -449,7 +451,7 @@ def outage_phase(llm, apis: dict[str, Api], args) -> dict:
     now = timezone.now()
     pending = failed_ids + waiting_ids
     ExecutionCapture.objects.filter(report_id__in=pending).update(next_attempt_at=now)
-    Schedule.objects.filter(name=SCHEDULE_PREFIX + RETRY_SCHEDULE).update(next_run=now)
+    Schedule.objects.filter(name=SCHEDULE_PREFIX + retry_schedule).update(next_run=now)
     connection.close()
     log(
         f"outage: the LLM answers again; {len(failed_ids)} failed and {len(waiting_ids)} "
@@ -472,7 +474,7 @@ def outage_phase(llm, apis: dict[str, Api], args) -> dict:
         "failure_reasons": reasons,
         "clock_advanced": (
             "after the LLM recovered, the failed and deferred captures' next_attempt_at and "
-            f"the {RETRY_SCHEDULE} schedule's next_run were set to now instead of waiting out "
+            f"the {retry_schedule} schedule's next_run were set to now instead of waiting out "
             "the back-off (1 min) and the schedule's minute"
         ),
         "failed_captured_llm_after_recovery": len(failed_done),

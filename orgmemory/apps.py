@@ -38,14 +38,6 @@ class OrgMemoryConfig(AppConfig):
         )
         register_schedule(
             ScheduleSpec(
-                name="orgmemory-webhook-sweep",
-                func="orgmemory.tasks.deliver_due_webhooks",
-                schedule_type=Schedule.MINUTES,
-                minutes=1,
-            )
-        )
-        register_schedule(
-            ScheduleSpec(
                 name="orgmemory-approval-expiry",
                 func="orgmemory.tasks.expire_approval_items",
                 schedule_type=Schedule.MINUTES,

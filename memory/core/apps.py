@@ -39,28 +39,18 @@ class MemoryConfig(AppConfig):
 
 
 def _register_reembedding() -> None:
-    """A changed embedder starts a re-embedding job; the resume schedule (every minute)
-    reclaims and hands out jobs whose worker died or whose retry is due."""
-    from django_q.models import Schedule
-
+    """A changed embedder starts a re-embedding job; the kernel's ``jobs-memory.reembed``
+    schedule (every minute) reclaims and hands out jobs whose worker died or whose retry is
+    due."""
     from memory.core.services.reembed import REEMBED_JOB, reembed_on_config_change
     from persistence.services.companies import on_company_config_change, on_company_created
     from synthorg.jobs.registry import register_job_kind
-    from synthorg.schedules import ScheduleSpec, register_schedule
 
     register_job_kind(REEMBED_JOB)
 
     on_company_config_change(reembed_on_config_change)
     # A company created with another embedder gets its index built by a (row-less) job.
     on_company_created(reembed_on_config_change)
-    register_schedule(
-        ScheduleSpec(
-            name="memory-reembed-resume",
-            func="memory.core.tasks.resume_reembed_jobs",
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-        )
-    )
 
 
 def _register_maintenance_schedules() -> None:

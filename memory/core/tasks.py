@@ -9,8 +9,6 @@ from memory.core.services.reembed import (
     TASK_TIME_BUDGET_S,
     enqueue_reembed_job,
     reembed_job_run,
-    reembed_jobs_dispatch,
-    reembed_jobs_run_company,
 )
 from memory.core.services.request_log import request_log_trim
 from persistence.models import Agent, Company
@@ -48,17 +46,6 @@ def run_reembed_job(job_id: int) -> str | None:
     # After an embedder error the job is due again after the retry policy's back-off.
     job.refresh_from_db()
     return job.status
-
-
-def resume_reembed_jobs() -> int:
-    """Schedule (every minute): reclaim jobs whose worker stopped renewing its lease, then one
-    task per company with a due job; returns how many companies."""
-    return len(reembed_jobs_dispatch().companies)
-
-
-def run_company_reembed(company_id: int, now=None) -> int:
-    """The dispatcher's per-company task: work on the company's due job; returns how many ran."""
-    return reembed_jobs_run_company(company_id=company_id, now=now).retried
 
 
 def trim_request_logs() -> dict[str, int]:

@@ -1,7 +1,8 @@
-"""Schedules of conversation ingestion: the extraction dispatch (extraction runs are the
-durable job kind ``ingestion.extraction``, taking turns on the company's LLM slots with the
-other kinds), the dream requests' dispatch, and one dream schedule per company from
-``memory.dream`` (re-synced when a company's config changes, created with the company)."""
+"""Schedules of conversation ingestion: one dream schedule per company from ``memory.dream``
+(re-synced when a company's config changes, created with the company). Extraction runs and
+dream requests are durable job kinds (``ingestion.extraction``, ``ingestion.dream_request``):
+the kernel's ``jobs-<kind>`` schedules dispatch them, taking turns on the company's LLM slots
+with the other kinds."""
 
 from __future__ import annotations
 
@@ -26,13 +27,9 @@ from synthorg.jobs.registry import register_job_kind
 from synthorg.schedules import (
     LLM_CLUSTER,
     ScheduleSpec,
-    register_schedule,
     register_schedule_provider,
     schedule_upsert,
 )
-
-SWEEP_TASK = "memory.ingestion.tasks.extract_due_conversations"
-DREAM_REQUESTS_DUE_TASK = "memory.ingestion.tasks.dream_requests_due"
 
 
 def dream_schedule_name(company_id: int) -> str:
@@ -80,30 +77,10 @@ def _register_content_kinds() -> None:
 
 
 def register() -> None:
-    from django_q.models import Schedule
-
     on_project_closed(conversations_purge_project)
     on_session_ended(conversations_purge_session)
     on_company_created(schedule_dream_for_new_company)
     _register_content_kinds()
-    register_schedule(
-        ScheduleSpec(
-            name="ingestion-extraction-sweep",
-            func=SWEEP_TASK,
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-            cluster=LLM_CLUSTER,
-        )
-    )
     register_schedule_provider(dream_schedules)
     register_job_kind(EXTRACTION_JOB)
     register_job_kind(DREAM_REQUEST_JOB)
-    register_schedule(
-        ScheduleSpec(
-            name="ingestion-dream-request-retry",
-            func=DREAM_REQUESTS_DUE_TASK,
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-            cluster=LLM_CLUSTER,
-        )
-    )

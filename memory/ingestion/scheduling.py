@@ -5,7 +5,7 @@ Each conversation with unextracted messages has at most one q2 ``ONCE`` schedule
 burst of flushes moves one schedule forward instead of queueing one task per flush. q2
 deletes a fired ``ONCE`` schedule; the next flush creates a new one. When the pending
 messages exceed ``max_pending_tokens`` the task is also queued at once (after the commit).
-The ``ingestion-extraction-sweep`` schedule catches conversations whose schedule was lost
+The ``jobs-ingestion.extraction`` schedule catches conversations whose schedule was lost
 (and retries failed runs), so arming is an optimisation, never the only path.
 """
 

@@ -3,21 +3,11 @@ service."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from memory.ingestion.models import Conversation, DreamRequest
 from memory.ingestion.services.context import conversation_summary_refresh
 from memory.ingestion.services.dream import company_dream_scheduled
-from memory.ingestion.services.dream_requests import (
-    dream_request_run,
-    dream_requests_dispatch,
-    dream_requests_run_company,
-)
-from memory.ingestion.services.extraction import (
-    conversation_extract,
-    conversations_extract_dispatch,
-    conversations_extract_due_company,
-)
+from memory.ingestion.services.dream_requests import dream_request_run
+from memory.ingestion.services.extraction import conversation_extract
 from persistence.models import Company
 
 
@@ -34,20 +24,6 @@ def extract_conversation(conversation_pk: int) -> str | None:
     if conversation is not None:
         conversation_summary_refresh(conversation=conversation)
     return run.status if run is not None else None
-
-
-def extract_due_conversations() -> tuple[int, ...]:
-    """The dispatch (every minute): queue the runs of due conversations, reclaim runs whose
-    worker died, and hand one :func:`extract_company_conversations` task to each company
-    with due runs (lost schedules, retries after failures). Returns the companies."""
-
-    return conversations_extract_dispatch().companies
-
-
-def extract_company_conversations(company_id: int, now=None) -> dict:
-    """One company's due extraction runs, under its LLM slot; returns what ran and waits."""
-
-    return asdict(conversations_extract_due_company(company_id=company_id, now=now))
 
 
 def dream_company(company_id: int) -> int | None:
@@ -71,16 +47,3 @@ def dream_requested(request_id: str) -> str | None:
         return None
     run = dream_request_run(request=request)
     return run.status if run is not None else None
-
-
-def dream_requests_due() -> dict:
-    """Every minute: reclaim requests whose worker died, hand each company with due requests
-    its own :func:`dream_requests_company` task."""
-    dispatch = dream_requests_dispatch()
-    return {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
-
-
-def dream_requests_company(company_id: int, now=None) -> dict:
-    """One company's due dream requests, under one of its LLM slots."""
-    summary = dream_requests_run_company(company_id=company_id, now=now)
-    return {"ran": summary.retried, "waiting": summary.waiting, "busy": summary.busy}

@@ -13,16 +13,11 @@ class ProceduralConfig(AppConfig):
 
         register_config_sections(*SECTIONS)
 
-        from memory.procedural.schedules import (
-            compressor_schedules,
-            procedural_schedules,
-            register_retry_schedule,
-        )
+        from memory.procedural.schedules import compressor_schedules, procedural_schedules
         from synthorg.schedules import register_schedule_provider
 
         register_schedule_provider(procedural_schedules)
         register_schedule_provider(compressor_schedules)
-        register_retry_schedule()
 
         from memory.procedural.services.capture import CAPTURE_JOB
         from synthorg.jobs.registry import register_job_kind

@@ -14,8 +14,6 @@ from persistence.selectors.config import company_config
 from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
 
 TASK = "memory.procedural.tasks.run_procedural_maintenance"
-RETRY_TASK = "memory.procedural.tasks.retry_due_captures"
-RETRY_SCHEDULE = "procedural-capture-retry"
 COMPRESS_TASK = "memory.procedural.tasks.run_experience_compression"
 
 
@@ -58,21 +56,3 @@ def compressor_schedules() -> Iterator[ScheduleSpec]:
                 kwargs={"company_id": company.pk},
                 cluster=LLM_CLUSTER,  # the compressor calls the company's LLM
             )
-
-
-def register_retry_schedule() -> None:
-    """The capture retry schedule (every minute, all companies): see
-    :func:`memory.procedural.services.capture.execution_captures_retry_due`."""
-    from django_q.models import Schedule
-
-    from synthorg.schedules import register_schedule
-
-    register_schedule(
-        ScheduleSpec(
-            name=RETRY_SCHEDULE,
-            func=RETRY_TASK,
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-            cluster=LLM_CLUSTER,  # retries call the LLM
-        )
-    )

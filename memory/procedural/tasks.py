@@ -5,11 +5,7 @@ from __future__ import annotations
 import logging
 
 from memory.procedural.models import ExecutionCapture
-from memory.procedural.services.capture import (
-    execution_captures_retry_company,
-    execution_captures_retry_due,
-    execution_report_capture,
-)
+from memory.procedural.services.capture import execution_report_capture
 from memory.procedural.services.compression import experience_compress_run
 from memory.procedural.services.pruning import procedural_prune_company
 from persistence.models import Company
@@ -52,16 +48,3 @@ def run_experience_compression(company_id: int) -> dict | None:
         logger.info("EXPERIENCE_COMPRESSION_SKIPPED company=%s reason=%s", company.slug, exc)
         return {"skipped": str(exc)}
     return {"run": run.pk, "compressed": run.compressed, "failed": run.failed}
-
-
-def retry_due_captures(now=None) -> dict:
-    """Every minute: reclaim orphaned running captures, hand each company with captures due
-    for a retry its own :func:`retry_company_captures` task."""
-    dispatch = execution_captures_retry_due(now=now)
-    return {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
-
-
-def retry_company_captures(company_id: int, now=None) -> dict:
-    """One company's due captures, under one of its LLM slots (skipped when all are busy)."""
-    summary = execution_captures_retry_company(company_id=company_id, now=now)
-    return {"retried": summary.retried, "waiting": summary.waiting, "busy": summary.busy}

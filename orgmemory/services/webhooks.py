@@ -22,7 +22,7 @@ no LLM slot): an attempt is claimed under a lease (``pending`` → ``sending``),
 holds no row lock and no transaction, and a failed attempt (network error, non-2xx) is
 retried by :data:`WEBHOOK_POLICY` (30 s, 2 min, 8 min, 32 min) up to ``MAX_ATTEMPTS``; then
 the delivery is ``failed``, listed in the console (the inbox and the failures page, where an
-operator can re-queue it). A retry is enqueued for its time; the ``orgmemory-webhook-sweep``
+operator can re-queue it). A retry is enqueued for its time; the ``jobs-orgmemory.webhook``
 schedule (every minute) reclaims attempts whose worker died (their lease passed) and hands
 every company with deliveries overdue by ``SWEEP_GRACE`` (a lost enqueue) its own task, so
 one company's dead receiver holds up only that company's task. A slow endpoint ties up one
@@ -66,13 +66,6 @@ from orgmemory.approval_models import (
 )
 from persistence.access import UPDATE, require_write
 from synthorg.errors import InvalidInputError
-from synthorg.jobs.dispatch import (
-    JobDispatch,
-    JobRunSummary,
-    jobs_dispatch,
-    jobs_run_company,
-    jobs_run_due,
-)
 from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
@@ -116,7 +109,6 @@ WEBHOOK_POLICY = RetryPolicy(
 )
 MAX_ATTEMPTS = WEBHOOK_POLICY.max_attempts
 TASK = "orgmemory.tasks.deliver_webhook"
-COMPANY_TASK = "orgmemory.tasks.deliver_company_webhooks"
 RECLAIMED = (
     "reclaimed: the worker sending this delivery did not finish within its lease ({seconds} s)"
 )
@@ -423,28 +415,6 @@ def _failure_kind(status: int | None, error: str) -> str:
     return _Failure.HTTP_STATUS
 
 
-def webhook_deliver_due(*, limit: int = SWEEP_BATCH, now: datetime | None = None) -> int:
-    """Reclaim attempts whose worker died, then attempt the pending deliveries overdue by
-    ``SWEEP_GRACE`` (a lost enqueue), company by company, in this process; returns how many
-    it attempted (the schedule hands each company its own task instead:
-    :func:`webhook_deliveries_dispatch`)."""
-    return jobs_run_due(WEBHOOK_JOB, now=now, limit=limit).retried
-
-
-def webhook_deliveries_dispatch(*, now: datetime | None = None) -> JobDispatch:
-    """The ``orgmemory-webhook-sweep`` schedule (every minute): reclaim, then one task per
-    company with overdue deliveries (:func:`webhook_deliveries_run_company`)."""
-    return jobs_dispatch(WEBHOOK_JOB, now=now)
-
-
-def webhook_deliveries_run_company(
-    *, company_id: int, now: datetime | None = None
-) -> JobRunSummary:
-    """Attempt one company's overdue deliveries, oldest first; the first that fails stops
-    the batch (the others keep their due time)."""
-    return jobs_run_company(WEBHOOK_JOB, company_id=company_id, now=now)
-
-
 #: appends the delivery's status to its history (``webhook_history_record(delivery, now=…)``)
 webhook_history_record = history_writer(WebhookDeliveryStatusChange, "delivery")
 
@@ -471,7 +441,6 @@ WEBHOOK_JOB = JobKind(
     model=WebhookDelivery,
     history=webhook_history_record,
     run=webhook_job_run,
-    company_task=COMPANY_TASK,
     queued=_Status.PENDING,
     running=_Status.SENDING,
     policy=WEBHOOK_POLICY,

@@ -1,11 +1,12 @@
 """The per-company dispatcher: due jobs run under the company's LLM slots, in fair turns.
 
-:func:`jobs_dispatch` (a kind's every-minute schedule) reclaims the kind's orphaned jobs
-(their lease passed) and hands every company with due jobs its own task on the LLM cluster
-(``kind.company_task``), so a company whose model hangs holds up only its own task. That
-task calls :func:`jobs_run_company`: with one of the company's LLM slots
-(:mod:`synthorg.llm.slots`) it claims and runs the due jobs, oldest first; the first run
-whose LLM call fails (an outage) stops the batch, the others keep their due time uncharged.
+:func:`jobs_dispatch` (a kind's every-minute schedule ``jobs-<name>``) reclaims the kind's
+orphaned jobs (their lease passed) and hands every company with due jobs its own task on
+the LLM cluster (:data:`COMPANY_TASK` with the kind's name), so a company whose model hangs
+holds up only its own task. That task calls :func:`jobs_run_company`: with one of the
+company's LLM slots (:mod:`synthorg.llm.slots`) it claims and runs the due jobs, oldest
+first; the first run whose LLM call fails (an outage) stops the batch, the others keep
+their due time uncharged.
 
 **Fair turns.** A kind whose company task finds every slot taken does not run, and records
 that it waits (:class:`~synthorg.jobs.models.JobTurn`). Whoever holds a slot of that
@@ -51,7 +52,7 @@ from synthorg.schedules import LLM_CLUSTER
 logger = logging.getLogger(__name__)
 
 RETRY_REASON = "retry"
-#: The kernel's own tasks for a kind registered without a ``company_task`` of its own.
+#: The kernel's tasks of a kind (by its name): a company's batch, one job's own run.
 COMPANY_TASK = "synthorg.jobs.tasks.jobs_company"
 JOB_TASK = "synthorg.jobs.tasks.job_run_task"
 SLOT_DEFERRED = (
@@ -74,12 +75,17 @@ class JobRunSummary:
     busy: bool = False  # every LLM slot of the company was taken: nothing ran
 
 
-def jobs_dispatch(kind: JobKind, *, now: datetime | None = None) -> JobDispatch:
-    """Reclaim ``kind``'s orphaned jobs, then enqueue ``kind.company_task(company_id)`` on
-    the LLM cluster for every company with due jobs. Nothing runs here. ``now`` (tests) is
-    passed on."""
+def jobs_dispatch(
+    kind: JobKind, *, now: datetime | None = None, prepare: bool = True
+) -> JobDispatch:
+    """Make the kind's jobs of what became due (``kind.prepare``; not for the wake:
+    ``prepare=False``), reclaim its orphaned jobs, then enqueue :data:`COMPANY_TASK`
+    ``(kind.name, company_id)`` for every company with due jobs, on the LLM cluster for LLM
+    work. Nothing runs here. ``now`` (tests) is passed on."""
+    if prepare and kind.prepare is not None:
+        kind.prepare(now or timezone.now(), None, None)
     reclaimed = job_reclaim_expired(kind, now=now or timezone.now())
-    task = (kind.company_task,) if kind.company_task else (COMPANY_TASK, kind.name)
+    task = (COMPANY_TASK, kind.name)
     companies = companies_dispatch(kind.due_jobs, task, now=now, llm=kind.llm_slots)
     return JobDispatch(reclaimed=reclaimed, companies=companies)
 
@@ -160,9 +166,12 @@ def jobs_run_company(
     holding one of its LLM slots, in turn with the kinds waiting for that company
     (oldest due first across them: :func:`jobs_serve_slot`); with every slot taken run
     nothing (``busy``) and wait for a turn. A kind without ``llm_slots`` runs its batch at
-    once."""
+    once. ``kind.prepare`` runs first, ``kind.while_busy`` when every slot is taken."""
     now = now or timezone.now()
-    due = _due(kind, company_id, now, limit or kind.batch_size)
+    limit = limit or kind.batch_size
+    if kind.prepare is not None:
+        kind.prepare(now, company_id, limit)
+    due = _due(kind, company_id, now, limit)
     if not due:
         return JobRunSummary(reclaimed=0, retried=0, waiting=0)
     if not kind.llm_slots:
@@ -171,6 +180,8 @@ def jobs_run_company(
         if not slot:
             logger.info("%s jobs of company %s wait: LLM slots busy", kind.name, company_id)
             jobs_wait_turn(company_id, kind.name, now=now)
+            if kind.while_busy is not None:
+                kind.while_busy(company_id, now, limit)
             return JobRunSummary(reclaimed=0, retried=0, waiting=len(due), busy=True)
         served = jobs_serve_slot(company_id, now=now, own=(kind, due), holder=kind.name)
     return served.own
@@ -337,10 +348,10 @@ def jobs_wake(*, now: datetime | None = None) -> dict[str, JobDispatch]:
     own longer lease (fine-tune runs) keeps to its own schedule."""
     dispatched: dict[str, JobDispatch] = {}
     for kind in job_kinds():
-        if not kind.keep_alive:
+        if not (kind.keep_alive and kind.kernel_schedule):
             continue
         try:
-            dispatched[kind.name] = jobs_dispatch(kind, now=now)
+            dispatched[kind.name] = jobs_dispatch(kind, now=now, prepare=False)
         except Exception:  # one kind's failure does not hold up the others' wake
             logger.exception("waking %s jobs failed", kind.name)
     return dispatched
@@ -352,6 +363,8 @@ def jobs_run_due(
     """Reclaim, then run every company's due jobs of ``kind`` in this process, company by
     company (what the dispatcher's per-company tasks do; tests and commands use it)."""
     now = now or timezone.now()
+    if kind.prepare is not None:
+        kind.prepare(now, None, limit or kind.batch_size)
     reclaimed = job_reclaim_expired(kind, now=now)
     by_company: dict[int, int] = {}
     for company_id in (

@@ -19,7 +19,7 @@ from synthorg.jobs.models import DurableJob
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
 from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, register_schedule
 
-#: The kernel's dispatch task of a kind registered without a ``company_task`` of its own.
+#: The kernel's dispatch task of a kind: its every-minute schedule ``jobs-<name>``.
 DISPATCH_TASK = "synthorg.jobs.tasks.jobs_dispatch_kind"
 
 #: The kernel's wake (every 30 s: :data:`WAKE_SCHEDULES`): reclaim lapsed leases and dispatch
@@ -84,9 +84,10 @@ class JobKind:
     model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
-    #: the dotted q2 task the dispatcher hands each company, ``task(company_id)``, scheduled
-    #: by the kind itself; "" (the default): the kernel's own task and every-minute schedule
-    company_task: str = ""
+    #: whether the kernel's every-minute ``jobs-<name>`` schedule dispatches the kind; off
+    #: for a kind with a dispatcher of its own (fine-tune runs: its revive schedule resumes
+    #: runs under each company's own policy and hands out its own company task)
+    kernel_schedule: bool = True
     queued: str = "queued"  # the claimable status
     running: str = "running"
     policy: RetryPolicy = DEFAULT_POLICY
@@ -95,6 +96,14 @@ class JobKind:
     #: that waits for an LLM to be configured)
     due: Callable[[datetime], Any] | None = None
     batch: Callable[[int, datetime], AbstractContextManager[Any]] = _no_batch
+    #: makes jobs of what became due before the dispatcher looks for due jobs (extraction:
+    #: the runs of conversations whose own task was lost): ``prepare(now, company_id,
+    #: limit)`` — by the kind's schedule (``company_id`` None, ``limit`` None) and by a
+    #: company's batch (not by the wake, nor by a turn another kind serves)
+    prepare: Callable[[datetime, int | None, int | None], None] | None = None
+    #: what a company's batch does without the LLM while every slot is taken and its jobs
+    #: wait for their turn: ``while_busy(company_id, now, limit)`` (extraction stores turns)
+    while_busy: Callable[[int, datetime, int], None] | None = None
     batch_size: int = 50
     select_related: tuple[str, ...] = ()  # what ``run`` reads through the job's relations
     reclaimed_reason: str = (
@@ -147,22 +156,28 @@ _kinds: dict[str, JobKind] = {}
 
 
 def register_job_kind(kind: JobKind) -> None:
-    """Register ``kind``; one without a ``company_task`` of its own also gets the kernel's
-    every-minute dispatch schedule (``jobs-<name>``, on the LLM cluster for LLM work)."""
-    _kinds[kind.name] = kind
-    if not kind.company_task:
-        from django_q.models import Schedule
+    """Register ``kind`` with its every-minute dispatch schedule (``jobs-<name>``, on the
+    LLM cluster for LLM work) unless it dispatches itself (``kernel_schedule`` off)."""
+    from django_q.models import Schedule
 
-        register_schedule(
-            ScheduleSpec(
-                name=f"jobs-{kind.name}",
-                func=DISPATCH_TASK,
-                schedule_type=Schedule.MINUTES,
-                minutes=1,
-                args=(kind.name,),
-                cluster=LLM_CLUSTER if kind.llm_slots else None,
-            )
+    _kinds[kind.name] = kind
+    if not kind.kernel_schedule:
+        return
+    register_schedule(
+        ScheduleSpec(
+            name=schedule_name(kind.name),
+            func=DISPATCH_TASK,
+            schedule_type=Schedule.MINUTES,
+            minutes=1,
+            args=(kind.name,),
+            cluster=LLM_CLUSTER if kind.llm_slots else None,
         )
+    )
+
+
+def schedule_name(kind_name: str) -> str:
+    """The kind's every-minute dispatch schedule (stored with the ``synthorg:`` prefix)."""
+    return f"jobs-{kind_name}"
 
 
 def register_wake_schedules() -> None:

@@ -240,6 +240,11 @@ def evolver_schedule(company) -> str:
     return f"synthorg:skill-evolver:company-{company.pk}"
 
 
+def job_schedule(kind: str) -> str:
+    """The job kernel's every-minute dispatch schedule of job kind ``kind``."""
+    return f"synthorg:jobs-{kind}"
+
+
 def wait_for_approval_item(company, django_db_blocker) -> ApprovalItem:
     def proposed():
         with django_db_blocker.unblock():

@@ -183,8 +183,8 @@ def recover_now(django_db_blocker, company) -> None:
         )
     scenario.make_due_now(
         django_db_blocker,
-        "synthorg:procedural-capture-retry",
-        "synthorg:ingestion-extraction-sweep",
+        scenario.job_schedule("procedural.capture"),
+        scenario.job_schedule("ingestion.extraction"),
         scenario.evolver_schedule(company),
     )
 

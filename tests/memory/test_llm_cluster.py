@@ -8,17 +8,21 @@ from django_q.models import OrmQ, Schedule
 
 from persistence.health import cluster_health, llm_cluster_health
 from persistence.services.system import cluster_heartbeat_record
+from synthorg.jobs.registry import DISPATCH_TASK
 from tests.persistence.factories import CompanyFactory
 
 pytestmark = pytest.mark.django_db
 
 LLM_FUNCS = {
     "memory.procedural.evolver.tasks.run_company_evolver",
-    "memory.procedural.tasks.retry_due_captures",
-    "memory.procedural.evolver.tasks.retry_due_drafts",
-    "memory.ingestion.tasks.extract_due_conversations",
     "memory.ingestion.tasks.dream_company",
-    "memory.ingestion.tasks.dream_requests_due",
+}
+#: the job kinds whose kernel schedule (``jobs-<kind>``) runs on the LLM cluster
+LLM_KINDS = {
+    "procedural.capture",
+    "evolver.draft",
+    "ingestion.extraction",
+    "ingestion.dream_request",
 }
 
 
@@ -26,19 +30,32 @@ def test_llm_schedules_run_on_the_llm_cluster_and_the_rest_on_the_default_one():
     CompanyFactory(config={"memory": {"procedural": {"evolver": {"enabled": True}}}})
     call_command("sync_schedules", verbosity=0)
     rows = {
-        s.name: (s.func, s.cluster) for s in Schedule.objects.filter(name__startswith="synthorg:")
+        s.name: (s.func, s.cluster, s.args)
+        for s in Schedule.objects.filter(name__startswith="synthorg:")
     }
-    llm = {name for name, (func, cluster) in rows.items() if cluster == "llm"}
-    default = {name for name, (func, cluster) in rows.items() if cluster is None}
+    llm = {name for name, (func, cluster, _) in rows.items() if cluster == "llm"}
+    default = {name for name, (func, cluster, _) in rows.items() if cluster is None}
     assert llm | default == set(rows)
     assert {rows[name][0] for name in llm} == LLM_FUNCS | {
-        "persistence.tasks.record_cluster_heartbeat"
+        DISPATCH_TASK,
+        "persistence.tasks.record_cluster_heartbeat",
     }
     assert "synthorg:llm-cluster-heartbeat" in llm
+    dispatches = {name: rows[name][2] for name in rows if rows[name][0] == DISPATCH_TASK}
+    assert {name for name in dispatches if name in llm} == {
+        f"synthorg:jobs-{kind}" for kind in LLM_KINDS
+    }
+    assert {name for name in dispatches if name in default} == {
+        "synthorg:jobs-orgmemory.webhook",
+        "synthorg:jobs-memory.reembed",
+    }
+    assert all(
+        args == repr((name.removeprefix("synthorg:jobs-"),)) for name, args in dispatches.items()
+    )
     default_funcs = {rows[name][0] for name in default}
     assert default_funcs.isdisjoint(LLM_FUNCS)
     assert {
-        "orgmemory.tasks.deliver_due_webhooks",
+        DISPATCH_TASK,
         "memory.core.tasks.run_company_maintenance",
         "persistence.tasks.record_cluster_heartbeat",
     } <= default_funcs

@@ -28,32 +28,21 @@ from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
 from memory.ingestion.scheduling import dream_deferred_name
 from memory.ingestion.services import extraction
 from memory.ingestion.services.dream import DREAM_DEFER
-from memory.ingestion.tasks import (
-    dream_company,
-    extract_company_conversations,
-    extract_conversation,
-    extract_due_conversations,
-)
+from memory.ingestion.tasks import dream_company, extract_conversation
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.evolver.schedules import deferred_name as evolver_deferred_name
 from memory.procedural.evolver.services import EVOLVER_DEFER
-from memory.procedural.evolver.tasks import (
-    retry_company_drafts,
-    retry_due_drafts,
-    run_company_evolver,
-)
+from memory.procedural.evolver.tasks import run_company_evolver
 from memory.procedural.models import CaptureStatusChange, ExecutionCapture
-from memory.procedural.services.capture import (
-    DEFERRED,
-    execution_captures_retry_company,
-    execution_captures_retry_due,
-)
+from memory.procedural.services.capture import CAPTURE_JOB, DEFERRED
 from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem
 from persistence.services.companies import company_config_set
+from synthorg.jobs.dispatch import COMPANY_TASK, jobs_dispatch, jobs_run_company
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.services import SLOT_DEFER
+from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
 from synthorg.llm.slots import slot_key
 from tests.conftest import make_agent_caller
 from tests.memory.ingestion.conftest import configure, fact, flush
@@ -189,12 +178,12 @@ def test_the_retry_schedule_gives_each_company_its_own_task():
         )
     OrmQ.objects.all().delete()  # the submits' own capture tasks
 
-    dispatch = execution_captures_retry_due()
+    dispatch = jobs_dispatch(CAPTURE_JOB)
 
     assert dispatch.companies == tuple(sorted([company_a.pk, company_b.pk]))
     queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
     assert queued == [
-        ("llm", "memory.procedural.tasks.retry_company_captures", (company_id,))
+        ("llm", COMPANY_TASK, ("procedural.capture", company_id))
         for company_id in dispatch.companies
     ]
     # Nothing ran in the dispatching task.
@@ -210,13 +199,13 @@ def test_a_company_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
         status="failed", reason="llm_error: down", attempts=1, next_attempt_at=timezone.now()
     )
     with slot_held_elsewhere(company.pk):
-        summary = execution_captures_retry_company(company_id=company.pk)
+        summary = jobs_run_company(CAPTURE_JOB, company_id=company.pk)
         assert (summary.busy, summary.retried, summary.waiting) == (True, 0, 1)
         capture = ExecutionCapture.objects.get(report_id=report_id)
         assert (capture.status, capture.attempts) == ("failed", 1)
         assert stand_in.chat_requests == []
 
-    summary = execution_captures_retry_company(company_id=company.pk)
+    summary = jobs_run_company(CAPTURE_JOB, company_id=company.pk)
     assert (summary.busy, summary.retried) == (False, 1)
     capture = ExecutionCapture.objects.get(report_id=report_id)
     assert (capture.status, capture.method, capture.attempts) == ("captured", "llm", 2)
@@ -335,13 +324,12 @@ def test_the_extraction_sweep_gives_each_company_its_own_task(stand_in):
         due_conversation(company, name)
     OrmQ.objects.all().delete()
 
-    dispatched = extract_due_conversations()
+    dispatched = jobs_dispatch_kind("ingestion.extraction")["companies"]
 
-    assert dispatched == tuple(sorted([company_a.pk, company_b.pk]))
+    assert dispatched == sorted([company_a.pk, company_b.pk])
     queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
     assert queued == [
-        ("llm", "memory.ingestion.tasks.extract_company_conversations", (company_id,))
-        for company_id in dispatched
+        ("llm", COMPANY_TASK, ("ingestion.extraction", company_id)) for company_id in dispatched
     ]
     # Nothing ran in the sweep itself: the runs are queued (by design), no LLM call.
     assert set(ExtractionRun.objects.values_list("status", flat=True)) == {"queued"}
@@ -355,8 +343,9 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
     configure(company, extraction={"model": "model-b"})  # store_turns: the default
     conversation = due_conversation(company, "b-1")
     with slot_held_elsewhere(company.pk):
-        assert extract_company_conversations(company.pk) == {
-            "runs": 0,
+        assert jobs_company("ingestion.extraction", company.pk) == {
+            "reclaimed": 0,
+            "retried": 0,
             "waiting": 1,
             "busy": True,
         }
@@ -372,11 +361,16 @@ def test_a_company_extraction_sweep_skips_while_its_slot_is_held_elsewhere(stand
             "Ana said billing deploys on Fridays (b-1)."
         ]
         # found busy again by the next sweep: no second row for one wait, no second turn
-        extract_company_conversations(company.pk)
+        jobs_company("ingestion.extraction", company.pk)
         assert ExtractionRun.objects.filter(conversation=conversation).count() == 2
         assert stored.count() == 1
 
-    assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
+    assert jobs_company("ingestion.extraction", company.pk) == {
+        "reclaimed": 0,
+        "retried": 1,
+        "waiting": 0,
+        "busy": False,
+    }
     run = ExtractionRun.objects.get(conversation=conversation, method="llm")
     assert (run.status, run.added) == ("succeeded", 1)
     assert Memory.objects.filter(agent=conversation.agent).count() == 2  # the turn + a fact
@@ -409,13 +403,18 @@ def test_a_capture_retry_found_busy_is_served_by_the_extraction_sweep(stand_in):
     conversation = due_conversation(company, "b-1")
 
     with slot_held_elsewhere(company.pk):  # the sweep holds the slot as the retry fires
-        summary = execution_captures_retry_company(company_id=company.pk)
+        summary = jobs_run_company(CAPTURE_JOB, company_id=company.pk)
     assert (summary.busy, summary.retried) == (True, 0)
     assert list(JobTurn.objects.values_list("company_id", "kind")) == [
         (company.pk, "procedural.capture")
     ]
 
-    assert extract_company_conversations(company.pk) == {"runs": 1, "waiting": 0, "busy": False}
+    assert jobs_company("ingestion.extraction", company.pk) == {
+        "reclaimed": 0,
+        "retried": 1,
+        "waiting": 0,
+        "busy": False,
+    }
 
     capture = ExecutionCapture.objects.get(report_id=report_id)
     assert (capture.status, capture.method, capture.attempts) == ("captured", "llm", 2)
@@ -434,15 +433,16 @@ def test_an_extraction_sweep_found_busy_is_served_by_the_capture_retry(stand_in)
     conversation = due_conversation(company, "b-1")
 
     with slot_held_elsewhere(company.pk):
-        assert extract_company_conversations(company.pk) == {
-            "runs": 0,
+        assert jobs_company("ingestion.extraction", company.pk) == {
+            "reclaimed": 0,
+            "retried": 0,
             "waiting": 1,
             "busy": True,
         }
     assert list(JobTurn.objects.values_list("kind", flat=True)) == ["ingestion.extraction"]
     assert stand_in.chat_requests == []
 
-    summary = execution_captures_retry_company(company_id=company.pk)
+    summary = jobs_run_company(CAPTURE_JOB, company_id=company.pk)
 
     assert (summary.busy, summary.retried) == (False, 1)
     run = ExtractionRun.objects.get(conversation=conversation, method="llm")
@@ -459,9 +459,9 @@ def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):
     first, second = due_conversation(company, "b-1"), due_conversation(company, "b-2")
     Conversation.objects.filter(pk=second.pk).update(extraction_due_at=timezone.now())
 
-    summary = extract_company_conversations(company.pk)
+    summary = jobs_company("ingestion.extraction", company.pk)
 
-    assert summary == {"runs": 1, "waiting": 1, "busy": False}
+    assert summary == {"reclaimed": 0, "retried": 1, "waiting": 1, "busy": False}
     assert len(stand_in.chat_requests) == 1  # an outage costs one call per company per sweep
     # the failed LLM run, and its turns stored verbatim meanwhile; nothing for the second
     assert set(ExtractionRun.objects.values_list("conversation_id", "method", "status")) == {
@@ -542,14 +542,14 @@ def test_the_draft_retry_schedule_gives_each_company_its_own_task(stand_in):
     drafts = [pending_draft(company, due=due) for company in (company_a, company_b)]
     OrmQ.objects.all().delete()
 
-    assert retry_due_drafts() == {
+    assert jobs_dispatch_kind("evolver.draft") == {
         "reclaimed": 0,
         "companies": sorted([company_a.pk, company_b.pk]),
     }
 
     queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.order_by("id")]
     assert queued == [
-        ("llm", "memory.procedural.evolver.tasks.retry_company_drafts", (company_id,))
+        ("llm", COMPANY_TASK, ("evolver.draft", company_id))
         for company_id in sorted([company_a.pk, company_b.pk])
     ]
     # Nothing was drafted in the dispatching task.
@@ -563,12 +563,22 @@ def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     company = evolver_company()
     draft = pending_draft(company, due=timezone.now() - timedelta(seconds=1))
     with slot_held_elsewhere(company.pk):
-        assert retry_company_drafts(company.pk) == {"retried": 0, "waiting": 1, "busy": True}
+        assert jobs_company("evolver.draft", company.pk) == {
+            "reclaimed": 0,
+            "retried": 0,
+            "waiting": 1,
+            "busy": True,
+        }
         draft.refresh_from_db()
         assert (draft.status, draft.attempts) == ("pending", 1)  # not claimed, not charged
 
     # Free again: the draft is retried (its pattern has no reports: no longer eligible).
-    assert retry_company_drafts(company.pk) == {"retried": 1, "waiting": 0, "busy": False}
+    assert jobs_company("evolver.draft", company.pk) == {
+        "reclaimed": 0,
+        "retried": 1,
+        "waiting": 0,
+        "busy": False,
+    }
     draft.refresh_from_db()
     assert (draft.status, draft.attempts) == ("superseded", 2)
 

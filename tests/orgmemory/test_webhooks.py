@@ -271,7 +271,8 @@ def test_a_slow_drip_endpoint_is_cut_off_at_the_total_budget(company, monkeypatc
 def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver):
     from datetime import timedelta
 
-    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliver_due
+    from orgmemory.services.webhooks import SWEEP_GRACE, WEBHOOK_JOB
+    from synthorg.jobs.dispatch import jobs_run_due
 
     webhook_configure(company=company, url=receiver.url, secret=SECRET, principal=None)
     now = timezone.now()
@@ -291,7 +292,7 @@ def test_the_sweeper_delivers_lost_and_abandoned_attempts_only(company, receiver
     WebhookDelivery.objects.filter(pk=done.pk).update(
         next_attempt_at=None, status="delivered", delivered_at=now, attempts=1
     )
-    assert webhook_deliver_due(now=now) == 2
+    assert jobs_run_due(WEBHOOK_JOB, now=now).retried == 2
     states = {d.pk: (d.status, d.attempts) for d in WebhookDelivery.objects.filter(company=company)}
     assert states == {
         lost.pk: ("delivered", 1),
@@ -584,8 +585,9 @@ def test_the_sweep_hands_each_company_its_own_task_on_the_default_cluster(compan
     run while every LLM slot of the company is taken."""
     from datetime import timedelta
 
-    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliveries_dispatch
-    from orgmemory.tasks import deliver_company_webhooks
+    from orgmemory.services.webhooks import SWEEP_GRACE
+    from synthorg.jobs.dispatch import COMPANY_TASK
+    from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
     from tests.persistence.factories import CompanyFactory
     from tests.support.llm_slots import slot_held_elsewhere
 
@@ -596,14 +598,17 @@ def test_the_sweep_hands_each_company_its_own_task_on_the_default_cluster(compan
     overdue = timezone.now() - SWEEP_GRACE - timedelta(seconds=1)
     WebhookDelivery.objects.update(next_attempt_at=overdue)
     OrmQ.objects.all().delete()
-    dispatch = webhook_deliveries_dispatch()
-    assert sorted(dispatch.companies) == sorted([company.pk, other.pk])
+    dispatch = jobs_dispatch_kind("orgmemory.webhook")
+    assert dispatch["companies"] == sorted([company.pk, other.pk])
     assert [q.key for q in OrmQ.objects.all()] == ["synthorg", "synthorg"]
-    assert sorted(q.task["args"] for q in OrmQ.objects.all()) == sorted(
-        [(company.pk,), (other.pk,)]
+    assert sorted((q.func(), q.task["args"]) for q in OrmQ.objects.all()) == sorted(
+        [
+            (COMPANY_TASK, ("orgmemory.webhook", company.pk)),
+            (COMPANY_TASK, ("orgmemory.webhook", other.pk)),
+        ]
     )
     with slot_held_elsewhere(company.pk):
-        assert deliver_company_webhooks(company.pk) == 1
+        assert jobs_company("orgmemory.webhook", company.pk)["retried"] == 1
     states = dict(WebhookDelivery.objects.values_list("pk", "status"))
     assert states == {ours.pk: "delivered", theirs.pk: "pending"}
     assert len(receiver.requests) == 1
@@ -614,7 +619,8 @@ def test_a_dead_receiver_stops_its_companys_batch_only(company, receiver):
     their due time and are not charged an attempt."""
     from datetime import timedelta
 
-    from orgmemory.services.webhooks import SWEEP_GRACE, webhook_deliver_due
+    from orgmemory.services.webhooks import SWEEP_GRACE, WEBHOOK_JOB
+    from synthorg.jobs.dispatch import jobs_run_due
     from tests.persistence.factories import CompanyFactory
 
     other = CompanyFactory()
@@ -624,7 +630,7 @@ def test_a_dead_receiver_stops_its_companys_batch_only(company, receiver):
     alive = _item(other).webhook_deliveries.get()
     now = timezone.now()
     WebhookDelivery.objects.update(next_attempt_at=now - SWEEP_GRACE - timedelta(seconds=1))
-    assert webhook_deliver_due(now=now) == 2
+    assert jobs_run_due(WEBHOOK_JOB, now=now).retried == 2
     states = sorted(
         WebhookDelivery.objects.filter(pk__in=[d.pk for d in dead]).values_list(
             "status", "attempts"

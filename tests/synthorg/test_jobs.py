@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from synthorg.db.append_only import AppendOnly
 from synthorg.jobs import registry
-from synthorg.jobs.dispatch import job_run, jobs_run_company, jobs_run_due
+from synthorg.jobs.dispatch import COMPANY_TASK, job_run, jobs_run_company, jobs_run_due
 from synthorg.jobs.models import DurableJob, JobStatusChange, JobTurn
 from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy, retry_delay
 from synthorg.jobs.registry import JobKind, llm_job_lease
@@ -112,7 +112,6 @@ def make_kind(sample, name: str, lane: str) -> JobKind:
         model=job_model,
         history=history,
         run=run,
-        company_task=f"tests.{name}",
         policy=RetryPolicy(max_attempts=2),
         lease=lambda: LEASE,
         due=lambda now: job_model.objects.filter(lane=lane, next_attempt_at__lte=now),
@@ -458,14 +457,14 @@ def test_a_kind_needs_one_run_function_and_one_registration(sample, monkeypatch)
     from django_q.models import OrmQ, Schedule
 
     from synthorg import schedules
-    from synthorg.jobs.dispatch import COMPANY_TASK, SLOT_DEFERRED
+    from synthorg.jobs.dispatch import SLOT_DEFERRED
     from synthorg.jobs.registry import DISPATCH_TASK, register_job_kind
     from synthorg.jobs.tasks import job_run_task, jobs_company, jobs_dispatch_kind
     from synthorg.llm.slots import company_llm_concurrency
 
     monkeypatch.setattr(registry, "_kinds", dict(registry._kinds))
     monkeypatch.setattr(schedules, "_static", dict(schedules._static))
-    summary = replace(make_kind(sample, "sample.summary", "s"), company_task="", slot_per_run=True)
+    summary = replace(make_kind(sample, "sample.summary", "s"), slot_per_run=True)
     summary.run.kind = summary
     register_job_kind(summary)
     assert schedules.declared_schedules()["jobs-sample.summary"] == schedules.ScheduleSpec(
@@ -562,7 +561,7 @@ def test_the_wake_reclaims_a_lapsed_lease_and_hands_the_company_its_task_at_once
         "sample.llm": {"reclaimed": 1, "companies": [COMPANY]}
     }
     [queued] = OrmQ.objects.all()
-    assert (queued.task["func"], queued.task["args"]) == ("tests.sample.llm", (COMPANY,))
+    assert (queued.task["func"], queued.task["args"]) == (COMPANY_TASK, ("sample.llm", COMPANY))
     assert (state(job)[0], state(held)[0]) == ("queued", "running")
 
 

@@ -26,7 +26,7 @@ when they were stored) are the embedding backfill's, not the job's.
 A durable job (:mod:`synthorg.jobs`, the kind :data:`REEMBED_JOB`, which takes no LLM slot):
 one worker at a time claims it (``running`` → ``working``) under a lease it renews with every
 committed batch, so the task, the dispatcher and ``manage.py reembed`` may all try; a worker
-killed mid-job leaves its lease to expire and the ``memory-reembed-resume`` schedule (every
+killed mid-job leaves its lease to expire and the ``jobs-memory.reembed`` schedule (every
 minute) reclaims the job and hands it to a worker — within :data:`REEMBED_LEASE` of the
 last batch, not after q2's retry. An embedder failure is retried by the one retry policy
 (1, 2, 4 … min, at most an hour; after 8 failed attempts in a row the job is ``failed`` and
@@ -41,7 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db import connection, transaction
 from django.db.models import F
@@ -61,7 +61,6 @@ from persistence.selectors.embedder import company_embedder, company_embedder_ke
 from persistence.services.audit import audit_record
 from synthorg.embedding import EmbeddingError, default_embedder
 from synthorg.errors import DomainError, NotFoundError
-from synthorg.jobs.dispatch import JobDispatch, JobRunSummary, jobs_dispatch, jobs_run_company
 from synthorg.jobs.history import history_writer
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
@@ -78,7 +77,6 @@ logger = logging.getLogger(__name__)
 BATCH_SIZE = 100
 MAX_PASSES = 3
 TASK = "memory.core.tasks.run_reembed_job"
-COMPANY_TASK = "memory.core.tasks.run_company_reembed"
 #: Seconds one task works before queueing its continuation (under the q2 timeout).
 TASK_TIME_BUDGET_S = 240.0
 #: A worker's lease on a job, renewed with every committed batch (and after the index build).
@@ -504,17 +502,6 @@ def running_job(company: Company) -> ReembedJob:
 reembed_history_record = history_writer(ReembedStatusChange, "job")
 
 
-def reembed_jobs_dispatch(*, now: datetime | None = None) -> JobDispatch:
-    """The ``memory-reembed-resume`` schedule (every minute): reclaim jobs whose worker
-    stopped renewing its lease, then one task per company with a due job."""
-    return jobs_dispatch(REEMBED_JOB, now=now)
-
-
-def reembed_jobs_run_company(*, company_id: int, now: datetime | None = None) -> JobRunSummary:
-    """Work on the company's due job (the dispatcher's per-company task)."""
-    return jobs_run_company(REEMBED_JOB, company_id=company_id, now=now)
-
-
 def _describe(job: ReembedJob) -> str:
     return f"{job.from_embedder_id or '—'} → {job.to_embedder_id} ({job.done}/{job.total} rows)"
 
@@ -524,7 +511,6 @@ REEMBED_JOB = JobKind(
     model=ReembedJob,
     history=reembed_history_record,
     run=reembed_job_work,
-    company_task=COMPANY_TASK,
     queued=_Status.RUNNING,
     running=_Status.WORKING,
     lease=lambda: REEMBED_LEASE,

@@ -42,14 +42,7 @@ from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryLevel
 from synthorg.errors import RateLimitedError, UnprocessableError
-from synthorg.jobs.dispatch import (
-    SLOT_DEFERRED,
-    JobDispatch,
-    JobRunSummary,
-    job_llm_slot,
-    jobs_dispatch,
-    jobs_run_company,
-)
+from synthorg.jobs.dispatch import SLOT_DEFERRED, job_llm_slot
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
     REASON_MAX,
@@ -61,7 +54,6 @@ from synthorg.jobs.services import (
 from synthorg.schedules import LLM_CLUSTER
 
 DREAM_REQUEST_TASK = "memory.ingestion.tasks.dream_requested"
-DREAM_REQUESTS_COMPANY_TASK = "memory.ingestion.tasks.dream_requests_company"
 DEFERRED = SLOT_DEFERRED
 LLM_FAILURE = "llm_error"
 GAVE_UP = " (gave up after {attempts} attempts; an operator can re-queue it)"
@@ -216,23 +208,11 @@ def dream_request_history(
     )
 
 
-def dream_requests_dispatch(*, now: datetime | None = None) -> JobDispatch:
-    """The ``ingestion-dream-request-retry`` schedule (every minute): reclaim requests whose
-    worker died, hand every company with due requests its own task on the LLM cluster."""
-    return jobs_dispatch(DREAM_REQUEST_JOB, now=now)
-
-
-def dream_requests_run_company(*, company_id: int, now: datetime | None = None) -> JobRunSummary:
-    """One company's due requests, under one of its LLM slots (its turn when all are busy)."""
-    return jobs_run_company(DREAM_REQUEST_JOB, company_id=company_id, now=now)
-
-
 DREAM_REQUEST_JOB = JobKind(
     name="ingestion.dream_request",
     model=DreamRequest,
     history=dream_request_history,
     run=dream_request_job_run,
-    company_task=DREAM_REQUESTS_COMPANY_TASK,
     select_related=("agent", "agent__company"),
     label="Dream request",
     crashed_status=DreamRequest.Status.FAILED,

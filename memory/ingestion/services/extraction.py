@@ -3,9 +3,9 @@
 An :class:`ExtractionRun` is a durable job (:mod:`synthorg.jobs`, the kind
 :data:`EXTRACTION_JOB`, ``ingestion.extraction``) over a conversation's unextracted range.
 :func:`conversation_extract` is what the debounced q2 task (and the tests) call for one
-conversation; the every-minute dispatch (:func:`conversations_extract_dispatch`) queues the
-runs of due conversations whose own task was lost and hands the due runs to the kernel's
-per-company dispatcher:
+conversation; the every-minute dispatch (``jobs-ingestion.extraction``, :func:`_prepare`)
+queues the runs of due conversations whose own task was lost and hands the due runs to the
+kernel's per-company dispatcher:
 
 1. **Queue and claim** (the kernel's one claim protocol). A due conversation's one open run
    (queued, running, or failed and due again: a partial unique index keeps one per
@@ -90,12 +90,9 @@ from synthorg.errors import ConflictError, DomainError
 from synthorg.jobs.dispatch import (
     RETRY_REASON,
     SLOT_DEFERRED,
-    JobDispatch,
     job_enqueue,
     job_llm_slot,
     job_run,
-    jobs_dispatch,
-    jobs_run_company,
     jobs_run_due,
 )
 from synthorg.jobs.history import history_writer
@@ -126,10 +123,12 @@ NOTHING_PENDING = "nothing left to extract: the range was removed"
 ANOTHER_RUN_OPEN = (
     "This conversation has another extraction run queued or running; it covers these messages."
 )
-EXTRACT_COMPANY_TASK = "memory.ingestion.tasks.extract_company_conversations"
 #: The job kind's name; found busy, it waits for its turn on the company's LLM slots under it.
 EXTRACTION_KIND = "ingestion.extraction"
 EXTRACTION_SWEEP = EXTRACTION_KIND
+#: a company's due runs per task (oldest first): lost schedules, the rest of capped
+#: batches, retries after failures
+RUN_BATCH = 100
 #: the conversation's one open run (the partial unique index ``ingestion_run_one_open``)
 OPEN_RUN = Q(status__in=[ExtractionRun.Status.QUEUED, ExtractionRun.Status.RUNNING]) | Q(
     status=ExtractionRun.Status.FAILED, next_attempt_at__isnull=False
@@ -342,41 +341,13 @@ def extraction_queue_due(
     return queued
 
 
-def conversations_extract_dispatch(*, now: datetime | None = None) -> JobDispatch:
-    """The ``ingestion-extraction-sweep`` schedule (every minute): queue the runs of due
-    conversations, then the kernel's dispatch — reclaim runs whose worker died and hand
-    every company with due runs its own task on the LLM cluster
-    (:func:`conversations_extract_due_company`)."""
-    now = now or timezone.now()
-    extraction_queue_due(now=now)
-    return jobs_dispatch(EXTRACTION_JOB, now=now)
+def _prepare(now: datetime, company_id: int | None, limit: int | None) -> None:
+    """Before the dispatcher looks (the kind's ``prepare``): queue the runs of due
+    conversations whose own task was lost, or the rest of a capped batch."""
+    extraction_queue_due(now=now, company_id=company_id, limit=limit or 1000)
 
 
-@dataclass(frozen=True)
-class DueRuns:
-    runs: int  # extraction runs made
-    waiting: int  # due runs left for later (an LLM failure, busy slots)
-    busy: bool = False  # every LLM slot of the company was taken: nothing ran
-
-
-def conversations_extract_due_company(
-    *, company_id: int, now: datetime | None = None, limit: int = 100
-) -> DueRuns:
-    """One company's due runs (oldest first, at most ``limit``) — lost schedules, the rest of
-    capped batches, retries after failures — by the kernel's dispatcher
-    (:func:`~synthorg.jobs.dispatch.jobs_run_company`): under one of the company's LLM slots,
-    the first run whose LLM call fails stops the batch (an outage costs one LLM call per
-    company per tick), and every slot busy runs nothing (``busy``: the kind waits for its
-    turn)."""
-    now = now or timezone.now()
-    extraction_queue_due(now=now, company_id=company_id, limit=limit)
-    summary = jobs_run_company(EXTRACTION_JOB, company_id=company_id, now=now, limit=limit)
-    if summary.busy:
-        _store_turns_while_waiting(company_id, now=now, limit=limit)
-    return DueRuns(runs=summary.retried, waiting=summary.waiting, busy=summary.busy)
-
-
-def _store_turns_while_waiting(company_id: int, *, now: datetime, limit: int) -> None:
+def _store_turns_while_waiting(company_id: int, now: datetime, limit: int) -> None:
     """Every LLM slot of the company is taken: the turns of its due runs need no LLM and
     are stored at once (``store_turns``); only the facts wait for the runs' turn. Nothing is
     claimed; a turn already stored is not stored again."""
@@ -392,12 +363,9 @@ def _store_turns_while_waiting(company_id: int, *, now: datetime, limit: int) ->
             _store_turns(run, trigger=ExtractionRun.Trigger.TURNS)
 
 
-def conversations_extract_due(*, now: datetime | None = None, limit: int = 100) -> int:
-    """Every company's due runs, company by company, in this process (what the per-company
-    tasks of :func:`conversations_extract_dispatch` do; tests and benchmarks). Returns the
-    number of runs made."""
-    now = now or timezone.now()
-    extraction_queue_due(now=now, limit=limit)
+def conversations_extract_due(*, now: datetime | None = None, limit: int = RUN_BATCH) -> int:
+    """Every company's due runs, company by company, in this process (what the kernel's
+    per-company tasks do; tests and benchmarks). Returns the number of runs made."""
     return jobs_run_due(EXTRACTION_JOB, now=now, limit=limit).retried
 
 
@@ -855,7 +823,9 @@ EXTRACTION_JOB = JobKind(
     model=ExtractionRun,
     history=extraction_history,
     run=extraction_job_run,
-    company_task=EXTRACT_COMPANY_TASK,
+    batch_size=RUN_BATCH,
+    prepare=_prepare,
+    while_busy=_store_turns_while_waiting,
     policy=RetryPolicy(max_delay=MAX_BACKOFF),  # the base is the company's (_fail)
     select_related=("agent", "company", "conversation"),
     label="Extraction run",

@@ -15,10 +15,7 @@ class EvolverConfig(AppConfig):
 
         from memory.procedural.evolver.apply import conflict_apply, promotion_apply
         from memory.procedural.evolver.presentation import EVOLVER_PRESENTER
-        from memory.procedural.evolver.schedules import (
-            evolver_schedules,
-            register_draft_retry_schedule,
-        )
+        from memory.procedural.evolver.schedules import evolver_schedules
         from memory.procedural.evolver.services import ACTION_CONFLICT, ACTION_PROMOTION
         from orgmemory.approval_presenters import register_approval_presenter
         from orgmemory.services.approvals import register_approval_applier
@@ -29,7 +26,6 @@ class EvolverConfig(AppConfig):
         register_approval_presenter(ACTION_PROMOTION, EVOLVER_PRESENTER)
         register_approval_presenter(ACTION_CONFLICT, EVOLVER_PRESENTER)
         register_schedule_provider(evolver_schedules)
-        register_draft_retry_schedule()
 
         from memory.procedural.evolver.draft_retry import DRAFT_JOB
         from synthorg.jobs.registry import register_job_kind

@@ -2,7 +2,7 @@
 
 A draft that fails for an LLM reason (an outage, a 429, a model the provider does not
 serve, an answer that is not a proposal) is attempt 1 of at most :data:`MAX_ATTEMPTS`; the
-``evolver-draft-retry`` schedule runs the next one after :data:`DRAFT_POLICY`'s back-off
+``jobs-evolver.draft`` schedule runs the next one after :data:`DRAFT_POLICY`'s back-off
 (1, 2, 4 … min, at most an hour — the one policy of :mod:`synthorg.jobs`, as for lesson
 captures). Every transition appends a :class:`DraftStatusChange` row.
 """

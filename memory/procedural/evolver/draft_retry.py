@@ -1,7 +1,7 @@
-"""Drafting again what failed: the ``evolver-draft-retry`` schedule and the operator's re-queue.
+"""Drafting again what failed: the draft job kind and the operator's re-queue.
 
-:func:`evolver_drafts_retry_due` runs every minute on the LLM cluster. For each company
-with due :class:`~memory.procedural.evolver.models.DraftFailure` rows it re-plans (the
+The kernel's ``jobs-evolver.draft`` schedule runs every minute on the LLM cluster. For
+each company with due :class:`~memory.procedural.evolver.models.DraftFailure` rows it re-plans (the
 pattern must still pass the thresholds, the evolver must be enabled and org memory not
 full, and the pattern must not have been proposed meanwhile — otherwise ``superseded``),
 drafts with the LLM and emits the item exactly as a cycle does (``drafted``, method
@@ -43,7 +43,6 @@ from memory.procedural.evolver.models import (
     EvolverReport,
 )
 from memory.procedural.evolver.rule_drafting import skill_advice
-from memory.procedural.evolver.schedules import RETRY_COMPANY_TASK
 from memory.procedural.evolver.services import (
     PROCEDURE,
     count_item,
@@ -62,13 +61,6 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from persistence.services.jobs import require_operator
 from synthorg.errors import ConflictError, NotFoundError
-from synthorg.jobs.dispatch import (
-    JobDispatch,
-    JobRunSummary,
-    jobs_dispatch,
-    jobs_run_company,
-    jobs_run_due,
-)
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import job_finish, job_requeue
 from synthorg.llm import LLMError
@@ -88,32 +80,6 @@ RECLAIMED = (
     "reclaimed: the worker retrying this draft did not finish within its lease ({seconds} s)"
 )
 DONE = (DraftStatus.DRAFTED, DraftStatus.GAVE_UP, DraftStatus.SUPERSEDED)
-
-
-def evolver_drafts_retry_dispatch(*, now: datetime | None = None) -> JobDispatch:
-    """The ``evolver-draft-retry`` schedule (every minute): reclaim orphaned drafts, then
-    hand every company with due drafts its own task on the LLM cluster
-    (:func:`evolver_drafts_retry_company`). Nothing is drafted here, so a company whose LLM
-    hangs holds up only its own task. ``now`` (tests) is passed on."""
-    return jobs_dispatch(DRAFT_JOB, now=now)
-
-
-def evolver_drafts_retry_company(
-    *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> JobRunSummary:
-    """Retry one company's due drafts (oldest first, at most ``limit``) while holding one of
-    its LLM slots (:mod:`synthorg.llm.slots`); with every slot taken nothing is claimed or
-    charged (``busy``: its turn comes when the slot is free)."""
-    return jobs_run_company(DRAFT_JOB, company_id=company_id, now=now, limit=limit)
-
-
-def evolver_drafts_retry_due(
-    *, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> JobRunSummary:
-    """Reclaim orphaned drafts, then retry every due draft (oldest first, at most
-    ``limit``), company by company, in this process (what the per-company tasks of
-    :func:`evolver_drafts_retry_dispatch` do; tests, ``manage.py`` use)."""
-    return jobs_run_due(DRAFT_JOB, now=now, limit=limit)
 
 
 def _set(draft: DraftFailure, *, now: datetime, status: str, reason: str | None = None, **fields):
@@ -391,7 +357,6 @@ DRAFT_JOB = JobKind(
     model=DraftFailure,
     history=draft_history_record,
     run=draft_job_run,
-    company_task=RETRY_COMPANY_TASK,
     queued=DraftStatus.PENDING,
     running=DraftStatus.RETRYING,
     policy=DRAFT_POLICY,

@@ -12,9 +12,6 @@ from synthorg.enums import ConsolidationInterval
 from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, schedule_once
 
 TASK = "memory.procedural.evolver.tasks.run_company_evolver"
-RETRY_TASK = "memory.procedural.evolver.tasks.retry_due_drafts"
-RETRY_SCHEDULE = "evolver-draft-retry"
-RETRY_COMPANY_TASK = "memory.procedural.evolver.tasks.retry_company_drafts"
 
 
 def schedule_name(company_id: int) -> str:
@@ -55,21 +52,3 @@ def evolver_schedules() -> Iterator[ScheduleSpec]:
                 kwargs={"company_id": company.pk},
                 cluster=LLM_CLUSTER,
             )
-
-
-def register_draft_retry_schedule() -> None:
-    """The draft retry schedule (every minute, all companies, on the LLM cluster): see
-    :func:`memory.procedural.evolver.draft_retry.evolver_drafts_retry_due`."""
-    from django_q.models import Schedule
-
-    from synthorg.schedules import register_schedule
-
-    register_schedule(
-        ScheduleSpec(
-            name=RETRY_SCHEDULE,
-            func=RETRY_TASK,
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-            cluster=LLM_CLUSTER,  # retries call the LLM
-        )
-    )

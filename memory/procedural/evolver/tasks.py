@@ -1,9 +1,5 @@
 """q2 tasks of the skill evolver: thin interfaces that load by id and call a service."""
 
-from memory.procedural.evolver.draft_retry import (
-    evolver_drafts_retry_company,
-    evolver_drafts_retry_dispatch,
-)
 from memory.procedural.evolver.services import skill_evolver_run_scheduled
 from persistence.models import Company
 
@@ -16,16 +12,3 @@ def run_company_evolver(company_id: int) -> str | None:
         return None
     report = skill_evolver_run_scheduled(company=company)
     return "deferred" if report is None else report.status
-
-
-def retry_due_drafts(now=None) -> dict:
-    """Every minute: reclaim orphaned draft retries, give each company with due drafts its
-    own :func:`retry_company_drafts` task."""
-    dispatch = evolver_drafts_retry_dispatch(now=now)
-    return {"reclaimed": dispatch.reclaimed, "companies": list(dispatch.companies)}
-
-
-def retry_company_drafts(company_id: int, now=None) -> dict:
-    """One company's due drafts, under one of its LLM slots (skipped when all are busy)."""
-    summary = evolver_drafts_retry_company(company_id=company_id, now=now)
-    return {"retried": summary.retried, "waiting": summary.waiting, "busy": summary.busy}

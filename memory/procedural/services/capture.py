@@ -23,8 +23,9 @@ claimed under a lease, a failure for an LLM reason is retried by :data:`CAPTURE_
 (1, 2, 4 … min, at most :data:`MAX_ATTEMPTS` runs), a capture that finds every LLM slot of
 its company taken is *deferred* (back to ``queued``, due in ``SLOT_DEFER``, the attempt not
 counted), a ``running`` capture whose worker died is reclaimed when its lease ends, and the
-``procedural-capture-retry`` schedule hands each company with due captures its own task
-(:func:`execution_captures_retry_company`). Every transition is a
+kernel's ``jobs-procedural.capture`` schedule hands each company with due captures its own
+task (:func:`synthorg.jobs.dispatch.jobs_run_company`: the first run whose LLM call fails
+stops the company's batch, the others keep their due time uncharged). Every transition is a
 :class:`~memory.procedural.models.CaptureStatusChange` row (append-only). This module decides
 *what* a run writes; a rule capture is due at once but waits until an LLM is configured
 (:func:`_due`), then runs again and its LLM lesson supersedes the rule lesson (kept, marked
@@ -66,14 +67,7 @@ from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from persistence.services.jobs import require_operator
 from synthorg.errors import ConflictError, DomainError, NotFoundError
-from synthorg.jobs.dispatch import (
-    JobDispatch,
-    JobRunSummary,
-    job_llm_slot,
-    job_run,
-    jobs_dispatch,
-    jobs_run_company,
-)
+from synthorg.jobs.dispatch import job_llm_slot, job_run
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind
 from synthorg.jobs.services import (
@@ -101,7 +95,6 @@ DEFERRED = (
     "retried at its next attempt"
 )
 RULE_STANDS_IN = "the rule lesson stands in; the LLM is asked again later"
-RETRY_COMPANY_TASK = "memory.procedural.tasks.retry_company_captures"
 
 
 def _finish(
@@ -407,28 +400,6 @@ def _due(now: datetime):
     return due
 
 
-def execution_captures_retry_due(*, now: datetime | None = None) -> JobDispatch:
-    """The ``procedural-capture-retry`` schedule (every minute): reclaim orphaned
-    ``running`` captures, then hand every company with due captures its own task on the LLM
-    cluster (:func:`execution_captures_retry_company`). ``now`` (tests) is passed on."""
-    return jobs_dispatch(CAPTURE_JOB, now=now)
-
-
-def execution_captures_retry_company(
-    *, company_id: int, now: datetime | None = None, limit: int = RETRY_BATCH
-) -> JobRunSummary:
-    """Run one company's captures whose ``next_attempt_at`` has come (oldest first, at most
-    ``limit``) while holding one of its LLM slots; with every slot taken, run nothing
-    (``busy``: its turn comes when the slot is free).
-
-    A rule capture (``method`` ``rule``) is not due while no LLM is configured. The first
-    run that fails because the LLM call failed (an outage) stops the batch: the others keep
-    their due time and are not charged an attempt, so an outage costs one LLM call per
-    company per run, not one per capture.
-    """
-    return jobs_run_company(CAPTURE_JOB, company_id=company_id, now=now, limit=limit)
-
-
 def _llm_configured_anywhere() -> bool:
     try:
         provider = completion_provider_from_settings()
@@ -515,7 +486,6 @@ CAPTURE_JOB = JobKind(
     model=ExecutionCapture,
     history=capture_history_record,
     run=capture_job_run,
-    company_task=RETRY_COMPANY_TASK,
     policy=CAPTURE_POLICY,
     due=_due,
     batch=_batch_clock,

@@ -404,8 +404,8 @@ def test_a_killed_workers_job_continues_when_its_lease_ends(server, org_embeddin
 
     from django.utils import timezone
 
-    from memory.core.services.reembed import REEMBED_LEASE, reembed_jobs_run_company
-    from synthorg.jobs.dispatch import jobs_run_due
+    from memory.core.services.reembed import REEMBED_JOB, REEMBED_LEASE
+    from synthorg.jobs.dispatch import jobs_run_company, jobs_run_due
 
     company, _ = seed_company()
     job = switch(company, server, org_embeddings)
@@ -417,11 +417,9 @@ def test_a_killed_workers_job_continues_when_its_lease_ends(server, org_embeddin
     )
     job.refresh_from_db()
     assert reembed_job_run(job=job).error == "claimed by another worker"
-    assert reembed_jobs_run_company(company_id=company.pk, now=claimed_at).retried == 0
+    assert jobs_run_company(REEMBED_JOB, company_id=company.pk, now=claimed_at).retried == 0
 
     after_lease = claimed_at + REEMBED_LEASE + timedelta(seconds=1)
-    from memory.core.services.reembed import REEMBED_JOB
-
     summary = jobs_run_due(REEMBED_JOB, now=after_lease)
     assert (summary.reclaimed, summary.retried) == (1, 1)
     job.refresh_from_db()

@@ -110,11 +110,19 @@ def test_the_resume_schedule_hands_each_company_with_a_due_job_its_task():
     """Every minute (durable jobs, issue 34: was every 5 minutes, one task per job)."""
     from django_q.models import OrmQ
 
-    from memory.core.tasks import resume_reembed_jobs, run_reembed_job
+    from memory.core.tasks import run_reembed_job
+    from synthorg.jobs.dispatch import COMPANY_TASK
+    from synthorg.jobs.registry import DISPATCH_TASK
+    from synthorg.jobs.tasks import jobs_dispatch_kind
     from synthorg.schedules import declared_schedules
 
-    spec = declared_schedules()["memory-reembed-resume"]
-    assert (spec.func, spec.minutes) == ("memory.core.tasks.resume_reembed_jobs", 1)
+    spec = declared_schedules()["jobs-memory.reembed"]
+    assert (spec.func, spec.args, spec.minutes, spec.cluster) == (
+        DISPATCH_TASK,
+        ("memory.reembed",),
+        1,
+        None,
+    )
     running = job(CompanyFactory(slug="a"), 1, 4)
     ReembedJob.objects.filter(pk=running.pk).update(next_attempt_at=running.created_at)
     finished = job(
@@ -126,10 +134,10 @@ def test_the_resume_schedule_hands_each_company_with_a_due_job_its_task():
         completed_at=running.created_at,
     )
     before = OrmQ.objects.count()
-    assert resume_reembed_jobs() == 1
+    assert jobs_dispatch_kind("memory.reembed")["companies"] == [running.company_id]
     queued = [t.task for t in OrmQ.objects.all()[before:]]
     assert [(t["func"], t["args"]) for t in queued] == [
-        ("memory.core.tasks.run_company_reembed", (running.company_id,))
+        (COMPANY_TASK, ("memory.reembed", running.company_id))
     ]
     assert [q.key for q in OrmQ.objects.all()[before:]] == ["synthorg"]  # the default cluster
     # The task of a job that is gone or finished does nothing.

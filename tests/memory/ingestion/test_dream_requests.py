@@ -18,15 +18,16 @@ from memory.ingestion.services.dream_requests import (
     DREAM_DISABLED,
     DREAM_REQUEST_JOB,
     dream_request,
-    dream_requests_dispatch,
 )
 from memory.ingestion.services.extraction import conversation_extract
-from memory.ingestion.tasks import dream_requested, dream_requests_company
+from memory.ingestion.tasks import dream_requested
 from memory.interfaces.tools.catalogue import DREAM_QUEUED
 from persistence.services.companies import company_config_set
 from synthorg.errors import RateLimitedError
+from synthorg.jobs.dispatch import jobs_dispatch
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.services import SLOT_DEFER, job_claim
+from synthorg.jobs.tasks import jobs_company
 from synthorg.llm.slots import slot_key
 from synthorg.schedules import LLM_CLUSTER
 from tests.conftest import make_agent_caller
@@ -36,6 +37,7 @@ pytestmark = pytest.mark.django_db
 
 DREAMS = "/api/v1/dreams"
 CALL = "/api/v1/memories/tools/call"
+KIND = DREAM_REQUEST_JOB.name
 
 
 def journal(caller, llm=None, text="Ana said billing deploys move to Fridays."):
@@ -191,8 +193,9 @@ def test_with_llm_busy_slots_defer_and_its_turn_runs_the_llm_dream(caller, llm):
             cursor.execute("SELECT pg_advisory_unlock(%s)", [slot_key(caller.company.pk, 0)])
         holder.close()
     reply(llm, {"core_summary": "Billing deploys Fridays.", "diary": "Learned the deploy day."})
-    assert dream_requests_company(caller.company.pk, now=request.next_attempt_at) == {
-        "ran": 1,
+    assert jobs_company(KIND, caller.company.pk, now=request.next_attempt_at) == {
+        "reclaimed": 0,
+        "retried": 1,
         "waiting": 0,
         "busy": False,
     }
@@ -227,7 +230,7 @@ def test_a_failed_llm_dream_is_retried_with_back_off(caller, llm):
     assert current_core(caller.agent) is None  # nothing written by the failed dream
 
     reply(llm, {"core_summary": "Billing deploys Fridays.", "diary": "Learned the deploy day."})
-    assert dream_requests_company(caller.company.pk, now=request.next_attempt_at)["ran"] == 1
+    assert jobs_company(KIND, caller.company.pk, now=request.next_attempt_at)["retried"] == 1
     request.refresh_from_db()
     assert (request.status, request.attempts, request.run.status) == ("ran", 2, "succeeded")
     assert current_core(caller.agent).content == "Billing deploys Fridays."
@@ -252,11 +255,11 @@ def test_a_request_whose_worker_died_runs_again_when_its_lease_ends(caller, no_l
     assert dream_requested(str(request.pk)) is None  # another worker: not claimable
 
     within = claimed.claimed_until - timedelta(seconds=1)
-    assert dream_requests_dispatch(now=within).reclaimed == 0
+    assert jobs_dispatch(DREAM_REQUEST_JOB, now=within).reclaimed == 0
     after = claimed.claimed_until + timedelta(seconds=1)
-    dispatch = dream_requests_dispatch(now=after)
+    dispatch = jobs_dispatch(DREAM_REQUEST_JOB, now=after)
     assert (dispatch.reclaimed, dispatch.companies) == (1, (caller.company.pk,))
-    assert dream_requests_company(caller.company.pk, now=after)["ran"] == 1
+    assert jobs_company(KIND, caller.company.pk, now=after)["retried"] == 1
     request.refresh_from_db()
     assert (request.status, request.attempts, request.run.method) == ("ran", 2, "extractive")
     assert DreamRun.objects.count() == 1

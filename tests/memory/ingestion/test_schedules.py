@@ -6,6 +6,7 @@ from django_q.models import OrmQ, Schedule
 from django_q.signing import SignedPackage
 
 from memory.ingestion.schedules import dream_schedule_name
+from synthorg.jobs.registry import DISPATCH_TASK
 from synthorg.schedules import sync_schedules
 from tests.memory.ingestion.conftest import configure, flush
 
@@ -15,12 +16,26 @@ pytestmark = pytest.mark.django_db
 def test_sync_creates_the_sweep_and_one_dream_schedule_per_company(
     company, django_capture_on_commit_callbacks
 ):
-    sync_schedules()
-    sweep = Schedule.objects.get(name="synthorg:ingestion-extraction-sweep")
-    assert (sweep.func, sweep.schedule_type, sweep.minutes) == (
-        "memory.ingestion.tasks.extract_due_conversations",
+    # the sweep's schedules before the job kernel dispatched extraction and dream requests
+    for stale in ("ingestion-extraction-sweep", "ingestion-dream-request-retry"):
+        Schedule.objects.create(
+            name=f"synthorg:{stale}", func=f"memory.ingestion.tasks.{stale}", schedule_type="I"
+        )
+    report = sync_schedules()
+    assert {
+        "synthorg:ingestion-extraction-sweep",
+        "synthorg:ingestion-dream-request-retry",
+    } <= set(report.deleted)
+    assert not Schedule.objects.filter(name__startswith="synthorg:ingestion-").exclude(
+        name__startswith="synthorg:ingestion-dream:"
+    )
+    sweep = Schedule.objects.get(name="synthorg:jobs-ingestion.extraction")
+    assert (sweep.func, sweep.args, sweep.schedule_type, sweep.minutes, sweep.cluster) == (
+        DISPATCH_TASK,
+        repr(("ingestion.extraction",)),
         Schedule.MINUTES,
         1,
+        "llm",
     )
     dream = Schedule.objects.get(name=f"synthorg:{dream_schedule_name(company.pk)}")
     assert (dream.func, dream.schedule_type) == (

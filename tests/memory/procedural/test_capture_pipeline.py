@@ -13,14 +13,14 @@ from memory.core.models.memory import Memory
 from memory.procedural.models import ExecutionCapture, ExecutionReport, ProceduralLesson
 from memory.procedural.proposer import FAILURE_SYSTEM_PROMPT, SUCCESS_SYSTEM_PROMPT
 from memory.procedural.services.capture import (
+    CAPTURE_JOB,
     RULE_STANDS_IN,
-    execution_captures_retry_company,
-    execution_captures_retry_due,
     execution_report_capture,
 )
 from memory.procedural.services.reports import LOST_TASK_GRACE
 from memory.procedural.tasks import capture_execution_report
 from persistence.models import CostRecord
+from synthorg.jobs.dispatch import COMPANY_TASK, jobs_dispatch, jobs_run_company
 from tests.memory.procedural.conftest import (
     FAILED_REPORT,
     PROPOSAL,
@@ -389,15 +389,15 @@ def test_a_capture_whose_task_was_lost_runs_after_the_grace(caller, company):
     assert (capture.status, capture.attempts) == ("queued", 0)
     assert capture.next_attempt_at == capture.created_at + LOST_TASK_GRACE
 
-    before = execution_captures_retry_due(now=capture.next_attempt_at - timedelta(seconds=1))
+    before = jobs_dispatch(CAPTURE_JOB, now=capture.next_attempt_at - timedelta(seconds=1))
     assert before.companies == ()  # its own task still has the grace to run it
     OrmQ.objects.all().delete()
-    dispatch = execution_captures_retry_due(now=capture.next_attempt_at)
+    dispatch = jobs_dispatch(CAPTURE_JOB, now=capture.next_attempt_at)
     assert dispatch.companies == (company.pk,)
     assert [(t.func(), t.args()) for t in OrmQ.objects.all()] == [
-        ("memory.procedural.tasks.retry_company_captures", (company.pk,))
+        (COMPANY_TASK, ("procedural.capture", company.pk))
     ]
-    summary = execution_captures_retry_company(company_id=company.pk, now=capture.next_attempt_at)
+    summary = jobs_run_company(CAPTURE_JOB, company_id=company.pk, now=capture.next_attempt_at)
     assert (summary.retried, summary.busy) == (1, False)
     capture = capture_of(report_id)
     assert (capture.status, capture.method, capture.attempts) == ("captured", "rule", 1)

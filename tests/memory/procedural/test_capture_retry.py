@@ -18,11 +18,12 @@ from memory.procedural.models import (
     ProceduralLesson,
 )
 from memory.procedural.services.capture import (
+    CAPTURE_JOB,
     MAX_ATTEMPTS,
     execution_captures_reclaim,
-    execution_captures_retry_company,
 )
 from memory.procedural.tasks import capture_execution_report
+from synthorg.jobs.dispatch import jobs_run_company
 from synthorg.jobs.policy import retry_delay
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.support.openai_server import ScriptedResponse, chat_completion_payload, error_payload
@@ -80,7 +81,7 @@ def history(report_id) -> list[tuple]:
 def retry(company, now=None):
     """What the retry schedule does for ``company``: reclaim, then its own retry task."""
     execution_captures_reclaim(now=now)
-    return execution_captures_retry_company(company_id=company.pk, now=now)
+    return jobs_run_company(CAPTURE_JOB, company_id=company.pk, now=now)
 
 
 @pytest.fixture
@@ -237,7 +238,7 @@ def test_orphaned_running_captures_are_reclaimed(caller, llm_server):
         status="running", attempts=1, updated_at=timezone.now()
     )
     assert execution_captures_reclaim() == 1
-    summary = execution_captures_retry_company(company_id=caller.agent.company.pk)
+    summary = jobs_run_company(CAPTURE_JOB, company_id=caller.agent.company.pk)
     assert summary.retried == 1
     assert capture_of(report_id).status == "captured"
     assert capture_of(fresh).status == "running"  # within the timeout: left alone

@@ -14,20 +14,22 @@ from django.test import Client
 
 from memory.procedural.evolver.draft_failures import MAX_ATTEMPTS
 from memory.procedural.evolver.draft_retry import (
+    DRAFT_JOB,
     NO_LLM,
     RULE_ITEM_PENDING,
     evolver_draft_requeue,
-    evolver_drafts_retry_due,
 )
 from memory.procedural.evolver.models import DraftFailure, DraftStatusChange, EvolverReport
 from memory.procedural.evolver.services import ACTION_PROMOTION, skill_evolver_run
-from memory.procedural.evolver.tasks import retry_company_drafts, retry_due_drafts
 from orgmemory.models import ApprovalItem
 from orgmemory.services.approvals import approval_decide
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
+from synthorg.jobs.dispatch import jobs_run_due
 from synthorg.jobs.policy import retry_delay
+from synthorg.jobs.registry import DISPATCH_TASK
+from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
 from synthorg.llm.resolution import forget_discovered_models
 from synthorg.schedules import declared_schedules
 from tests.memory.procedural.evolver.test_evolver import ORG_PROPOSAL, _enable, _fleet
@@ -98,10 +100,10 @@ def test_outage_recorded_then_the_retry_emits_exactly_one_item(company, llm):
     assert (waiting.skipped_awaiting_retry, waiting.drafts_failed) == (1, 0)
     assert len(llm.chat_requests) == calls
     # Not due yet: nothing runs.
-    assert evolver_drafts_retry_due(now=draft.next_attempt_at - timedelta(seconds=1)).retried == 0
+    assert jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at - timedelta(seconds=1)).retried == 0
 
     llm.fault = None  # the LLM recovers
-    summary = evolver_drafts_retry_due(now=draft.next_attempt_at)
+    summary = jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at)
     assert (summary.retried, summary.waiting) == (1, 0)
     item = ApprovalItem.objects.get()
     draft.refresh_from_db()
@@ -136,7 +138,7 @@ def test_outage_recorded_then_the_retry_emits_exactly_one_item(company, llm):
     # The next cycle and the next retry run propose nothing again.
     again = skill_evolver_run(company=company)
     assert (again.proposals_emitted, again.skipped_already_proposed) == (0, 1)
-    assert evolver_drafts_retry_due(now=draft.next_attempt_at or again.finished_at).retried == 0
+    assert jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at or again.finished_at).retried == 0
     assert ApprovalItem.objects.count() == 1
 
 
@@ -187,7 +189,7 @@ def test_back_off_then_gave_up_with_a_rule_item_carrying_the_llm_failure(company
     delays = []
     while draft.status == "pending":
         due = draft.next_attempt_at
-        assert evolver_drafts_retry_due(now=due).retried == 1
+        assert jobs_run_due(DRAFT_JOB, now=due).retried == 1
         draft.refresh_from_db()
         if draft.next_attempt_at:
             delays.append(draft.next_attempt_at - due)
@@ -226,7 +228,7 @@ def test_an_outage_costs_one_call_per_company_per_run(company, llm):
     drafts = list(DraftFailure.objects.order_by("pattern"))
     assert [d.pattern for d in drafts] == ["failure:oom", "failure:timeout"]
     calls = len(llm.chat_requests)
-    summary = evolver_drafts_retry_due(now=max(d.next_attempt_at for d in drafts))
+    summary = jobs_run_due(DRAFT_JOB, now=max(d.next_attempt_at for d in drafts))
     assert (summary.retried, summary.waiting) == (1, 1)
     assert len(llm.chat_requests) == calls + 1
     assert sorted(DraftFailure.objects.values_list("attempts", flat=True)) == [1, 2]
@@ -235,7 +237,7 @@ def test_an_outage_costs_one_call_per_company_per_run(company, llm):
 def test_no_llm_any_more_drafts_by_rule_at_once(company, llm, settings):
     _, draft = _failed_cycle(company, llm)
     settings.SYNTHORG_LLM = {"BASE_URL": "", "MODEL": ""}
-    assert evolver_drafts_retry_due(now=draft.next_attempt_at).retried == 1
+    assert jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at).retried == 1
     draft.refresh_from_db()
     item = ApprovalItem.objects.get()
     assert (draft.status, draft.method, draft.item_id, draft.reason) == (
@@ -254,7 +256,7 @@ def test_a_pattern_no_longer_eligible_is_superseded(company, llm):
     llm.fault = None
     _enable(company, min_confidence_for_org_promotion=0.5, min_agents_seen_pattern=5)
     calls = len(llm.chat_requests)
-    evolver_drafts_retry_due(now=draft.next_attempt_at)
+    jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at)
     draft.refresh_from_db()
     assert draft.status == "superseded" and draft.reason.startswith("no longer eligible")
     assert len(llm.chat_requests) == calls and ApprovalItem.objects.count() == 0
@@ -263,7 +265,7 @@ def test_a_pattern_no_longer_eligible_is_superseded(company, llm):
 def _gave_up(company, llm):
     _, draft = _failed_cycle(company, llm)
     while draft.status == "pending":
-        evolver_drafts_retry_due(now=draft.next_attempt_at)
+        jobs_run_due(DRAFT_JOB, now=draft.next_attempt_at)
         draft.refresh_from_db()
     assert draft.status == "gave_up"
     return draft
@@ -303,8 +305,13 @@ def test_operator_requeues_a_gave_up_draft_after_rejecting_its_rule_item(company
 
     llm.fault = None
     # the schedule's task hands the company its own task, which retries the draft
-    assert retry_due_drafts() == {"reclaimed": 0, "companies": [company.pk]}
-    assert retry_company_drafts(company.pk) == {"retried": 1, "waiting": 0, "busy": False}
+    assert jobs_dispatch_kind("evolver.draft") == {"reclaimed": 0, "companies": [company.pk]}
+    assert jobs_company("evolver.draft", company.pk) == {
+        "reclaimed": 0,
+        "retried": 1,
+        "waiting": 0,
+        "busy": False,
+    }
     draft.refresh_from_db()
     assert (draft.status, draft.method, draft.attempts) == ("drafted", "llm", 1)
     assert ApprovalItem.objects.filter(status="pending").get().pk == draft.item_id
@@ -387,9 +394,10 @@ def test_one_open_draft_per_pattern_and_history_is_append_only(company, llm):
 
 
 def test_the_retry_schedule_runs_every_minute_on_the_llm_cluster():
-    spec = declared_schedules()["evolver-draft-retry"]
-    assert (spec.func, spec.schedule_type, spec.minutes, spec.cluster) == (
-        "memory.procedural.evolver.tasks.retry_due_drafts",
+    spec = declared_schedules()["jobs-evolver.draft"]
+    assert (spec.func, spec.args, spec.schedule_type, spec.minutes, spec.cluster) == (
+        DISPATCH_TASK,
+        ("evolver.draft",),
         "I",
         1,
         "llm",
