@@ -202,7 +202,9 @@ def test_the_http_call_holds_no_row_lock_and_no_transaction(company):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/hook"
         webhook_configure(company=company, url=url, secret=SECRET, principal=None)
@@ -249,7 +251,9 @@ def test_a_slow_drip_endpoint_is_cut_off_at_the_total_budget(company, monkeypatc
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         webhook_configure(
             company=company,
@@ -401,7 +405,9 @@ def test_no_answer_body_or_connection_error_reaches_members(company, settings):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Leaky)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/"
         webhook_configure(company=company, url=url, secret=SECRET, principal=None)
