@@ -13,8 +13,8 @@ import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-#: How often the serving loop checks for a stop (``serve_forever``'s poll, 0.5 s by default):
-#: :meth:`WireServer.stop` returns within it (a test starts and stops hundreds of them).
+#: How often the serving loop checks for a stop (``serve_forever`` polls ten times slower by
+#: default): :meth:`WireServer.stop` returns within it (tests start and stop hundreds).
 STOP_POLL_SECONDS = 0.05
 
 
