@@ -1475,12 +1475,34 @@ def _fold_cell(rec: dict) -> str:
     return f"{fmt(rec['any@10'])} / {fmt(rec['all@10'])}"
 
 
+def _fold_files(run: str) -> tuple[dict[str, str], str]:
+    """The split results (label → file) and the verdict file of a fold run: the first run's
+    (``run`` empty) or a later lever's (``fold_levers_<run>_*.json``)."""
+    if not run:
+        return FOLD_SPLITS, "fold_levers_verdict.json"
+    return (
+        {
+            label: name.replace("fold_levers_", f"fold_levers_{run}_")
+            for label, name in FOLD_SPLITS.items()
+        },
+        f"fold_levers_{run}_verdict.json",
+    )
+
+
 def t_fold_levers(arg) -> str:
     """``{{ fold_levers }}``: the verdict per lever; ``{{ fold_levers:folds }}``: recall per
-    fold and its spread; ``{{ fold_levers:categories }}``: recall per category."""
-    names = [*FOLD_SPLITS.values(), "fold_levers_verdict.json"]
-    use(*names, "fold_levers_locomo_year_windows.json", "fold_levers_longmemeval_past_month.json")
-    splits = {label: load(name) for label, name in FOLD_SPLITS.items()}
+    fold and its spread; ``{{ fold_levers:categories }}``: recall per category. A later
+    lever's run: ``{{ fold_levers:<run> }}``, ``{{ fold_levers:<run>,folds }}``, …
+    (``fold_levers_<run>_locomo.json``, ``…_longmemeval.json``, ``…_verdict.json``)."""
+    words = (arg or "").split(",")
+    run = words.pop(0) if words[0] not in ("", "folds", "categories") else ""
+    arg = words[-1] if words and words[-1] else None
+    fold_splits, verdict_name = _fold_files(run)
+    names = [*fold_splits.values(), verdict_name]
+    use(*names)
+    if not run:
+        use("fold_levers_locomo_year_windows.json", "fold_levers_longmemeval_past_month.json")
+    splits = {label: load(name) for label, name in fold_splits.items()}
     if arg in ("folds", "categories"):
         key = arg
         out = []
@@ -1524,13 +1546,14 @@ def t_fold_levers(arg) -> str:
             ]
             head += [f"`{v}` any / all@10" for v in variants]
             out.append(f"**{label}**\n\n" + table(head, rows))
-        return "\n\n".join(out) + "\n\n" + source(*FOLD_SPLITS.values())
-    verdict = load("fold_levers_verdict.json")["levers"]
+        return "\n\n".join(out) + "\n\n" + source(*fold_splits.values())
+    verdict = load(verdict_name)["levers"]
     rows = []
     for lever, v in verdict.items():
         cells = []
-        for name in FOLD_SPLITS.values():
-            split = next(s for k, s in v["splits"].items() if FOLD_SPLITS_DATA[name] == k)
+        for label in fold_splits:
+            data = FOLD_SPLITS_DATA[FOLD_SPLITS[label]]
+            split = next(s for k, s in v["splits"].items() if data == k)
             deltas = " · ".join(f"{a:+d}/{b:+d}" for a, b in split["fold_deltas_any_all"].values())
             cells.append(
                 f"{fmt(split['baseline'][0])} / {fmt(split['baseline'][1])} → "
