@@ -173,10 +173,6 @@ class ApprovalItem(models.Model):
     def __str__(self) -> str:
         return f"{self.action_type}: {self.title} ({self.status})"
 
-    @property
-    def is_decided(self) -> bool:
-        return self.status in (self.Status.APPROVED, self.Status.REJECTED)
-
 
 class ApprovalWebhook(models.Model):
     """A company's optional endpoint for its events (signed with ``secret``): the approval

@@ -388,14 +388,6 @@ def _decision(row: tuple) -> Decision:
     )
 
 
-def pending_count(*, company: Company, now: datetime | None = None) -> int:
-    now = now or timezone.now()
-    return (
-        ApprovalItem.objects.filter(company=company, status="pending", expires_at__gt=now).count()
-        + WriteAccessRequest.objects.filter(company=company, status="pending").count()
-    )
-
-
 def webhook_failures(*, company: Company, limit: int = 20) -> list[WebhookDelivery]:
     """Deliveries that failed for good or are retrying after an error, newest first."""
     return list(

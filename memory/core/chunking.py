@@ -35,8 +35,3 @@ def memory_windows(
     if context and room > 0:
         windows[0] = f"{windows[0]}\n{context[:room]}"
     return windows
-
-
-def window_count(content: str, *, max_windows: int) -> int:
-    """How many windows :func:`memory_windows` gives ``content`` (1 when it fits one)."""
-    return len(text_windows(content, max_windows))

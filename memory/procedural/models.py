@@ -197,13 +197,6 @@ class ExecutionCapture(DurableJob):
     def __str__(self) -> str:
         return f"{self.report_id}: {self.status}"
 
-    @property
-    def display_status(self) -> str:
-        """``failed: <reason>`` for failures, the bare status otherwise."""
-        if self.status == self.Status.FAILED and self.reason:
-            return f"failed: {self.reason}"
-        return self.status
-
 
 class CaptureStatusChange(JobStatusChange):
     """One status transition of a capture. **Append-only** (a Postgres trigger rejects

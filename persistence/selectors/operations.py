@@ -148,14 +148,6 @@ def checkpoints_list(
     return qs.order_by("-created_at", "-id")
 
 
-def checkpoint_latest(company: Company, execution_id: str) -> Checkpoint | None:
-    return (
-        Checkpoint.objects.filter(company=company, execution_id=execution_id)
-        .order_by("-turn")
-        .first()
-    )
-
-
 # Metrics -------------------------------------------------------------------------------
 
 

@@ -137,24 +137,6 @@ class OpenAICompatibleChatClient:
             transport=self._http.transport or GuardedTransport(self._http.policy),
         )
 
-    def with_usage_recorder(self, recorder: UsageRecorder | None) -> OpenAICompatibleChatClient:
-        """A client with the same endpoint settings whose usage goes to ``recorder``."""
-        return OpenAICompatibleChatClient(
-            self._url.removesuffix("/chat/completions"),
-            self._model,
-            api_key=self._http.api_key,
-            timeout=self._http.timeout,
-            total_timeout=self._total_timeout,
-            max_retries=self._http.max_retries,
-            provider=self._provider,
-            usage_recorder=recorder,
-            backoff_base=self._http.backoff_base,
-            backoff_max=self._http.backoff_max,
-            transport=self._http.transport,
-            sleep=self._http.sleep,
-            policy=self._http.policy,
-        )
-
     def close(self) -> None:
         self._http.close()
 

@@ -49,11 +49,6 @@ def names_response_format(text: str) -> bool:
     return bool(_ABOUT_FORMAT.search(text))
 
 
-def refuses_structured_output(exc: Exception) -> bool:
-    """True when the provider refused the request because of its ``response_format``."""
-    return isinstance(exc, LLMFormatRefusedError)
-
-
 def json_schema_format(name: str, schema: dict[str, Any], *, strict: bool = True) -> dict:
     """The ``response_format`` value asking for an answer matching ``schema``."""
     return {

@@ -78,10 +78,3 @@ def archive_get(*, agent: Agent, archive_id: UUID | str) -> ArchivedMemory:
         return agent_archive(agent=agent).get(Q(pk=archive_id) | Q(original_id=archive_id))
     except (ArchivedMemory.DoesNotExist, ValidationError, ValueError):
         raise MemoryNotFoundError(ARCHIVE_NOT_FOUND, code="archive_not_found") from None
-
-
-def archive_count(*, agent: Agent, include_restored: bool = False) -> int:
-    rows = agent_archive(agent=agent)
-    if not include_restored:
-        rows = rows.filter(restored_at__isnull=True)
-    return rows.count()
