@@ -49,10 +49,10 @@ demo: setup
 	$(DEMO_UNDER) sh -c '$(BIN)/python manage.py seed_demo --port $(PORT) && exec $(BIN)/python manage.py serve --port $(PORT)'
 
 worker: setup
-	$(BIN)/python manage.py qcluster
+	$(BIN)/python manage.py serve_qcluster
 
 worker-llm: setup
-	Q_CLUSTER_NAME=llm $(BIN)/python manage.py qcluster
+	Q_CLUSTER_NAME=llm $(BIN)/python manage.py serve_qcluster
 
 # The suite on TEST_WORKERS pytest-xdist workers (each with its own test database on the one
 # embedded server); TEST_WORKERS=0 runs it in this process. `--dist loadgroup` hands each

@@ -17,6 +17,11 @@ client, bounded by ``--max-minutes`` overall) and record the id of every acknowl
 
 - ``qcluster``: kill -9 of the ``manage.py qcluster`` process; a task queued once the dead
   cluster's processes are gone must run (``queued_task_ran_s``, from the kill);
+- ``qcluster_holding``: kill -9 of the default cluster while one of its workers holds a plain
+  q2 task (``time.sleep(5)``, taken: its broker row locked for ``Q_RETRY``); the restarted
+  cluster must run it (``held_task_ran_s``, from the kill): its presence lock tells it the
+  holder is gone and it releases the row (:mod:`synthorg.cluster_presence`) — by q2's own
+  rule the task would wait ``Q_RETRY`` (900 s);
 - ``llm_qcluster``: kill -9 of the LLM cluster while it holds a durable job: a lesson
   capture is claimed just before the kill exactly as that cluster's worker claims it
   (``job_claim``, the 20 s job lease, whose keeper dies with the cluster), and must be run
@@ -57,7 +62,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +77,7 @@ import psutil  # noqa: E402
 
 FAULTS = (
     "qcluster",
+    "qcluster_holding",
     "llm_qcluster",
     "stranded_capture",
     "web_worker",
@@ -205,7 +211,7 @@ def program_leader(serve_pid: int, marker: str, *, llm: bool = False) -> psutil.
 def target_pid(fault: str, serve_pid: int) -> int:
     from synthorg.embedded_pg import read_postmaster
 
-    if fault in ("qcluster", "llm_qcluster"):
+    if fault in ("qcluster", "qcluster_holding", "llm_qcluster"):
         return program_leader(serve_pid, "qcluster", llm=fault == "llm_qcluster").pid
     if fault == "gunicorn_master":
         return program_leader(serve_pid, "gunicorn").pid
@@ -229,11 +235,35 @@ def replacement_pid(fault: str, serve_pid: int, old: int, before: set[int]) -> i
         return info.pid if info and info.status == "ready" and info.pid != old else None
     if fault == "web_worker":
         return next(iter(worker_pids(serve_pid) - before), None)
-    if fault in ("qcluster", "llm_qcluster"):
+    if fault in ("qcluster", "qcluster_holding", "llm_qcluster"):
         leader = program_leader(serve_pid, "qcluster", llm=fault == "llm_qcluster")
     else:
         leader = program_leader(serve_pid, "gunicorn")
     return leader.pid if leader and leader.pid != old else None
+
+
+def held_task() -> str:
+    """Queue a plain q2 task (``time.sleep(5)``) and wait until a worker of the default
+    cluster has taken it (its broker row locked for ``Q_RETRY``); returns its group."""
+    from django.conf import settings
+    from django.utils import timezone
+    from django_q.models import OrmQ
+    from django_q.tasks import async_task
+
+    retry = settings.Q_CLUSTER["retry"]
+    group = f"recovery-held-{uuid.uuid4().hex}"
+    queued_at = timezone.now()
+    async_task("time.sleep", 5, group=group)
+    taken = poll(
+        lambda: OrmQ.objects.filter(
+            key=settings.Q_CLUSTER["name"], lock__gt=queued_at + timedelta(seconds=retry - 1)
+        ).exists(),
+        30,
+        0.05,
+    )
+    if not taken:
+        raise SystemExit("qcluster_holding: no worker took the task within 30 s")
+    return group
 
 
 def stranded_capture() -> str:
@@ -303,6 +333,7 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
         return run_stranded(window)
     load_average = round(os.getloadavg()[0], 2)
     held = held_capture() if fault == "llm_qcluster" else None
+    held_group = held_task() if fault == "qcluster_holding" else None
     old = target_pid(fault, serve_pid)
     before = worker_pids(serve_pid)
     log(f"{fault}: kill -9 {old}")
@@ -327,6 +358,11 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     held_ran = None
     if held and poll(lambda: capture_ran(held), max(window, 180), 0.5):
         held_ran = time.monotonic() - t0
+    held_task_ran = None
+    if held_group and poll(
+        lambda: Task.objects.filter(group=held_group, success=True).exists(), window, 0.25
+    ):
+        held_task_ran = time.monotonic() - t0
 
     # Served again once an acknowledged write follows the last failure and 3 s pass quietly.
     def settled():
@@ -357,6 +393,8 @@ def run_fault(fault: str, load: Load, serve_pid: int, port: int, window: float) 
     }
     if fault == "qcluster":
         result["queued_task_ran_s"] = round(task_ran, 2) if task_ran is not None else None
+    if fault == "qcluster_holding":
+        result["held_task_ran_s"] = round(held_task_ran, 2) if held_task_ran is not None else None
     if fault == "llm_qcluster":
         result["held_job_completed_s"] = round(held_ran, 2) if held_ran is not None else None
     log(f"{fault}: {result}")

@@ -973,10 +973,11 @@ def t_recovery_held_job(_arg) -> str:
     return table(head, rows) + "\n\n" + summary + "\n\n" + source(name)
 
 
-def t_recovery_issue34(_arg) -> str:
+def t_recovery_issue34(arg) -> str:
     """The kernel's wake (issue 34): a held capture after kill -9 of the LLM cluster, a
-    stranded capture, the postmaster; the load average at each fault."""
-    name = "recovery_issue34.json"
+    stranded capture, the postmaster; the load average at each fault. ``{{
+    recovery_issue34:<stem> }}``: the same table of another run (``<stem>.json``)."""
+    name = f"{arg or 'recovery_issue34'}.json"
     use(name)
     d = load(name)
     labels = {
@@ -984,11 +985,24 @@ def t_recovery_issue34(_arg) -> str:
         "stranded_capture": "a stranded capture (its task vanished)",
         "postmaster": "kill -9 the postmaster",
         "qcluster": "kill -9 `qcluster`",
+        "qcluster_holding": "kill -9 `qcluster` holding a plain q2 task",
     }
-    targets = {"llm_qcluster": "≤ 60", "stranded_capture": "≤ 120"}
+    targets = {"llm_qcluster": "≤ 60", "stranded_capture": "≤ 120", "qcluster_holding": "≤ 60"}
     rows = []
     for f in d["faults"]:
-        done = f.get("held_job_completed_s", f.get("stranded_capture_completed_s", "—"))
+        done = next(
+            (
+                f[key]
+                for key in (
+                    "held_job_completed_s",
+                    "stranded_capture_completed_s",
+                    "held_task_ran_s",
+                    "queued_task_ran_s",
+                )
+                if key in f
+            ),
+            "—",
+        )
         errors = f.get("client_errors", "—")
         kinds = ", ".join(f"{k} {v}" for k, v in f.get("client_error_kinds", {}).items())
         five_hundreds = sum(
@@ -1005,7 +1019,7 @@ def t_recovery_issue34(_arg) -> str:
                 five_hundreds if "client_error_kinds" in f else "—",
             ]
         )
-    head = ["fault", "load average (1 min) at the fault", "job completed after s", "target s",
+    head = ["fault", "load average (1 min) at the fault", "job or task completed after s", "target s",
             "serving writes again after s", "client errors", "500s"]  # fmt: skip
     w = d["writes"]
     m = d["machine"]

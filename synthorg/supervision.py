@@ -42,9 +42,11 @@ workers:
   event, and ``qcluster`` then blocks on that event until ``SIGKILL`` — every stop took the
   whole grace, one cluster after the other (measured:
   docs/benchmarks/operations.md#stopping-make-run). A task still running
-  when the grace ends is killed with its worker and is not lost: q2's broker delivers it
-  again once its ``Q_RETRY`` lock ends, and a durable job (lesson capture, evolver draft) is
-  claimable again when its lease ends (:mod:`synthorg.jobs`).
+  when the grace ends is killed with its worker and is not lost: the next cluster on its
+  queue releases the broker rows held from before its start once it finds no other cluster
+  there (:mod:`synthorg.cluster_presence`; by q2's own rule they wait ``Q_RETRY``), and a
+  durable job (lesson capture, evolver draft) is claimable again when its lease ends
+  (:mod:`synthorg.jobs`).
 """
 
 from __future__ import annotations

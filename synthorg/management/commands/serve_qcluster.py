@@ -14,14 +14,19 @@ Here the command itself waits for the sentinel; once it has ended the exit handl
 server — and the log is flushed) and the process ends at once
 (:func:`synthorg.supervision.exit_now`), skipping that teardown. Nothing is lost by skipping
 it: the sentinel has already saved results and ended every process of the cluster.
+
+The cluster holds its queue's presence lock for its life (:mod:`synthorg.cluster_presence`),
+so a cluster started after a ``kill -9`` runs the tasks the dead one held within seconds.
 """
 
 import os
 
 from django.conf import settings
 from django_q.cluster import Cluster
+from django_q.conf import Conf
 from django_q.management.commands.qcluster import Command as QclusterCommand
 
+from synthorg.cluster_presence import ClusterPresence
 from synthorg.supervision import exit_now
 
 
@@ -32,6 +37,10 @@ class Command(QclusterCommand):
         settings.SECRET_KEY  # noqa: B018 - q2's check: signing needs it
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        # Before the cluster forks its processes (they inherit the lock's connection, so a
+        # worker left running by a killed cluster still counts as present): tasks a dead
+        # cluster held are released within seconds, not Q_RETRY (synthorg.cluster_presence).
+        ClusterPresence(queue=Conf.CLUSTER_NAME, retry_seconds=Conf.RETRY).start()
         cluster = Cluster()
         cluster.start()
         sentinel = cluster.sentinel
