@@ -1019,8 +1019,8 @@ def t_recovery_issue34(arg) -> str:
                 five_hundreds if "client_error_kinds" in f else "—",
             ]
         )
-    head = ["fault", "load average (1 min) at the fault", "job or task completed after s", "target s",
-            "serving writes again after s", "client errors", "500s"]  # fmt: skip
+    head = ["fault", "load average (1 min) at the fault", "job or task completed after s",
+            "target s", "serving writes again after s", "client errors", "500s"]  # fmt: skip
     w = d["writes"]
     m = d["machine"]
     summary = (
