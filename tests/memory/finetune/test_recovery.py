@@ -2,8 +2,8 @@
 every sign of life renews; a worker that dies leaves a ``running`` run whose lease passes,
 the kernel's every-minute schedule reclaims it and its company's task resumes it — as the
 kernel's retry policy allows (``max_auto_resumes + 1`` attempts), each audited — then
-fails it with the reason. A worker whose run was reclaimed meanwhile stops at its next renewal; every
-transition is an append-only history row."""
+fails it with the reason. A worker whose run was reclaimed meanwhile stops at its next
+renewal; every transition is an append-only history row."""
 
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ from persistence.models import AuditEntry
 from persistence.principal import Principal
 from synthorg.jobs.dispatch import COMPANY_TASK, JobDispatch, jobs_dispatch
 from synthorg.jobs.registry import DISPATCH_TASK, job_kind
-from synthorg.jobs.tasks import jobs_company
 from synthorg.jobs.services import job_claim
+from synthorg.jobs.tasks import jobs_company
 from synthorg.schedules import declared_schedules, sync_schedules
 from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
