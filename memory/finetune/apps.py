@@ -22,8 +22,10 @@ class FineTuneConfig(AppConfig):
             apply_query_adapter,
             plan_query_adapter,
         )
+        from memory.finetune.services import FINE_TUNE_JOB
         from memory.finetune.tools import FINE_TUNE_TOOLS
         from orgmemory.query_vectors import register_query_vector_transform
+        from synthorg.jobs.registry import register_job_kind
         from synthorg.tools import register_tool
 
         # Memory searches and org-fact searches rank with the company's active adapter.
@@ -33,23 +35,4 @@ class FineTuneConfig(AppConfig):
         register_query_vector_transform(adapt_fact_query_vector)
         for spec in FINE_TUNE_TOOLS:
             register_tool(spec)
-        _register_jobs()
-
-
-def _register_jobs() -> None:
-    """Runs are durable jobs; a schedule reclaims those whose worker died every minute."""
-    from django_q.models import Schedule
-
-    from memory.finetune.services import FINE_TUNE_JOB
-    from synthorg.jobs.registry import register_job_kind
-    from synthorg.schedules import ScheduleSpec, register_schedule
-
-    register_job_kind(FINE_TUNE_JOB)
-    register_schedule(
-        ScheduleSpec(
-            name="memory-fine-tune-revive",
-            func="memory.finetune.tasks.revive_fine_tune_runs",
-            schedule_type=Schedule.MINUTES,
-            minutes=1,
-        )
-    )
+        register_job_kind(FINE_TUNE_JOB)  # the kernel reclaims, resumes and dispatches runs

@@ -29,11 +29,12 @@
 * **Resume** (an audited re-queue) continues a ``failed`` or ``cancelled`` run, or a
   ``running`` one whose lease has passed (its worker is gone), from the last saved epoch,
   with the settings it was planned with; its attempts start over.
-* **Auto-resume** (:func:`fine_tune_runs_revive`, a schedule every minute): a ``running``
-  run whose lease has passed is reclaimed (``planned``, due now) and queued again — until
-  the kernel's :class:`~synthorg.jobs.policy.RetryPolicy` of ``max_auto_resumes + 1``
-  attempts gives up; then it fails with the reason. Audited. A ``planned`` run whose task
-  never claimed it within a lease (a lost broker message) is queued again too.
+* **Auto-resume** (the kernel's ``jobs-finetune.run`` schedule and company task, every
+  minute): a ``running`` run whose lease has passed is reclaimed (``failed``, due now), then
+  re-queued by :func:`fine_tune_auto_resume` and run again — until the kernel's
+  :class:`~synthorg.jobs.policy.RetryPolicy` of ``max_auto_resumes + 1`` attempts gives up;
+  then it fails with the reason. Audited. A ``planned`` run whose task never claimed it
+  within a lease (a lost broker message) is run by the company task too.
 * **Cancel**, **rollback** (to any checkpoint of the company or to the base model) and
   **delete** (a checkpoint that is not active) take the guardrail triple (the acting human,
   a literal ``confirm: true``, a non-blank reason) and are audited in their transaction.
@@ -87,10 +88,8 @@ from synthorg.jobs.services import (
     LeaseLost,
     job_claim,
     job_finish,
-    job_reclaim_expired,
     job_renew,
     job_requeue,
-    lease_claim,
 )
 from synthorg.llm import CompletionProvider
 from synthorg.schedules import LLM_CLUSTER
@@ -101,7 +100,6 @@ logger = logging.getLogger(__name__)
 
 TASK = "memory.finetune.tasks.run_fine_tune"
 SYNTHESIS_TASK = "memory.finetune.tasks.run_fine_tune_synthesis"
-COMPANY_TASK = "memory.finetune.tasks.run_company_fine_tunes"
 RESOURCE = "fine_tune"
 LINEAR_ADAPTER = FineTuneRun.Method.LINEAR_ADAPTER.value
 FULL_MODEL = "full_model"
@@ -325,7 +323,7 @@ def _actor(principal: Principal) -> str:
 
 def _dispatched(now):
     """When a ``planned`` run whose task was just queued is due again: if no worker has
-    claimed it within a lease, its task is taken for lost and the schedule queues another."""
+    claimed it within a lease, its task is taken for lost and the kernel's company task runs it."""
     return now + CLAIM_LEASE
 
 
@@ -387,39 +385,18 @@ AUTO_RESUME_EXHAUSTED = (
 )
 
 
-@dataclass(frozen=True)
-class Revival:
-    run_id: uuid.UUID
-    outcome: str  # "resumed" or "failed" (attempts spent)
-
-
-def fine_tune_runs_revive(*, now=None) -> list[Revival]:
-    """The auto-resume schedule's body (every minute). Runs ``running`` past their lease
-    (their worker died) are reclaimed (:func:`~synthorg.jobs.services.job_reclaim_expired`:
-    ``failed`` with the reason, due now); each due one is re-queued (``planned``) and
-    audited, unless the retry policy of its company (``max_auto_resumes + 1`` attempts)
-    gives up — then it stays ``failed`` with the reason (resumable by hand). Then every
-    company with a due ``planned`` run (re-queued, or whose task never claimed it within a
-    lease) gets its task queued."""
-    now = now or timezone.now()
-    job_reclaim_expired(FINE_TUNE_JOB, now=now)
-    due = FineTuneRun.objects.filter(status=FineTuneRun.Status.FAILED, next_attempt_at__lte=now)
-    revived = [
-        Revival(run_id, outcome)
-        for run_id in due.order_by("next_attempt_at", "pk").values_list("pk", flat=True)
-        if (outcome := _revive(run_id, now)) is not None
-    ]
-    _dispatch_due(now)
-    return revived
-
-
 @transaction.atomic
-def _revive(run_id, now) -> str | None:
+def fine_tune_auto_resume(run_id, now) -> bool:
+    """:data:`FINE_TUNE_JOB`'s ``resume``: the kernel's company task found the run due and
+    ``failed`` (reclaimed: its worker died). Re-queue it (``planned``, due now) and audit it,
+    unless the retry policy of its company (``max_auto_resumes + 1`` attempts) gives up or
+    another run of the company is in flight — then it stays ``failed`` with the reason, not
+    due (resumable by hand), audited. ``True`` when it was re-queued."""
     run = FineTuneRun.objects.select_related("company").get(pk=run_id)
     Company.objects.select_for_update().get(pk=run.company_id)  # as a start does
     run = FineTuneRun.objects.select_for_update().select_related("company").get(pk=run_id)
     if run.status != FineTuneRun.Status.FAILED or run.next_attempt_at is None:
-        return None  # resumed by hand meanwhile
+        return False  # resumed by hand meanwhile
     config = _config(run.company)
     policy = RetryPolicy(max_attempts=config.max_auto_resumes + 1)
     details = {
@@ -445,55 +422,13 @@ def _revive(run_id, now) -> str | None:
             company=run.company, action_type=AuditAction.MEMORY_FINE_TUNE_AUTO_RESUME_EXHAUSTED,
             target_type="fine_tune_run", target_id=run.pk, details={**details, "reason": reason},
         )  # fmt: skip
-        return "failed"
+        return False
     job_requeue(FINE_TUNE_JOB, run.pk, now=now, reason=AUTO_RESUMED, due=True)
     audit_record(
         company=run.company, action_type=AuditAction.MEMORY_FINE_TUNE_AUTO_RESUMED,
         target_type="fine_tune_run", target_id=run.pk, details=details,
     )  # fmt: skip
-    return "resumed"
-
-
-def _dispatch_due(now) -> list[int]:
-    """Queue the company task of every company with a due ``planned`` run, marking the run
-    dispatched (due again after a lease) with the kernel's claim protocol, so a task waiting
-    in a busy queue is not queued twice (a concurrent schedule takes none of the runs this
-    one took). Returns the companies."""
-    due = FineTuneRun.objects.filter(status=FineTuneRun.Status.PLANNED, next_attempt_at__lte=now)
-    companies = sorted(
-        {
-            company_id
-            for pk, company_id in due.order_by("next_attempt_at", "pk").values_list(
-                "pk", "company_id"
-            )
-            if lease_claim(
-                due.filter(pk=pk), lease_field="next_attempt_at", until=_dispatched(now), now=now
-            )
-        }
-    )
-    for company_id in companies:
-        transaction.on_commit(lambda company_id=company_id: enqueue_company(company_id))
-    return companies
-
-
-def enqueue_company(company_id: int) -> None:
-    """Queue the company's task on the default cluster (training is CPU work, no LLM)."""
-    try:
-        from django_q.tasks import async_task
-
-        async_task(COMPANY_TASK, company_id, task_name=f"fine-tune-company-{company_id}")
-    except Exception:
-        logger.exception("queueing the fine-tune runs of company %s failed", company_id)
-
-
-def fine_tune_run_company(company_id: int, **work) -> list[str]:
-    """The company task: work on the company's ``planned`` runs (at most one is in flight)
-    as the run's own task does (``work``: :func:`fine_tune_execute`'s options). Returns what
-    each returned."""
-    run_ids = FineTuneRun.objects.filter(
-        company_id=company_id, status=FineTuneRun.Status.PLANNED
-    ).values_list("pk", flat=True)
-    return [fine_tune_execute(run_id, **work) for run_id in list(run_ids)]
+    return True
 
 
 @transaction.atomic
@@ -970,7 +905,8 @@ FINE_TUNE_JOB = JobKind(
     model=FineTuneRun,
     history=fine_tune_history_record,
     run=fine_tune_job_run,
-    kernel_schedule=False,  # memory-fine-tune-revive: its own resume policy and company task
+    resume=fine_tune_auto_resume,  # the company's own policy, audited
+    llm_slots=False,  # CPU work: the default cluster; synthesis takes the LLM cluster itself
     queued=FineTuneRun.Status.PLANNED,
     running=FineTuneRun.Status.RUNNING,
     lease=lambda: CLAIM_LEASE,

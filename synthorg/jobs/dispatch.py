@@ -187,14 +187,17 @@ def jobs_run_company(
     return served.own
 
 
+def _resume(kind: JobKind, pk, now: datetime) -> bool:
+    if kind.resume is not None:
+        return kind.resume(pk, now)
+    return job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is not None
+
+
 def _run_one(kind: JobKind, pk, status: str, now: datetime, batch) -> bool | None:
     """Claim and run one due job (the caller holds a slot): ``None`` when it was not
     claimable, else what the run returned (``False``: the LLM call failed, an outage)."""
     # A failed or provisional result is moved back to queued first (history: retry).
-    if (
-        status != kind.queued
-        and job_requeue(kind, pk, now=now, reason=RETRY_REASON, due=True) is None
-    ):
+    if status != kind.queued and not _resume(kind, pk, now):
         return None
     job = job_claim(kind, pk, now=now, due_only=True)
     if job is None:
@@ -345,10 +348,10 @@ def jobs_wake(*, now: datetime | None = None) -> dict[str, JobDispatch]:
     reclaim the jobs whose lease lapsed and hand each company with due jobs its task at
     once (:func:`jobs_dispatch`) — a killed worker's job runs again within its lease plus
     30 s, a job whose own task was lost within its grace plus 30 s. A kind that renews its
-    own longer lease (fine-tune runs) keeps to its own schedule."""
+    own longer lease (fine-tune runs) keeps to its every-minute schedule."""
     dispatched: dict[str, JobDispatch] = {}
     for kind in job_kinds():
-        if not (kind.keep_alive and kind.kernel_schedule):
+        if not kind.keep_alive:
             continue
         try:
             dispatched[kind.name] = jobs_dispatch(kind, now=now, prepare=False)

@@ -84,10 +84,6 @@ class JobKind:
     model: type[DurableJob]  # the DurableJob subclass
     history: Callable[..., Any]  # history(job, now=..., reason=None, actor="") appends a row
     run: Callable[[Any, Any], bool | None]
-    #: whether the kernel's every-minute ``jobs-<name>`` schedule dispatches the kind; off
-    #: for a kind with a dispatcher of its own (fine-tune runs: its revive schedule resumes
-    #: runs under each company's own policy and hands out its own company task)
-    kernel_schedule: bool = True
     queued: str = "queued"  # the claimable status
     running: str = "running"
     policy: RetryPolicy = DEFAULT_POLICY
@@ -104,6 +100,11 @@ class JobKind:
     #: what a company's batch does without the LLM while every slot is taken and its jobs
     #: wait for their turn: ``while_busy(company_id, now, limit)`` (extraction stores turns)
     while_busy: Callable[[int, datetime, int], None] | None = None
+    #: moves a due job that is not queued (failed, reclaimed) back to queued before a
+    #: company's batch claims it: ``resume(pk, now)``, ``True`` when it did. A kind may refuse
+    #: under a policy of its own and record why (fine-tune runs: the company's
+    #: ``max_auto_resumes``, audited). ``None``: a plain ``job_requeue`` (history ``retry``)
+    resume: Callable[[Any, datetime], bool] | None = None
     batch_size: int = 50
     select_related: tuple[str, ...] = ()  # what ``run`` reads through the job's relations
     reclaimed_reason: str = (
@@ -157,12 +158,10 @@ _kinds: dict[str, JobKind] = {}
 
 def register_job_kind(kind: JobKind) -> None:
     """Register ``kind`` with its every-minute dispatch schedule (``jobs-<name>``, on the
-    LLM cluster for LLM work) unless it dispatches itself (``kernel_schedule`` off)."""
+    LLM cluster for LLM work)."""
     from django_q.models import Schedule
 
     _kinds[kind.name] = kind
-    if not kind.kernel_schedule:
-        return
     register_schedule(
         ScheduleSpec(
             name=schedule_name(kind.name),

@@ -2,7 +2,7 @@
 tables in ``memory``, runs with heartbeats) migrates forward with its rows where they were —
 the tables keep their names, the content types follow the models — and its runs become
 durable jobs: a planned run is due at its last heartbeat, a running one is leased from its
-``updated_at`` and reclaimed by the schedule, the revivals it had count as its attempts."""
+``updated_at`` and reclaimed by the kernel's schedule, the revivals it had count as its attempts."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.finetune.models import AdapterCheckpoint, FineTuneRun, FineTuneRunStatusChange
-from memory.finetune.services import Revival, fine_tune_runs_revive
+from memory.finetune.services import FINE_TUNE_JOB, fine_tune_auto_resume
+from synthorg.jobs.dispatch import jobs_dispatch
 from tests.persistence.factories import CompanyFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -75,11 +76,15 @@ def test_main_s_rows_are_taken_over_and_become_durable_jobs():
     assert (rows[failed].reason, rows[failed].completed_at) == ("boom", at)
     assert AdapterCheckpoint.objects.get().run_id == failed
 
-    # The schedule reclaims the running run (leased from its updated_at) and re-queues it;
-    # the planned one, due at its last heartbeat, is queued.
-    assert fine_tune_runs_revive() == [Revival(running, "resumed")]
+    # The schedule reclaims the running run (leased from its updated_at) and its company's
+    # task re-queues it; the planned one, due at its last heartbeat, gets its company's task.
+    now = timezone.now()
+    dispatch = jobs_dispatch(FINE_TUNE_JOB, now=now)
+    assert (dispatch.reclaimed, set(dispatch.companies)) == (
+        1, {company.pk, rows[running].company_id},
+    )  # fmt: skip
+    assert fine_tune_auto_resume(running, now) is True
     assert FineTuneRun.objects.get(pk=running).status == "planned"
-    assert FineTuneRun.objects.get(pk=planned).next_attempt_at > timezone.now()
     assert list(FineTuneRunStatusChange.objects.filter(run_id=running).values_list("status")) == [
         ("failed",), ("planned",),
     ]  # fmt: skip

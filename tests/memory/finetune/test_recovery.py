@@ -1,9 +1,9 @@
 """Fine-tune runs are durable jobs (synthorg.jobs): a task claims the run under a lease that
 every sign of life renews; a worker that dies leaves a ``running`` run whose lease passes,
-and the every-minute schedule reclaims it and queues it again — as the kernel's retry
-policy allows (``max_auto_resumes + 1`` attempts), each audited — then fails it with the
-reason. A worker whose run was reclaimed meanwhile stops at its next renewal; every
-transition is an append-only history row."""
+the kernel's every-minute schedule reclaims it and its company's task resumes it — as the
+kernel's retry policy allows (``max_auto_resumes + 1`` attempts), each audited — then
+fails it with the reason. A worker whose run was reclaimed meanwhile stops at its next
+renewal; every transition is an append-only history row."""
 
 from __future__ import annotations
 
@@ -13,28 +13,26 @@ from datetime import timedelta
 import pytest
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
-from django_q.models import OrmQ
+from django_q.models import OrmQ, Schedule
 
 from memory.finetune.models import AdapterCheckpoint, FineTuneRun, FineTuneRunStatusChange
 from memory.finetune.services import (
     AUTO_RESUME_EXHAUSTED,
     AUTO_RESUMED,
-    COMPANY_TASK,
     FINE_TUNE_JOB,
     FineTunePlan,
-    Revival,
+    fine_tune_auto_resume,
     fine_tune_execute,
     fine_tune_resume,
-    fine_tune_run_company,
-    fine_tune_runs_revive,
     fine_tune_start,
 )
-from memory.finetune.tasks import revive_fine_tune_runs
 from persistence.models import AuditEntry
 from persistence.principal import Principal
-from synthorg.jobs.registry import job_kind
+from synthorg.jobs.dispatch import COMPANY_TASK, JobDispatch, jobs_dispatch
+from synthorg.jobs.registry import DISPATCH_TASK, job_kind
 from synthorg.jobs.services import job_claim
-from synthorg.schedules import declared_schedules
+from synthorg.jobs.tasks import jobs_company
+from synthorg.schedules import declared_schedules, sync_schedules
 from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
 from tests.persistence.factories import AgentFactory, CompanyFactory, MembershipFactory
 
@@ -86,34 +84,50 @@ def queued() -> list[tuple[str, tuple]]:
     return [(task.func(), tuple(task.args())) for task in OrmQ.objects.order_by("id")]
 
 
+def revive(now) -> list[tuple]:
+    """What the kernel does at ``now`` before a company's task claims a run: its schedule
+    reclaims the runs whose lease passed, the company's task resumes each due ``failed`` one
+    (the kind's ``resume``). ``(run pk, resumed?)`` per due run."""
+    jobs_dispatch(FINE_TUNE_JOB, now=now)
+    due = FineTuneRun.objects.filter(status="failed", next_attempt_at__lte=now)
+    return [(pk, fine_tune_auto_resume(pk, now)) for pk in due.values_list("pk", flat=True)]
+
+
 def test_the_kind_is_registered():
     assert job_kind("finetune.run") is FINE_TUNE_JOB
     assert (FINE_TUNE_JOB.queued, FINE_TUNE_JOB.running) == ("planned", "running")
+    assert (FINE_TUNE_JOB.resume, FINE_TUNE_JOB.llm_slots) == (fine_tune_auto_resume, False)
 
 
 def test_a_run_whose_lease_passed_is_reclaimed_queued_and_finishes(crashed):
     run, embedder, principal = crashed
     lease_end = run.claimed_until
     # The worker may be alive until its lease ends: nothing is touched, nobody may claim it.
-    assert fine_tune_runs_revive(now=lease_end - timedelta(seconds=1)) == []
+    assert jobs_dispatch(FINE_TUNE_JOB, now=lease_end - timedelta(seconds=1)) == JobDispatch(
+        reclaimed=0, companies=()
+    )
     assert queued() == [] and job_claim(FINE_TUNE_JOB, run.pk) is None
 
     later = lease_end + timedelta(seconds=1)
-    assert fine_tune_runs_revive(now=later) == [Revival(run.pk, "resumed")]
+    assert jobs_dispatch(FINE_TUNE_JOB, now=later) == JobDispatch(
+        reclaimed=1, companies=(run.company_id,)
+    )
+    assert queued() == [(COMPANY_TASK, ("finetune.run", run.company_id))]
+    # The company's task resumes it (the kind's resume), then claims it.
+    assert fine_tune_auto_resume(run.pk, later) is True
     revived = FineTuneRun.objects.get(pk=run.pk)
     assert (revived.status, revived.attempts, revived.epochs_done) == ("planned", 1, 3)
     assert (revived.claimed_until, revived.completed_at) == (None, None)
-    assert revived.next_attempt_at == later + timedelta(minutes=2)  # dispatched
-    assert queued() == [(COMPANY_TASK, (run.company_id,))]
+    assert revived.next_attempt_at == later  # due: claimed by the same task
     entry = AuditEntry.objects.get(action_type="memory.fine_tune.auto_resumed")
     assert (entry.target_id, entry.actor_user_id, entry.actor_agent_id) == (str(run.pk), None, None)
     assert entry.details == {"epochs_done": 3, "attempts": 1, "max_auto_resumes": 2}
-    # Queued once: the next sweeps within the dispatch lease leave it alone.
-    assert fine_tune_runs_revive(now=later + timedelta(minutes=1)) == []
-    assert len(queued()) == 1
+    # Resumed once: a second company task finds it planned and leaves it to the claim.
+    assert fine_tune_auto_resume(run.pk, later + timedelta(minutes=1)) is False
+    assert AuditEntry.objects.filter(action_type__startswith="memory.fine_tune.auto").count() == 1
 
-    # The company's task claims it and continues from the saved epoch.
-    assert fine_tune_run_company(run.company_id, embedder=embedder) == ["promoted"]
+    # Claimed, it continues from the saved epoch.
+    assert fine_tune_execute(run.pk, embedder=embedder) == "promoted"
     done = FineTuneRun.objects.get(pk=run.pk)
     assert (done.epochs_done, done.attempts, done.next_attempt_at) == (10, 2, None)
     assert AdapterCheckpoint.objects.get(run=run).is_active
@@ -125,12 +139,40 @@ def test_a_run_whose_lease_passed_is_reclaimed_queued_and_finishes(crashed):
     assert history(run)[0][3] == f"user:{principal.user.pk}"
 
 
+def test_the_kernel_s_company_task_resumes_a_lapsed_run_with_its_audit_row(crashed):
+    """The recovery through the kernel alone: its schedule reclaims the run whose worker
+    died, the company's task (``jobs_company``) resumes it — audited — claims it and trains
+    on from the saved epoch (with the company's own embedder, the default one)."""
+    run, _embedder, _principal = crashed
+    later = run.claimed_until + timedelta(seconds=1)
+    assert jobs_dispatch(FINE_TUNE_JOB, now=later).companies == (run.company_id,)
+    assert jobs_company("finetune.run", run.company_id, now=later) == {
+        "reclaimed": 0, "retried": 1, "waiting": 0, "busy": False,
+    }  # fmt: skip
+    entry = AuditEntry.objects.get(action_type="memory.fine_tune.auto_resumed")
+    assert (entry.target_id, entry.details) == (
+        str(run.pk), {"epochs_done": 3, "attempts": 1, "max_auto_resumes": 2},
+    )  # fmt: skip
+    done = FineTuneRun.objects.get(pk=run.pk)
+    assert (done.status, done.epochs_done, done.attempts, done.next_attempt_at) == (
+        "not_promoted", 10, 2, None,
+    )  # fmt: skip
+    assert history(run)[:5] == [
+        ("planned", "", 0, f"user:{_principal.user.pk}"),
+        ("running", "", 1, ""),
+        ("failed", RECLAIMED, 1, ""),
+        ("planned", AUTO_RESUMED, 1, ""),
+        ("running", "", 2, ""),
+    ]
+    # Nothing is due any more: the next tick hands out no task.
+    assert jobs_dispatch(FINE_TUNE_JOB, now=later + timedelta(minutes=1)).companies == ()
+
+
 def test_a_worker_whose_run_was_reclaimed_stops_at_its_next_renewal(crashed):
     """The worker was only slow (paused past its lease): the run was reclaimed and finished
     by another; the slow one's writes are refused and it returns the run's status."""
     run, embedder, _principal = crashed
-    revived = fine_tune_runs_revive(now=run.claimed_until + timedelta(seconds=1))
-    assert revived == [Revival(run.pk, "resumed")]
+    assert revive(run.claimed_until + timedelta(seconds=1)) == [(run.pk, True)]
     paused, release = threading.Event(), threading.Event()
     outcome = {}
 
@@ -151,9 +193,7 @@ def test_a_worker_whose_run_was_reclaimed_stops_at_its_next_renewal(crashed):
         assert paused.wait(timeout=60)
         slow = FineTuneRun.objects.get(pk=run.pk)
         assert (slow.status, slow.epochs_done) == ("running", 4)
-        assert fine_tune_runs_revive(now=slow.claimed_until + timedelta(seconds=1)) == [
-            Revival(run.pk, "resumed")
-        ]
+        assert revive(slow.claimed_until + timedelta(seconds=1)) == [(run.pk, True)]
         assert fine_tune_execute(run.pk, embedder=embedder) == "promoted"
     finally:
         release.set()
@@ -168,23 +208,23 @@ def test_attempts_are_bounded_by_the_retry_policy_then_the_run_fails(crashed):
     now = run.claimed_until
     for attempt in (1, 2):
         now += timedelta(seconds=1)
-        assert fine_tune_runs_revive(now=now) == [Revival(run.pk, "resumed")]
+        assert revive(now) == [(run.pk, True)]
         assert FineTuneRun.objects.get(pk=run.pk).attempts == attempt
         # A worker claims it and dies too.
         claimed = job_claim(FINE_TUNE_JOB, run.pk, now=now)
         assert claimed.attempts == attempt + 1
         now = claimed.claimed_until
-    OrmQ.objects.all().delete()
     now += timedelta(seconds=1)
-    assert fine_tune_runs_revive(now=now) == [Revival(run.pk, "failed")]
+    assert revive(now) == [(run.pk, False)]
     failed = FineTuneRun.objects.get(pk=run.pk)
     assert (failed.status, failed.completed_at, failed.epochs_done) == ("failed", now, 3)
     assert failed.next_attempt_at is None
     assert failed.reason == AUTO_RESUME_EXHAUSTED.format(attempts=3, minutes=2, max=2)
-    assert queued() == []  # nothing queued for a run given up on
     entry = AuditEntry.objects.get(action_type="memory.fine_tune.auto_resume_exhausted")
     assert (entry.details["attempts"], entry.details["max_auto_resumes"]) == (3, 2)
-    assert fine_tune_runs_revive(now=now + timedelta(hours=1)) == []
+    OrmQ.objects.all().delete()
+    assert revive(now + timedelta(hours=1)) == []
+    assert queued() == []  # nothing queued for a run given up on
 
     # Resumed by hand: the attempts start over, the history names the admin.
     fine_tune_resume(company=run.company, run_id=run.pk, principal=principal)
@@ -200,9 +240,7 @@ def test_max_auto_resumes_zero_fails_at_once_and_the_lease_is_the_companys(
     run, embedder, principal = crashed
     enable(run.company, tmp_path, settings, max_auto_resumes=0, auto_resume_after_minutes=1)
     exhausted = AUTO_RESUME_EXHAUSTED.format(attempts=1, minutes=1, max=0)
-    assert fine_tune_runs_revive(now=run.claimed_until + timedelta(seconds=1)) == [
-        Revival(run.pk, "failed")
-    ]
+    assert revive(run.claimed_until + timedelta(seconds=1)) == [(run.pk, False)]
     assert FineTuneRun.objects.get(pk=run.pk).reason == exhausted
 
     # Resumed by hand, claimed again: the lease is the company's minute now.
@@ -216,14 +254,12 @@ def test_max_auto_resumes_zero_fails_at_once_and_the_lease_is_the_companys(
     dead = FineTuneRun.objects.get(pk=run.pk)
     assert (dead.status, dead.attempts) == ("running", 1)
     assert dead.claimed_until == dead.updated_at + timedelta(minutes=1)
-    assert fine_tune_runs_revive(now=dead.claimed_until - timedelta(seconds=1)) == []
-    assert fine_tune_runs_revive(now=dead.claimed_until + timedelta(seconds=1)) == [
-        Revival(run.pk, "failed")
-    ]
+    assert revive(dead.claimed_until - timedelta(seconds=1)) == []
+    assert revive(dead.claimed_until + timedelta(seconds=1)) == [(run.pk, False)]
     assert FineTuneRun.objects.get(pk=run.pk).reason == exhausted
 
 
-def test_a_planned_run_whose_task_was_lost_is_queued_again_once(tmp_path, settings):
+def test_a_planned_run_whose_task_was_lost_is_queued_again(tmp_path, settings):
     company = CompanyFactory()
     store_pairs(AgentFactory(company=company), crafted(PAIRS)[0])
     enable(company, tmp_path, settings)
@@ -232,23 +268,38 @@ def test_a_planned_run_whose_task_was_lost_is_queued_again_once(tmp_path, settin
     run = fine_tune_start(company=company, plan=FineTunePlan(), principal=principal)
     OrmQ.objects.all().delete()  # the broker lost its task
     assert run.next_attempt_at == run.created_at + timedelta(minutes=2)
-    assert fine_tune_runs_revive(now=run.created_at + timedelta(minutes=1)) == []
+    assert revive(run.created_at + timedelta(minutes=1)) == []
     assert queued() == []  # it may still be waiting in a busy queue
     later = run.created_at + timedelta(minutes=3)
-    assert fine_tune_runs_revive(now=later) == []  # not a revival: it never ran
-    assert queued() == [(COMPANY_TASK, (company.pk,))]
+    assert revive(later) == []  # not a revival: it never ran
+    assert queued() == [(COMPANY_TASK, ("finetune.run", company.pk))]
     assert FineTuneRun.objects.get(pk=run.pk).attempts == 0
     assert not AuditEntry.objects.filter(action_type__startswith="memory.fine_tune.auto").exists()
-    assert revive_fine_tune_runs() == {"resumed": 0, "failed": 0}
 
 
-def test_the_schedule_runs_every_minute():
-    spec = declared_schedules()["memory-fine-tune-revive"]
-    assert (spec.func, spec.schedule_type, spec.minutes) == (
-        "memory.finetune.tasks.revive_fine_tune_runs",
+def test_the_schedule_runs_every_minute_on_the_default_cluster():
+    spec = declared_schedules()["jobs-finetune.run"]
+    assert (spec.func, spec.args, spec.schedule_type, spec.minutes, spec.cluster) == (
+        DISPATCH_TASK,
+        ("finetune.run",),
         "I",
         1,
+        None,
     )
+    assert "memory-fine-tune-revive" not in declared_schedules()
+
+
+def test_sync_schedules_deletes_the_former_revive_schedule():
+    Schedule.objects.create(
+        name="synthorg:memory-fine-tune-revive",
+        func="memory.finetune.tasks.revive_fine_tune_runs",
+        schedule_type="I",
+        minutes=1,
+    )
+    report = sync_schedules()
+    assert "synthorg:memory-fine-tune-revive" in report.deleted
+    assert not Schedule.objects.filter(name="synthorg:memory-fine-tune-revive").exists()
+    assert Schedule.objects.get(name="synthorg:jobs-finetune.run").func == DISPATCH_TASK
 
 
 def test_the_history_is_append_only(crashed):
