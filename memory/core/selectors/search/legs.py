@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -75,15 +75,13 @@ _embedding_pool: ThreadPoolExecutor | None = None
 _embedding_pool_lock = threading.Lock()
 
 
-def _start_embedding(embedder: Embedder, text: str) -> Future[tuple[np.ndarray, float]]:
-    """Start embedding the query; the future's result is ``(vector, embed_ms)`` (or what the
-    embedder raised). A cached vector costs no thread hand-off (an already done future)."""
+def _start_embedding(embedder: Embedder, text: str) -> Callable[[], tuple[np.ndarray, float]]:
+    """Start embedding the query; the returned call waits for ``(vector, embed_ms)`` and
+    raises what the embedder raised. A cached vector costs no thread hand-off."""
     global _embedding_pool
     cached = query_embedding_cache.cached(embedder.embedder_id, text)
     if cached is not None:
-        done: Future[tuple[np.ndarray, float]] = Future()
-        done.set_result((cached, 0.0))
-        return done
+        return lambda: (cached, 0.0)
 
     def run() -> tuple[np.ndarray, float]:
         started = time.perf_counter()
@@ -94,7 +92,7 @@ def _start_embedding(embedder: Embedder, text: str) -> Future[tuple[np.ndarray, 
             _embedding_pool = ThreadPoolExecutor(
                 max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding"
             )
-    return _embedding_pool.submit(run)
+    return _embedding_pool.submit(run).result
 
 
 @dataclass
@@ -155,7 +153,7 @@ def run_legs(
     embedder_id = ""
     timings: dict[str, float] = {"embed_ms": 0.0}
     clock = time.perf_counter()
-    embedding: Future[tuple[np.ndarray, float]] | None = None
+    embedding: Callable[[], tuple[np.ndarray, float]] | None = None
     reembed: tuple[int, str, int] | None = None
     if use_dense:
         try:
@@ -175,16 +173,9 @@ def run_legs(
         text, parts, sparse=use_sparse, reembed=reembed, adapters=hooks, config=adapter_config
     )
     timings["plan_ms"] = (time.perf_counter() - clock) * 1000
-    sparse_rows: list[tuple] | None = None
-    if lexemes and embedding is not None and not embedding.done():
-        # The query is still being embedded: the sparse leg (it needs no vector) runs now,
-        # in that wait, and the search statement reads its rows instead of computing them.
-        started = time.perf_counter()
-        sparse_rows = _run_sparse(parts, filters, lexemes, depth, counts)
-        timings["sparse_overlap_ms"] = (time.perf_counter() - started) * 1000
     if embedding is not None:
         try:
-            vector, timings["embed_ms"] = embedding.result()
+            vector, timings["embed_ms"] = embedding()
         except (EmbeddingError, DomainError) as exc:
             logger.warning("query embedding failed for company %s: %s", company.pk, exc)
             degraded.append(DEGRADED_DENSE)
@@ -218,7 +209,7 @@ def run_legs(
         _run_statement(
             legs, parts=parts, filters=filters, paths=paths, lexemes=lexemes, depth=depth,
             with_meta=with_meta, scope_share=_scope_share(counts), counts=counts,
-            with_tags=with_tags, window=window, sparse_rows=sparse_rows,
+            with_tags=with_tags, window=window,
         )  # fmt: skip
     timings["legs_ms"] = (time.perf_counter() - clock) * 1000
     return legs
@@ -280,34 +271,6 @@ def _scope_share(counts: ScopeRows | None) -> float:
     return min(1.0, sum(counts.parts) / counts.table)
 
 
-def _run_sparse(
-    parts: Sequence[Part],
-    filters: Part,
-    lexemes: list[str],
-    depth: int,
-    counts: ScopeRows | None,
-) -> list[tuple]:
-    """The sparse leg alone: ``(id, bm25)`` best first, the rows its CTE gives the search
-    statement (the same SQL, planned for its own values: as a prepared statement with a
-    generic plan it took ≈ 24 ms at 10k rows, against ≈ 1 ms in the search statement)."""
-    sparse_sql, params = sparse_ctes(
-        parts, filters, lexemes, depth, _scope_share(counts),
-        scope_rows=sum(counts.parts) if counts is not None else 0,
-    )  # fmt: skip
-    with read_connection().cursor() as cursor:
-        cursor.execute(
-            f"WITH {sparse_sql} SELECT id, score FROM sparse ORDER BY score DESC, id", params
-        )
-        return cursor.fetchall()
-
-
-#: The search statement's ``sparse`` CTE when the sparse leg ran while the query was being
-#: embedded (:func:`_run_sparse`): its rows, in its order.
-_SPARSE_ROWS_CTE = (
-    "sparse AS (SELECT s.id, s.score FROM unnest(%s::uuid[], %s::float8[]) AS s(id, score))"
-)
-
-
 def _run_statement(
     legs: Legs,
     *,
@@ -321,9 +284,7 @@ def _run_statement(
     counts: ScopeRows | None = None,
     with_tags: bool = False,
     window: tuple[datetime, datetime] | None = None,
-    sparse_rows: list[tuple] | None = None,
 ) -> None:
-    """``sparse_rows``: the sparse leg's rows when it already ran (:func:`_run_sparse`)."""
     ctes: list[str] = []
     params: list = []
     kinds: list[str] = []
@@ -344,11 +305,7 @@ def _run_statement(
             ctes.append(window_sql)
             params += window_params
             kinds.append("SELECT 't' AS kind, id, sim AS score FROM win")
-    if lexemes and sparse_rows is not None:
-        ctes.append(_SPARSE_ROWS_CTE)
-        params += [[row[0] for row in sparse_rows], [row[1] for row in sparse_rows]]
-        kinds.append("SELECT 's' AS kind, id, score FROM sparse")
-    elif lexemes:
+    if lexemes:
         sparse_sql, sparse_params = sparse_ctes(
             parts, filters, lexemes, depth, scope_share,
             scope_rows=sum(counts.parts) if counts is not None else 0,
