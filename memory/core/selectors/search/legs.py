@@ -350,7 +350,7 @@ def _run_statement(
             part_rows=counts.parts, paths=paths,
         )  # fmt: skip
     clock = time.perf_counter()
-    rows = _execute_prepared(sql, params, settings)
+    rows = _execute_walk(sql, params, settings) if settings else _execute_prepared(sql, params)
     legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
     for kind, mid, score, sim, created_at, is_shared, speaker_tags in rows:
@@ -415,16 +415,12 @@ def _execute_walk(sql: str, params: list, settings: dict[str, str]) -> list[tupl
         return cursor.fetchall()
 
 
-def _execute_prepared(
-    sql: str, params: list, settings: dict[str, str] | None = None
-) -> list[tuple]:
-    """The search statement as the connection's prepared statement with a generic plan:
-    ``plan_cache_mode`` and a walk's ``settings`` (:func:`~.dense.hnsw_settings`) set with
-    ``set_config(..., true)`` and the statement sent in one psycopg pipeline, so they run in
-    one round trip and one implicit transaction (the settings end with it). Inside an outer
-    transaction the settings are restored after the statement. The planner's settings
-    (``enable_sort``) are the same for every execution of a walking statement's text, so
-    the plan it keeps is one made under them."""
+def _execute_prepared(sql: str, params: list) -> list[tuple]:
+    """A statement that walks no index (its scope is scanned exactly), as the connection's
+    prepared statement with a generic plan: ``plan_cache_mode`` set with ``set_config(...,
+    true)`` and the statement sent in one psycopg pipeline, so they run in one round trip
+    and one implicit transaction (the setting ends with it). Inside an outer transaction
+    the setting is restored after the statement."""
     connection = read_connection()
     connection.ensure_connection()
     raw = connection.connection
@@ -433,7 +429,6 @@ def _execute_prepared(
         # statements are server-bound (Django's own cursors bind client-side), so they
         # are the only ones this enables.
         raw.prepare_threshold = PREPARE_THRESHOLD
-    chosen = {"plan_cache_mode": PLAN_CACHE_MODE, **(settings or {})}
     restore = connection.in_atomic_block
     setup, cursor, reset = (_PreparedCursor(raw) for _ in range(3))
     setup.logged = cursor.logged = reset.logged = connection.queries_logged
@@ -443,16 +438,12 @@ def _execute_prepared(
         connection._prepare_cursor(reset) as reset,
     ):
         with raw.pipeline():
-            setup.execute(
-                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in chosen),
-                [value for item in chosen.items() for value in item],
-            )
+            setup.execute("SELECT set_config('plan_cache_mode', %s, true)", [PLAN_CACHE_MODE])
             cursor.execute(sql, params)
             if restore:
                 reset.execute(
                     "SELECT set_config(name, reset_val, true) FROM pg_settings "
-                    "WHERE name = ANY(%s)",
-                    [list(chosen)],
+                    "WHERE name = 'plan_cache_mode'"
                 )
         return cursor.fetchall()
 
