@@ -78,6 +78,14 @@ COMMANDS = {
     "kernel/search_ab_locomo.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base 3500307 --base a123a8c",
     "kernel/search_ab_org.json": "bench/search_ab.py --org 2000 --queries 200 --base 7125c10",
+    "kernel/sparse_overlap_ab_10k_base_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --out bench/results/kernel/sparse_overlap_ab_10k_base_first.json",
+    "kernel/sparse_overlap_ab_10k_tree_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --tree-first "
+    "--out bench/results/kernel/sparse_overlap_ab_10k_tree_first.json",
+    "kernel/prepared_walk_ab_10k_base_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --out bench/results/kernel/prepared_walk_ab_10k_base_first.json",
+    "profile_search_10k.json": "bench/profile_search_10k.py --queries 100",
     "chunks_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 --base 58c0cf7 "
     "--out bench/results/chunks_search_ab_10k.json",
 }
