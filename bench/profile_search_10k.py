@@ -186,15 +186,14 @@ def main() -> None:
         # EXPLAIN the last query's statements, under the settings they ran with.
         sql, params, settings = sent[-1]
         plans = {}
-        with connection.cursor() as cursor:
-            with django.db.transaction.atomic():
-                for name, value in settings.items():
-                    cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
-                for _ in range(3):  # warm
-                    cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) " + sql, params)
-                    plan = [row[0] for row in cursor.fetchall()]
-                plans["search_statement"] = plan
-                plans["settings"] = settings
+        with connection.cursor() as cursor, django.db.transaction.atomic():
+            for name, value in settings.items():
+                cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+            for _ in range(3):  # warm
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT TEXT) " + sql, params)
+                plan = [row[0] for row in cursor.fetchall()]
+            plans["search_statement"] = plan
+            plans["settings"] = settings
         out["explain"] = plans
     legs_module._execute_walk, legs_module._execute_prepared = walk, prepared
     out |= {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
