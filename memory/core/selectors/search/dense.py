@@ -58,7 +58,7 @@ from memory.core.vector_indexes import dense_condition, dense_distance
 #: Up to this many rows in the whole table, the dense leg scans the scope exactly; above it
 #: the HNSW walk answers first (measured:
 #: docs/benchmarks/latency.md#10k-memories-for-one-agent-by-stage).
-EXACT_SCAN_MAX_ROWS = 10_000
+EXACT_SCAN_MAX_ROWS = 5_000
 #: Above ``EXACT_SCAN_MAX_ROWS``, a part the planner estimates at this share of the table or
 #: more (or at more than ``PART_EXACT_MAX_ROWS`` rows) is walked with HNSW first; a smaller
 #: part is scanned exactly (a walk would mostly return other agents' rows).
