@@ -197,6 +197,7 @@ def main() -> None:
         out["explain"] = plans
     legs_module._execute_walk, legs_module._execute_prepared = walk, prepared
     out |= {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    out["command"] = "bench/profile_search_10k.py " + " ".join(sys.argv[1:])
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2) + "\n")

@@ -85,6 +85,9 @@ COMMANDS = {
     "--out bench/results/kernel/sparse_overlap_ab_10k_tree_first.json",
     "kernel/prepared_walk_ab_10k_base_first.json": "bench/search_ab.py --scale 10000 "
     "--queries 100 --base 6ab14e9 --out bench/results/kernel/prepared_walk_ab_10k_base_first.json",
+    "kernel/exact_10k_ab_base_first.json": "bench/search_ab.py --scale 10000 --queries 100 "
+    "--base 6ab14e9 --out bench/results/kernel/exact_10k_ab_base_first.json "
+    "(working tree: EXACT_SCAN_MAX_ROWS 10_000, commit 45cfa34)",
     "profile_search_10k.json": "bench/profile_search_10k.py --queries 100",
     "chunks_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 --base 58c0cf7 "
     "--out bench/results/chunks_search_ab_10k.json",

@@ -399,6 +399,7 @@ def main() -> None:
                 result = run_scale(variants, args.scale, args.queries, args.time_anchored)
                 kind = f"scale_{args.scale}"
     result |= {"variants": list(variants), "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    result["command"] = "bench/search_ab.py " + " ".join(sys.argv[1:])
     out = Path(args.out) if args.out else ROOT / "bench/results/kernel" / f"search_ab_{kind}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
