@@ -350,7 +350,9 @@ def _run_statement(
             part_rows=counts.parts, paths=paths,
         )  # fmt: skip
     clock = time.perf_counter()
-    rows = _execute_walk(sql, params, settings) if settings else _execute_prepared(sql, params)
+    rows = _execute_prepared(
+        sql, params, settings, plan_cache_mode=CUSTOM_PLAN if settings else PLAN_CACHE_MODE
+    )
     legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
     for kind, mid, score, sim, created_at, is_shared, speaker_tags in rows:
@@ -375,6 +377,9 @@ def _run_statement(
 #: docs/benchmarks/http.md#where-each-millisecond-goes-issue-35). One that walks no HNSW
 #: index runs as a server-side prepared statement of the connection, with a generic plan.
 PLAN_CACHE_MODE = "force_generic_plan"
+#: A statement that walks an HNSW index is prepared too (its text parsed once per
+#: connection) but planned for its own values each time.
+CUSTOM_PLAN = "force_custom_plan"
 
 
 class _PreparedCursor(psycopg.Cursor):
@@ -415,12 +420,19 @@ def _execute_walk(sql: str, params: list, settings: dict[str, str]) -> list[tupl
         return cursor.fetchall()
 
 
-def _execute_prepared(sql: str, params: list) -> list[tuple]:
-    """A statement that walks no index (its scope is scanned exactly), as the connection's
-    prepared statement with a generic plan: ``plan_cache_mode`` set with ``set_config(...,
-    true)`` and the statement sent in one psycopg pipeline, so they run in one round trip
-    and one implicit transaction (the setting ends with it). Inside an outer transaction
-    the setting is restored after the statement."""
+def _execute_prepared(
+    sql: str,
+    params: list,
+    settings: dict[str, str] | None = None,
+    plan_cache_mode: str = "force_generic_plan",
+) -> list[tuple]:
+    """The search statement as the connection's prepared statement with a generic plan:
+    ``plan_cache_mode`` and a walk's ``settings`` (:func:`~.dense.hnsw_settings`) set with
+    ``set_config(..., true)`` and the statement sent in one psycopg pipeline, so they run in
+    one round trip and one implicit transaction (the settings end with it). Inside an outer
+    transaction the settings are restored after the statement. The planner's settings
+    (``enable_sort``) are the same for every execution of a walking statement's text, so
+    the plan it keeps is one made under them."""
     connection = read_connection()
     connection.ensure_connection()
     raw = connection.connection
@@ -429,6 +441,7 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
         # statements are server-bound (Django's own cursors bind client-side), so they
         # are the only ones this enables.
         raw.prepare_threshold = PREPARE_THRESHOLD
+    chosen = {"plan_cache_mode": plan_cache_mode, **(settings or {})}
     restore = connection.in_atomic_block
     setup, cursor, reset = (_PreparedCursor(raw) for _ in range(3))
     setup.logged = cursor.logged = reset.logged = connection.queries_logged
@@ -438,12 +451,16 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
         connection._prepare_cursor(reset) as reset,
     ):
         with raw.pipeline():
-            setup.execute("SELECT set_config('plan_cache_mode', %s, true)", [PLAN_CACHE_MODE])
+            setup.execute(
+                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in chosen),
+                [value for item in chosen.items() for value in item],
+            )
             cursor.execute(sql, params)
             if restore:
                 reset.execute(
                     "SELECT set_config(name, reset_val, true) FROM pg_settings "
-                    "WHERE name = 'plan_cache_mode'"
+                    "WHERE name = ANY(%s)",
+                    [list(chosen)],
                 )
         return cursor.fetchall()
 
