@@ -106,18 +106,15 @@ def main() -> None:
 
     # What the pipeline sends: the search statement and its settings (recorded, then run
     # as the pipeline runs them).
-    sent: list[tuple[str, list, dict]] = []
-    walk, prepared = legs_module._execute_walk, legs_module._execute_prepared
+    sent: list[tuple[str, list, dict, str]] = []
+    prepared = legs_module._execute_prepared
 
-    def recording_walk(sql, params, settings):
-        sent.append((sql, params, dict(settings)))
-        return walk(sql, params, settings)
+    def recording_prepared(sql, params, settings=None, plan_cache_mode=None):
+        mode = plan_cache_mode or legs_module.PLAN_CACHE_MODE
+        sent.append((sql, params, dict(settings or {}), mode))
+        return prepared(sql, params, settings, plan_cache_mode=mode)
 
-    def recording_prepared(sql, params):
-        sent.append((sql, params, {"plan_cache_mode": legs_module.PLAN_CACHE_MODE}))
-        return prepared(sql, params)
-
-    legs_module._execute_walk, legs_module._execute_prepared = recording_walk, recording_prepared
+    legs_module._execute_prepared = recording_prepared
 
     out: dict = {"size": args.size, "queries": args.queries}
     with scratch_database("profile10k"):
@@ -175,16 +172,13 @@ def main() -> None:
         # The recorded search statements again, alone (no embedding running): the
         # statement's own round trip, against its time inside the searches.
         replay = []
-        for sql, params, settings in sent[-args.queries :]:
+        for sql, params, settings, mode in sent[-args.queries :]:
             t0 = time.perf_counter()
-            if "plan_cache_mode" in settings:
-                prepared(sql, params)
-            else:
-                walk(sql, params, settings)
+            prepared(sql, params, settings, plan_cache_mode=mode)
             replay.append((time.perf_counter() - t0) * 1000)
         out["statement_alone_ms"] = _spread(replay)
         # EXPLAIN the last query's statements, under the settings they ran with.
-        sql, params, settings = sent[-1]
+        sql, params, settings, mode = sent[-1]
         plans = {}
         with connection.cursor() as cursor, django.db.transaction.atomic():
             for name, value in settings.items():
@@ -194,8 +188,9 @@ def main() -> None:
                 plan = [row[0] for row in cursor.fetchall()]
             plans["search_statement"] = plan
             plans["settings"] = settings
+            plans["plan_cache_mode"] = mode
         out["explain"] = plans
-    legs_module._execute_walk, legs_module._execute_prepared = walk, prepared
+    legs_module._execute_prepared = prepared
     out |= {"load_average": os.getloadavg(), "cpus": os.cpu_count()}
     out["command"] = "bench/profile_search_10k.py " + " ".join(sys.argv[1:])
     path = Path(args.out)
