@@ -476,6 +476,7 @@ def t_scale_search(_arg) -> str:
     rows = []
     for n in [
         "scale_search_10k_stages.json",
+        "scale_search_10k_issue35.json",
         "scale_search_100k_10agents.json",
         "scale_search.json",
     ]:
