@@ -78,6 +78,17 @@ COMMANDS = {
     "kernel/search_ab_locomo.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base 3500307 --base a123a8c",
     "kernel/search_ab_org.json": "bench/search_ab.py --org 2000 --queries 200 --base 7125c10",
+    "kernel/sparse_overlap_ab_10k_base_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --out bench/results/kernel/sparse_overlap_ab_10k_base_first.json",
+    "kernel/sparse_overlap_ab_10k_tree_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --tree-first "
+    "--out bench/results/kernel/sparse_overlap_ab_10k_tree_first.json",
+    "kernel/prepared_walk_ab_10k_base_first.json": "bench/search_ab.py --scale 10000 "
+    "--queries 100 --base 6ab14e9 --out bench/results/kernel/prepared_walk_ab_10k_base_first.json",
+    "kernel/exact_10k_ab_base_first.json": "bench/search_ab.py --scale 10000 --queries 100 "
+    "--base 6ab14e9 --out bench/results/kernel/exact_10k_ab_base_first.json "
+    "(working tree: EXACT_SCAN_MAX_ROWS 10_000, commit 45cfa34)",
+    "profile_search_10k.json": "bench/profile_search_10k.py --queries 100",
     "chunks_search_ab_10k.json": "bench/search_ab.py --scale 10000 --queries 200 --base 58c0cf7 "
     "--out bench/results/chunks_search_ab_10k.json",
 }
@@ -465,6 +476,7 @@ def t_scale_search(_arg) -> str:
     rows = []
     for n in [
         "scale_search_10k_stages.json",
+        "scale_search_10k_issue35.json",
         "scale_search_100k_10agents.json",
         "scale_search.json",
     ]:
@@ -496,6 +508,108 @@ def t_stages_10k(_arg) -> str:
         + f"\n\nLoad average {fmt(d['load_average'])}. "
         + source("scale_search_10k_stages.json")
     )
+
+
+def _explain_times(lines: list[str]) -> dict[str, float]:
+    """Planning, execution and the end time of the walk and BM25-match CTEs of a plan."""
+    out: dict[str, float] = {}
+    for i, line in enumerate(lines):
+        text = line.strip()
+        for key in ("Planning Time", "Execution Time"):
+            if text.startswith(key):
+                out[key] = float(text.split(":")[1].split()[0])
+        for cte in ("walk_0", "matched"):
+            if text == f"CTE {cte}" and i + 1 < len(lines):
+                found = re.search(r"actual time=[0-9.]+\.\.([0-9.]+)", lines[i + 1])
+                if found:
+                    out[cte] = float(found.group(1))
+    return out
+
+
+def t_profile_10k(arg) -> str:
+    """``{{ profile_10k:<results file> }}``: bench/profile_search_10k.py's findings."""
+    name = arg or "profile_search_10k.json"
+    use(name)
+    d = load(name)
+    st = d["stage_ms"]
+    plan = _explain_times(d["explain"]["search_statement"])
+    rows = [
+        ["query embedding alone (the benchmark's divisor)", pq(d["query_embedding_ms"])],
+        ["**search** (the benchmark's timer: `memory_search`, its embedding included)",
+         pq(d["search_ms"])],
+        ["search / embedding (p50, p95)", f"{fmt(d['ratio_p50'])}, {fmt(d['ratio_p95'])}"],
+        ["— planning round trip (`plan_ms`: lexemes, scope counts; beside the embedding)",
+         pq(st["plan_ms"])],
+        ["— the query embedding inside the search (`embed_ms`, worker thread)",
+         pq(st["embed_ms"])],
+        ["— wait for it after the planning round trip (`embed_wait_ms`)",
+         pq(st["embed_wait_ms"])],
+        ["— **the search statement** (`statement_ms`: HNSW walk + BM25 + candidates' "
+         "similarity, one round trip)", pq(st["statement_ms"])],
+        ["— hydration (`hydrate_ms`: the hits' rows as models)", pq(st["hydrate_ms"])],
+        ["— fusion (`fuse_ms`)", pq(st["fuse_ms"])],
+        ["— outside the stages (config read, scope, result objects)",
+         pq(d["outside_stages_ms"])],
+    ]  # fmt: skip
+    if "statement_alone_ms" in d:
+        rows.append(["the same statements replayed alone afterwards", pq(d["statement_alone_ms"])])
+    rows += [
+        ["EXPLAIN ANALYZE of one search statement: planning", fmt(plan.get("Planning Time"))],
+        ["… execution", fmt(plan.get("Execution Time"))],
+        ["… of which the HNSW walk (`walk_0`, `ef_search` "
+         f"{d['explain']['settings'].get('hnsw.ef_search', '—')})", fmt(plan.get("walk_0"))],
+        ["… of which BM25's posting-list read (`matched`)", fmt(plan.get("matched"))],
+    ]  # fmt: skip
+    top = table(["where", "p50 / p95 ms (EXPLAIN: ms)"], rows)
+    calls = table(
+        ["function (cProfile, cumulative)", "calls per search", "ms per search"],
+        [
+            [f"`{r['function']}`", r["calls_per_search"], r["cumulative_ms_per_search"]]
+            for r in d["cprofile_top_cumulative"][:12]
+        ],
+    )
+    return (
+        top
+        + "\n\n"
+        + calls
+        + f"\n\n{d['size']:,} memories of one agent, {d['queries']} queries, load average "
+        f"{fmt(d['load_average'])}. " + source(name)
+    )
+
+
+def t_overlap_ab(arg) -> str:
+    """``{{ overlap_ab:<file>,<file>… }}``: search_ab --scale runs with the embedding ratio."""
+    names = arg.split(",")
+    rows = []
+    for name in names:
+        use(name)
+        d = load(name)
+        for variant, w in d["wall_ms"].items():
+            rows.append(
+                [
+                    f"`{name.rsplit('/', 1)[-1]}`",
+                    f"`{variant}`",
+                    pq(w),
+                    fmt(d["query_embedding_ms"]["p95"]),
+                    f"**{fmt(d['search_p95_over_embedding_p95'][variant])}**",
+                    fmt(d["dense_recall_at_10_vs_exact"][variant]),
+                    d["server_cpu_ms_mean"].get(variant),
+                    d["searches_with_different_top10"],
+                    fmt(d["load_average"]),
+                ]
+            )
+    head = [
+        "run",
+        "variant",
+        "search p50 / p95 ms",
+        "embedding p95 ms",
+        "search p95 / embedding p95",
+        "dense recall@10",
+        "server CPU ms (mean)",
+        "top 10 differ",
+        "load average",
+    ]
+    return table(head, rows) + "\n\n" + source(*names)
 
 
 def t_iterative(_arg) -> str:
@@ -1620,6 +1734,8 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "embedder_candidates": t_embedder_candidates,
     "scale_search": t_scale_search,
     "stages_10k": t_stages_10k,
+    "profile_10k": t_profile_10k,
+    "overlap_ab": t_overlap_ab,
     "iterative": t_iterative,
     "storage_ab": t_storage_ab,
     "kernel_ab": t_kernel_ab,

@@ -198,7 +198,16 @@ TIME_ANCHORED = [
 
 
 def run_scale(searches: dict, size: int, queries: int, time_anchored: bool = False) -> dict:
-    from bench.scale_search import CLUSTERS, DIMS, SEED, WORDS, _Fixed, _load, _noisy
+    from bench.scale_search import (
+        CLUSTERS,
+        DIMS,
+        SEED,
+        WORDS,
+        _exact_top,
+        _Fixed,
+        _load,
+        _noisy,
+    )
     from memory.core.retrieval.query import MemoryQuery
     from persistence.services.agents import agent_create
     from persistence.services.companies import company_create
@@ -236,9 +245,15 @@ def run_scale(searches: dict, size: int, queries: int, time_anchored: bool = Fal
     recorder = _Recorder(list(searches))
     _load(company, [agent], size, centres, vocab, rng)
     backend = _Backend()
+    embed_ms: list[float] = []
+    found = {v: 0 for v in searches}
     for q in range(queries):
         text = questions[q % len(questions)] + " " + vocab[int(rng.integers(0, 200))]
         embedder = Embedding(_noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0])
+        # The query embedding alone, as bench/scale_search.py times it (the ratio's divisor).
+        started = time.perf_counter()
+        real.embed_one(text)
+        embed_ms.append((time.perf_counter() - started) * 1000)
         recorder.asked += 1
         tops = {}
         for variant in recorder.order():
@@ -254,9 +269,32 @@ def run_scale(searches: dict, size: int, queries: int, time_anchored: bool = Fal
             )
             tops[variant] = [hit.memory.pk for hit in result.hits]
         recorder.differing += len({tuple(t) for t in tops.values()}) > 1
+        # Dense recall@10 against an exact scan (the dense leg alone, untimed).
+        exact = set(_exact_top(agent, embedder.vector, 10))
+        for variant, search in searches.items():
+            dense = search(
+                agent=agent, query=MemoryQuery(text=text, limit=10),
+                embedder=_Fixed(embedder.vector), include_shared=False, legs=("dense",),
+            )  # fmt: skip
+            found[variant] += len(exact & {hit.memory.pk for hit in dense.hits})
         if (q + 1) % 50 == 0:
             log(f"  {q + 1}/{queries} queries")
-    return recorder.summary() | {"memories": size, "agents": 1}
+    summary = recorder.summary()
+    embed_p95 = percentile(embed_ms, 95)
+    return summary | {
+        "memories": size,
+        "agents": 1,
+        "query_embedding_ms": {
+            "p50": round(percentile(embed_ms, 50), 2),
+            "p95": round(embed_p95, 2),
+        },
+        "search_p95_over_embedding_p95": {
+            v: round(summary["wall_ms"][v]["p95"] / embed_p95, 2) for v in searches
+        },
+        "dense_recall_at_10_vs_exact": {
+            v: round(n / (10 * max(1, queries)), 4) for v, n in found.items()
+        },
+    }
 
 
 class _Rollback(Exception):
@@ -323,6 +361,11 @@ def main() -> None:
     mode.add_argument("--org", type=int, help="org facts per round (BM25, then hybrid)")
     parser.add_argument("--base", action="append", required=True, help="commit to compare")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--tree-first",
+        action="store_true",
+        help="the working tree is the first variant (each query still alternates the order)",
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument(
         "--time-anchored",
@@ -347,6 +390,8 @@ def main() -> None:
             from memory.core.selectors.search import memory_search
 
             variants["working-tree"] = memory_search
+            if args.tree_first:
+                variants = {"working-tree": memory_search} | variants
             if args.data:
                 result = run_locomo(variants, args.data)
                 kind = "locomo"
@@ -354,6 +399,7 @@ def main() -> None:
                 result = run_scale(variants, args.scale, args.queries, args.time_anchored)
                 kind = f"scale_{args.scale}"
     result |= {"variants": list(variants), "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    result["command"] = "bench/search_ab.py " + " ".join(sys.argv[1:])
     out = Path(args.out) if args.out else ROOT / "bench/results/kernel" / f"search_ab_{kind}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")

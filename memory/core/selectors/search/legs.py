@@ -6,9 +6,10 @@ planning one: the query's lexemes, the row counts that choose each scope part's 
 embedder. Then the search statement itself, which holds the dense CTEs (:mod:`.dense`), the
 sparse CTEs (:mod:`.sparse`) and, for every candidate either leg found, its cosine
 similarity to the query (for rows of the query's embedder) and, for linear fusion, its
-``created_at`` and ``is_shared`` (what the linear ranking needs). Settings an HNSW walk
-needs go in the same query string as transaction-local settings, so they cost no round trip
-and end with the statement's implicit transaction.
+``created_at`` and ``is_shared`` (what the linear ranking needs). The statement is the
+connection's prepared statement; its settings (the plan cache mode, and what an HNSW walk
+needs) go in the same psycopg pipeline as transaction-local settings, so they cost no round
+trip and end with the statement's implicit transaction.
 """
 
 from __future__ import annotations
@@ -350,7 +351,9 @@ def _run_statement(
             part_rows=counts.parts, paths=paths,
         )  # fmt: skip
     clock = time.perf_counter()
-    rows = _execute_walk(sql, params, settings) if settings else _execute_prepared(sql, params)
+    rows = _execute_prepared(
+        sql, params, settings, plan_cache_mode=CUSTOM_PLAN if settings else PLAN_CACHE_MODE
+    )
     legs.timings["statement_ms"] = (time.perf_counter() - clock) * 1000
     walked: dict[int, float] = {}
     for kind, mid, score, sim, created_at, is_shared, speaker_tags in rows:
@@ -375,6 +378,11 @@ def _run_statement(
 #: docs/benchmarks/http.md#where-each-millisecond-goes-issue-35). One that walks no HNSW
 #: index runs as a server-side prepared statement of the connection, with a generic plan.
 PLAN_CACHE_MODE = "force_generic_plan"
+#: One that walks an HNSW index is prepared too (parsed and analysed once per connection)
+#: but planned for its own values every time: with a generic plan it ran slower than the
+#: planning it saved, prepared with a custom plan it was faster than sent as a client-bound
+#: script (measured: docs/benchmarks/latency.md#levers-abd-at-10k-issue-35).
+CUSTOM_PLAN = "force_custom_plan"
 
 
 class _PreparedCursor(psycopg.Cursor):
@@ -394,33 +402,18 @@ class _PreparedCursor(psycopg.Cursor):
         return result
 
 
-def _execute_walk(sql: str, params: list, settings: dict[str, str]) -> list[tuple]:
-    """A statement that walks an HNSW index: one round trip. Django's psycopg cursor binds
-    parameters client-side and sends the script as one simple query, which runs as one
-    implicit transaction, so settings made with set_config(..., true) hold for the search
-    statement and end with it. It is planned for its own values (not prepared: with a
-    generic plan the 10k-row dense recall fell and the walk was no faster; measured:
-    docs/benchmarks/http.md#the-prepared-search-statement-ab-in-one-run)."""
-    script = ["SELECT " + ", ".join("set_config(%s, %s, true)" for _ in settings), sql]
-    script_params = [value for item in settings.items() for value in item] + params
-    if read_connection().in_atomic_block:
-        # Inside an outer transaction the settings would outlive the statement: restore them.
-        script.append(
-            "SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name = ANY(%s)"
-        )
-        script_params.append(list(settings))
-    with read_connection().cursor() as cursor:
-        cursor.execute(";\n".join(script), script_params)
-        cursor.nextset()
-        return cursor.fetchall()
-
-
-def _execute_prepared(sql: str, params: list) -> list[tuple]:
-    """A statement that walks no index (its scope is scanned exactly), as the connection's
-    prepared statement with a generic plan: ``plan_cache_mode`` set with ``set_config(...,
-    true)`` and the statement sent in one psycopg pipeline, so they run in one round trip
-    and one implicit transaction (the setting ends with it). Inside an outer transaction
-    the setting is restored after the statement."""
+def _execute_prepared(
+    sql: str,
+    params: list,
+    settings: dict[str, str] | None = None,
+    plan_cache_mode: str = PLAN_CACHE_MODE,
+) -> list[tuple]:
+    """The search statement as the connection's prepared statement: ``plan_cache_mode``
+    (:data:`PLAN_CACHE_MODE`, :data:`CUSTOM_PLAN`) and a walk's ``settings``
+    (:func:`~.dense.hnsw_settings`) set with ``set_config(..., true)`` and the statement
+    sent in one psycopg pipeline, so they run in one round trip and one implicit
+    transaction (the settings end with it). Inside an outer transaction the settings are
+    restored after the statement."""
     connection = read_connection()
     connection.ensure_connection()
     raw = connection.connection
@@ -429,6 +422,7 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
         # statements are server-bound (Django's own cursors bind client-side), so they
         # are the only ones this enables.
         raw.prepare_threshold = PREPARE_THRESHOLD
+    chosen = {"plan_cache_mode": plan_cache_mode, **(settings or {})}
     restore = connection.in_atomic_block
     setup, cursor, reset = (_PreparedCursor(raw) for _ in range(3))
     setup.logged = cursor.logged = reset.logged = connection.queries_logged
@@ -438,12 +432,16 @@ def _execute_prepared(sql: str, params: list) -> list[tuple]:
         connection._prepare_cursor(reset) as reset,
     ):
         with raw.pipeline():
-            setup.execute("SELECT set_config('plan_cache_mode', %s, true)", [PLAN_CACHE_MODE])
+            setup.execute(
+                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in chosen),
+                [value for item in chosen.items() for value in item],
+            )
             cursor.execute(sql, params)
             if restore:
                 reset.execute(
                     "SELECT set_config(name, reset_val, true) FROM pg_settings "
-                    "WHERE name = 'plan_cache_mode'"
+                    "WHERE name = ANY(%s)",
+                    [list(chosen)],
                 )
         return cursor.fetchall()
 

@@ -174,30 +174,37 @@ def test_the_search_statement_carries_the_width_of_the_parts_share(
             now=NOW, include_shared=False, legs=("dense",),
         )  # fmt: skip
     assert result.dense_paths == ["hnsw+exact"]  # 6 rows < the leg depth of 50
-    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
-    assert script.startswith("SELECT set_config(%s, %s, true), ")
-    n_settings = script.split(";\n", 1)[0].count("%s") // 2
-    sent = dict(zip(params[: 2 * n_settings : 2], params[1 : 2 * n_settings : 2], strict=True))
-    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400
-    assert sent == walk(400)
+    sent, _statement, _params = walk_statement(captured, "walk_0")
+    # the agent's 6 rows of the table's 8: share 0.75, first walk 6 × 50 / 0.75 = 400; the
+    # walking statement is prepared and planned for its own values
+    assert sent == {"plan_cache_mode": "force_custom_plan", **walk(400)}
 
 
-def explain_search_script(script: str, params) -> str:
-    """EXPLAIN of a captured search script's statement, under its own walk settings."""
+def walk_statement(captured, marker: str) -> tuple[dict, str, list]:
+    """The settings a captured walking search statement ran under (the statement before it
+    in the same pipeline), the statement and its parameters."""
+    index = next(i for i, (sql, _) in enumerate(captured) if marker in sql)
+    settings_sql, settings_params = captured[index - 1]
+    assert settings_sql.startswith("SELECT set_config(%s, %s, true), ")
+    sent = dict(zip(settings_params[::2], settings_params[1::2], strict=True))
+    return sent, *captured[index]
+
+
+def explain_search_statement(settings: dict, statement: str, params) -> str:
+    """EXPLAIN of a captured search statement, under its own walk settings."""
     from django.db import connection, transaction
 
-    settings_sql, statement = script.split(";\n", 1)
-    n_settings = settings_sql.count("%s")
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(settings_sql, params[:n_settings])
+        for name, value in settings.items():
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + statement, params[n_settings:])
+        cursor.execute("EXPLAIN " + statement, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
 def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_agent, monkeypatch):
-    """The statement the search sends (settings script and all) walks the query embedder's
-    own HNSW index (memory.core.vector_indexes), not a scan."""
+    """The statement the search sends (under the settings sent with it) walks the query
+    embedder's own HNSW index (memory.core.vector_indexes), not a scan."""
     from django.db import connection
 
     from memory.core.vector_indexes import index_name
@@ -217,8 +224,7 @@ def test_the_walk_in_the_search_statement_uses_the_embedders_partial_index(rrf_a
         result = search(rrf_agent, embedder, "when do we deploy?")
     # 3 rows < the leg depth; the empty shared part is no share any walk covers: exact
     assert result.dense_paths == ["hnsw+exact", "exact"]
-    script, params = next((sql, p) for sql, p in captured if "walk_0" in sql)
-    plan = explain_search_script(script, params)
+    plan = explain_search_statement(*walk_statement(captured, "walk_0"))
     private_index = index_name(embedder.embedder_id, embedder.dims, shared=False)
     assert f"Index Scan using {private_index}" in plan
 
@@ -253,7 +259,76 @@ def test_the_companys_shared_rows_walk_the_shared_rows_index(rrf_agent):
     # shared rows' index (1 of 2): walked, then scanned since 1 row < the leg depth
     assert result.dense_paths == ["exact", "hnsw+exact"]
     assert [(h.memory.agent_id, h.is_shared) for h in result.hits] == [(rrf_agent.pk, True)]
-    script, params = next((sql, p) for sql, p in captured if "walk_1" in sql)
-    plan = explain_search_script(script, params)
+    plan = explain_search_statement(*walk_statement(captured, "walk_1"))
     shared_index = index_name(embedder.embedder_id, embedder.dims, shared=True)
     assert f"Index Scan using {shared_index}" in plan
+
+
+WALK_SETTINGS = ("plan_cache_mode", "enable_sort", "hnsw.ef_search", "hnsw.iterative_scan")
+
+
+def _walk_settings_now():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT '[1,2]'::vector")  # loads pgvector: hnsw.* are defined from then
+        cursor.execute(
+            "SELECT " + ", ".join(f"current_setting('{name}', true)" for name in WALK_SETTINGS)
+        )
+        return dict(zip(WALK_SETTINGS, cursor.fetchone(), strict=True))
+
+
+def _walking(agent, embedder, monkeypatch):
+    store(agent, embedder, *(f"deploy {i}" for i in range(6)))
+    for name, value in {"EXACT_SCAN_MAX_ROWS": 0, "HNSW_MIN_SHARE": 0.0}.items():
+        monkeypatch.setattr(dense_module, name, value)
+
+
+def test_a_walking_statement_is_prepared_and_planned_for_its_own_values(
+    rrf_agent, keyword_embedder, monkeypatch
+):
+    """The connection keeps the walking statement prepared (parsed once) and PostgreSQL
+    plans it for each search's values (custom plans, never a generic one)."""
+    from django.db import connection
+
+    _walking(rrf_agent, keyword_embedder, monkeypatch)
+    for text in ("deploy", "deploy friday", "lunch"):
+        result = memory_search(
+            agent=rrf_agent, query=MemoryQuery(text=text), embedder=keyword_embedder, now=NOW,
+            include_shared=False,
+        )  # fmt: skip
+        assert result.dense_paths == ["hnsw+exact"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["%walk_0%"],
+        )
+        assert cursor.fetchall() == [(0, 3)]
+
+
+def test_walk_settings_end_with_the_statement_inside_an_outer_transaction(
+    rrf_agent, keyword_embedder, monkeypatch
+):
+    """A test runs inside a transaction: the settings are restored after the statement."""
+    _walking(rrf_agent, keyword_embedder, monkeypatch)
+    before = _walk_settings_now()
+    result = search(rrf_agent, keyword_embedder, "deploy")
+    assert "hnsw+exact" in result.dense_paths
+    assert _walk_settings_now() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_walk_settings_end_with_the_statement_in_autocommit(keyword_embedder, monkeypatch):
+    """Outside a transaction (as a request's search runs) the pipeline's settings end with
+    its implicit transaction: nothing is left on the connection."""
+    from tests.memory.core.selectors.search.helpers import RRF
+    from tests.persistence.factories import AgentFactory, CompanyFactory
+
+    agent = AgentFactory(company=CompanyFactory(config=RRF))
+    _walking(agent, keyword_embedder, monkeypatch)
+    before = _walk_settings_now()
+    result = search(agent, keyword_embedder, "deploy")
+    assert "hnsw+exact" in result.dense_paths
+    assert result.hits
+    assert _walk_settings_now() == before
