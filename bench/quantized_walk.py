@@ -139,9 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument(
-        "--out", default=str(ROOT / "bench/results/kernel/quantized_walk_10k.json")
-    )
+    parser.add_argument("--out", default=str(ROOT / "bench/results/kernel/quantized_walk_10k.json"))
     args = parser.parse_args()
 
     from django.db import connection, transaction
@@ -158,6 +156,7 @@ def main() -> None:
     centres /= np.linalg.norm(centres, axis=1, keepdims=True)
     vocab = [f"w{i}" for i in range(WORDS)]
     out: dict = {
+        "command": "bench/quantized_walk.py " + " ".join(sys.argv[1:]),
         "size": args.size,
         "queries": args.queries,
         "depth": DEPTH,
@@ -195,7 +194,9 @@ def main() -> None:
             f"m.agent_id = %s AND NOT m.is_shared AND "
             f"{dense_condition(BENCH_EMBEDDER_ID, DIMS, escape=True)}"
         )
-        statements = {kind: _statement(kind, where, DIMS) for kind in ("vector", "halfvec", "binary")}
+        statements = {
+            kind: _statement(kind, where, DIMS) for kind in ("vector", "halfvec", "binary")
+        }
         exact_sql = (
             "SELECT m.id FROM memory_memory m WHERE m.agent_id = %s AND NOT m.is_shared "
             "AND m.embedder_id = %s ORDER BY (m.embedding <=> %s::vector) + 0, m.id LIMIT %s"
@@ -207,7 +208,10 @@ def main() -> None:
         hits: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
         found: dict[str, int] = {name: 0 for name, _, _ in VARIANTS}
         index_used: dict[str, str] = {}
-        queries = [_noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0] for _ in range(args.queries + 5)]
+        queries = [
+            _noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0]
+            for _ in range(args.queries + 5)
+        ]
         log(f"{len(VARIANTS)} variants x {args.queries} queries (+5 warm-up)")
         for q_index, vector in enumerate(queries):
             literal = vector_literal(vector)

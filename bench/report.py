@@ -50,6 +50,9 @@ COMMANDS = {
     "--out bench/results/scale_search.json",
     "scale_search_100k_10agents.json": "bench/retrieval.py --scale 100000 --agents 10 "
     "--queries 200 --out bench/results/scale_search_100k_10agents.json",
+    "kernel/quantized_walk_10k.json": "bench/quantized_walk.py --queries 100",
+    "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
+    "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "iterative_scan.json": "bench/iterative_scan.py --memories 105000 --agents 5 --queries 100",
     "embedder_speed.json": "bench/embedder_speed.py --threads 1",
     "store_constant.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
@@ -608,6 +611,45 @@ def t_overlap_ab(arg) -> str:
         "server CPU ms (mean)",
         "top 10 differ",
         "load average",
+    ]
+    return table(head, rows) + "\n\n" + source(*names)
+
+
+def t_quantized_walk(arg) -> str:
+    """``{{ quantized_walk:<file>,<file>… }}``: bench/quantized_walk.py runs (the walk
+    statements alone, variants interleaved per query, ratios to today's walk)."""
+    names = arg.split(",")
+    rows = []
+    for name in names:
+        use(name)
+        d = load(name)
+        load_avg = f"{fmt(d['load_average_start'])} → {fmt(d['load_average_end'])}"
+        for v in d["variants"]:
+            rows.append(
+                [
+                    f"`{name.rsplit('/', 1)[-1]}`",
+                    v["variant"],
+                    f"**{fmt(v['recall_at_10_vs_exact'])}**",
+                    pq(v["statement_wall_ms"]),
+                    f"**{fmt(v['wall_p50_vs_today'])} / {fmt(v['wall_p95_vs_today'])}**",
+                    fmt(v["planning_ms"]["p50"]),
+                    fmt(v["execution_ms"]["p50"]),
+                    fmt((v["walk_ms"] or {}).get("p50")),
+                    fmt(v["shared_hit_blocks"]["p50"]),
+                    load_avg,
+                ]
+            )
+    head = [
+        "run",
+        "walk (candidates = ef_search)",
+        "recall@10 vs exact",
+        "statement p50 / p95 ms",
+        "p50 / p95 vs today's",
+        "planning p50 ms",
+        "execution p50 ms",
+        "walk p50 ms",
+        "buffer hits p50",
+        "load average (start → end)",
     ]
     return table(head, rows) + "\n\n" + source(*names)
 
@@ -1736,6 +1778,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "stages_10k": t_stages_10k,
     "profile_10k": t_profile_10k,
     "overlap_ab": t_overlap_ab,
+    "quantized_walk": t_quantized_walk,
     "iterative": t_iterative,
     "storage_ab": t_storage_ab,
     "kernel_ab": t_kernel_ab,
