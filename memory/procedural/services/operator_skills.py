@@ -86,8 +86,9 @@ class OperatorSkillInput(BaseModel):
         situation = Situation(
             task_type=self.task_type, error_category=self.error_category, tool=self.tool
         )
-        directives = (Directive("do", fields.action, OPERATOR),) + tuple(
-            Directive("avoid", text, OPERATOR) for text in self.avoid
+        directives = (
+            Directive("do", fields.action, OPERATOR),
+            *(Directive("avoid", text, OPERATOR) for text in self.avoid),
         )
         return Advice(situation, directives)
 
