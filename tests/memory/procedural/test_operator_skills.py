@@ -362,3 +362,14 @@ def test_the_admin_form_shows_the_services_field_errors_and_writes_nothing(compa
     errors = response.context["adminform"].form.errors
     assert sorted(errors) == ["name", "steps"]
     _assert_nothing_written()
+
+
+def test_an_agent_counts_an_application_of_an_operator_skill(company):
+    skill_id = _api(company).post(SKILLS, SKILL, format="json").json()["id"]
+    agent = make_agent_caller(company=company)
+
+    response = agent.client.post(f"{SKILLS}/{skill_id}/applied")
+
+    assert response.status_code == 200, response.json()
+    assert (response.json()["source"], response.json()["application_count"]) == ("operator", 1)
+    assert OrgSkill.objects.get().application_count == 1
