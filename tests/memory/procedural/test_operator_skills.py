@@ -176,7 +176,8 @@ def test_name_defaults_to_a_slug_of_the_summary_and_avoid_and_situation_are_opti
 
     assert response.status_code == 201, response.json()
     skill = OrgSkill.objects.get()
-    assert skill.name == "a-helm-upgrade-that-times-out-is-rolled-back-before-it-is-retrie"  # 64 characters
+    # the slug is cut at an Agent Skills name's 64 characters
+    assert skill.name == "a-helm-upgrade-that-times-out-is-rolled-back-before-it-is-retrie"
     assert skill.advice == {
         "situation": {"task_type": "", "error_category": "", "tool": "", "outcome": ""},
         "directives": [ADVICE["directives"][0]],
@@ -261,9 +262,7 @@ def test_a_write_rule_that_excludes_people_refuses_the_skill_and_audits_the_deni
         data={
             "org_memory": {
                 "write_access": {
-                    "rules": {
-                        "procedure": {"allowed_seniority": "senior", "human_allowed": False}
-                    }
+                    "rules": {"procedure": {"allowed_seniority": "senior", "human_allowed": False}}
                 }
             }
         },

@@ -214,8 +214,9 @@ class OrgSkillSerializer(Serializer):
 
 
 class OperatorSkillWriteSerializer(Serializer):
-    """The fields of ``POST /org-skills`` (schema only: the service validates them,
-    :class:`memory.procedural.services.operator_skills.OperatorSkillInput`)."""
+    """A person's org skill, stated as fields."""
+
+    # For the schema only: the service validates the body (operator_skills.OperatorSkillInput).
 
     name = serializers.CharField(
         required=False,

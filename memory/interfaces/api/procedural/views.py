@@ -215,7 +215,7 @@ class OrgSkillPagination(StableCursorPagination):
 @extend_schema(tags=["org skills"])
 class OrgSkillListView(generics.ListAPIView):
     """The company's approved org skills of every source, structured, with their counters;
-    a person publishes one (``source`` ``operator``) by posting its fields."""
+    a person publishes one (`source` `operator`) by posting its fields."""
 
     permission_classes = [IsPrincipal]
     serializer_class = s.OrgSkillSerializer
