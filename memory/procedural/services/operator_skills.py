@@ -23,10 +23,17 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from django.db import transaction
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from memory.procedural.advice import OPERATOR, Advice, Directive, Situation
-from memory.procedural.domain import skill_name
+from memory.procedural.domain import NUL_IN_TEXT, skill_name
 from memory.procedural.evolver.skill_text import HUMAN_CONFIDENCE, SkillFields
 from memory.procedural.models import OrgSkill
 from memory.procedural.skills import org_skill_store
@@ -70,6 +77,16 @@ class OperatorSkillInput(BaseModel):
     task_type: _Situation = ""
     error_category: _Situation = ""
     tool: _Situation = ""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        # The REST parser refuses NUL already; the service holds for every caller (JSONB
+        # cannot store one).
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str) and "\x00" in text for text in texts):
+            raise ValueError(NUL_IN_TEXT)
+        return value
 
     def skill(self) -> SkillFields:
         return SkillFields(

@@ -21,7 +21,7 @@ from orgmemory.services.facts import ACTION_WRITE_DENIED
 from persistence.models import AuditEntry
 from persistence.principal import Principal
 from persistence.services.companies import company_config_set
-from synthorg.errors import AccessDeniedError
+from synthorg.errors import AccessDeniedError, InvalidInputError
 from tests.conftest import make_agent_caller
 from tests.persistence.factories import CompanyFactory, MembershipFactory, UserFactory
 
@@ -372,3 +372,11 @@ def test_an_agent_counts_an_application_of_an_operator_skill(company):
     assert response.status_code == 200, response.json()
     assert (response.json()["source"], response.json()["application_count"]) == ("operator", 1)
     assert OrgSkill.objects.get().application_count == 1
+
+
+def test_the_service_refuses_a_nul_character_whichever_interface_calls_it(company):
+    actor = Principal.for_human(_member(company), company, "operator")
+    with pytest.raises(InvalidInputError) as exc:
+        operator_skill_publish(company=company, actor=actor, data={**SKILL, "tool": "helm\x00"})
+    assert (exc.value.code, [e["field"] for e in exc.value.errors]) == ("invalid_skill", ["tool"])
+    _assert_nothing_written()
