@@ -380,3 +380,18 @@ def test_the_service_refuses_a_nul_character_whichever_interface_calls_it(compan
         operator_skill_publish(company=company, actor=actor, data={**SKILL, "tool": "helm\x00"})
     assert (exc.value.code, [e["field"] for e in exc.value.errors]) == ("invalid_skill", ["tool"])
     _assert_nothing_written()
+
+
+def test_an_added_skill_is_listed_and_shown_read_only_in_the_admin(company):
+    staff = _staff(company)
+    staff.post(ADMIN_ADD, _form(company))
+    skill = OrgSkill.objects.get()
+
+    listing = staff.get("/admin/procedural/orgskill/")
+    page = staff.get(f"/admin/procedural/orgskill/{skill.pk}/change/")
+
+    assert listing.status_code == page.status_code == 200
+    assert SKILL["name"] in listing.content.decode()
+    html = page.content.decode()
+    assert SKILL["condition"].replace("'", "&#x27;") in html
+    assert 'name="_save"' not in html  # view only: a skill is changed by publishing anew
