@@ -1,17 +1,41 @@
-"""Admin for procedural learning: read-only and company-scoped.
+"""Admin for procedural learning: company-scoped, and read-only but for one form.
 
 Reports are append-only (the database refuses changes); lessons are written only by the
-capture pipeline. Staff see the companies they are members of; superusers see all.
+capture pipeline. Staff see the companies they are members of; superusers see all. The one
+write is *Add org skill*: a person's skill, published through
+:func:`~memory.procedural.services.operator_skills.operator_skill_publish` in a company the
+staff user may write to.
 """
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
 from memory.procedural.models import CaptureStatus, ExecutionReport, OrgSkill, ProceduralLesson
-from persistence.admin_scoping import ReadOnlyScopedAdmin
+from memory.procedural.services.operator_skills import (
+    operator_skill_publish,
+    operator_skill_validate,
+)
+from persistence.admin_scoping import CompanyScopedAdmin, ReadOnlyScopedAdmin
+from synthorg.errors import InvalidInputError
+
+#: the add form's fields, in order
+OPERATOR_SKILL_FORM_FIELDS = (
+    "company",
+    "name",
+    "discovery",
+    "condition",
+    "action",
+    "rationale",
+    "steps",
+    "avoid",
+    "task_type",
+    "error_category",
+    "tool",
+)
 
 
 class CaptureStatusFilter(admin.SimpleListFilter):
@@ -171,10 +195,62 @@ class ProceduralLessonAdmin(ReadOnlyScopedAdmin):
         return format_html('<a href="{}">{}</a>', url, lesson.report_id)
 
 
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def _skill_data(cleaned: dict) -> dict:
+    """The service's input from the add form's cleaned data (steps and avoid: one a line)."""
+    data = {k: cleaned.get(k) or "" for k in OPERATOR_SKILL_FORM_FIELDS[1:]}
+    data["steps"] = _lines(data["steps"])
+    data["avoid"] = _lines(data["avoid"])
+    return data
+
+
+class OperatorSkillAddForm(forms.ModelForm):
+    """A person's skill, field by field (validated as the service validates it; the form
+    never writes)."""
+
+    name = forms.CharField(
+        required=False, help_text="a-z, 0-9 and '-', at most 64; empty: made from the summary"
+    )
+    discovery = forms.CharField(
+        label="summary", widget=forms.Textarea(attrs={"rows": 2}), help_text="What the skill is."
+    )
+    condition = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), help_text="When.")
+    action = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), help_text="What to do.")
+    rationale = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), help_text="Why.")
+    steps = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="One per line.")
+    avoid = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Actions not to take, one per line.",
+    )
+    task_type = forms.CharField(required=False, help_text="Applies to this task type only.")
+    error_category = forms.CharField(required=False, help_text="… this error category only.")
+    tool = forms.CharField(required=False, help_text="… this failing tool only.")
+
+    class Meta:
+        model = OrgSkill
+        fields = ("company",)
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            try:
+                operator_skill_validate(_skill_data(data))
+            except InvalidInputError as exc:
+                for error in exc.errors or [{"field": None, "message": exc.detail}]:
+                    field = str(error["field"] or "").split(".")[0]
+                    target = field if field in self.fields else None
+                    self.add_error(target, error["message"])
+        return data
+
+
 @admin.register(OrgSkill)
 class OrgSkillAdmin(ReadOnlyScopedAdmin):
-    """Written by the approval of an evolver promotion or an org-pool lesson; counted by
-    agents reporting an application."""
+    """Written by the approval of an evolver promotion or an org-pool lesson, or added here
+    by a person (``source`` ``operator``); counted by agents reporting an application."""
 
     list_display = (
         "created_at",
@@ -187,3 +263,20 @@ class OrgSkillAdmin(ReadOnlyScopedAdmin):
         "last_applied_at",
     )
     list_filter = ("company", "source")
+
+    def has_add_permission(self, request, *args):
+        return CompanyScopedAdmin.has_add_permission(self, request, *args)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = OperatorSkillAddForm
+            kwargs["fields"] = OPERATOR_SKILL_FORM_FIELDS
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return OPERATOR_SKILL_FORM_FIELDS if obj is None else super().get_fields(request, obj)
+
+    def create_via_service(self, principal, data):
+        return operator_skill_publish(
+            company=principal.company, actor=principal, data=_skill_data(data)
+        )

@@ -49,6 +49,7 @@ SEQUENCE = "sequence"  # a tool order, ``a > b``
 RETRY_UNCHANGED = "retry_unchanged"  # retrying the failing step unchanged
 ESCALATE = "escalate"  # change the failing step's inputs or escalate
 TEXT = "text"  # read from a person's text
+OPERATOR = "operator"  # a person's structured skill: its action (do) or an avoid entry
 
 
 @dataclass(frozen=True)

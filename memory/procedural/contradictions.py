@@ -3,8 +3,9 @@
 Three kinds of entries advise an agent: its **lessons** (``ProceduralLesson.advice``, computed
 from the report), the org's **skills** (the org skill store,
 :func:`memory.procedural.skills.org_skills`, whoever proposed them — an evolver skill or an
-org-pool lesson advises what its stored structure says; a ``procedure`` fact a person wrote is
-read from its text) and the **core policies** (read from their text).
+org-pool lesson or an operator's skill advises what its stored structure says; a ``procedure``
+fact published as free text is read from its text) and the **core policies** (read from
+their text).
 :func:`advising_entries` lists them; :func:`contradicted_by` says which of them a proposed
 skill contradicts (:func:`memory.procedural.advice.contradiction`), so the approval item can
 list each one side by side before anyone approves.
@@ -64,7 +65,7 @@ def lesson_advice(lesson: ProceduralLesson) -> Advice:
 def skill_advice_of(facts: Sequence[OrgFact]) -> dict[str, Advice]:
     """Each procedure fact's advice by fact id: its stored skill's (an approved skill, while
     the fact is the version it was published as), else its approval item's, else read from
-    its text (written by a person)."""
+    its text (free text a person published as a fact)."""
     structured = {
         str(fact_id): advice
         for fact_id, version, advice in OrgSkill.objects.filter(

@@ -4,8 +4,10 @@
 * :func:`org_skill_store` is the one write. Each approval applier calls it in its deciding
   transaction after publishing the entry agents retrieve: the skill evolver's
   (:mod:`memory.procedural.evolver.apply`, a ``procedure`` fact) and the lesson pool's
-  (:mod:`memory.procedural.services.org_pool`, a shared PROCEDURAL memory). The structure
-  is stored as the approver left it, never parsed back out of the entry's text.
+  (:mod:`memory.procedural.services.org_pool`, a shared PROCEDURAL memory); a person's skill
+  is stored by :mod:`memory.procedural.services.operator_skills` beside the ``procedure``
+  fact it publishes. The structure is stored as the approver left it (or the person filled
+  it in), never parsed back out of the entry's text.
 * :func:`org_skills` is the one read: the company's live skills of every source (what the
   evolver and the lesson pool judge a proposal against, what the contradiction check and the
   context assembly read a skill's advice from, what the API and console list).

@@ -1420,11 +1420,16 @@ export interface paths {
         };
         /**
          * Approved org skills with their usage counters
-         * @description The company's approved org skills (the evolver's), structured, with their counters.
+         * @description The company's approved org skills of every source, structured, with their counters;
+         *     a person publishes one (`source` `operator`) by posting its fields.
          */
         get: operations["v1_org_skills_list"];
         put?: never;
-        post?: never;
+        /**
+         * Publish an operator's org skill
+         * @description A person states a skill as fields; its `procedure` fact (text rendered from the fields, tagged `skill`, `operator`) and its structure (`source: operator`) are stored in one transaction, under the company's write rule for `procedure` facts. Its advice is *do* `action`, *avoid* each `avoid` entry, in the situation `task_type` / `error_category` / `tool` name (empty: any). Retracting the fact (`POST /api/v1/org/facts/{id}/retract`) retires the skill.
+         */
+        post: operations["v1_org_skills_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3394,6 +3399,28 @@ export interface components {
          * @enum {string}
          */
         OperationTypeEnum: "PUBLISH" | "RETRACT";
+        /** @description A person's org skill, stated as fields. */
+        OperatorSkillWriteRequest: {
+            /** @description Agent Skills name (a-z, 0-9, '-', at most 64); default: from `discovery`. */
+            name?: string;
+            /** @description What the skill is, in one sentence. */
+            discovery: string;
+            /** @description When it applies. */
+            condition: string;
+            /** @description What to do. */
+            action: string;
+            /** @description Why. */
+            rationale: string;
+            steps: string[];
+            /** @description Actions not to take. */
+            avoid?: string[];
+            /** @description Applies to this task type. */
+            task_type?: string;
+            /** @description Applies to this error category. */
+            error_category?: string;
+            /** @description Applies when this tool fails. */
+            tool?: string;
+        };
         /**
          * @description * `core_policy` - Core Policy
          *     * `adr` - Adr
@@ -7709,6 +7736,43 @@ export interface operations {
             };
             /** @description problem+json (see `code`) */
             400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    v1_org_skills_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OperatorSkillWriteRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrgSkill"];
+                };
+            };
+            /** @description problem+json (see `code`) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem+json (see `code`) */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

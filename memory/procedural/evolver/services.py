@@ -206,9 +206,10 @@ def plan_cycle(*, company: Company, now: datetime | None = None) -> CyclePlan:
 
 def existing_skills(company: Company) -> list[Skill]:
     """Every live org skill a proposal is judged against: the live procedure facts — an
-    approved skill's stored structure (while the fact is still the version it was published
-    as), a person's entry as its text reads (:func:`~memory.procedural.evolver.skill_text.parse`)
-    — and the lesson pool's skills (their stored structure; ``kind`` ``memory``)."""
+    approved or operator skill's stored structure (while the fact is still the version it
+    was published as), a free-text procedure fact as its text reads
+    (:func:`~memory.procedural.evolver.skill_text.parse`) — and the lesson pool's skills
+    (their stored structure; ``kind`` ``memory``)."""
     facts = list(
         OrgFact.objects.filter(
             company=company, category=PROCEDURE, retracted_at__isnull=True

@@ -13,8 +13,10 @@ rendered from that structure::
 
 with tags ``skill``, ``confidence:<0.00>``, ``pattern:<key>`` and ``approval:<item id>``.
 The evolver never reads its own skills back from that text: it judges supersession on the
-stored structure. Only a procedure fact without one — written by a person, or a new version a
-person published of a skill — is read by :func:`parse`: its ``When:`` / ``Do:`` lines if the
+stored structure, as it does an operator's skill (stored from the fields the person filled in,
+:mod:`memory.procedural.services.operator_skills`). Only a procedure fact without one — free
+text a person published as a fact, or a new version a person published of a skill's fact —
+is read by :func:`parse`: its ``When:`` / ``Do:`` lines if the
 person wrote them, else its whole text as both condition and action; with no
 ``confidence:`` tag its confidence is 1.0 — the evolver never claims to know better than a
 person (such an entry is never FULL-superseded).

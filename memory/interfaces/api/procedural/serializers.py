@@ -213,5 +213,29 @@ class OrgSkillSerializer(Serializer):
     )
 
 
+class OperatorSkillWriteSerializer(Serializer):
+    """A person's org skill, stated as fields."""
+
+    # For the schema only: the service validates the body (operator_skills.OperatorSkillInput).
+
+    name = serializers.CharField(
+        required=False,
+        help_text="Agent Skills name (a-z, 0-9, '-', at most 64); default: from `discovery`.",
+    )
+    discovery = serializers.CharField(help_text="What the skill is, in one sentence.")
+    condition = serializers.CharField(help_text="When it applies.")
+    action = serializers.CharField(help_text="What to do.")
+    rationale = serializers.CharField(help_text="Why.")
+    steps = serializers.ListField(child=serializers.CharField(), min_length=1)
+    avoid = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="Actions not to take."
+    )
+    task_type = serializers.CharField(required=False, help_text="Applies to this task type.")
+    error_category = serializers.CharField(
+        required=False, help_text="Applies to this error category."
+    )
+    tool = serializers.CharField(required=False, help_text="Applies when this tool fails.")
+
+
 class OrgSkillListQuerySerializer(Serializer):
     include_retracted = serializers.BooleanField(required=False, default=False)

@@ -22,8 +22,9 @@ from memory.procedural.selectors import (
     lesson_for,
 )
 from memory.procedural.services.lessons import lesson_skill_md
+from memory.procedural.services.operator_skills import operator_skill_publish
 from memory.procedural.skills import org_skills
-from persistence.api.permissions import IsAgent, IsPrincipal
+from persistence.api.permissions import IsAgent, IsHuman, IsPrincipal
 from synthorg.api.pagination import StableCursorPagination
 from synthorg.api.schema import PROBLEM
 from synthorg.errors import InvalidInputError
@@ -213,12 +214,18 @@ class OrgSkillPagination(StableCursorPagination):
 
 @extend_schema(tags=["org skills"])
 class OrgSkillListView(generics.ListAPIView):
-    """The company's approved org skills (the evolver's), structured, with their counters."""
+    """The company's approved org skills of every source, structured, with their counters;
+    a person publishes one (`source` `operator`) by posting its fields."""
 
     permission_classes = [IsPrincipal]
     serializer_class = s.OrgSkillSerializer
     pagination_class = OrgSkillPagination
     filter_backends = []
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [IsPrincipal(), IsHuman()]
+        return super().get_permissions()
 
     @extend_schema(
         summary="Approved org skills with their usage counters",
@@ -227,6 +234,27 @@ class OrgSkillListView(generics.ListAPIView):
     )
     def get(self, request, *args, **kwargs):
         return super().get(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="Publish an operator's org skill",
+        description=(
+            "A person states a skill as fields; its `procedure` fact (text rendered from the "
+            "fields, tagged `skill`, `operator`) and its structure (`source: operator`) are "
+            "stored in one transaction, under the company's write rule for `procedure` facts. "
+            "Its advice is *do* `action`, *avoid* each `avoid` entry, in the situation "
+            "`task_type` / `error_category` / `tool` name (empty: any). Retracting the fact "
+            "(`POST /api/v1/org/facts/{id}/retract`) retires the skill."
+        ),
+        request=s.OperatorSkillWriteSerializer,
+        responses={201: s.OrgSkillSerializer, 400: PROBLEM, 403: PROBLEM},
+    )
+    def post(self, request, *args, **kwargs):
+        if not isinstance(request.data, dict):
+            raise InvalidInputError(BODY_NOT_OBJECT, code="validation_error")
+        company = request.user.company
+        skill = operator_skill_publish(company=company, actor=request.user, data=request.data)
+        row = org_skills(company=company).get(pk=skill.pk)
+        return Response(s.OrgSkillSerializer(row).data, status=status.HTTP_201_CREATED)
 
     def get_queryset(self):
         params = s.OrgSkillListQuerySerializer(data=self.request.query_params)
