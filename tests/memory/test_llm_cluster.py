@@ -48,6 +48,7 @@ def test_llm_schedules_run_on_the_llm_cluster_and_the_rest_on_the_default_one():
     assert {name for name in dispatches if name in default} == {
         "synthorg:jobs-orgmemory.webhook",
         "synthorg:jobs-memory.reembed",
+        "synthorg:jobs-finetune.run",  # CPU work: its company tasks take no LLM slot
     }
     assert all(
         args == repr((name.removeprefix("synthorg:jobs-"),)) for name, args in dispatches.items()
