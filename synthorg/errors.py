@@ -39,6 +39,21 @@ class InvalidInputError(DomainError):
     title = "Invalid input"
 
 
+def invalid_input_from(exc: Any, message: str, *, code: str) -> InvalidInputError:
+    """A 400 ``code`` from a pydantic ``ValidationError``: every field error in ``errors``
+    (``field`` dotted, ``message``, ``code``), the first in ``message`` (its ``{error}``)."""
+    errors = [
+        {
+            "field": ".".join(str(p) for p in e["loc"]) or None,
+            "message": e["msg"],
+            "code": e["type"],
+        }
+        for e in exc.errors()
+    ]
+    first = f"{errors[0]['field']}: {errors[0]['message']}"
+    return InvalidInputError(message.format(error=first), code=code, errors=errors)
+
+
 class AccessDeniedError(DomainError):
     status = 403
     code = "access_denied"

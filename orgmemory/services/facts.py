@@ -39,7 +39,13 @@ from persistence.models import AuditEntry
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.enums import OrgFactCategory
-from synthorg.errors import AccessDeniedError, ConflictError, InvalidInputError, NotFoundError
+from synthorg.errors import (
+    AccessDeniedError,
+    ConflictError,
+    InvalidInputError,
+    NotFoundError,
+    invalid_input_from,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -108,18 +114,7 @@ def validate_write(
     try:
         return OrgFactWriteRequest(content=content, category=category, tags=tuple(tags))
     except ValidationError as exc:
-        errors = [
-            {
-                "field": ".".join(str(p) for p in e["loc"]) or None,
-                "message": e["msg"],
-                "code": e["type"],
-            }
-            for e in exc.errors()
-        ]
-        first = f"{errors[0]['field']}: {errors[0]['message']}"
-        raise InvalidInputError(
-            INVALID_FACT.format(error=first), code="invalid_fact", errors=errors
-        ) from exc
+        raise invalid_input_from(exc, INVALID_FACT, code="invalid_fact") from exc
 
 
 def _require_role_for_core_policy(actor: Principal, category: str, action: str) -> None:

@@ -48,7 +48,7 @@ from persistence.models import Company
 from persistence.principal import Principal
 from persistence.selectors.config import company_config
 from synthorg.enums import OrgFactCategory
-from synthorg.errors import AccessDeniedError, InvalidInputError, NotFoundError
+from synthorg.errors import AccessDeniedError, NotFoundError, invalid_input_from
 
 OPERATOR_SKILL_HUMANS_ONLY = "Only a person publishes an operator skill; agents propose skills."
 INVALID_OPERATOR_SKILL = "The skill is invalid: {error}"
@@ -117,18 +117,7 @@ def operator_skill_validate(data: Mapping[str, Any]) -> tuple[SkillFields, Advic
         given = OperatorSkillInput.model_validate(dict(data))
         fields = given.skill()
     except ValidationError as exc:
-        errors = [
-            {
-                "field": ".".join(str(p) for p in e["loc"]) or None,
-                "message": e["msg"],
-                "code": e["type"],
-            }
-            for e in exc.errors()
-        ]
-        first = f"{errors[0]['field']}: {errors[0]['message']}"
-        raise InvalidInputError(
-            INVALID_OPERATOR_SKILL.format(error=first), code="invalid_skill", errors=errors
-        ) from exc
+        raise invalid_input_from(exc, INVALID_OPERATOR_SKILL, code="invalid_skill") from exc
     return fields, given.advice(fields)
 
 
