@@ -67,7 +67,10 @@ def test_operator_adds_an_org_skill_and_sees_it_listed(live_server, browser):
     skill = org_skills(company=company).get()
     row = browser.find_element(By.ID, f"org-skill-{skill.pk}")
     assert "helm-rollback" in row.text and "helm_upgrade times out" in row.text
-    assert (skill.steps, skill.source) == (["helm rollback", "helm upgrade --timeout 600s"], "operator")
+    assert (skill.steps, skill.source) == (
+        ["helm rollback", "helm upgrade --timeout 600s"],
+        "operator",
+    )
     csp_errors = [
         entry
         for entry in browser.get_log("browser")
