@@ -4,9 +4,10 @@
 console's and the admin's *Add org skill* forms). It takes the skill as fields — what it is,
 when it applies, what to do (and what not to), why, the steps — never as prose to be read
 back: in one transaction it publishes the ``procedure`` fact agents retrieve (its text
-rendered from the fields, through :func:`orgmemory.services.facts.fact_publish`, so the company's write rule,
-the log and the audit apply as to any fact) and stores the structure beside it in the org
-skill store (:func:`memory.procedural.skills.org_skill_store`, ``source`` ``operator``).
+rendered from the fields, through :func:`orgmemory.services.facts.fact_publish`, so the
+company's write rule, the log and the audit apply as to any fact) and stores the structure
+beside it in the org skill store (:func:`memory.procedural.skills.org_skill_store`,
+``source`` ``operator``).
 
 Its advice (what the contradiction check and the context assembly compare) is built from the
 fields too: *do* the action, *avoid* each ``avoid`` entry, in the situation the optional
