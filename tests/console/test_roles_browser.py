@@ -82,6 +82,7 @@ def test_every_page_as_admin_operator_viewer_and_another_companys_staff(live_ser
         "memory_detail": ("delete-link",),
         "policies": ("add-button",),
         "executions": ("compress-now",),
+        "evolver": ("add-skill-button",),
         "fine_tune": ("preflight-button",),
     }
     offered = {
@@ -93,9 +94,16 @@ def test_every_page_as_admin_operator_viewer_and_another_companys_staff(live_ser
             "delete-link",
             "add-button",
             "compress-now",
+            "add-skill-button",
             "preflight-button",
         },
-        "olivia": {"approve-button", "reject-button", "delete-link", "compress-now"},
+        "olivia": {
+            "approve-button",
+            "reject-button",
+            "delete-link",
+            "compress-now",
+            "add-skill-button",
+        },
         "vera": set(),
     }
     for username in ("ada", "olivia", "vera"):

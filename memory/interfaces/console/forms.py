@@ -49,3 +49,59 @@ class RequestLogFilterForm(forms.Form):
     def __init__(self, data, *, company):
         super().__init__(data)
         self.fields["agent"].choices = _agent_choices(company, empty="any agent")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _area(rows: int, *, required: bool = True) -> forms.Textarea:
+    # ``required`` only helps the browser; the service validates every field.
+    return forms.Textarea(attrs={"rows": rows, "required": required})
+
+
+class OrgSkillAddForm(forms.Form):
+    """A person's org skill, field by field. It only collects the text (steps and avoid: one
+    a line); ``operator_skill_publish`` validates it and its ``invalid_skill`` errors are put
+    back on these fields (:meth:`add_service_errors`)."""
+
+    discovery = forms.CharField(
+        label="Summary", required=False, widget=_area(2), help_text="What the skill is."
+    )
+    condition = forms.CharField(
+        label="When", required=False, widget=_area(2), help_text="When it applies."
+    )
+    action = forms.CharField(label="Do", required=False, widget=_area(2), help_text="What to do.")
+    rationale = forms.CharField(label="Why", required=False, widget=_area(2))
+    steps = forms.CharField(required=False, widget=_area(4), help_text="One per line.")
+    avoid = forms.CharField(
+        required=False,
+        widget=_area(2, required=False),
+        help_text="Optional: actions not to take, one per line.",
+    )
+    task_type = forms.CharField(
+        label="Task type", required=False, help_text="Optional: applies to this task type only."
+    )
+    error_category = forms.CharField(
+        label="Error category", required=False, help_text="Optional: … this error category only."
+    )
+    tool = forms.CharField(required=False, help_text="Optional: … this failing tool only.")
+    name = forms.CharField(
+        required=False, help_text="Optional: a-z, 0-9 and '-', at most 64; empty: from the summary."
+    )
+
+    def skill_data(self) -> dict:
+        """The service's input (call after ``is_valid``)."""
+        data = {name: self.cleaned_data.get(name) or "" for name in self.fields}
+        data["steps"] = _lines(data["steps"])
+        data["avoid"] = _lines(data["avoid"])
+        return data
+
+    def add_service_errors(self, errors: list) -> None:
+        """Each error of the service's ``invalid_skill`` next to its field (``steps.2``: the
+        third line of steps); one naming no field of the form above the form."""
+        for error in errors:
+            path = str(error.get("field") or "").split(".")
+            field = path[0] if path[0] in self.fields else None
+            line = f"line {int(path[1]) + 1}: " if field and path[1:2] and path[1].isdigit() else ""
+            self.add_error(field, line + str(error.get("message", "")))

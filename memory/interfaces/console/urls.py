@@ -11,6 +11,7 @@ urlpatterns = [
     path("context-preview", activity.context_preview_view, name="context-preview"),
     path("requests", activity.request_log_view, name="request-log"),
     path("skill-evolver", views.evolver_runs_view, name="evolver-runs"),
+    path("skill-evolver/org-skills", views.org_skill_add_view, name="org-skill-add"),
     path(
         "skill-evolver/drafts/<uuid:draft_id>/requeue",
         views.evolver_draft_requeue_view,

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
@@ -22,12 +23,14 @@ from memory.core.selectors.memories import (
 )
 from memory.core.selectors.search import memory_search
 from memory.core.services.edit import memory_correct, memory_delete
+from memory.interfaces.console.forms import OrgSkillAddForm
 from memory.interfaces.console.provenance import memory_corrections, memory_provenance
 from memory.procedural.evolver.draft_retry import evolver_draft_requeue
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionReport
 from memory.procedural.services.capture import execution_capture_requeue
 from memory.procedural.services.compression import experience_compress_run
+from memory.procedural.services.operator_skills import operator_skill_publish
 from memory.procedural.services.wiki import wiki_archive, wiki_export_run
 from memory.procedural.skills import org_skills
 from memory.prompting.llm_checks import llm_request_deadline
@@ -35,12 +38,14 @@ from persistence.console.access import ConsoleUser, console_view
 from persistence.models import Agent
 from persistence.selectors.config import company_config
 from synthorg.enums import MemoryCategory
-from synthorg.errors import DomainError, NotFoundError
+from synthorg.errors import DomainError, InvalidInputError, NotFoundError
 
 PAGE = 50
 MAX_PAGE = 10_000
 ROLE_CANNOT_CHANGE = "Your role can read memories but not change them."
 ROLE_CANNOT_RUN = "Your role can read execution reports; operators and admins run these."
+ROLE_CANNOT_ADD_SKILL = "Your role can read org skills; operators and admins add them."
+SKILL_ADDED = "Org skill {name} published: agents retrieve it with the company's procedures."
 SEARCH_LIMIT = 20
 
 
@@ -263,6 +268,7 @@ def _evolver_runs(request, user: ConsoleUser, *, status=200, **extra):
         "runs": runs,
         "config": config,
         "org_skills": list(org_skills(company=user.company)[:200]),
+        "skill_form": OrgSkillAddForm() if user.can_decide else None,
     }
     context.update(extra)
     return render(request, "console/memory/evolver_runs.html", context, status=status)
@@ -285,6 +291,32 @@ def wiki_zip_view(request, user: ConsoleUser):
 @console_view
 def evolver_runs_view(request, user: ConsoleUser):
     return _evolver_runs(request, user)
+
+
+@require_POST
+@console_view
+def org_skill_add_view(request, user: ConsoleUser):
+    """Publish a person's org skill through ``operator_skill_publish`` (the service
+    ``POST /api/v1/org-skills`` and the admin call), then back to the list (POST/redirect/GET).
+    A refusal re-renders the page with the form as typed and the service's status."""
+    if not user.can_decide:
+        return _evolver_runs(request, user, status=403, skill_error=ROLE_CANNOT_ADD_SKILL)
+    form = OrgSkillAddForm(request.POST)
+    if not form.is_valid():  # only what Django refuses in any text (a NUL character)
+        return _evolver_runs(request, user, status=400, skill_form=form)
+    try:
+        skill = operator_skill_publish(
+            company=user.company, actor=user.principal, data=form.skill_data()
+        )
+    except InvalidInputError as exc:
+        form.add_service_errors(exc.errors or [{"field": None, "message": exc.detail}])
+        return _evolver_runs(request, user, status=exc.status, skill_form=form)
+    except DomainError as exc:  # the company's write rule refuses people `procedure` facts
+        return _evolver_runs(
+            request, user, status=exc.status, skill_form=form, skill_error=exc.detail
+        )
+    messages.success(request, SKILL_ADDED.format(name=skill.name))
+    return redirect(reverse("memory_console:evolver-runs") + f"#org-skill-{skill.pk}")
 
 
 @require_POST

@@ -1,12 +1,13 @@
 """An operator's org skill: the one write path for a skill a person states (issue 34 item 4).
 
 :func:`operator_skill_publish` is what every interface calls (``POST /api/v1/org-skills``, the
-admin's *Add org skill* form). It takes the skill as fields — what it is, when it applies,
-what to do (and what not to), why, the steps — never as prose to be read back: in one
-transaction it publishes the ``procedure`` fact agents retrieve (its text rendered from the
-fields, through :func:`orgmemory.services.facts.fact_publish`, so the company's write rule,
-the log and the audit apply as to any fact) and stores the structure beside it in the org
-skill store (:func:`memory.procedural.skills.org_skill_store`, ``source`` ``operator``).
+console's and the admin's *Add org skill* forms). It takes the skill as fields — what it is,
+when it applies, what to do (and what not to), why, the steps — never as prose to be read
+back: in one transaction it publishes the ``procedure`` fact agents retrieve (its text
+rendered from the fields, through :func:`orgmemory.services.facts.fact_publish`, so the
+company's write rule, the log and the audit apply as to any fact) and stores the structure
+beside it in the org skill store (:func:`memory.procedural.skills.org_skill_store`,
+``source`` ``operator``).
 
 Its advice (what the contradiction check and the context assembly compare) is built from the
 fields too: *do* the action, *avoid* each ``avoid`` entry, in the situation the optional
