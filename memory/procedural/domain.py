@@ -72,6 +72,15 @@ NUL_IN_TEXT = "must not contain NUL characters"
 MAX_ID = 2**63 - 1
 
 
+def refuse_nul(value: Any) -> Any:
+    """``value`` (a string, or a list of them) unchanged, or ``ValueError`` when a string in
+    it holds a NUL character (PostgreSQL text cannot): a pydantic field validator's body."""
+    texts = value if isinstance(value, list) else [value]
+    if any(isinstance(text, str) and "\x00" in text for text in texts):
+        raise ValueError(NUL_IN_TEXT)
+    return value
+
+
 class _ReportPart(StrictNumbersModel):
     """Strict input: unknown fields refused; NUL characters (PostgreSQL text cannot hold
     them) refused in every string field; numbers only as JSON numbers (``true`` or ``"3"``
@@ -82,9 +91,7 @@ class _ReportPart(StrictNumbersModel):
     @field_validator("*", mode="after")
     @classmethod
     def _no_nul(cls, value: Any) -> Any:
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError(NUL_IN_TEXT)
-        return value
+        return refuse_nul(value) if isinstance(value, str) else value
 
 
 class ReportedError(_ReportPart):
@@ -188,10 +195,7 @@ class ProceduralMemoryProposal(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _no_nul(cls, value: Any) -> Any:
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(text, str) and "\x00" in text for text in texts):
-            raise ValueError(NUL_IN_TEXT)
-        return value
+        return refuse_nul(value)
 
 
 def _text(max_length: int) -> dict:

@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from memory.procedural.advice import OPERATOR, Advice, Directive, Situation
-from memory.procedural.domain import NUL_IN_TEXT, skill_name
+from memory.procedural.domain import refuse_nul, skill_name
 from memory.procedural.evolver.skill_text import HUMAN_CONFIDENCE, SkillFields
 from memory.procedural.models import OrgSkill
 from memory.procedural.skills import org_skill_store
@@ -84,10 +84,7 @@ class OperatorSkillInput(BaseModel):
     def _no_nul(cls, value: Any) -> Any:
         # The REST parser refuses NUL already; the service holds for every caller (JSONB
         # cannot store one).
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(text, str) and "\x00" in text for text in texts):
-            raise ValueError(NUL_IN_TEXT)
-        return value
+        return refuse_nul(value)
 
     def skill(self) -> SkillFields:
         return SkillFields(
