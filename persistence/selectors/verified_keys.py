@@ -4,8 +4,9 @@ Resolving a key through the ORM builds a three-table join (key → agent → com
 the row into three model instances, the company's whole config JSON included, on every
 request: a large share of a trivial API request's CPU (measured:
 docs/benchmarks/http.md#per-request-levers-measured-by-hand). The cache keeps those
-objects per key digest, and each use asks PostgreSQL one indexed question instead: are the
-three rows still the very row versions the cached objects were read from?
+objects per key digest, and each use asks PostgreSQL one indexed question instead (a
+prepared statement: :mod:`synthorg.db.prepared`): are the three rows still the very row
+versions the cached objects were read from?
 
 A row version is ``(ctid, xmin)``: PostgreSQL writes a new version of a row on every UPDATE
 (new ``ctid``, and the updating transaction's ``xmin``), so a revocation, an expiry change,
@@ -30,6 +31,7 @@ from django.db import connection
 from django.db.models.expressions import RawSQL
 
 from persistence.models import Agent, AgentApiKey, Company
+from synthorg.db.prepared import execute_prepared
 
 #: Each entry holds a key, its agent and its company (with its config): a few KiB.
 DEFAULT_MAX_ENTRIES = 4096
@@ -115,9 +117,8 @@ class VerifiedKeyCache:
             with self._lock:
                 self.misses += 1
             return None
-        with connection.cursor() as cursor:
-            cursor.execute(_CHECK_SQL, [entry.key.pk, digest])
-            row = cursor.fetchone()
+        rows = execute_prepared(connection, _CHECK_SQL, [entry.key.pk, digest])
+        row = rows[0] if rows else None
         with self._lock:
             if row is None or row[0] != entry.versions:
                 if self._entries.get(digest) is entry:

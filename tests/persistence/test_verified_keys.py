@@ -49,6 +49,21 @@ def test_a_cached_key_costs_one_version_query_instead_of_the_join(caller):
 
 
 @pytest.mark.django_db
+def test_the_version_check_is_a_prepared_statement_on_a_generic_plan(caller):
+    """Parsed once per connection; from its sixth use PostgreSQL runs it without planning."""
+    _warm(caller)
+    for _ in range(7):
+        assert caller.client.get(ME).status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT custom_plans, generic_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["%ctid%WHERE k.id =%"],
+        )
+        assert cursor.fetchall() == [(5, 3)]
+
+
+@pytest.mark.django_db
 def test_revoking_a_cached_key_refuses_it_on_the_next_request(caller):
     _warm(caller)
     api_key_revoke(key=AgentApiKey.objects.get(agent=caller.agent))

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-import psycopg
 
 from memory.core.extensions import (
     QueryAdapterUnavailable,
@@ -51,6 +50,7 @@ from memory.core.vector_indexes import dense_condition, vector_index_ready
 from persistence.models import Company
 from persistence.selectors.embedder import company_embedder
 from synthorg.company_config import CompanyConfig
+from synthorg.db.prepared import execute_prepared
 from synthorg.db.replicas import read_connection
 from synthorg.embedding import Embedder, EmbeddingError, embed_query, query_embedding_cache
 from synthorg.errors import DomainError
@@ -254,9 +254,9 @@ def _plan(
             params += plan[1]
     if not exprs:
         return [], None, None, []
-    with read_connection().cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(exprs)}", params)
-        row = list(cursor.fetchone())
+    # Prepared (planning this small statement cost more than running it); PostgreSQL's
+    # own plan cache mode keeps a generic plan.
+    row = list(execute_prepared(read_connection(), f"SELECT {', '.join(exprs)}", params)[0])
     lexemes = list(row.pop(0) or []) if sparse else []
     choices = row[len(row) - len(planned) :] if planned else []
     del row[len(row) - len(planned) :]
@@ -385,69 +385,19 @@ PLAN_CACHE_MODE = "force_generic_plan"
 CUSTOM_PLAN = "force_custom_plan"
 
 
-class _PreparedCursor(psycopg.Cursor):
-    """A server-binding cursor whose every statement is prepared (psycopg keeps up to
-    ``prepared_max`` per connection and reuses one whose text and parameter types match).
-
-    ``logged``: Django logs the statements (``DEBUG``, ``CaptureQueriesContext``). psycopg
-    leaves the query a reused prepared statement ran unset, and Django's log reads it.
-    """
-
-    logged = False
-
-    def execute(self, query, params=None, *, prepare=None, binary=None):
-        result = super().execute(query, params, prepare=True, binary=binary)
-        if self.logged and self._query is None:
-            self._query = self._convert_query(query, params)
-        return result
-
-
 def _execute_prepared(
     sql: str,
     params: list,
     settings: dict[str, str] | None = None,
     plan_cache_mode: str = PLAN_CACHE_MODE,
 ) -> list[tuple]:
-    """The search statement as the connection's prepared statement: ``plan_cache_mode``
+    """The search statement as the read connection's prepared statement
+    (:func:`synthorg.db.prepared.execute_prepared`), under ``plan_cache_mode``
     (:data:`PLAN_CACHE_MODE`, :data:`CUSTOM_PLAN`) and a walk's ``settings``
-    (:func:`~.dense.hnsw_settings`) set with ``set_config(..., true)`` and the statement
-    sent in one psycopg pipeline, so they run in one round trip and one implicit
-    transaction (the settings end with it). Inside an outer transaction the settings are
-    restored after the statement."""
-    connection = read_connection()
-    connection.ensure_connection()
-    raw = connection.connection
-    if raw.prepare_threshold is None:
-        # Django turns psycopg's statement preparing off (None); only _PreparedCursor's
-        # statements are server-bound (Django's own cursors bind client-side), so they
-        # are the only ones this enables.
-        raw.prepare_threshold = PREPARE_THRESHOLD
-    chosen = {"plan_cache_mode": plan_cache_mode, **(settings or {})}
-    restore = connection.in_atomic_block
-    setup, cursor, reset = (_PreparedCursor(raw) for _ in range(3))
-    setup.logged = cursor.logged = reset.logged = connection.queries_logged
-    with (
-        connection._prepare_cursor(setup) as setup,
-        connection._prepare_cursor(cursor) as cursor,
-        connection._prepare_cursor(reset) as reset,
-    ):
-        with raw.pipeline():
-            setup.execute(
-                "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in chosen),
-                [value for item in chosen.items() for value in item],
-            )
-            cursor.execute(sql, params)
-            if restore:
-                reset.execute(
-                    "SELECT set_config(name, reset_val, true) FROM pg_settings "
-                    "WHERE name = ANY(%s)",
-                    [list(chosen)],
-                )
-        return cursor.fetchall()
-
-
-#: psycopg's own default; any number turns preparing on (_PreparedCursor asks for it).
-PREPARE_THRESHOLD = 5
+    (:func:`~.dense.hnsw_settings`), set in the same round trip."""
+    return execute_prepared(
+        read_connection(), sql, params, {"plan_cache_mode": plan_cache_mode, **(settings or {})}
+    )
 
 
 def _window_cte(

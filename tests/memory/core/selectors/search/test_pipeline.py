@@ -176,3 +176,20 @@ def test_a_sparse_only_hit_carries_its_cosine_similarity(rrf_agent, keyword_embe
     # query (deploy, friday)/√2 against (friday): cosine 1/√2, computed in the same statement
     assert sparse_hit.relevance == pytest.approx(1 / math.sqrt(2))
     assert dense_hit.relevance == pytest.approx(3 / math.sqrt(14))
+
+
+def test_the_planning_round_trip_is_prepared_and_keeps_a_generic_plan(rrf_agent, keyword_embedder):
+    """The planning statement is the connection's prepared statement (parsed once); from
+    the sixth search on, PostgreSQL runs it on its generic plan (no planning per search)."""
+    from django.db import connection
+
+    store(rrf_agent, keyword_embedder, "deploy friday", "deploy database", "lunch menu")
+    for text in ("deploy", "deploy friday", "lunch", "menu", "database", "friday", "x", "y"):
+        search(rrf_agent, keyword_embedder, text)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT custom_plans, generic_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s",
+            ["%tsvector_to_array%memory_reembedjob%"],
+        )
+        assert cursor.fetchall() == [(5, 3)]
