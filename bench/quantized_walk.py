@@ -48,13 +48,9 @@ import django  # noqa: E402
 
 django.setup()
 
-import numpy as np  # noqa: E402
+from bench.locomo import log  # noqa: E402
+from bench.walk_variants import DEPTH, K, measure, ratio, synthetic_agent  # noqa: E402
 
-from bench.locomo import log, percentile  # noqa: E402
-from bench.scratch_db import scratch_database  # noqa: E402
-
-DEPTH = 50
-K = 10
 #: (name, index kind, candidate count = ef_search). "vector" is today's walk (no re-rank:
 #: the walk returns the depth's rows in exact order).
 VARIANTS: list[tuple[str, str, int]] = [
@@ -69,14 +65,6 @@ VARIANTS: list[tuple[str, str, int]] = [
     ("binary k 800", "binary", 800),
     ("binary k 1000", "binary", 1000),
 ]
-
-
-def _spread(values: list[float]) -> dict:
-    return {
-        "p50": round(percentile(values, 50), 3),
-        "p95": round(percentile(values, 95), 3),
-        "mean": round(float(np.mean(values)), 3),
-    }
 
 
 def _index_sql(kind: str, condition: str, dims: int) -> str:
@@ -115,26 +103,6 @@ def _statement(kind: str, where: str, dims: int) -> str:
     )
 
 
-def _settings(cursor, ef: int) -> None:
-    cursor.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), "
-        "set_config('hnsw.iterative_scan', 'strict_order', true), "
-        "set_config('hnsw.max_scan_tuples', '20000', true), "
-        "set_config('enable_sort', 'off', true)",
-        [str(min(1000, max(ef, DEPTH)))],
-    )
-
-
-def _walk_node(plan: dict) -> dict | None:
-    if plan.get("Node Type") == "Index Scan":
-        return plan
-    for child in plan.get("Plans", []):
-        found = _walk_node(child)
-        if found:
-            return found
-    return None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=10_000)
@@ -142,19 +110,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench/results/kernel/quantized_walk_10k.json"))
     args = parser.parse_args()
 
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from bench.scale_search import BENCH_EMBEDDER_ID, CLUSTERS, DIMS, SEED, WORDS, _load, _noisy
-    from memory.core.vector_indexes import dense_condition
-    from persistence.services.agents import agent_create
-    from persistence.services.companies import company_create
     from synthorg.db.roles import owner_execute
-    from synthorg.retrieval.vectors import vector_literal
 
-    rng = np.random.default_rng(SEED)
-    centres = rng.normal(size=(CLUSTERS, DIMS))
-    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    vocab = [f"w{i}" for i in range(WORDS)]
     out: dict = {
         "command": "bench/quantized_walk.py " + " ".join(sys.argv[1:]),
         "size": args.size,
@@ -163,18 +122,11 @@ def main() -> None:
         "k": K,
         "load_average_start": list(os.getloadavg()),
     }
-    with scratch_database("quantwalk"):
-        company = company_create(name="quant 10k", slug="quant-10k", config={})
-        agent = agent_create(company=company, name="q10k", memory_level="persistent")
-        log(f"loading {args.size} memories")
-        _load(company, [agent], args.size, centres, vocab, rng)
-        condition = dense_condition(BENCH_EMBEDDER_ID, DIMS, alias="memory_memory").replace(
-            "memory_memory.", ""
-        )
+    with synthetic_agent("quantwalk", args.size, args.queries) as data:
         builds = {}
         for kind in ("halfvec", "binary"):
             t0 = time.perf_counter()
-            owner_execute(_index_sql(kind, condition, DIMS), "ANALYZE memory_memory")
+            owner_execute(_index_sql(kind, data.condition, data.dims), "ANALYZE memory_memory")
             builds[kind] = round(time.perf_counter() - t0, 2)
         with connection.cursor() as cursor:
             cursor.execute(
@@ -190,95 +142,42 @@ def main() -> None:
             out["pgvector"] = cursor.fetchone()[0]
         out["indexes"] = indexes
         out["index_build_s"] = builds
-        where = (
-            f"m.agent_id = %s AND NOT m.is_shared AND "
-            f"{dense_condition(BENCH_EMBEDDER_ID, DIMS, escape=True)}"
-        )
         statements = {
-            kind: _statement(kind, where, DIMS) for kind in ("vector", "halfvec", "binary")
+            kind: _statement(kind, data.where, data.dims)
+            for kind in ("vector", "halfvec", "binary")
         }
-        exact_sql = (
-            "SELECT m.id FROM memory_memory m WHERE m.agent_id = %s AND NOT m.is_shared "
-            "AND m.embedder_id = %s ORDER BY (m.embedding <=> %s::vector) + 0, m.id LIMIT %s"
+        measured = measure(
+            data,
+            [
+                (name, statements[kind], [ef if kind != "vector" else DEPTH, DEPTH], ef)
+                for name, kind, ef in VARIANTS
+            ],
         )
-        wall: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
-        plan_ms: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
-        exec_ms: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
-        walk_ms: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
-        hits: dict[str, list[float]] = {name: [] for name, _, _ in VARIANTS}
-        found: dict[str, int] = {name: 0 for name, _, _ in VARIANTS}
-        index_used: dict[str, str] = {}
-        queries = [
-            _noisy(centres[rng.integers(0, CLUSTERS, size=1)], rng)[0]
-            for _ in range(args.queries + 5)
-        ]
-        log(f"{len(VARIANTS)} variants x {args.queries} queries (+5 warm-up)")
-        for q_index, vector in enumerate(queries):
-            literal = vector_literal(vector)
-            with connection.cursor() as cursor:
-                cursor.execute(exact_sql, [agent.pk, BENCH_EMBEDDER_ID, literal, K])
-                truth = {row[0] for row in cursor.fetchall()}
-            shift = q_index % len(VARIANTS)
-            for name, kind, ef in VARIANTS[shift:] + VARIANTS[:shift]:
-                params = [literal, agent.pk, ef if kind != "vector" else DEPTH, DEPTH]
-                with transaction.atomic(), connection.cursor() as cursor:
-                    _settings(cursor, ef)
-                    t0 = time.perf_counter()
-                    cursor.execute(statements[kind], params)
-                    rows = cursor.fetchall()
-                    elapsed = (time.perf_counter() - t0) * 1000
-                with transaction.atomic(), connection.cursor() as cursor:
-                    _settings(cursor, ef)
-                    cursor.execute(
-                        "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statements[kind], params
-                    )
-                    explain = cursor.fetchone()[0][0]
-                if q_index < 5:
-                    continue  # warm-up
-                wall[name].append(elapsed)
-                found[name] += len(truth & {row[0] for row in rows[:K]})
-                plan_ms[name].append(explain["Planning Time"])
-                exec_ms[name].append(explain["Execution Time"])
-                hits[name].append(explain["Plan"].get("Shared Hit Blocks", 0))
-                node = _walk_node(explain["Plan"])
-                if node:
-                    walk_ms[name].append(node["Actual Total Time"])
-                    index_used[name] = node.get("Index Name", "")
         out["load_average_end"] = list(os.getloadavg())
-        base = "vector ef 300 (today)"
+        base = measured["vector ef 300 (today)"]
         results = []
         for name, kind, ef in VARIANTS:
+            m = measured[name]
             results.append(
                 {
                     "variant": name,
                     "index": kind,
                     "candidates": ef,
-                    "index_used": index_used.get(name),
-                    "statement_wall_ms": _spread(wall[name]),
-                    "planning_ms": _spread(plan_ms[name]),
-                    "execution_ms": _spread(exec_ms[name]),
-                    "walk_ms": _spread(walk_ms[name]) if walk_ms[name] else None,
-                    "shared_hit_blocks": _spread(hits[name]),
-                    "recall_at_10_vs_exact": round(found[name] / (K * args.queries), 4),
-                    "wall_p50_vs_today": round(
-                        percentile(wall[name], 50) / percentile(wall[base], 50), 3
-                    ),
-                    "wall_p95_vs_today": round(
-                        percentile(wall[name], 95) / percentile(wall[base], 95), 3
-                    ),
-                    "execution_p50_vs_today": round(
-                        percentile(exec_ms[name], 50) / percentile(exec_ms[base], 50), 3
-                    ),
+                    **m.summary(args.queries),
+                    "wall_p50_vs_today": ratio(m.wall, base.wall, 50),
+                    "wall_p95_vs_today": ratio(m.wall, base.wall, 95),
+                    "execution_p50_vs_today": ratio(m.execution, base.execution, 50),
                 }
             )
+            r = results[-1]
             log(
-                f"{name:24s} recall {results[-1]['recall_at_10_vs_exact']:.4f} "
-                f"wall p50/p95 {results[-1]['statement_wall_ms']['p50']:.2f}/"
-                f"{results[-1]['statement_wall_ms']['p95']:.2f} "
-                f"exec p50 {results[-1]['execution_ms']['p50']:.2f} "
-                f"walk p50 {results[-1]['walk_ms']['p50'] if results[-1]['walk_ms'] else '-'} "
-                f"hits p50 {results[-1]['shared_hit_blocks']['p50']} "
-                f"index {results[-1]['index_used']}"
+                f"{name:24s} recall {r['recall_at_10_vs_exact']:.4f} "
+                f"wall p50/p95 {r['statement_wall_ms']['p50']:.2f}/"
+                f"{r['statement_wall_ms']['p95']:.2f} "
+                f"exec p50 {r['execution_ms']['p50']:.2f} "
+                f"walk p50 {r['walk_ms']['p50'] if r['walk_ms'] else '-'} "
+                f"hits p50 {r['shared_hit_blocks']['p50']} "
+                f"index {r['index_used']}"
             )
         out["variants"] = results
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

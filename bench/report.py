@@ -53,6 +53,13 @@ COMMANDS = {
     "kernel/quantized_walk_10k.json": "bench/quantized_walk.py --queries 100",
     "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
+    "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
+    "http_load_prepared_plan_ab_base_first.json": "bench/http_load.py --variants "
+    "asgi=/tmp/prep-base,asgi --rounds 6 --duration 90 "
+    "--out bench/results/http_load_prepared_plan_ab_base_first.json",
+    "http_load_prepared_plan_ab_new_first.json": "bench/http_load.py --variants "
+    "asgi,asgi=/tmp/prep-base --rounds 6 --duration 90 "
+    "--out bench/results/http_load_prepared_plan_ab_new_first.json",
     "iterative_scan.json": "bench/iterative_scan.py --memories 105000 --agents 5 --queries 100",
     "embedder_speed.json": "bench/embedder_speed.py --threads 1",
     "store_constant.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
@@ -652,6 +659,87 @@ def t_quantized_walk(arg) -> str:
         "load average (start → end)",
     ]
     return table(head, rows) + "\n\n" + source(*names)
+
+
+def t_hnsw_build(arg) -> str:
+    """``{{ hnsw_build:<file> }}``: bench/hnsw_build.py (each build's graph walked at each
+    width, interleaved per query, ratios to today's build at today's width)."""
+    use(arg)
+    d = load(arg)
+    builds = table(
+        ["build", "m", "ef_construction", "build s", "size MiB"],
+        [
+            [b["build"], b["m"], b["ef_construction"], fmt(b["seconds"]), fmt(b["bytes"] / 2**20)]
+            for b in d["builds"]
+        ],
+    )
+    rows = [
+        [
+            v["build"],
+            v["ef_search"],
+            f"**{fmt(v['recall_at_10_vs_exact'])}**",
+            pq(v["statement_wall_ms"]),
+            fmt(v["wall_p50_vs_today"]),
+            fmt((v["walk_ms"] or {}).get("p50")),
+            f"**{fmt(v['walk_p50_vs_today'])}**",
+            fmt(v["shared_hit_blocks"]["p50"]),
+        ]
+        for v in d["variants"]
+    ]
+    head = [
+        "build",
+        "ef_search",
+        "recall@10 vs exact",
+        "statement p50 / p95 ms",
+        "statement p50 vs today's",
+        "walk p50 ms",
+        "walk p50 vs today's",
+        "buffer hits p50",
+    ]
+    load_avg = f"{fmt(d['load_average_start'])} → {fmt(d['load_average_end'])}"
+    note = (
+        f"{d['size']:,} memories of one agent, {d['queries']} queries, depth {d['depth']}, "
+        f"pgvector {d['pgvector']}; load average {load_avg}."
+    )
+    return builds + "\n\n" + table(head, rows) + "\n\n" + note + " " + source(arg)
+
+
+def t_prepared_statements(arg) -> str:
+    """``{{ prepared_statements:<file> }}``: bench/prepared_statements.py (each statement
+    client-bound against prepared, alternating per round)."""
+    use(arg)
+    d = load(arg)
+    rows = []
+    for name, r in d["statements"].items():
+        by_round = r["ms_per_round_trip_by_round"]
+        rows.append(
+            [
+                name,
+                fmt(r["median_ms"]["client-bound"]),
+                fmt(r["median_ms"]["prepared"]),
+                f"**{fmt(r['prepared_over_client_bound'])}**",
+                f"{fmt(min(by_round['client-bound']))}–{fmt(max(by_round['client-bound']))}",
+                f"{fmt(min(by_round['prepared']))}–{fmt(max(by_round['prepared']))}",
+                "yes" if r["prepared_wins_every_round"] else "no",
+                fmt(r["prepared_plans_custom_generic"]),
+            ]
+        )
+    head = [
+        "statement",
+        "client-bound ms (median of rounds)",
+        "prepared ms",
+        "prepared / client-bound",
+        "client-bound, range over rounds",
+        "prepared, range",
+        "prepared faster in every round",
+        "prepared: custom / generic plans",
+    ]
+    load_avg = f"{fmt(d['load_average_start'])} → {fmt(d['load_average_end'])}"
+    note = (
+        f"{d['calls_per_round']} round trips per side and round, {d['rounds']} rounds; "
+        f"load average {load_avg}."
+    )
+    return table(head, rows) + "\n\n" + note + " " + source(arg)
 
 
 def t_iterative(_arg) -> str:
@@ -1779,6 +1867,8 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "profile_10k": t_profile_10k,
     "overlap_ab": t_overlap_ab,
     "quantized_walk": t_quantized_walk,
+    "hnsw_build": t_hnsw_build,
+    "prepared_statements": t_prepared_statements,
     "iterative": t_iterative,
     "storage_ab": t_storage_ab,
     "kernel_ab": t_kernel_ab,
