@@ -54,6 +54,12 @@ COMMANDS = {
     "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
+    "write_side/locomo_dev_previous_turn_context.json": "bench/retrieval.py --data "
+    "../shared/bench-data/locomo_dev.json --out /tmp/xp_base.json (copied here)",
+    "write_side/locomo_dev_next_turn_context.json": "bench/retrieval.py --data "
+    "../shared/bench-data/locomo_dev.json --out /tmp/xp_next.json (copied here), with a "
+    "temporary patch of bench/locomo.py (XP_NEXT=1: the next turn appended to the context; "
+    "not committed)",
     "http_load_prepared_plan_ab_base_first.json": "bench/http_load.py --variants "
     "asgi=/tmp/prep-base,asgi --rounds 6 --duration 90 "
     "--out bench/results/http_load_prepared_plan_ab_base_first.json",
@@ -1852,6 +1858,50 @@ def t_fold_ab(arg) -> str:
     )
 
 
+def t_run_folds(arg) -> str:
+    """``{{ run_folds:<file>,<file>… }}``: bench/retrieval.py runs side by side — any / all@10
+    in total, per fold (conversation) and per question category."""
+    names = arg.split(",")
+    runs = []
+    for name in names:
+        use(name)
+        runs.append(load(name))
+    first = runs[0]
+    rows = [
+        [
+            "total",
+            "",
+            *(f"{fmt(r['recall_any']['10'])} / {fmt(r['recall_all']['10'])}" for r in runs),
+        ]
+    ]
+    for fold, f in first["by_fold"]["folds"].items():
+        rows.append(
+            [
+                f"fold {fold}",
+                f["count"],
+                *(
+                    f"{fmt(r['by_fold']['folds'][fold]['recall_any@10'])} / "
+                    f"{fmt(r['by_fold']['folds'][fold]['recall_all@10'])}"
+                    for r in runs
+                ),
+            ]
+        )
+    for category, c in first["by_category"].items():
+        rows.append(
+            [
+                f"category {category}",
+                c["count"],
+                *(
+                    f"{fmt(r['by_category'][category]['recall_any@10'])} / "
+                    f"{fmt(r['by_category'][category]['recall_all@10'])}"
+                    for r in runs
+                ),
+            ]
+        )
+    head = ["questions", "count", *(f"`{n.rsplit('/', 1)[-1]}` any / all@10" for n in names)]
+    return table(head, rows) + "\n\n" + source(*names)
+
+
 TABLES: dict[str, Callable[[str | None], str]] = {
     "multisession_levers": t_multisession_levers,
     "multisession_live": t_multisession_live,
@@ -1895,6 +1945,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "locomo_retrievers": t_locomo_retrievers,
     "fold_levers": t_fold_levers,
     "fold_ab": t_fold_ab,
+    "run_folds": t_run_folds,
 }
 
 
