@@ -54,6 +54,12 @@ COMMANDS = {
     "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
+    "kernel/prepared_hydrate_search_ab_locomo_base_first.json": "bench/search_ab.py --data "
+    "../shared/bench-data/locomo_dev.json --base e86589c "
+    "--out bench/results/kernel/prepared_hydrate_search_ab_locomo_base_first.json",
+    "kernel/prepared_hydrate_search_ab_locomo_tree_first.json": "bench/search_ab.py --data "
+    "../shared/bench-data/locomo_dev.json --base e86589c --tree-first "
+    "--out bench/results/kernel/prepared_hydrate_search_ab_locomo_tree_first.json",
     "kernel/prepared_plan_search_ab_locomo_base_first.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base 181d30b "
     "--out bench/results/kernel/prepared_plan_search_ab_locomo_base_first.json",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory.core.models.memory import Memory
+from synthorg.db.prepared import execute_prepared
 from synthorg.db.replicas import read_connection
 
 #: What a hit carries: every column but the vectors (loaded as deferred fields).
@@ -19,7 +20,8 @@ _HYDRATE_SQL = "SELECT {} FROM memory_memory m WHERE m.id = ANY(%s)".format(
 def hydrate(ids: Sequence) -> dict:
     """``id → Memory`` (as ``defer("embedding", "search_vector").in_bulk``, without the
     queryset machinery, which is faster; measured:
-    docs/benchmarks/latency.md#smaller-levers-in-the-search-path)."""
+    docs/benchmarks/latency.md#smaller-levers-in-the-search-path), as a prepared statement
+    of the connection (:mod:`synthorg.db.prepared`)."""
     if not ids:
         return {}
     connection = read_connection()  # a replica inside a replica read (synthorg.db.replicas)
@@ -29,9 +31,7 @@ def hydrate(ids: Sequence) -> dict:
         for i, f in enumerate(_HYDRATED_FIELDS)
         if f.get_db_converters(connection)
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(_HYDRATE_SQL, [list(ids)])
-        rows = cursor.fetchall()
+    rows = execute_prepared(connection, _HYDRATE_SQL, [list(ids)])
     memories = {}
     for row in rows:
         values = list(row)
