@@ -72,6 +72,10 @@ def test_no_app_module_imports_the_benchmark_package():
             ],
         ),
         (
+            "rerankers.py",
+            ["--locomo", "--longmemeval", "--depth", "--lme-per-category", "--out"],
+        ),
+        (
             "scale_1m.py",
             [
                 "--memories",
