@@ -277,8 +277,7 @@ NOT_EVALUATED: dict[str, dict[str, str]] = {
         "(cnmoro/static-nomic-384-pten-v2) is loaded with StaticModel.from_pretrained from "
         "the model hub, and the ranker's features need it",
     },
-    "mxbai-rerank, rerankers, local-reranker, bcembedding, convmemory, tinyintent, "
-    "agentforge-reranker-sentence-transformers, rag-reranker": {
+    "mxbai-rerank, rerankers, local-reranker, bcembedding, convmemory, tinyintent, rag-reranker": {
         "model": "mxbai-rerank, jina-reranker-v2, bce-reranker, bge cross-encoders, …",
         "licence": "various",
         "why": "wrappers: no weights in the wheels; models from the model hub "
@@ -291,16 +290,21 @@ NOT_EVALUATED: dict[str, dict[str, str]] = {
         "why": "inference engines (ONNX Runtime, candle, Rust) with no model in the wheel: "
         "each fetches its model from the model hub or GitHub releases on first use",
     },
-    "lateweave, colsearch, voyager-index, tachiom, pylate, colbert-ai, ragatouille-style "
-    "ColBERT packages": {
+    "lateweave, colsearch, voyager-index, pylate, colbert-ai": {
         "model": "(none: indexes, kernels or trainers for late-interaction models)",
         "licence": "—",
-        "why": "no model weights in the package",
+        "why": "no model weights in the wheels; ColBERT checkpoints come from the model hub",
     },
-    "flash-rerank, pylate-rs": {
-        "model": "cross-encoder / ColBERT runtimes",
+    "flash-rerank, pylate-rs, agentforge-reranker-sentence-transformers": {
+        "model": "cross-encoder / ColBERT runtimes and wrappers",
         "licence": "—",
         "why": "pip finds no version for this machine's Python 3.11 / platform",
+    },
+    "tachiom": {
+        "model": "(an index for late-interaction multi-vector retrieval)",
+        "licence": "—",
+        "why": "sdist only, and its build fails here at the metadata step; by its summary an "
+        "index, not a model",
     },
     "gatrag-context-classifier==1.0.0": {
         "model": "an NLI cross-encoder gate",
@@ -481,11 +485,21 @@ def main(argv: list[str] | None = None) -> None:
         help="LongMemEval questions per category, first in file order (0 = all 40)",
     )
     p.add_argument(
+        "--list-only",
+        action="store_true",
+        help="only refresh the list of packages not evaluated in --out, in place",
+    )
+    p.add_argument(
         "--candidates-file",
         help="keep phase 1 here (outside the repo: it holds the data's text) and reuse it "
         "when it exists",
     )
     args = p.parse_args(argv)
+    if args.list_only:
+        kept = json.loads(Path(args.out).read_text())
+        kept["not_evaluated"] = NOT_EVALUATED
+        Path(args.out).write_text(json.dumps(kept, indent=2) + "\n")
+        return
 
     figures: dict[str, Any] = {
         "python": platform.python_version(),
