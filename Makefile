@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup run demo test ts-client ts-client-types lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare bench-embedders browser screenshots docs llm-local llm-local-serve
+.PHONY: setup run demo test ts-client ts-client-types lint format worker worker-llm bench bench-learning bench-llm-faults bench-scale clean-db db-status upgrade-db bench-compare bench-embedders bench-rerankers browser screenshots docs llm-local llm-local-serve
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -173,6 +173,11 @@ bench-embedders: setup
 	$(BIN)/pip install -q -r bench/requirements-embedders.txt
 	$(BIN)/python bench/embedders.py --locomo ../shared/bench-data/locomo_dev.json \
 		--longmemeval ../shared/bench-data/longmemeval_dev.json --out bench/results/embedders.json
+
+bench-rerankers: setup
+	$(BIN)/pip install -q --no-deps -r bench/requirements-rerankers.txt
+	$(BIN)/python bench/rerankers.py --locomo ../shared/bench-data/locomo_dev.json \
+		--longmemeval ../shared/bench-data/longmemeval_dev.json --out bench/results/rerankers.json
 
 # Mem0 side by side (bench/compare.py): optional dependencies in their own venv.
 COMPARE_DATA ?= ../shared/bench-data/locomo_dev.json

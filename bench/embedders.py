@@ -55,7 +55,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.locomo import Conversation, load_conversations, log, percentile, progress  # noqa: E402
+from bench.locomo import (  # noqa: E402
+    Conversation,
+    load_conversations,
+    log,
+    percentile,
+    progress,
+    recall_table,
+)
 from memory.core.domain import embedding_text  # noqa: E402
 
 KS = (5, 10)
@@ -281,43 +288,15 @@ def score(
     query_vectors: dict[str, np.ndarray],
 ) -> dict[str, Any]:
     """recall_any/all@k overall and per category (@10), as bench/locomo.py counts them."""
-    hits_any: dict[int, int] = defaultdict(int)
-    hits_all: dict[int, int] = defaultdict(int)
-    by_cat: dict[int, dict[str, int]] = defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
-    questions = 0
+    rows = []
     for conv in conversations:
-        ids = [t.dia_id for t in conv.turns]
-        index = {d: i for i, d in enumerate(ids)}
+        index = {t.dia_id: i for i, t in enumerate(conv.turns)}
         scores = query_vectors[conv.sample_id] @ doc_vectors[conv.sample_id].T
         order = np.argsort(-scores, axis=1, kind="stable")[:, : max(KS)]
         for row, qa in enumerate(conv.questions):
             evidence = [index.get(e) for e in qa["evidence"]]
-            wanted = {e for e in evidence if e is not None}
-            category = int(qa["category"])
-            questions += 1
-            by_cat[category]["count"] += 1
-            for k in KS:
-                top = set(order[row, :k].tolist())
-                found_any = bool(wanted & top)
-                found_all = len(wanted) == len(evidence) and wanted <= top
-                hits_any[k] += found_any
-                hits_all[k] += found_all
-                if k == 10:
-                    by_cat[category]["any"] += found_any
-                    by_cat[category]["all"] += found_all
-    return {
-        "questions": questions,
-        "recall_any": {str(k): round(hits_any[k] / questions, 4) for k in KS},
-        "recall_all": {str(k): round(hits_all[k] / questions, 4) for k in KS},
-        "by_category": {
-            str(c): {
-                "count": v["count"],
-                "recall_any@10": round(v["any"] / v["count"], 4),
-                "recall_all@10": round(v["all"] / v["count"], 4),
-            }
-            for c, v in sorted(by_cat.items())
-        },
-    }
+            rows.append((int(qa["category"]), order[row].tolist(), evidence))
+    return recall_table(rows, KS)
 
 
 def evaluate_split(
@@ -439,14 +418,21 @@ def ratios(figures: dict[str, Any]) -> None:
         entry["throughput_ratio"] = round(s["texts_per_s_best"] / b["texts_per_s_best"], 2)
 
 
-def main(argv: list[str] | None = None) -> None:
+def splits_parser(script: str, description: str) -> argparse.ArgumentParser:
+    """The command line of a benchmark over the two dev splits (``--locomo``,
+    ``--longmemeval``), for ``bench/<script>``."""
     p = argparse.ArgumentParser(
-        prog="python bench/embedders.py",
-        description=__doc__.splitlines()[0],
+        prog=f"python bench/{script}",
+        description=description,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--locomo", required=True, help="LoCoMo dev JSON (read in place)")
     p.add_argument("--longmemeval", help="LongMemEval dev JSON in LoCoMo form (read in place)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = splits_parser("embedders.py", __doc__.splitlines()[0])
     p.add_argument("--out", help="JSON file to write (required unless --probe)")
     p.add_argument(
         "--candidate",

@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -144,6 +145,77 @@ def store_turns(agent, turns: list[Turn], *, label: str) -> dict[str, Any]:
     return ids
 
 
+def found_at(ranked: list[Any], evidence: list[Any], k: int) -> tuple[bool, bool]:
+    """Whether the top ``k`` of ``ranked`` hold any / all of the ``evidence`` memory ids (an
+    evidence turn that was never stored, ``None``, makes "all" unreachable)."""
+    wanted = {e for e in evidence if e is not None}
+    top = set(ranked[:k])
+    return bool(wanted & top), len(wanted) == len(evidence) and wanted <= top
+
+
+@dataclass
+class RecallTally:
+    """recall_any/all@k over the questions added, and per category at @10, each counted by
+    :func:`found_at`: the one tally of ``run_locomo`` and of the benchmarks that re-order or
+    re-embed the turns outside it."""
+
+    ks: Sequence[int]
+    questions: int = 0
+    hits_any: dict[int, int] = field(default_factory=dict)
+    hits_all: dict[int, int] = field(default_factory=dict)
+    by_category: dict[int, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
+    )
+
+    def __post_init__(self) -> None:
+        self.hits_any = {k: 0 for k in self.ks}
+        self.hits_all = {k: 0 for k in self.ks}
+
+    def add(self, category: int, ranked: list[Any], evidence: list[Any]) -> tuple[bool, bool]:
+        """Count one question; returns whether its top 10 holds any / all of the evidence."""
+        self.questions += 1
+        self.by_category[category]["count"] += 1
+        at10 = found_at(ranked, evidence, 10)
+        for k in self.ks:
+            found_any, found_all = at10 if k == 10 else found_at(ranked, evidence, k)
+            self.hits_any[k] += found_any
+            self.hits_all[k] += found_all
+        self.by_category[category]["any"] += at10[0]
+        self.by_category[category]["all"] += at10[1]
+        return at10
+
+    def summary(self) -> dict[str, Any]:
+        def ratio(n: int) -> float:
+            return round(n / self.questions, 4) if self.questions else 0.0
+
+        return {
+            "questions": self.questions,
+            "recall_any": {str(k): ratio(self.hits_any[k]) for k in self.ks},
+            "recall_all": {str(k): ratio(self.hits_all[k]) for k in self.ks},
+            "by_category": at10_table(self.by_category),
+        }
+
+
+def at10_table(tallies: dict[Any, dict[str, int]]) -> dict[str, dict[str, Any]]:
+    """``{key: {count, any, all}}`` → ``{key: {count, recall_any@10, recall_all@10}}``."""
+    return {
+        str(key): {
+            "count": v["count"],
+            "recall_any@10": round(v["any"] / v["count"], 4) if v["count"] else 0.0,
+            "recall_all@10": round(v["all"] / v["count"], 4) if v["count"] else 0.0,
+        }
+        for key, v in sorted(tallies.items())
+    }
+
+
+def recall_table(rows: Iterable[tuple[int, list[Any], list[Any]]], ks: Sequence[int]) -> dict:
+    """:class:`RecallTally` over ``rows`` of (category, ranked ids, evidence ids)."""
+    tally = RecallTally(ks)
+    for category, ranked, evidence in rows:
+        tally.add(category, ranked, evidence)
+    return tally.summary()
+
+
 def percentile(values: list[float], pct: float) -> float:
     if not values:
         return 0.0
@@ -189,16 +261,13 @@ def run_locomo(
         raise ValueError("no conversation of the data file matches --conversations")
     max_k = max(ks)
     run_tag = uuid.uuid4().hex[:8]
-    hits_any = {k: 0 for k in ks}
-    hits_all = {k: 0 for k in ks}
-    by_category: dict[int, dict[str, int]] = defaultdict(lambda: {"count": 0, "any": 0, "all": 0})
+    tally = RecallTally(ks)
     by_conversation: dict[str, dict[str, int]] = defaultdict(
         lambda: {"count": 0, "any": 0, "all": 0}
     )
     search_ms: list[float] = []
     ingest_seconds = 0.0
     ingested = 0
-    questions = 0
     unanswerable = 0
     embedder_id = ""
     effective: dict[str, Any] = {}
@@ -269,58 +338,31 @@ def run_locomo(
                 ).hits  # fmt: skip
             search_ms.append((time.perf_counter() - started) * 1000)
             ranked = [hit.memory.pk for hit in hits]
-            wanted = {e for e in evidence if e is not None}
-            category = int(qa["category"])
-            questions += 1
-            by_category[category]["count"] += 1
-            for k in ks:
-                top = set(ranked[:k])
-                found_any = bool(wanted & top)
-                found_all = len(wanted) == len(evidence) and wanted <= top
-                hits_any[k] += found_any
-                hits_all[k] += found_all
-                if k == 10:
-                    for tally in (by_category[category], by_conversation[conv.sample_id]):
-                        tally["any"] += found_any
-                        tally["all"] += found_all
+            found_any, found_all = tally.add(int(qa["category"]), ranked, evidence)
+            by_conversation[conv.sample_id]["any"] += found_any
+            by_conversation[conv.sample_id]["all"] += found_all
             by_conversation[conv.sample_id]["count"] += 1
         log(f"{conv.sample_id}: {len(asked)} questions asked")
-
-    def ratio(n: int) -> float:
-        return round(n / questions, 4) if questions else 0.0
 
     pooled = (
         {
             "search_ms_samples": search_ms,
             "ingest_seconds": ingest_seconds,
-            "hits_any@10": hits_any.get(10),
-            "hits_all@10": hits_all.get(10),
+            "hits_any@10": tally.hits_any.get(10),
+            "hits_all@10": tally.hits_all.get(10),
         }
         if samples
         else {}
     )
+    summary = tally.summary()
     return pooled | {
-        "questions": questions,
+        "questions": summary["questions"],
         "skipped_without_evidence": unanswerable,
-        "recall_any": {str(k): ratio(hits_any[k]) for k in ks},
-        "recall_all": {str(k): ratio(hits_all[k]) for k in ks},
-        "by_category": {
-            str(c): {
-                "count": v["count"],
-                "recall_any@10": round(v["any"] / v["count"], 4) if v["count"] else 0.0,
-                "recall_all@10": round(v["all"] / v["count"], 4) if v["count"] else 0.0,
-            }
-            for c, v in sorted(by_category.items())
-        },
+        "recall_any": summary["recall_any"],
+        "recall_all": summary["recall_all"],
+        "by_category": summary["by_category"],
         "by_fold": _by_fold(data, by_conversation),
-        "by_conversation": {
-            c: {
-                "count": v["count"],
-                "recall_any@10": round(v["any"] / v["count"], 4) if v["count"] else 0.0,
-                "recall_all@10": round(v["all"] / v["count"], 4) if v["count"] else 0.0,
-            }
-            for c, v in sorted(by_conversation.items())
-        },
+        "by_conversation": at10_table(by_conversation),
         "search_ms": {
             "p50": round(percentile(search_ms, 50), 2),
             "p95": round(percentile(search_ms, 95), 2),
@@ -356,14 +398,7 @@ def _by_fold(data: str, by_conversation: dict[str, dict[str, int]]) -> dict[str,
     for conversation, tally in by_conversation.items():
         for key in ("count", "any", "all"):
             tallies[folds[conversation]][key] += tally[key]
-    rows = {
-        str(fold): {
-            "count": t["count"],
-            "recall_any@10": round(t["any"] / t["count"], 4) if t["count"] else 0.0,
-            "recall_all@10": round(t["all"] / t["count"], 4) if t["count"] else 0.0,
-        }
-        for fold, t in sorted(tallies.items())
-    }
+    rows = at10_table(tallies)
     spread = {
         key: round(max(r[key] for r in rows.values()) - min(r[key] for r in rows.values()), 4)
         for key in ("recall_any@10", "recall_all@10")

@@ -390,6 +390,123 @@ def _anyall(result: dict | None, key: str = "10") -> str:
     return f"{fmt(result['recall_any'][key])} / {fmt(result['recall_all'][key])}"
 
 
+def _per_category(locomo: dict, lme: dict, columns: list[str]) -> str:
+    """Recall any / all@10 per category of each split, one column per ranking."""
+    cats = []
+    for label, split, names in (
+        ("LoCoMo", locomo, LOCOMO_CATEGORY_NAMES),
+        ("LongMemEval", lme, LME_CATEGORY_NAMES),
+    ):
+        if not split:
+            continue
+        first = next(iter(split.values()))["by_category"]
+        for cat in sorted(first, key=int):
+            row = [label, f"{cat} {names.get(cat, '')}", first[cat]["count"]]
+            for name in columns:
+                c = split.get(name, {}).get("by_category", {}).get(cat)
+                row.append(f"{fmt(c['recall_any@10'])} / {fmt(c['recall_all@10'])}" if c else "—")
+            cats.append(row)
+    if not cats:
+        return ""
+    return "\n\nPer category, any / all@10:\n\n" + table(
+        ["split", "category", "questions", *[f"`{n}`" for n in columns]], cats
+    )
+
+
+def t_reranker_candidates(_arg) -> str:
+    """bench/rerankers.py: the product's fused top N with and without each re-ranker, then
+    the packages examined and not evaluated."""
+    use("rerankers.json")
+    d = load("rerankers.json")
+    splits = {s: d.get(s, {}) for s in ("locomo_dev", "longmemeval_dev")}
+    rows = [
+        [
+            f"`{name}`",
+            f"`{c['package']}`",
+            c["model"],
+            c["kind"],
+            c["licence"],
+            c["loads"],
+            c.get("size_mb"),
+        ]
+        for name, c in d["candidates"].items()
+    ]
+    out = table(["candidate", "package", "model", "kind", "licence", "loads?", "size MB"], rows)
+    ranked = []
+    for label, split in (
+        ("LoCoMo", splits["locomo_dev"]),
+        ("LongMemEval", splits["longmemeval_dev"]),
+    ):
+        search = split.get("search_ms", {})
+        for name, result in split.get("results", {}).items():
+            base = name.removesuffix("+rrf")
+            took = split.get("rerank_ms", {}).get(base, {}) if name != "fused" else {}
+            ranked.append(
+                [
+                    label,
+                    "fused (no re-ranking)" if name == "fused" else f"`{name}`",
+                    result["questions"],
+                    _anyall(result),
+                    _anyall(result, "5"),
+                    f"{fmt(search.get('p50'))} / {fmt(search.get('p95'))}",
+                    f"{fmt(took.get('p50'))} / {fmt(took.get('p95'))}" if took else "—",
+                    took.get("search_plus_rerank_p95_ratio"),
+                    f"{fmt(took.get('query_encoding_p50'))} / {fmt(took.get('query_encoding_p95'))}"
+                    if took
+                    else "—",
+                ]
+            )
+    out += "\n\n" + table(
+        [
+            "split",
+            "ranking",
+            "questions",
+            "any/all@10",
+            "any/all@5",
+            f"search ms p50 / p95 (limit {d['depth']})",
+            f"re-rank ms p50 / p95 ({d['depth']} pairs, 1 thread)",
+            "(search + re-rank) ÷ search, p95",
+            "query encoding alone ms p50 / p95",
+        ],
+        ranked,
+    )
+    ceiling = "; ".join(
+        f"{label} {fmt(s['evidence_in_candidates']['recall_any'])} / "
+        f"{fmt(s['evidence_in_candidates']['recall_all'])}"
+        for label, s in zip(("LoCoMo", "LongMemEval"), splits.values(), strict=True)
+        if s
+    )
+    out += (
+        f"\n\nThe ceiling of any re-ranking, the evidence anywhere in the {d['depth']} "
+        f"candidates (any / all): {ceiling}."
+    )
+    out += _per_category(
+        splits["locomo_dev"].get("results", {}),
+        splits["longmemeval_dev"].get("results", {}),
+        list(splits["locomo_dev"].get("results", {})),
+    )
+    skipped = [
+        [f"`{pkg}`", v["model"], v["licence"], v["why"]] for pkg, v in d["not_evaluated"].items()
+    ]
+    out += "\n\nPackages examined and not evaluated:\n\n" + table(
+        ["package", "model", "licence", "why"], skipped
+    )
+    lme = splits["longmemeval_dev"]
+    out += (
+        f"\n\nPython {d['python']}, {d['threads']} thread for the re-ranker, {d['cpus']} "
+        f"shared CPUs (load average {fmt(d['load_average_start'])} at the start, "
+        f"{fmt(splits['locomo_dev'].get('load_average_after_search'))} after the LoCoMo "
+        f"searches, {fmt(d.get('load_average_rerank_start'))} when the re-ranking began, "
+        f"{fmt(d.get('load_average_end'))} at the end). Method: {d['method']}; `+rrf` joins "
+        f"the fused order and the re-ranker's by reciprocal rank fusion, k = {d['rrf_k']}. "
+        f"LoCoMo dev whole ({fmt(splits['locomo_dev'].get('turns'))} turns); LongMemEval dev "
+        f"{fmt(lme.get('questions'))} of {fmt(lme.get('questions_in_split'))} questions "
+        f"({fmt(lme.get('per_category'))} per category, first in file order, "
+        f"{fmt(lme.get('turns'))} turns). " + source("rerankers.json")
+    )
+    return out
+
+
 def t_embedder_candidates(_arg) -> str:
     """bench/embedders.py: every candidate that loads, then the packages that could not."""
     use("embedders.json")
@@ -435,26 +552,7 @@ def t_embedder_candidates(_arg) -> str:
         "LoCoMo any/all@5",
         "LongMemEval any/all@10",
     ]
-    out = table(head, rows)
-    cats = []
-    columns = list(d["candidates"])
-    for label, split, names in (
-        ("LoCoMo", locomo, LOCOMO_CATEGORY_NAMES),
-        ("LongMemEval", lme, LME_CATEGORY_NAMES),
-    ):
-        if not split:
-            continue
-        first = next(iter(split.values()))["by_category"]
-        for cat in sorted(first, key=int):
-            row = [label, f"{cat} {names.get(cat, '')}", first[cat]["count"]]
-            for name in columns:
-                c = split.get(name, {}).get("by_category", {}).get(cat)
-                row.append(f"{fmt(c['recall_any@10'])} / {fmt(c['recall_all@10'])}" if c else "—")
-            cats.append(row)
-    if cats:
-        out += "\n\nPer category, any / all@10:\n\n" + table(
-            ["split", "category", "questions", *[f"`{n}`" for n in columns]], cats
-        )
+    out = table(head, rows) + _per_category(locomo, lme, list(d["candidates"]))
     for name, why in d.get("longmemeval_dev", {}).get("not_finished", {}).items():
         out += f"\n\nLongMemEval, `{name}`: {why}"
     skipped = [
@@ -1924,6 +2022,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "mem0": t_mem0,
     "embedder": t_embedder,
     "embedder_candidates": t_embedder_candidates,
+    "reranker_candidates": t_reranker_candidates,
     "scale_search": t_scale_search,
     "stages_10k": t_stages_10k,
     "profile_10k": t_profile_10k,
