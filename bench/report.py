@@ -54,6 +54,12 @@ COMMANDS = {
     "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
+    "store_prepared_ab_base_first.json": "bench/http_load.py --variants "
+    "asgi=/tmp/store-base,asgi --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_prepared_ab_base_first.json",
+    "store_prepared_ab_new_first.json": "bench/http_load.py --variants "
+    "asgi,asgi=/tmp/store-base --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_prepared_ab_new_first.json",
     "kernel/prepared_hydrate_search_ab_locomo_base_first.json": "bench/search_ab.py --data "
     "../shared/bench-data/locomo_dev.json --base e86589c "
     "--out bench/results/kernel/prepared_hydrate_search_ab_locomo_base_first.json",

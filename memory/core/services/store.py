@@ -44,6 +44,7 @@ from persistence.models import Agent, Project, Task
 from persistence.selectors.config import company_config
 from persistence.services.audit import audit_record
 from synthorg.company_config.memory import MemoryChunkingConfig
+from synthorg.db.prepared import execute_prepared
 from synthorg.embedding import Embedder
 from synthorg.enums import MemoryCategory, MemoryLevel
 
@@ -629,9 +630,10 @@ def _serialise_writers(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> 
     """Concurrent stores into the same agent/namespace/category wait for each other, so two
     near duplicates racing each other cannot both pass the gate. Transaction-scoped
     advisory locks, taken in a fixed order (no deadlock between overlapping batches)."""
-    with connection.cursor() as cursor:
-        for group in _groups(agent, requests):
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group])
+    for group in _groups(agent, requests):
+        execute_prepared(
+            connection, "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [group]
+        )
 
 
 def _gate_version(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> int:
@@ -639,13 +641,12 @@ def _gate_version(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> int:
     ``memory_gate_scope``, bumped by triggers on every write that can change what the gate
     finds there; counters only grow, so an equal sum means no counter moved). A statement
     of its own: read under the advisory lock, its snapshot postdates the lock."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT coalesce(sum(version), 0) FROM memory_gate_scope "
-            "WHERE scope IN (SELECT hashtextextended(g, 0) FROM unnest(%s::text[]) AS g)",
-            [_groups(agent, requests)],
-        )
-        return cursor.fetchone()[0]
+    return execute_prepared(
+        connection,
+        "SELECT coalesce(sum(version), 0) FROM memory_gate_scope "
+        "WHERE scope IN (SELECT hashtextextended(g, 0) FROM unnest(%s::text[]) AS g)",
+        [_groups(agent, requests)],
+    )[0][0]
 
 
 def _groups(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> list[str]:
@@ -654,13 +655,13 @@ def _groups(agent: Agent, requests: Sequence[MemoryStoreRequest]) -> list[str]:
 
 def _terms(contents: Sequence[str]) -> list[frozenset[str]]:
     """Normalised terms (english lexemes) of each content, in order, in one query."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT t.ord, tsvector_to_array(to_tsvector('english'::regconfig, t.c)) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS t(c, ord) ORDER BY t.ord",
-            [list(contents)],
-        )
-        return [frozenset(lexemes) for _, lexemes in cursor.fetchall()]
+    rows = execute_prepared(
+        connection,
+        "SELECT t.ord, tsvector_to_array(to_tsvector('english'::regconfig, t.c)) "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS t(c, ord) ORDER BY t.ord",
+        [list(contents)],
+    )
+    return [frozenset(lexemes) for _, lexemes in rows]
 
 
 def _gate(

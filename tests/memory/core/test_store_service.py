@@ -120,3 +120,28 @@ def test_the_gate_restores_the_planner_setting_inside_the_callers_transaction():
     dup = memory_store(agent=agent, request=req("the deploy runs every friday at noon"))
     assert (dup.id, dup.deduplicated) == (first.id, True)
     assert nestloop() == "on"
+
+
+def test_the_stores_small_statements_are_prepared_statements_of_the_connection():
+    """The writers' lock, the lexemes and the gate's change counter (read twice per store)
+    are parsed once per connection; PostgreSQL runs the first two on a generic plan from
+    their sixth run (the counter's generic plan costs more than its custom plans: it keeps
+    planning that one)."""
+    from django.db import connection
+
+    agent = AgentFactory()
+    for i in range(7):
+        memory_store(agent=agent, request=req(f"Release {i} ships on day {i} of the sprint."))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT statement, custom_plans + generic_plans, generic_plans > 0 "
+            "FROM pg_prepared_statements WHERE statement LIKE ANY(%s) ORDER BY statement",
+            [["%pg_advisory_xact_lock%", "%to_tsvector('english'::regconfig, t.c)%",
+              "%FROM memory_gate_scope%"]],
+        )  # fmt: skip
+        rows = [(sql.split()[1][:20], runs, generic) for sql, runs, generic in cursor.fetchall()]
+    assert rows == [
+        ("coalesce(sum(version", 14, False),
+        ("pg_advisory_xact_loc", 7, True),
+        ("t.ord,", 7, True),
+    ]
