@@ -87,6 +87,20 @@ def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blo
         roles.use_app(owner_login)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def live_server_answers_without_nagle_delay():
+    """The live server (``live_server``) writes a response's headers and body in separate
+    small writes on a kept-alive connection; with Nagle's algorithm the second waits for the
+    client's delayed ACK of the first. ``TCP_NODELAY`` sends each at once, as production
+    servers do; the responses are the same bytes."""
+    from django.test.testcases import QuietWSGIRequestHandler
+
+    saved = QuietWSGIRequestHandler.disable_nagle_algorithm
+    QuietWSGIRequestHandler.disable_nagle_algorithm = True
+    yield
+    QuietWSGIRequestHandler.disable_nagle_algorithm = saved
+
+
 #: The tests' stand-in servers (webhook receivers, OpenAI-wire embedders and LLMs) listen on
 #: this address; it is allow-listed the way an operator would, the guard itself stays on.
 STAND_IN_HOST = "127.0.0.1"
