@@ -13,7 +13,7 @@ block it. The user's database is never written: the audit ledger is append-only 
 deleted again.
 
 The migrations run once per migration set: the first run migrates a template database
-(``synthorg_bench_template_<digest of the migration files>``) and every run copies it
+(``synthorg_bench_template_<digest of the migrations>``) and every run copies it
 (``CREATE DATABASE … TEMPLATE``), which takes a second where migrating takes most of a
 minute. The template stays on the server for the next run; a new migration set builds a
 new one and drops the old.
@@ -111,19 +111,60 @@ _TEMPLATE_LOCK = 0x5C7A7C4
 
 
 def schema_fingerprint() -> str:
-    """A digest of every migration file of the project: a template migrated from other
-    migrations is never copied."""
+    """A digest of :func:`schema_sources`: a template migrated from other migrations, or
+    with other versions of the modules they import, is never copied."""
     import hashlib
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = _root()
     digest = hashlib.sha256()
-    for path in sorted(root.glob("**/migrations/*.py")):
-        if ".venv" in path.parts or "node_modules" in path.parts:
-            continue
-        digest.update(path.relative_to(root).as_posix().encode())
+    for path in schema_sources():
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        digest.update(name.as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
+
+
+def _root():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent.parent
+
+
+def schema_sources() -> list:
+    """What a migrated database is made of: the migration files of every installed app (the
+    project's and its dependencies') and the project modules those files import (the SQL of
+    triggers and indexes lives there)."""
+    from pathlib import Path
+
+    from django.apps import apps
+
+    files: list[Path] = []
+    for app in apps.get_app_configs():
+        files.extend(sorted((Path(app.path) / "migrations").glob("*.py")))
+    return [*files, *_project_modules_imported_by(files, _root())]
+
+
+def _project_modules_imported_by(files, root) -> list:
+    """The source files of the project modules that ``files`` import (one level)."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    names: set[str] = set()
+    for path in files:
+        if not path.is_relative_to(root) or ".venv" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+    sources = set()
+    for name in names:
+        origin = getattr(importlib.util.find_spec(name), "origin", None)
+        if origin and Path(origin).is_relative_to(root) and ".venv" not in Path(origin).parts:
+            sources.add(Path(origin))
+    return sorted(sources)
 
 
 def _database_exists(cursor, name: str) -> bool:
@@ -131,33 +172,44 @@ def _database_exists(cursor, name: str) -> bool:
     return cursor.fetchone() is not None
 
 
-def _create(connection, name: str, alias: str, verbosity: int) -> None:
-    """Create ``name`` as a copy of the migrated template of this schema (migrating the
-    template first if there is none yet), then point ``connection`` at it.
+@contextlib.contextmanager
+def migrated_template(connection, verbosity: int = 0) -> Iterator[str]:
+    """The name of the migrated template of this schema, migrated first if there is none yet;
+    the block runs under the template lock (copy the template inside it).
 
-    Migrating takes most of a scratch database's start; a copy of an already migrated
-    database (``CREATE DATABASE … TEMPLATE``) is a file copy. The template is built once
-    per migration set (:func:`schema_fingerprint`), under an advisory lock so two runs
-    do not build it twice; templates of older migration sets are dropped then. Nobody
-    connects to a template after it is built, which a copy requires.
+    Migrating takes most of a database's start; a copy of an already migrated database
+    (``CREATE DATABASE … TEMPLATE``) is a file copy. The template is built once per migration
+    set (:func:`schema_fingerprint`), under an advisory lock so two runs do not build it
+    twice; templates of older migration sets are dropped then. Nobody connects to a template
+    after it is built, which a copy requires. The test databases are copies of it too
+    (``tests/conftest.py``).
     """
-    from django.conf import settings
-
+    alias = connection.alias
     template = f"{TEMPLATE_PREFIX}{schema_fingerprint()}"
-    quote = connection.ops.quote_name
     with connection._nodb_cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(%s)", [_TEMPLATE_LOCK])
         try:
             if not _database_exists(cursor, template):
-                _log(f"scratch database {name}: migrating the template {template} (once) …")
+                _log(f"migrating the template {template} (once per migration set) …")
                 _build_template(connection, template, verbosity)
                 for stale in scratch_databases(alias):
                     if stale.startswith(TEMPLATE_PREFIX) and stale != template:
                         drop_database(stale, alias)
-            _log(f"scratch database {name}: creating from {template} …")
-            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
+            yield template
         finally:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [_TEMPLATE_LOCK])
+
+
+def _create(connection, name: str, alias: str, verbosity: int) -> None:
+    """Create ``name`` as a copy of the migrated template of this schema, then point
+    ``connection`` at it."""
+    from django.conf import settings
+
+    quote = connection.ops.quote_name
+    with migrated_template(connection, verbosity) as template:
+        _log(f"scratch database {name}: creating from {template} …")
+        with connection._nodb_cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE {quote(name)} TEMPLATE {quote(template)}")
     connection.close()
     connection.settings_dict["NAME"] = name
     settings.DATABASES[alias]["NAME"] = name
@@ -172,8 +224,8 @@ def _build_template(connection, template: str, verbosity: int) -> None:
     alias = connection.alias
     original_name = connection.settings_dict["NAME"]
     test_settings = connection.settings_dict.setdefault("TEST", {})
-    saved = test_settings.get("NAME")
-    test_settings["NAME"] = template
+    saved = {key: test_settings.get(key) for key in ("NAME", "TEMPLATE")}
+    test_settings.update(NAME=template, TEMPLATE=None)  # migrated from an empty database
     try:
         connection.creation.create_test_db(verbosity=verbosity, autoclobber=True, serialize=False)
     except BaseException:
@@ -182,7 +234,7 @@ def _build_template(connection, template: str, verbosity: int) -> None:
         drop_database(template, alias)
         raise
     finally:
-        test_settings["NAME"] = saved
+        test_settings.update(saved)
         connection.close()
         connection.settings_dict["NAME"] = original_name
         settings.DATABASES[alias]["NAME"] = original_name

@@ -4,8 +4,10 @@ import os
 from dataclasses import dataclass
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
+from bench.scratch_db import migrated_template
 from persistence.models import Agent
 from persistence.services.agents import api_key_issue
 from synthorg.db import roles
@@ -56,13 +58,22 @@ def tenant_files_of_this_run(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
-    """Create, migrate and (at the end) drop the test database as the owner role.
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix, django_db_use_migrations, django_db_blocker
+):
+    """Create and (at the end) drop the test database as the owner role, as a copy of the
+    migrated template of this migration set (``bench/scratch_db.py``; the first process to
+    need it migrates it, the others wait for it, and it stays on the server for the next run);
+    Django's migrate then finds nothing left to apply.
 
     Returns the app role's login fields; ``django_db_setup`` below switches back to them
     once the test database exists, before any test body runs.
     """
-    return roles.use_owner()
+    app_login = roles.use_owner()
+    if django_db_use_migrations:
+        with django_db_blocker.unblock(), migrated_template(connection) as template:
+            connection.settings_dict["TEST"]["TEMPLATE"] = template
+    return app_login
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +85,20 @@ def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blo
     yield
     with django_db_blocker.unblock():
         roles.use_app(owner_login)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def live_server_answers_without_nagle_delay():
+    """The live server (``live_server``) writes a response's headers and body in separate
+    small writes on a kept-alive connection; with Nagle's algorithm the second waits for the
+    client's delayed ACK of the first. ``TCP_NODELAY`` sends each at once, as production
+    servers do; the responses are the same bytes."""
+    from django.test.testcases import QuietWSGIRequestHandler
+
+    saved = QuietWSGIRequestHandler.disable_nagle_algorithm
+    QuietWSGIRequestHandler.disable_nagle_algorithm = True
+    yield
+    QuietWSGIRequestHandler.disable_nagle_algorithm = saved
 
 
 #: The tests' stand-in servers (webhook receivers, OpenAI-wire embedders and LLMs) listen on

@@ -22,6 +22,7 @@ from bench.scratch_db import (
     database_exists,
     drop_database,
     schema_fingerprint,
+    schema_sources,
     scratch_database,
 )
 from persistence.models import Company
@@ -142,3 +143,13 @@ def test_scratch_database_is_dropped_when_the_run_is_interrupted(signum):
     assert f"scratch database {name}: dropped" in stderr
     assert database_exists(name) is False
     assert proc.returncode != 0
+
+
+def test_the_template_is_keyed_by_every_migration_and_the_project_modules_they_import():
+    sources = {path.as_posix() for path in schema_sources()}
+    assert f"{ROOT}/persistence/migrations/0001_initial.py" in sources
+    assert {
+        f"{ROOT}/synthorg/db/append_only.py",
+        f"{ROOT}/memory/core/vector_indexes.py",
+    } <= sources
+    assert any(name.endswith("django/contrib/auth/migrations/0001_initial.py") for name in sources)
