@@ -82,8 +82,16 @@ def _ndjson(ctx, value):
     return "\n".join(json.dumps(v) for v in values).encode("utf-8")
 
 
+#: The fuzzing agent's id: far from the small ids the generator tries first, so the human
+#: admin's fuzzed ``POST /agents/{id}/erase`` (which revokes the erased agent's keys, as it
+#: should) erases some other id, not the agent the run authenticates as.
+FUZZING_AGENT_ID = 987_654_321
+
+
 def _agent_auth(company):
-    agent = AgentFactory(company=company, seniority="senior", memory_level="persistent")
+    agent = AgentFactory(
+        id=FUZZING_AGENT_ID, company=company, seniority="senior", memory_level="persistent"
+    )
     key = api_key_issue(agent=agent).raw_key
     return {"headers": {"Authorization": f"Bearer {key}"}}
 
