@@ -35,6 +35,7 @@ from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.company_config import CompanyConfig
 from synthorg.company_config.memory import LINEAR_DEFAULTS, FusionStrategy
+from synthorg.db.prepared import execute_prepared
 from synthorg.db.replicas import read_connection
 from synthorg.enums import OrgFactCategory
 from synthorg.retrieval import bm25
@@ -259,26 +260,28 @@ def _bm25_current(
     """The number of live facts in ``categories``, and ``(operation_id, score)`` of the
     ``pool`` best BM25 matches among them (nothing is read per live fact: the matches come
     from the GIN index, N and the length sum from the maintained totals)."""
-    with read_connection().cursor() as cursor:
-        terms = lexeme_sql.query_lexemes(cursor, context)
-        if not terms:
-            cursor.execute(
-                "SELECT coalesce(sum(n), 0) FROM orgmemory_fact_bm25_stats "
-                "WHERE company_id = %s AND category = ANY(%s)",
-                [company_id, categories],
-            )
-            return int(cursor.fetchone()[0]), []
-        cursor.execute(
-            _CURRENT_BM25_SQL,
-            {
-                "company": company_id,
-                "categories": categories,
-                "terms": terms,
-                "tsquery": lexeme_sql.or_tsquery(terms),
-                "pool": pool,
-            },
+    # Prepared statements of the connection: they run on every context request.
+    connection = read_connection()
+    terms = lexeme_sql.query_lexemes_prepared(connection, context)
+    if not terms:
+        rows = execute_prepared(
+            connection,
+            "SELECT coalesce(sum(n), 0) FROM orgmemory_fact_bm25_stats "
+            "WHERE company_id = %s AND category = ANY(%s)",
+            [company_id, categories],
         )
-        rows = cursor.fetchall()
+        return int(rows[0][0]), []
+    rows = execute_prepared(
+        connection,
+        _CURRENT_BM25_SQL,
+        {
+            "company": company_id,
+            "categories": categories,
+            "terms": terms,
+            "tsquery": lexeme_sql.or_tsquery(terms),
+            "pool": pool,
+        },
+    )
     return int(rows[0][0]), [(op, score) for _n, op, score in rows if op is not None]
 
 

@@ -17,6 +17,8 @@ on the connection changes. The statements are logged as Django logs its own (``D
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import psycopg
 
 #: psycopg's own default; any number turns preparing on (:class:`PreparedCursor` asks for it).
@@ -40,7 +42,7 @@ class PreparedCursor(psycopg.Cursor):
 
 
 def execute_prepared(
-    connection, sql: str, params: list, settings: dict[str, str] | None = None
+    connection, sql: str, params: Sequence | Mapping, settings: dict[str, str] | None = None
 ) -> list[tuple]:
     """``sql``'s rows, run as a prepared statement of Django ``connection``.
 

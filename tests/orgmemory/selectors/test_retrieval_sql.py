@@ -124,3 +124,19 @@ def test_another_company_changes_neither_results_nor_scores(company, human):
     assert {context: _ranked(company, context) for context in CONTEXTS} == before
     theirs = {f for f, _v, _s in _ranked(other, "how do I deploy a release?")}
     assert theirs and not theirs & {f for f, _v, _s in before["how do I deploy a release?"]}
+
+
+def test_the_current_ranking_runs_as_prepared_statements(company, human):
+    """The query's lexemes and the BM25 statement run on every context request: they are
+    prepared statements of the connection, parsed once, however many contexts ask."""
+    _seed(company, human)
+    for context in CONTEXTS + CONTEXTS:
+        _ranked(company, context)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT custom_plans + generic_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE %s OR statement LIKE %s ORDER BY statement",
+            ["%orgmemory_fact_bm25_stats s%", "SELECT tsvector_to_array(to_tsvector(%"],
+        )
+        # ten contexts, each with a lexeme: ten runs of each statement, one statement each
+        assert [row[0] for row in cursor.fetchall()] == [10, 10]
