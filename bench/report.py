@@ -55,7 +55,8 @@ COMMANDS = {
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
     "kernel/prepared_org_search_ab_base_first.json": "bench/search_ab.py --org 2000 "
-    "--queries 200 --base a2a5718 --out bench/results/kernel/prepared_org_search_ab_base_first.json",
+    "--queries 200 --base a2a5718 "
+    "--out bench/results/kernel/prepared_org_search_ab_base_first.json",
     "kernel/prepared_org_search_ab_tree_first.json": "bench/search_ab.py --org 2000 "
     "--queries 200 --base a2a5718 --tree-first "
     "--out bench/results/kernel/prepared_org_search_ab_tree_first.json",
