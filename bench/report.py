@@ -54,6 +54,12 @@ COMMANDS = {
     "kernel/quantized_walk_10k_rerun.json": "bench/quantized_walk.py --queries 100 "
     "--out bench/results/kernel/quantized_walk_10k_rerun.json",
     "kernel/hnsw_build_10k.json": "bench/hnsw_build.py --queries 100",
+    "http_load_quiet_dec03.json": "bench/http_load.py "
+    "--out bench/results/http_load_quiet_dec03.json",
+    "kernel/profile_search_10k_after_prepared.json": "bench/profile_search_10k.py --queries 100 "
+    "--out bench/results/kernel/profile_search_10k_after_prepared.json",
+    "kernel/profile_search_550_after_prepared.json": "bench/profile_search_10k.py --size 550 "
+    "--queries 100 --out bench/results/kernel/profile_search_550_after_prepared.json",
     "kernel/prepared_org_search_ab_base_first.json": "bench/search_ab.py --org 2000 "
     "--queries 200 --base a2a5718 "
     "--out bench/results/kernel/prepared_org_search_ab_base_first.json",
