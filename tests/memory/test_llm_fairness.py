@@ -29,17 +29,23 @@ from memory.ingestion.scheduling import dream_deferred_name
 from memory.ingestion.services import extraction
 from memory.ingestion.services.dream import DREAM_DEFER
 from memory.ingestion.tasks import dream_company, extract_conversation
-from memory.procedural.evolver.models import DraftFailure, EvolverReport
-from memory.procedural.evolver.schedules import deferred_name as evolver_deferred_name
-from memory.procedural.evolver.services import EVOLVER_DEFER
+from memory.procedural.evolver.cycles import evolver_cycle_outcome, evolver_cycle_scheduled
+from memory.procedural.evolver.draft_retry import DRAFT_JOB
+from memory.procedural.evolver.models import (
+    DraftFailure,
+    EvolverCycle,
+    EvolverCycleStatusChange,
+    EvolverReport,
+)
 from memory.procedural.evolver.tasks import run_company_evolver
 from memory.procedural.models import CaptureStatusChange, ExecutionCapture
 from memory.procedural.services.capture import CAPTURE_JOB, DEFERRED
 from memory.procedural.services.reports import execution_report_submit
 from memory.procedural.tasks import capture_execution_report
 from orgmemory.models import ApprovalItem
+from persistence.models import AuditEntry
 from persistence.services.companies import company_config_set
-from synthorg.jobs.dispatch import COMPANY_TASK, jobs_dispatch, jobs_run_company
+from synthorg.jobs.dispatch import COMPANY_TASK, SLOT_DEFERRED, jobs_dispatch, jobs_run_company
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.services import SLOT_DEFER
 from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
@@ -583,24 +589,81 @@ def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     assert (draft.status, draft.attempts) == ("superseded", 2)
 
 
-def test_a_scheduled_evolver_run_is_rearmed_while_the_companys_slot_is_held(stand_in):
-    company = evolver_company()
-    with slot_held_elsewhere(company.pk):
-        before = timezone.now()
-        assert run_company_evolver(company.pk) == "deferred"  # nothing ran, the worker is free
-        assert not EvolverReport.objects.exists()
-        [rearmed] = Schedule.objects.filter(name=evolver_deferred_name(company.pk))
-        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
-            "memory.procedural.evolver.tasks.run_company_evolver",
-            repr({"company_id": company.pk}),
-            "llm",
-            Schedule.ONCE,
-        )
-        assert before + EVOLVER_DEFER <= rearmed.next_run <= timezone.now() + EVOLVER_DEFER
+def cycle_history(cycle) -> list[tuple[str, str, int, str]]:
+    return list(
+        EvolverCycleStatusChange.objects.filter(cycle=cycle)
+        .order_by("id")
+        .values_list("status", "reason", "attempt", "method")
+    )
 
-    # The re-armed task (or the next tick) finds the slot free and runs the cycle.
-    assert run_company_evolver(company.pk) == "completed"
-    assert EvolverReport.objects.get().status == "completed"
+
+def test_a_scheduled_evolver_cycle_waits_for_its_turn_while_the_companys_slot_is_held(
+    stand_in,
+):
+    """By design (issue 34): a busy slot no longer re-arms the cycle a minute later with no
+    turn (a busy company's cycle could be skipped indefinitely); the cycle is a durable job
+    that waits for its turn and the slot's holder serves it."""
+    company, other = evolver_company(), evolver_company()
+    audits = AuditEntry.objects.filter(company__in=[company, other]).count()
+    deferred = SLOT_DEFERRED.format(limit=1)
+    now = timezone.now()
+    with slot_held_elsewhere(company.pk):
+        cycle = evolver_cycle_scheduled(company=company, now=now)
+        assert evolver_cycle_outcome(cycle) == "deferred"  # nothing ran, the worker is free
+        # Another company's cycle is not held up by this company's busy slot.
+        assert run_company_evolver(other.pk) == "completed"
+        # A tick while it waits takes the same cycle: one open cycle per company.
+        assert run_company_evolver(company.pk) == "deferred"
+        cycle = EvolverCycle.objects.get(company=company)
+        assert (cycle.status, cycle.attempts, cycle.reason, cycle.report_id) == (
+            "queued", 0, deferred, None,
+        )  # fmt: skip
+        assert cycle.next_attempt_at == cycle.updated_at + SLOT_DEFER
+        assert not EvolverReport.objects.filter(company=company).exists()
+        assert list(JobTurn.objects.values_list("company_id", "kind")) == [
+            (company.pk, "evolver.cycle")
+        ]
+        assert not Schedule.objects.filter(name__startswith="skill-evolver-deferred").exists()
+        later = cycle.next_attempt_at
+        # The kind's own dispatch hands the company its task on the LLM cluster too.
+        OrmQ.objects.all().delete()
+        assert jobs_dispatch_kind("evolver.cycle", now=later) == {
+            "reclaimed": 0,
+            "companies": [company.pk],
+        }
+        queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.all()]
+        assert queued == [("llm", COMPANY_TASK, ("evolver.cycle", company.pk))]
+
+    # Its turn: the draft retry batch that takes the company's slot serves the waiting
+    # cycle in the same pass (oldest due first: the draft, then the cycle).
+    draft = pending_draft(company, due=now - timedelta(seconds=1))
+    summary = jobs_run_company(DRAFT_JOB, company_id=company.pk, now=later)
+    assert (summary.retried, summary.waiting, summary.busy) == (1, 0, False)
+    draft.refresh_from_db()
+    assert draft.status == "superseded"
+    cycle.refresh_from_db()
+    assert (cycle.status, cycle.attempts, cycle.reason, cycle.next_attempt_at) == (
+        "done", 1, "", None,
+    )  # fmt: skip
+    assert (cycle.report.status, cycle.report.trigger) == ("completed", "schedule")
+    assert cycle_history(cycle) == [
+        ("queued", "", 0, ""),  # the schedule's tick
+        ("running", "", 1, ""),
+        ("queued", deferred, 0, ""),  # every slot taken
+        ("running", "", 1, ""),  # the second tick
+        ("queued", deferred, 0, ""),
+        ("running", "", 1, ""),  # its turn
+        ("done", "", 1, cycle.report.method),
+    ]
+    assert not JobTurn.objects.exists()
+    done = EvolverCycle.objects.get(company=other)
+    assert cycle_history(done) == [
+        ("queued", "", 0, ""),
+        ("running", "", 1, ""),
+        ("done", "", 1, done.report.method),
+    ]
+    # The cycles write no audit entries.
+    assert AuditEntry.objects.filter(company__in=[company, other]).count() == audits
 
 
 # --- operator commands: manage.py dream, manage.py run_skill_evolver -------------------------

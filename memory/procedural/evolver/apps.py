@@ -27,7 +27,9 @@ class EvolverConfig(AppConfig):
         register_approval_presenter(ACTION_CONFLICT, EVOLVER_PRESENTER)
         register_schedule_provider(evolver_schedules)
 
+        from memory.procedural.evolver.cycles import EVOLVER_CYCLE_JOB
         from memory.procedural.evolver.draft_retry import DRAFT_JOB
         from synthorg.jobs.registry import register_job_kind
 
         register_job_kind(DRAFT_JOB)
+        register_job_kind(EVOLVER_CYCLE_JOB)  # the scheduled cycle takes its turn on the slots

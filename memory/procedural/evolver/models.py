@@ -2,6 +2,9 @@
 
 * :class:`EvolverReport` — one per evolver run (a cycle, or a run of the draft retry
   schedule), what the seed's eval loop consumes.
+* :class:`EvolverCycle` — one scheduled cycle as a durable job: it waits for its turn on the
+  company's LLM slots (``queued``), runs (``running``) and ends ``done`` with its report.
+* :class:`EvolverCycleStatusChange` — every status transition of a cycle. **Append-only**.
 * :class:`DraftFailure` — one pattern whose LLM draft failed in a run: the retry schedule
   drafts it again with back-off (mutable; at most one open record per company and pattern).
 * :class:`DraftStatusChange` — every status transition of a draft failure. **Append-only**
@@ -169,3 +172,65 @@ class DraftStatusChange(JobStatusChange):
 
     def __str__(self) -> str:
         return f"{self.draft_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EvolverCycle(DurableJob):
+    """A scheduled cycle of one company (a durable job, :mod:`synthorg.jobs`): ``queued``
+    until one of the company's LLM slots is free — with every slot taken it waits for its
+    turn, served by the slot's holder — then ``running`` and ``done`` with its
+    :class:`EvolverReport`. ``failed``: the run raised outside the cycle's own error
+    handling (the next scheduled cycle starts afresh). At most one open cycle per company."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    trigger = models.CharField(max_length=16)  # schedule
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    report = models.OneToOneField(
+        EvolverReport, on_delete=models.SET_NULL, null=True, blank=True, related_name="cycle"
+    )
+
+    class Meta:
+        ordering = ("created_at", "id")
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "running", "done", "failed"]),
+                name="evolver_cycle_status_valid",
+            ),
+            models.UniqueConstraint(
+                fields=["company"],
+                condition=Q(status__in=["queued", "running"]),
+                name="evolver_cycle_one_open_per_company",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=Q(next_attempt_at__isnull=False),
+                name="evolvercycle_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"evolver cycle {self.company_id} [{self.status}]"
+
+
+class EvolverCycleStatusChange(JobStatusChange):
+    """One status transition of a cycle. **Append-only** (a Postgres trigger rejects
+    UPDATE/DELETE/TRUNCATE): the cycle holds the latest state, this the history."""
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    cycle = models.ForeignKey(EvolverCycle, on_delete=models.PROTECT, related_name="history")
+    status = models.CharField(max_length=16, choices=EvolverCycle.Status.choices)
+
+    class Meta:
+        ordering = ("cycle", "id")
+        indexes = [models.Index(fields=["cycle", "id"], name="evolvercyclehist_cycle")]
+
+    def __str__(self) -> str:
+        return f"{self.cycle_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"

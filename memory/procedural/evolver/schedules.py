@@ -1,6 +1,8 @@
 """The evolver runs on each company's consolidation schedule (``memory.consolidation.interval``)
 when ``memory.procedural.evolver.enabled`` is true (a config enabling it with interval
-``never`` is refused at load, so an enabled evolver always has a schedule)."""
+``never`` is refused at load, so an enabled evolver always has a schedule). Its task runs
+the cycle as a durable job (:mod:`memory.procedural.evolver.cycles`): with the company's LLM
+slots busy the cycle waits for its turn."""
 
 from __future__ import annotations
 
@@ -9,29 +11,13 @@ from collections.abc import Iterator
 from persistence.models import Company
 from persistence.selectors.config import company_config
 from synthorg.enums import ConsolidationInterval
-from synthorg.schedules import LLM_CLUSTER, ScheduleSpec, schedule_once
+from synthorg.schedules import LLM_CLUSTER, ScheduleSpec
 
 TASK = "memory.procedural.evolver.tasks.run_company_evolver"
 
 
 def schedule_name(company_id: int) -> str:
     return f"skill-evolver:company-{company_id}"
-
-
-def deferred_name(company_id: int) -> str:
-    return f"skill-evolver-deferred:company-{company_id}"
-
-
-def arm_deferred_evolver(company_id: int, *, at) -> None:
-    """A scheduled evolver run found the company's LLM slots busy: run it again at ``at``
-    (one q2 ``ONCE`` schedule per company, moved forward by every deferral)."""
-    schedule_once(
-        name=deferred_name(company_id),
-        func=TASK,
-        kwargs={"company_id": company_id},
-        at=at,
-        cluster=LLM_CLUSTER,
-    )
 
 
 def evolver_schedules() -> Iterator[ScheduleSpec]:

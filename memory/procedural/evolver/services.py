@@ -43,7 +43,6 @@ from memory.procedural.evolver.patterns import (
     group_trajectories,
 )
 from memory.procedural.evolver.rule_drafting import SkillAdvice, rule_draft, skill_advice
-from memory.procedural.evolver.schedules import arm_deferred_evolver
 from memory.procedural.evolver.supersession import Skill, Verdict, judge
 from memory.procedural.models import ExecutionReport, OrgSkill
 from memory.procedural.rule_lessons import advice_title
@@ -250,29 +249,14 @@ def existing_skills(company: Company) -> list[Skill]:
     return skills
 
 
-EVOLVER_DEFER = timedelta(minutes=1)
-
-
-def skill_evolver_run_scheduled(*, company: Company) -> EvolverReport | None:
-    """The company's scheduled cycle (on the LLM cluster), run as :func:`skill_evolver_run_now`;
-    with every LLM slot taken it does not wait: nothing runs, the cycle is re-armed
-    :data:`EVOLVER_DEFER` later (:func:`~memory.procedural.evolver.schedules.arm_deferred_evolver`)
-    and ``None`` is returned, so the worker is free at once."""
-    report = skill_evolver_run_now(company=company, trigger="schedule")
-    if report is None:
-        logger.info("SKILL_EVOLVER_DEFERRED company=%s (LLM slots busy)", company.slug)
-        arm_deferred_evolver(company.pk, at=timezone.now() + EVOLVER_DEFER)
-    return report
-
-
 def skill_evolver_run_now(
     *, company: Company, trigger: str = "command", progress: Progress | None = None
 ) -> EvolverReport | None:
-    """One cycle now (the schedule's, ``manage.py run_skill_evolver``'s). With an LLM
-    configured it runs while holding one of the company's LLM slots
-    (:mod:`synthorg.llm.slots`) for the whole cycle; with every slot taken nothing runs and
-    ``None`` is returned (the caller re-arms or reports it). Without an LLM no slot is
-    needed."""
+    """One cycle now (``manage.py run_skill_evolver``'s; the schedule's is a durable job,
+    :mod:`memory.procedural.evolver.cycles`). With an LLM configured it runs while holding
+    one of the company's LLM slots (:mod:`synthorg.llm.slots`) for the whole cycle; with
+    every slot taken nothing runs and ``None`` is returned (the command says so). Without
+    an LLM no slot is needed."""
     provider = completion_provider_for(company=company)
     if provider is None:
         return skill_evolver_run(company=company, trigger=trigger, progress=progress)
