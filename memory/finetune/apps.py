@@ -22,7 +22,7 @@ class FineTuneConfig(AppConfig):
             apply_query_adapter,
             plan_query_adapter,
         )
-        from memory.finetune.services import FINE_TUNE_JOB
+        from memory.finetune.services import FINE_TUNE_JOB, FINE_TUNE_SYNTHESIS_JOB
         from memory.finetune.tools import FINE_TUNE_TOOLS
         from orgmemory.query_vectors import register_query_vector_transform
         from synthorg.jobs.registry import register_job_kind
@@ -36,3 +36,4 @@ class FineTuneConfig(AppConfig):
         for spec in FINE_TUNE_TOOLS:
             register_tool(spec)
         register_job_kind(FINE_TUNE_JOB)  # the kernel reclaims, resumes and dispatches runs
+        register_job_kind(FINE_TUNE_SYNTHESIS_JOB)  # synthesis waits for its turn on the slots

@@ -5,11 +5,14 @@
   ``base_model_mismatch``, ``not_enough_pairs`` …) and creates a ``planned`` run holding the
   ``memory.fine_tune`` settings; its task is queued on commit (the default q2 cluster: CPU,
   no LLM).
-* **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster): with an LLM configured
-  and ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first
-  task hands over to it; it asks the LLM for questions per memory once
-  (:mod:`memory.finetune.synthetic`), saves them with the run and queues the
-  training again.
+* **Synthesize** (:func:`fine_tune_synthesize`, on the LLM cluster; the job kind
+  :data:`FINE_TUNE_SYNTHESIS_JOB`): with an LLM configured and
+  ``synthetic_queries_per_memory``/``max_synthetic_memories`` above 0, the run's first task
+  hands over to it; under one of the company's LLM slots it asks the LLM for questions per
+  memory once (:mod:`memory.finetune.synthetic`), saves them with the run and queues the
+  training again. With every slot taken the run waits for its turn (``planned``, the
+  kernel's deferral reason, not an attempt): the slot's holder serves it in its pass, or
+  the kind's every-minute dispatch does — it never trains without its synthetic queries.
 * **A durable job** (:mod:`synthorg.jobs`, the kind :data:`FINE_TUNE_JOB`): a task claims
   the ``planned`` run (``running``, one more attempt) under a lease of
   ``auto_resume_after_minutes``, renewed after every embedded batch, saved epoch and LLM
@@ -49,11 +52,12 @@ import os
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -83,6 +87,7 @@ from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
 from synthorg.jobs.policy import RetryPolicy
+from synthorg.jobs.dispatch import job_llm_slot
 from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
     LeaseLost,
@@ -549,6 +554,9 @@ class _Synthesize(Exception):
 
 CONTINUE = "continue"
 SYNTHESIZE = "synthesize"
+#: What the synthesis task answers when the company's LLM slots were busy: the run waits
+#: for its turn (``planned``, deferred).
+WAITING = "waiting"
 
 
 def _embed(embedder: Embedder, texts: list[str], beat: Callable[[], None]) -> np.ndarray:
@@ -589,12 +597,13 @@ def _release(run: FineTuneRun, reason: str) -> None:
     )  # fmt: skip
 
 
-def _claim(run_id) -> FineTuneRun | str:
-    """Claim the run for this worker (outside any transaction), or the status of a run that
-    is not claimable (another worker has it, or it ended)."""
+def _claim(run_id, kind: JobKind | None = None) -> FineTuneRun | str:
+    """Claim the run for this worker as ``kind`` (default :data:`FINE_TUNE_JOB`; outside
+    any transaction), or the status of a run that is not claimable (another worker has it,
+    or it ended)."""
     if connection.in_atomic_block:
         raise RuntimeError("a fine-tune run executes outside transactions")
-    run = job_claim(FINE_TUNE_JOB, run_id)
+    run = job_claim(kind or FINE_TUNE_JOB, run_id)
     if run is None:
         current = FineTuneRun.objects.filter(pk=run_id).values_list("status", flat=True).first()
         return current or "missing"
@@ -662,6 +671,15 @@ def _fail(run: FineTuneRun, exc: Exception) -> str:
     return FineTuneRun.objects.get(pk=run.pk).status
 
 
+#: Runs whose synthetic queries are asked for and not generated yet (:func:`_synthetic_pending`
+#: in SQL): :data:`FINE_TUNE_SYNTHESIS_JOB`'s, not the training's.
+SYNTHESIS_PENDING = (
+    ~Q(figures__has_key="synthetic")
+    & Q(params__synthetic_queries_per_memory__gt=0)
+    & Q(params__max_synthetic_memories__gt=0)
+)
+
+
 def _synthetic_pending(run: FineTuneRun) -> bool:
     """The run asks for synthetic queries and they have not been generated yet (a run
     planned before the knobs existed has none in its ``params``: none asked)."""
@@ -686,14 +704,35 @@ def fine_tune_synthesize(
     provider: CompletionProvider | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> str:
-    """The LLM-cluster task body: claim the run, generate its synthetic queries once
-    (:mod:`memory.finetune.synthetic`; LLM failures degrade, counted), save them with the
-    run, give it back and queue its training again. The lease is renewed after every LLM
-    call (at least an LLM call's lease). Returns ``"continue"`` (training queued), or the
+    """The LLM-cluster task body: claim the run (:data:`FINE_TUNE_SYNTHESIS_JOB`) and, under
+    one of its company's LLM slots, generate its synthetic queries
+    (:func:`fine_tune_synthesis_run`). With every slot taken the run is deferred — back to
+    ``planned``, the attempt not counted, due again in a few seconds — and waits for its
+    turn (:data:`WAITING`). Returns ``"continue"`` (training queued), :data:`WAITING`, or the
     status of a run this task could not claim or that stopped."""
-    run = _claim(run_id)
+    run = _claim(run_id, FINE_TUNE_SYNTHESIS_JOB)
     if isinstance(run, str):
         return run
+    try:
+        with job_llm_slot(FINE_TUNE_SYNTHESIS_JOB, run) as slot:
+            if not slot:
+                return WAITING
+            return fine_tune_synthesis_run(run, provider=provider, clock=clock)
+    except LeaseLost:  # cancelled before its deferral: that stands
+        return FineTuneRun.objects.get(pk=run_id).status
+
+
+def fine_tune_synthesis_run(
+    run: FineTuneRun,
+    batch=None,
+    *,
+    provider: CompletionProvider | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """:data:`FINE_TUNE_SYNTHESIS_JOB`'s ``run`` (the caller holds one of the company's LLM
+    slots): generate the claimed run's synthetic queries once (LLM failures degrade,
+    counted), save them with the run, give it back and queue its training again. The lease
+    is renewed after every LLM call (at least an LLM call's lease)."""
     lease = max(_lease(run.company), llm_call_lease())
     try:
         _renew(run, lease)
@@ -707,10 +746,10 @@ def fine_tune_synthesize(
             _save_synthetic(run, found, lease)
         _release(run, "trained next: the synthetic queries are saved")
     except (_Stopped, LeaseLost):
-        return FineTuneRun.objects.get(pk=run_id).status
+        return FineTuneRun.objects.get(pk=run.pk).status
     except Exception as exc:
         return _fail(run, exc)
-    enqueue_fine_tune(run_id)
+    enqueue_fine_tune(run.pk)
     return CONTINUE
 
 
@@ -900,13 +939,26 @@ def _evaluate_and_finish(
     return status
 
 
+def _training_due(cutoff):
+    """The runs due for training (or its auto-resume): not those waiting for synthesis."""
+    due = FineTuneRun.objects.filter(next_attempt_at__lte=cutoff)
+    return due.exclude(pk__in=FineTuneRun.objects.filter(SYNTHESIS_PENDING).values("pk"))
+
+
+def _synthesis_due(cutoff):
+    """The runs due for their synthetic queries (deferred for busy slots, a lost task, or
+    reclaimed from a dead worker)."""
+    return FineTuneRun.objects.filter(SYNTHESIS_PENDING, next_attempt_at__lte=cutoff)
+
+
 FINE_TUNE_JOB = JobKind(
     name="finetune.run",
     model=FineTuneRun,
     history=fine_tune_history_record,
     run=fine_tune_job_run,
+    due=_training_due,
     resume=fine_tune_auto_resume,  # the company's own policy, audited
-    llm_slots=False,  # CPU work: the default cluster; synthesis takes the LLM cluster itself
+    llm_slots=False,  # CPU work: the default cluster; the synthesis is its own kind, below
     queued=FineTuneRun.Status.PLANNED,
     running=FineTuneRun.Status.RUNNING,
     lease=lambda: CLAIM_LEASE,
@@ -914,4 +966,18 @@ FINE_TUNE_JOB = JobKind(
     select_related=("company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=FineTuneRun.Status.FAILED,
+)
+
+#: A run's synthetic-query generation: LLM work, on the LLM cluster under one of the
+#: company's slots, in its turn. The same row, statuses, lease and reclaim as the training
+#: and the company's auto-resume policy: a run reclaimed from either phase resumes in the
+#: phase it left.
+FINE_TUNE_SYNTHESIS_JOB = replace(
+    FINE_TUNE_JOB,
+    name="finetune.synthesis",
+    run=fine_tune_synthesis_run,
+    due=_synthesis_due,
+    llm_slots=True,
+    slot_per_run=True,  # the kernel holds a slot around the generation, or defers it
+    batch_size=1,  # one run in flight per company
 )

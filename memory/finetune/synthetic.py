@@ -7,14 +7,15 @@ other LLM feature's: :func:`memory.core.llm.completion_provider_for` (one model 
 the deployment's ``SYNTHORG_LLM_MODEL``, else the first one the endpoint lists; costs
 recorded for the company), strict JSON-schema structured output asked for and read by the one
 tolerant parser (:func:`synthorg.llm.replies.reply_json`: fences, prose, reasoning blocks),
-under one of the company's LLM slots. Memory texts are **redacted** (``memory.redaction``)
-before they are sent.
+under one of the company's LLM slots, which the caller holds (the kernel's job kind
+``finetune.synthesis``: with every slot taken the run waits for its turn, it does not train
+without its synthetic queries). Memory texts are **redacted** (``memory.redaction``) before
+they are sent.
 
-Failures degrade, counted per memory in the run's ``figures["synthetic"]["skipped"]``: a busy
-LLM slot (``llm_busy``) or a refused request (an unknown model, a bad key: ``llm_refused``)
-skips every remaining memory at once — the same request would be refused again; an
-unavailable server (5xx, timeouts after the client's retries: ``llm_unavailable``) skips its
-batch, and after :data:`MAX_CONSECUTIVE_FAILURES` failed batches in a row every remaining
+Failures degrade, counted per memory in the run's ``figures["synthetic"]["skipped"]``: a
+refused request (an unknown model, a bad key: ``llm_refused``) skips every remaining memory
+at once — the same request would be refused again; an unavailable server (5xx, timeouts
+after the client's retries: ``llm_unavailable``) skips its batch, and after :data:`MAX_CONSECUTIVE_FAILURES` failed batches in a row every remaining
 one; an answer that is not the asked-for JSON skips its batch (``invalid_answer``); the
 memories left when :data:`TIME_BUDGET_S` is spent are skipped (``time_budget``). The run
 trains on the other pairs either way.
@@ -38,7 +39,6 @@ from persistence.selectors.config import company_config
 from synthorg.llm import CompletionProvider, LLMError
 from synthorg.llm.base import ChatMessage, LLMConfigurationError, LLMRequestError
 from synthorg.llm.replies import ReplyFormatError, reply_json
-from synthorg.llm.slots import company_llm_slot
 from synthorg.llm.structured import complete_json, json_schema_format
 from synthorg.redaction import redactor_for
 
@@ -209,64 +209,60 @@ def _generate(
     memories = sample_memories(company, embedder_id, limit=max_memories, seed=seed)
     result = SyntheticQueries(method="llm", memories=len(memories))
     redactor = redactor_for(company_config(company).memory.redaction)
-    with company_llm_slot(company.pk) as slot:
-        if not slot:
-            result.skip("llm_busy", len(memories))
-            return result
+    failures = 0
+    started = clock()
+    for start in range(0, len(memories), BATCH):
+        batch = memories[start : start + BATCH]
+        if failures >= MAX_CONSECUTIVE_FAILURES:
+            result.skip(_last_failure(result), len(memories) - start)
+            break
+        if clock() - started >= budget:
+            result.skip("time_budget", len(memories) - start)
+            break
+        texts = [
+            redactor.redact_value(text[:MEMORY_CHARS], result.redactions) for _, text in batch
+        ]
+        try:
+            result.calls += 1
+            completion = complete_json(
+                provider,
+                synthetic_messages(texts, per_memory),
+                response_format=json_schema_format("synthetic_queries", SCHEMA),
+                max_tokens=MAX_TOKENS_PER_MEMORY * per_memory * len(batch),
+                temperature=0.7,
+            )
+            result.model = completion.model
+            found = read_answer(
+                completion.content,
+                truncated=completion.finish_reason == "length",
+                count=len(batch),
+                per_memory=per_memory,
+            )
+        except (LLMRequestError, LLMConfigurationError) as exc:
+            logger.warning("synthetic queries refused for company %s: %s", company.pk, exc)
+            result.skip("llm_refused", len(memories) - start)
+            break
+        except LLMError as exc:
+            logger.warning("synthetic queries unavailable for company %s: %s", company.pk, exc)
+            result.skip("llm_unavailable", len(batch))
+            failures += 1
+            continue
+        except ReplyFormatError as exc:
+            logger.warning("synthetic queries unreadable for company %s: %s", company.pk, exc)
+            result.skip("invalid_answer", len(batch))
+            failures += 1
+            continue
+        finally:
+            if on_batch is not None:
+                on_batch()
         failures = 0
-        started = clock()
-        for start in range(0, len(memories), BATCH):
-            batch = memories[start : start + BATCH]
-            if failures >= MAX_CONSECUTIVE_FAILURES:
-                result.skip(_last_failure(result), len(memories) - start)
-                break
-            if clock() - started >= budget:
-                result.skip("time_budget", len(memories) - start)
-                break
-            texts = [
-                redactor.redact_value(text[:MEMORY_CHARS], result.redactions) for _, text in batch
-            ]
-            try:
-                result.calls += 1
-                completion = complete_json(
-                    provider,
-                    synthetic_messages(texts, per_memory),
-                    response_format=json_schema_format("synthetic_queries", SCHEMA),
-                    max_tokens=MAX_TOKENS_PER_MEMORY * per_memory * len(batch),
-                    temperature=0.7,
-                )
-                result.model = completion.model
-                found = read_answer(
-                    completion.content,
-                    truncated=completion.finish_reason == "length",
-                    count=len(batch),
-                    per_memory=per_memory,
-                )
-            except (LLMRequestError, LLMConfigurationError) as exc:
-                logger.warning("synthetic queries refused for company %s: %s", company.pk, exc)
-                result.skip("llm_refused", len(memories) - start)
-                break
-            except LLMError as exc:
-                logger.warning("synthetic queries unavailable for company %s: %s", company.pk, exc)
-                result.skip("llm_unavailable", len(batch))
-                failures += 1
+        for position, (memory_id, _) in enumerate(batch):
+            questions = found.get(position, [])
+            if not questions:
+                result.skip("no_questions", 1)
                 continue
-            except ReplyFormatError as exc:
-                logger.warning("synthetic queries unreadable for company %s: %s", company.pk, exc)
-                result.skip("invalid_answer", len(batch))
-                failures += 1
-                continue
-            finally:
-                if on_batch is not None:
-                    on_batch()
-            failures = 0
-            for position, (memory_id, _) in enumerate(batch):
-                questions = found.get(position, [])
-                if not questions:
-                    result.skip("no_questions", 1)
-                    continue
-                result.answered += 1
-                result.pairs += [(question, memory_id) for question in questions]
+            result.answered += 1
+            result.pairs += [(question, memory_id) for question in questions]
     return result
 
 

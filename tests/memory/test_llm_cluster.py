@@ -21,8 +21,10 @@ LLM_FUNCS = {
 LLM_KINDS = {
     "procedural.capture",
     "evolver.draft",
+    "evolver.cycle",
     "ingestion.extraction",
     "ingestion.dream_request",
+    "finetune.synthesis",
 }
 
 

@@ -1,7 +1,7 @@
 """The seeds' synthetic queries as fine-tune pairs: with an LLM configured, a run first asks
 it (on the LLM cluster, through the strict OpenAI-wire stand-in) for questions per memory,
 redacted memory text in, then trains on them with the mined pairs. Failures degrade, counted
-in the run's figures; the run still trains."""
+in the run's figures; the run still trains. Busy LLM slots make the run wait for its turn."""
 
 from __future__ import annotations
 
@@ -12,13 +12,20 @@ import pytest
 from django_q.models import OrmQ
 
 from memory.core.models import Memory
-from memory.finetune.models import FineTuneRun
+from memory.finetune.models import FineTuneRun, FineTuneRunStatusChange
 from memory.finetune.services import fine_tune_execute, fine_tune_synthesize
 from memory.finetune.synthetic import SCHEMA
+from persistence.models import AuditEntry
+from synthorg.jobs.dispatch import SLOT_DEFERRED, jobs_serve_turns
+from synthorg.jobs.models import JobTurn
+from synthorg.jobs.services import SLOT_DEFER
+from synthorg.jobs.tasks import jobs_company
 from synthorg.llm.resolution import forget_discovered_models
+from synthorg.llm.slots import company_llm_slot
 from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
-from tests.persistence.factories import MembershipFactory
+from tests.persistence.factories import CompanyFactory, MembershipFactory
 from tests.support.llm_provider import PROFILES, Fault, LLMProviderStandIn
+from tests.support.llm_slots import slot_held_elsewhere
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -239,36 +246,80 @@ def test_a_run_cancelled_before_its_generation_asks_nothing(setup, settings):
     )
 
 
-def test_a_busy_llm_slot_skips_the_generation_and_the_run_trains(setup, settings):
-    import threading
+def history(run_id) -> list[tuple[str, str, int]]:
+    return list(
+        FineTuneRunStatusChange.objects.filter(run_id=run_id)
+        .order_by("id")
+        .values_list("status", "reason", "attempt")
+    )
 
-    from django.db import connection
 
-    from synthorg.llm.slots import company_llm_slot
-
+def test_a_busy_llm_slot_makes_the_run_wait_for_its_turn_then_it_trains_on_the_queries(
+    setup, settings
+):
+    """By design (issue 34): a busy slot no longer skips the generation (``llm_busy``) and
+    trains without the synthetic queries; the run waits for its turn, visibly."""
     caller, client, embedder = setup
-    held, release = threading.Event(), threading.Event()
-
-    def hold_the_companys_slot():  # another LLM task of the company, on its own connection
-        try:
-            with company_llm_slot(caller.company.pk) as slot:
+    company = caller.company
+    other = CompanyFactory()  # another company's busy slot holds up nothing here
+    deferred = SLOT_DEFERRED.format(limit=1)
+    with LLMProviderStandIn(PROFILES["openai"], answer=questions) as llm:
+        settings.SYNTHORG_LLM = llm.settings()
+        run_id = start(client)
+        assert fine_tune_execute(run_id, embedder=embedder) == "synthesize"
+        with slot_held_elsewhere(other.pk):
+            with slot_held_elsewhere(company.pk):
+                assert fine_tune_synthesize(run_id) == "waiting"
+                assert llm.chat_requests == []
+            row = FineTuneRun.objects.get(pk=run_id)
+            # Waiting, visibly: planned with the kernel's deferral reason, not an attempt, no
+            # synthetic queries and no figures of a generation; its turn is recorded.
+            assert (row.status, row.attempts, row.reason, row.synthetic_pairs) == (
+                "planned", 0, deferred, [],
+            )  # fmt: skip
+            assert "synthetic" not in row.figures
+            assert row.next_attempt_at == row.updated_at + SLOT_DEFER
+            assert list(JobTurn.objects.values_list("company_id", "kind")) == [
+                (company.pk, "finetune.synthesis")
+            ]
+            later = row.next_attempt_at
+            # The training's dispatch leaves it alone: it does not train without them.
+            assert jobs_company("finetune.run", company.pk, now=later)["retried"] == 0
+            trainer_queue = OrmQ.objects.exclude(key="llm").count()
+            # Its turn: whoever holds one of the company's slots serves it in its pass.
+            with company_llm_slot(company.pk) as slot:
                 assert slot
-                held.set()
-                release.wait(60)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_the_companys_slot)
-    holder.start()
-    try:
-        assert held.wait(60)
-        with LLMProviderStandIn(PROFILES["openai"], answer=questions) as llm:
-            row = synthesized(client, embedder, llm, settings)
-            assert llm.chat_requests == []
-    finally:
-        release.set()
-        holder.join()
+                assert jobs_serve_turns(company.pk, now=later) == 1
+            assert OrmQ.objects.exclude(key="llm").count() == trainer_queue + 1  # training
+        assert len(llm.chat_requests) == 5
+    row = FineTuneRun.objects.get(pk=run_id)
+    assert (row.status, row.attempts, row.reason, len(row.synthetic_pairs)) == (
+        "planned", 0, "", 2 * MEMORIES,
+    )  # fmt: skip
     synthetic = row.figures["synthetic"]
-    assert (synthetic["calls"], synthetic["generated"]) == (0, 0)
-    assert synthetic["skipped"] == {"llm_busy": MEMORIES}
-    assert fine_tune_execute(row.pk, embedder=embedder) == "promoted"
+    assert (synthetic["calls"], synthetic["generated"], synthetic["skipped"]) == (
+        5, 2 * MEMORIES, {},
+    )  # fmt: skip
+    assert not JobTurn.objects.exists()
+    handed_over = "synthesize: the synthetic queries come first, on the LLM cluster"
+    saved = "trained next: the synthetic queries are saved"
+    assert history(run_id) == [
+        ("planned", "", 0),  # started
+        ("running", "", 1),  # the training's first task
+        ("planned", handed_over, 0),
+        ("running", "", 1),  # the synthesis task: every slot taken
+        ("planned", deferred, 0),
+        ("running", "", 1),  # its turn
+        ("planned", saved, 0),
+    ]
+    assert fine_tune_execute(run_id, embedder=embedder) == "promoted"
+    figures = FineTuneRun.objects.get(pk=run_id).figures
+    assert figures["pairs"]["synthetic"] == 2 * MEMORIES
+    assert list(
+        AuditEntry.objects.filter(target_id=str(run_id))
+        .order_by("id")
+        .values_list("company_id", "action_type")
+    ) == [
+        (company.pk, "memory.fine_tune.started"),
+        (company.pk, "memory.fine_tune.promoted"),
+    ]
