@@ -86,8 +86,8 @@ from persistence.selectors.embedder import company_embedder
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
-from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.dispatch import job_llm_slot
+from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
     LeaseLost,
@@ -96,7 +96,7 @@ from synthorg.jobs.services import (
     job_renew,
     job_requeue,
 )
-from synthorg.llm import CompletionProvider
+from synthorg.llm import CompletionProvider, llm_configured
 from synthorg.schedules import LLM_CLUSTER
 from synthorg.tenancy import TenantPathError, tenant_path
 from synthorg.tools import Confirmation
@@ -940,14 +940,20 @@ def _evaluate_and_finish(
 
 
 def _training_due(cutoff):
-    """The runs due for training (or its auto-resume): not those waiting for synthesis."""
+    """The runs due for training (or its auto-resume): with an LLM configured, not those
+    waiting for their synthetic queries (without one, the training records that none were
+    asked)."""
     due = FineTuneRun.objects.filter(next_attempt_at__lte=cutoff)
+    if not llm_configured():
+        return due
     return due.exclude(pk__in=FineTuneRun.objects.filter(SYNTHESIS_PENDING).values("pk"))
 
 
 def _synthesis_due(cutoff):
     """The runs due for their synthetic queries (deferred for busy slots, a lost task, or
-    reclaimed from a dead worker)."""
+    reclaimed from a dead worker); none without an LLM."""
+    if not llm_configured():
+        return FineTuneRun.objects.none()
     return FineTuneRun.objects.filter(SYNTHESIS_PENDING, next_attempt_at__lte=cutoff)
 
 

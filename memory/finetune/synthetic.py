@@ -15,10 +15,11 @@ they are sent.
 Failures degrade, counted per memory in the run's ``figures["synthetic"]["skipped"]``: a
 refused request (an unknown model, a bad key: ``llm_refused``) skips every remaining memory
 at once — the same request would be refused again; an unavailable server (5xx, timeouts
-after the client's retries: ``llm_unavailable``) skips its batch, and after :data:`MAX_CONSECUTIVE_FAILURES` failed batches in a row every remaining
-one; an answer that is not the asked-for JSON skips its batch (``invalid_answer``); the
-memories left when :data:`TIME_BUDGET_S` is spent are skipped (``time_budget``). The run
-trains on the other pairs either way.
+after the client's retries: ``llm_unavailable``) skips its batch, and after
+:data:`MAX_CONSECUTIVE_FAILURES` failed batches in a row every remaining one; an answer that
+is not the asked-for JSON skips its batch (``invalid_answer``); the memories left when
+:data:`TIME_BUDGET_S` is spent are skipped (``time_budget``). The run trains on the other
+pairs either way.
 """
 
 from __future__ import annotations
@@ -219,9 +220,7 @@ def _generate(
         if clock() - started >= budget:
             result.skip("time_budget", len(memories) - start)
             break
-        texts = [
-            redactor.redact_value(text[:MEMORY_CHARS], result.redactions) for _, text in batch
-        ]
+        texts = [redactor.redact_value(text[:MEMORY_CHARS], result.redactions) for _, text in batch]
         try:
             result.calls += 1
             completion = complete_json(

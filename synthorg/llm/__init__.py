@@ -50,6 +50,7 @@ __all__ = [
     "completion_provider_from_settings",
     "configured_model",
     "is_placeholder",
+    "llm_configured",
     "resolve_model",
 ]
 
@@ -89,3 +90,14 @@ def completion_provider_from_settings(
         usage_recorder=usage_recorder,
         policy=policy_from_settings().trusting(base_url),
     )
+
+
+def llm_configured() -> bool:
+    """Whether an LLM endpoint is configured (the deployment's ``SYNTHORG_LLM_BASE_URL``):
+    whether :func:`completion_provider_from_settings` gives a client."""
+    try:
+        provider = completion_provider_from_settings()
+    except LLMNotConfiguredError:
+        return False
+    provider.close()
+    return True

@@ -76,7 +76,7 @@ from synthorg.jobs.services import (
     job_reclaim_expired,
     job_requeue,
 )
-from synthorg.llm import LLMError, LLMNotConfiguredError, completion_provider_from_settings
+from synthorg.llm import LLMError, llm_configured
 from synthorg.text import clip
 
 logger = logging.getLogger(__name__)
@@ -394,21 +394,10 @@ def execution_captures_reclaim(*, now: datetime | None = None) -> int:
 
 def _due(now: datetime):
     due = ExecutionCapture.objects.filter(next_attempt_at__lte=now)
-    if not _llm_configured_anywhere():
+    if not llm_configured():
         # A rule capture waits for an LLM: nothing to run while none is configured.
         due = due.exclude(method=Method.RULE)
     return due
-
-
-def _llm_configured_anywhere() -> bool:
-    try:
-        provider = completion_provider_from_settings()
-    except LLMNotConfiguredError:
-        return False
-    close = getattr(provider, "close", None)
-    if close is not None:
-        close()
-    return True
 
 
 CAPTURE_NOT_REQUEUEABLE = (

@@ -16,10 +16,10 @@ from memory.finetune.models import FineTuneRun, FineTuneRunStatusChange
 from memory.finetune.services import fine_tune_execute, fine_tune_synthesize
 from memory.finetune.synthetic import SCHEMA
 from persistence.models import AuditEntry
-from synthorg.jobs.dispatch import SLOT_DEFERRED, jobs_serve_turns
+from synthorg.jobs.dispatch import COMPANY_TASK, SLOT_DEFERRED, jobs_serve_turns
 from synthorg.jobs.models import JobTurn
 from synthorg.jobs.services import SLOT_DEFER
-from synthorg.jobs.tasks import jobs_company
+from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
 from synthorg.llm.resolution import forget_discovered_models
 from synthorg.llm.slots import company_llm_slot
 from tests.memory.finetune.data import QueryEmbedder, crafted, enable, store_pairs
@@ -285,6 +285,16 @@ def test_a_busy_llm_slot_makes_the_run_wait_for_its_turn_then_it_trains_on_the_q
             later = row.next_attempt_at
             # The training's dispatch leaves it alone: it does not train without them.
             assert jobs_company("finetune.run", company.pk, now=later)["retried"] == 0
+            # The synthesis's own schedule hands its company a task on the LLM cluster.
+            OrmQ.objects.all().delete()
+            assert jobs_dispatch_kind("finetune.synthesis", now=later) == {
+                "reclaimed": 0,
+                "companies": [company.pk],
+            }
+            assert [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.all()] == [
+                ("llm", COMPANY_TASK, ("finetune.synthesis", company.pk))
+            ]
+            assert jobs_dispatch_kind("finetune.run", now=later)["companies"] == []
             trainer_queue = OrmQ.objects.exclude(key="llm").count()
             # Its turn: whoever holds one of the company's slots serves it in its pass.
             with company_llm_slot(company.pk) as slot:
