@@ -37,6 +37,7 @@ APPEND_ONLY = [
     "orgmemory_webhookdeliveryattempt",
     "procedural_capturestatuschange",
     "evolver_draftstatuschange",
+    "evolver_evolvercyclestatuschange",
     "procedural_executionreport",
 ]
 
