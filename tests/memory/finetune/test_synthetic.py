@@ -279,6 +279,8 @@ def test_a_busy_llm_slot_makes_the_run_wait_for_its_turn_then_it_trains_on_the_q
             )  # fmt: skip
             assert "synthetic" not in row.figures
             assert row.next_attempt_at == row.updated_at + SLOT_DEFER
+            shown = client.get(f"{BASE}/runs/{run_id}").json()
+            assert (shown["status"], shown["error"]) == ("planned", deferred)
             assert list(JobTurn.objects.values_list("company_id", "kind")) == [
                 (company.pk, "finetune.synthesis")
             ]
