@@ -84,6 +84,7 @@ from persistence.selectors.embedder import company_embedder
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
@@ -569,16 +570,8 @@ def _embed(embedder: Embedder, texts: list[str], beat: Callable[[], None]) -> np
     return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
 
 
-def fine_tune_history_record(
-    run: FineTuneRun, *, now, reason: str | None = None, actor: str = ""
-) -> FineTuneRunStatusChange:
-    """Append the run's current status (its attempts and reason — ``reason`` overrides the
-    row's) to its history."""
-    return FineTuneRunStatusChange.objects.create(
-        company_id=run.company_id, run_id=run.pk, status=run.status, method=run.method,
-        reason=(run.reason if reason is None else reason)[:1000], attempt=run.attempts,
-        actor=actor, created_at=now,
-    )  # fmt: skip
+#: Appends the run's current status (its attempts and reason) to its history.
+fine_tune_history_record = history_writer(FineTuneRunStatusChange, "run")
 
 
 def _renew(run: FineTuneRun, lease: timedelta, **fields) -> None:
