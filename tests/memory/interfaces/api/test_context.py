@@ -127,5 +127,6 @@ def test_a_blank_query_is_refused_by_the_serializer(caller):
     MCP build the request with ``ContextRequest.build``, which refuses it (``query_text_blank``)."""
     response = caller.client.post(URL, {"query": "  \n ", "token_budget": 100}, format="json")
     assert response.status_code == 400
-    errors = response.json()["errors"]
-    assert errors == [{"field": "query", "message": "This field may not be blank.", "code": "blank"}]
+    assert response.json()["errors"] == [
+        {"field": "query", "message": "This field may not be blank.", "code": "blank"}
+    ]
