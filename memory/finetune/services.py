@@ -53,7 +53,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
 import numpy as np
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -82,6 +84,7 @@ from persistence.selectors.embedder import company_embedder
 from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
@@ -311,7 +314,10 @@ def enqueue_fine_tune_synthesis(run_id) -> None:
 
 
 def _get_run(company: Company, run_id) -> FineTuneRun:
-    run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
+    try:
+        run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
+    except ValidationError:  # not a run id at all (the failures page passes any text)
+        run = None
     if run is None:
         raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
     return run
@@ -338,11 +344,16 @@ def _lease_end(run: FineTuneRun):
 
 @transaction.atomic
 def fine_tune_resume(
-    *, company: Company, run_id, principal: Principal, via: str = "api"
+    *,
+    company: Company,
+    run_id,
+    principal: Principal,
+    via: str = "api",
+    action: AuditAction = AuditAction.MEMORY_FINE_TUNE_RESUMED,
 ) -> FineTuneRun:
     """Queue a ``failed`` or ``cancelled`` run again, or a ``running`` one whose lease has
     passed (its worker died): ``planned``, due now, its attempts starting over, the history
-    naming the admin; 409 while a worker's lease holds."""
+    naming the admin, audited as ``action``; 409 while a worker's lease holds."""
     require_write(principal, RESOURCE, UPDATE)
     run = _get_run(company, run_id)
     run = FineTuneRun.objects.select_for_update().get(pk=run.pk)
@@ -369,7 +380,7 @@ def fine_tune_resume(
         history_reason=f"resumed by hand from {previous}", actor=_actor(principal),
     )  # fmt: skip
     audit_record(
-        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_RESUMED, principal=principal,
+        company=company, action_type=action, principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
         details={"from_status": previous, "epochs_done": run.epochs_done, "via": via},
     )  # fmt: skip
@@ -559,16 +570,8 @@ def _embed(embedder: Embedder, texts: list[str], beat: Callable[[], None]) -> np
     return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
 
 
-def fine_tune_history_record(
-    run: FineTuneRun, *, now, reason: str | None = None, actor: str = ""
-) -> FineTuneRunStatusChange:
-    """Append the run's current status (its attempts and reason — ``reason`` overrides the
-    row's) to its history."""
-    return FineTuneRunStatusChange.objects.create(
-        company_id=run.company_id, run_id=run.pk, status=run.status, method=run.method,
-        reason=(run.reason if reason is None else reason)[:1000], attempt=run.attempts,
-        actor=actor, created_at=now,
-    )  # fmt: skip
+#: Appends the run's current status (its attempts and reason) to its history.
+fine_tune_history_record = history_writer(FineTuneRunStatusChange, "run")
 
 
 def _renew(run: FineTuneRun, lease: timedelta, **fields) -> None:
@@ -900,6 +903,15 @@ def _evaluate_and_finish(
     return status
 
 
+def _operator_requeue(*, principal: Principal, job_id) -> FineTuneRun:
+    """The failures page's re-queue: the resume path (an admin's; the company's other run in
+    flight refuses it), audited as ``fine_tune_run.requeued``."""
+    return fine_tune_resume(
+        company=principal.company, run_id=job_id, principal=principal, via="failures",
+        action=AuditAction.FINE_TUNE_RUN_REQUEUED,
+    )  # fmt: skip
+
+
 FINE_TUNE_JOB = JobKind(
     name="finetune.run",
     model=FineTuneRun,
@@ -914,4 +926,10 @@ FINE_TUNE_JOB = JobKind(
     select_related=("company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=FineTuneRun.Status.FAILED,
+    label="Fine-tune run",
+    failed_statuses=(FineTuneRun.Status.FAILED,),
+    describe=lambda run: f"{run.get_method_display()} on {run.embedder_id}",
+    detail_url=lambda run: reverse("finetune_console:fine-tune") + f"#run-{run.pk}",
+    target_type="fine_tune_run",
+    requeue=_operator_requeue,
 )
