@@ -34,10 +34,12 @@ import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from uuid import UUID
 
 import numpy as np
+from django.utils import timezone
 
 from memory.core.extensions import QueryAdapterUnavailable, training_pair_sources
 from memory.core.models import Memory
@@ -79,12 +81,11 @@ class PairSet:
         return self.doc_groups[self.positives]
 
 
-def _live_vectors(company: Company, embedder_id: str):
-    return Memory.objects.filter(
-        company=company,
-        superseded_at__isnull=True,
-        embedder_id=embedder_id,
-        embedding__isnull=False,
+def _live_vectors(company: Company, embedder_id: str, now: datetime | None = None):
+    """The company's live memories (:meth:`MemoryQuerySet.live`) at ``now`` with a vector
+    of ``embedder_id``: an expired or superseded memory is no positive and not in the pool."""
+    return Memory.objects.live(now or timezone.now()).filter(
+        company=company, embedder_id=embedder_id, embedding__isnull=False
     )
 
 
@@ -278,12 +279,14 @@ def mine_pairs(
     sources[SYNTHETIC_SOURCE] = synthetic
     raw: dict[str, list[tuple[str, UUID]]] = {name: list(rows) for name, rows in sources.items()}
 
-    # Which memories are usable positives: the company's live rows with a base vector.
+    # Which memories are usable positives: the company's live rows with a base vector (live
+    # at one instant: each positive is in the pool below).
+    now = timezone.now()
     wanted = {
         memory_id for name, rows in raw.items() if name != ORG_FACT_SOURCE for _, memory_id in rows
     }
     agent_of = dict(
-        _live_vectors(company, embedder_id).filter(id__in=wanted).values_list("id", "agent_id")
+        _live_vectors(company, embedder_id, now).filter(id__in=wanted).values_list("id", "agent_id")
     )
     facts: dict[UUID, list[float]] = (
         dict(fact_version_vectors(company, embedder_id)) if raw[ORG_FACT_SOURCE] else {}
@@ -306,7 +309,7 @@ def mine_pairs(
     vectors: list[np.ndarray] = []
     groups: list[int] = []
     pool = (
-        _live_vectors(company, embedder_id)
+        _live_vectors(company, embedder_id, now)
         .filter(agent_id__in=agents)
         .order_by("agent_id", "id")
         .values_list("id", "agent_id", "embedding")

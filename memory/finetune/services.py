@@ -56,8 +56,10 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
+from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Q
+from django.urls import reverse
 from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
@@ -87,6 +89,7 @@ from persistence.services.audit import audit_record
 from synthorg.embedding import Embedder
 from synthorg.errors import ConflictError, NotFoundError, NotSupportedError, UnprocessableError
 from synthorg.jobs.dispatch import job_llm_slot
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
 from synthorg.jobs.registry import JobKind, llm_call_lease
 from synthorg.jobs.services import (
@@ -316,7 +319,10 @@ def enqueue_fine_tune_synthesis(run_id) -> None:
 
 
 def _get_run(company: Company, run_id) -> FineTuneRun:
-    run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
+    try:
+        run = FineTuneRun.objects.filter(company=company, pk=run_id).first()
+    except ValidationError:  # not a run id at all (the failures page passes any text)
+        run = None
     if run is None:
         raise NotFoundError(NO_SUCH_RUN, code=RUN_NOT_FOUND)
     return run
@@ -343,11 +349,16 @@ def _lease_end(run: FineTuneRun):
 
 @transaction.atomic
 def fine_tune_resume(
-    *, company: Company, run_id, principal: Principal, via: str = "api"
+    *,
+    company: Company,
+    run_id,
+    principal: Principal,
+    via: str = "api",
+    action: AuditAction = AuditAction.MEMORY_FINE_TUNE_RESUMED,
 ) -> FineTuneRun:
     """Queue a ``failed`` or ``cancelled`` run again, or a ``running`` one whose lease has
     passed (its worker died): ``planned``, due now, its attempts starting over, the history
-    naming the admin; 409 while a worker's lease holds."""
+    naming the admin, audited as ``action``; 409 while a worker's lease holds."""
     require_write(principal, RESOURCE, UPDATE)
     run = _get_run(company, run_id)
     run = FineTuneRun.objects.select_for_update().get(pk=run.pk)
@@ -374,7 +385,7 @@ def fine_tune_resume(
         history_reason=f"resumed by hand from {previous}", actor=_actor(principal),
     )  # fmt: skip
     audit_record(
-        company=company, action_type=AuditAction.MEMORY_FINE_TUNE_RESUMED, principal=principal,
+        company=company, action_type=action, principal=principal,
         target_type="fine_tune_run", target_id=run.pk,
         details={"from_status": previous, "epochs_done": run.epochs_done, "via": via},
     )  # fmt: skip
@@ -567,16 +578,8 @@ def _embed(embedder: Embedder, texts: list[str], beat: Callable[[], None]) -> np
     return qa.normalize_rows(np.vstack(chunks).astype(np.float32))
 
 
-def fine_tune_history_record(
-    run: FineTuneRun, *, now, reason: str | None = None, actor: str = ""
-) -> FineTuneRunStatusChange:
-    """Append the run's current status (its attempts and reason — ``reason`` overrides the
-    row's) to its history."""
-    return FineTuneRunStatusChange.objects.create(
-        company_id=run.company_id, run_id=run.pk, status=run.status, method=run.method,
-        reason=(run.reason if reason is None else reason)[:1000], attempt=run.attempts,
-        actor=actor, created_at=now,
-    )  # fmt: skip
+#: Appends the run's current status (its attempts and reason) to its history.
+fine_tune_history_record = history_writer(FineTuneRunStatusChange, "run")
 
 
 def _renew(run: FineTuneRun, lease: timedelta, **fields) -> None:
@@ -939,6 +942,15 @@ def _evaluate_and_finish(
     return status
 
 
+def _operator_requeue(*, principal: Principal, job_id) -> FineTuneRun:
+    """The failures page's re-queue: the resume path (an admin's; the company's other run in
+    flight refuses it), audited as ``fine_tune_run.requeued``."""
+    return fine_tune_resume(
+        company=principal.company, run_id=job_id, principal=principal, via="failures",
+        action=AuditAction.FINE_TUNE_RUN_REQUEUED,
+    )  # fmt: skip
+
+
 def _training_due(cutoff):
     """The runs due for training (or its auto-resume): with an LLM configured, not those
     waiting for their synthetic queries (without one, the training records that none were
@@ -972,6 +984,12 @@ FINE_TUNE_JOB = JobKind(
     select_related=("company",),
     reclaimed_reason=RECLAIMED,
     reclaimed_status=FineTuneRun.Status.FAILED,
+    label="Fine-tune run",
+    failed_statuses=(FineTuneRun.Status.FAILED,),
+    describe=lambda run: f"{run.get_method_display()} on {run.embedder_id}",
+    detail_url=lambda run: reverse("finetune_console:fine-tune") + f"#run-{run.pk}",
+    target_type="fine_tune_run",
+    requeue=_operator_requeue,
 )
 
 #: A run's synthetic-query generation: LLM work, on the LLM cluster under one of the
@@ -986,4 +1004,5 @@ FINE_TUNE_SYNTHESIS_JOB = replace(
     llm_slots=True,
     slot_per_run=True,  # the kernel holds a slot around the generation, or defers it
     batch_size=1,  # one run in flight per company
+    failed_statuses=(),  # a failed run is listed (and re-queued) once, as the training's
 )

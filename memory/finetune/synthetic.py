@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from uuid import UUID
 
 import numpy as np
+from django.utils import timezone
 
 from memory.core.llm import completion_provider_for
 from memory.core.models import Memory
@@ -123,12 +124,8 @@ def sample_memories(
     """Up to ``limit`` of the company's live memories with a vector of ``embedder_id``
     (the possible positives), a seeded sample in a stable order."""
     rows = list(
-        Memory.objects.filter(
-            company=company,
-            superseded_at__isnull=True,
-            embedder_id=embedder_id,
-            embedding__isnull=False,
-        )
+        Memory.objects.live(timezone.now())
+        .filter(company=company, embedder_id=embedder_id, embedding__isnull=False)
         .order_by("id")
         .values_list("id", "content")
     )

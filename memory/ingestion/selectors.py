@@ -8,6 +8,7 @@ from datetime import date
 
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from memory.core.errors import MemoryNotFoundError
 from memory.core.models import Memory
@@ -205,13 +206,14 @@ def extracted_fact_training_pairs(company, embedder_id: str):
     if not facts:
         return
     live = set(
-        Memory.objects.filter(
+        Memory.objects.live(timezone.now())
+        .filter(
             company=company,
             id__in=[memory_id for _, memory_id, _ in facts],
-            superseded_at__isnull=True,
             embedder_id=embedder_id,
             embedding__isnull=False,
-        ).values_list("id", flat=True)
+        )
+        .values_list("id", flat=True)
     )
     wanted = {m for _, memory_id, ids in facts if memory_id in live for m in ids}
     messages = {

@@ -1,6 +1,7 @@
-"""``memory.procedural``: lesson capture, pruning and propagation (the company-config section
-this app registers; the skill evolver adds ``memory.procedural.evolver``,
-:mod:`memory.procedural.evolver.config`)."""
+"""``memory.procedural``: lesson capture, pruning and propagation, and
+``memory.consolidation.experience_compressor`` / ``memory.consolidation.wiki_export``: the
+two-tier experiences (the company-config sections this app registers; the skill evolver adds
+``memory.procedural.evolver``, :mod:`memory.procedural.evolver.config`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from synthorg.company_config.fields import FROZEN, NotBlankStr, refuse_unless, reject_unsafe_path
+from synthorg.company_config.fields import (
+    FROZEN,
+    ConfigFieldError,
+    NotBlankStr,
+    refuse_unless,
+    reject_unsafe_path,
+)
 from synthorg.company_config.sections import ConfigSection
 
 
@@ -90,5 +97,63 @@ class ProceduralMemoryConfig(BaseModel):
         return self
 
 
-#: registered by :class:`memory.procedural.apps.ProceduralConfig`
-SECTIONS = (ConfigSection("memory.procedural", ProceduralMemoryConfig, after="chunking"),)
+class ExperienceCompressorConfig(BaseModel):
+    """``memory.consolidation.experience_compressor`` (seed 003, GEMS two-tier): execution
+    reports and their captures (Tier 1, raw traces) compressed into one strategic learning
+    each (Tier 2). ``model`` None: the company's resolved model. A compression whose
+    ``1 - compressed/raw`` length ratio is below ``min_compression_ratio`` is not kept (the
+    run records it as skipped). See docs/agents/procedural-learning.md."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    model: NotBlankStr | None = None
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=400, ge=16, le=8000)
+    min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _knobs_need_the_compressor(self) -> ExperienceCompressorConfig:
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self
+
+
+class WikiExportConfig(BaseModel):
+    """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
+    experiences — ``raw/`` (Tier 1: execution reports and their captures), ``wiki/`` (Tier 2:
+    compressed experiences) and ``index.md`` — under ``export_root``, a relative directory
+    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<company id>/``;
+    absolute paths and ``..`` refused). ``trigger``: after each scheduled consolidation of the
+    company, or only when asked (REST). ``max_entries_per_view`` None: at most 1000."""
+
+    model_config = FROZEN
+
+    enabled: bool = False
+    export_root: NotBlankStr = "wiki"
+    trigger: Literal["on_consolidation", "manual"] = "on_consolidation"
+    include_raw_tier: bool = True
+    include_compressed_tier: bool = True
+    max_entries_per_view: int | None = Field(default=None, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _reject_traversal(self) -> WikiExportConfig:
+        reject_unsafe_path("export_root", self.export_root)
+        if self.export_root.strip().strip("/") in ("", "."):
+            raise ConfigFieldError(
+                "export_root", "must name a directory inside the company's directory"
+            )
+        refuse_unless(self, self.enabled, "enabled is true")
+        return self
+
+
+#: registered by :class:`memory.procedural.apps.ProceduralConfig`; the consolidation
+#: section's two fields sit after ``llm``, where the kernel declared them before
+SECTIONS = (
+    ConfigSection("memory.procedural", ProceduralMemoryConfig, after="chunking"),
+    ConfigSection(
+        "memory.consolidation.experience_compressor", ExperienceCompressorConfig, after="llm"
+    ),
+    ConfigSection(
+        "memory.consolidation.wiki_export", WikiExportConfig, after="experience_compressor"
+    ),
+)

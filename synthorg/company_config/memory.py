@@ -1,7 +1,8 @@
 """``memory:``: storage, options, embedder, retrieval, self-editing, consolidation, chunking,
 redaction, the request log, and :class:`CompanyMemoryConfig`, which composes them. The
 capabilities' sections (``procedural``, ``fine_tune``, ``extraction``, ``conversation``,
-``dream``) are declared next to their code and registered into it at start-up
+``dream``, and ``consolidation.experience_compressor`` / ``consolidation.wiki_export``) are
+declared next to their code and registered into it at start-up
 (:mod:`synthorg.company_config.sections`).
 
 Where the spec names Mem0/Qdrant/SQLite, this product runs on PostgreSQL + pgvector; those
@@ -29,7 +30,6 @@ from synthorg.company_config.fields import (
     non_default_fields,
     refuse_not_offered,
     refuse_unless,
-    reject_unsafe_path,
 )
 from synthorg.company_config.namespaces import (
     DEFAULT_TEMPLATES,
@@ -683,55 +683,6 @@ class LLMConsolidationConfig(BaseModel):
     fallback_truncate_length: int = Field(default=200, ge=20, le=2000)
 
 
-class ExperienceCompressorConfig(BaseModel):
-    """``memory.consolidation.experience_compressor`` (seed 003, GEMS two-tier): execution
-    reports and their captures (Tier 1, raw traces) compressed into one strategic learning
-    each (Tier 2). ``model`` None: the company's resolved model. A compression whose
-    ``1 - compressed/raw`` length ratio is below ``min_compression_ratio`` is not kept (the
-    run records it as skipped). See docs/agents/procedural-learning.md."""
-
-    model_config = FROZEN
-
-    enabled: bool = False
-    model: NotBlankStr | None = None
-    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=400, ge=16, le=8000)
-    min_compression_ratio: float = Field(default=0.5, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _knobs_need_the_compressor(self) -> ExperienceCompressorConfig:
-        refuse_unless(self, self.enabled, "enabled is true")
-        return self
-
-
-class WikiExportConfig(BaseModel):
-    """``memory.consolidation.wiki_export`` (seed 003): a filesystem export of the company's
-    experiences — ``raw/`` (Tier 1: execution reports and their captures), ``wiki/`` (Tier 2:
-    compressed experiences) and ``index.md`` — under ``export_root``, a relative directory
-    inside the company's server-owned directory (``SYNTHORG_TENANT_FILES_DIR/<company id>/``;
-    absolute paths and ``..`` refused). ``trigger``: after each scheduled consolidation of the
-    company, or only when asked (REST). ``max_entries_per_view`` None: at most 1000."""
-
-    model_config = FROZEN
-
-    enabled: bool = False
-    export_root: NotBlankStr = "wiki"
-    trigger: Literal["on_consolidation", "manual"] = "on_consolidation"
-    include_raw_tier: bool = True
-    include_compressed_tier: bool = True
-    max_entries_per_view: int | None = Field(default=None, ge=1, le=1000)
-
-    @model_validator(mode="after")
-    def _reject_traversal(self) -> WikiExportConfig:
-        reject_unsafe_path("export_root", self.export_root)
-        if self.export_root.strip().strip("/") in ("", "."):
-            raise ConfigFieldError(
-                "export_root", "must name a directory inside the company's directory"
-            )
-        refuse_unless(self, self.enabled, "enabled is true")
-        return self
-
-
 LLM_GROUP_THRESHOLD_BELOW = (
     "is below group_threshold ({threshold}), which the llm strategy applies too, so it would "
     "change nothing; set it to at least {threshold} or remove it"
@@ -758,10 +709,7 @@ class ConsolidationConfig(BaseModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     archival: ArchivalConfig = Field(default_factory=ArchivalConfig)
     llm: LLMConsolidationConfig = Field(default_factory=LLMConsolidationConfig)
-    experience_compressor: ExperienceCompressorConfig = Field(
-        default_factory=ExperienceCompressorConfig
-    )
-    wiki_export: WikiExportConfig = Field(default_factory=WikiExportConfig)
+    # experience_compressor, wiki_export: registered here by memory.procedural (its config.py)
 
     @model_validator(mode="before")
     @classmethod

@@ -40,9 +40,3 @@ class RetryPolicy:
 
 #: 1, 2, 4 … minutes, at most an hour, at most 8 attempts (lesson captures, evolver drafts).
 DEFAULT_POLICY = RetryPolicy()
-
-
-def retry_delay(attempts: int, policy: RetryPolicy = DEFAULT_POLICY) -> timedelta:
-    """The wait before attempt ``attempts + 1`` under ``policy``: 1, 2, 4 … minutes, at most
-    an hour by default."""
-    return policy.delay(attempts)

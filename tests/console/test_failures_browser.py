@@ -47,6 +47,7 @@ def test_an_operator_requeues_a_failed_delivery_from_the_failures_page(live_serv
         "procedural.capture",
         "evolver.draft",
         "memory.reembed",
+        "finetune.run",
     ]
     row = browser.find_element(By.CSS_SELECTOR, f'tr.failed-job[data-job="{webhook.pk}"]')
     assert row.find_element(By.CSS_SELECTOR, "td.job-reason").text == "HTTP 503"
@@ -55,7 +56,12 @@ def test_an_operator_requeues_a_failed_delivery_from_the_failures_page(live_serv
         browser,
         lambda b: "Webhook delivery re-queued" in b.find_element(By.CSS_SELECTOR, ".messages").text,
     )
-    assert _kinds(browser) == ["procedural.capture", "evolver.draft", "memory.reembed"]
+    assert _kinds(browser) == [
+        "procedural.capture",
+        "evolver.draft",
+        "memory.reembed",
+        "finetune.run",
+    ]
     webhook.refresh_from_db()
     assert (webhook.status, webhook.attempts) == ("pending", 0)
     assert (

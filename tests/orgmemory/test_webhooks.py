@@ -20,7 +20,6 @@ from orgmemory.services.webhooks import (
     webhook_deliver,
 )
 from persistence.principal import Principal
-from synthorg.jobs.policy import retry_delay
 from tests.persistence.factories import MembershipFactory
 from tests.support.webhook_receiver import Receiver
 
@@ -109,9 +108,7 @@ def test_failures_are_recorded_retried_then_given_up(company, receiver):
     retry = Schedule.objects.get(func="orgmemory.tasks.deliver_webhook")
     assert retry.schedule_type == Schedule.ONCE
     assert (
-        abs(
-            (retry.next_run - delivery.last_attempt_at) - retry_delay(1, WEBHOOK_POLICY)
-        ).total_seconds()
+        abs((retry.next_run - delivery.last_attempt_at) - WEBHOOK_POLICY.delay(1)).total_seconds()
         < 1
     )
     for _ in range(MAX_ATTEMPTS - 1):
@@ -136,7 +133,7 @@ def test_a_dead_endpoint_never_blocks_the_request(company):
 
 
 def test_retry_backoff():
-    assert [retry_delay(n, WEBHOOK_POLICY).total_seconds() for n in (1, 2, 3, 4)] == [
+    assert [WEBHOOK_POLICY.delay(n).total_seconds() for n in (1, 2, 3, 4)] == [
         30,
         120,
         480,

@@ -1,6 +1,7 @@
 """The console's failures page: every registered job kind's failed jobs in the operator's
-company (captures, evolver drafts, webhook deliveries, re-embedding), each re-queued through
-its kind's re-queue — audited, with the operator as the actor, isolated per company."""
+company (captures, evolver drafts, webhook deliveries, re-embedding, fine-tune runs), each
+re-queued through its kind's re-queue — audited, with the operator as the actor, isolated per
+company."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from memory.core.models.reembed import ReembedJob
+from memory.finetune.models import FineTuneRun
 from memory.procedural.evolver.models import DraftFailure, EvolverReport
 from memory.procedural.models import ExecutionCapture
 from memory.procedural.services.reports import execution_report_submit
@@ -72,9 +74,19 @@ def seed_failures(company):
         "can re-queue it)",
     )  # fmt: skip
     capture = ExecutionCapture.objects.get(report=report)
+    fine_tune = FineTuneRun.objects.create(
+        company=company, method="linear_adapter", embedder_id="openai:wide-embed", dims=768,
+        status="failed", epochs_done=3, epochs_total=10, attempts=3, created_at=at[4],
+        updated_at=at[4], completed_at=at[4],
+        reason="The worker running this run was lost 3 times (no sign of life for 2 minutes); "
+        "memory.fine_tune.max_auto_resumes is 2. Resume it by hand.",
+    )  # fmt: skip
     _webhook_delivery(company, status="delivered", at=at[0], reason="", attempts=1)
     webhook = _webhook_delivery(company, status="failed", at=at[0])
-    return {"webhook": webhook, "capture": capture, "draft": draft, "reembed": reembed}
+    return {
+        "webhook": webhook, "capture": capture, "draft": draft, "reembed": reembed,
+        "fine_tune": fine_tune,
+    }  # fmt: skip
 
 
 def _client(company, role, **kwargs):
@@ -105,6 +117,7 @@ def test_every_registered_kind_is_on_the_page():
         "memory.reembed",
         "ingestion.dream_request",
         "ingestion.extraction",
+        "finetune.run",
     }
 
 
@@ -113,22 +126,35 @@ def test_the_page_lists_the_companys_failed_jobs_of_every_kind(company, jobs):
     _webhook_delivery(other, status="failed", at=timezone.now())
     response = _client(company, "viewer").get(URL)
     assert response.status_code == 200
-    webhook, capture, draft, reembed = (jobs[k] for k in ("webhook", "capture", "draft", "reembed"))
+    webhook, capture, draft, reembed, fine_tune = (
+        jobs[k] for k in ("webhook", "capture", "draft", "reembed", "fine_tune")
+    )
     assert _rows(response) == [
         ("orgmemory.webhook", str(webhook.pk), "failed", 5, "HTTP 503"),
         ("procedural.capture", str(capture.pk), "failed", 8, capture.reason),
         ("evolver.draft", str(draft.pk), "gave_up", 8, draft.reason),
         ("memory.reembed", str(reembed.pk), "failed", 8, reembed.reason),
+        ("finetune.run", str(fine_tune.pk), "failed", 3, fine_tune.reason),
     ]
     html = response.content.decode()
-    assert html.count('class="failed-job"') == 4
-    for label in ("Webhook delivery", "Lesson capture", "Skill-evolver draft", "Re-embedding"):
+    assert html.count('class="failed-job"') == 5
+    for label in (
+        "Webhook delivery",
+        "Lesson capture",
+        "Skill-evolver draft",
+        "Re-embedding",
+        "Fine-tune run",
+    ):
         assert f'<td data-label="Kind">{label}</td>' in html
     assert "approval.pending: Deploy " + company.slug in html
     assert f'href="/console/inbox/items/{webhook.item_id}"' in html
     assert f'href="/console/memories/executions/{capture.report_id}"' in html
     assert f'href="/console/memories/skill-evolver#draft-{draft.pk}"' in html
     assert "— → openai:wide-embed (3/7 rows)" in html
+    assert (
+        f'<a href="/console/memories/fine-tune#run-{fine_tune.pk}">'
+        "Query-side linear adapter on openai:wide-embed</a>"
+    ) in html
     assert f"{webhook.updated_at:%Y-%m-%d %H:%M}" in html
     assert "Re-queue" not in html  # viewers only read
     assert '<a href="/console/failures" aria-current="page">Failures</a>' in html
@@ -202,9 +228,52 @@ def test_each_kind_is_requeued_through_its_own_requeue(
     actor = f"user:{operator.user.pk}"
     assert reembed.history.order_by("-id").first().actor == actor
     assert draft.history.order_by("-id").first().actor == actor
-    assert _rows(operator.get(URL)) == [
-        ("orgmemory.webhook", str(jobs["webhook"].pk), "failed", 5, "HTTP 503")
+    assert [row[0] for row in _rows(operator.get(URL))] == ["orgmemory.webhook", "finetune.run"]
+
+
+def test_a_fine_tune_run_is_requeued_through_its_resume_path(
+    company, jobs, django_capture_on_commit_callbacks
+):
+    """As a resume by hand: an admin's (an operator is refused, nothing changes), the run is
+    ``planned`` and queued for a worker, its history names the admin, audited as a re-queue."""
+    run = jobs["fine_tune"]
+    url = f"/console/failures/finetune.run/{run.pk}/requeue"
+    response = _client(company, "operator").post(url)
+    assert response.status_code == 403
+    assert (
+        "Your role &#x27;operator&#x27; may not update fine tune records (needs &#x27;admin&#x27; "
+        "or higher)."
+    ) in response.content.decode()
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == ("failed", 3)
+
+    admin = _client(company, "admin")
+    before = OrmQ.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin.post(url)
+    assert (response.status_code, response["Location"]) == (302, URL)
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.reason, run.completed_at) == ("planned", 0, "", None)
+    last = run.history.order_by("-id").first()
+    assert (last.status, last.reason, last.attempt, last.actor) == (
+        "planned",
+        "resumed by hand from failed",
+        0,
+        f"user:{admin.user.pk}",
+    )
+    audit = AuditEntry.objects.get(target_type="fine_tune_run")
+    assert (audit.action_type, audit.actor_user_id, audit.target_id, audit.details) == (
+        "fine_tune_run.requeued",
+        admin.user.pk,
+        str(run.pk),
+        {"from_status": "failed", "epochs_done": 3, "via": "failures"},
+    )
+    queued = [q.task for q in OrmQ.objects.all()[before:]]
+    assert [(t["func"], t["args"]) for t in queued] == [
+        ("memory.finetune.tasks.run_fine_tune", (str(run.pk),))
     ]
+    assert admin.post(url).status_code == 409  # planned now: not failed any more
+    assert admin.post("/console/failures/finetune.run/not-a-uuid/requeue").status_code == 404
 
 
 def test_another_companys_job_is_not_found_and_unchanged(company, jobs):

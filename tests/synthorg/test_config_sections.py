@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from synthorg.company_config import CompanyConfig, CompanyConfigError, parse_company_config
-from synthorg.company_config.memory import CompanyMemoryConfig
+from synthorg.company_config.memory import CompanyMemoryConfig, ConsolidationConfig
 from synthorg.company_config.sections import (
     ConfigSection,
     ConfigSectionError,
@@ -29,6 +29,8 @@ SNAPSHOT = Path(__file__).parent / "data" / "company_config_snapshot.json"
 #: every registered section and the package that declares it
 EXPECTED = {
     "memory.procedural": "memory.procedural.config",
+    "memory.consolidation.experience_compressor": "memory.procedural.config",
+    "memory.consolidation.wiki_export": "memory.procedural.config",
     "memory.procedural.evolver": "memory.procedural.evolver.config",
     "memory.extraction": "memory.ingestion.config",
     "memory.conversation": "memory.ingestion.config",
@@ -72,7 +74,11 @@ def test_every_section_is_registered_exactly_once_by_its_capability():
 
 
 def test_each_section_is_a_field_of_its_host_with_its_model_as_default():
-    models: dict[str, type[BaseModel]] = {"": CompanyConfig, "memory": CompanyMemoryConfig}
+    models: dict[str, type[BaseModel]] = {
+        "": CompanyConfig,
+        "memory": CompanyMemoryConfig,
+        "memory.consolidation": ConsolidationConfig,
+    }
     for section in registered_sections():
         host = models[section.parent]
         field = host.model_fields[section.name]
@@ -103,6 +109,11 @@ def test_the_sections_sit_where_the_kernel_declared_them_before():
     ]
     procedural = CompanyMemoryConfig.model_fields["procedural"].annotation
     assert list(procedural.model_fields)[-1] == "evolver"
+    assert list(ConsolidationConfig.model_fields)[-3:] == [
+        "llm",
+        "experience_compressor",
+        "wiki_export",
+    ]
 
 
 def test_the_json_schema_is_the_snapshot_field_order_included():

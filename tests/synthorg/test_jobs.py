@@ -21,7 +21,7 @@ from synthorg.db.append_only import AppendOnly
 from synthorg.jobs import registry
 from synthorg.jobs.dispatch import COMPANY_TASK, job_run, jobs_run_company, jobs_run_due
 from synthorg.jobs.models import DurableJob, JobStatusChange, JobTurn
-from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy, retry_delay
+from synthorg.jobs.policy import DEFAULT_POLICY, RetryPolicy
 from synthorg.jobs.registry import JobKind, llm_job_lease
 from synthorg.jobs.services import (
     SLOT_DEFER,
@@ -153,7 +153,7 @@ def history(sample, job) -> list[tuple]:
 
 
 def test_the_retry_policy_doubles_up_to_its_bound_and_gives_up():
-    assert [retry_delay(n).total_seconds() for n in (0, 1, 2, 3, 7, 8, 20)] == [
+    assert [DEFAULT_POLICY.delay(n).total_seconds() for n in (0, 1, 2, 3, 7, 8, 20)] == [
         60,
         60,
         120,
@@ -329,7 +329,7 @@ def test_a_busy_kind_waits_for_its_turn_and_the_slot_holder_serves_it(sample, ki
 
 def test_a_policy_may_grow_by_another_factor():
     policy = RetryPolicy(base=timedelta(seconds=30), factor=4, max_attempts=5)
-    assert [retry_delay(n, policy).total_seconds() for n in (1, 2, 3, 4, 5)] == [
+    assert [policy.delay(n).total_seconds() for n in (1, 2, 3, 4, 5)] == [
         30,
         120,
         480,

@@ -42,7 +42,6 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -410,18 +409,17 @@ class MemoryConsolidationService:
     def candidates(self, agent: Agent, *, now: datetime) -> list[Memory]:
         cutoff = now - timedelta(days=self.config.archival.age_threshold_days)
         rows = (
-            Memory.objects.filter(
+            Memory.objects.live(now)
+            .filter(
                 agent=agent,
                 is_shared=False,
                 level=Memory.Level.PERSISTENT,
-                superseded_at__isnull=True,
                 created_at__lt=cutoff,
                 # an end user's memories are never merged into a summary: it would mix one
                 # person's facts with others' and outlive their erasure
                 subject="",
             )
             .exclude(tags__contains=[CORE_TAG])  # the core block is edited, not summarised
-            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
             .order_by("created_at", "id")
             .only("id", "namespace", "category", "content", "created_at", "confidence")
         )

@@ -43,14 +43,9 @@ from persistence.selectors.config import company_config
 from synthorg.enums import MemoryLevel
 from synthorg.errors import RateLimitedError, UnprocessableError
 from synthorg.jobs.dispatch import SLOT_DEFERRED, job_llm_slot
+from synthorg.jobs.history import history_writer
 from synthorg.jobs.registry import JobKind
-from synthorg.jobs.services import (
-    REASON_MAX,
-    job_claim,
-    job_execute,
-    job_fail,
-    job_finish,
-)
+from synthorg.jobs.services import job_claim, job_execute, job_fail, job_finish
 from synthorg.schedules import LLM_CLUSTER
 
 DREAM_REQUEST_TASK = "memory.ingestion.tasks.dream_requested"
@@ -192,20 +187,8 @@ def _llm_failed(run: DreamRun) -> bool:
     return run.status == DreamRun.Status.FAILED and run.method == DreamRun.Method.LLM
 
 
-def dream_request_history(
-    job: DreamRequest, *, now: datetime, reason: str | None = None, actor: str = ""
-) -> DreamRequestStatusChange:
-    """Append the request's current status to its (content-free) history."""
-    return DreamRequestStatusChange.objects.create(
-        company_id=job.company_id,
-        request_id=job.pk,
-        status=job.status,
-        method=job.method,
-        reason=(job.reason if reason is None else reason)[:REASON_MAX],
-        attempt=job.attempts,
-        actor=actor,
-        created_at=now,
-    )
+#: Appends the request's current status to its (content-free) history.
+dream_request_history = history_writer(DreamRequestStatusChange, "request")
 
 
 DREAM_REQUEST_JOB = JobKind(

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.core.consolidation.models import ArchivalMode
-from memory.core.models.memory import Memory, unexpired_q
+from memory.core.models.memory import Memory
 from memory.core.services.archive import archive_memories
 from memory.procedural.pruning import PruneCandidate, PruneDecision, decide_pruning
 from persistence.audit_actions import AuditAction
@@ -51,15 +51,9 @@ def procedural_prune_agent(
     now = now or timezone.now()
     config = company_config(agent.company).memory.procedural.pruning
     memories = list(
-        Memory.objects.select_for_update()
-        .filter(
-            company_id=agent.company_id,
-            agent=agent,
-            category="procedural",
-            is_shared=False,
-            superseded_at__isnull=True,
-        )
-        .filter(unexpired_q(now))
+        Memory.objects.live(now)
+        .select_for_update()
+        .filter(company_id=agent.company_id, agent=agent, category="procedural", is_shared=False)
         .defer("embedding", "search_vector")
     )
     decision: PruneDecision = decide_pruning(

@@ -3,6 +3,8 @@ the memory the LLM extracted from it) through the core's extension point."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.utils import timezone
 
 from memory.core.extensions import training_pair_sources
@@ -60,3 +62,8 @@ def test_each_added_fact_pairs_with_the_batch_message_sharing_its_words(caller, 
         superseded_at=timezone.now()
     )
     assert [q for q, _ in extracted_fact_training_pairs(caller.company, embedder_id)] == [BILLING]
+    # Nor is an expired one.
+    Memory.objects.filter(pk=memories["Billing deploys happen on Fridays at noon."]).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert list(extracted_fact_training_pairs(caller.company, embedder_id)) == []

@@ -19,12 +19,12 @@ from memory.procedural.models import (
 )
 from memory.procedural.services.capture import (
     CAPTURE_JOB,
+    CAPTURE_POLICY,
     MAX_ATTEMPTS,
     execution_captures_reclaim,
 )
 from memory.procedural.tasks import capture_execution_report
 from synthorg.jobs.dispatch import jobs_run_company
-from synthorg.jobs.policy import retry_delay
 from tests.memory.procedural.conftest import FAILED_REPORT, PROPOSAL
 from tests.support.openai_server import ScriptedResponse, chat_completion_payload, error_payload
 
@@ -180,7 +180,7 @@ def test_failed_captures_are_retried_after_an_outage(caller, llm_server):
         capture = capture_of(report_id)
         assert capture.method == "rule" and capture.memory_id is not None
         assert capture.reason.startswith("llm_error: LLMTransientError")
-        assert capture.next_attempt_at == capture.completed_at + retry_delay(1)
+        assert capture.next_attempt_at == capture.completed_at + CAPTURE_POLICY.delay(1)
 
     # Still down: one call for the company, the others wait uncharged.
     calls = len(llm_server.requests_to(llm_server.CHAT_COMPLETIONS))
@@ -215,17 +215,6 @@ def test_retries_are_bounded(caller, llm_server):
     assert capture.reason.endswith(
         f"(gave up after {MAX_ATTEMPTS} attempts; an operator can re-queue it)"
     )
-
-
-def test_retry_delay_doubles_up_to_an_hour():
-    assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 7, 8, 20)] == [
-        60,
-        120,
-        240,
-        3600,
-        3600,
-        3600,
-    ]
 
 
 def test_orphaned_running_captures_are_reclaimed(caller, llm_server):

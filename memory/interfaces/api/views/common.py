@@ -11,7 +11,6 @@ from memory.core.domain import MemoryStoreRequest, parse_request
 from memory.interfaces.service import MemoryService
 from persistence.api.permissions import IsAgent, IsPrincipal
 
-QUERY_BLANK = "query must not be blank."
 NOT_FOUND = OpenApiResponse(description="problem+json: no such memory visible to the caller")
 
 MEMORY_EXAMPLE = {

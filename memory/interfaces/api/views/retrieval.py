@@ -10,12 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory.core.domain import parse_request
-from memory.core.errors import MemoryInputError
 from memory.core.retrieval.query import MemoryQuery
 from memory.interfaces.api import serializers as s
 from memory.interfaces.api.views.common import (
     MEMORY_EXAMPLE,
-    QUERY_BLANK,
     AgentView,
 )
 from memory.prompting.context import ContextRequest
@@ -178,13 +176,7 @@ class MemoryContextView(AgentView, APIView):
     def post(self, request):
         serializer = s.MemoryContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        if not data["query"].strip():
-            raise MemoryInputError(
-                QUERY_BLANK,
-                code="validation_error",
-                errors=[{"field": "query", "message": QUERY_BLANK, "code": "blank"}],
-            )
+        data = serializer.validated_data  # a blank query is refused by the serializer
         # Built (and validated with the search's own rules) once; handed down as is.
         context_request = ContextRequest.build(
             query_text=data["query"],

@@ -120,3 +120,13 @@ def test_context_rejects_invalid_input(caller, body, field):
 def test_context_is_for_agents(human_client):
     response = human_client.post(URL, {"query": "x", "token_budget": 10}, format="json")
     assert response.status_code == 403
+
+
+def test_a_blank_query_is_refused_by_the_serializer(caller):
+    """The one check a blank query meets over REST (the view kept none of its own); tools and
+    MCP build the request with ``ContextRequest.build``, which refuses it (``query_text_blank``)."""
+    response = caller.client.post(URL, {"query": "  \n ", "token_budget": 100}, format="json")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        {"field": "query", "message": "This field may not be blank.", "code": "blank"}
+    ]

@@ -12,7 +12,7 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
 
-from memory.procedural.evolver.draft_failures import MAX_ATTEMPTS
+from memory.procedural.evolver.draft_failures import DRAFT_POLICY, MAX_ATTEMPTS
 from memory.procedural.evolver.draft_retry import (
     DRAFT_JOB,
     NO_LLM,
@@ -27,7 +27,6 @@ from persistence.models import AuditEntry
 from persistence.principal import Principal
 from synthorg.errors import AccessDeniedError, ConflictError, NotFoundError
 from synthorg.jobs.dispatch import jobs_run_due
-from synthorg.jobs.policy import retry_delay
 from synthorg.jobs.registry import DISPATCH_TASK
 from synthorg.jobs.tasks import jobs_company, jobs_dispatch_kind
 from synthorg.llm.resolution import forget_discovered_models
@@ -194,7 +193,7 @@ def test_back_off_then_gave_up_with_a_rule_item_carrying_the_llm_failure(company
         if draft.next_attempt_at:
             delays.append(draft.next_attempt_at - due)
     assert [d // timedelta(minutes=1) for d in delays] == [2, 4, 8, 16, 32, 60]
-    assert [retry_delay(n) // timedelta(minutes=1) for n in range(1, 8)] == [
+    assert [DRAFT_POLICY.delay(n) // timedelta(minutes=1) for n in range(1, 8)] == [
         1,
         2,
         4,
