@@ -20,7 +20,6 @@ ends (:func:`memories_archive_task`, registered on ``on_task_ended``).
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -498,13 +497,6 @@ def _copy_type(field) -> str:
     return _COPY_TYPE_ALIASES.get(db_type, db_type)
 
 
-@functools.cache
-def _copy_types() -> tuple[str, ...]:
-    """The binary ``COPY``'s column types: the model's, fixed for the process (asked once,
-    not per store)."""
-    return tuple(_copy_type(f) for f in _INSERT_FIELDS)
-
-
 def _insert(rows: list[Memory]) -> None:
     """Write ``rows`` with one binary ``COPY``: the vectors go over the wire as binary
     float4s. ``bulk_create`` formatted every vector as text in Python and compiled a
@@ -524,7 +516,7 @@ def _insert(rows: list[Memory]) -> None:
             f"COPY memory_memory ({columns}) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy,
     ):
-        copy.set_types(list(_copy_types()))
+        copy.set_types([_copy_type(f) for f in _INSERT_FIELDS])
         for row in rows:
             copy.write_row(
                 [
