@@ -102,6 +102,12 @@ COMMANDS = {
     "http_load_lean_ab2.json": "bench/http_load.py --variants "
     "asgi,asgi=/tmp/lean-base --rounds 6 --duration 60 "
     "--out bench/results/http_load_lean_ab2.json",
+    "store_copy_types_ab_base_first.json": "bench/http_load.py --variants "
+    "asgi=/tmp/lean-base2,asgi --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_copy_types_ab_base_first.json",
+    "store_copy_types_ab_new_first.json": "bench/http_load.py --variants "
+    "asgi,asgi=/tmp/lean-base2 --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_copy_types_ab_new_first.json",
     "iterative_scan.json": "bench/iterative_scan.py --memories 105000 --agents 5 --queries 100",
     "embedder_speed.json": "bench/embedder_speed.py --threads 1",
     "store_constant.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
