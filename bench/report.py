@@ -96,6 +96,18 @@ COMMANDS = {
     "http_load_prepared_plan_ab_new_first.json": "bench/http_load.py --variants "
     "asgi,asgi=/tmp/prep-base --rounds 6 --duration 90 "
     "--out bench/results/http_load_prepared_plan_ab_new_first.json",
+    "http_load_lean_ab1.json": "bench/http_load.py --variants "
+    "asgi=/tmp/lean-base,asgi --rounds 6 --duration 60 "
+    "--out bench/results/http_load_lean_ab1.json",
+    "http_load_lean_ab2.json": "bench/http_load.py --variants "
+    "asgi,asgi=/tmp/lean-base --rounds 6 --duration 60 "
+    "--out bench/results/http_load_lean_ab2.json",
+    "store_copy_types_ab_base_first.json": "bench/http_load.py --variants "
+    "asgi=/tmp/lean-base2,asgi --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_copy_types_ab_base_first.json",
+    "store_copy_types_ab_new_first.json": "bench/http_load.py --variants "
+    "asgi,asgi=/tmp/lean-base2 --mix store=1 --rounds 4 --duration 40 --clients 8 "
+    "--out bench/results/store_copy_types_ab_new_first.json",
     "iterative_scan.json": "bench/iterative_scan.py --memories 105000 --agents 5 --queries 100",
     "embedder_speed.json": "bench/embedder_speed.py --threads 1",
     "store_constant.json": "bench/store.py --data ../shared/bench-data/locomo_dev.json "
@@ -873,6 +885,35 @@ def t_prepared_statements(arg) -> str:
         f"{d['calls_per_round']} round trips per side and round, {d['rounds']} rounds; "
         f"load average {load_avg}."
     )
+    return table(head, rows) + "\n\n" + note + " " + source(arg)
+
+
+def t_lean_path(arg) -> str:
+    """``{{ lean_path:<file> }}``: bench/lean_path.py (each change of the lean path, the code
+    before against this checkout's, alternating per round, µs of client CPU per call)."""
+    use(arg)
+    d = load(arg)
+    rows = [
+        [
+            r["change"],
+            fmt(r["before_us_median"]),
+            fmt(r["after_us_median"]),
+            f"**{fmt(round(r['after_us_median'] - r['before_us_median'], 1))}**",
+            f"{fmt(r['before_us_range'][0])}–{fmt(r['before_us_range'][1])}",
+            f"{fmt(r['after_us_range'][0])}–{fmt(r['after_us_range'][1])}",
+        ]
+        for r in d["rows"]
+    ]
+    head = [
+        "change",
+        "before µs (median of rounds)",
+        "after µs",
+        "after − before",
+        "before, range over rounds",
+        "after, range",
+    ]
+    load_avg = f"{fmt(d['load_average_1_5_15_before'])} → {fmt(d['load_average_1_5_15_after'])}"
+    note = f"{d['rounds']} rounds per side, the order flipping each round; load average {load_avg}."
     return table(head, rows) + "\n\n" + note + " " + source(arg)
 
 
@@ -2048,6 +2089,7 @@ TABLES: dict[str, Callable[[str | None], str]] = {
     "quantized_walk": t_quantized_walk,
     "hnsw_build": t_hnsw_build,
     "prepared_statements": t_prepared_statements,
+    "lean_path": t_lean_path,
     "iterative": t_iterative,
     "storage_ab": t_storage_ab,
     "kernel_ab": t_kernel_ab,

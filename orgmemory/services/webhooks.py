@@ -52,7 +52,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import httpx
-from django.db import transaction
+from django.db import connections, router, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -65,6 +65,7 @@ from orgmemory.approval_models import (
     WebhookDeliveryStatusChange,
 )
 from persistence.access import UPDATE, require_write
+from synthorg.db.prepared import execute_prepared
 from synthorg.errors import InvalidInputError
 from synthorg.jobs.history import history_writer
 from synthorg.jobs.policy import RetryPolicy
@@ -197,11 +198,26 @@ def webhook_configure(
     return webhook
 
 
+_SUBSCRIBED_SQL = (
+    f'SELECT 1 FROM "{ApprovalWebhook._meta.db_table}" '
+    "WHERE company_id = %s AND enabled AND %s::varchar = ANY(events)"
+)
+
+
 def webhook_for_event(*, company_id: int, event: str) -> ApprovalWebhook | None:
-    """The company's enabled webhook when it subscribes to ``event``, else ``None``."""
-    return ApprovalWebhook.objects.filter(
-        company_id=company_id, enabled=True, events__contains=[event]
-    ).first()
+    """The company's enabled webhook when it subscribes to ``event``, else ``None``.
+
+    Every memory write asks, and most companies have no webhook: the question is first a
+    prepared statement of the connection the ORM would read on (no ORM query to build per
+    write), and only a company that subscribes loads its webhook."""
+    alias = router.db_for_read(ApprovalWebhook)
+    if not execute_prepared(connections[alias], _SUBSCRIBED_SQL, [company_id, event]):
+        return None
+    return (
+        ApprovalWebhook.objects.using(alias)
+        .filter(company_id=company_id, enabled=True, events__contains=[event])
+        .first()
+    )
 
 
 def event_envelope(*, company: Company, event: str, occurred_at: datetime, **body) -> dict:

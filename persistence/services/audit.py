@@ -10,11 +10,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from django.db import router
 from django.utils import timezone
 
 from persistence.access import owner_for_create
 from persistence.audit_actions import AuditAction
 from persistence.models import AuditEntry
+from synthorg.db.prepared import insert_prepared
 
 if TYPE_CHECKING:
     from persistence.models import Agent, Company
@@ -68,7 +70,7 @@ def _append(
     if principal is not None:
         actor_agent = actor_agent or principal.agent
         actor_user = actor_user or principal.user
-    return AuditEntry.objects.create(
+    entry = AuditEntry(
         company=company,
         actor_agent=actor_agent,
         actor_user=actor_user,
@@ -80,6 +82,9 @@ def _append(
         details=dict(details or {}),
         created_at=timezone.now(),
     )
+    # What ``objects.create`` does, as a prepared statement: most writes record an entry.
+    insert_prepared(entry, using=router.db_for_write(AuditEntry))
+    return entry
 
 
 AUDIT_SUBMIT_FIELDS = ("action_type", "target_type", "target_id", "verdict", "risk_level")

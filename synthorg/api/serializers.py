@@ -131,6 +131,7 @@ class SharedFieldsRepresentation(_SerializerMixinBase):
     """
 
     _shared_readable_fields: ClassVar[list[Field[Any, Any, Any, Any]]]
+    _shared_plan: ClassVar[list[tuple[Field[Any, Any, Any, Any], str, Any]]]
 
     @classmethod
     def shared_readable_fields(cls) -> list[Field[Any, Any, Any, Any]]:
@@ -141,18 +142,55 @@ class SharedFieldsRepresentation(_SerializerMixinBase):
                 if fields is None:
                     prototype = cls()
                     fields = [f for f in prototype.fields.values() if not f.write_only]
+                    cls._shared_plan = [(f, f.field_name, _plain_source(f)) for f in fields]
                     cls._shared_readable_fields = fields
         return fields
 
     def to_representation(self, instance):
+        # DRF's loop (``Serializer.to_representation`` with ``Field.get_attribute``), with the
+        # per-field work that depends only on the instance's type done once per instance: a
+        # field whose source is one plain attribute reads it directly, ``source="*"`` is the
+        # instance; anything DRF's lookup treats specially (a missing key or attribute, a
+        # callable, ObjectDoesNotExist, a path) goes through DRF's own ``get_attribute``, so
+        # the output and the errors are DRF's.
+        plan = type(self).__dict__.get("_shared_plan")
+        if plan is None:
+            self.shared_readable_fields()
+            plan = type(self).__dict__["_shared_plan"]
+        by_key = isinstance(instance, Mapping)
         ret: dict[str, Any] = {}
-        for field in self.shared_readable_fields():
-            try:
-                attribute = field.get_attribute(instance)
-            except SkipField:
-                continue
+        for field, name, source in plan:
+            attribute = _UNREAD
+            if source is _WHOLE:
+                attribute = instance
+            elif source is not None:
+                try:
+                    value = instance[source] if by_key else getattr(instance, source)
+                except Exception:
+                    pass  # DRF's lookup below says what a missing value means
+                else:
+                    if not callable(value):
+                        attribute = value
+            if attribute is _UNREAD:
+                try:
+                    attribute = field.get_attribute(instance)
+                except SkipField:
+                    continue
             check_for_none = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
-            value = None if check_for_none is None else field.to_representation(attribute)
-            # drf-stubs type field_name as an unbound field's (None); these are bound: a str
-            ret[field.field_name] = value  # type: ignore[index]
+            ret[name] = None if check_for_none is None else field.to_representation(attribute)
         return ret
+
+
+_UNREAD = object()
+_WHOLE: Any = object()  # the source is the instance itself (``source="*"``)
+
+
+def _plain_source(field: Field[Any, Any, Any, Any]) -> Any:
+    """The one attribute or key ``field`` reads, ``_WHOLE`` for ``source="*"``, or ``None``
+    (a dotted path, or a ``get_attribute`` that is not DRF's: a related field, say)."""
+    if type(field).get_attribute is not Field.get_attribute:
+        return None
+    attrs = field.source_attrs
+    if not attrs:
+        return _WHOLE
+    return attrs[0] if len(attrs) == 1 else None

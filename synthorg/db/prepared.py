@@ -84,3 +84,33 @@ def execute_prepared(
                     [list(settings)],
                 )
         return cursor.fetchall()
+
+
+def insert_prepared(instance, using: str) -> None:
+    """Insert model ``instance`` (an auto-increment primary key, no parent model) on database
+    ``using`` as a prepared statement, as ``Model.save()`` would on a new row: each field's
+    ``pre_save`` and its value prepared for the database; ``pk`` and ``_state`` are set.
+    For rows every request writes (no signal is sent: only for models without receivers)."""
+    from django.db import connections
+
+    model = type(instance)
+    connection = connections[using]
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    sql = _INSERTS.get((model, using))
+    if sql is None:
+        quote = connection.ops.quote_name
+        sql = (
+            f"INSERT INTO {quote(model._meta.db_table)} "
+            f"({', '.join(quote(f.column) for f in fields)}) "
+            f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(model._meta.pk.column)}"
+        )
+        _INSERTS[(model, using)] = sql
+    instance._prepare_related_fields_for_save(operation_name="save")  # as save() refuses
+    params = [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+    ((pk,),) = execute_prepared(connection, sql, params)
+    instance.pk = pk
+    instance._state.adding = False
+    instance._state.db = using
+
+
+_INSERTS: dict[tuple[type, str], str] = {}

@@ -37,3 +37,37 @@ def test_values_are_dotted_and_unique():
     values = [action.value for action in AuditAction]
     assert len(values) == len(set(values))
     assert all("." in value and value == value.lower() for value in values)
+
+
+@pytest.mark.django_db
+def test_an_entry_is_written_as_objects_create_would_write_it():
+    company = CompanyFactory()
+    entry = audit_record(
+        company=company,
+        action_type=AuditAction("memory.stored"),
+        target_type="memory",
+        target_id=7,
+        details={"ids": ["a", "b"], "nested": {"n": 1}},
+    )
+    assert entry.pk is not None and not entry._state.adding and entry._state.db == "default"
+    stored = AuditEntry.objects.get(pk=entry.pk)
+    assert (stored.company_id, stored.actor_agent_id, stored.actor_user_id) == (
+        company.pk,
+        None,
+        None,
+    )
+    assert (stored.action_type, stored.target_type, stored.target_id) == (
+        "memory.stored",
+        "memory",
+        "7",
+    )
+    assert (stored.verdict, stored.risk_level) == ("allowed", "low")
+    assert stored.details == {"ids": ["a", "b"], "nested": {"n": 1}}
+    assert stored.created_at == entry.created_at
+
+
+@pytest.mark.django_db
+def test_an_entry_of_an_unsaved_company_is_refused_as_save_refuses_it():
+    with pytest.raises(ValueError, match="unsaved related object 'company'"):
+        audit_record(company=CompanyFactory.build(), action_type=AuditAction("memory.stored"))
+    assert not AuditEntry.objects.exists()

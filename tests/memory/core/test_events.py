@@ -27,10 +27,12 @@ from orgmemory.services.webhooks import (
     SIGNATURE_HEADER,
     webhook_configure,
     webhook_deliver,
+    webhook_for_event,
 )
 from persistence.principal import Principal
 from persistence.services.companies import company_config_set
 from synthorg.errors import InvalidInputError
+from tests.conftest import make_agent_caller
 from tests.memory.procedural.conftest import FAILED_REPORT
 from tests.persistence.factories import MembershipFactory
 from tests.support.webhook_receiver import Receiver, signature_of
@@ -458,3 +460,15 @@ def test_a_failing_memory_delivery_is_listed_in_the_console(caller, receiver):
     failures = client.get("/console/failures")
     assert failures.status_code == 200
     assert f"memory.created: {row.pk}" in failures.content.decode()
+
+
+def test_the_webhook_for_an_event_is_the_subscribed_enabled_one_of_that_company(caller, receiver):
+    assert webhook_for_event(company_id=caller.company.pk, event="memory.created") is None
+    hook = subscribe(caller.company, receiver.url, events=["memory.created"])
+    found = webhook_for_event(company_id=caller.company.pk, event="memory.created")
+    assert found is not None and found.pk == hook.pk and found.url == receiver.url
+    assert webhook_for_event(company_id=caller.company.pk, event="memory.deleted") is None
+    other = make_agent_caller()
+    assert webhook_for_event(company_id=other.company.pk, event="memory.created") is None
+    ApprovalWebhook.objects.filter(pk=hook.pk).update(enabled=False)
+    assert webhook_for_event(company_id=caller.company.pk, event="memory.created") is None

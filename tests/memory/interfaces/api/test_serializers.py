@@ -1,6 +1,7 @@
 """Response serializers that share one set of fields per process say exactly what DRF's own
 per-instance fields say (``synthorg.api.serializers.SharedFieldsRepresentation``)."""
 
+from collections.abc import Mapping
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -123,3 +124,65 @@ def test_the_fields_are_built_once_per_class():
         "extra",
     ]
     assert Probe.shared_readable_fields() is first  # a subclass builds its own
+
+
+def test_lookups_drf_treats_specially_serialize_as_drf_does():
+    """The direct read of a one-attribute source hands every other case to DRF's lookup: a
+    missing optional value (left out), a missing value with a default or null allowed, a
+    method (called), a dotted source, ``source="*"`` and a Mapping that is not a dict."""
+
+    class Inner(SharedFieldsRepresentation, serializers.Serializer):
+        size = serializers.IntegerField()
+
+    class Probe(SharedFieldsRepresentation, serializers.Serializer):
+        name = serializers.CharField()
+        optional = serializers.CharField(required=False)
+        nullable = serializers.CharField(allow_null=True)
+        defaulted = serializers.IntegerField(default=7)
+        shout = serializers.CharField()
+        size = serializers.IntegerField(source="inner.size")
+        inner = Inner()
+        whole = serializers.SerializerMethodField()
+
+        def get_whole(self, instance) -> str:
+            return type(instance).__name__
+
+    class Thing:
+        name = "a"
+        inner = SimpleNamespace(size=3)
+
+        def shout(self):
+            return "A!"
+
+    class Frozen(Mapping):
+        def __init__(self, data):
+            self.data = data
+
+        def __getitem__(self, key):
+            return self.data[key]
+
+        def __iter__(self):
+            return iter(self.data)
+
+        def __len__(self):
+            return len(self.data)
+
+    row = {"name": "b", "shout": "B", "inner": {"size": 4}, "optional": "o"}
+    for instance in (Thing(), row, Frozen(row)):
+        assert Probe(instance).data == drf(Probe, instance)
+    assert Probe(Thing()).data == {
+        "name": "a",
+        "nullable": None,
+        "defaulted": 7,
+        "shout": "A!",
+        "size": 3,
+        "inner": {"size": 3},
+        "whole": "Thing",
+    }
+    assert Probe(Frozen(row)).data["whole"] == "Frozen"
+
+    class Broken(SharedFieldsRepresentation, serializers.Serializer):
+        name = serializers.CharField()
+
+    with pytest.raises(AttributeError, match="Got AttributeError when attempting"):
+        Broken(object()).data  # noqa: B018 - DRF's own error, not a silent gap
