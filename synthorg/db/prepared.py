@@ -90,10 +90,15 @@ def insert_prepared(instance, using: str) -> None:
     """Insert model ``instance`` (an auto-increment primary key, no parent model) on database
     ``using`` as a prepared statement, as ``Model.save()`` would on a new row: each field's
     ``pre_save`` and its value prepared for the database; ``pk`` and ``_state`` are set.
-    For rows every request writes (no signal is sent: only for models without receivers)."""
+    For rows every request writes. It sends no model signal, so a model that has a
+    ``pre_save`` or ``post_save`` receiver is saved by ``save()`` instead."""
     from django.db import connections
+    from django.db.models.signals import post_save, pre_save
 
     model = type(instance)
+    if pre_save.has_listeners(model) or post_save.has_listeners(model):
+        instance.save(force_insert=True, using=using)
+        return
     connection = connections[using]
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     sql = _INSERTS.get((model, using))

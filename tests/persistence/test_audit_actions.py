@@ -71,3 +71,21 @@ def test_an_entry_of_an_unsaved_company_is_refused_as_save_refuses_it():
     with pytest.raises(ValueError, match="unsaved related object 'company'"):
         audit_record(company=CompanyFactory.build(), action_type=AuditAction("memory.stored"))
     assert not AuditEntry.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_entry_goes_through_save_when_its_model_has_a_post_save_receiver():
+    from django.db.models.signals import post_save
+
+    seen = []
+
+    def receiver(sender, instance, created, **kwargs):
+        seen.append((instance.action_type, created))
+
+    post_save.connect(receiver, sender=AuditEntry)
+    try:
+        entry = audit_record(company=CompanyFactory(), action_type=AuditAction("memory.stored"))
+    finally:
+        post_save.disconnect(receiver, sender=AuditEntry)
+    assert seen == [("memory.stored", True)]
+    assert AuditEntry.objects.get(pk=entry.pk).action_type == "memory.stored"
