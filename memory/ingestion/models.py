@@ -22,7 +22,14 @@ from django.db import models
 from memory.core.models.memory import subject_field
 from memory.ingestion.domain import CONVERSATION_ID_MAX_CHARS, MESSAGE_NAME_MAX_CHARS
 from persistence.models import Agent, Company, Project
-from synthorg.jobs.models import DurableJob, JobStatusChange
+from synthorg.jobs.models import (
+    DurableJob,
+    JobStatusChange,
+    ScheduledRun,
+    ScheduledRunStatusChange,
+    scheduled_constraints,
+    scheduled_due_index,
+)
 
 
 class Conversation(models.Model):
@@ -469,3 +476,38 @@ class DreamRequestStatusChange(JobStatusChange):
 
     def __str__(self) -> str:
         return f"{self.request_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class ScheduledDream(ScheduledRun):
+    """A company's scheduled dream (a durable job, :mod:`synthorg.jobs.scheduled`): ``queued``
+    until one of the company's LLM slots is free — with every slot taken it waits for its
+    turn, served by the slot's holder — then ``running`` and ``done`` with the dreams of all
+    its persistent agents (``runs``: the :class:`DreamRun` rows recorded). ``failed``: the
+    run raised (the next scheduled dream starts afresh). At most one open dream per company.
+    Content-free: the dreams themselves are the :class:`DreamRun` rows."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
+    runs = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ("created_at", "id")
+        constraints = scheduled_constraints("ingestion_scheduled_dream")
+        indexes = [scheduled_due_index("ingestion_scheddream_due")]
+
+    def __str__(self) -> str:
+        return f"scheduled dream {self.company_id} [{self.status}]"
+
+
+class ScheduledDreamStatusChange(ScheduledRunStatusChange):
+    """One status transition of a scheduled dream. **Append-only** (a Postgres trigger
+    rejects UPDATE/DELETE/TRUNCATE): the dream holds the latest state, this the history."""
+
+    company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
+    dream = models.ForeignKey(ScheduledDream, on_delete=models.PROTECT, related_name="history")
+
+    class Meta:
+        ordering = ("dream", "id")
+        indexes = [models.Index(fields=["dream", "id"], name="ingestion_scheddreamhist")]
+
+    def __str__(self) -> str:
+        return f"{self.dream_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"

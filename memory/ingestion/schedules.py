@@ -1,8 +1,10 @@
 """Schedules of conversation ingestion: one dream schedule per company from ``memory.dream``
-(re-synced when a company's config changes, created with the company). Extraction runs and
-dream requests are durable job kinds (``ingestion.extraction``, ``ingestion.dream_request``):
-the kernel's ``jobs-<kind>`` schedules dispatch them, taking turns on the company's LLM slots
-with the other kinds."""
+(re-synced when a company's config changes, created with the company), whose task runs the
+dream as a durable job (``ingestion.dream``, :mod:`memory.ingestion.services.dream_schedule`).
+Extraction runs, dream requests and scheduled dreams are durable job kinds
+(``ingestion.extraction``, ``ingestion.dream_request``, ``ingestion.dream``): the kernel's
+``jobs-<kind>`` schedules dispatch them, taking turns on the company's LLM slots with the
+other kinds."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from memory.core.services.edit import on_session_ended
 from memory.ingestion.portability import CONTENT_KINDS
 from memory.ingestion.scheduling import DREAM_TASK
 from memory.ingestion.services.dream_requests import DREAM_REQUEST_JOB
+from memory.ingestion.services.dream_schedule import SCHEDULED_DREAM_JOB
 from memory.ingestion.services.extraction import EXTRACTION_JOB
 from memory.ingestion.services.messages import (
     conversations_purge_project,
@@ -84,3 +87,4 @@ def register() -> None:
     register_schedule_provider(dream_schedules)
     register_job_kind(EXTRACTION_JOB)
     register_job_kind(DREAM_REQUEST_JOB)
+    register_job_kind(SCHEDULED_DREAM_JOB)  # the scheduled dream takes its turn on the slots

@@ -15,7 +15,7 @@ import logging
 
 from django.db import transaction
 
-from synthorg.schedules import LLM_CLUSTER, schedule_once
+from synthorg.schedules import LLM_CLUSTER
 
 EXTRACT_TASK = "memory.ingestion.tasks.extract_conversation"
 
@@ -61,20 +61,3 @@ def _enqueue_now(conversation_pk: int) -> None:
 
 
 DREAM_TASK = "memory.ingestion.tasks.dream_company"
-
-
-def dream_deferred_name(company_id: int) -> str:
-    # Not under synthorg.schedules.SCHEDULE_PREFIX: sync_schedules must leave it alone.
-    return f"ingestion-dream-deferred:company-{company_id}"
-
-
-def arm_deferred_dream(company_id: int, *, at) -> None:
-    """A scheduled dream found the company's LLM slots busy: run it again at ``at`` (one
-    q2 ``ONCE`` schedule per company, moved forward by every deferral)."""
-    schedule_once(
-        name=dream_deferred_name(company_id),
-        func=DREAM_TASK,
-        kwargs={"company_id": company_id},
-        at=at,
-        cluster=LLM_CLUSTER,
-    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from memory.ingestion.models import Conversation, DreamRequest
 from memory.ingestion.services.context import conversation_summary_refresh
-from memory.ingestion.services.dream import company_dream_scheduled
 from memory.ingestion.services.dream_requests import dream_request_run
+from memory.ingestion.services.dream_schedule import dream_outcome, dream_scheduled
 from memory.ingestion.services.extraction import conversation_extract
 from persistence.models import Company
 
@@ -26,15 +26,15 @@ def extract_conversation(conversation_pk: int) -> str | None:
     return run.status if run is not None else None
 
 
-def dream_company(company_id: int) -> int | None:
-    """Scheduled deep dream of every agent of one company; returns the runs recorded
-    (``None``: the company's LLM slots were busy, the dream is re-armed a minute later)."""
+def dream_company(company_id: int) -> int | str | None:
+    """The company's scheduled deep dream of every persistent agent (a durable job): the
+    runs recorded, ``"deferred"`` when its LLM slots were busy (it waits for its turn),
+    ``None`` when another worker runs the company's open dream."""
 
     company = Company.objects.filter(pk=company_id).first()
     if company is None:
         return 0
-    runs = company_dream_scheduled(company=company)
-    return None if runs is None else len(runs)
+    return dream_outcome(dream_scheduled(company=company))
 
 
 def dream_requested(request_id: str) -> str | None:

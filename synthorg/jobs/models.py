@@ -8,6 +8,8 @@ the trigger). Tables keep their family's names.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db import models
 
 
@@ -69,3 +71,57 @@ class JobTurn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of company {self.company_id} waiting since {self.waiting_since}"
+
+
+class ScheduledRun(DurableJob):
+    """A company's scheduled run as a durable job (:mod:`synthorg.jobs.scheduled`): ``queued``
+    until one of the company's LLM slots is free — with every slot taken it waits for its
+    turn, served by the slot's holder — then ``running`` and ``done``. ``failed``: the run
+    raised (the next scheduled run starts afresh). At most one open run per company: a
+    subclass adds its ``company`` and :func:`scheduled_constraints`."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    trigger = models.CharField(max_length=16)  # schedule
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+
+    class Meta:
+        abstract = True
+
+
+class ScheduledRunStatusChange(JobStatusChange):
+    """One status transition of a :class:`ScheduledRun` (append-only): a subclass adds its
+    ``company`` and the foreign key to its run."""
+
+    status = models.CharField(max_length=16, choices=ScheduledRun.Status.choices)
+
+    class Meta:
+        abstract = True
+
+
+def scheduled_due_index(name: str) -> models.Index:
+    """A :class:`ScheduledRun` table's index of its due runs (what the dispatcher reads)."""
+    return models.Index(
+        fields=["next_attempt_at"], condition=models.Q(next_attempt_at__isnull=False), name=name
+    )
+
+
+def scheduled_constraints(name: str) -> list[models.BaseConstraint]:
+    """A :class:`ScheduledRun` table's constraints: a valid status, and one open run
+    (``queued`` or ``running``) per company (``<name>_one_open_per_company``)."""
+    return [
+        models.CheckConstraint(
+            condition=models.Q(status__in=ScheduledRun.Status.values),
+            name=f"{name}_status_valid",
+        ),
+        models.UniqueConstraint(
+            fields=["company"],
+            condition=models.Q(status__in=["queued", "running"]),
+            name=f"{name}_one_open_per_company",
+        ),
+    ]

@@ -24,6 +24,7 @@ LLM_KINDS = {
     "evolver.cycle",
     "ingestion.extraction",
     "ingestion.dream_request",
+    "ingestion.dream",
     "finetune.synthesis",
 }
 

@@ -24,17 +24,21 @@ from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
 from memory.core.models.memory import Memory
-from memory.ingestion.models import Conversation, DreamRun, ExtractionRun
-from memory.ingestion.scheduling import dream_deferred_name
+from memory.ingestion.models import (
+    Conversation,
+    DreamRun,
+    ExtractionRun,
+    ScheduledDream,
+)
 from memory.ingestion.services import extraction
-from memory.ingestion.services.dream import DREAM_DEFER
+from memory.ingestion.services.dream_requests import DREAM_REQUEST_JOB, dream_request
+from memory.ingestion.services.dream_schedule import dream_outcome, dream_scheduled
 from memory.ingestion.tasks import dream_company, extract_conversation
 from memory.procedural.evolver.cycles import evolver_cycle_outcome, evolver_cycle_scheduled
 from memory.procedural.evolver.draft_retry import DRAFT_JOB
 from memory.procedural.evolver.models import (
     DraftFailure,
     EvolverCycle,
-    EvolverCycleStatusChange,
     EvolverReport,
 )
 from memory.procedural.evolver.tasks import run_company_evolver
@@ -483,27 +487,92 @@ def test_the_first_failed_extraction_stops_the_companys_batch(stand_in):
 # --- dream ---------------------------------------------------------------------------------
 
 
-def test_a_scheduled_dream_is_rearmed_while_the_companys_slot_is_held(stand_in):
-    stand_in.hanging_models = set()
-    company = CompanyFactory()
-    make_agent_caller(company=company, memory_level="persistent")
-    with slot_held_elsewhere(company.pk):
-        before = timezone.now()
-        assert dream_company(company.pk) is None  # nothing ran, the worker is free
-        assert not DreamRun.objects.exists()
-        [rearmed] = Schedule.objects.filter(name=dream_deferred_name(company.pk))
-        assert (rearmed.func, rearmed.kwargs, rearmed.cluster, rearmed.schedule_type) == (
-            "memory.ingestion.tasks.dream_company",
-            repr({"company_id": company.pk}),
-            "llm",
-            Schedule.ONCE,
-        )
-        assert before + DREAM_DEFER <= rearmed.next_run <= timezone.now() + DREAM_DEFER
-        assert stand_in.chat_requests == []
+def scheduled_history(job) -> list[tuple[str, str, int, str]]:
+    """A company's scheduled run's status history (an evolver cycle, a scheduled dream)."""
+    return list(job.history.order_by("id").values_list("status", "reason", "attempt", "method"))
 
-    # The re-armed task (or the next tick) finds the slot free and dreams.
-    assert dream_company(company.pk) == 1
-    assert list(DreamRun.objects.values_list("status", flat=True)) == ["nothing_new"]
+
+def waited_twice(method: str) -> list[tuple[str, str, int, str]]:
+    """The history of a scheduled run that found its company's slots busy at its tick and at
+    a second tick, then ran at its turn."""
+    deferred = SLOT_DEFERRED.format(limit=1)
+    return [
+        ("queued", "", 0, ""),  # the schedule's tick
+        ("running", "", 1, ""),
+        ("queued", deferred, 0, ""),  # every slot taken
+        ("running", "", 1, ""),  # the second tick
+        ("queued", deferred, 0, ""),
+        ("running", "", 1, ""),  # its turn
+        ("done", "", 1, method),
+    ]
+
+
+def ran_at_once(method: str) -> list[tuple[str, str, int, str]]:
+    return [("queued", "", 0, ""), ("running", "", 1, ""), ("done", "", 1, method)]
+
+
+def assert_waits_for_its_turn(kind: str, company_id: int, *, later) -> None:
+    """``kind`` waits for a turn at the company (nothing else does), and the kind's own
+    dispatch at ``later`` hands the company its task on the LLM cluster too."""
+    assert list(JobTurn.objects.values_list("company_id", "kind")) == [(company_id, kind)]
+    OrmQ.objects.all().delete()
+    assert jobs_dispatch_kind(kind, now=later) == {"reclaimed": 0, "companies": [company_id]}
+    queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.all()]
+    assert queued == [("llm", COMPANY_TASK, (kind, company_id))]
+
+
+def test_a_scheduled_dream_waits_for_its_turn_while_the_companys_slot_is_held(stand_in):
+    """By design (issue 34): a busy slot no longer re-arms the dream a minute later with no
+    turn (a busy company's dream could be skipped indefinitely); the dream is a durable job
+    that waits for its turn and the slot's holder serves it."""
+    stand_in.hanging_models = set()
+    company, other = CompanyFactory(), CompanyFactory()
+    agent = make_agent_caller(company=company, memory_level="persistent").agent
+    make_agent_caller(company=other, memory_level="persistent")
+    audits = AuditEntry.objects.filter(company__in=[company, other]).count()
+    deferred = SLOT_DEFERRED.format(limit=1)
+    now = timezone.now()
+    with slot_held_elsewhere(company.pk):
+        dream = dream_scheduled(company=company, now=now)
+        assert dream_outcome(dream) == "deferred"  # nothing ran, the worker is free
+        # Another company's dream is not held up by this company's busy slot.
+        assert dream_company(other.pk) == 1
+        # A tick while it waits takes the same dream: one open dream per company.
+        assert dream_company(company.pk) == "deferred"
+        dream = ScheduledDream.objects.get(company=company)
+        assert (dream.status, dream.attempts, dream.reason, dream.runs) == (
+            "queued", 0, deferred, 0,
+        )  # fmt: skip
+        assert dream.next_attempt_at == dream.updated_at + SLOT_DEFER
+        assert not DreamRun.objects.filter(company=company).exists()
+        assert not Schedule.objects.filter(name__startswith="ingestion-dream-deferred").exists()
+        assert stand_in.chat_requests == []
+        later = dream.next_attempt_at
+        assert_waits_for_its_turn("ingestion.dream", company.pk, later=later)
+
+    # Its turn: the dream request batch that takes the company's slot serves the waiting
+    # scheduled dream in the same pass (oldest due first: the request, then the dream).
+    request = dream_request(agent=agent, now=now - timedelta(seconds=1))
+    summary = jobs_run_company(DREAM_REQUEST_JOB, company_id=company.pk, now=later)
+    assert (summary.retried, summary.waiting, summary.busy) == (1, 0, False)
+    request.refresh_from_db()
+    assert (request.status, request.run.trigger) == ("ran", "agent")
+    dream.refresh_from_db()
+    assert (dream.status, dream.attempts, dream.reason, dream.next_attempt_at, dream.runs) == (
+        "done", 1, "", None, 1,
+    )  # fmt: skip
+    assert list(
+        DreamRun.objects.filter(company=company).order_by("created_at", "id")
+        .values_list("trigger", "status")
+    ) == [("agent", "nothing_new"), ("schedule", "nothing_new")]  # fmt: skip
+    assert scheduled_history(dream) == waited_twice("")  # no journal: nothing_new, no method
+    assert not JobTurn.objects.exists()
+    done = ScheduledDream.objects.get(company=other)
+    assert (done.status, done.runs) == ("done", 1)
+    assert scheduled_history(done) == ran_at_once("")
+    assert stand_in.chat_requests == []
+    # The scheduled dreams write no audit entries.
+    assert AuditEntry.objects.filter(company__in=[company, other]).count() == audits
 
 
 # --- skill evolver -------------------------------------------------------------------------
@@ -589,14 +658,6 @@ def test_a_company_draft_retry_skips_while_its_slot_is_held_elsewhere(stand_in):
     assert (draft.status, draft.attempts) == ("superseded", 2)
 
 
-def cycle_history(cycle) -> list[tuple[str, str, int, str]]:
-    return list(
-        EvolverCycleStatusChange.objects.filter(cycle=cycle)
-        .order_by("id")
-        .values_list("status", "reason", "attempt", "method")
-    )
-
-
 def test_a_scheduled_evolver_cycle_waits_for_its_turn_while_the_companys_slot_is_held(
     stand_in,
 ):
@@ -620,19 +681,9 @@ def test_a_scheduled_evolver_cycle_waits_for_its_turn_while_the_companys_slot_is
         )  # fmt: skip
         assert cycle.next_attempt_at == cycle.updated_at + SLOT_DEFER
         assert not EvolverReport.objects.filter(company=company).exists()
-        assert list(JobTurn.objects.values_list("company_id", "kind")) == [
-            (company.pk, "evolver.cycle")
-        ]
         assert not Schedule.objects.filter(name__startswith="skill-evolver-deferred").exists()
         later = cycle.next_attempt_at
-        # The kind's own dispatch hands the company its task on the LLM cluster too.
-        OrmQ.objects.all().delete()
-        assert jobs_dispatch_kind("evolver.cycle", now=later) == {
-            "reclaimed": 0,
-            "companies": [company.pk],
-        }
-        queued = [(row.key, row.func(), row.task["args"]) for row in OrmQ.objects.all()]
-        assert queued == [("llm", COMPANY_TASK, ("evolver.cycle", company.pk))]
+        assert_waits_for_its_turn("evolver.cycle", company.pk, later=later)
 
     # Its turn: the draft retry batch that takes the company's slot serves the waiting
     # cycle in the same pass (oldest due first: the draft, then the cycle).
@@ -646,22 +697,10 @@ def test_a_scheduled_evolver_cycle_waits_for_its_turn_while_the_companys_slot_is
         "done", 1, "", None,
     )  # fmt: skip
     assert (cycle.report.status, cycle.report.trigger) == ("completed", "schedule")
-    assert cycle_history(cycle) == [
-        ("queued", "", 0, ""),  # the schedule's tick
-        ("running", "", 1, ""),
-        ("queued", deferred, 0, ""),  # every slot taken
-        ("running", "", 1, ""),  # the second tick
-        ("queued", deferred, 0, ""),
-        ("running", "", 1, ""),  # its turn
-        ("done", "", 1, cycle.report.method),
-    ]
+    assert scheduled_history(cycle) == waited_twice(cycle.report.method)
     assert not JobTurn.objects.exists()
     done = EvolverCycle.objects.get(company=other)
-    assert cycle_history(done) == [
-        ("queued", "", 0, ""),
-        ("running", "", 1, ""),
-        ("done", "", 1, done.report.method),
-    ]
+    assert scheduled_history(done) == ran_at_once(done.report.method)
     # The cycles write no audit entries.
     assert AuditEntry.objects.filter(company__in=[company, other]).count() == audits
 

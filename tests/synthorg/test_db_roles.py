@@ -38,6 +38,7 @@ APPEND_ONLY = [
     "procedural_capturestatuschange",
     "evolver_draftstatuschange",
     "evolver_evolvercyclestatuschange",
+    "ingestion_scheduleddreamstatuschange",
     "procedural_executionreport",
 ]
 

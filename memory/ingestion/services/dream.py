@@ -1,7 +1,8 @@
 """Deep dream: consolidate an agent's journal into its core summary memory.
 
 For one agent (:func:`agent_dream`; :func:`company_dream` for every persistent-level agent
-of a company, run by the per-company q2 schedule and ``manage.py dream``):
+of a company, run by the per-company schedule as a durable job
+(:mod:`memory.ingestion.services.dream_schedule`) and by ``manage.py dream``):
 
 1. Inputs: the agent's current core summary (its live SEMANTIC memory tagged ``core``) and
    its journal days since the day of the last successful dream (that day is read again:
@@ -46,7 +47,6 @@ from memory.ingestion.prompts import (
     dream_response_format,
     parse_dream,
 )
-from memory.ingestion.scheduling import arm_deferred_dream
 from memory.ingestion.selectors import render_journal
 from memory.ingestion.services.journal import journal_append_dream
 from persistence.models import Agent, Company
@@ -64,7 +64,6 @@ NO_LLM = "no LLM is configured (SYNTHORG_LLM_BASE_URL / SYNTHORG_LLM_MODEL)"
 NOT_PERSISTENT = "the agent's memory level is {level!r}; only persistent agents dream"
 CORE_MAX_CHARS = 20_000
 EXTRACTIVE_MAX_FACTS = 40
-DREAM_DEFER = timedelta(minutes=1)
 
 
 def current_core(agent: Agent) -> Memory | None:
@@ -265,27 +264,15 @@ def _record(run: DreamRun, status: str, *, error: str = "") -> DreamRun:
     return run
 
 
-def company_dream_scheduled(*, company: Company, now=None) -> list[DreamRun] | None:
-    """The company's scheduled dream (on the LLM cluster), run as :func:`dream_now`; with
-    every LLM slot taken it does not wait: nothing runs, the dream is re-armed
-    :data:`DREAM_DEFER` later (:func:`~memory.ingestion.scheduling.arm_deferred_dream`) and
-    ``None`` is returned, so the worker is free at once."""
-    now = now or timezone.now()
-    runs = dream_now(company=company, trigger="schedule", now=now)
-    if runs is None:
-        logger.info("dream of company %s deferred: LLM slots busy", company.pk)
-        arm_deferred_dream(company.pk, at=now + DREAM_DEFER)
-    return runs
-
-
 def dream_now(
     *, company: Company, agent: Agent | None = None, trigger: str = "manual", now=None
 ) -> list[DreamRun] | None:
-    """Dream now for the company's persistent agents, or only ``agent`` (the schedule's,
-    ``manage.py dream``'s). With an LLM configured it runs while holding one of the
-    company's LLM slots (:mod:`synthorg.llm.slots`) for all the dreams; with every slot
-    taken nothing runs and ``None`` is returned (the caller re-arms or reports it). The
-    extractive dream (no LLM) needs no slot."""
+    """Dream now for the company's persistent agents, or only ``agent`` (``manage.py
+    dream``'s; the schedule's is a durable job, :mod:`memory.ingestion.services.dream_schedule`).
+    With an LLM configured it runs while holding one of the company's LLM slots
+    (:mod:`synthorg.llm.slots`) for all the dreams; with every slot taken nothing runs and
+    ``None`` is returned (the command says so). The extractive dream (no LLM) needs no
+    slot."""
     now = now or timezone.now()
 
     def run() -> list[DreamRun]:

@@ -23,7 +23,14 @@ from django.db.models import Q
 
 from orgmemory.models import ApprovalItem
 from persistence.models import Company
-from synthorg.jobs.models import DurableJob, JobStatusChange
+from synthorg.jobs.models import (
+    DurableJob,
+    JobStatusChange,
+    ScheduledRun,
+    ScheduledRunStatusChange,
+    scheduled_constraints,
+    scheduled_due_index,
+)
 
 
 class EvolverReport(models.Model):
@@ -174,59 +181,33 @@ class DraftStatusChange(JobStatusChange):
         return f"{self.draft_id}: {self.status} at {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
-class EvolverCycle(DurableJob):
-    """A scheduled cycle of one company (a durable job, :mod:`synthorg.jobs`): ``queued``
-    until one of the company's LLM slots is free — with every slot taken it waits for its
-    turn, served by the slot's holder — then ``running`` and ``done`` with its
+class EvolverCycle(ScheduledRun):
+    """A scheduled cycle of one company (a durable job, :mod:`synthorg.jobs.scheduled`):
+    ``queued`` until one of the company's LLM slots is free — with every slot taken it waits
+    for its turn, served by the slot's holder — then ``running`` and ``done`` with its
     :class:`EvolverReport`. ``failed``: the run raised outside the cycle's own error
     handling (the next scheduled cycle starts afresh). At most one open cycle per company."""
 
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     company = models.ForeignKey(Company, on_delete=models.CASCADE, related_name="+")
-    trigger = models.CharField(max_length=16)  # schedule
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     report = models.OneToOneField(
         EvolverReport, on_delete=models.SET_NULL, null=True, blank=True, related_name="cycle"
     )
 
     class Meta:
         ordering = ("created_at", "id")
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(status__in=["queued", "running", "done", "failed"]),
-                name="evolver_cycle_status_valid",
-            ),
-            models.UniqueConstraint(
-                fields=["company"],
-                condition=Q(status__in=["queued", "running"]),
-                name="evolver_cycle_one_open_per_company",
-            ),
-        ]
-        indexes = [
-            models.Index(
-                fields=["next_attempt_at"],
-                condition=Q(next_attempt_at__isnull=False),
-                name="evolvercycle_due",
-            ),
-        ]
+        constraints = scheduled_constraints("evolver_cycle")
+        indexes = [scheduled_due_index("evolvercycle_due")]
 
     def __str__(self) -> str:
         return f"evolver cycle {self.company_id} [{self.status}]"
 
 
-class EvolverCycleStatusChange(JobStatusChange):
+class EvolverCycleStatusChange(ScheduledRunStatusChange):
     """One status transition of a cycle. **Append-only** (a Postgres trigger rejects
     UPDATE/DELETE/TRUNCATE): the cycle holds the latest state, this the history."""
 
     company = models.ForeignKey(Company, on_delete=models.PROTECT, related_name="+")
     cycle = models.ForeignKey(EvolverCycle, on_delete=models.PROTECT, related_name="history")
-    status = models.CharField(max_length=16, choices=EvolverCycle.Status.choices)
 
     class Meta:
         ordering = ("cycle", "id")
