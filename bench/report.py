@@ -1507,6 +1507,11 @@ def t_serve_stop(_arg) -> str:
             "a task in flight on each cluster",
             "serve_stop_inflight_issue34.json",
         ),
+        (
+            "issue 34: the finished job kernel",
+            "a task in flight on each cluster",
+            "serve_stop_inflight_final.json",
+        ),
     ]
     use(*(name for *_, name in runs))
     rows = []

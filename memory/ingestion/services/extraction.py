@@ -756,9 +756,9 @@ def _own_supersedable(agent, raw_ids, now, *, subject: str = "") -> set[UUID]:
     ids = {mid for mid in (parse_uuid(r) for r in raw_ids) if mid is not None}
     if not ids:
         return set()
-    live = Memory.objects.filter(
-        agent=agent, is_shared=False, superseded_at__isnull=True, pk__in=ids, subject=subject
-    ).exclude(expires_at__lte=now)
+    live = Memory.objects.live(now).filter(
+        agent=agent, is_shared=False, pk__in=ids, subject=subject
+    )
     return set(live.values_list("pk", flat=True))
 
 
