@@ -91,18 +91,38 @@ def scratch_databases(alias: str = "default") -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
+#: how long a drop waits for sessions it may not end (see :func:`drop_database`)
+_DROP_PATIENCE_SECONDS = 10.0
+
+
 def drop_database(name: str, alias: str = "default") -> None:
     """``DROP DATABASE IF EXISTS name WITH (FORCE)`` (ends other sessions on it), as the
-    role the connection is logged in as. Refuses names that are not scratch databases."""
-    from django.db import connections
+    role the connection is logged in as. Refuses names that are not scratch databases.
+
+    The owner role may not end the app role's sessions (it is not a member of that role), and
+    a session the app just closed stays in the server's process list for a moment after its
+    socket closes: FORCE then refuses (SQLSTATE 42501). Such a drop is retried for up to
+    :data:`_DROP_PATIENCE_SECONDS` while those sessions finish exiting."""
+    import time
+
+    from django.db import ProgrammingError, connections
 
     if not name.startswith(PREFIX):
         raise ValueError(f"not a scratch database: {name!r}")
     connection = connections[alias]
     connection.close()
-    with connection._nodb_cursor() as cursor:
-        quoted = connection.ops.quote_name(name)
-        cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+    quoted = connection.ops.quote_name(name)
+    deadline = time.monotonic() + _DROP_PATIENCE_SECONDS
+    while True:
+        try:
+            with connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {quoted} WITH (FORCE)")
+            return
+        except ProgrammingError as exc:
+            privilege = getattr(exc.__cause__, "sqlstate", None) == "42501"
+            if not privilege or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 TEMPLATE_PREFIX = f"{PREFIX}template_"

@@ -214,22 +214,35 @@ def _woken(_signum, _frame) -> None:
     os.write(2, b"synthorg.supervision: stop requested\n")
 
 
-def wake(supervisord: psutil.Process) -> bool:
+def listener_of(supervisord: psutil.Process) -> psutil.Process | None:
+    """supervisord's recovery listener process (None: not running)."""
+    for child in supervisord.children():
+        try:
+            if child.environ().get("SUPERVISOR_PROCESS_NAME") == LISTENER:
+                return child
+        except psutil.Error:
+            continue
+    return None
+
+
+def wake(supervisord: psutil.Process, listener: psutil.Process | None = None) -> bool:
     """Make supervisord act on a signal it was just sent, now instead of within a second.
 
     supervisord's loop waits up to 1 s in ``poll`` on its programs' output pipes and only
     then handles the signals it received (a stop: every program signalled at once). The
     listener, sent :data:`WAKE_SIGNAL`, writes a line to its stderr — one of those pipes — so
-    the wait ends at once. True when the listener was found and signalled.
+    the wait ends at once. Pass ``listener`` found (:func:`listener_of`) *before* the signal
+    to supervisord: once supervisord acts on the signal, the listener exits. True when the
+    listener was found and signalled.
     """
-    for child in supervisord.children():
-        try:
-            if child.environ().get("SUPERVISOR_PROCESS_NAME") == LISTENER:
-                child.send_signal(WAKE_SIGNAL)
-                return True
-        except psutil.Error:
-            continue
-    return False
+    listener = listener or listener_of(supervisord)
+    if listener is None:
+        return False
+    try:
+        listener.send_signal(WAKE_SIGNAL)
+    except psutil.Error:
+        return False
+    return True
 
 
 def listen() -> None:

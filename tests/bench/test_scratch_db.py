@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import psycopg
@@ -92,6 +93,48 @@ def test_scratch_database_is_isolated_runs_as_the_app_role_and_is_dropped_on_exc
     assert set(Company.objects.values_list("slug", flat=True)) == {"outer-co"}
     # The migrated template of this migration set stays for the next run to copy.
     assert database_exists(f"{TEMPLATE_PREFIX}{schema_fingerprint()}") is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_drop_waits_for_an_app_role_session_the_owner_may_not_end(monkeypatch):
+    """The owner may not terminate the app role's sessions (FORCE answers 42501), and a
+    session the app has just closed lingers for a moment: the drop retries until it is gone,
+    and gives up with the server's error when it never goes."""
+    if not roles.owner_overrides():
+        pytest.skip("one role only: the connection may end its own sessions")
+    fields = connection.settings_dict
+    with scratch_database("pytest_held") as name:
+        held = psycopg.connect(
+            dbname=name,
+            user=fields["USER"],
+            password=fields["PASSWORD"] or None,
+            host=fields["HOST"] or None,
+            port=fields["PORT"] or None,
+        )
+        threading.Timer(1.0, held.close).start()
+    assert held.closed
+    assert database_exists(name) is False
+
+    monkeypatch.setattr("bench.scratch_db._DROP_PATIENCE_SECONDS", 0.5)
+    with (
+        pytest.raises(ProgrammingError, match="permission denied to terminate process"),
+        scratch_database("pytest_stuck") as name,
+    ):
+        stuck = psycopg.connect(
+            dbname=name,
+            user=fields["USER"],
+            password=fields["PASSWORD"] or None,
+            host=fields["HOST"] or None,
+            port=fields["PORT"] or None,
+        )
+    assert database_exists(name) is True
+    stuck.close()
+    app_login = roles.use_owner()
+    try:
+        drop_database(name)
+    finally:
+        roles.restore(app_login)
+    assert database_exists(name) is False
 
 
 def test_drop_database_refuses_a_name_that_is_not_a_scratch_database():

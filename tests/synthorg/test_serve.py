@@ -187,7 +187,11 @@ def test_ctrl_c_lets_each_q2_cluster_stop_its_own_processes(proxied_database_url
                 time.sleep(0.1)
             assert log.read_text().count("] running.") == 2, log.read_text()
             started = descendants(serve.pid)
-            os.killpg(serve.pid, signal.SIGINT)
+            # SIGINT to serve alone (``kill -INT``): a terminal's Ctrl-C also reaches
+            # supervisord, which may then start its stop on its own (woken by a program's
+            # output) before serve's wake, and the wake is moot; here only serve's wake can
+            # end supervisord's poll early.
+            os.kill(serve.pid, signal.SIGINT)
             serve.wait(timeout=120)
         finally:
             if serve.poll() is None:

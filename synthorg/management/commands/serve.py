@@ -32,6 +32,7 @@ from synthorg.supervision import (
     STOP_GRACE_SECONDS,
     Program,
     exit_now,
+    listener_of,
     wake,
     write_config,
 )
@@ -118,11 +119,17 @@ class Command(BaseCommand):
         def stop(*_):
             nonlocal stopping
             stopping = True
+            # Found first: once supervisord acts on the signal, its listener exits.
+            supervisor: psutil.Process | None = None
+            listener: psutil.Process | None = None
+            with contextlib.suppress(psutil.Error):
+                supervisor = psutil.Process(supervisord.pid)
+                listener = listener_of(supervisor)
             with contextlib.suppress(ProcessLookupError):
                 supervisord.send_signal(signal.SIGTERM)
             # supervisord acts on the signal when its poll (up to 1 s) ends; end it now.
-            with contextlib.suppress(psutil.Error):
-                wake(psutil.Process(supervisord.pid))
+            if supervisor is not None:
+                wake(supervisor, listener)
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
