@@ -39,16 +39,21 @@ def _current() -> tuple[str, str]:
         return cursor.fetchone()
 
 
-def _slugs_in(database: str) -> set[str]:
-    """Company slugs of ``database``, read on a connection of its own."""
+def _connect(database: str) -> psycopg.Connection:
+    """A connection of its own to ``database``, as the role the default connection uses."""
     fields = connection.settings_dict
-    with psycopg.connect(
+    return psycopg.connect(
         dbname=database,
         user=fields["USER"],
         password=fields["PASSWORD"] or None,
         host=fields["HOST"] or None,
         port=fields["PORT"] or None,
-    ) as raw:
+    )
+
+
+def _slugs_in(database: str) -> set[str]:
+    """Company slugs of ``database``, read on a connection of its own."""
+    with _connect(database) as raw:
         return {row[0] for row in raw.execute("SELECT slug FROM persistence_company")}
 
 
@@ -102,15 +107,8 @@ def test_the_drop_waits_for_an_app_role_session_the_owner_may_not_end(monkeypatc
     and gives up with the server's error when it never goes."""
     if not roles.owner_overrides():
         pytest.skip("one role only: the connection may end its own sessions")
-    fields = connection.settings_dict
     with scratch_database("pytest_held") as name:
-        held = psycopg.connect(
-            dbname=name,
-            user=fields["USER"],
-            password=fields["PASSWORD"] or None,
-            host=fields["HOST"] or None,
-            port=fields["PORT"] or None,
-        )
+        held = _connect(name)
         threading.Timer(1.0, held.close).start()
     assert held.closed
     assert database_exists(name) is False
@@ -120,13 +118,7 @@ def test_the_drop_waits_for_an_app_role_session_the_owner_may_not_end(monkeypatc
         pytest.raises(ProgrammingError, match="permission denied to terminate process"),
         scratch_database("pytest_stuck") as name,
     ):
-        stuck = psycopg.connect(
-            dbname=name,
-            user=fields["USER"],
-            password=fields["PASSWORD"] or None,
-            host=fields["HOST"] or None,
-            port=fields["PORT"] or None,
-        )
+        stuck = _connect(name)
     assert database_exists(name) is True
     stuck.close()
     app_login = roles.use_owner()
