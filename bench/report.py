@@ -66,6 +66,14 @@ COMMANDS = {
     "kernel/prepared_org_search_ab_tree_first.json": "bench/search_ab.py --org 2000 "
     "--queries 200 --base a2a5718 --tree-first "
     "--out bench/results/kernel/prepared_org_search_ab_tree_first.json",
+    "kernel/carried_rows_search_ab_locomo_base_first.json": "bench/search_ab.py --data "
+    "../shared/bench-data/locomo_dev.json --base HEAD "
+    "--out bench/results/kernel/carried_rows_search_ab_locomo_base_first.json "
+    "(working tree: HEAD 635fcbd + bench/results/kernel/carried_rows_search.patch)",
+    "kernel/carried_rows_search_ab_locomo_tree_first.json": "bench/search_ab.py --data "
+    "../shared/bench-data/locomo_dev.json --base HEAD --tree-first "
+    "--out bench/results/kernel/carried_rows_search_ab_locomo_tree_first.json "
+    "(working tree: HEAD 635fcbd + bench/results/kernel/carried_rows_search.patch)",
     "store_prepared_ab_base_first.json": "bench/http_load.py --variants "
     "asgi=/tmp/store-base,asgi --mix store=1 --rounds 4 --duration 40 --clients 8 "
     "--out bench/results/store_prepared_ab_base_first.json",
@@ -2026,6 +2034,17 @@ def t_fold_ab(arg) -> str:
         for variant, w in d["wall_ms"].items()
     ]
     head = ["variant", "wall p50 ms", "wall p95 ms", "mean ms", "server CPU ms (mean)"]
+    if "statements_per_search" in d:  # runs since the statement count was added
+        head += ["statements per search", "statement / hydration stage mean ms"]
+        for row, variant in zip(rows, d["wall_ms"], strict=True):
+            stages = d["stages_ms"].get(variant, {})
+            row += [
+                d["statements_per_search"].get(variant),
+                " / ".join(
+                    str(stages.get(name, {}).get("mean", "—"))
+                    for name in ("statement_ms", "hydrate_ms")
+                ),
+            ]
     return (
         table(head, rows) + f"\n\n{d['searches_per_variant']} searches per variant, "
         f"{d['searches_with_different_top10']} with a different top 10. " + source(arg)
